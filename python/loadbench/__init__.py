@@ -1,0 +1,26 @@
+"""loadbench: an HTTP benchmark engine with a C++ core.
+
+One obvious entry per job:
+  loadbench.run(...)          one load run against a URL
+  loadbench.Sweep(...)        a matrix of servers x workloads x loads x protocols x repeats
+  loadbench.report / plots    markdown reports and charts from results
+  loadbench.ServerProcess     the native Beast reference server as a child process
+"""
+from __future__ import annotations
+
+from ._core import build_info
+from .errors import ConfigError, LoadbenchError, ServerError
+from .paths import server_binary
+from .server import ServerProcess
+
+__version__ = build_info()["version"]
+
+__all__ = [
+    "ConfigError",
+    "LoadbenchError",
+    "ServerError",
+    "ServerProcess",
+    "__version__",
+    "build_info",
+    "server_binary",
+]

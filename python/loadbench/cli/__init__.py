@@ -1,0 +1,47 @@
+"""The `loadbench` command line: a thin shell over the Python API.
+
+Each subcommand is one module in this package that defines
+    register(subparsers) -> None      add its parser, set `func=<callable(args) -> int>`
+Modules are discovered, so adding a subcommand touches only its own file.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from typing import Optional, Sequence
+
+from ..errors import LoadbenchError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="loadbench",
+        description="HTTP benchmark engine: Beast reference servers, a C++ load generator, sweeps and reports.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(sub)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except LoadbenchError as exc:
+        print(f"loadbench: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("loadbench: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,163 @@
+"""The native Beast reference server (`loadbench-server`) as a child process.
+
+Measurement needs the server in its own process, so that /proc shows its CPU time
+and RSS alone. The binary prints one JSON line once it listens, e.g.
+
+    {"event": "ready", "pid": 123, "host": "127.0.0.1", "http_port": 40211, "https_port": null, "workers": 1}
+
+and, after a graceful stop (SIGINT/SIGTERM), one line with its counters:
+
+    {"event": "stopped", "connections_accepted": 10, ..., "requests": {"plaintext": 5, ...}}
+"""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+from .errors import ServerError
+from .paths import server_binary
+
+
+@dataclass
+class ServerProcess:
+    """Start `loadbench-server` with the given flags; `with` waits until it listens.
+
+    Arguments map to the binary's flags: workers -> --workers, tls -> --tls, and so on;
+    `extra_args` are passed through verbatim. `cpus` pins the process (taskset-style).
+    """
+
+    workers: int = 1
+    host: str = "127.0.0.1"
+    port: int = 0
+    tls: bool = False
+    http: bool = True
+    tls_port: int = 0
+    extra_args: Sequence[str] = ()
+    cpus: Optional[Sequence[int]] = None
+    ready_timeout: float = 10.0
+    proc: Optional[subprocess.Popen] = field(default=None, init=False, repr=False)
+    ready: dict = field(default_factory=dict, init=False)
+    stopped: dict = field(default_factory=dict, init=False)
+    _stderr_file: Any = field(default=None, init=False, repr=False)
+
+    def argv(self) -> list[str]:
+        args = [str(server_binary()), "--host", self.host, "--workers", str(self.workers)]
+        if self.http:
+            args += ["--port", str(self.port)]
+        else:
+            args += ["--no-http"]
+        if self.tls:
+            args += ["--tls", "--tls-port", str(self.tls_port)]
+        return args + list(self.extra_args)
+
+    # -- lifecycle -----------------------------------------------------------------
+    def start(self) -> "ServerProcess":
+        self._stderr_file = tempfile.TemporaryFile()
+        preexec = None
+        if self.cpus is not None:
+            cpus = set(self.cpus)
+            preexec = lambda: os.sched_setaffinity(0, cpus)  # noqa: E731
+        self.proc = subprocess.Popen(
+            self.argv(), stdout=subprocess.PIPE, stderr=self._stderr_file, preexec_fn=preexec
+        )
+        line = self._read_line(self.ready_timeout)
+        if line is None:
+            self.kill()
+            raise ServerError(f"loadbench-server did not become ready: {self.stderr_text() or 'no output'}")
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            self.kill()
+            raise ServerError(f"loadbench-server printed an unexpected first line: {line!r}") from None
+        if msg.get("event") != "ready":
+            self.kill()
+            raise ServerError(f"loadbench-server failed to start: {msg.get('error') or line}")
+        self.ready = msg
+        return self
+
+    def _read_line(self, timeout: float) -> Optional[str]:
+        assert self.proc is not None and self.proc.stdout is not None
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + timeout
+        buf = b""
+        fd = self.proc.stdout.fileno()
+        try:
+            while b"\n" not in buf:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not sel.select(remaining):
+                    return None
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    return buf.decode(errors="replace") or None
+                buf += chunk
+        finally:
+            sel.close()
+        return buf.split(b"\n", 1)[0].decode(errors="replace")
+
+    def stop(self, timeout: float = 10.0) -> dict:
+        """Graceful stop (SIGTERM); returns the counters line the server printed at exit."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.stopped
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            out, _ = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise ServerError(f"loadbench-server (pid {self.pid}) did not stop within {timeout} s") from None
+        for line in out.decode(errors="replace").splitlines():
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if msg.get("event") == "stopped":
+                self.stopped = msg
+        return self.stopped
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def stderr_text(self) -> str:
+        if self._stderr_file is None:
+            return ""
+        self._stderr_file.seek(0)
+        return self._stderr_file.read().decode(errors="replace").strip()
+
+    # -- facts -------------------------------------------------------------------------
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    @property
+    def http_port(self) -> Optional[int]:
+        return self.ready.get("http_port")
+
+    @property
+    def https_port(self) -> Optional[int]:
+        return self.ready.get("https_port")
+
+    def url(self, path: str = "/", https: bool = False) -> str:
+        port = self.https_port if https else self.http_port
+        if port is None:
+            raise ServerError(f"this server has no {'https' if https else 'http'} listener")
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'https' if https else 'http'}://{host}:{port}{path}"
+
+    def __enter__(self) -> "ServerProcess":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.stop()
+        finally:
+            self.kill()
