@@ -1,0 +1,442 @@
+"""Shared plumbing for the bench/ drivers: peer servers, pinning, CPU accounting, statistics,
+environment facts and markdown/JSONL output.
+
+Both bench/server_vs_peers.py and bench/generator_vs_peers.py stand on this module, so a
+server is launched, pinned and charged for its CPU exactly the same way in both reports.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_DIR = BENCH_DIR.parent
+REPORTS_DIR = REPO_DIR / "reports"
+
+# loadbench is importable when the package is installed (pip install .); the benchmarks use
+# its native server binary and its /proc sampler when present.
+try:  # pragma: no cover - depends on the environment
+    import loadbench  # type: ignore
+except ImportError:  # pragma: no cover
+    loadbench = None  # type: ignore
+
+
+# ---------------------------------------------------------------------------------------
+# CPU time of a process tree
+# ---------------------------------------------------------------------------------------
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/stat") as f:
+        text = f.read()
+    # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+    return text[text.rindex(")") + 2 :].split()
+
+
+def _descendants(pid: int) -> list[int]:
+    """pid and every live descendant (nginx = master + workers, node cluster = primary + workers)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            ppid = int(_stat_fields(int(entry))[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(children.get(current, []))
+    return tree
+
+
+def _proc_tree_cpu_s(pid: int) -> float:
+    total_ticks = 0
+    for member in _descendants(pid):
+        try:
+            fields = _stat_fields(member)
+        except OSError:
+            continue  # exited between the listing and the read
+        total_ticks += int(fields[11]) + int(fields[12])  # utime + stime (fields 14, 15)
+    return total_ticks / _CLOCK_TICKS
+
+
+def tree_cpu_s(pid: int) -> float:
+    """utime+stime in seconds of pid and all its live descendants.
+
+    Uses loadbench's own sampler when the installed package has it (one implementation of the
+    /proc arithmetic for the whole project); the local reader computes the same figure so the
+    benchmarks also run against an older install."""
+    sampler_cls = getattr(loadbench, "Sampler", None) if loadbench is not None else None
+    if sampler_cls is not None:
+        return float(sampler_cls(pid, tree=True).snapshot().cpu_s)
+    return _proc_tree_cpu_s(pid)
+
+
+# ---------------------------------------------------------------------------------------
+# Child processes: pinned, with their own CPU time from wait4()
+# ---------------------------------------------------------------------------------------
+@dataclass
+class ChildRun:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    wall_s: float
+    user_s: float
+    sys_s: float
+    timed_out: bool = False
+
+    @property
+    def cpu_s(self) -> float:
+        return self.user_s + self.sys_s
+
+    @property
+    def busy(self) -> float:
+        """Fraction of one core the child used over its lifetime (1.0 = its core saturated)."""
+        return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def taskset(cpus: Sequence[int]) -> list[str]:
+    return ["taskset", "-c", ",".join(str(c) for c in cpus)]
+
+
+def run_child(argv: Sequence[str], timeout_s: float, env: Optional[dict[str, str]] = None) -> ChildRun:
+    """Run argv to completion; its CPU time comes from os.wait4()'s rusage, i.e. the child's
+    own threads and the children it reaped, nothing of ours."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(list(argv), stdout=out, stderr=err, env=env, stdin=subprocess.DEVNULL)
+        timed_out = threading.Event()
+
+        def on_timeout() -> None:
+            timed_out.set()
+            proc.send_signal(signal.SIGINT)
+            time.sleep(2)
+            if proc.returncode is None:
+                try:
+                    proc.kill()
+                except ProcessLookupError:
+                    pass
+
+        timer = threading.Timer(timeout_s, on_timeout)
+        timer.daemon = True
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        wall = time.monotonic() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return ChildRun(
+            argv=list(argv),
+            returncode=proc.returncode,
+            stdout=out.read().decode(errors="replace"),
+            stderr=err.read().decode(errors="replace"),
+            wall_s=wall,
+            user_s=usage.ru_utime,
+            sys_s=usage.ru_stime,
+            timed_out=timed_out.is_set(),
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# Peer servers
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PeerSpec:
+    """A server to measure: one command line with a {port} placeholder; workers via env."""
+
+    name: str
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    https: bool = False
+    workers: int = 1
+    version: str = ""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class RunningPeer:
+    spec: PeerSpec
+    cpus: Sequence[int]
+    port: int = 0
+    proc: Optional[subprocess.Popen] = field(default=None, repr=False)
+    _log: Any = field(default=None, repr=False)
+
+    def __enter__(self) -> "RunningPeer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def url(self, path: str = "/") -> str:
+        scheme = "https" if self.spec.https else "http"
+        return f"{scheme}://127.0.0.1:{self.port}{path}"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self, ready_timeout_s: float = 15.0) -> "RunningPeer":
+        self.port = free_port()
+        argv = taskset(self.cpus) + [a.replace("{port}", str(self.port)) for a in self.spec.argv]
+        env = dict(os.environ, **dict(self.spec.env))
+        self._log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=self._log, env=env,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + ready_timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.spec.name} exited at start: {self.log_text()}")
+            if self._answers():
+                return self
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"{self.spec.name} did not answer GET / within {ready_timeout_s} s: {self.log_text()}")
+
+    def _answers(self) -> bool:
+        import ssl
+
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                pass
+            ctx = ssl._create_unverified_context() if self.spec.https else None
+            with urllib.request.urlopen(self.url("/"), timeout=1, context=ctx) as resp:
+                return resp.status == 200
+        except OSError:
+            return False
+
+    def cpu_s(self) -> float:
+        return tree_cpu_s(self.pid)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # our own session: the peer and its children
+            self.proc.wait()
+
+    def log_text(self) -> str:
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace").strip()[-2000:]
+
+
+def start_peers(specs: Sequence[PeerSpec], cpus: Sequence[int], env: dict[str, str]) -> list[RunningPeer]:
+    """Start every peer; one that fails is reported n/a in env (with its reason), never dropped silently."""
+    running = []
+    for spec in specs:
+        peer = RunningPeer(spec, cpus)
+        try:
+            running.append(peer.start())
+        except RuntimeError as exc:
+            print(f"{spec.name}: n/a - {exc}", file=sys.stderr, flush=True)
+            env[f"Server {spec.name}"] = f"n/a (did not start: {str(exc)[:200]})"
+    return running
+
+
+def _version_of(argv: Sequence[str], pattern: str = r"\S+") -> str:
+    try:
+        out = subprocess.run(list(argv), capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "n/a"
+    text = (out.stdout + out.stderr).strip()
+    match = re.search(pattern, text)
+    return match.group(0) if match else text.splitlines()[0] if text else "n/a"
+
+
+def beast_binary(explicit: Optional[str] = None) -> Optional[str]:
+    if explicit:
+        return explicit
+    if loadbench is not None:
+        try:
+            return str(loadbench.server_binary())
+        except Exception:  # noqa: BLE001 - the package reports a missing binary its own way
+            pass
+    return shutil.which("loadbench-server")
+
+
+def beast_peer(binary: Optional[str], https: bool = False, workers: int = 1) -> Optional[PeerSpec]:
+    if binary is None:
+        return None
+    if https:
+        argv = (binary, "--workers", str(workers), "--no-http", "--tls", "--tls-port", "{port}")
+    else:
+        argv = (binary, "--workers", str(workers), "--port", "{port}")
+    version = loadbench.__version__ if loadbench is not None else "?"
+    return PeerSpec("loadbench-server", argv, https=https, workers=workers, version=f"loadbench {version}")
+
+
+def nginx_peer(https: bool = False, workers: int = 1) -> Optional[PeerSpec]:
+    if not (shutil.which("nginx") or os.path.exists("/usr/sbin/nginx")):
+        return None
+    env = (("NGINX_WORKERS", str(workers)),) + ((("NGINX_TLS", "1"),) if https else ())
+    version = _version_of([shutil.which("nginx") or "/usr/sbin/nginx", "-v"], r"nginx/\S+")
+    return PeerSpec("nginx", ("bash", str(BENCH_DIR / "peers/nginx/run.sh"), "{port}"), env, https, workers, version)
+
+
+def node_peer(workers: int = 1) -> Optional[PeerSpec]:
+    node = shutil.which("node")
+    if node is None:
+        return None
+    return PeerSpec("node:http", (node, str(BENCH_DIR / "peers/node/hello.js"), "{port}"),
+                    (("NODE_WORKERS", str(workers)),), False, workers, "node " + _version_of([node, "--version"]))
+
+
+# ---------------------------------------------------------------------------------------
+# Statistics and formatting
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Summary:
+    median: float
+    low: float
+    high: float
+    count: int
+
+    @property
+    def spread_pct(self) -> float:
+        """(max - min) / median: how far the repeats disagree."""
+        return 100.0 * (self.high - self.low) / self.median if self.median else 0.0
+
+
+def summarize(values: Iterable[Optional[float]]) -> Optional[Summary]:
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    return Summary(statistics.median(present), min(present), max(present), len(present))
+
+
+def fmt_num(value: Optional[float], digits: int = 0) -> str:
+    if value is None:
+        return "n/a"
+    text = f"{value:,.{digits}f}"
+    return text.replace(",", " ")
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join(str(cell) for cell in row) + " |")
+    return "\n".join(lines)
+
+
+def bold_best(cells: list[Optional[float]], lowest: bool, digits: int) -> list[str]:
+    """Format a row of numbers with the best one in bold (lowest or highest wins)."""
+    present = [c for c in cells if c is not None]
+    best = (min(present) if lowest else max(present)) if present else None
+    out = []
+    for cell in cells:
+        text = fmt_num(cell, digits)
+        out.append(f"**{text}**" if cell is not None and cell == best and len(present) > 1 else text)
+    return out
+
+
+class JsonlWriter:
+    """One JSON object a line, flushed as each measurement finishes (a crash loses nothing)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._file = open(path, "w")
+
+    def write(self, record: dict) -> None:
+        self._file.write(json.dumps(record, sort_keys=True) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+# ---------------------------------------------------------------------------------------
+# Environment
+# ---------------------------------------------------------------------------------------
+def _cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _mem_total() -> str:
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(REPO_DIR), "rev-parse", "HEAD"], capture_output=True, text=True)
+        return out.stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def steal_ticks() -> int:
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return int(fields[8]) if len(fields) > 8 else 0
+
+
+def environment() -> dict[str, str]:
+    load1, load5, load15 = os.getloadavg()
+    return {
+        "Date (UTC)": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+        "Kernel": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "CPU": f"{_cpu_model()} ({os.cpu_count()} logical cores)",
+        "Memory": _mem_total(),
+        "Python": sys.version.split()[0],
+        "Commit": _git_commit(),
+        "Load average at start": f"{load1:.2f} / {load5:.2f} / {load15:.2f} (1 / 5 / 15 min)",
+    }
+
+
+def machine_note(load1: float) -> str:
+    cores = os.cpu_count() or 1
+    if load1 < 0.25 * cores:
+        return f"quiet (load {load1:.2f} on {cores} cores)"
+    return (f"SHARED: load {load1:.2f} on {cores} cores at start - other work was running on the "
+            "machine, so absolute numbers carry that noise; the ranking within one repeat is fairer "
+            "than across repeats")
+
+
+def write_report(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)

@@ -1,0 +1,288 @@
+"""The load generators the benchmarks drive: how to call each one and how to read its output.
+
+Every adapter returns the generator's OWN exact response count (never rps x duration) and its
+measured window, parsed from the tool's most exact output mode: wrk's Lua `done` hook,
+h2load's status-code line, hey's status-code distribution, bombardier's and oha's JSON, ab's
+"Complete requests" and loadbench's --json file. The CPU the generator spent comes from
+os.wait4()'s rusage in benchlib.run_child, the same way for every tool.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+from benchlib import BENCH_DIR, ChildRun, run_child, taskset
+
+
+@dataclass
+class LoadResult:
+    """What one generator run measured, in the generator's own words."""
+
+    responses: int  # every HTTP response received, whatever its status
+    non_2xx: int
+    errors: int  # connect/read/write/timeout errors (not responses)
+    duration_s: float  # the window the tool measured its responses over
+    latency_us: dict[str, float] = field(default_factory=dict)
+    connections: Optional[int] = None  # connections opened, when the tool reports it
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def rps(self) -> float:
+        return self.responses / self.duration_s if self.duration_s > 0 else 0.0
+
+
+class UnsupportedMode(Exception):
+    """The tool cannot run this mode (e.g. h2load has no connection-per-request mode)."""
+
+
+@dataclass
+class Generator:
+    name: str
+    binary: Optional[str]
+
+    @property
+    def available(self) -> bool:
+        return self.binary is not None
+
+    def version(self) -> str:
+        raise NotImplementedError
+
+    def argv(self, url: str, connections: int, duration_s: int, keepalive: bool, out: Path) -> list[str]:
+        raise NotImplementedError
+
+    def parse(self, run: ChildRun, out: Path) -> LoadResult:
+        raise NotImplementedError
+
+    def run(self, url: str, connections: int, duration_s: int, keepalive: bool, cpus: Sequence[int]
+            ) -> tuple[ChildRun, LoadResult]:
+        with tempfile.TemporaryDirectory(prefix=f"bench-{self.name}-") as tmp:
+            out = Path(tmp) / "result.json"
+            argv = taskset(cpus) + self.argv(url, connections, duration_s, keepalive, out)
+            child = run_child(argv, timeout_s=duration_s * 3 + 30)
+            if child.returncode != 0 and not self._nonzero_is_ok(child):
+                raise RuntimeError(f"{self.name} exited {child.returncode}: {(child.stderr or child.stdout)[-600:]}")
+            return child, self.parse(child, out)
+
+    def _nonzero_is_ok(self, child: ChildRun) -> bool:
+        return False
+
+
+def _first_line_version(argv: list[str], pattern: str) -> str:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "n/a"
+    match = re.search(pattern, proc.stdout + proc.stderr)
+    return match.group(1) if match else "unknown"
+
+
+def _which(name: str) -> Optional[str]:
+    extra = [os.path.expanduser("~/.cargo/bin"), os.path.expanduser("~/go/bin")]
+    return shutil.which(name, path=os.pathsep.join([os.environ.get("PATH", "")] + extra))
+
+
+def _int(pattern: str, text: str, default: Optional[int] = None) -> int:
+    match = re.search(pattern, text)
+    if match is None:
+        if default is not None:
+            return default
+        raise ValueError(f"output does not match {pattern!r}: {text[-400:]!r}")
+    return int(match.group(1))
+
+
+def _float(pattern: str, text: str) -> float:
+    match = re.search(pattern, text)
+    if match is None:
+        raise ValueError(f"output does not match {pattern!r}: {text[-400:]!r}")
+    return float(match.group(1))
+
+
+class Wrk(Generator):
+    def __init__(self) -> None:
+        super().__init__("wrk", _which("wrk"))
+
+    def version(self) -> str:
+        return _first_line_version([self.binary, "-v"], r"(wrk \S+)")
+
+    def argv(self, url, connections, duration_s, keepalive, out):
+        args = [self.binary, "-t1", f"-c{connections}", f"-d{duration_s}s", "--latency",
+                "-s", str(BENCH_DIR / "wrk_report.lua")]
+        if not keepalive:
+            args += ["-H", "Connection: close"]
+        return args + [url]
+
+    def parse(self, run, out):
+        line = next(l for l in run.stdout.splitlines() if l.startswith("LOADBENCH_WRK "))
+        data = json.loads(line.split(" ", 1)[1])
+        errors = data["errors"]
+        return LoadResult(
+            responses=data["requests"], non_2xx=errors["status"],
+            errors=errors["connect"] + errors["read"] + errors["write"] + errors["timeout"],
+            duration_s=data["duration_us"] / 1e6, latency_us=data["latency_us"], extra={"errors": errors})
+
+
+class H2load(Generator):
+    def __init__(self) -> None:
+        super().__init__("h2load --h1", _which("h2load"))
+
+    def version(self) -> str:
+        return _first_line_version([self.binary, "--version"], r"(nghttp2/\S+)")
+
+    def argv(self, url, connections, duration_s, keepalive, out):
+        if not keepalive:
+            raise UnsupportedMode("h2load has no connection-per-request mode")
+        return [self.binary, "--h1", "-t1", f"-c{connections}", "-D", str(duration_s), url]
+
+    def parse(self, run, out):
+        text = run.stdout
+        codes = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", text)
+        if codes is None:
+            raise ValueError(f"h2load output has no status-code line: {text[-400:]!r}")
+        two, three, four, five = (int(g) for g in codes.groups())
+        failed = _int(r"requests: .* (\d+) errored", text, 0) + _int(r"requests: .* (\d+) timeout", text, 0)
+        return LoadResult(responses=two + three + four + five, non_2xx=three + four + five, errors=failed,
+                          duration_s=_float(r"finished in ([\d.]+)s", text))
+
+
+class Hey(Generator):
+    def __init__(self) -> None:
+        super().__init__("hey", _which("hey"))
+
+    def version(self) -> str:
+        try:
+            out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "hey"], capture_output=True, text=True)
+            return f"hey {out.stdout.strip()}" if out.stdout.strip() else "hey (version unknown)"
+        except OSError:
+            return "hey (version unknown)"
+
+    def argv(self, url, connections, duration_s, keepalive, out):
+        args = [self.binary, "-z", f"{duration_s}s", "-c", str(connections), "-cpus", "1"]
+        if not keepalive:
+            args.append("-disable-keepalive")
+        return args + [url]
+
+    def parse(self, run, out):
+        text = run.stdout
+        statuses = {int(code): int(n) for code, n in re.findall(r"\[(\d{3})\]\s+(\d+) responses", text)}
+        error_part = text.split("Error distribution:", 1)[1] if "Error distribution:" in text else ""
+        errors = sum(int(n) for n in re.findall(r"^\s+\[(\d+)\]\s", error_part, re.M))
+        responses = sum(statuses.values())
+        return LoadResult(responses=responses, non_2xx=sum(n for c, n in statuses.items() if c >= 300),
+                          errors=errors, duration_s=_float(r"Total:\s+([\d.]+) secs", text))
+
+
+class Bombardier(Generator):
+    def __init__(self) -> None:
+        super().__init__("bombardier", _which("bombardier"))
+
+    def version(self) -> str:
+        return _first_line_version([self.binary, "--version"], r"(bombardier version \S+|v\d+\.\d+\S*)")
+
+    def argv(self, url, connections, duration_s, keepalive, out):
+        if not keepalive:
+            raise UnsupportedMode("bombardier (fasthttp client) has no connection-per-request mode")
+        return [self.binary, "-c", str(connections), "-d", f"{duration_s}s", "-l", "-k", "-p", "r",
+                "-o", "json", url]
+
+    def parse(self, run, out):
+        result = json.loads(run.stdout[run.stdout.index("{"):])["result"]
+        non_2xx = sum(result.get(k, 0) for k in ("req1xx", "req3xx", "req4xx", "req5xx"))
+        responses = result["req2xx"] + non_2xx
+        latency = result.get("latency", {})
+        return LoadResult(responses=responses, non_2xx=non_2xx, errors=result.get("others", 0),
+                          duration_s=result["timeTakenSeconds"],
+                          latency_us={"mean": latency.get("mean"), "max": latency.get("max"),
+                                      **{f"p{k}": v for k, v in latency.get("percentiles", {}).items()}})
+
+
+class Oha(Generator):
+    def __init__(self) -> None:
+        super().__init__("oha", _which("oha"))
+
+    def version(self) -> str:
+        return _first_line_version([self.binary, "--version"], r"(oha \S+)")
+
+    def argv(self, url, connections, duration_s, keepalive, out):
+        args = [self.binary, "-z", f"{duration_s}s", "-c", str(connections), "--no-tui", "--insecure",
+                "--output-format", "json"]
+        if not keepalive:
+            args.append("--disable-keepalive")
+        return args + [url]
+
+    def parse(self, run, out):
+        data = json.loads(run.stdout[run.stdout.index("{"):])
+        statuses = {int(c): int(n) for c, n in data.get("statusCodeDistribution", {}).items()}
+        errors = sum(int(n) for n in data.get("errorDistribution", {}).values())
+        percentiles = data.get("latencyPercentiles", {})
+        return LoadResult(responses=sum(statuses.values()), non_2xx=sum(n for c, n in statuses.items() if c >= 300),
+                          errors=errors, duration_s=data["summary"]["total"],
+                          latency_us={k: v * 1e6 for k, v in percentiles.items() if v is not None})
+
+
+class Ab(Generator):
+    def __init__(self) -> None:
+        super().__init__("ab", _which("ab"))
+
+    def version(self) -> str:
+        return _first_line_version([self.binary, "-V"], r"(Version \S+)")
+
+    def argv(self, url, connections, duration_s, keepalive, out):
+        args = [self.binary, "-q", "-c", str(connections), "-t", str(duration_s), "-n", "100000000"]
+        if keepalive:
+            args.append("-k")
+        return args + [url]
+
+    def parse(self, run, out):
+        text = run.stdout
+        complete = _int(r"Complete requests:\s+(\d+)", text)
+        return LoadResult(responses=complete, non_2xx=_int(r"Non-2xx responses:\s+(\d+)", text, 0),
+                          errors=_int(r"Failed requests:\s+(\d+)", text, 0),
+                          duration_s=_float(r"Time taken for tests:\s+([\d.]+) seconds", text))
+
+
+class Loadbench(Generator):
+    """`python3 -m loadbench run` from the interpreter that runs the benchmark (its venv)."""
+
+    def __init__(self) -> None:
+        try:
+            import loadbench.cli.run  # noqa: F401  (the generator's CLI module, once merged)
+            binary: Optional[str] = sys.executable
+        except ImportError:
+            binary = None
+        super().__init__("loadbench", binary)
+
+    def version(self) -> str:
+        import loadbench
+
+        return f"loadbench {loadbench.__version__}"
+
+    def argv(self, url, connections, duration_s, keepalive, out):
+        args = [self.binary, "-m", "loadbench", "run", url, "-c", str(connections), "-t", "1",
+                "-z", f"{duration_s}s", "--json", str(out), "--cpus", "1", "--insecure"]
+        if not keepalive:
+            args.append("--disable-keepalive")
+        return args
+
+    def parse(self, run, out):
+        data = json.loads(out.read_text())
+        statuses = {int(c): int(n) for c, n in data["status_codes"].items()}
+        generator = data.get("generator", {})
+        return LoadResult(responses=data["responses"], non_2xx=sum(n for c, n in statuses.items() if c >= 300),
+                          errors=sum(int(n) for n in data.get("errors", {}).values()),
+                          duration_s=data["duration_s"], latency_us=data.get("latency_us", {}),
+                          connections=data.get("connections_opened"),
+                          extra={"self_cpu_s": generator.get("cpu_s"),
+                                 "self_cpu_us_per_req": generator.get("cpu_us_per_req"),
+                                 "self_saturated": generator.get("saturated")})
+
+
+def all_generators() -> list[Generator]:
+    return [Loadbench(), Wrk(), H2load(), Hey(), Bombardier(), Oha(), Ab()]

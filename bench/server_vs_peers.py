@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Server baseline: wrk (pinned to CPU 1) against loadbench-server, nginx and node:http
+(each pinned to CPU 0, one worker), plaintext, keep-alive.
+
+Per cell it records req/s (wrk's exact response count / wrk's exact measured window) and the
+server's CPU us per response: utime+stime of the server's whole process tree read from /proc
+right before and right after the wrk run, divided by wrk's exact response count.
+
+    .venv/bin/python bench/server_vs_peers.py                    # the issue's matrix (~7 min)
+    .venv/bin/python bench/server_vs_peers.py -d 2 -r 1 -c 10,50  # a quick look
+
+Writes reports/server-baseline.md and every repeat to reports/server-baseline.jsonl.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import benchlib as bl  # noqa: E402
+from generators import Wrk  # noqa: E402
+
+BUSY_LIMIT = 0.95  # a process using >= 95 % of its one pinned core is saturated
+
+
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-c", "--concurrencies", default="1,10,50,200", help="comma-separated connection counts")
+    p.add_argument("-d", "--duration", type=int, default=10, help="seconds per run (default 10)")
+    p.add_argument("-r", "--repeats", type=int, default=3, help="runs per cell; the median is reported")
+    p.add_argument("--warmup", type=int, default=2, help="seconds of unrecorded load per server first")
+    p.add_argument("--servers", default="loadbench-server,nginx,node:http")
+    p.add_argument("--server-cpu", type=int, default=0)
+    p.add_argument("--generator-cpu", type=int, default=1)
+    p.add_argument("--path", default="/plaintext")
+    p.add_argument("--beast-bin", help="loadbench-server binary (default: the installed package's)")
+    p.add_argument("--out", default=str(bl.REPORTS_DIR / "server-baseline"),
+                   help="output stem: STEM.md and STEM.jsonl")
+    args = p.parse_args(argv)
+    args.concurrencies = [int(c) for c in args.concurrencies.split(",")]
+    args.servers = [s.strip() for s in args.servers.split(",")]
+    return args
+
+
+def peer_specs(args: argparse.Namespace) -> dict[str, Optional[bl.PeerSpec]]:
+    available = {
+        "loadbench-server": bl.beast_peer(bl.beast_binary(args.beast_bin)),
+        "nginx": bl.nginx_peer(),
+        "node:http": bl.node_peer(),
+    }
+    return {name: available.get(name) for name in args.servers}
+
+
+def measure(peer: bl.RunningPeer, wrk: Wrk, args: argparse.Namespace, c: int, repeat: int) -> dict:
+    steal0, cpu0 = bl.steal_ticks(), peer.cpu_s()
+    child, result = wrk.run(peer.url(args.path), c, args.duration, True, [args.generator_cpu])
+    cpu1, steal1 = peer.cpu_s(), bl.steal_ticks()
+    server_cpu = cpu1 - cpu0
+    return {
+        "server": peer.spec.name, "connections": c, "repeat": repeat, "path": args.path,
+        "responses": result.responses, "duration_s": result.duration_s, "rps": result.rps,
+        "non_2xx": result.non_2xx, "errors": result.errors,
+        "server_cpu_s": server_cpu,
+        "server_cpu_us_per_req": server_cpu / result.responses * 1e6 if result.responses else None,
+        "server_busy": server_cpu / child.wall_s,
+        "wrk_cpu_s": child.cpu_s, "wrk_busy": child.busy, "wall_s": child.wall_s,
+        "steal_s": (steal1 - steal0) / os.sysconf("SC_CLK_TCK"),
+        "latency_us": result.latency_us, "load1": os.getloadavg()[0],
+        "argv": shlex.join(child.argv), "wrk_stdout": child.stdout,
+    }
+
+
+def run(args: argparse.Namespace) -> tuple[list[dict], dict]:
+    wrk = Wrk()
+    if not wrk.available:
+        raise SystemExit("server_vs_peers: wrk is not installed (bash bench/install-peers.sh)")
+    specs = peer_specs(args)
+    env = bl.environment()
+    env["Load generator"] = wrk.version()
+    for name, spec in specs.items():
+        env[f"Server {name}"] = spec.version if spec else "n/a (not installed)"
+    load_at_start = os.getloadavg()[0]
+    out = Path(args.out)
+    jsonl = bl.JsonlWriter(out.with_suffix(".jsonl"))
+    records: list[dict] = []
+    peers = bl.start_peers([spec for spec in specs.values() if spec is not None], [args.server_cpu], env)
+    try:
+        for peer in peers:
+            print(f"{peer.spec.name}: pid {peer.pid} on CPU {args.server_cpu}, {peer.url(args.path)}", flush=True)
+            if args.warmup > 0:
+                wrk.run(peer.url(args.path), 10, args.warmup, True, [args.generator_cpu])
+        # Repeats outermost, servers innermost: slow drift of the machine hits every server alike.
+        for repeat in range(1, args.repeats + 1):
+            for c in args.concurrencies:
+                for peer in peers:
+                    record = measure(peer, wrk, args, c, repeat)
+                    jsonl.write(record)
+                    records.append(record)
+                    print(f"  repeat {repeat} c={c:<4} {peer.spec.name:<17} {record['rps']:>10,.0f} req/s "
+                          f"{record['server_cpu_us_per_req']:>7.2f} us/req  server busy {record['server_busy']:.2f}"
+                          f"  wrk busy {record['wrk_busy']:.2f}", flush=True)
+    finally:
+        for peer in peers:
+            peer.stop()
+        jsonl.close()
+    env["Load average at start"] += f" - {bl.machine_note(load_at_start)}"
+    return records, env
+
+
+def cell(records: list[dict], server: str, c: int, key: str) -> Optional[bl.Summary]:
+    def value(r: dict) -> Optional[float]:
+        return r["latency_us"].get(key[4:]) if key.startswith("lat_") else r[key]
+
+    return bl.summarize(value(r) for r in records if r["server"] == server and r["connections"] == c)
+
+
+def report(records: list[dict], env: dict, args: argparse.Namespace, command: str) -> str:
+    servers, concs = args.servers, args.concurrencies
+    header = ["Server"] + [f"c = {c}" for c in concs]
+
+    def table(key: str, lowest: bool, digits: int, scale: float = 1.0) -> str:
+        rows = []
+        for c_server in servers:
+            medians = []
+            for c in concs:
+                s = cell(records, c_server, c, key)
+                medians.append(s.median * scale if s else None)
+            rows.append([c_server] + medians)
+        # bold the best server per concurrency (column-wise)
+        columns = [bl.bold_best([row[i + 1] for row in rows], lowest, digits) for i in range(len(concs))]
+        return bl.markdown_table(header, [[row[0]] + [columns[i][j] for i in range(len(concs))]
+                                          for j, row in enumerate(rows)])
+
+    def spread_table() -> str:
+        rows = []
+        for server in servers:
+            row = [server]
+            for c in concs:
+                rps, cpu = cell(records, server, c, "rps"), cell(records, server, c, "server_cpu_us_per_req")
+                row.append(f"{bl.fmt_num(rps.low)}-{bl.fmt_num(rps.high)} ({rps.spread_pct:.1f} %) / "
+                           f"{cpu.low:.2f}-{cpu.high:.2f} ({cpu.spread_pct:.1f} %)" if rps and cpu else "n/a")
+            rows.append(row)
+        return bl.markdown_table(header, rows)
+
+    def busy_table() -> str:
+        rows = []
+        for server in servers:
+            row = [server]
+            for c in concs:
+                sb, wb = cell(records, server, c, "server_busy"), cell(records, server, c, "wrk_busy")
+                row.append(f"{sb.median:.2f} / {wb.median:.2f}" if sb and wb else "n/a")
+            rows.append(row)
+        return bl.markdown_table(header, rows)
+
+    problems = [r for r in records if r["errors"] or r["non_2xx"]]
+    settings = {
+        "Workload": f"GET {args.path} (14-byte `Hello, World!\\n`, text/plain), HTTP/1.1 keep-alive",
+        "Generator": f"`taskset -c {args.generator_cpu} wrk -t1 -cC -d{args.duration}s --latency` "
+                     "(+ a Lua `done` hook that prints wrk's exact counts, no per-request Lua)",
+        "Servers": f"each pinned to CPU {args.server_cpu} with taskset, one worker: loadbench-server "
+                   "`--workers 1`, nginx `worker_processes 1` (bench/peers/nginx), node:http "
+                   "single process (bench/peers/node)",
+        "Concurrencies": ", ".join(str(c) for c in concs),
+        "Repeats": f"median of {args.repeats} x {args.duration} s per cell; repeats outermost, servers "
+                   "innermost (interleaved), all servers running throughout; "
+                   f"{args.warmup} s unrecorded warm-up per server",
+        "req/s": "wrk's exact response count / wrk's exact measured window (Lua summary.duration)",
+        "CPU us/req": "server utime+stime over its whole process tree (nginx = master + worker) from "
+                      "/proc/<pid>/stat right before and right after the wrk run / wrk's exact response count",
+        "Command": f"`{command}`",
+    }
+    parts = [
+        "# Server baseline: loadbench-server vs nginx vs node:http",
+        "",
+        f"Generated {env['Date (UTC)']} UTC by `bench/server_vs_peers.py`; raw data (every repeat, "
+        f"with wrk's own output) in `{Path(args.out).name}.jsonl`. Do not edit by hand.",
+        "",
+        "## Settings",
+        bl.markdown_table(["Setting", "Value"], settings.items()),
+        "",
+        "## Environment",
+        bl.markdown_table(["Item", "Value"], env.items()),
+        "",
+        "## Server CPU us per response (median; lower is better - the figure that ranks servers here)",
+        "",
+        "Both cores saturate at c >= 10 (server on CPU 0, wrk on CPU 1), so req/s is capped by whichever "
+        "side is slower; CPU time per response is what the server itself costs.",
+        "",
+        table("server_cpu_us_per_req", True, 2),
+        "",
+        "## Throughput, req/s (median; higher is better)",
+        table("rps", False, 0),
+        "",
+        "## Latency p50 / p99 (ms, median of repeats, as wrk measured it)",
+        "",
+        "p50:",
+        "",
+        table("lat_p50", True, 3, 1e-3),
+        "",
+        "p99:",
+        "",
+        table("lat_p99", True, 3, 1e-3),
+        "",
+        "## Noise: min-max of the repeats (req/s (spread) / CPU us/req (spread))",
+        spread_table(),
+        "",
+        f"## Core use: server busy / wrk busy (fraction of one core over the run; >= {BUSY_LIMIT} = saturated)",
+        busy_table(),
+        "",
+        "## Errors",
+        "none: every run answered every request with 200" if not problems else
+        "\n".join(f"- {r['server']} c={r['connections']} repeat {r['repeat']}: {r['errors']} socket errors, "
+                  f"{r['non_2xx']} non-2xx" for r in problems),
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = parse_args(argv)
+    command = "python3 bench/server_vs_peers.py" + (" " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "")
+    started = time.monotonic()
+    records, env = run(args)
+    text = report(records, env, args, command)
+    bl.write_report(Path(args.out).with_suffix(".md"), text)
+    print(text)
+    print(f"server_vs_peers: done in {time.monotonic() - started:.0f} s; wrote {args.out}.md and .jsonl")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
