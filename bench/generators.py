@@ -48,6 +48,8 @@ class Generator:
     name: str
     binary: Optional[str]
 
+    missing_reason = "not installed (bash bench/install-peers.sh)"
+
     @property
     def available(self) -> bool:
         return self.binary is not None
@@ -184,7 +186,13 @@ class Bombardier(Generator):
         super().__init__("bombardier", _which("bombardier"))
 
     def version(self) -> str:
-        return _first_line_version([self.binary, "--version"], r"(bombardier version \S+|v\d+\.\d+\S*)")
+        # `go install` builds carry no version string of their own; the module version is in the binary.
+        go = _which("go")
+        if go:
+            found = _first_line_version([go, "version", "-m", self.binary], r"\bmod\s+\S+\s+(v\S+)")
+            if found not in ("unknown", "n/a"):
+                return f"bombardier {found}"
+        return _first_line_version([self.binary, "--version"], r"(bombardier version \S+)")
 
     def argv(self, url, connections, duration_s, keepalive, out):
         if not keepalive:
@@ -258,6 +266,7 @@ class Loadbench(Generator):
         except ImportError:
             binary = None
         super().__init__("loadbench", binary)
+        self.missing_reason = "`loadbench run` is not in the installed loadbench package (pip install .)"
 
     def version(self) -> str:
         import loadbench

@@ -1,0 +1,221 @@
+"""Markdown report for bench/generator_vs_peers.py (kept apart: the driver runs, this writes)."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Callable, Optional
+
+import benchlib as bl
+import generators as gl
+
+BUSY_LIMIT = 0.95  # a generator using >= 95 % of its one pinned core is saturated
+SAT = "†"
+
+
+def _select(records: list[dict], **match: object) -> list[dict]:
+    return [r for r in records if all(r.get(k) == v for k, v in match.items())]
+
+
+def _status(rows: list[dict]) -> Optional[str]:
+    """'n/a' or 'FAIL' when no run of a cell succeeded; None when there is data."""
+    if not rows or any(r["status"] == "ok" for r in rows):
+        return None
+    return rows[0]["status"]
+
+
+def _median(rows: list[dict], key: str) -> Optional[float]:
+    s = bl.summarize(r.get(key) for r in rows if r["status"] == "ok")
+    return s.median if s else None
+
+
+def _saturated(rows: list[dict]) -> bool:
+    busy = _median(rows, "gen_busy")
+    return busy is not None and busy >= BUSY_LIMIT
+
+
+def _grid(records: list[dict], generators: list[gl.Generator], columns: list[tuple[str, dict]], key: str,
+          lowest: bool, digits: int, mark_saturation: bool) -> str:
+    """Rows = generators, columns = (title, record filter); best per column in bold."""
+    values: list[list[Optional[float]]] = []
+    notes: list[list[str]] = []
+    for gen in generators:
+        row_values, row_notes = [], []
+        for _, match in columns:
+            rows = _select(records, generator=gen.name, **match)
+            if not gen.available:
+                row_values.append(None)
+                row_notes.append("n/a")
+                continue
+            status = _status(rows)
+            row_values.append(_median(rows, key))
+            row_notes.append(status or (SAT if mark_saturation and _saturated(rows) else ""))
+        values.append(row_values)
+        notes.append(row_notes)
+    body = []
+    for i, gen in enumerate(generators):
+        row = [gen.name]
+        for j in range(len(columns)):
+            column = bl.bold_best([values[k][j] for k in range(len(generators))], lowest, digits)
+            note = notes[i][j]
+            row.append(note if values[i][j] is None and note else f"{column[i]}{(' ' + note) if note else ''}")
+        body.append(row)
+    return bl.markdown_table(["Generator"] + [title for title, _ in columns], body)
+
+
+def _ratio_lines(records: list[dict], servers: list[str], concs: list[int]) -> list[str]:
+    lines = []
+    for server in servers:
+        parts = []
+        for c in concs:
+            lb = _median(_select(records, part="keepalive", generator="loadbench", server=server,
+                                 connections=c), "gen_cpu_us_per_resp")
+            wrk = _median(_select(records, part="keepalive", generator="wrk", server=server, connections=c),
+                          "gen_cpu_us_per_resp")
+            if lb is None or wrk is None:
+                parts.append(f"c={c}: n/a")
+            else:
+                parts.append(f"c={c}: {lb:.2f} vs {wrk:.2f} us ({lb / wrk:.2f}x)")
+        lines.append(f"- against {server}: " + "; ".join(parts))
+    return lines
+
+
+def _noise(records: list[dict], generators: list[gl.Generator], key: str) -> str:
+    rows = []
+    for gen in generators:
+        spreads = []
+        cells: dict[tuple, list[float]] = {}
+        for r in _select(records, generator=gen.name, status="ok"):
+            cells.setdefault((r["part"], r["server"], r["scheme"], r["connections"]), []).append(r[key])
+        for values in cells.values():
+            s = bl.summarize(values)
+            if s and s.count > 1:
+                spreads.append(s.spread_pct)
+        rows.append([gen.name, f"{min(spreads):.1f} %" if spreads else "n/a",
+                     f"{sorted(spreads)[len(spreads) // 2]:.1f} %" if spreads else "n/a",
+                     f"{max(spreads):.1f} %" if spreads else "n/a"])
+    return bl.markdown_table(["Generator", "smallest", "median", "largest"], rows)
+
+
+def report(records: list[dict], env: dict, args: argparse.Namespace, command: str,
+           generators: list[gl.Generator]) -> str:
+    concs = args.concurrencies
+    servers = args.servers
+    ka = [r for r in records if r["part"] == "keepalive"]
+    setup = [r for r in records if r["part"] == "setup"]
+
+    def per_server(key: str, lowest: bool, digits: int, mark: bool) -> list[str]:
+        out = []
+        for server in servers:
+            cols = [(f"c = {c}", {"server": server, "connections": c}) for c in concs]
+            out += [f"Against {server}:", "", _grid(ka, generators, cols, key, lowest, digits, mark), ""]
+        return out
+
+    def setup_table(scheme: str) -> list[str]:
+        cols: list[tuple[str, dict]] = []
+        out = []
+        noun = "handshake" if scheme == "https" else "connection"
+        for key, title, lowest, digits in (("conn_per_s", f"{noun}s/s", False, 0),
+                                           ("gen_cpu_us_per_conn", f"generator us/{noun}", True, 1),
+                                           ("server_cpu_us_per_conn", f"server us/{noun}", True, 1)):
+            cols = [(f"{server}: {title}", {"server": server, "scheme": scheme}) for server in servers]
+            out += [f"{title}:", "", _grid(setup, generators, cols, key, lowest, digits, key != "server_cpu_us_per_conn"), ""]
+        return out
+
+    failures = [r for r in records if r["status"] == "FAIL"]
+    unsupported = sorted({(r["generator"], r["reason"]) for r in records if r["status"] == "n/a"})
+    not_installed = [g for g in generators if not g.available]
+    errors = [r for r in records if r["status"] == "ok" and (r["errors"] or r["non_2xx"])]
+    lb_self = [r for r in records if r["status"] == "ok" and r["generator"] == "loadbench"
+               and r["extra"].get("self_cpu_us_per_req") is not None]
+
+    settings = {
+        "Workload": f"GET {args.path} (14-byte `Hello, World!\\n`, text/plain), HTTP/1.1",
+        "Generators": f"each pinned to CPU {args.generator_cpu} with `taskset -c {args.generator_cpu}`, "
+                      "one thread / one OS CPU: `loadbench run -t 1 --cpus 1`, `wrk -t1`, `h2load --h1 -t1`, "
+                      "`hey -cpus 1`, bombardier and oha (runtime sized by the affinity mask: 1 CPU), ab",
+        "Servers": f"pinned to CPU {args.server_cpu}, one worker: nginx `worker_processes 1` "
+                   "(bench/peers/nginx), loadbench-server `--workers 1`",
+        "Keep-alive part": f"c = {', '.join(str(c) for c in concs)}; median of {args.repeats} x "
+                           f"{args.duration} s; repeats outermost, generators innermost (interleaved)",
+        "Setup part": f"c = {args.setup_concurrency}, one connection per request (wrk `-H 'Connection: close'`, "
+                      "loadbench/hey/oha `--disable-keepalive`, ab without -k); https = full TLS handshakes "
+                      "(self-signed EC P-256; nginx without session cache/tickets, clients do not resume); "
+                      f"median of {args.repeats} x {args.duration} s",
+        "Generator CPU": "ru_utime+ru_stime of the generator process from os.wait4() (its whole life, start-up "
+                         "included) / the exact responses (or new connections) the generator itself reports",
+        "Server CPU": "utime+stime of the server's process tree from /proc/<pid>/stat right before and after "
+                      "each generator run / the generator's exact response count",
+        "Saturation": f"{SAT} = the generator's core was >= {int(BUSY_LIMIT * 100)} % busy (median over repeats): "
+                      "the cell may be generator-bound, and is when the server's core was not saturated",
+        "Command": f"`{command}`",
+    }
+    parts = [
+        "# Load generators compared: loadbench vs wrk, h2load, hey, bombardier, oha, ab",
+        "",
+        f"Generated {env['Date (UTC)']} UTC by `bench/generator_vs_peers.py`; raw data (every run, with the "
+        f"tool's own output) in `{Path(args.out).name}.jsonl`. Do not edit by hand.",
+        "",
+        "## Settings",
+        bl.markdown_table(["Setting", "Value"], settings.items()),
+        "",
+        "## Environment",
+        bl.markdown_table(["Item", "Value"], env.items()),
+        "",
+        "## Headline: loadbench vs wrk, generator CPU us per response (keep-alive, median)",
+        "",
+        *_ratio_lines(ka, servers, concs),
+        "",
+        "## Generator CPU us per response, keep-alive (median; lower is better)",
+        "",
+        *per_server("gen_cpu_us_per_resp", True, 2, True),
+        "## Throughput, req/s as each generator counted it (median; higher is better)",
+        "",
+        *per_server("rps", False, 0, True),
+        "## Server CPU us per response under each generator (median)",
+        "",
+        "The server's cost should not depend on who loads it; where it does, the generator shaped the "
+        "traffic (pacing, batching, connection reuse).",
+        "",
+        *per_server("server_cpu_us_per_resp", True, 2, False),
+        "## Generator core use (fraction of CPU 1 over the run, median)",
+        "",
+        *per_server("gen_busy", True, 2, False),
+    ]
+    if setup:
+        parts += ["## Connection setup: http, one connection per request", "", *setup_table("http"),
+                  "## Connection setup: https, one full TLS handshake per request", "", *setup_table("https")]
+    if lb_self:
+        parts += ["## loadbench: its own CPU figure vs the rusage figure", "",
+                  "loadbench measures the CPU of its engine threads inside the measured window; rusage covers "
+                  "the whole process (interpreter start-up, imports, result writing). The difference is the "
+                  "fixed cost of the Python shell around the engine.", "",
+                  bl.markdown_table(["Part", "Server", "c", "self us/resp (median)", "rusage us/resp (median)"],
+                                    _lb_self_rows(lb_self))]
+    parts += ["", "## Noise: spread (max-min)/median of the repeats, generator CPU us per response, over all cells",
+              "", _noise(records, generators, "gen_cpu_us_per_resp"), "",
+              "## Not measured, failures and errors", ""]
+    parts += [f"- {g.name}: {g.missing_reason} - n/a everywhere" for g in not_installed]
+    parts += [f"- {gen}: {reason} - n/a" for gen, reason in unsupported]
+    parts += [f"- FAIL {r['generator']} vs {r['server']} ({r['scheme']}, {r['part']}, c={r['connections']}, "
+              f"repeat {r['repeat']}): {r['reason'][:300]}" for r in failures]
+    parts += [f"- {r['generator']} vs {r['server']} ({r['scheme']}, {r['part']}, c={r['connections']}, "
+              f"repeat {r['repeat']}): {r['errors']} socket errors, {r['non_2xx']} non-2xx" for r in errors]
+    if not (not_installed or unsupported or failures or errors):
+        parts.append("- none")
+    parts.append("")
+    return "\n".join(parts)
+
+
+def _lb_self_rows(rows: list[dict]) -> list[list[str]]:
+    cells: dict[tuple, list[dict]] = {}
+    for r in rows:
+        cells.setdefault((r["part"], r["server"] + ("" if r["scheme"] == "http" else " (https)"),
+                          r["connections"]), []).append(r)
+    out = []
+    for (part, server, c), group in sorted(cells.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+        own: Callable[[dict], float] = lambda r: r["extra"]["self_cpu_us_per_req"]
+        self_s = bl.summarize(own(r) for r in group)
+        rusage_s = bl.summarize(r["gen_cpu_us_per_resp"] for r in group)
+        out.append([part, server, str(c), bl.fmt_num(self_s.median if self_s else None, 2),
+                    bl.fmt_num(rusage_s.median if rusage_s else None, 2)])
+    return out

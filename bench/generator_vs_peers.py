@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Generator comparison: loadbench, wrk, h2load --h1, hey, bombardier, oha and ab, each pinned
+to CPU 1, against nginx and loadbench-server pinned to CPU 0 (one worker each).
+
+Part 1 (keep-alive, plaintext): per cell each generator's req/s (its own exact response count
+over its own measured window) and its OWN CPU per response: ru_utime+ru_stime from os.wait4()
+on the generator process / the exact responses it reports. The server's CPU per response is
+recorded beside it (/proc tree, read around the run).
+Part 2 (connection setup): connection-per-request over http (wrk -H 'Connection: close',
+loadbench --disable-keepalive, ...) and over https (full TLS handshakes: nginx without session
+cache or tickets, loadbench-server --tls): each generator's CPU per new connection / handshake
+beside the server's, cells where the generator's core was saturated flagged.
+
+    .venv/bin/python bench/generator_vs_peers.py                      # the issue's matrix (~40 min)
+    .venv/bin/python bench/generator_vs_peers.py -d 2 -r 1 -c 50       # a quick look
+
+Writes reports/generator-vs-peers.md and every run to reports/generator-vs-peers.jsonl.
+A generator that is not installed is reported n/a, never dropped.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import benchlib as bl  # noqa: E402
+import generators as gl  # noqa: E402
+from generator_report import report  # noqa: E402
+
+
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-c", "--concurrencies", default="1,10,50,200", help="comma-separated connection counts")
+    p.add_argument("-d", "--duration", type=int, default=10, help="seconds per run (default 10)")
+    p.add_argument("-r", "--repeats", type=int, default=3, help="runs per cell; the median is reported")
+    p.add_argument("--generators", default=",".join(g.name.split()[0] for g in gl.all_generators()),
+                   help="comma-separated subset (names: loadbench,wrk,h2load,hey,bombardier,oha,ab)")
+    p.add_argument("--servers", default="nginx,loadbench-server")
+    p.add_argument("--setup-concurrency", type=int, default=20, help="connections in the setup part")
+    p.add_argument("--no-setup", action="store_true", help="skip the connection-setup part")
+    p.add_argument("--no-keepalive-part", action="store_true", help="skip the keep-alive part")
+    p.add_argument("--server-cpu", type=int, default=0)
+    p.add_argument("--generator-cpu", type=int, default=1)
+    p.add_argument("--path", default="/plaintext")
+    p.add_argument("--beast-bin", help="loadbench-server binary (default: the installed package's)")
+    p.add_argument("--out", default=str(bl.REPORTS_DIR / "generator-vs-peers"), help="output stem")
+    args = p.parse_args(argv)
+    args.concurrencies = [int(c) for c in args.concurrencies.split(",")]
+    args.generators = [g.strip() for g in args.generators.split(",")]
+    args.servers = [s.strip() for s in args.servers.split(",")]
+    return args
+
+
+def server_specs(args: argparse.Namespace, https: bool) -> list[tuple[str, Optional[bl.PeerSpec]]]:
+    beast = bl.beast_binary(args.beast_bin)
+    make = {"nginx": lambda: bl.nginx_peer(https=https), "loadbench-server": lambda: bl.beast_peer(beast, https)}
+    return [(name, make[name]()) for name in args.servers]
+
+
+def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, part: str, c: int,
+            repeat: int, keepalive: bool) -> dict:
+    record: dict = {"part": part, "generator": gen.name, "server": peer.spec.name,
+                    "scheme": "https" if peer.spec.https else "http", "connections": c, "repeat": repeat}
+    steal0, cpu0 = bl.steal_ticks(), peer.cpu_s()
+    try:
+        child, result = gen.run(peer.url(args.path), c, args.duration, keepalive, [args.generator_cpu])
+    except gl.UnsupportedMode as exc:
+        return {**record, "status": "n/a", "reason": str(exc)}
+    except (RuntimeError, ValueError, KeyError, StopIteration) as exc:
+        return {**record, "status": "FAIL", "reason": f"{type(exc).__name__}: {exc}"[:1000]}
+    server_cpu = peer.cpu_s() - cpu0
+    per = result.responses or None
+    new_connections = result.connections if result.connections is not None else (
+        None if keepalive else result.responses)
+    record.update({
+        "status": "ok", "argv": shlex.join(child.argv),
+        "responses": result.responses, "non_2xx": result.non_2xx, "errors": result.errors,
+        "duration_s": result.duration_s, "rps": result.rps, "new_connections": new_connections,
+        "gen_cpu_s": child.cpu_s, "gen_user_s": child.user_s, "gen_sys_s": child.sys_s, "wall_s": child.wall_s,
+        "gen_busy": child.busy, "gen_cpu_us_per_resp": child.cpu_s / per * 1e6 if per else None,
+        "server_cpu_s": server_cpu, "server_busy": server_cpu / child.wall_s,
+        "server_cpu_us_per_resp": server_cpu / per * 1e6 if per else None,
+        "steal_s": (bl.steal_ticks() - steal0) / os.sysconf("SC_CLK_TCK"), "load1": os.getloadavg()[0],
+        "latency_us": result.latency_us, "extra": result.extra,
+        "raw_output": (child.stdout[-4000:] + ("\n[stderr]\n" + child.stderr[-2000:] if child.stderr else "")),
+    })
+    if new_connections:
+        record["gen_cpu_us_per_conn"] = child.cpu_s / new_connections * 1e6
+        record["server_cpu_us_per_conn"] = server_cpu / new_connections * 1e6
+        record["conn_per_s"] = new_connections / result.duration_s
+    return record
+
+
+def describe(record: dict) -> str:
+    head = (f"  {record['part']:<9} r{record['repeat']} c={record['connections']:<4} "
+            f"{record['scheme']:<5} {record['server']:<16} {record['generator']:<12}")
+    if record["status"] != "ok":
+        return f"{head} {record['status']}: {record['reason'][:160]}"
+    return (f"{head} {record['rps']:>9,.0f} req/s  gen {record['gen_cpu_us_per_resp'] or 0:6.2f} us/resp "
+            f"(busy {record['gen_busy']:.2f})  server {record['server_cpu_us_per_resp'] or 0:6.2f} us/resp "
+            f"(busy {record['server_busy']:.2f})  err {record['errors']} non2xx {record['non_2xx']}")
+
+
+def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]:
+    chosen = [g for g in gl.all_generators() if g.name.split()[0] in args.generators]
+    env = bl.environment()
+    load_at_start = os.getloadavg()[0]
+    for gen in chosen:
+        env[f"Generator {gen.name}"] = gen.version() if gen.available else f"n/a ({gen.missing_reason})"
+    runnable = [g for g in chosen if g.available]
+    out = Path(args.out)
+    jsonl = bl.JsonlWriter(out.with_suffix(".jsonl"))
+    records: list[dict] = []
+
+    def keep(record: dict) -> None:
+        jsonl.write(record)
+        records.append(record)
+        print(describe(record), flush=True)
+
+    peers: list[bl.RunningPeer] = []
+    try:
+        specs = server_specs(args, https=False)
+        if not args.no_setup:
+            specs += server_specs(args, https=True)
+        for name, spec in specs:
+            if spec is None:
+                env[f"Server {name}"] = "n/a (not installed)"
+        started = bl.start_peers([s for _, s in specs if s is not None], [args.server_cpu], env)
+        peers.extend(started)
+        for peer in peers:
+            env.setdefault(f"Server {peer.spec.name}", peer.spec.version)
+            print(f"{peer.spec.name} ({'https' if peer.spec.https else 'http'}): pid {peer.pid} "
+                  f"on CPU {args.server_cpu}", flush=True)
+        http_peers = [p for p in peers if not p.spec.https]
+        # Repeats outermost, generators innermost: machine drift hits every tool alike.
+        if not args.no_keepalive_part:
+            for repeat in range(1, args.repeats + 1):
+                for c in args.concurrencies:
+                    for peer in http_peers:
+                        for gen in runnable:
+                            keep(measure(gen, peer, args, "keepalive", c, repeat, True))
+        if not args.no_setup:
+            for repeat in range(1, args.repeats + 1):
+                for peer in peers:
+                    for gen in runnable:
+                        keep(measure(gen, peer, args, "setup", args.setup_concurrency, repeat, False))
+    finally:
+        for peer in peers:
+            peer.stop()
+        jsonl.close()
+    env["Load average at start"] += f" - {bl.machine_note(load_at_start)}"
+    return records, env, chosen
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = parse_args(argv)
+    command = "python3 bench/generator_vs_peers.py" + (" " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "")
+    started = time.monotonic()
+    records, env, chosen = run(args)
+    text = report(records, env, args, command, chosen)
+    bl.write_report(Path(args.out).with_suffix(".md"), text)
+    print(text)
+    print(f"generator_vs_peers: done in {time.monotonic() - started:.0f} s; wrote {args.out}.md and .jsonl")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

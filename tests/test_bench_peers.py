@@ -1,0 +1,89 @@
+"""The benchmark peers (bench/peers) answer the shared routes exactly, launched the way the
+bench drivers launch them: one argv with {port}, pinned, ready when GET / answers."""
+from __future__ import annotations
+
+import http.client
+import shutil
+import ssl
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+import benchlib  # noqa: E402
+
+PLAINTEXT = b"Hello, World!\n"
+JSON = b'{"message":"Hello, World!"}'
+
+
+def _get(peer: benchlib.RunningPeer, method: str, path: str, body: bytes | None = None,
+         headers: dict | None = None) -> tuple[int, str, bytes]:
+    if peer.spec.https:
+        conn = http.client.HTTPSConnection("127.0.0.1", peer.port, timeout=5,
+                                           context=ssl._create_unverified_context())
+    else:
+        conn = http.client.HTTPConnection("127.0.0.1", peer.port, timeout=5)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        resp = conn.getresponse()
+        return resp.status, resp.getheader("Content-Type", ""), resp.read()
+    finally:
+        conn.close()
+
+
+def _keepalive_count(peer: benchlib.RunningPeer, n: int) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", peer.port, timeout=5)
+    served = 0
+    for _ in range(n):
+        conn.request("GET", "/plaintext")
+        resp = conn.getresponse()
+        served += resp.read() == PLAINTEXT
+    conn.close()
+    return served
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed (bench/install-peers.sh)")
+@pytest.mark.parametrize("workers", [1, 2])
+def test_node_peer_routes(workers: int) -> None:
+    with benchlib.RunningPeer(benchlib.node_peer(workers), [0]) as peer:
+        assert _get(peer, "GET", "/") == (200, "text/plain", PLAINTEXT)
+        assert _get(peer, "GET", "/plaintext") == (200, "text/plain", PLAINTEXT)
+        assert _get(peer, "GET", "/json") == (200, "application/json", JSON)
+        assert _get(peer, "POST", "/echo", b"abc\x00def", {"Content-Type": "application/x-test"}) == (
+            200, "application/x-test", b"abc\x00def")
+        assert _get(peer, "GET", "/missing")[0] == 404
+        assert _get(peer, "POST", "/plaintext")[0] == 405
+        assert _keepalive_count(peer, 50) == 50
+        assert peer.cpu_s() >= 0.0
+
+
+@pytest.mark.skipif(benchlib.nginx_peer() is None, reason="nginx is not installed (bench/install-peers.sh)")
+def test_nginx_peer_routes_and_tree_cpu() -> None:
+    with benchlib.RunningPeer(benchlib.nginx_peer(), [0]) as peer:
+        assert _get(peer, "GET", "/") == (200, "text/plain", PLAINTEXT)
+        assert _get(peer, "GET", "/plaintext") == (200, "text/plain", PLAINTEXT)
+        assert _get(peer, "GET", "/json") == (200, "application/json", JSON)
+        assert _get(peer, "GET", "/missing")[0] == 404
+        assert _keepalive_count(peer, 50) == 50
+        tree = benchlib._descendants(peer.pid)
+        assert len(tree) == 3  # launcher + nginx master + one worker: all charged to the peer
+        words = [w for pid in tree for w in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").split()]
+        run_dir = Path(words[words.index(b"-p") + 1].decode())
+        assert (run_dir / "nginx.conf").is_file()
+    assert not run_dir.exists()  # the launcher removes its run dir when nginx stops
+
+
+@pytest.mark.skipif(benchlib.nginx_peer() is None or shutil.which("openssl") is None,
+                    reason="nginx or openssl is not installed")
+def test_nginx_tls_peer_serves_tls13_with_ec_certificate() -> None:
+    with benchlib.RunningPeer(benchlib.nginx_peer(https=True), [0]) as peer:
+        assert _get(peer, "GET", "/plaintext") == (200, "text/plain", PLAINTEXT)
+        ctx = ssl._create_unverified_context()
+        import socket
+
+        with socket.create_connection(("127.0.0.1", peer.port), timeout=5) as raw:
+            with ctx.wrap_socket(raw, server_hostname="localhost") as tls:
+                assert tls.version() == "TLSv1.3"
+                cert = tls.getpeercert(binary_form=True)
+        assert b"localhost" in cert
