@@ -29,7 +29,8 @@ from .paths import server_binary
 class ServerProcess:
     """Start `loadbench-server` with the given flags; `with` waits until it listens.
 
-    Arguments map to the binary's flags: workers -> --workers, tls -> --tls, and so on;
+    Arguments map to the binary's flags: workers -> --workers, tls -> --tls,
+    header_timeout_ms -> --header-timeout-ms, and so on (None = the binary's default);
     `extra_args` are passed through verbatim. `cpus` pins the process (taskset-style).
     """
 
@@ -39,6 +40,12 @@ class ServerProcess:
     tls: bool = False
     http: bool = True
     tls_port: int = 0
+    cert: Optional[str] = None
+    key: Optional[str] = None
+    max_body: Optional[int] = None
+    header_timeout_ms: Optional[int] = None
+    idle_timeout_ms: Optional[int] = None
+    accept: Optional[str] = None  # "reuseport" (default) or "shared"
     extra_args: Sequence[str] = ()
     cpus: Optional[Sequence[int]] = None
     ready_timeout: float = 10.0
@@ -55,6 +62,17 @@ class ServerProcess:
             args += ["--no-http"]
         if self.tls:
             args += ["--tls", "--tls-port", str(self.tls_port)]
+        optional = {
+            "--cert": self.cert,
+            "--key": self.key,
+            "--max-body": self.max_body,
+            "--header-timeout-ms": self.header_timeout_ms,
+            "--idle-timeout-ms": self.idle_timeout_ms,
+            "--accept": self.accept,
+        }
+        for flag, value in optional.items():
+            if value is not None:
+                args += [flag, str(value)]
         return args + list(self.extra_args)
 
     # -- lifecycle -----------------------------------------------------------------

@@ -1,0 +1,124 @@
+#include "core/server/config.hpp"
+
+#include <charconv>
+#include <limits>
+
+namespace loadbench::server {
+
+std::string_view to_string(AcceptStrategy strategy) {
+    return strategy == AcceptStrategy::reuseport ? "reuseport" : "shared";
+}
+
+namespace {
+
+template <class Integer>
+Integer parse_integer(std::string_view flag, std::string_view text, Integer min, Integer max) {
+    unsigned long long value = 0;
+    const auto* end = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+    if (text.empty() || ec != std::errc{} || ptr != end || value < static_cast<unsigned long long>(min) ||
+        value > static_cast<unsigned long long>(max)) {
+        throw ConfigError(std::string(flag) + " expects an integer from " + std::to_string(min) + " to " +
+                          std::to_string(max) + ", got '" + std::string(text) + "'");
+    }
+    return static_cast<Integer>(value);
+}
+
+}  // namespace
+
+void validate(const ServerConfig& config) {
+    if (!config.serve_http && !config.serve_https) {
+        throw ConfigError("nothing to serve: --no-http needs --tls");
+    }
+    if (config.workers == 0) throw ConfigError("--workers must be at least 1");
+    if (config.cert_file.empty() != config.key_file.empty()) {
+        throw ConfigError("--cert and --key go together: give both or neither");
+    }
+    if (!config.cert_file.empty() && !config.serve_https) {
+        throw ConfigError("--cert/--key need --tls");
+    }
+    if (config.host.empty()) throw ConfigError("--host must not be empty");
+}
+
+ParsedArgs parse_server_args(const std::vector<std::string>& args) {
+    ParsedArgs parsed;
+    ServerConfig& c = parsed.config;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        std::string flag = args[i];
+        std::string inline_value;
+        bool has_inline = false;
+        if (const auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+            inline_value = flag.substr(eq + 1);
+            flag.resize(eq);
+            has_inline = true;
+        }
+        auto value = [&]() -> std::string {
+            if (has_inline) return inline_value;
+            if (i + 1 >= args.size()) throw ConfigError(flag + " needs a value");
+            return args[++i];
+        };
+        auto no_value = [&] {
+            if (has_inline) throw ConfigError(flag + " takes no value");
+        };
+        if (flag == "-h" || flag == "--help") {
+            parsed.help_requested = true;
+        } else if (flag == "--host") {
+            c.host = value();
+        } else if (flag == "--port") {
+            c.http_port = parse_integer<std::uint16_t>(flag, value(), 0, 65535);
+        } else if (flag == "--no-http") {
+            no_value();
+            c.serve_http = false;
+        } else if (flag == "--tls") {
+            no_value();
+            c.serve_https = true;
+        } else if (flag == "--tls-port") {
+            c.https_port = parse_integer<std::uint16_t>(flag, value(), 0, 65535);
+        } else if (flag == "--cert") {
+            c.cert_file = value();
+        } else if (flag == "--key") {
+            c.key_file = value();
+        } else if (flag == "--workers") {
+            c.workers = parse_integer<unsigned>(flag, value(), 1, 1024);
+        } else if (flag == "--max-body") {
+            c.max_body_bytes = parse_integer<std::size_t>(flag, value(), 0, std::size_t{1} << 40);
+        } else if (flag == "--header-timeout-ms") {
+            c.header_timeout_ms = parse_integer<unsigned>(flag, value(), 1, 86'400'000);
+        } else if (flag == "--idle-timeout-ms") {
+            c.idle_timeout_ms = parse_integer<unsigned>(flag, value(), 1, 86'400'000);
+        } else if (flag == "--accept") {
+            const std::string v = value();
+            if (v == "reuseport") {
+                c.accept = AcceptStrategy::reuseport;
+            } else if (v == "shared") {
+                c.accept = AcceptStrategy::shared;
+            } else {
+                throw ConfigError("--accept expects 'reuseport' or 'shared', got '" + v + "'");
+            }
+        } else {
+            throw ConfigError("unknown flag '" + args[i] + "' (see --help)");
+        }
+    }
+    if (!parsed.help_requested) validate(c);
+    return parsed;
+}
+
+std::string server_usage() {
+    return R"(usage: loadbench-server [flags]
+Boost.Beast HTTP/1.1 reference server. Prints one JSON line when listening and one at exit.
+  --host ADDR             address to bind (default 127.0.0.1)
+  --port N                HTTP port, 0 = a free port (default 0)
+  --no-http               no plain HTTP listener (needs --tls)
+  --tls                   also serve HTTPS (self-signed EC P-256 cert, CN=localhost, unless --cert/--key)
+  --tls-port N            HTTPS port, 0 = a free port (default 0)
+  --cert FILE --key FILE  PEM certificate chain and private key for HTTPS
+  --workers N             worker threads, each with its own event loop (default 1)
+  --max-body BYTES        larger request bodies get 413 (default 1048576)
+  --header-timeout-ms MS  a request header must arrive within this time (default 10000)
+  --idle-timeout-ms MS    idle keep-alive connections are closed after this (default 60000)
+  --accept reuseport|shared  SO_REUSEPORT listener per worker, or one shared listener (default reuseport)
+Routes: GET / and /plaintext, GET /json, POST /echo, GET /delay?ms=N. SIGINT/SIGTERM stop gracefully.
+)";
+}
+
+}  // namespace loadbench::server

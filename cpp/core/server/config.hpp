@@ -1,0 +1,53 @@
+#pragma once
+// What a Beast reference server is told to do: addresses, TLS material, workers, limits.
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace loadbench::server {
+
+// How accepted connections reach the workers.
+//  reuseport: every worker owns a listening socket on the same port (SO_REUSEPORT) and the
+//             kernel spreads new connections; nothing is shared between workers.
+//  shared:    worker 0 owns the only listening socket and hands connections round-robin.
+enum class AcceptStrategy { reuseport, shared };
+
+std::string_view to_string(AcceptStrategy strategy);
+
+struct ServerConfig {
+    std::string host = "127.0.0.1";
+    bool serve_http = true;
+    std::uint16_t http_port = 0;  // 0 = the kernel picks a free port
+    bool serve_https = false;
+    std::uint16_t https_port = 0;
+    std::string cert_file;  // both empty = generate a self-signed EC P-256 cert in memory
+    std::string key_file;
+    unsigned workers = 1;
+    std::size_t max_body_bytes = 1024 * 1024;
+    std::size_t max_header_bytes = 8 * 1024;
+    unsigned header_timeout_ms = 10'000;  // whole request header must arrive in this time
+    unsigned idle_timeout_ms = 60'000;    // keep-alive connection with no request in flight
+    AcceptStrategy accept = AcceptStrategy::reuseport;
+};
+
+// A flag the user got wrong; the message names the flag and what was expected.
+class ConfigError : public std::invalid_argument {
+public:
+    using std::invalid_argument::invalid_argument;
+};
+
+// Throws ConfigError when the configuration cannot work (no listener, 0 workers, ...).
+void validate(const ServerConfig& config);
+
+// The native binary's flags (see loadbench-server --help). `help_requested` is set for -h.
+struct ParsedArgs {
+    ServerConfig config;
+    bool help_requested = false;
+};
+ParsedArgs parse_server_args(const std::vector<std::string>& args);
+std::string server_usage();
+
+}  // namespace loadbench::server

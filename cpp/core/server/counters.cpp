@@ -1,0 +1,45 @@
+#include "core/server/counters.hpp"
+
+namespace loadbench::server {
+
+std::string_view to_string(RequestKind kind) {
+    switch (kind) {
+        case RequestKind::plaintext: return "plaintext";
+        case RequestKind::json: return "json";
+        case RequestKind::echo: return "echo";
+        case RequestKind::delay: return "delay";
+        case RequestKind::not_found: return "not_found";
+        case RequestKind::method_not_allowed: return "method_not_allowed";
+        case RequestKind::bad_request: return "bad_request";
+        case RequestKind::header_too_large: return "header_too_large";
+        case RequestKind::body_too_large: return "body_too_large";
+        case RequestKind::count_: break;
+    }
+    return "unknown";
+}
+
+std::uint64_t CountersSnapshot::requests_total() const {
+    std::uint64_t total = 0;
+    for (auto n : requests) total += n;
+    return total;
+}
+
+CountersSnapshot& CountersSnapshot::operator+=(const CountersSnapshot& other) {
+    connections_accepted += other.connections_accepted;
+    connections_open += other.connections_open;
+    for (std::size_t i = 0; i < requests.size(); ++i) requests[i] += other.requests[i];
+    return *this;
+}
+
+CountersSnapshot WorkerCounters::snapshot() const {
+    CountersSnapshot s;
+    // Read closed first: a connection accepted in between can only make `open` larger,
+    // never wrap it below zero.
+    const auto closed = closed_.load(std::memory_order_relaxed);
+    s.connections_accepted = accepted_.load(std::memory_order_relaxed);
+    s.connections_open = s.connections_accepted >= closed ? s.connections_accepted - closed : 0;
+    for (std::size_t i = 0; i < requests_.size(); ++i) s.requests[i] = requests_[i].load(std::memory_order_relaxed);
+    return s;
+}
+
+}  // namespace loadbench::server

@@ -1,0 +1,56 @@
+#pragma once
+// What a server has done: connections and requests per route.
+//
+// Each worker owns one WorkerCounters and is its only writer, so the request path never
+// touches another thread's cache line; readers (Python, the exit line) sum a snapshot.
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+namespace loadbench::server {
+
+// The outcome a request is counted under (one per response sent).
+enum class RequestKind : std::uint8_t {
+    plaintext,
+    json,
+    echo,
+    delay,
+    not_found,
+    method_not_allowed,
+    bad_request,        // 400 (malformed request, invalid /delay parameter)
+    header_too_large,   // 431
+    body_too_large,     // 413
+    count_
+};
+inline constexpr std::size_t request_kind_count = static_cast<std::size_t>(RequestKind::count_);
+
+// Stable names used in the JSON exit line and the Python counters dict.
+std::string_view to_string(RequestKind kind);
+
+struct CountersSnapshot {
+    std::uint64_t connections_accepted = 0;
+    std::uint64_t connections_open = 0;
+    std::array<std::uint64_t, request_kind_count> requests{};
+    std::uint64_t requests_total() const;
+    CountersSnapshot& operator+=(const CountersSnapshot& other);
+};
+
+class alignas(64) WorkerCounters {
+public:
+    // Single writer: a relaxed load + store is a plain increment, no locked instruction.
+    void connection_opened() { bump(accepted_); }
+    void connection_closed() { bump(closed_); }
+    void request(RequestKind kind) { bump(requests_[static_cast<std::size_t>(kind)]); }
+    CountersSnapshot snapshot() const;
+
+private:
+    static void bump(std::atomic<std::uint64_t>& c) {
+        c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+    std::atomic<std::uint64_t> accepted_{0};
+    std::atomic<std::uint64_t> closed_{0};
+    std::array<std::atomic<std::uint64_t>, request_kind_count> requests_{};
+};
+
+}  // namespace loadbench::server

@@ -1,0 +1,30 @@
+#pragma once
+// Listening sockets: resolve the host, bind (one socket per worker with SO_REUSEPORT, or a
+// single shared one), and turn "address already in use" into one clear message.
+#include "core/server/config.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace loadbench::server {
+
+// Start-up failure the user can act on (port in use, bad host, unreadable certificate).
+class StartError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+boost::asio::ip::address resolve_host(const std::string& host);
+
+// Opens `contexts.size()` listening sockets sharing one port (SO_REUSEPORT), or one socket
+// on contexts[0] when `reuseport` is false. Port 0 picks a free port; all share it.
+std::vector<boost::asio::ip::tcp::acceptor> open_listeners(const boost::asio::ip::address& address,
+                                                           std::uint16_t port, bool reuseport,
+                                                           const std::vector<boost::asio::io_context*>& contexts);
+
+}  // namespace loadbench::server

@@ -1,0 +1,70 @@
+#include "core/server/responses.hpp"
+
+#include <ostream>  // boost/core string_view needs it complete
+
+#include <boost/beast/http/status.hpp>
+
+#include <charconv>
+
+namespace loadbench::server {
+
+namespace {
+
+std::string_view connection_line(ConnectionHeader c) {
+    switch (c) {
+        case ConnectionHeader::keep_alive: return "Connection: keep-alive\r\n";
+        case ConnectionHeader::close: return "Connection: close\r\n";
+        case ConnectionHeader::none: break;
+    }
+    return {};
+}
+
+void append_number(std::string& out, std::size_t n) {
+    char digits[24];
+    const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, n);
+    (void)ec;
+    out.append(digits, end);
+}
+
+}  // namespace
+
+void append_response_head(std::string& out, const ResponseHead& head, std::size_t content_length) {
+    namespace http = boost::beast::http;
+    out += "HTTP/1.1 ";
+    append_number(out, head.status);
+    out += ' ';
+    out += http::obsolete_reason(static_cast<http::status>(head.status));
+    out += "\r\nServer: ";
+    out += server_name;
+    out += "\r\nDate: ";
+    out += head.date;
+    out += "\r\n";
+    if (!head.content_type.empty()) {
+        out += "Content-Type: ";
+        out += head.content_type;
+        out += "\r\n";
+    }
+    out += "Content-Length: ";
+    append_number(out, content_length);
+    out += "\r\n";
+    out += connection_line(head.connection);
+    out += head.extra_headers;
+    out += "\r\n";
+}
+
+void append_response(std::string& out, const ResponseHead& head, std::string_view body) {
+    append_response_head(out, head, body.size());
+    out += body;
+}
+
+void ResponseCache::rebuild(std::string_view date) {
+    for (std::size_t i = 0; i < connection_header_count; ++i) {
+        const auto c = static_cast<ConnectionHeader>(i);
+        plaintext_[i].clear();
+        append_response(plaintext_[i], {200, date, "text/plain", c, {}}, plaintext_body);
+        json_[i].clear();
+        append_response(json_[i], {200, date, "application/json", c, {}}, json_body);
+    }
+}
+
+}  // namespace loadbench::server

@@ -1,0 +1,160 @@
+#include "core/server/worker.hpp"
+
+#include "core/server/connection.hpp"
+
+#include <boost/asio/post.hpp>
+
+namespace loadbench::server {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+// Deadlines, the Date header and stop progress are checked this often.
+constexpr auto tick_interval = std::chrono::milliseconds(100);
+// After a failed accept (e.g. out of file descriptors) wait before trying again.
+constexpr auto accept_retry_delay = std::chrono::milliseconds(50);
+}  // namespace
+
+// Accepts on one listening socket and hands each connection to the next target worker.
+class Worker::Listener {
+public:
+    Listener(Worker& owner, tcp::acceptor acceptor, bool tls, std::vector<Worker*> targets)
+        : owner_(owner), acceptor_(std::move(acceptor)), retry_timer_(owner.io()), tls_(tls),
+          targets_(std::move(targets)) {}
+
+    void start() { accept_next(); }
+    void close() {
+        boost::system::error_code ignored;
+        acceptor_.close(ignored);
+        retry_timer_.cancel();
+    }
+
+private:
+    void accept_next() {
+        Worker* target = targets_[next_target_];
+        next_target_ = (next_target_ + 1) % targets_.size();
+        acceptor_.async_accept(target->io(), [this, target](boost::system::error_code ec, tcp::socket socket) {
+            if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+            if (ec) {
+                retry_timer_.expires_after(accept_retry_delay);
+                retry_timer_.async_wait([this](boost::system::error_code wait_ec) {
+                    if (!wait_ec && acceptor_.is_open()) accept_next();
+                });
+                return;
+            }
+            if (target == &owner_) {
+                target->adopt(std::move(socket), tls_);
+            } else {
+                asio::post(target->io(), [target, tls = tls_, s = std::move(socket)]() mutable {
+                    target->adopt(std::move(s), tls);
+                });
+            }
+            accept_next();
+        });
+    }
+
+    Worker& owner_;
+    tcp::acceptor acceptor_;
+    asio::steady_timer retry_timer_;
+    bool tls_;
+    std::vector<Worker*> targets_;
+    std::size_t next_target_ = 0;
+};
+
+Worker::Worker(const ServerConfig& config, unsigned index, asio::ssl::context* tls_context)
+    : config_(config), index_(index), tls_context_(tls_context), tick_timer_(io_) {
+    responses_.rebuild(date_.value());
+}
+
+Worker::~Worker() {
+    // Only reached after run() returned or never ran: delete whatever is left.
+    listeners_.clear();
+    while (connections_) {
+        ConnectionBase* c = connections_;
+        connections_ = c->next_;
+        delete c;
+    }
+}
+
+void Worker::add_listener(tcp::acceptor acceptor, bool tls, std::vector<Worker*> targets) {
+    listeners_.push_back(std::make_unique<Listener>(*this, std::move(acceptor), tls, std::move(targets)));
+}
+
+void Worker::run() {
+    for (auto& listener : listeners_) listener->start();
+    start_tick();
+    io_.run();
+}
+
+void Worker::request_stop() {
+    if (stop_requested_.exchange(true)) return;
+    asio::post(io_, [this] { begin_stop(); });
+}
+
+void Worker::begin_stop() {
+    stopping_ = true;
+    for (auto& listener : listeners_) listener->close();
+    for (ConnectionBase* c = connections_; c != nullptr;) {
+        ConnectionBase* next = c->next_;  // begin_shutdown may delete c
+        c->begin_shutdown();
+        c = next;
+    }
+    if (connection_count_ == 0) tick_timer_.cancel();
+}
+
+void Worker::start_tick() {
+    tick_timer_.expires_after(tick_interval);
+    tick_timer_.async_wait([this](boost::system::error_code ec) {
+        if (ec) return;
+        on_tick();
+    });
+}
+
+void Worker::on_tick() {
+    now_ = clock::now();
+    if (date_.refresh()) responses_.rebuild(date_.value());
+    for (ConnectionBase* c = connections_; c != nullptr;) {
+        ConnectionBase* next = c->next_;  // expire may delete c
+        if (c->deadline() <= now_) c->expire();
+        c = next;
+    }
+    // Once stopping, the loop ends when the last connection is gone (run() returns).
+    if (!(stopping_ && connection_count_ == 0)) start_tick();
+}
+
+void Worker::adopt(tcp::socket socket, bool tls) {
+    boost::system::error_code ignored;
+    if (stopping_) {
+        socket.close(ignored);
+        return;
+    }
+    socket.set_option(tcp::no_delay(true), ignored);
+    ConnectionBase* connection = nullptr;
+    if (tls) {
+        connection = new Connection<TlsStream>(*this, std::move(socket), tls_context_);
+    } else {
+        connection = new Connection<PlainStream>(*this, std::move(socket), nullptr);
+    }
+    connection->next_ = connections_;
+    if (connections_) connections_->prev_ = connection;
+    connections_ = connection;
+    ++connection_count_;
+    counters_.connection_opened();
+    connection->start();
+}
+
+void Worker::destroy(ConnectionBase* connection) {
+    if (connection->prev_) {
+        connection->prev_->next_ = connection->next_;
+    } else {
+        connections_ = connection->next_;
+    }
+    if (connection->next_) connection->next_->prev_ = connection->prev_;
+    --connection_count_;
+    counters_.connection_closed();
+    delete connection;
+    if (stopping_ && connection_count_ == 0) tick_timer_.cancel();
+}
+
+}  // namespace loadbench::server

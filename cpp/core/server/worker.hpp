@@ -1,0 +1,109 @@
+#pragma once
+// One worker: one thread, one io_context, its own listeners (or a share of accepted
+// connections), its own Date/response cache and counters. Nothing on the request path is
+// shared with another worker.
+#include "core/server/config.hpp"
+#include "core/server/counters.hpp"
+#include "core/server/http_date.hpp"
+#include "core/server/responses.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <vector>
+
+namespace loadbench::server {
+
+class Worker;
+
+// What the worker needs from a connection, whatever its stream type. Connections live in an
+// intrusive list so that the housekeeping tick can enforce deadlines without a timer per
+// connection (arming an Asio timer per request costs a timerfd system call).
+class ConnectionBase {
+public:
+    using clock = std::chrono::steady_clock;
+    static constexpr clock::time_point no_deadline = clock::time_point::max();
+
+    explicit ConnectionBase(Worker& worker) : worker_(worker) {}
+    virtual ~ConnectionBase() = default;
+    ConnectionBase(const ConnectionBase&) = delete;
+    ConnectionBase& operator=(const ConnectionBase&) = delete;
+
+    virtual void start() = 0;
+    // Deadline passed (slowloris, idle keep-alive, stuck write): close now.
+    virtual void expire() = 0;
+    // The server is stopping: close if idle, otherwise finish the request in flight first.
+    virtual void begin_shutdown() = 0;
+
+    clock::time_point deadline() const { return deadline_; }
+
+protected:
+    friend class Worker;
+    Worker& worker_;
+    clock::time_point deadline_ = no_deadline;
+    ConnectionBase* prev_ = nullptr;
+    ConnectionBase* next_ = nullptr;
+};
+
+class Worker {
+public:
+    using clock = std::chrono::steady_clock;
+
+    Worker(const ServerConfig& config, unsigned index, boost::asio::ssl::context* tls_context);
+    ~Worker();
+    Worker(const Worker&) = delete;
+    Worker& operator=(const Worker&) = delete;
+
+    boost::asio::io_context& io() { return io_; }
+    unsigned index() const { return index_; }
+
+    // Before run(): a listening socket (on this worker's io_context) whose connections go to
+    // `targets` round-robin (just {this} for SO_REUSEPORT; every worker for a shared listener).
+    void add_listener(boost::asio::ip::tcp::acceptor acceptor, bool tls, std::vector<Worker*> targets);
+
+    // Runs the event loop until the worker has stopped and its last connection is gone.
+    void run();
+    // Thread-safe and idempotent: stop accepting, close idle connections, let in-flight finish.
+    void request_stop();
+
+    CountersSnapshot counters() const { return counters_.snapshot(); }
+
+    // --- for connections (called on this worker's thread only) -------------------------
+    const ServerConfig& config() const { return config_; }
+    WorkerCounters& counters_mut() { return counters_; }
+    const ResponseCache& responses() const { return responses_; }
+    std::string_view date() const { return date_.value(); }
+    // Refreshed on every housekeeping tick: deadlines are coarse on purpose (no clock read per request).
+    clock::time_point now() const { return now_; }
+    bool stopping() const { return stopping_; }
+    void adopt(boost::asio::ip::tcp::socket socket, bool tls);  // starts a connection
+    void destroy(ConnectionBase* connection);                   // unlinks and deletes
+
+private:
+    class Listener;
+    void start_tick();
+    void on_tick();
+    void begin_stop();
+
+    const ServerConfig& config_;
+    const unsigned index_;
+    boost::asio::ssl::context* tls_context_;
+    boost::asio::io_context io_{1};  // concurrency hint 1: one thread, lighter locking
+    boost::asio::steady_timer tick_timer_;
+    std::vector<std::unique_ptr<Listener>> listeners_;
+    ConnectionBase* connections_ = nullptr;  // intrusive list head
+    std::size_t connection_count_ = 0;
+    DateCache date_;
+    ResponseCache responses_;
+    clock::time_point now_ = clock::now();
+    bool stopping_ = false;
+    std::atomic<bool> stop_requested_{false};
+    WorkerCounters counters_;
+};
+
+}  // namespace loadbench::server

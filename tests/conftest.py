@@ -1,0 +1,36 @@
+"""Shared fixtures.
+
+beast_server     a started loadbench.ServerProcess (native loadbench-server, 1 worker, HTTP on
+                 a free port), stopped gracefully after the test.
+server_factory   server_factory(**kwargs) -> started ServerProcess with those fields
+                 (workers=, tls=, header_timeout_ms=, ...); all are stopped after the test.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import pytest
+
+from loadbench import ServerProcess
+
+
+@pytest.fixture
+def server_factory() -> Iterator[Callable[..., ServerProcess]]:
+    started: list[ServerProcess] = []
+
+    def factory(**kwargs: object) -> ServerProcess:
+        server = ServerProcess(**kwargs)  # type: ignore[arg-type]
+        started.append(server)
+        return server.start()
+
+    yield factory
+    for server in started:
+        try:
+            server.stop()
+        finally:
+            server.kill()
+
+
+@pytest.fixture
+def beast_server(server_factory: Callable[..., ServerProcess]) -> ServerProcess:
+    return server_factory()
