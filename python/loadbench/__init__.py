@@ -12,6 +12,9 @@ from ._core import build_info
 from .errors import ConfigError, LoadbenchError, ServerError
 from .paths import server_binary
 from .server import ServerProcess
+from .sweep import Sweep, Workload
+from .sweep_config import load_sweep
+from .targets import Target
 
 __version__ = build_info()["version"]
 
@@ -20,7 +23,11 @@ __all__ = [
     "LoadbenchError",
     "ServerError",
     "ServerProcess",
+    "Sweep",
+    "Target",
+    "Workload",
     "__version__",
     "build_info",
+    "load_sweep",
     "server_binary",
 ]

@@ -1,0 +1,211 @@
+"""PNG charts of a sweep (matplotlib, Agg backend): in the spirit of seed report 001.
+
+Every chart has a title, axis labels with units and a legend; bar charts print their values
+on the bars, and a server that was not measured shows "n/a" / "FAIL" where its bar would be.
+All figures come from the same medians-of-repeats as report.md (results.aggregate).
+
+    loadbench.plots.write_charts("reports/2026-11-29-host")  # -> [Path(...png), ...]
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from . import analysis
+from .results import Aggregate, aggregate, flatten, load_dir
+
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _fmt(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    if value >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3f}"
+
+
+def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series: dict[str, list],
+                 missing: Optional[dict[str, list]] = None, xlabel: str = "Server",
+                 colors: Optional[list[str]] = None) -> Path:
+    """Bars for each series within each group, value on each bar, "n/a"/"FAIL" for gaps."""
+    plt = _plt()
+    n = max(1, len(series))
+    width = 0.8 / n
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(groups) * max(1, n / 2)), 4.5))
+    top = max([v for vals in series.values() for v in vals if v is not None] or [1.0])
+    for i, (label, values) in enumerate(series.items()):
+        xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
+        color = (colors or PALETTE)[i % len(colors or PALETTE)]
+        heights = [v if v is not None else 0 for v in values]
+        bars = ax.bar(xs, heights, width * 0.95, label=label, color=color)
+        for j, (bar, value) in enumerate(zip(bars, values)):
+            if value is None:
+                text = (missing or {}).get(label, ["n/a"] * len(values))[j] or "n/a"
+                ax.text(bar.get_x() + bar.get_width() / 2, top * 0.01, text, ha="center", va="bottom",
+                        fontsize=8, color="#555555", rotation=90)
+            else:
+                ax.text(bar.get_x() + bar.get_width() / 2, value, _fmt(value), ha="center", va="bottom",
+                        fontsize=8)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups)
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, top * 1.15)
+    ax.legend(loc="upper right", fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _status(agg: Optional[Aggregate]) -> str:
+    if agg is None or agg.status == "skipped":
+        return "n/a"
+    return "FAIL" if agg.status == "fail" else ""
+
+
+def _closed(aggs: dict, target: str, protocol: Optional[str] = None, workload: Optional[str] = None) -> list[Aggregate]:
+    return [a for k, a in aggs.items() if k[0] == target and k[3] == "closed"
+            and (protocol is None or k[1] == protocol) and (workload is None or k[2] == workload)]
+
+
+def _peak(cells: list[Aggregate]) -> Optional[float]:
+    values = [a.rps.median for a in cells if a.status == "ok" and a.rps is not None]
+    return max(values) if values else None
+
+
+def _mean(cells: list[Aggregate]) -> Optional[float]:
+    return analysis.arithmetic_mean([a.rps.median for a in cells if a.status == "ok" and a.rps is not None])
+
+
+def _gap(cells: list[Aggregate]) -> str:
+    return "FAIL" if any(a.status == "fail" for a in cells) else "n/a"
+
+
+def write_charts(results_dir) -> list[Path]:
+    """Write every chart that the folder's results can support; returns their paths."""
+    results_dir = Path(results_dir)
+    settings, _, records = load_dir(results_dir)
+    rows = [flatten(r) for r in records]
+    aggs = aggregate(rows)
+    declared = [t["name"] for t in settings.get("targets", []) if isinstance(t, dict)]
+    targets = [t for t in declared if any(r["target"] == t for r in rows)] or sorted({r["target"] for r in rows})
+    protocols = [p for p in ("http", "https") if any(k[1] == p for k in aggs)]
+    workloads = [w["name"] for w in settings.get("workloads", []) if any(k[2] == w["name"] for k in aggs)] \
+        or sorted({k[2] for k in aggs})
+    out: list[Path] = []
+    d = results_dir
+
+    peaks = [_peak(_closed(aggs, t)) for t in targets]
+    gaps = [_gap(_closed(aggs, t)) for t in targets]
+    out.append(grouped_bars(d / "throughput_peak.png", "Peak throughput per server (best closed-loop cell)",
+                            "Throughput (req/s)", targets, {"peak req/s": peaks}, {"peak req/s": gaps}))
+    means = [_mean(_closed(aggs, t)) for t in targets]
+    out.append(grouped_bars(d / "throughput_average.png", "Average throughput per server (mean over all closed-loop cells)",
+                            "Throughput (req/s)", targets, {"average req/s": means}, {"average req/s": gaps}))
+    if len(protocols) > 1:
+        series = {f"{p} peak": [_peak(_closed(aggs, t, p)) for t in targets] for p in protocols}
+        series.update({f"{p} average": [_mean(_closed(aggs, t, p)) for t in targets] for p in protocols})
+        missing = {f"{p} {kind}": [_gap(_closed(aggs, t, p)) for t in targets] for p in protocols for kind in ("peak", "average")}
+        out.append(grouped_bars(d / "protocol_http_vs_https.png", "HTTP vs HTTPS throughput (keep-alive)",
+                                "Throughput (req/s)", targets, series, missing,
+                                colors=["#1f77b4", "#ff7f0e", "#aec7e8", "#ffbb78"]))
+    if len(workloads) > 1:
+        series = {w: [_peak(_closed(aggs, t, workload=w)) for t in targets] for w in workloads}
+        missing = {w: [_gap(_closed(aggs, t, workload=w)) for t in targets] for w in workloads}
+        out.append(grouped_bars(d / "workloads.png", "Workload breakdown: peak throughput per workload",
+                                "Throughput (req/s)", targets, series, missing))
+    ref = _latency_reference(aggs, targets, protocols[0] if protocols else "http", workloads[0] if workloads else "")
+    if ref is not None:
+        protocol, workload, c = ref
+        cells = [aggs.get((t, protocol, workload, "closed", c)) for t in targets]
+        series = {"p50": [a.p50_ms.median if a and a.status == "ok" and a.p50_ms else None for a in cells],
+                  "p99": [a.p99_ms.median if a and a.status == "ok" and a.p99_ms else None for a in cells]}
+        labels = [t + (" ‡" if a is not None and a.starved else "") for t, a in zip(targets, cells)]
+        out.append(grouped_bars(d / "latency.png", f"Latency at C = {c} ({protocol}, {workload}; lower is better)",
+                                "Latency (ms)", labels, series,
+                                {k: [_status(a) or "n/a" for a in cells] for k in series}))
+    rss = []
+    for t in targets:
+        mem = [a.rss_peak_mib for k, a in aggs.items() if k[0] == t and a.rss_peak_mib is not None]
+        rss.append(max(mem) if mem else None)
+    if any(v is not None for v in rss):
+        out.append(grouped_bars(d / "memory_peak_rss.png", "Peak RSS per server (lower is better)",
+                                "Peak RSS (MiB)", targets, {"peak RSS": rss}, {"peak RSS": gaps}))
+    if any(k[3] == "connect" for k in aggs):
+        series, missing = {}, {}
+        for p in protocols:
+            label = "http conn/s" if p == "http" else "https handshakes/s"
+            keys = [next((k for k in aggs if k[0] == t and k[1] == p and k[3] == "connect"), None) for t in targets]
+            series[label] = [aggs[k].conn_per_s.median if k and aggs[k].status == "ok" and aggs[k].conn_per_s else None
+                             for k in keys]
+            missing[label] = [_status(aggs[k]) if k else "n/a" for k in keys]
+        out.append(grouped_bars(d / "connection_setup.png", "Connection setup: a new connection per request",
+                                "Rate (connections/s)", targets, series, missing))
+    if workloads:
+        out.append(throughput_vs_concurrency(d / "throughput_vs_concurrency.png", aggs, targets, protocols, workloads[0]))
+    return out
+
+
+def _latency_reference(aggs: dict, targets: list[str], protocol: str, workload: str) -> Optional[tuple]:
+    """The highest concurrency at which no measured server is starved (else the highest)."""
+    cs = sorted({k[4] for k in aggs if k[1] == protocol and k[2] == workload and k[3] == "closed"})
+    if not cs:
+        return None
+    for c in reversed(cs):
+        cells = [aggs.get((t, protocol, workload, "closed", c)) for t in targets]
+        if not any(a is not None and a.starved for a in cells):
+            return protocol, workload, c
+    return protocol, workload, cs[-1]
+
+
+def throughput_vs_concurrency(path: Path, aggs: dict, targets: list[str], protocols: list[str], workload: str) -> Path:
+    """One line per server and protocol (solid http, dashed https), min-max of repeats as bars."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    all_cs: set = set()
+    for i, t in enumerate(targets):
+        for protocol in protocols:
+            cells = sorted((a for a in _closed(aggs, t, protocol, workload) if a.status == "ok" and a.rps),
+                           key=lambda a: a.connections)
+            if not cells:
+                continue
+            xs = [a.connections for a in cells]
+            ys = [a.rps.median for a in cells]
+            err = [[a.rps.median - a.rps.min for a in cells], [a.rps.max - a.rps.median for a in cells]]
+            color, style = PALETTE[i % len(PALETTE)], "-" if protocol == "http" else "--"
+            ax.errorbar(xs, ys, yerr=err, color=color, linestyle="none", capsize=3)
+            ax.plot(xs, ys, label=f"{t} {protocol}", color=color, linestyle=style, marker="o")
+            all_cs.update(xs)
+            for x, y, a in zip(xs, ys, cells):
+                if a.starved:
+                    ax.annotate("‡", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=9)
+    ax.set_xscale("log")
+    if all_cs:
+        ax.set_xticks(sorted(all_cs))
+        ax.set_xticklabels([str(c) for c in sorted(all_cs)])
+        ax.minorticks_off()
+    ax.set_xlabel("Concurrency (connections, log scale)")
+    ax.set_ylabel("Throughput (req/s)")
+    ax.set_title(f"Throughput vs concurrency ({workload}, median with min-max of repeats)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,79 @@
+"""The sweep's progress bar on stderr: cells done, the cell running now, and the ETA."""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Optional, TextIO
+
+
+def format_seconds(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+class ProgressBar:
+    """``[#####.....] 12/48 25% | beast https plaintext c=50 #2 | ETA 3m20s``
+
+    The ETA uses the mean wall time of the cells measured so far in this invocation (before the
+    first one ends: ``estimate_s`` per cell). On a terminal the line redraws in place; into a
+    file or pipe it prints one line per cell, so logs stay readable.
+    """
+
+    def __init__(self, total: int, done: int = 0, estimate_s: float = 1.0,
+                 stream: Optional[TextIO] = None, width: int = 24) -> None:
+        self.total = total
+        self.done = done
+        self.estimate_s = estimate_s
+        self.stream = stream if stream is not None else sys.stderr
+        self.width = width
+        self._measured = 0
+        self._measured_s = 0.0
+        self._cell_started: Optional[float] = None
+        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def eta_s(self) -> float:
+        per_cell = self._measured_s / self._measured if self._measured else self.estimate_s
+        return per_cell * (self.total - self.done)
+
+    def line(self, current: str) -> str:
+        filled = int(self.width * self.done / self.total) if self.total else self.width
+        pct = 100 * self.done // self.total if self.total else 100
+        bar = "#" * filled + "." * (self.width - filled)
+        return (f"[{bar}] {self.done}/{self.total} {pct:3d}% | {current} | "
+                f"ETA {format_seconds(self.eta_s())}")
+
+    def start_cell(self, label: str) -> None:
+        self._cell_started = time.monotonic()
+        self._emit(self.line(label))
+
+    def end_cell(self, measured: bool = True) -> None:
+        """Count a cell done; cells that ran (not skipped ones) feed the ETA."""
+        self.done += 1
+        if measured and self._cell_started is not None:
+            self._measured += 1
+            self._measured_s += time.monotonic() - self._cell_started
+        self._cell_started = None
+
+    def note(self, text: str) -> None:
+        """A line that stays (skips, failures) above the redrawn bar."""
+        if self._tty:
+            self.stream.write("\r\x1b[K")
+        self.stream.write(f"loadbench: {text}\n")
+        self.stream.flush()
+
+    def finish(self, text: str) -> None:
+        self._emit(self.line(text))
+        if self._tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+    def _emit(self, text: str) -> None:
+        if self._tty:
+            self.stream.write("\r\x1b[K" + text)
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()

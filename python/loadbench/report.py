@@ -1,0 +1,248 @@
+"""report.md from a results folder, shaped like the seed reports: how it was generated, the
+settings and environment blocks, per-protocol tables (req/s, p50, p99, CPU us/req by server x
+concurrency) with the best server per column in bold, ‡ / § / FAIL marks with their legend,
+the connection-setup table, and the limits of what the run measured.
+
+    loadbench.report.write_report("reports/2026-11-29-host")   # -> report.md (+ charts)
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+from typing import Callable, Optional
+
+from . import analysis
+from .results import Aggregate, aggregate, flatten, load_dir
+
+STARVED = "‡"
+GENERATOR_BOUND = "§"
+PARTIAL = "†"
+
+LEGEND = (
+    f"(Best server per column in bold, per metric: highest req/s, lowest latency and CPU us/req. "
+    f"{STARVED} = closed-loop starved: in-flight (req/s x mean latency) below "
+    f"{analysis.STARVED_FRACTION:g} x connections, so its latency is not a service-level number "
+    f"and it is never bold for latency. {GENERATOR_BOUND} = generator-bound: loadbench's own "
+    f"threads were saturated, so the cell measures the generator and is never bold. "
+    f"{PARTIAL} = some repeats failed, the value is the median of the others. "
+    f"FAIL = the server died or never became ready for that cell; n/a = not run (peer not "
+    f"installed, or the peer does not serve that protocol/workload).)"
+)
+
+
+def fmt_int(value: Optional[float]) -> str:
+    """39 999 - thousands separated by a space, like the seed report."""
+    return "" if value is None else f"{value:,.0f}".replace(",", " ")
+
+
+def fmt_ms(value: Optional[float]) -> str:
+    if value is None:
+        return ""
+    return f"{value:.2f}" if value >= 0.1 else f"{value:.3f}"
+
+
+def fmt_us(value: Optional[float]) -> str:
+    return "" if value is None else f"{value:.2f}"
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+class _Metric:
+    def __init__(self, label: str, get: Callable[[Aggregate], Optional[float]], fmt: Callable,
+                 higher_is_better: bool, latency: bool) -> None:
+        self.label, self.get, self.fmt = label, get, fmt
+        self.higher_is_better, self.latency = higher_is_better, latency
+
+
+def _median(spread: Optional[analysis.Spread]) -> Optional[float]:
+    return None if spread is None else spread.median
+
+
+METRICS = [
+    _Metric("req/s", lambda a: _median(a.rps), fmt_int, True, False),
+    _Metric("p50 (ms)", lambda a: _median(a.p50_ms), fmt_ms, False, True),
+    _Metric("p99 (ms)", lambda a: _median(a.p99_ms), fmt_ms, False, True),
+    _Metric("CPU us/req", lambda a: _median(a.cpu_us), fmt_us, False, False),
+    _Metric("in-flight", lambda a: _median(a.inflight), lambda v: "" if v is None else f"{v:.1f}", None, False),
+]
+
+
+def cell_text(agg: Optional[Aggregate], metric: _Metric, bold: bool) -> str:
+    """One table cell: value, bold when best, with its marks; FAIL / n/a when not measured."""
+    if agg is None or agg.status == "skipped":
+        return "n/a"
+    if agg.status == "fail":
+        return "FAIL"
+    value = metric.get(agg)
+    if value is None:
+        return "n/a"
+    text = metric.fmt(value)
+    if bold:
+        text = f"**{text}**"
+    if agg.starved and metric.latency:
+        text += f" {STARVED}"
+    if agg.generator_bound:
+        text += f" {GENERATOR_BOUND}"
+    if agg.failed:
+        text += f" {PARTIAL}"
+    return text
+
+
+def best_target(aggs: dict[str, Optional[Aggregate]], metric: _Metric) -> Optional[str]:
+    """The bold cell of one column: best among measured cells that are not generator-bound
+    (and, for latency, not starved)."""
+    if metric.higher_is_better is None:
+        return None
+    values, excluded = {}, []
+    for name, agg in aggs.items():
+        if agg is None or agg.status != "ok":
+            continue
+        values[name] = metric.get(agg)
+        if agg.generator_bound or (metric.latency and agg.starved):
+            excluded.append(name)
+    if len([v for v in values.values() if v is not None]) < 2:
+        return None  # a single server is nobody's winner
+    return analysis.best_of(values, higher_is_better=metric.higher_is_better, excluded=excluded)
+
+
+def load_table(aggs: dict[tuple, Aggregate], targets: list[str], protocol: str, workload: str) -> str:
+    """req/s, p50, p99, CPU us/req and in-flight by server x concurrency (closed loop)."""
+    concurrencies = sorted({k[4] for k in aggs if k[1] == protocol and k[2] == workload and k[3] == "closed"})
+    header = ["Metric", "Server"] + [f"C = {c}" for c in concurrencies]
+    rows = []
+    for metric in METRICS:
+        best = {c: best_target({t: aggs.get((t, protocol, workload, "closed", c)) for t in targets}, metric)
+                for c in concurrencies}
+        for i, t in enumerate(targets):
+            row = [metric.label if i == 0 else "", t]
+            for c in concurrencies:
+                row.append(cell_text(aggs.get((t, protocol, workload, "closed", c)), metric, best[c] == t))
+            rows.append(row)
+    return table(header, rows)
+
+
+def connection_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
+    header = ["Server", "http conn/s", "https handshakes/s"]
+    metric = _Metric("", lambda a: _median(a.conn_per_s), fmt_int, True, False)
+    keys = {p: [k for k in aggs if k[1] == p and k[3] == "connect"] for p in ("http", "https")}
+    best = {}
+    for p, ks in keys.items():
+        best[p] = best_target({k[0]: aggs[k] for k in ks}, metric)
+    rows = []
+    for t in targets:
+        row = [t]
+        for p in ("http", "https"):
+            match = [k for k in keys[p] if k[0] == t]
+            row.append(cell_text(aggs[match[0]], metric, best[p] == t) if match else "n/a")
+        rows.append(row)
+    return table(header, rows)
+
+
+def summary_table(aggs: dict[tuple, Aggregate], targets: list[str], baseline: str) -> str:
+    """Peak and average throughput, CPU, memory per server, with the ratio to the baseline."""
+    peak, mean, cpu, rss = {}, {}, {}, {}
+    for t in targets:
+        ok = [a for k, a in aggs.items() if k[0] == t and a.status == "ok" and k[3] == "closed"]
+        rps = [a.rps.median for a in ok if a.rps is not None]
+        peak[t] = max(rps) if rps else None
+        mean[t] = analysis.arithmetic_mean(rps)
+        cpu[t] = analysis.arithmetic_mean([_median(a.cpu_us) for a in ok])
+        mem = [a.rss_peak_mib for k, a in aggs.items() if k[0] == t and a.rss_peak_mib is not None]
+        rss[t] = max(mem) if mem else None
+    ratio = analysis.ratio_to_baseline(peak, baseline)
+    header = ["Server", "Peak req/s", "Average req/s", f"Peak vs {baseline}", "Mean CPU us/req", "Peak RSS (MiB)"]
+    rows = [[t, fmt_int(peak[t]) or "n/a", fmt_int(mean[t]) or "n/a",
+             "n/a" if ratio[t] is None else f"{ratio[t]:.2f}x", fmt_us(cpu[t]) or "n/a",
+             "n/a" if rss[t] is None else f"{rss[t]:.1f}"] for t in targets]
+    return table(header, rows)
+
+
+def workload_table(aggs: dict[tuple, Aggregate], targets: list[str], protocol: str, workloads: list[str]) -> str:
+    """req/s per workload at the concurrency they share (the workload breakdown)."""
+    common = None
+    for w in workloads:
+        cs = {k[4] for k in aggs if k[1] == protocol and k[2] == w and k[3] == "closed"}
+        common = cs if common is None else common & cs
+    if not common:
+        return ""
+    c = max(common)
+    metric = METRICS[0]
+    header = ["Server"] + [f"{w} req/s" for w in workloads] + [f"{w} CPU us/req" for w in workloads]
+    best = {w: best_target({t: aggs.get((t, protocol, w, "closed", c)) for t in targets}, metric) for w in workloads}
+    best_cpu = {w: best_target({t: aggs.get((t, protocol, w, "closed", c)) for t in targets}, METRICS[3])
+                for w in workloads}
+    rows = []
+    for t in targets:
+        row = [t] + [cell_text(aggs.get((t, protocol, w, "closed", c)), metric, best[w] == t) for w in workloads]
+        row += [cell_text(aggs.get((t, protocol, w, "closed", c)), METRICS[3], best_cpu[w] == t) for w in workloads]
+        rows.append(row)
+    return f"At C = {c}.\n\n" + table(header, rows)
+
+
+def render(results_dir: Path, charts: Optional[list[str]] = None) -> str:
+    """The markdown text of report.md for a results folder."""
+    from .report_text import environment_table, intro, known_limits, settings_table
+
+    settings, environment, records = load_dir(results_dir)
+    rows = [flatten(r) for r in records]
+    aggs = aggregate(rows)
+    targets = _ordered(settings.get("targets"), [r["target"] for r in rows])
+    workloads = _ordered(settings.get("workloads"), [r["workload"] for r in rows])
+    protocols = [p for p in ("http", "https") if any(r["protocol"] == p for r in rows)]
+    generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    parts = [f"# loadbench sweep report: {Path(results_dir).resolve().name}", ""]
+    parts += intro(generated, settings, environment, rows)
+    parts += ["## Settings", "", settings_table(settings, rows, aggs), "",
+              "## Environment", "", environment_table(environment, rows), ""]
+    parts += ["## Summary", "", summary_table(aggs, targets, targets[0]), "",
+              f"Peak and average are over the closed-loop cells of every workload and protocol; "
+              f"the ratio compares peaks with {targets[0]}.", ""]
+    for protocol in protocols:
+        for w in workloads:
+            if any(k[1] == protocol and k[2] == w and k[3] == "closed" for k in aggs):
+                title = "HTTP/1.1 over TLS" if protocol == "https" else "HTTP/1.1"
+                parts += [f"## {title} ({protocol}), {w}, keep-alive", "", load_table(aggs, targets, protocol, w), ""]
+        parts += [LEGEND, ""]
+    multi = [w for w in workloads if sum(1 for k in aggs if k[2] == w and k[3] == "closed") > 0]
+    if len(multi) > 1:
+        parts += ["## Workload breakdown", ""]
+        for protocol in protocols:
+            text = workload_table(aggs, targets, protocol, multi)
+            if text:
+                parts += [f"### {protocol}", "", text, ""]
+    if any(k[3] == "connect" for k in aggs):
+        parts += ["## Connection setup", "",
+                  "No keep-alive: every request pays a fresh connection. For http that is the "
+                  "accept/teardown rate; for https it is full TLS handshakes per second (no session "
+                  "resumption), the cost a short-lived-connection deployment pays and the keep-alive "
+                  "tables above amortise to nothing.", "", connection_table(aggs, targets), "", LEGEND, ""]
+    if charts:
+        parts += ["## Charts", ""] + [f"![{Path(c).stem.replace('_', ' ')}]({c})\n" for c in charts]
+    parts += ["## Known limits", ""] + known_limits(settings, environment, rows, aggs) + [""]
+    return "\n".join(parts)
+
+
+def _ordered(declared: Optional[list], seen: list[str]) -> list[str]:
+    names = [d["name"] for d in declared or [] if isinstance(d, dict) and "name" in d]
+    for s in seen:
+        if s not in names:
+            names.append(s)
+    return [n for n in names if n in set(seen)]
+
+
+def write_report(results_dir, charts: bool = True) -> Path:
+    """Write report.md (and, unless charts=False, the PNG charts) into ``results_dir``."""
+    results_dir = Path(results_dir)
+    names: list[str] = []
+    if charts:
+        from .plots import write_charts
+
+        names = [p.name for p in write_charts(results_dir)]
+    text = render(results_dir, names)
+    out = results_dir / "report.md"
+    out.write_text(text, encoding="utf-8")
+    return out

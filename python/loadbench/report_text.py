@@ -1,0 +1,169 @@
+"""The prose blocks of report.md: how it was generated, settings, environment, known limits.
+
+Each sentence is derived from what the results folder holds, so the report never claims a
+setting the run did not use or hides a measurement it did not make.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from . import analysis
+from .results import Aggregate
+
+
+def _cpus(cpus: Optional[list]) -> str:
+    if not cpus:
+        return "unpinned"
+    return ("CPU " if len(cpus) == 1 else "CPUs ") + ", ".join(str(c) for c in cpus)
+
+
+def _workload_line(w: dict, default_cs: list) -> str:
+    body = w.get("body")
+    size = body.get("bytes") if isinstance(body, dict) else (len(body) if body else 0)
+    what = (f"{len(w['requests'])} requests round-robin" if w.get("requests")
+            else f"{w.get('method', 'GET')} {w.get('path', '/')}" + (f" with a {size}-byte body" if size else ""))
+    cs = w.get("concurrencies") or default_cs
+    return f"{w['name']}: {what} (C = {', '.join(str(c) for c in cs)})"
+
+
+def intro(generated: str, settings: dict, environment: dict, rows: list[dict]) -> list[str]:
+    version = environment.get("loadbench") or environment.get("loadbench_version") or ""
+    lines = [
+        f"Generated {generated} by `loadbench report` from the raw results in this folder "
+        f"(`results.jsonl`, one line per cell and repeat; `sweep.json` the settings; "
+        f"`environment.json` the machine){' with loadbench ' + str(version) if version else ''}. "
+        "Do not edit by hand: `loadbench report DIR` rewrites it from those files.",
+        "",
+        "Servers measured:",
+        "",
+    ]
+    seen = {r["target"] for r in rows}
+    for t in settings.get("targets", []):
+        if t.get("name") in seen:
+            how = t.get("description") or (" ".join(t.get("argv") or []) if t.get("kind") == "command" else t.get("kind"))
+            lines.append(f"- **{t['name']}**: {how}")
+    lines += [
+        "",
+        "Read the throughput columns, not the latency columns, at high concurrency. These are "
+        "closed-loop measurements: the generator holds C connections open and sends the next request "
+        "the instant one returns. The effective in-flight count is req/s x mean latency (Little's "
+        f"law); when it falls below {analysis.STARVED_FRACTION:g} x C the extra connections queue "
+        f"outside the server, req/s is still its saturation throughput but the percentiles describe "
+        f"only the requests truly in flight: those cells are marked ‡ and never bold for latency.",
+        "",
+        "The CPU us/req row is the one to compare across servers. It is server CPU time (utime+stime "
+        "of every thread of the server's process tree, read from /proc around exactly the measured "
+        "window) divided by the exact number of responses in that window, so unlike req/s it does not "
+        "move when the generator pushes harder or softer. It rises with the worker count and with an "
+        "unpinned generator; the Settings and Environment blocks state both.",
+        "",
+    ]
+    return lines
+
+
+def settings_table(settings: dict, rows: list[dict], aggs: dict) -> str:
+    from .report import table
+
+    repeats, duration, warmup = settings.get("repeats"), settings.get("duration"), settings.get("warmup")
+    cs = settings.get("concurrencies") or []
+    status = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "fail", "skipped")}
+    items = [
+        ("Throughput/latency", f"median of {repeats} x {duration:g} s closed-loop runs, keep-alive, "
+                               f"after a {warmup:g} s warm-up excluded from every figure"),
+        ("Concurrencies", ", ".join(str(c) for c in cs)),
+        ("Workloads", "; ".join(_workload_line(w, cs) for w in settings.get("workloads", []))),
+        ("Protocols", ", ".join(settings.get("protocols", []))),
+    ]
+    if settings.get("connection_setup"):
+        items.append(("Connection-setup rate", f"a new connection per request (no keep-alive) at "
+                      f"c = {settings.get('connection_setup_concurrency')}, {settings.get('connection_setup_workload')}, "
+                      f"{repeats} x {duration:g} s"))
+    if "https" in settings.get("protocols", []):
+        items.append(("TLS", "self-signed EC P-256 certificate (CN=localhost); the generator does not verify it "
+                             "and resumes no sessions, so every new connection is a full handshake"))
+    items += [
+        ("Core isolation", f"servers on {_cpus(settings.get('server_cpus'))}, generator on "
+                           f"{_cpus(settings.get('generator_cpus'))} (sched_setaffinity, taskset semantics)"),
+        ("Worker threads", f"{settings.get('workers')} per server, passed as each runtime expects: "
+                           + "; ".join(_worker_passing(t, settings.get("workers")) for t in settings.get("targets", []))),
+        ("Generator threads", str(settings.get("generator_threads") or len(settings.get("generator_cpus") or [1]))),
+        ("Per-request timeout", f"{settings.get('timeout'):g} s"),
+        ("Cells", f"{len(rows)} ({status['ok']} measured, {status['fail']} FAIL, {status['skipped']} not run)"),
+    ]
+    return table(["Setting", "Value"], [[k, v] for k, v in items])
+
+
+def _worker_passing(target: dict, workers: int) -> str:
+    kind, name = target.get("kind"), target.get("name")
+    if kind == "beast":
+        return f"{name} --workers {workers}"
+    if kind == "url":
+        return f"{name} already running (not controlled)"
+    via = [f"{target['workers_env']}={workers}"] if target.get("workers_env") else []
+    if any("{workers}" in a for a in target.get("argv") or []):
+        via.append("argv")
+    return f"{name} " + (" + ".join(via) if via else f"LOADBENCH_WORKERS={workers}")
+
+
+def _flatten_env(data: dict, prefix: str = "") -> list[tuple[str, str]]:
+    out = []
+    for key, value in data.items():
+        label = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out += _flatten_env(value, label + " ")
+        elif isinstance(value, list):
+            out.append((label, ", ".join(str(v) for v in value)))
+        elif value is not None and value != "":
+            out.append((label, str(value)))
+    return out
+
+
+def environment_table(environment: dict, rows: list[dict]) -> str:
+    from .report import table
+
+    items = _flatten_env(environment)
+    steal = [r["steal_share"] for r in rows if r.get("steal_share") is not None]
+    if steal:
+        items.append(("Machine steal during windows",
+                      f"median {100 * analysis.median_spread(steal).median:.1f} %, max {100 * max(steal):.1f} % of CPU time"))
+    else:
+        items.append(("Machine steal during windows", "not measured"))
+    return table(["Item", "Value"], [[k, v] for k, v in items])
+
+
+def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict[tuple, Aggregate]) -> list[str]:
+    """What this run did not measure, most important first, as markdown bullets."""
+    out = []
+    if not any(r["mode"] == "open" for r in rows):
+        out.append("- **No open-loop latency.** Every latency here is closed-loop: when a server stalls, the "
+                   "generator stops sending and never measures the requests that would have waited "
+                   "(coordinated omission). Service-level latency needs an open-loop run at fixed fractions "
+                   "of each server's capacity.")
+    cpus = sorted(set(settings.get("server_cpus") or []) | set(settings.get("generator_cpus") or []))
+    if len(cpus) < 4:
+        out.append(f"- **Few cores.** Servers and generator shared {len(cpus)} CPU(s) "
+                   f"(servers {_cpus(settings.get('server_cpus'))}, generator {_cpus(settings.get('generator_cpus'))}); "
+                   "multi-worker scaling was not measured, and one generator core caps every req/s figure.")
+    bound = sorted({f"{a.target} {a.protocol} {a.workload} c={a.connections}" for a in aggs.values() if a.generator_bound})
+    if bound:
+        out.append(f"- **Generator-bound cells ({len(bound)}, marked §):** {', '.join(bound)}. Their req/s is "
+                   "loadbench's ceiling on this machine, not the server's.")
+    starved = [a for a in aggs.values() if a.starved]
+    if starved:
+        out.append(f"- **Starved cells ({len(starved)}, marked ‡):** their latency percentiles are not service-level numbers.")
+    skipped = sorted({(r["target"], r["protocol"], r.get("error") or "") for r in rows if r["status"] == "skipped"})
+    for target, protocol, why in skipped:
+        out.append(f"- **{target} {protocol} not measured:** {why}.")
+    failed = sorted({(r["target"], r["protocol"], r["workload"], r["connections"], r["mode"]) for r in rows if r["status"] == "fail"})
+    if failed:
+        first = next(r for r in rows if r["status"] == "fail")
+        out.append(f"- **{len(failed)} cell(s) FAIL** (server died or never became ready), e.g. "
+                   f"{first['target']} {first['protocol']} {first['workload']} c={first['connections']}: {first['error']}")
+    if (settings.get("repeats") or 1) < 3:
+        out.append(f"- **{settings.get('repeats')} repeat(s) per cell:** too few for a spread; differences under "
+                   "~10 % between servers are not established by this run.")
+    out.append("- **HTTP/1.1 only, loopback only.** No HTTP/2 or HTTP/3, no real network (no latency, "
+               "loss or NIC offload), no slow clients, no large responses, no long (soak) runs.")
+    out.append("- **One machine, one time.** A shared VM's steal time and frequency scaling move the "
+               "numbers between runs; the Environment block gives the steal measured in the windows.")
+    return out

@@ -1,0 +1,320 @@
+"""A sweep: targets x workloads x loads x protocols x repeats, run cell by cell.
+
+    sweep = loadbench.Sweep(targets=[Target("beast")], concurrencies=[1, 10], duration=2.0)
+    sweep.run("reports/my-run")      # results.jsonl grows one line per cell; resumable
+
+Each cell is one ``loadbench.run`` with its own warm-up and measured window, the server
+sampled around exactly that window (``sample_pid``), and its record appended and fsynced to
+results.jsonl the moment it ends. Re-running the same sweep into the same folder skips the
+cells already recorded. A server is started once per (target, protocol) and restarted if it
+dies; a cell during which it died, or for which it never became ready, is recorded as FAIL
+and the sweep goes on.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import io
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence, Union
+
+from . import results as rs
+from .errors import ConfigError, LoadbenchError
+from .progress import ProgressBar
+from .targets import PROTOCOLS, RunningServer, Target, default_cpu_split, launch
+
+ECHO_BODY_BYTES = 4096
+
+
+@dataclass
+class Workload:
+    """What each request is: one template (method, path, headers, body) or a round-robin list.
+
+    ``concurrencies`` overrides the sweep's list for this workload (e.g. json at c=50 only).
+    """
+
+    name: str
+    method: str = "GET"
+    path: str = "/"
+    headers: dict = field(default_factory=dict)
+    body: Optional[str] = None
+    requests: Optional[list] = None
+    concurrencies: Optional[list] = None
+
+    def __post_init__(self) -> None:
+        if not self.name or any(c in self.name for c in "|/\n"):
+            raise ConfigError(f"workload name {self.name!r} must be non-empty without '|', '/' or newlines")
+        if self.requests is not None:
+            if not self.requests:
+                raise ConfigError(f"workload {self.name!r}: requests must not be empty")
+            for i, req in enumerate(self.requests):
+                if not isinstance(req, dict) or not str(req.get("path", "/")).startswith("/"):
+                    raise ConfigError(f"workload {self.name!r}: requests[{i}] needs a path starting with '/'")
+        if not self.path.startswith("/"):
+            raise ConfigError(f"workload {self.name!r}: path must start with '/', not {self.path!r}")
+
+
+def builtin_workloads() -> dict[str, Workload]:
+    """plaintext GET, json GET and echo POST with a 4 KiB body - the routes every peer serves."""
+    return {
+        "plaintext": Workload("plaintext", "GET", "/plaintext"),
+        "json": Workload("json", "GET", "/json"),
+        "echo": Workload("echo", "POST", "/echo", {"Content-Type": "application/octet-stream"},
+                         body="x" * ECHO_BODY_BYTES),
+    }
+
+
+@dataclass(frozen=True)
+class Cell:
+    target: str
+    protocol: str
+    workload: str
+    mode: str  # "closed" (keep-alive, closed loop) or "connect" (a new connection per request)
+    connections: int
+    repeat: int
+
+    @property
+    def id(self) -> str:
+        load = f"c{self.connections}" if self.mode == "closed" else f"connect{self.connections}"
+        return f"{self.target}|{self.protocol}|{self.workload}|{load}|r{self.repeat}"
+
+    def label(self) -> str:
+        load = f"c={self.connections}" if self.mode == "closed" else f"new-conn c={self.connections}"
+        return f"{self.target} {self.protocol} {self.workload} {load} #{self.repeat + 1}"
+
+
+@dataclass
+class Sweep:
+    """The matrix to run. Everything has a default; see bench/sweeps/example.toml for TOML."""
+
+    targets: list = field(default_factory=lambda: [Target("beast")])
+    workloads: list = field(default_factory=lambda: [builtin_workloads()["plaintext"]])
+    concurrencies: list = field(default_factory=lambda: [1, 10, 50])
+    protocols: list = field(default_factory=lambda: ["http"])
+    connection_setup: bool = False
+    connection_setup_concurrency: int = 20
+    connection_setup_workload: str = "plaintext"
+    repeats: int = 1
+    duration: float = 2.0
+    warmup: float = 0.5
+    timeout: float = 5.0
+    workers: Optional[int] = None
+    server_cpus: Optional[list] = None
+    generator_cpus: Optional[list] = None
+    generator_threads: Optional[int] = None
+    peers_dir: Optional[str] = None
+    skipped_targets: list = field(default_factory=list)  # [(name, reason)] noted in the report
+
+    def __post_init__(self) -> None:
+        self.workloads = [builtin_workloads()[w] if isinstance(w, str) and w in builtin_workloads()
+                          else w for w in self.workloads]
+        for w in self.workloads:
+            if not isinstance(w, Workload):
+                raise ConfigError(f"unknown workload {w!r}: use plaintext, json, echo or a Workload")
+        names = [t.name for t in self.targets]
+        if not names:
+            raise ConfigError("a sweep needs at least one target")
+        if len(set(names)) != len(names):
+            raise ConfigError(f"target names must be unique: {names}")
+        wnames = [w.name for w in self.workloads]
+        if len(set(wnames)) != len(wnames):
+            raise ConfigError(f"workload names must be unique: {wnames}")
+        for p in self.protocols:
+            if p not in PROTOCOLS:
+                raise ConfigError(f"protocols: {p!r} is not http or https")
+        if not self.protocols:
+            raise ConfigError("protocols must name http, https or both")
+        for c in list(self.concurrencies) + [c for w in self.workloads for c in (w.concurrencies or [])]:
+            if not isinstance(c, int) or c < 1:
+                raise ConfigError(f"concurrencies: {c!r} is not a positive integer")
+        checks = {"repeats": self.repeats >= 1, "duration": self.duration > 0, "warmup": self.warmup >= 0,
+                  "timeout": self.timeout > 0, "connection_setup_concurrency": self.connection_setup_concurrency >= 1,
+                  "workers": self.workers is None or self.workers >= 1,
+                  "generator_threads": self.generator_threads is None or self.generator_threads >= 1}
+        for key, ok in checks.items():
+            if not ok:
+                raise ConfigError(f"{key}: {getattr(self, key)!r} is out of range")
+        if self.connection_setup and self.connection_setup_workload not in wnames:
+            raise ConfigError(f"connection_setup_workload {self.connection_setup_workload!r} is not a workload of this sweep")
+        available = sorted(os.sched_getaffinity(0))
+        for key in ("server_cpus", "generator_cpus"):
+            for cpu in getattr(self, key) or []:
+                if cpu not in available:
+                    raise ConfigError(f"{key}: CPU {cpu} is not available here (allowed: {available})")
+        split = default_cpu_split(available)
+        self.server_cpus = list(self.server_cpus or split[0])
+        self.generator_cpus = list(self.generator_cpus or split[1])
+        if self.workers is None:
+            self.workers = len(self.server_cpus)
+
+    # -- the matrix ----------------------------------------------------------------------
+    def cells(self) -> list[Cell]:
+        """Every cell in execution order: target, protocol, workload, load, repeat."""
+        out = []
+        for target in self.targets:
+            for protocol in self.protocols:
+                for w in self.workloads:
+                    for c in (w.concurrencies or self.concurrencies):
+                        out += [Cell(target.name, protocol, w.name, "closed", c, r) for r in range(self.repeats)]
+                    if self.connection_setup and w.name == self.connection_setup_workload:
+                        out += [Cell(target.name, protocol, w.name, "connect", self.connection_setup_concurrency, r)
+                                for r in range(self.repeats)]
+        return out
+
+    def settings(self) -> dict:
+        """What was asked for, as plain data (sweep.json; the report's settings table)."""
+        data = asdict(self)
+        data["targets"] = [asdict(t) for t in self.targets]
+        data["workloads"] = [asdict(w) for w in self.workloads]
+        for w in data["workloads"]:
+            if w["body"] is not None and len(w["body"]) > 64:
+                w["body"] = {"bytes": len(w["body"])}
+        return json.loads(json.dumps(data, default=str))
+
+    # -- running -------------------------------------------------------------------------
+    def run(self, out_dir: Union[str, Path], *, progress: bool = True,
+            runner: Optional[Callable] = None, environment: bool = True) -> Path:
+        """Run every cell not yet in OUT_DIR/results.jsonl; returns the results file."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        self._check_same_sweep(out)
+        if environment and not (out / rs.ENVIRONMENT_FILE).exists():
+            import loadbench
+
+            env = loadbench.environment(generator_cpus=self.generator_cpus, server_cpus=self.server_cpus).to_dict()
+            (out / rs.ENVIRONMENT_FILE).write_text(json.dumps(env, indent=2, default=str) + "\n")
+        path = out / rs.RESULTS_FILE
+        rs.repair_tail(path)
+        done = {r.get("id") for r in rs.read_records(path)}
+        cells = self.cells()
+        bar = ProgressBar(len(cells), done=sum(c.id in done for c in cells),
+                          estimate_s=self.warmup + self.duration + 0.5,
+                          stream=None if progress else io.StringIO())
+        if runner is None:
+            from . import run as runner
+        by_target = {t.name: t for t in self.targets}
+        pending = [c for c in cells if c.id not in done]
+        groups: dict = {}
+        for cell in pending:
+            groups.setdefault((cell.target, cell.protocol), []).append(cell)
+        for (name, protocol), group in groups.items():
+            _Group(self, by_target[name], protocol, group, path, bar, runner).run()
+        bar.finish("done")
+        return path
+
+    def _check_same_sweep(self, out: Path) -> None:
+        settings_path = out / rs.SETTINGS_FILE
+        mine = self.settings()
+        if settings_path.exists():
+            theirs = json.loads(settings_path.read_text())
+            if {k: v for k, v in theirs.items() if k != "skipped_targets"} != \
+                    {k: v for k, v in mine.items() if k != "skipped_targets"}:
+                raise ConfigError(f"{out} holds results of a different sweep (its {rs.SETTINGS_FILE} differs); "
+                                  "choose another output folder to start a new one")
+        settings_path.write_text(json.dumps(mine, indent=2) + "\n")
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class _Group:
+    """The pending cells of one (target, protocol): one server lifecycle, restarted if it dies."""
+
+    def __init__(self, sweep: Sweep, target: Target, protocol: str, cells: list, path: Path,
+                 bar: ProgressBar, runner: Callable) -> None:
+        self.sweep, self.target, self.protocol = sweep, target, protocol
+        self.cells, self.path, self.bar, self.runner = cells, path, bar, runner
+        self.workloads = {w.name: w for w in sweep.workloads}
+        self.server: Optional[RunningServer] = None
+        self.peers_dir = Path(sweep.peers_dir) if sweep.peers_dir else None
+        self.started_at = _now()
+
+    def run(self) -> None:
+        reason = self.target.unavailable_reason(self.protocol, self.peers_dir)
+        if reason:
+            self.bar.note(f"skipping {self.target.name} {self.protocol}: {reason}")
+        launch_error: Optional[str] = None
+        try:
+            for cell in self.cells:
+                if reason or cell.workload in self.target.unsupported_workloads:
+                    why = reason or f"{self.target.name} does not serve the {cell.workload} workload"
+                    self._record(cell, "skipped", why, None, 0.0)
+                    self.bar.end_cell(measured=False)
+                    continue
+                self.bar.start_cell(cell.label())
+                started = time.monotonic()
+                self.started_at = _now()
+                if launch_error is None and (self.server is None or not self.server.alive()):
+                    launch_error = self._start()
+                if launch_error is not None:
+                    self._record(cell, "fail", launch_error, None, time.monotonic() - started)
+                    self.bar.end_cell(measured=False)
+                    continue
+                status, error, result = self._measure(cell)
+                self._record(cell, status, error, result, time.monotonic() - started)
+                if status == "fail":
+                    self.bar.note(f"FAIL {cell.label()}: {error}")
+                self.bar.end_cell()
+        finally:
+            if self.server is not None:
+                self.server.stop()
+
+    def _start(self) -> Optional[str]:
+        if self.server is not None:
+            self.server.stop()
+        try:
+            self.server = launch(self.target, self.protocol, workers=self.sweep.workers,
+                                 cpus=self.sweep.server_cpus, peers_dir=self.peers_dir,
+                                 cert_dir=self.path.parent / ".certs")
+        except LoadbenchError as exc:
+            self.server = None
+            self.bar.note(f"{self.target.name} {self.protocol}: {exc}")
+            return str(exc)
+        return None
+
+    def _measure(self, cell: Cell) -> tuple[str, Optional[str], Optional[dict]]:
+        assert self.server is not None
+        w = self.workloads[cell.workload]
+        threads = self.sweep.generator_threads or len(self.sweep.generator_cpus)
+        kwargs = dict(
+            connections=cell.connections, threads=max(1, min(threads, cell.connections)),
+            duration=self.sweep.duration, warmup=self.sweep.warmup, timeout=self.sweep.timeout,
+            keepalive=cell.mode == "closed", insecure=True, cpus=self.sweep.generator_cpus,
+            sample_pid=self.server.pid,
+        )
+        if w.requests is not None:
+            kwargs["requests_list"] = [dict(r) for r in w.requests]
+            url = self.server.base_url + str(w.requests[0].get("path", "/"))
+        else:
+            kwargs.update(method=w.method, headers=dict(w.headers), body=w.body)
+            url = self.server.base_url + w.path
+        try:
+            result = self.runner(url, **kwargs).to_dict()
+        except Exception as exc:  # noqa: BLE001 - any failure of one cell must not end the sweep
+            if not self.server.alive():
+                return "fail", f"server died during the cell: {self.server.death_note()}", None
+            return "fail", f"{type(exc).__name__}: {exc}", None
+        if not self.server.alive():
+            return "fail", f"server died during the cell: {self.server.death_note()}", result
+        if not result.get("responses"):
+            errors = ", ".join(f"{k} {v}" for k, v in (result.get("errors") or {}).items()) or "none"
+            return "fail", f"no responses in the window (errors: {errors})", result
+        return "ok", None, result
+
+    def _record(self, cell: Cell, status: str, error: Optional[str], result: Optional[dict],
+                wall_s: float) -> None:
+        record = {
+            "id": cell.id, "target": cell.target, "protocol": cell.protocol, "workload": cell.workload,
+            "mode": cell.mode, "connections": cell.connections, "repeat": cell.repeat,
+            "status": status, "error": error,
+            "started": self.started_at if wall_s else _now(),
+            "wall_s": round(wall_s, 3),
+            "server": self.server.describe() if self.server is not None else None,
+        }
+        if result is not None:
+            record["result"] = result
+        rs.append_record(self.path, record)

@@ -1,0 +1,246 @@
+"""A sweep described in TOML (bench/sweeps/example.toml) -> :class:`loadbench.Sweep`.
+
+Every key is checked: an unknown key or a value of the wrong type raises ConfigError naming
+the key as a path (``targets[1].argv``, ``workloads[0].concurrencies``), so a typo never
+silently falls back to a default.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from .errors import ConfigError
+from .sweep import Sweep, Workload, builtin_workloads
+from .targets import Target, default_peer_targets
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.9/3.10 only
+    import tomli as tomllib
+
+# key -> (accepted types, description used in messages)
+_INT = (int,)
+_NUM = (int, float)
+_STR = (str,)
+_BOOL = (bool,)
+_LIST = (list,)
+_DICT = (dict,)
+
+SWEEP_KEYS = {
+    "duration": (_NUM + _STR, "seconds, or a string like '2s' / '500ms'"),
+    "warmup": (_NUM + _STR, "seconds, or a string like '1s'"),
+    "timeout": (_NUM + _STR, "seconds, or a string like '5s'"),
+    "repeats": (_INT, "a positive integer"),
+    "concurrencies": (_LIST, "a list of positive integers"),
+    "protocols": (_LIST, 'a list of "http" / "https"'),
+    "connection_setup": (_BOOL, "true or false"),
+    "connection_setup_concurrency": (_INT, "a positive integer"),
+    "connection_setup_workload": (_STR, "a workload name"),
+    "workers": (_INT, "a positive integer"),
+    "server_cpus": (_LIST, "a list of CPU numbers"),
+    "generator_cpus": (_LIST, "a list of CPU numbers"),
+    "generator_threads": (_INT, "a positive integer"),
+    "peers_dir": (_STR, "a directory"),
+    "default_peers": (_BOOL, "true or false (add the installed peers of peers_dir)"),
+    "targets": (_LIST, "an array of [[targets]] tables"),
+    "workloads": (_LIST, "an array of [[workloads]] tables or workload names"),
+}
+TARGET_KEYS = {
+    "name": (_STR, "a name"), "kind": (_STR, "beast, command or url"),
+    "argv": (_LIST, "a list of strings"), "https_argv": (_LIST, "a list of strings"),
+    "env": (_DICT, "a table of strings"), "workers_env": (_STR, "an environment variable name"),
+    "cwd": (_STR, "a directory"), "requires": (_LIST, "a list of programs or files"),
+    "url": (_STR, "an http:// URL"), "https_url": (_STR, "an https:// URL"),
+    "pid": (_INT, "a process id"), "tree": (_BOOL, "true or false"),
+    "ready_timeout": (_NUM + _STR, "seconds"), "probe_path": (_STR, "a path"),
+    "unsupported_workloads": (_LIST, "a list of workload names"), "description": (_STR, "text"),
+}
+WORKLOAD_KEYS = {
+    "name": (_STR, "a name"), "method": (_STR, "an HTTP method"), "path": (_STR, "a path"),
+    "headers": (_DICT, "a table of strings"), "body": (_STR, "a string"),
+    "body_size": (_INT, "a byte count (a body of that many 'x')"),
+    "requests": (_LIST, "an array of {method, path, headers, body} tables"),
+    "concurrencies": (_LIST, "a list of positive integers"),
+}
+REQUEST_KEYS = {"method": _STR, "path": _STR, "headers": _DICT, "body": _STR}
+
+
+def parse_seconds(value: Union[int, float, str], key: str) -> float:
+    """2, 2.5, "2s", "500ms", "1m" -> seconds."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{key}: expected seconds, got {value!r}")
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = value.strip().lower()
+    for suffix, scale in (("ms", 1e-3), ("us", 1e-6), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
+        if text.endswith(suffix):
+            number = text[: -len(suffix)]
+            break
+    else:
+        number, scale = text, 1.0
+    try:
+        return float(number) * scale
+    except ValueError:
+        raise ConfigError(f"{key}: {value!r} is not a duration (try 2, '2s' or '500ms')") from None
+
+
+def _check(table: dict, schema: dict, where: str) -> None:
+    for key, value in table.items():
+        path = f"{where}{key}"
+        if key not in schema:
+            known = ", ".join(sorted(schema))
+            raise ConfigError(f"unknown key {path!r} (known keys: {known})")
+        types, what = schema[key]
+        if isinstance(value, bool) and bool not in types:
+            raise ConfigError(f"{path}: expected {what}, got {value!r}")
+        if not isinstance(value, types):
+            raise ConfigError(f"{path}: expected {what}, got {value!r}")
+
+
+def _list_of(value: list, kind: type, path: str, what: str) -> list:
+    for i, item in enumerate(value):
+        if not isinstance(item, kind) or isinstance(item, bool) and kind is not bool:
+            raise ConfigError(f"{path}[{i}]: expected {what}, got {item!r}")
+    return value
+
+
+def _target(table: Any, i: int) -> Target:
+    where = f"targets[{i}]."
+    if not isinstance(table, dict):
+        raise ConfigError(f"targets[{i}]: expected a table, got {table!r}")
+    _check(table, TARGET_KEYS, where)
+    if "name" not in table:
+        raise ConfigError(f"{where}name is required")
+    data = dict(table)
+    for key in ("argv", "https_argv", "requires", "unsupported_workloads"):
+        if key in data:
+            _list_of(data[key], str, where + key, "a string")
+    for name, value in data.get("env", {}).items():
+        if not isinstance(value, (str, int)):
+            raise ConfigError(f"{where}env.{name}: expected a string, got {value!r}")
+    if "ready_timeout" in data:
+        data["ready_timeout"] = parse_seconds(data["ready_timeout"], where + "ready_timeout")
+    try:
+        return Target(**data)
+    except ConfigError as exc:
+        raise ConfigError(f"targets[{i}]: {exc}") from None
+
+
+def _workload(item: Any, i: int) -> Workload:
+    builtins = builtin_workloads()
+    if isinstance(item, str):
+        if item not in builtins:
+            raise ConfigError(f"workloads[{i}]: {item!r} is not a built-in workload ({', '.join(builtins)})")
+        return builtins[item]
+    if not isinstance(item, dict):
+        raise ConfigError(f"workloads[{i}]: expected a name or a table, got {item!r}")
+    where = f"workloads[{i}]."
+    _check(item, WORKLOAD_KEYS, where)
+    if "name" not in item:
+        raise ConfigError(f"{where}name is required")
+    data = dict(item)
+    if "body_size" in data:
+        if "body" in data:
+            raise ConfigError(f"{where}body_size: give body or body_size, not both")
+        size = data.pop("body_size")
+        if size < 0:
+            raise ConfigError(f"{where}body_size: {size} is negative")
+        data["body"] = "x" * size
+    if "concurrencies" in data:
+        _list_of(data["concurrencies"], int, where + "concurrencies", "a positive integer")
+    for j, req in enumerate(data.get("requests") or []):
+        if not isinstance(req, dict):
+            raise ConfigError(f"{where}requests[{j}]: expected a table, got {req!r}")
+        for key, value in req.items():
+            if key not in REQUEST_KEYS:
+                raise ConfigError(f"unknown key {where}requests[{j}].{key!r} (known keys: {', '.join(REQUEST_KEYS)})")
+            if not isinstance(value, REQUEST_KEYS[key]):
+                raise ConfigError(f"{where}requests[{j}].{key}: wrong type {value!r}")
+    # A named built-in with overrides (e.g. json at fewer concurrencies) keeps its request.
+    if item["name"] in builtins and set(data) <= {"name", "concurrencies"}:
+        base = builtins[item["name"]]
+        base.concurrencies = data.get("concurrencies")
+        return base
+    try:
+        return Workload(**data)
+    except ConfigError as exc:
+        raise ConfigError(f"workloads[{i}]: {exc}") from None
+
+
+def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
+    """The same as a TOML file, from a dict already parsed.
+
+    Relative paths (peers_dir, a target's cwd) are relative to ``base_dir``, by default the
+    current directory - the repository root when run as the README shows.
+    """
+    _check(data, SWEEP_KEYS, "")
+    kwargs: dict = {}
+    for key in ("duration", "warmup", "timeout"):
+        if key in data:
+            kwargs[key] = parse_seconds(data[key], key)
+    for key in ("repeats", "connection_setup", "connection_setup_concurrency",
+                "connection_setup_workload", "workers", "generator_threads"):
+        if key in data:
+            kwargs[key] = data[key]
+    for key in ("concurrencies", "server_cpus", "generator_cpus"):
+        if key in data:
+            kwargs[key] = _list_of(data[key], int, key, "an integer")
+    if "protocols" in data:
+        kwargs["protocols"] = _list_of(data["protocols"], str, "protocols", '"http" or "https"')
+    base = base_dir or Path.cwd()
+    peers_dir = base / data["peers_dir"] if "peers_dir" in data else base / "bench" / "peers"
+    kwargs["peers_dir"] = str(peers_dir)
+    targets = [_target(t, i) for i, t in enumerate(data.get("targets", []))]
+    if not targets:
+        targets = [Target("beast", description="the embedded Boost.Beast reference server")]
+    if data.get("default_peers", False):
+        targets += [t for t in default_peer_targets(peers_dir) if t.name not in {x.name for x in targets}]
+    for t in targets:
+        if t.cwd and not Path(t.cwd).is_absolute():
+            t.cwd = str(base / t.cwd)
+    kwargs["targets"] = targets
+    if "workloads" in data:
+        kwargs["workloads"] = [_workload(w, i) for i, w in enumerate(data["workloads"])]
+    return Sweep(**kwargs)
+
+
+def load_sweep(path: Union[str, Path]) -> Sweep:
+    """Read a sweep TOML file; every problem is one ConfigError naming the file and key."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read sweep file {path}: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    try:
+        return sweep_from_dict(data)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def default_sweep(quick: bool = False, peers_dir: Optional[Path] = None) -> Sweep:
+    """`loadbench sweep` with no file: the Beast server and every installed peer of
+    ./bench/peers, sized to finish in about 10 minutes on 2 cores (``quick``: about 1 minute).
+
+    Full: plaintext at c = 1, 10, 50, 200; json and echo (4 KiB POST) at c = 50; a new
+    connection per request at c = 20 (http conn/s, https handshakes/s); http and https;
+    median of 3 x 2 s windows after a 0.5 s warm-up each.
+    """
+    peers = Path(peers_dir) if peers_dir is not None else Path.cwd() / "bench" / "peers"
+    targets = [Target("beast", description="the embedded Boost.Beast reference server")]
+    targets += default_peer_targets(peers)
+    if quick:
+        concurrencies, repeats, duration, warmup, focus = [1, 50], 1, 1.0, 0.25, [50]
+    else:
+        concurrencies, repeats, duration, warmup, focus = [1, 10, 50, 200], 3, 2.0, 0.5, [50]
+    builtins = builtin_workloads()
+    workloads = [builtins["plaintext"], builtins["json"], builtins["echo"]]
+    workloads[1].concurrencies = list(focus)
+    workloads[2].concurrencies = list(focus)
+    return Sweep(targets=targets, workloads=workloads, concurrencies=concurrencies,
+                 protocols=["http", "https"], connection_setup=True, connection_setup_concurrency=20,
+                 repeats=repeats, duration=duration, warmup=warmup, peers_dir=str(peers))

@@ -1,0 +1,344 @@
+"""What a sweep measures: the servers ("targets"), how each is launched, pinned and probed.
+
+Three kinds of target:
+
+- ``beast``: the embedded Boost.Beast reference server (``loadbench-server``) through
+  :class:`loadbench.ServerProcess`; workers -> ``--workers``, https -> ``--tls``.
+- ``command``: any external server. ``argv`` (http) and ``https_argv`` (https; absent = the
+  server speaks http only) are lists of strings with placeholders replaced at launch:
+  ``{port}`` a free TCP port chosen by loadbench, ``{workers}`` the sweep's worker count,
+  ``{cert}``/``{key}`` a self-signed EC P-256 PEM pair (CN=localhost), ``{run_dir}`` a private
+  scratch directory, ``{peers}`` the peers directory, ``{python}`` this interpreter. ``env``
+  values take the same placeholders, and ``workers_env`` names the variable that carries the
+  worker count the way that runtime expects it (NODE_WORKERS, TOKIO_WORKER_THREADS, ...);
+  LOADBENCH_WORKERS is always set too. ``cwd`` is where it runs. Ready = a TCP connect and one
+  probe request answered with an HTTP status line within ``ready_timeout``; otherwise one
+  :class:`ServerError` that quotes the server's stderr.
+- ``url``: a server that is already running; no lifecycle, sampled only when ``pid`` is given.
+
+Pinning: server and generator get disjoint CPU sets (default: the first half of the CPUs this
+process may use for servers, the second half for the generator; on 2 cores CPU 0 and CPU 1),
+applied with ``sched_setaffinity`` in the child before exec - ``taskset`` semantics, inherited
+by every process and thread the server spawns.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+from .errors import ConfigError, ServerError
+
+KINDS = ("beast", "command", "url")
+PROTOCOLS = ("http", "https")
+
+
+@dataclass
+class Target:
+    """One server to measure. See the module docstring for the three kinds and placeholders."""
+
+    name: str
+    kind: str = "beast"
+    argv: Sequence[str] = ()
+    https_argv: Optional[Sequence[str]] = None
+    env: dict = field(default_factory=dict)
+    workers_env: Optional[str] = None
+    cwd: Optional[str] = None
+    requires: Sequence[str] = ()
+    url: Optional[str] = None
+    https_url: Optional[str] = None
+    pid: Optional[int] = None
+    tree: bool = True
+    ready_timeout: float = 10.0
+    probe_path: str = "/"
+    unsupported_workloads: Sequence[str] = ()
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.name or any(c in self.name for c in "|/\n"):
+            raise ConfigError(f"target name {self.name!r} must be non-empty without '|', '/' or newlines")
+        if self.kind not in KINDS:
+            raise ConfigError(f"target {self.name!r}: kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
+        if self.kind == "command" and not self.argv:
+            raise ConfigError(f"target {self.name!r}: a command target needs argv")
+        if self.kind == "url" and not (self.url or self.https_url):
+            raise ConfigError(f"target {self.name!r}: a url target needs url or https_url")
+        if self.ready_timeout <= 0:
+            raise ConfigError(f"target {self.name!r}: ready_timeout must be positive")
+
+    def unavailable_reason(self, protocol: str, peers_dir: Optional[Path] = None) -> Optional[str]:
+        """Why this target cannot serve ``protocol`` on this machine, or None when it can."""
+        if self.kind == "beast":
+            return None
+        if self.kind == "url":
+            if (self.https_url if protocol == "https" else self.url) is None:
+                return f"no {protocol} URL given"
+            return None
+        argv = self.https_argv if protocol == "https" else self.argv
+        if argv is None:
+            return f"{self.name} serves http only"
+        for need in self.requires:
+            path = _expand(need, {"peers": str(peers_dir or "")})
+            if "/" in path:
+                if not Path(self.cwd or ".", path).exists():
+                    return f"{path} is missing"
+            elif _which(path) is None:
+                return f"{path} is not installed"
+        if protocol == "https" and _which("openssl") is None:
+            return "openssl (needed to make the self-signed certificate) is not installed"
+        return None
+
+
+def _which(program: str) -> Optional[str]:
+    # Debian installs nginx into /usr/sbin, which a non-root PATH often lacks.
+    return shutil.which(program) or shutil.which(program, path="/usr/sbin:/sbin")
+
+
+def _expand(text: str, values: dict) -> str:
+    """Replace only the known {name} placeholders, so literal braces (JSON, nginx) survive."""
+    for key, value in values.items():
+        text = text.replace("{" + key + "}", str(value))
+    return text
+
+
+def default_cpu_split(available: Optional[Sequence[int]] = None) -> tuple[list[int], list[int]]:
+    """(server CPUs, generator CPUs): the first half for servers, the second for the generator.
+
+    With a single CPU both share it (the environment block then says the run was unpinned).
+    """
+    cpus = sorted(available if available is not None else os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return list(cpus), list(cpus)
+    half = len(cpus) // 2
+    return cpus[:half], cpus[half:]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def self_signed_cert(directory: Path) -> tuple[Path, Path]:
+    """A self-signed EC P-256 certificate for CN=localhost, made once per directory."""
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    if cert.exists() and key.exists():
+        return cert, key
+    openssl = _which("openssl")
+    if openssl is None:
+        raise ServerError("openssl is not installed: cannot make the self-signed certificate for https peers")
+    directory.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+         "-keyout", str(key), "-out", str(cert), "-days", "30", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+        capture_output=True, text=True, timeout=30,
+    )
+    if proc.returncode != 0:
+        raise ServerError(f"openssl could not make a certificate: {proc.stderr.strip()}")
+    return cert, key
+
+
+def probe(host: str, port: int, path: str, https: bool, timeout: float) -> Optional[str]:
+    """One request on a fresh connection; returns None when an HTTP status line came back,
+    else a short reason (connection refused, TLS failure, no answer)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as raw:
+            sock: socket.socket = raw
+            if https:
+                ctx = ssl.create_default_context()
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE
+                sock = ctx.wrap_socket(raw, server_hostname="localhost")
+            hostport = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n\r\n".encode())
+            head = sock.recv(64)
+            if head.startswith(b"HTTP/1."):
+                return None
+            return f"probe got {head[:32]!r} instead of an HTTP status line"
+    except (OSError, ssl.SSLError) as exc:
+        return f"probe failed: {exc}"
+
+
+@dataclass
+class RunningServer:
+    """A launched (or already running) server for one protocol: where to send load, whom to sample."""
+
+    target: Target
+    protocol: str
+    base_url: str
+    pid: Optional[int]
+    argv: list = field(default_factory=list)
+    workers: Optional[int] = None
+    cpus: Optional[list] = None
+    _beast: object = None
+    _proc: Optional[subprocess.Popen] = None
+    _stderr: object = None
+    _run_dir: Optional[tempfile.TemporaryDirectory] = None
+
+    def alive(self) -> bool:
+        if self._beast is not None:
+            return self._beast.proc is not None and self._beast.proc.poll() is None
+        if self._proc is not None:
+            return self._proc.poll() is None
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                return False
+            except PermissionError:
+                return True
+        return True
+
+    def stderr_tail(self, limit: int = 2000) -> str:
+        if self._beast is not None:
+            text = self._beast.stderr_text()
+        elif self._stderr is not None:
+            self._stderr.seek(0)
+            text = self._stderr.read().decode(errors="replace").strip()
+        else:
+            text = ""
+        return text[-limit:]
+
+    def death_note(self) -> str:
+        """'exited with code 3: <stderr>' for a server that is gone."""
+        proc = self._beast.proc if self._beast is not None else self._proc
+        code = proc.poll() if proc is not None else None
+        how = f"signal {-code}" if code is not None and code < 0 else f"code {code}"
+        tail = self.stderr_tail(500)
+        return f"{self.target.name} exited ({how})" + (f": {tail}" if tail else " with no stderr")
+
+    def describe(self) -> dict:
+        return {"target": self.target.name, "kind": self.target.kind, "protocol": self.protocol,
+                "url": self.base_url, "pid": self.pid, "argv": self.argv,
+                "workers": self.workers, "cpus": self.cpus}
+
+    def stop(self, timeout: float = 5.0) -> None:
+        try:
+            if self._beast is not None:
+                try:
+                    self._beast.stop(timeout=timeout)
+                finally:
+                    self._beast.kill()
+            elif self._proc is not None and self._proc.poll() is None:
+                self._proc.send_signal(signal.SIGTERM)
+                try:
+                    self._proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    # Our own session: the group holds only what this server spawned.
+                    os.killpg(self._proc.pid, signal.SIGKILL)
+                    self._proc.wait()
+        finally:
+            if self._proc is not None and self._proc.poll() is not None:
+                try:  # leftovers of a server whose master died (nginx workers, forks)
+                    os.killpg(self._proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            if self._run_dir is not None:
+                self._run_dir.cleanup()
+                self._run_dir = None
+
+
+def launch(
+    target: Target,
+    protocol: str,
+    *,
+    workers: int,
+    cpus: Optional[Sequence[int]],
+    peers_dir: Optional[Path] = None,
+    cert_dir: Optional[Path] = None,
+    host: str = "127.0.0.1",
+) -> RunningServer:
+    """Start ``target`` for ``protocol`` pinned to ``cpus`` and wait until it answers."""
+    if protocol not in PROTOCOLS:
+        raise ConfigError(f"protocol must be http or https, not {protocol!r}")
+    cpu_list = sorted(cpus) if cpus is not None else None
+    if target.kind == "url":
+        url = target.https_url if protocol == "https" else target.url
+        return RunningServer(target, protocol, url.rstrip("/"), target.pid, cpus=None)
+    if target.kind == "beast":
+        from .server import ServerProcess
+
+        https = protocol == "https"
+        beast = ServerProcess(workers=workers, host=host, tls=https, http=not https, cpus=cpu_list,
+                              ready_timeout=target.ready_timeout)
+        beast.start()
+        return RunningServer(target, protocol, beast.url("", https=https), beast.pid, argv=beast.argv(),
+                             workers=workers, cpus=cpu_list, _beast=beast)
+    return _launch_command(target, protocol, workers, cpu_list, peers_dir, cert_dir, host)
+
+
+def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[list],
+                    peers_dir: Optional[Path], cert_dir: Optional[Path], host: str) -> RunningServer:
+    https = protocol == "https"
+    run_dir = tempfile.TemporaryDirectory(prefix=f"loadbench-{target.name}-")
+    port = free_port(host)
+    values = {"port": port, "workers": workers, "run_dir": run_dir.name,
+              "peers": str(peers_dir or ""), "python": sys.executable}
+    if https:
+        cert, key = self_signed_cert(cert_dir or Path(run_dir.name))
+        values.update(cert=str(cert), key=str(key))
+    template = target.https_argv if https else target.argv
+    argv = [_expand(str(a), values) for a in template]
+    env = dict(os.environ)
+    env.update({k: _expand(str(v), values) for k, v in target.env.items()})
+    env["LOADBENCH_WORKERS"] = str(workers)
+    if target.workers_env:
+        env[target.workers_env] = str(workers)
+    stderr = tempfile.TemporaryFile()
+    preexec = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None  # noqa: E731
+    try:
+        proc = subprocess.Popen(argv, cwd=target.cwd, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=stderr, preexec_fn=preexec,
+                                start_new_session=True)
+    except OSError as exc:
+        run_dir.cleanup()
+        raise ServerError(f"{target.name}: cannot start {argv[0]}: {exc}") from None
+    server = RunningServer(target, protocol, f"{'https' if https else 'http'}://{host}:{port}", proc.pid,
+                           argv=argv, workers=workers, cpus=cpus, _proc=proc, _stderr=stderr,
+                           _run_dir=run_dir)
+    deadline = time.monotonic() + target.ready_timeout
+    reason = "no answer"
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            server.stop()
+            raise ServerError(f"{target.name} never became ready: {server.death_note()}")
+        reason = probe(host, port, target.probe_path, https, timeout=1.0) or ""
+        if not reason:
+            return server
+        time.sleep(0.05)
+    tail = server.stderr_tail(500)
+    server.stop()
+    raise ServerError(f"{target.name} was not ready within {target.ready_timeout:g} s on port {port} "
+                      f"({reason}); stderr: {tail or '(empty)'}")
+
+
+def default_peer_targets(peers_dir: Path) -> list[Target]:
+    """The peers in bench/peers, as launched by the default sweep (each skipped with a note when
+    its file or runtime is missing). Every one receives the same worker count."""
+    return [
+        Target(
+            name="python-asyncio", kind="command",
+            argv=["{python}", "{peers}/python/server.py", "{port}", "--workers", "{workers}"],
+            https_argv=["{python}", "{peers}/python/server.py", "{port}", "--workers", "{workers}",
+                        "--tls", "{cert}", "{key}"],
+            workers_env="PYTHON_WORKERS", requires=["{peers}/python/server.py"],
+            description="Python asyncio.Protocol, standard library only; N workers = N processes on SO_REUSEPORT",
+        ),
+        Target(
+            name="node", kind="command",
+            argv=["node", "{peers}/node/hello.js", "{port}"], https_argv=None,
+            workers_env="NODE_WORKERS", requires=["node", "{peers}/node/hello.js"],
+            description="node:http; N workers = node:cluster (NODE_WORKERS)",
+        ),
+    ]

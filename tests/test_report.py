@@ -1,0 +1,128 @@
+"""report.md from a hand-made results folder: every table cell checked against the raw numbers."""
+import re
+
+import pytest
+
+from loadbench import report, results
+from sweep_data import write_results_dir
+
+
+@pytest.fixture(scope="module")
+def report_text(tmp_path_factory):
+    directory = write_results_dir(tmp_path_factory.mktemp("hand"))
+    return report.render(directory)
+
+
+def table_after(text: str, heading: str) -> list[list[str]]:
+    """The rows (split into cells) of the first markdown table after ``heading``."""
+    start = text.index(heading)
+    rows = []
+    for line in text[start:].splitlines()[1:]:
+        if line.startswith("|"):
+            if set(line.replace("|", "").strip()) <= {"-"}:
+                continue
+            rows.append([c.strip() for c in line.strip("|").split("|")])
+        elif rows:
+            break
+    return rows
+
+
+def test_http_plaintext_table_medians_bold_and_marks(report_text):
+    rows = table_after(report_text, "## HTTP/1.1 (http), plaintext, keep-alive")
+    assert rows[0] == ["Metric", "Server", "C = 1", "C = 10"]
+    by = {(r[0] or prev, r[1]): r[2:] for r, prev in _with_metric(rows[1:])}
+    # medians of the three repeats; the best server per column is bold
+    assert by[("req/s", "beast")] == ["**11 000**", "**51 000**"]
+    assert by[("req/s", "py")] == ["5 100", "20 000"]  # starved req/s is still a throughput
+    assert by[("req/s", "node")] == ["n/a", "n/a"]
+    assert by[("p50 (ms)", "beast")] == ["**0.085**", "**0.18**"]
+    # py c=10 is starved (in-flight 2.0 < 0.5 x 10): lowest p50, but marked and not bold
+    assert by[("p50 (ms)", "py")] == ["0.19", "0.050 ‡"]
+    assert by[("p99 (ms)", "beast")] == ["**0.17**", "**0.40**"]
+    # CPU us/req = cpu_s / responses: 0.44 s / 22 000 = 20.00; 0.51 / 10 200 = 50.00
+    assert by[("CPU us/req", "beast")] == ["**20.00**", "**10.00**"]
+    assert by[("CPU us/req", "py")] == ["50.00", "20.00"]
+    assert by[("in-flight", "py")] == ["1.0", "2.0"]
+
+
+def test_https_table_fail_and_generator_bound(report_text):
+    rows = table_after(report_text, "## HTTP/1.1 over TLS (https), plaintext, keep-alive")
+    by = {(r[0] or prev, r[1]): r[2:] for r, prev in _with_metric(rows[1:])}
+    assert by[("req/s", "beast")] == ["**8 000**", "40 000 §"]
+    assert by[("req/s", "py")] == ["4 000", "FAIL"]
+
+
+def test_workload_breakdown_with_partial_repeats(report_text):
+    section = report_text[report_text.index("## Workload breakdown"):]
+    rows = table_after(section, "### https")
+    assert rows[0][:3] == ["Server", "plaintext req/s", "json req/s"]
+    py = next(r for r in rows if r[0] == "py")
+    assert py[1] == "FAIL"
+    # median of 13 000 and 14 000 (one repeat failed); bold because beast's cell is generator-bound
+    assert py[2] == "**13 500** †"
+    beast = next(r for r in rows if r[0] == "beast")
+    assert beast[1:3] == ["40 000 §", "35 000 §"]
+
+
+def test_connection_setup_table(report_text):
+    rows = table_after(report_text, "## Connection setup")
+    assert rows[0] == ["Server", "http conn/s", "https handshakes/s"]
+    assert rows[1] == ["beast", "**15 500**", "**4 050**"]  # 31 000 / 2 s, 8 100 / 2 s
+    assert rows[2] == ["py", "4 600", "525"]
+    assert rows[3] == ["node", "n/a", "n/a"]
+
+
+def test_summary_settings_environment_and_limits(report_text):
+    summary = table_after(report_text, "## Summary")
+    beast = next(r for r in summary if r[0] == "beast")
+    assert beast[1:3] == ["51 000", "31 667"]  # peak and mean of the per-cell medians
+    settings = dict(table_after(report_text, "## Settings")[1:])
+    assert settings["Concurrencies"] == "1, 10"
+    assert "servers on CPU 0, generator on CPU 1" in settings["Core isolation"]
+    assert "py PYTHON_WORKERS=1" in settings["Worker threads"]
+    env = dict(table_after(report_text, "## Environment")[1:])
+    assert env["host"] == "testhost" and env["cpu model"] == "Test CPU"
+    assert env["Machine steal during windows"].startswith("median 1.0 %")
+    limits = report_text[report_text.index("## Known limits"):]
+    assert "No open-loop latency" in limits
+    assert "node http not measured:** node is not installed" in limits
+    assert "Generator-bound cells (2, marked §):** beast https json c=10, beast https plaintext c=10" in limits
+    assert "‡ = closed-loop starved" in report_text
+
+
+def _with_metric(rows):
+    prev = None
+    for r in rows:
+        prev = r[0] or prev
+        yield r, prev
+
+
+def test_aggregate_spread_and_littles_law():
+    from sweep_data import CLOSED, record, result_dict
+
+    rows = [results.flatten(record("beast", "http", "plaintext", "closed", 1, i, result=result_dict(*v)))
+            for i, v in enumerate(CLOSED[("beast", "http", "plaintext", 1)])]
+    agg = results.aggregate(rows)[("beast", "http", "plaintext", "closed", 1)]
+    assert (agg.rps.median, agg.rps.min, agg.rps.max) == (11000, 10000, 12000)
+    assert agg.inflight.median == pytest.approx(1.0, abs=0.01)
+    assert not agg.starved
+    assert re.match(r"^\d", f"{agg.cpu_us.median:.2f}")
+
+
+def test_write_report_writes_charts_and_links_them(tmp_path):
+    directory = write_results_dir(tmp_path / "r")
+    out = report.write_report(directory)
+    text = out.read_text()
+    expected = ["throughput_peak.png", "throughput_average.png", "protocol_http_vs_https.png", "workloads.png",
+                "latency.png", "memory_peak_rss.png", "connection_setup.png", "throughput_vs_concurrency.png"]
+    for name in expected:
+        data = (directory / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+        assert f"]({name})" in text
+
+
+def test_report_cli_on_a_folder_without_results(tmp_path, capsys):
+    from loadbench.cli import main
+
+    assert main(["report", str(tmp_path)]) == 2
+    assert "holds no results.jsonl" in capsys.readouterr().err

@@ -1,0 +1,83 @@
+"""Sweep TOML files: the example parses, every bad key or value is named in the error."""
+from pathlib import Path
+
+import pytest
+
+from loadbench import ConfigError
+from loadbench.sweep_config import load_sweep, parse_seconds, sweep_from_dict
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write(tmp_path, text: str) -> Path:
+    path = tmp_path / "sweep.toml"
+    path.write_text(text)
+    return path
+
+
+def test_example_file_builds_the_documented_sweep():
+    sweep = load_sweep(REPO / "bench" / "sweeps" / "example.toml")
+    assert [t.name for t in sweep.targets][:2] == ["beast", "python-asyncio"]
+    assert sweep.concurrencies == [1, 10, 50]
+    assert sweep.protocols == ["http", "https"]
+    assert sweep.duration == 2.0 and sweep.warmup == 0.5 and sweep.repeats == 3
+    workloads = {w.name: w for w in sweep.workloads}
+    assert workloads["echo"].body == "x" * 4096 and workloads["echo"].method == "POST"
+    assert workloads["json"].concurrencies == [50]
+    assert [r["path"] for r in workloads["mixed"].requests] == ["/plaintext", "/json"]
+    ids = [c.id for c in sweep.cells()]
+    assert len(ids) == len(set(ids))
+    assert "beast|https|plaintext|connect20|r2" in ids
+
+
+def test_full_sweep_from_dict_values():
+    sweep = sweep_from_dict({
+        "duration": "500ms", "warmup": 0, "repeats": 2, "concurrencies": [2, 4],
+        "protocols": ["http"], "workers": 1, "server_cpus": [0], "generator_cpus": [1],
+        "targets": [{"name": "beast", "kind": "beast"},
+                    {"name": "ext", "kind": "url", "url": "http://127.0.0.1:9", "pid": 1}],
+        "workloads": ["plaintext", {"name": "big", "method": "POST", "path": "/echo", "body_size": 10}],
+    })
+    assert sweep.duration == 0.5 and sweep.warmup == 0.0
+    assert [w.name for w in sweep.workloads] == ["plaintext", "big"]
+    assert sweep.workloads[1].body == "x" * 10
+    assert len(sweep.cells()) == 2 * 2 * 2 * 2  # targets x workloads x concurrencies x repeats
+
+
+@pytest.mark.parametrize("text, named", [
+    ("durration = 2", "unknown key 'durration'"),
+    ("duration = 'two'", "duration: 'two' is not a duration"),
+    ("repeats = 0", "repeats: 0 is out of range"),
+    ("repeats = 1.5", "repeats: expected a positive integer"),
+    ("concurrencies = [1, 'x']", "concurrencies[1]: expected an integer"),
+    ("concurrencies = [0]", "concurrencies: 0 is not a positive integer"),
+    ("protocols = ['http', 'h2']", "protocols: 'h2' is not http or https"),
+    ("connection_setup = 'yes'", "connection_setup: expected true or false"),
+    ("generator_cpus = [999]", "generator_cpus: CPU 999 is not available"),
+    ("[[targets]]\nname = 'x'\nkind = 'docker'", "targets[0]: target 'x': kind must be one of"),
+    ("[[targets]]\nname = 'x'\nkind = 'command'\nargs = ['a']", "unknown key 'targets[0].args'"),
+    ("[[targets]]\nkind = 'beast'", "targets[0].name is required"),
+    ("[[targets]]\nname = 'x'\nkind = 'command'\nargv = ['a', 1]", "targets[0].argv[1]: expected a string"),
+    ("[[targets]]\nname = 'x'\nkind = 'command'", "a command target needs argv"),
+    ("[[targets]]\nname='a'\n[[targets]]\nname='a'", "target names must be unique"),
+    ("workloads = ['plain']", "workloads[0]: 'plain' is not a built-in workload"),
+    ("[[workloads]]\nname = 'w'\npath = 'nope'", "workloads[0]: workload 'w': path must start with '/'"),
+    ("[[workloads]]\nname = 'w'\nbdy = 'x'", "unknown key 'workloads[0].bdy'"),
+    ("[[workloads]]\nname = 'w'\n[[workloads.requests]]\npath = '/'\nverb = 'GET'",
+     "unknown key workloads[0].requests[0].'verb'"),
+    ("duration = ", "invalid TOML"),
+])
+def test_bad_key_or_value_is_named(tmp_path, text, named):
+    with pytest.raises(ConfigError) as info:
+        load_sweep(write(tmp_path, text))
+    assert named in str(info.value)
+    assert str(tmp_path / "sweep.toml") in str(info.value)
+
+
+def test_missing_file_and_durations(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read sweep file"):
+        load_sweep(tmp_path / "absent.toml")
+    assert parse_seconds("2s", "d") == 2.0
+    assert parse_seconds("250ms", "d") == 0.25
+    assert parse_seconds("1m", "d") == 60.0
+    assert parse_seconds(3, "d") == 3.0
