@@ -1,8 +1,117 @@
+// Python face of the /proc sampler: converts ticks to seconds, releases the GIL around
+// every /proc read so a snapshot never waits on Python threads (nor they on it).
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
 #include "bindings/registry.hpp"
+#include "core/sampler/sampler.hpp"
+
+namespace py = pybind11;
+using loadbench::sampler::Sample;
+using loadbench::sampler::Sampler;
+using loadbench::sampler::Snapshot;
 
 namespace loadbench::bindings {
+namespace {
 
-// BOOTSTRAP: filled in by the sampler work (issue), nothing exported yet.
-void register_sampler(pybind11::module_&) {}
+double ticks_to_s(std::uint64_t ticks) { return static_cast<double>(ticks) / sampler::clock_ticks_per_second(); }
+
+py::dict machine_dict(const sampler::MachineCounters& m) {
+    py::dict d;
+    d["user_s"] = ticks_to_s(m.cpu.user);
+    d["nice_s"] = ticks_to_s(m.cpu.nice);
+    d["system_s"] = ticks_to_s(m.cpu.system);
+    d["idle_s"] = ticks_to_s(m.cpu.idle);
+    d["iowait_s"] = ticks_to_s(m.cpu.iowait);
+    d["irq_s"] = ticks_to_s(m.cpu.irq);
+    d["softirq_s"] = ticks_to_s(m.cpu.softirq);
+    d["steal_s"] = ticks_to_s(m.cpu.steal);
+    d["loadavg_1m"] = m.loadavg_1m;
+    return d;
+}
+
+py::dict snapshot_dict(const Snapshot& s) {
+    py::dict d;
+    d["t"] = s.t;
+    d["cpu_s"] = ticks_to_s(s.process.utime_ticks + s.process.stime_ticks);
+    d["utime_s"] = ticks_to_s(s.process.utime_ticks);
+    d["stime_s"] = ticks_to_s(s.process.stime_ticks);
+    d["rss_kib"] = s.process.rss_kib;
+    d["rss_peak_kib"] = s.process.rss_peak_kib;
+    d["fds"] = s.process.fds;
+    d["threads"] = s.process.threads;
+    d["ctx_voluntary"] = s.process.ctx_voluntary;
+    d["ctx_involuntary"] = s.process.ctx_involuntary;
+    d["pids"] = s.pids;
+    d["exited"] = s.exited;
+    d["machine"] = machine_dict(s.machine);
+    return d;
+}
+
+// One column per field: the time series becomes a DataFrame without a Python loop.
+template <typename T, typename Get>
+py::array_t<T> column(const std::vector<Sample>& rows, Get get) {
+    py::array_t<T> out(static_cast<py::ssize_t>(rows.size()));
+    auto view = out.template mutable_unchecked<1>();
+    for (std::size_t i = 0; i < rows.size(); ++i) view(static_cast<py::ssize_t>(i)) = get(rows[i]);
+    return out;
+}
+
+py::dict series_dict(const std::vector<Sample>& rows) {
+    py::dict d;
+    d["t"] = column<double>(rows, [](const Sample& s) { return s.t; });
+    d["cpu_s"] = column<double>(rows, [](const Sample& s) { return ticks_to_s(s.process.utime_ticks + s.process.stime_ticks); });
+    d["utime_s"] = column<double>(rows, [](const Sample& s) { return ticks_to_s(s.process.utime_ticks); });
+    d["stime_s"] = column<double>(rows, [](const Sample& s) { return ticks_to_s(s.process.stime_ticks); });
+    d["rss_kib"] = column<std::int64_t>(rows, [](const Sample& s) { return s.process.rss_kib; });
+    d["rss_peak_kib"] = column<std::int64_t>(rows, [](const Sample& s) { return s.process.rss_peak_kib; });
+    d["fds"] = column<std::int64_t>(rows, [](const Sample& s) { return s.process.fds; });
+    d["threads"] = column<std::int64_t>(rows, [](const Sample& s) { return s.process.threads; });
+    d["ctx_voluntary"] = column<std::int64_t>(rows, [](const Sample& s) { return s.process.ctx_voluntary; });
+    d["ctx_involuntary"] = column<std::int64_t>(rows, [](const Sample& s) { return s.process.ctx_involuntary; });
+    d["processes"] = column<std::int64_t>(rows, [](const Sample& s) { return s.processes; });
+    d["exited"] = column<bool>(rows, [](const Sample& s) { return s.exited; });
+    d["machine_user_s"] = column<double>(rows, [](const Sample& s) { return ticks_to_s(s.machine.cpu.user); });
+    d["machine_nice_s"] = column<double>(rows, [](const Sample& s) { return ticks_to_s(s.machine.cpu.nice); });
+    d["machine_system_s"] = column<double>(rows, [](const Sample& s) { return ticks_to_s(s.machine.cpu.system); });
+    d["machine_idle_s"] = column<double>(rows, [](const Sample& s) { return ticks_to_s(s.machine.cpu.idle); });
+    d["machine_iowait_s"] = column<double>(rows, [](const Sample& s) { return ticks_to_s(s.machine.cpu.iowait); });
+    d["machine_irq_s"] = column<double>(rows, [](const Sample& s) { return ticks_to_s(s.machine.cpu.irq); });
+    d["machine_softirq_s"] = column<double>(rows, [](const Sample& s) { return ticks_to_s(s.machine.cpu.softirq); });
+    d["machine_steal_s"] = column<double>(rows, [](const Sample& s) { return ticks_to_s(s.machine.cpu.steal); });
+    d["loadavg_1m"] = column<double>(rows, [](const Sample& s) { return s.machine.loadavg_1m; });
+    return d;
+}
+
+}  // namespace
+
+void register_sampler(py::module_& m) {
+    m.def("clock_ticks_per_second", &sampler::clock_ticks_per_second);
+    py::class_<Sampler>(m, "Sampler", "A process (tree) and the machine, read from /proc")
+        .def(py::init<int, bool>(), py::arg("pid"), py::arg("tree") = true)
+        .def_property_readonly("pid", &Sampler::pid)
+        .def_property_readonly("tree", &Sampler::tree)
+        .def_property_readonly("running", &Sampler::running)
+        .def("snapshot", [](Sampler& self) {
+            Snapshot snap;
+            {
+                py::gil_scoped_release release;
+                snap = self.snapshot();
+            }
+            return snapshot_dict(snap);
+        })
+        .def("start", &Sampler::start, py::arg("interval_s"), py::call_guard<py::gil_scoped_release>())
+        .def("stop", &Sampler::stop, py::call_guard<py::gil_scoped_release>())
+        .def("series", [](const Sampler& self) {
+            std::vector<Sample> rows;
+            {
+                py::gil_scoped_release release;
+                rows = self.series();
+            }
+            return series_dict(rows);
+        })
+        .def("exit_time", &Sampler::exit_time)
+        .def("sampling_thread_cpu_s", &Sampler::sampling_thread_cpu_s);
+}
 
 }  // namespace loadbench::bindings

@@ -5,21 +5,36 @@ One obvious entry per job:
   loadbench.Sweep(...)        a matrix of servers x workloads x loads x protocols x repeats
   loadbench.report / plots    markdown reports and charts from results
   loadbench.ServerProcess     the native Beast reference server as a child process
+  loadbench.Sampler(pid)      server CPU time, memory, fds and machine noise from /proc
+  loadbench.environment()     the Environment block of a report
 """
 from __future__ import annotations
 
 from ._core import build_info
+from . import sampler
+from .environment import Environment
+from .environment import environment as _environment
 from .errors import ConfigError, LoadbenchError, ServerError
 from .paths import server_binary
+from .sampler import MachineSnapshot, ProcSnapshot, Sampler
 from .server import ServerProcess
 from .sweep import Sweep, Workload
 from .sweep_config import load_sweep
 from .targets import Target
 
+# `loadbench.environment(...)` is the function (the module stays importable by its full name).
+environment = _environment
+
 __version__ = build_info()["version"]
 
 __all__ = [
     "ConfigError",
+    "Environment",
+    "MachineSnapshot",
+    "ProcSnapshot",
+    "Sampler",
+    "environment",
+    "sampler",
     "LoadbenchError",
     "ServerError",
     "ServerProcess",

@@ -1,0 +1,230 @@
+"""Server CPU time, memory, fds and machine noise, read externally from /proc.
+
+    s = loadbench.Sampler(pid, interval=0.1, tree=True)
+    start = s.snapshot()            # exact, synchronous: take one at each edge of a window
+    ...
+    end = s.snapshot()
+    server = loadbench.sampler.window(start, end, responses=12345)
+
+    with loadbench.Sampler(pid) as s:   # background series, one sample per interval
+        ...
+    s.timeseries()   # pandas DataFrame, one row per sample
+    s.totals()       # dict: CPU, peak RSS, fds, context switches, machine shares
+
+CPU us/req = server CPU time in the window / exact responses in the window - never
+rps x duration. CPU times come in clock ticks (10 ms), summed over every thread.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+from . import _core
+from .errors import ConfigError
+
+_MACHINE_FIELDS = ("user_s", "nice_s", "system_s", "idle_s", "iowait_s", "irq_s", "softirq_s", "steal_s")
+
+
+@dataclass(frozen=True)
+class MachineSnapshot:
+    """CPU seconds of the whole machine (all cores) since boot, from /proc/stat."""
+
+    user_s: float
+    nice_s: float
+    system_s: float
+    idle_s: float
+    iowait_s: float
+    irq_s: float
+    softirq_s: float
+    steal_s: float
+    loadavg_1m: float
+
+    @property
+    def total_s(self) -> float:
+        return sum(getattr(self, name) for name in _MACHINE_FIELDS)
+
+
+@dataclass(frozen=True)
+class ProcSnapshot:
+    """The sampled process (tree) at one instant. Counters (cpu, ctx) are totals since start
+    of each process and include members that have left the tree; the rest are gauges."""
+
+    t: float  # time.monotonic() seconds
+    cpu_s: float
+    utime_s: float
+    stime_s: float
+    rss_kib: int
+    rss_peak_kib: int
+    fds: int
+    threads: int
+    ctx_voluntary: int
+    ctx_involuntary: int
+    pids: list[int]
+    exited: bool
+    machine: MachineSnapshot
+    pid: int = 0  # the sampled (root) process
+
+    @classmethod
+    def from_core(cls, raw: dict, pid: int) -> "ProcSnapshot":
+        values = dict(raw, pid=pid)
+        values["machine"] = MachineSnapshot(**raw["machine"])
+        values["pids"] = list(raw["pids"])
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def machine_shares(start: MachineSnapshot, end: MachineSnapshot) -> dict[str, Optional[float]]:
+    """Shares (0..1) of all the machine's CPU time between two snapshots."""
+    total = end.total_s - start.total_s
+    if total <= 0:
+        return {"steal_share": None, "idle_share": None, "iowait_share": None, "busy_share": None}
+
+    def share(name: str) -> float:
+        return max(0.0, getattr(end, name) - getattr(start, name)) / total
+
+    idle, iowait, steal = share("idle_s"), share("iowait_s"), share("steal_s")
+    return {
+        "steal_share": steal,
+        "idle_share": idle,
+        "iowait_share": iowait,
+        "busy_share": max(0.0, 1.0 - idle - iowait - steal),
+    }
+
+
+def window(start: ProcSnapshot, end: ProcSnapshot, responses: int) -> dict[str, Any]:
+    """The `server` block of a run: what the server spent between two snapshots."""
+    cpu_s = max(0.0, end.cpu_s - start.cpu_s)
+    return {
+        "pid": start.pid or end.pid,
+        "pids": sorted(set(start.pids) | set(end.pids)),
+        "cpu_s": cpu_s,
+        "cpu_us_per_req": cpu_s * 1e6 / responses if responses > 0 else None,
+        "utime_s": max(0.0, end.utime_s - start.utime_s),
+        "stime_s": max(0.0, end.stime_s - start.stime_s),
+        "rss_kib": end.rss_kib,
+        "rss_peak_kib": max(start.rss_peak_kib, end.rss_peak_kib),
+        "fds_start": start.fds,
+        "fds_end": end.fds,
+        "threads": end.threads if not end.exited else start.threads,
+        "ctx_switches": (end.ctx_voluntary - start.ctx_voluntary) + (end.ctx_involuntary - start.ctx_involuntary),
+        "exited": end.exited,
+        "window_s": end.t - start.t,
+        "machine": machine_shares(start.machine, end.machine),
+    }
+
+
+@dataclass
+class Sampler:
+    """Samples a process (with all its descendants when tree=True) and the machine.
+
+    Raises ConfigError for an invalid, nonexistent, foreign or kernel-thread pid.
+    """
+
+    pid: int
+    interval: float = 0.1
+    tree: bool = True
+    _core: Any = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        try:
+            pid = int(self.pid)
+        except (TypeError, ValueError):
+            raise ConfigError(f"invalid pid {self.pid!r}: a process id is a positive integer") from None
+        if not self.interval > 0:
+            raise ConfigError(f"invalid sampling interval {self.interval!r}: it must be positive (seconds)")
+        self.pid = pid
+        try:
+            self._core = _core.Sampler(pid, bool(self.tree))
+        except ValueError as exc:
+            raise ConfigError(f"cannot sample pid {pid}: {exc}") from None
+
+    # -- exact readings --------------------------------------------------------------
+    def snapshot(self) -> ProcSnapshot:
+        """Reads the process (tree) and the machine now, synchronously."""
+        return ProcSnapshot.from_core(self._core.snapshot(), self.pid)
+
+    # -- background series ---------------------------------------------------------------
+    def start(self) -> "Sampler":
+        if not self._core.running:
+            self._core.start(float(self.interval))
+        return self
+
+    def stop(self) -> None:
+        self._core.stop()
+
+    @property
+    def running(self) -> bool:
+        return bool(self._core.running)
+
+    def __enter__(self) -> "Sampler":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def timeseries(self):  # -> pandas.DataFrame
+        """One row per background sample. cpu_cores is the CPU used since the previous row
+        divided by the time since it (1.0 = one core busy)."""
+        import pandas as pd
+
+        df = pd.DataFrame(self._core.series())
+        if len(df):
+            dt = df["t"].diff()
+            df["cpu_cores"] = (df["cpu_s"].diff() / dt).fillna(0.0)
+        else:
+            df["cpu_cores"] = pd.Series(dtype=float)
+        return df
+
+    def exit_time(self) -> Optional[float]:
+        """time.monotonic() when the sampled process was first seen gone, else None."""
+        return self._core.exit_time()
+
+    def sampling_cpu_s(self) -> float:
+        """CPU time the background sampling thread itself used (its own overhead)."""
+        return float(self._core.sampling_thread_cpu_s())
+
+    def totals(self) -> dict[str, Any]:
+        """Summary of the background series (first to last sample)."""
+        df = self.timeseries()
+        out: dict[str, Any] = {
+            "pid": self.pid,
+            "tree": self.tree,
+            "interval_s": self.interval,
+            "samples": int(len(df)),
+            "exited": self.exit_time() is not None,
+            "exit_t": self.exit_time(),
+            "sampler_cpu_s": self.sampling_cpu_s(),
+        }
+        if not len(df):
+            return out
+        first, last = df.iloc[0], df.iloc[-1]
+        duration = float(last["t"] - first["t"])
+        cpu_s = float(last["cpu_s"] - first["cpu_s"])
+        machine_start = MachineSnapshot(
+            **{name: float(first[f"machine_{name}"]) for name in _MACHINE_FIELDS}, loadavg_1m=float(first["loadavg_1m"])
+        )
+        machine_end = MachineSnapshot(
+            **{name: float(last[f"machine_{name}"]) for name in _MACHINE_FIELDS}, loadavg_1m=float(last["loadavg_1m"])
+        )
+        out.update(
+            {
+                "duration_s": duration,
+                "cpu_s": cpu_s,
+                "cpu_cores_mean": cpu_s / duration if duration > 0 else None,
+                "rss_kib_last": int(last["rss_kib"]),
+                "rss_kib_max": int(df["rss_kib"].max()),
+                "rss_peak_kib": int(df["rss_peak_kib"].max()),
+                "fds_min": int(df["fds"].min()),
+                "fds_max": int(df["fds"].max()),
+                "threads_max": int(df["threads"].max()),
+                "processes_max": int(df["processes"].max()),
+                "ctx_switches": int(
+                    (last["ctx_voluntary"] - first["ctx_voluntary"]) + (last["ctx_involuntary"] - first["ctx_involuntary"])
+                ),
+                "machine": machine_shares(machine_start, machine_end),
+                "loadavg_1m_max": float(df["loadavg_1m"].max()),
+            }
+        )
+        return out
