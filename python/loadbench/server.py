@@ -53,6 +53,7 @@ class ServerProcess:
     ready: dict = field(default_factory=dict, init=False)
     stopped: dict = field(default_factory=dict, init=False)
     _stderr_file: Any = field(default=None, init=False, repr=False)
+    _collected: bool = field(default=False, init=False, repr=False)
 
     def argv(self) -> list[str]:
         args = [str(server_binary()), "--host", self.host, "--workers", str(self.workers)]
@@ -121,15 +122,21 @@ class ServerProcess:
         return buf.split(b"\n", 1)[0].decode(errors="replace")
 
     def stop(self, timeout: float = 10.0) -> dict:
-        """Graceful stop (SIGTERM); returns the counters line the server printed at exit."""
-        if self.proc is None or self.proc.poll() is not None:
+        """Graceful stop (SIGTERM); returns the counters line the server printed at exit.
+
+        Also collects that line when the server already stopped on its own (e.g. a Ctrl-C
+        that reached it directly), since it is still waiting in the pipe.
+        """
+        if self.proc is None or self._collected:
             return self.stopped
-        self.proc.send_signal(signal.SIGTERM)
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
         try:
             out, _ = self.proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.kill()
             raise ServerError(f"loadbench-server (pid {self.pid}) did not stop within {timeout} s") from None
+        self._collected = True
         for line in out.decode(errors="replace").splitlines():
             try:
                 msg = json.loads(line)

@@ -1,0 +1,57 @@
+#include "core/server/counters.hpp"
+#include "core/server/responses.hpp"
+#include "core/server/status_lines.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace loadbench::server;
+
+namespace {
+constexpr std::string_view date = "Sun, 06 Nov 1994 08:49:37 GMT";
+}
+
+TEST(Responses, CachedPlaintextBytes) {
+    ResponseCache cache;
+    cache.rebuild(date);
+    EXPECT_EQ(cache.plaintext(ConnectionHeader::none),
+              "HTTP/1.1 200 OK\r\nServer: loadbench\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+              "Content-Type: text/plain\r\nContent-Length: 14\r\n\r\nHello, World!\n");
+    EXPECT_NE(cache.json(ConnectionHeader::close).find("Connection: close\r\n"), std::string_view::npos);
+    EXPECT_NE(cache.json(ConnectionHeader::keep_alive).find("Connection: keep-alive\r\n"), std::string_view::npos);
+    cache.rebuild("Mon, 07 Nov 1994 08:49:37 GMT");
+    EXPECT_NE(cache.plaintext(ConnectionHeader::none).find("Mon, 07 Nov"), std::string_view::npos);
+}
+
+TEST(Responses, ErrorWithExtraHeader) {
+    std::string out;
+    append_response(out, {405, date, "text/plain", ConnectionHeader::none, "Allow: GET\r\n"}, "no\n");
+    EXPECT_EQ(out,
+              "HTTP/1.1 405 Method Not Allowed\r\nServer: loadbench\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+              "Content-Type: text/plain\r\nContent-Length: 3\r\nAllow: GET\r\n\r\nno\n");
+    out.clear();
+    append_response(out, {431, date, "text/plain", ConnectionHeader::close, {}}, "");
+    EXPECT_EQ(out.rfind("HTTP/1.1 431 Request Header Fields Too Large\r\n", 0), 0u);
+}
+
+TEST(StatusLines, ReadyErrorStopped) {
+    EXPECT_EQ(ready_line(42, "127.0.0.1", 8080, std::nullopt, 2),
+              R"({"event":"ready","pid":42,"host":"127.0.0.1","http_port":8080,"https_port":null,"workers":2})");
+    EXPECT_EQ(error_line("bad \"x\"\n"), R"({"event":"error","error":"bad \"x\"\n"})");
+    WorkerCounters a, b;
+    a.connection_opened();
+    a.connection_opened();
+    a.connection_closed();
+    a.request(RequestKind::plaintext);
+    b.request(RequestKind::plaintext);
+    b.request(RequestKind::not_found);
+    CountersSnapshot total = a.snapshot();
+    total += b.snapshot();
+    EXPECT_EQ(total.connections_accepted, 2u);
+    EXPECT_EQ(total.connections_open, 1u);
+    EXPECT_EQ(total.requests_total(), 3u);
+    const auto line = stopped_line(total);
+    EXPECT_NE(line.find(R"("requests":{"plaintext":2,"json":0,)"), std::string::npos);
+    EXPECT_NE(line.find(R"("not_found":1)"), std::string::npos);
+    EXPECT_NE(line.find(R"("requests_total":3})"), std::string::npos);
+}
+

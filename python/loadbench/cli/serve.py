@@ -1,0 +1,120 @@
+"""`loadbench serve`: run the native Beast reference server in the foreground.
+
+Flags mirror the `loadbench-server` binary (plus --cpus to pin it). Ctrl-C (or SIGTERM)
+stops it gracefully and prints what it served.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+from typing import Any, Optional
+
+from ..errors import ConfigError, ServerError
+from ..server import ServerProcess
+
+
+def parse_cpus(text: str) -> list[int]:
+    """'0', '0,2', '0-3' or '0-1,4' -> sorted CPU numbers."""
+    cpus: set[int] = set()
+    try:
+        for part in text.split(","):
+            if "-" in part:
+                low, high = (int(x) for x in part.split("-", 1))
+                if low > high:
+                    raise ValueError
+                cpus.update(range(low, high + 1))
+            else:
+                cpus.add(int(part))
+    except ValueError:
+        raise ConfigError(f"--cpus expects a CPU list such as 0 or 0,2 or 0-3, got {text!r}") from None
+    if not cpus or min(cpus) < 0:
+        raise ConfigError(f"--cpus expects a CPU list such as 0 or 0,2 or 0-3, got {text!r}")
+    return sorted(cpus)
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="run the Beast reference server in the foreground",
+        description="Run the native Boost.Beast reference server (loadbench-server) until Ctrl-C, "
+        "then print its counters. Routes: GET / and /plaintext, GET /json, POST /echo, GET /delay?ms=N.",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=0, help="HTTP port, 0 = a free port (default 0)")
+    p.add_argument("--no-http", action="store_true", help="no plain HTTP listener (needs --tls)")
+    p.add_argument("--tls", action="store_true", help="also serve HTTPS (self-signed EC P-256 unless --cert/--key)")
+    p.add_argument("--tls-port", type=int, default=0, help="HTTPS port, 0 = a free port (default 0)")
+    p.add_argument("--cert", help="PEM certificate chain for HTTPS")
+    p.add_argument("--key", help="PEM private key for HTTPS")
+    p.add_argument("-w", "--workers", type=int, default=1, help="worker threads (default 1)")
+    p.add_argument("--max-body", type=int, help="request body limit in bytes (default 1 MiB)")
+    p.add_argument("--header-timeout-ms", type=int, help="request header timeout (default 10000)")
+    p.add_argument("--idle-timeout-ms", type=int, help="keep-alive idle timeout (default 60000)")
+    p.add_argument("--accept", choices=["reuseport", "shared"], help="accept strategy (default reuseport)")
+    p.add_argument("--cpus", help="pin the server to these CPUs, e.g. 0 or 0-1")
+    p.set_defaults(func=run)
+
+
+def _server_from_args(args: argparse.Namespace) -> ServerProcess:
+    if args.workers < 1:
+        raise ConfigError("--workers must be at least 1")
+    for name in ("port", "tls_port"):
+        if not 0 <= getattr(args, name) <= 65535:
+            raise ConfigError(f"--{name.replace('_', '-')} must be in 0..65535")
+    return ServerProcess(
+        workers=args.workers,
+        host=args.host,
+        port=args.port,
+        http=not args.no_http,
+        tls=args.tls,
+        tls_port=args.tls_port,
+        cert=args.cert,
+        key=args.key,
+        max_body=args.max_body,
+        header_timeout_ms=args.header_timeout_ms,
+        idle_timeout_ms=args.idle_timeout_ms,
+        accept=args.accept,
+        cpus=parse_cpus(args.cpus) if args.cpus else None,
+    )
+
+
+def format_counters(stopped: dict) -> str:
+    requests = stopped.get("requests", {})
+    served = ", ".join(f"{name} {count}" for name, count in requests.items() if count)
+    return (
+        f"loadbench serve: stopped; {stopped.get('requests_total', 0)} requests"
+        f" ({served or 'none'}), {stopped.get('connections_accepted', 0)} connections accepted"
+    )
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def run(args: argparse.Namespace) -> int:
+    server = _server_from_args(args)
+    # SIGTERM to this process stops the server the same way as Ctrl-C.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    stopped: Optional[dict] = None
+    try:
+        server.start()
+        for https in (False, True):
+            port = server.https_port if https else server.http_port
+            if port is not None:
+                print(f"loadbench serve: listening on {server.url('/', https=https)}", flush=True)
+        print(f"loadbench serve: pid {server.pid}, {args.workers} worker(s); Ctrl-C stops", flush=True)
+        try:
+            code = server.proc.wait() if server.proc else 1
+        except KeyboardInterrupt:
+            stopped = server.stop()
+        else:
+            stopped = server.stop()
+            if code != 0 or not stopped:
+                raise ServerError(
+                    f"loadbench-server exited unexpectedly (code {code}): {server.stderr_text() or 'no message'}"
+                )
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.kill()
+    print(format_counters(stopped or {}), flush=True)
+    return 0
