@@ -5,11 +5,13 @@ One obvious entry per job:
   loadbench.Sweep(...)        a matrix of servers x workloads x loads x protocols x repeats
   loadbench.report / plots    markdown reports and charts from results
   loadbench.ServerProcess     the native Beast reference server as a child process
+  loadbench.InProcessServer   the same server on threads of this process (_core.Server)
   loadbench.Sampler(pid)      server CPU time, memory, fds and machine noise from /proc
   loadbench.environment()     the Environment block of a report
 """
 from __future__ import annotations
 
+from ._core import Server as InProcessServer
 from ._core import build_info
 from . import sampler
 from .environment import Environment
@@ -30,6 +32,7 @@ __version__ = build_info()["version"]
 __all__ = [
     "ConfigError",
     "Environment",
+    "InProcessServer",
     "MachineSnapshot",
     "ProcSnapshot",
     "Sampler",
