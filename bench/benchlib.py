@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import re
 import shutil
 import signal
@@ -28,67 +27,16 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
 REPORTS_DIR = REPO_DIR / "reports"
 
-# loadbench is importable when the package is installed (pip install .); the benchmarks use
-# its native server binary and its /proc sampler when present.
-try:  # pragma: no cover - depends on the environment
-    import loadbench  # type: ignore
-except ImportError:  # pragma: no cover
-    loadbench = None  # type: ignore
+# The benchmarks run from the environment where loadbench is installed (pip install .): its
+# native server is one of the peers, and its sampler does the /proc arithmetic for every peer.
+import loadbench  # noqa: E402
+from loadbench import environment as lb_env  # noqa: E402
 
 
-# ---------------------------------------------------------------------------------------
-# CPU time of a process tree
-# ---------------------------------------------------------------------------------------
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _stat_fields(pid: int) -> list[str]:
-    with open(f"/proc/{pid}/stat") as f:
-        text = f.read()
-    # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
-    return text[text.rindex(")") + 2 :].split()
-
-
-def _descendants(pid: int) -> list[int]:
-    """pid and every live descendant (nginx = master + workers, node cluster = primary + workers)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            ppid = int(_stat_fields(int(entry))[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    tree, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        tree.append(current)
-        todo.extend(children.get(current, []))
-    return tree
-
-
-def _proc_tree_cpu_s(pid: int) -> float:
-    total_ticks = 0
-    for member in _descendants(pid):
-        try:
-            fields = _stat_fields(member)
-        except OSError:
-            continue  # exited between the listing and the read
-        total_ticks += int(fields[11]) + int(fields[12])  # utime + stime (fields 14, 15)
-    return total_ticks / _CLOCK_TICKS
-
-
-def tree_cpu_s(pid: int) -> float:
-    """utime+stime in seconds of pid and all its live descendants.
-
-    Uses loadbench's own sampler when the installed package has it (one implementation of the
-    /proc arithmetic for the whole project); the local reader computes the same figure so the
-    benchmarks also run against an older install."""
-    sampler_cls = getattr(loadbench, "Sampler", None) if loadbench is not None else None
-    if sampler_cls is not None:
-        return float(sampler_cls(pid, tree=True).snapshot().cpu_s)
-    return _proc_tree_cpu_s(pid)
+def server_window(before: Any, after: Any, responses: int) -> dict:
+    """The server's block of one run (CPU, us/req, RSS, context switches, machine steal/idle
+    shares) between two sampler snapshots - loadbench's own arithmetic, not a copy of it."""
+    return loadbench.sampler.window(before, after, responses)
 
 
 # ---------------------------------------------------------------------------------------
@@ -187,6 +135,7 @@ class RunningPeer:
     cpus: Sequence[int]
     port: int = 0
     proc: Optional[subprocess.Popen] = field(default=None, repr=False)
+    sampler: Any = field(default=None, repr=False)
     _log: Any = field(default=None, repr=False)
 
     def __enter__(self) -> "RunningPeer":
@@ -216,6 +165,7 @@ class RunningPeer:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.spec.name} exited at start: {self.log_text()}")
             if self._answers():
+                self.sampler = loadbench.Sampler(self.proc.pid, tree=True)
                 return self
             time.sleep(0.05)
         self.stop()
@@ -233,8 +183,9 @@ class RunningPeer:
         except OSError:
             return False
 
-    def cpu_s(self) -> float:
-        return tree_cpu_s(self.pid)
+    def snapshot(self) -> Any:
+        """loadbench.sampler.ProcSnapshot of the peer's whole process tree, read now."""
+        return self.sampler.snapshot()
 
     def stop(self, timeout_s: float = 10.0) -> None:
         if self.proc is None or self.proc.poll() is not None:
@@ -279,12 +230,10 @@ def _version_of(argv: Sequence[str], pattern: str = r"\S+") -> str:
 def beast_binary(explicit: Optional[str] = None) -> Optional[str]:
     if explicit:
         return explicit
-    if loadbench is not None:
-        try:
-            return str(loadbench.server_binary())
-        except Exception:  # noqa: BLE001 - the package reports a missing binary its own way
-            pass
-    return shutil.which("loadbench-server")
+    try:
+        return str(loadbench.server_binary())
+    except loadbench.ServerError:
+        return None
 
 
 def beast_peer(binary: Optional[str], https: bool = False, workers: int = 1) -> Optional[PeerSpec]:
@@ -294,8 +243,7 @@ def beast_peer(binary: Optional[str], https: bool = False, workers: int = 1) -> 
         argv = (binary, "--workers", str(workers), "--no-http", "--tls", "--tls-port", "{port}")
     else:
         argv = (binary, "--workers", str(workers), "--port", "{port}")
-    version = loadbench.__version__ if loadbench is not None else "?"
-    return PeerSpec("loadbench-server", argv, https=https, workers=workers, version=f"loadbench {version}")
+    return PeerSpec("loadbench-server", argv, https=https, workers=workers, version=f"loadbench {loadbench.__version__}")
 
 
 def nginx_peer(https: bool = False, workers: int = 1) -> Optional[PeerSpec]:
@@ -381,49 +329,19 @@ class JsonlWriter:
 # ---------------------------------------------------------------------------------------
 # Environment
 # ---------------------------------------------------------------------------------------
-def _cpu_model() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _mem_total() -> str:
-    try:
-        for line in open("/proc/meminfo"):
-            if line.startswith("MemTotal"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
-
-
-def _git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(REPO_DIR), "rev-parse", "HEAD"], capture_output=True, text=True)
-        return out.stdout.strip() or "unknown"
-    except OSError:
-        return "unknown"
-
-
-def steal_ticks() -> int:
-    with open("/proc/stat") as f:
-        fields = f.readline().split()
-    return int(fields[8]) if len(fields) > 8 else 0
-
-
 def environment() -> dict[str, str]:
-    load1, load5, load15 = os.getloadavg()
+    """The machine facts a reader needs to weigh the numbers (loadbench's own environment probe)."""
+    env = lb_env.environment()
+    load1, load5, load15 = env.loadavg_at_start
     return {
         "Date (UTC)": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
-        "Kernel": f"{platform.system()} {platform.release()} {platform.machine()}",
-        "CPU": f"{_cpu_model()} ({os.cpu_count()} logical cores)",
-        "Memory": _mem_total(),
-        "Python": sys.version.split()[0],
-        "Commit": _git_commit(),
+        "Host": env.host,
+        "Kernel": env.kernel,
+        "CPU": f"{env.cpu_model} ({env.logical_cores} logical cores)",
+        "Memory": f"{env.memory_kib} KiB",
+        "Python": env.python,
+        "loadbench": f"{env.loadbench} ({env.compiler}, Boost {env.boost}, {env.openssl})",
+        "Commit": env.git_commit or "unknown",
         "Load average at start": f"{load1:.2f} / {load5:.2f} / {load15:.2f} (1 / 5 / 15 min)",
     }
 

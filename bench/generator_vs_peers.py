@@ -67,14 +67,15 @@ def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, p
             repeat: int, keepalive: bool) -> dict:
     record: dict = {"part": part, "generator": gen.name, "server": peer.spec.name,
                     "scheme": "https" if peer.spec.https else "http", "connections": c, "repeat": repeat}
-    steal0, cpu0 = bl.steal_ticks(), peer.cpu_s()
+    before = peer.snapshot()
     try:
         child, result = gen.run(peer.url(args.path), c, args.duration, keepalive, [args.generator_cpu])
     except gl.UnsupportedMode as exc:
         return {**record, "status": "n/a", "reason": str(exc)}
     except (RuntimeError, ValueError, KeyError, StopIteration) as exc:
         return {**record, "status": "FAIL", "reason": f"{type(exc).__name__}: {exc}"[:1000]}
-    server_cpu = peer.cpu_s() - cpu0
+    server = bl.server_window(before, peer.snapshot(), result.responses)
+    server_cpu = server["cpu_s"]
     per = result.responses or None
     new_connections = result.connections if result.connections is not None else (
         None if keepalive else result.responses)
@@ -84,9 +85,9 @@ def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, p
         "duration_s": result.duration_s, "rps": result.rps, "new_connections": new_connections,
         "gen_cpu_s": child.cpu_s, "gen_user_s": child.user_s, "gen_sys_s": child.sys_s, "wall_s": child.wall_s,
         "gen_busy": child.busy, "gen_cpu_us_per_resp": child.cpu_s / per * 1e6 if per else None,
-        "server_cpu_s": server_cpu, "server_busy": server_cpu / child.wall_s,
-        "server_cpu_us_per_resp": server_cpu / per * 1e6 if per else None,
-        "steal_s": (bl.steal_ticks() - steal0) / os.sysconf("SC_CLK_TCK"), "load1": os.getloadavg()[0],
+        "server_cpu_s": server_cpu, "server_busy": server_cpu / server["window_s"],
+        "server_cpu_us_per_resp": server["cpu_us_per_req"], "server_window": server,
+        "load1": os.getloadavg()[0],
         "latency_us": result.latency_us, "extra": result.extra,
         "raw_output": (child.stdout[-4000:] + ("\n[stderr]\n" + child.stderr[-2000:] if child.stderr else "")),
     })

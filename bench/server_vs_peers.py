@@ -58,19 +58,16 @@ def peer_specs(args: argparse.Namespace) -> dict[str, Optional[bl.PeerSpec]]:
 
 
 def measure(peer: bl.RunningPeer, wrk: Wrk, args: argparse.Namespace, c: int, repeat: int) -> dict:
-    steal0, cpu0 = bl.steal_ticks(), peer.cpu_s()
+    before = peer.snapshot()
     child, result = wrk.run(peer.url(args.path), c, args.duration, True, [args.generator_cpu])
-    cpu1, steal1 = peer.cpu_s(), bl.steal_ticks()
-    server_cpu = cpu1 - cpu0
+    server = bl.server_window(before, peer.snapshot(), result.responses)
     return {
         "server": peer.spec.name, "connections": c, "repeat": repeat, "path": args.path,
         "responses": result.responses, "duration_s": result.duration_s, "rps": result.rps,
         "non_2xx": result.non_2xx, "errors": result.errors,
-        "server_cpu_s": server_cpu,
-        "server_cpu_us_per_req": server_cpu / result.responses * 1e6 if result.responses else None,
-        "server_busy": server_cpu / child.wall_s,
+        "server_cpu_s": server["cpu_s"], "server_cpu_us_per_req": server["cpu_us_per_req"],
+        "server_busy": server["cpu_s"] / server["window_s"], "server_window": server,
         "wrk_cpu_s": child.cpu_s, "wrk_busy": child.busy, "wall_s": child.wall_s,
-        "steal_s": (steal1 - steal0) / os.sysconf("SC_CLK_TCK"),
         "latency_us": result.latency_us, "load1": os.getloadavg()[0],
         "argv": shlex.join(child.argv), "wrk_stdout": child.stdout,
     }

@@ -55,7 +55,7 @@ def test_node_peer_routes(workers: int) -> None:
         assert _get(peer, "GET", "/missing")[0] == 404
         assert _get(peer, "POST", "/plaintext")[0] == 405
         assert _keepalive_count(peer, 50) == 50
-        assert peer.cpu_s() >= 0.0
+        assert peer.snapshot().cpu_s >= 0.0
 
 
 @pytest.mark.skipif(benchlib.nginx_peer() is None, reason="nginx is not installed (bench/install-peers.sh)")
@@ -66,7 +66,7 @@ def test_nginx_peer_routes_and_tree_cpu() -> None:
         assert _get(peer, "GET", "/json") == (200, "application/json", JSON)
         assert _get(peer, "GET", "/missing")[0] == 404
         assert _keepalive_count(peer, 50) == 50
-        tree = benchlib._descendants(peer.pid)
+        tree = peer.snapshot().pids
         assert len(tree) == 3  # launcher + nginx master + one worker: all charged to the peer
         words = [w for pid in tree for w in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").split()]
         run_dir = Path(words[words.index(b"-p") + 1].decode())
