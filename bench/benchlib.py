@@ -30,13 +30,24 @@ REPORTS_DIR = REPO_DIR / "reports"
 # The benchmarks run from the environment where loadbench is installed (pip install .): its
 # native server is one of the peers, and its sampler does the /proc arithmetic for every peer.
 import loadbench  # noqa: E402
-from loadbench import environment as lb_env  # noqa: E402
+from loadbench.environment import environment as probe_environment  # noqa: E402
 
 
 def server_window(before: Any, after: Any, responses: int) -> dict:
     """The server's block of one run (CPU, us/req, RSS, context switches, machine steal/idle
     shares) between two sampler snapshots - loadbench's own arithmetic, not a copy of it."""
     return loadbench.sampler.window(before, after, responses)
+
+
+def foreign_cores(server: dict, generator_cpu_s: float) -> Optional[float]:
+    """CPU the rest of the machine used during a run, in cores: machine busy time minus what
+    the server and the generator spent. Near 0 on a quiet machine; on a shared one it says how
+    much other work competed for the two pinned cores."""
+    busy = server["machine"].get("busy_share")
+    if busy is None or server["window_s"] <= 0:
+        return None
+    cores = os.cpu_count() or 1
+    return max(0.0, busy * cores - (server["cpu_s"] + generator_cpu_s) / server["window_s"])
 
 
 # ---------------------------------------------------------------------------------------
@@ -331,7 +342,7 @@ class JsonlWriter:
 # ---------------------------------------------------------------------------------------
 def environment() -> dict[str, str]:
     """The machine facts a reader needs to weigh the numbers (loadbench's own environment probe)."""
-    env = lb_env.environment()
+    env = probe_environment()
     load1, load5, load15 = env.loadavg_at_start
     return {
         "Date (UTC)": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),

@@ -180,6 +180,12 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
         "## Generator core use (fraction of CPU 1 over the run, median)",
         "",
         *per_server("gen_busy", True, 2, False),
+        "## Other work on the machine during the runs (cores busy outside server and generator, median)",
+        "",
+        "Machine busy time (/proc/stat) minus the server's and the generator's own CPU. Near 0 means the "
+        "two pinned cores were ours; above that, other processes competed for them.",
+        "",
+        *per_server("foreign_cores", True, 2, False),
     ]
     if setup:
         parts += ["## Connection setup: http, one connection per request", "", *setup_table("http"),

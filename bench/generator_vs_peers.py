@@ -87,6 +87,7 @@ def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, p
         "gen_busy": child.busy, "gen_cpu_us_per_resp": child.cpu_s / per * 1e6 if per else None,
         "server_cpu_s": server_cpu, "server_busy": server_cpu / server["window_s"],
         "server_cpu_us_per_resp": server["cpu_us_per_req"], "server_window": server,
+        "foreign_cores": bl.foreign_cores(server, child.cpu_s),
         "load1": os.getloadavg()[0],
         "latency_us": result.latency_us, "extra": result.extra,
         "raw_output": (child.stdout[-4000:] + ("\n[stderr]\n" + child.stderr[-2000:] if child.stderr else "")),
@@ -105,7 +106,8 @@ def describe(record: dict) -> str:
         return f"{head} {record['status']}: {record['reason'][:160]}"
     return (f"{head} {record['rps']:>9,.0f} req/s  gen {record['gen_cpu_us_per_resp'] or 0:6.2f} us/resp "
             f"(busy {record['gen_busy']:.2f})  server {record['server_cpu_us_per_resp'] or 0:6.2f} us/resp "
-            f"(busy {record['server_busy']:.2f})  err {record['errors']} non2xx {record['non_2xx']}")
+            f"(busy {record['server_busy']:.2f})  others {record['foreign_cores'] or 0:.2f} cores  "
+            f"err {record['errors']} non2xx {record['non_2xx']}")
 
 
 def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]:

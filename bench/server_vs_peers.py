@@ -68,6 +68,7 @@ def measure(peer: bl.RunningPeer, wrk: Wrk, args: argparse.Namespace, c: int, re
         "server_cpu_s": server["cpu_s"], "server_cpu_us_per_req": server["cpu_us_per_req"],
         "server_busy": server["cpu_s"] / server["window_s"], "server_window": server,
         "wrk_cpu_s": child.cpu_s, "wrk_busy": child.busy, "wall_s": child.wall_s,
+        "foreign_cores": bl.foreign_cores(server, child.cpu_s),
         "latency_us": result.latency_us, "load1": os.getloadavg()[0],
         "argv": shlex.join(child.argv), "wrk_stdout": child.stdout,
     }
@@ -101,7 +102,8 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict]:
                     records.append(record)
                     print(f"  repeat {repeat} c={c:<4} {peer.spec.name:<17} {record['rps']:>10,.0f} req/s "
                           f"{record['server_cpu_us_per_req']:>7.2f} us/req  server busy {record['server_busy']:.2f}"
-                          f"  wrk busy {record['wrk_busy']:.2f}", flush=True)
+                          f"  wrk busy {record['wrk_busy']:.2f}  others {record['foreign_cores'] or 0:.2f} cores",
+                          flush=True)
     finally:
         for peer in peers:
             peer.stop()
@@ -152,6 +154,16 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
             for c in concs:
                 sb, wb = cell(records, server, c, "server_busy"), cell(records, server, c, "wrk_busy")
                 row.append(f"{sb.median:.2f} / {wb.median:.2f}" if sb and wb else "n/a")
+            rows.append(row)
+        return bl.markdown_table(header, rows)
+
+    def foreign_table() -> str:
+        rows = []
+        for server in servers:
+            row = [server]
+            for c in concs:
+                f = cell(records, server, c, "foreign_cores")
+                row.append(f"{f.median:.2f} (max {f.high:.2f})" if f else "n/a")
             rows.append(row)
         return bl.markdown_table(header, rows)
 
@@ -209,6 +221,13 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
         "",
         f"## Core use: server busy / wrk busy (fraction of one core over the run; >= {BUSY_LIMIT} = saturated)",
         busy_table(),
+        "",
+        "## Other work on the machine during the runs (cores busy outside server and wrk, median)",
+        "",
+        "Machine busy time (/proc/stat) minus the server's and wrk's own CPU, per run. Near 0 means the "
+        "two pinned cores were ours; anything above says other processes competed for them.",
+        "",
+        foreign_table(),
         "",
         "## Errors",
         "none: every run answered every request with 200" if not problems else
