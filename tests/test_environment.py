@@ -8,9 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import loadbench
+import pytest
 from loadbench.cli import main
 from loadbench.environment import format_cpus
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import http.client
 import os
 
-import pytest
-
 import loadbench
+import pytest
 from sampler_helpers.child import proc_cpu_s, proc_stat_fields, proc_status_value
 
 

@@ -39,7 +39,7 @@ def memory_total_kib() -> Optional[int]:
 
 def format_cpus(cpus: Sequence[int]) -> str:
     """{0, 1, 2, 5} -> '0-2,5' (the taskset / cpuset list form)."""
-    ordered = sorted(set(int(c) for c in cpus))
+    ordered = sorted({int(c) for c in cpus})
     ranges: list[str] = []
     i = 0
     while i < len(ordered):
@@ -55,13 +55,13 @@ def git_commit(cwd: Optional[str] = None) -> Optional[str]:
     """HEAD of the git repository holding `cwd` (with '-dirty' when it has local changes)."""
     try:
         head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=False
         )
         if head.returncode != 0:
             return None
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=cwd, capture_output=True, text=True, timeout=5,
+            cwd=cwd, capture_output=True, text=True, timeout=5, check=False,
         )
         return head.stdout.strip() + ("-dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):

@@ -65,7 +65,7 @@ class ProcSnapshot:
     pid: int = 0  # the sampled (root) process
 
     @classmethod
-    def from_core(cls, raw: dict, pid: int) -> "ProcSnapshot":
+    def from_core(cls, raw: dict, pid: int) -> ProcSnapshot:
         values = dict(raw, pid=pid)
         values["machine"] = MachineSnapshot(**raw["machine"])
         values["pids"] = list(raw["pids"])
@@ -146,7 +146,7 @@ class Sampler:
         return ProcSnapshot.from_core(self._core.snapshot(), self.pid)
 
     # -- background series ---------------------------------------------------------------
-    def start(self) -> "Sampler":
+    def start(self) -> Sampler:
         if not self._core.running:
             self._core.start(float(self.interval))
         return self
@@ -158,7 +158,7 @@ class Sampler:
     def running(self) -> bool:
         return bool(self._core.running)
 
-    def __enter__(self) -> "Sampler":
+    def __enter__(self) -> Sampler:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -192,7 +192,7 @@ class Sampler:
             "pid": self.pid,
             "tree": self.tree,
             "interval_s": self.interval,
-            "samples": int(len(df)),
+            "samples": len(df),
             "exited": self.exit_time() is not None,
             "exit_t": self.exit_time(),
             "sampler_cpu_s": self.sampling_cpu_s(),

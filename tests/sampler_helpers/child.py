@@ -57,7 +57,7 @@ class Child:
                 self.proc.kill()
                 self.proc.wait()
 
-    def __enter__(self) -> "Child":
+    def __enter__(self) -> Child:
         return self
 
     def __exit__(self, *exc: object) -> None:
