@@ -19,6 +19,8 @@ from .environment import environment as _environment
 from .errors import ConfigError, LoadbenchError, ServerError
 from .paths import server_binary
 from .sampler import MachineSnapshot, ProcSnapshot, Sampler
+from .result import LatencyHistogram, Result
+from .run import Request, RunningLoad, run, start
 from .server import ServerProcess
 from .sweep import Sweep, Workload
 from .sweep_config import load_sweep
@@ -38,6 +40,10 @@ __all__ = [
     "Sampler",
     "environment",
     "sampler",
+    "LatencyHistogram",
+    "Request",
+    "Result",
+    "RunningLoad",
     "LoadbenchError",
     "ServerError",
     "ServerProcess",
@@ -47,5 +53,7 @@ __all__ = [
     "__version__",
     "build_info",
     "load_sweep",
+    "run",
+    "start",
     "server_binary",
 ]

@@ -1,0 +1,71 @@
+#pragma once
+// What a run is asked to do, and what it measured.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/http/request_template.hpp"
+#include "core/stats/hdr_histogram.hpp"
+#include "core/stats/timeline.hpp"
+
+namespace loadbench::generator {
+
+struct EngineConfig {
+    std::string url;
+    // Used round-robin per connection; empty means one GET of the URL.
+    std::vector<http::RequestTemplate> requests;
+    int connections = 10;
+    int threads = 1;
+    double duration_s = 10.0;     // measured window (ignored when total_requests > 0)
+    int64_t total_requests = 0;   // > 0: exactly this many responses + errors, then stop
+    double warmup_s = 0.0;        // excluded from every figure
+    double timeout_s = 10.0;      // per request, connect + handshake included
+    bool keepalive = true;        // false: a new connection (and TLS handshake) per request
+    bool tls_verify = false;
+    std::string tls_cacert;       // implies verification
+    bool tls_session_resumption = false;
+    std::vector<int> cpus;        // worker i runs on cpus[i % size]
+    double interval_s = 1.0;      // timeline resolution
+    double connect_retry_delay_s = 0.005;  // after a failed connect, so a refused port is not a busy loop
+};
+
+enum ErrorKind : int { kConnect = 0, kRead, kWrite, kTimeout, kParse, kErrorKinds };
+inline constexpr std::array<const char*, kErrorKinds> kErrorKindNames = {"connect", "read", "write", "timeout", "parse"};
+
+// Everything one worker measured inside the window; merged into the run's result.
+struct Measurements {
+    stats::HdrHistogram latency_us;
+    std::array<uint64_t, 1000> status_codes{};
+    std::array<uint64_t, kErrorKinds> errors{};
+    uint64_t responses = 0;
+    uint64_t bytes_read = 0;
+    uint64_t bytes_written = 0;
+    uint64_t connections_opened = 0;
+    uint64_t tls_handshakes = 0;
+    uint64_t reconnects = 0;  // connections the server closed (or asked to close) that were reopened
+    std::string first_error;  // the first error message seen, for the summary
+
+    void add(const Measurements& other);
+};
+
+struct RunResult {
+    Measurements totals;
+    std::vector<stats::TimelineRow> timeline;
+    double interval_s = 1.0;
+    double duration_s = 0.0;        // the measured window
+    double warmup_s = 0.0;
+    double cpu_s = 0.0;             // generator threads' CPU time inside the window
+    int threads = 0;
+    bool interrupted = false;       // stopped before the planned end
+};
+
+struct Progress {
+    double elapsed_s = 0.0;         // since the start (warm-up included)
+    bool warming_up = true;
+    bool finished = false;
+    uint64_t responses = 0;         // inside the window so far
+    uint64_t errors = 0;
+};
+
+}  // namespace loadbench::generator

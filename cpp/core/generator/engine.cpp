@@ -1,0 +1,216 @@
+#include "core/generator/engine.hpp"
+
+#include <netdb.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "core/http/url.hpp"
+
+namespace loadbench::generator {
+
+namespace {
+
+int64_t seconds_to_ns(double s) { return static_cast<int64_t>(std::llround(s * 1e9)); }
+
+std::string allowed_cpus_text(const cpu_set_t& set) {
+    std::string out;
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+        if (CPU_ISSET(i, &set)) out += (out.empty() ? "" : ",") + std::to_string(i);
+    return out;
+}
+
+void validate(const EngineConfig& c) {
+    if (c.connections < 1) throw ConfigError("connections must be >= 1 (got " + std::to_string(c.connections) + ")");
+    if (c.threads < 1) throw ConfigError("threads must be >= 1 (got " + std::to_string(c.threads) + ")");
+    if (c.threads > c.connections)
+        throw ConfigError("threads (" + std::to_string(c.threads) + ") must not exceed connections (" +
+                          std::to_string(c.connections) + "): every thread needs at least one connection");
+    if (c.total_requests < 0) throw ConfigError("requests must be >= 1");
+    if (c.total_requests == 0 && !(c.duration_s > 0.0 && std::isfinite(c.duration_s)))
+        throw ConfigError("duration must be > 0 seconds");
+    if (!(c.warmup_s >= 0.0 && std::isfinite(c.warmup_s))) throw ConfigError("warm-up must be >= 0 seconds");
+    if (!(c.timeout_s > 0.0 && std::isfinite(c.timeout_s))) throw ConfigError("timeout must be > 0 seconds");
+    if (!(c.interval_s > 0.0)) throw ConfigError("timeline interval must be > 0 seconds");
+    if (!c.cpus.empty()) {
+        cpu_set_t allowed;
+        CPU_ZERO(&allowed);
+        sched_getaffinity(0, sizeof allowed, &allowed);
+        for (int cpu : c.cpus)
+            if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed))
+                throw ConfigError("CPU " + std::to_string(cpu) + " does not exist or is not available (available: " +
+                                  allowed_cpus_text(allowed) + ")");
+    }
+}
+
+}  // namespace
+
+Engine::Engine(EngineConfig config) : config_(std::move(config)) {
+    validate(config_);
+    plan_.url = http::parse_url(config_.url);
+
+    // Resolve once. For a host name prefer IPv4 (what a server bound to 0.0.0.0 or 127.0.0.1
+    // answers); literals are used as given.
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = plan_.url.host_is_ip_literal ? AI_NUMERICHOST : 0;
+    addrinfo* found = nullptr;
+    const std::string port = std::to_string(plan_.url.port);
+    const int rc = getaddrinfo(plan_.url.host.c_str(), port.c_str(), &hints, &found);
+    if (rc != 0 || !found)
+        throw ConfigError("cannot resolve host '" + plan_.url.host + "': " + gai_strerror(rc));
+    const addrinfo* pick = found;
+    for (const addrinfo* a = found; a; a = a->ai_next)
+        if (a->ai_family == AF_INET) {
+            pick = a;
+            break;
+        }
+    std::memcpy(&plan_.address, pick->ai_addr, pick->ai_addrlen);
+    plan_.address_len = static_cast<socklen_t>(pick->ai_addrlen);
+    freeaddrinfo(found);
+
+    std::vector<http::RequestTemplate> requests = config_.requests;
+    if (requests.empty()) requests.emplace_back();
+    const std::string host_header = plan_.url.host_header();
+    for (const auto& r : requests) {
+        plan_.wire_requests.push_back(http::serialize_request(r, plan_.url.target, host_header, config_.keepalive));
+        plan_.head_requests.push_back(r.method == "HEAD");
+    }
+
+    if (plan_.url.tls)
+        tls_ = std::make_unique<TlsContext>(config_.tls_verify, config_.tls_cacert, config_.tls_session_resumption);
+    plan_.tls = tls_.get();
+    plan_.keepalive = config_.keepalive;
+    plan_.count_mode = config_.total_requests > 0;
+    plan_.timeout_ns = seconds_to_ns(config_.timeout_s);
+    plan_.connect_retry_delay_ns = seconds_to_ns(config_.connect_retry_delay_s);
+    plan_.interval_ns = std::max<int64_t>(1, seconds_to_ns(config_.interval_s));
+
+    // Connections and the request budget are split as evenly as possible; no shared counter.
+    const int threads = config_.threads;
+    for (int i = 0; i < threads; ++i) {
+        const int conns = config_.connections / threads + (i < config_.connections % threads ? 1 : 0);
+        int64_t budget = 0;
+        if (plan_.count_mode)
+            budget = config_.total_requests / threads + (i < config_.total_requests % threads ? 1 : 0);
+        const int cpu = config_.cpus.empty() ? -1 : config_.cpus[static_cast<size_t>(i) % config_.cpus.size()];
+        workers_.push_back(std::make_unique<Worker>(plan_, i, conns, budget, cpu));
+    }
+}
+
+Engine::~Engine() {
+    stop();
+    join();
+}
+
+void Engine::start() {
+    if (started_) return;
+    started_ = true;
+    running_ = static_cast<int>(workers_.size());
+    for (auto& worker : workers_) {
+        Worker* w = worker.get();
+        threads_.emplace_back([this, w] {
+            w->run(ready_count_);
+            std::lock_guard lock(mutex_);
+            if (--running_ == 0) {
+                finished_.store(true);
+                finished_cv_.notify_all();
+            }
+        });
+    }
+    // Start barrier: every worker has its event loop before the clock starts.
+    for (int ready = ready_count_.load(); ready < static_cast<int>(workers_.size()); ready = ready_count_.load())
+        ready_count_.wait(ready);
+    plan_.start_ns = monotonic_ns();
+    plan_.window_start_ns = plan_.start_ns + seconds_to_ns(config_.warmup_s);
+    plan_.window_end_ns = plan_.count_mode ? INT64_MAX : plan_.window_start_ns + seconds_to_ns(config_.duration_s);
+    plan_.started.store(true);
+    plan_.started.notify_all();
+}
+
+bool Engine::wait_for(double seconds) {
+    std::unique_lock lock(mutex_);
+    return finished_cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return running_ == 0; });
+}
+
+void Engine::stop() noexcept {
+    if (!plan_.stop.exchange(true) && !finished_.load()) stop_requested_ns_.store(monotonic_ns());
+    if (!plan_.started.load()) {
+        plan_.started.store(true);  // release workers waiting at the barrier
+        plan_.started.notify_all();
+    }
+}
+
+void Engine::join() {
+    if (joined_) return;
+    for (auto& t : threads_)
+        if (t.joinable()) t.join();
+    joined_ = true;
+}
+
+Progress Engine::progress() const {
+    Progress p;
+    p.finished = finished_.load();
+    if (!plan_.started.load() || plan_.start_ns == 0) return p;
+    const int64_t now = monotonic_ns();
+    p.elapsed_s = static_cast<double>(now - plan_.start_ns) * 1e-9;
+    p.warming_up = now < plan_.window_start_ns;
+    for (const auto& w : workers_) {
+        p.responses += w->live().responses.load(std::memory_order_relaxed);
+        p.errors += w->live().errors.load(std::memory_order_relaxed);
+    }
+    return p;
+}
+
+RunResult Engine::result() {
+    stop();
+    join();
+    RunResult r;
+    r.threads = static_cast<int>(workers_.size());
+    r.interval_s = config_.interval_s;
+    r.warmup_s = config_.warmup_s;
+    for (const auto& w : workers_)
+        if (!w->setup_error().empty()) throw std::runtime_error(w->setup_error());
+
+    const int64_t stopped_at = stop_requested_ns_.load();
+    r.interrupted = stopped_at != 0;
+    int64_t window_end;
+    if (plan_.count_mode) {
+        window_end = plan_.window_start_ns;
+        for (const auto& w : workers_) window_end = std::max(window_end, w->last_outcome_ns());
+        if (r.interrupted) window_end = std::max(window_end, stopped_at);
+    } else {
+        window_end = r.interrupted ? std::min(plan_.window_end_ns, stopped_at) : plan_.window_end_ns;
+    }
+    r.duration_s = std::max<double>(0.0, static_cast<double>(window_end - plan_.window_start_ns) * 1e-9);
+
+    std::vector<std::vector<stats::IntervalSnapshot>> timelines;
+    for (auto& w : workers_) {
+        r.totals.add(w->measurements());
+        r.cpu_s += w->cpu_s();
+        timelines.push_back(std::move(w->timeline()));
+    }
+    const int64_t intervals =
+        static_cast<int64_t>(std::ceil(r.duration_s / config_.interval_s - 1e-9));
+    r.timeline = stats::merge_timeline(timelines, intervals);
+    return r;
+}
+
+void Measurements::add(const Measurements& other) {
+    latency_us.add(other.latency_us);
+    for (size_t i = 0; i < status_codes.size(); ++i) status_codes[i] += other.status_codes[i];
+    for (size_t i = 0; i < errors.size(); ++i) errors[i] += other.errors[i];
+    responses += other.responses;
+    bytes_read += other.bytes_read;
+    bytes_written += other.bytes_written;
+    connections_opened += other.connections_opened;
+    tls_handshakes += other.tls_handshakes;
+    reconnects += other.reconnects;
+    if (first_error.empty()) first_error = other.first_error;
+}
+
+}  // namespace loadbench::generator

@@ -1,0 +1,217 @@
+#include "core/generator/transport.hpp"
+
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "core/http/url.hpp"
+
+namespace loadbench::generator {
+
+namespace {
+
+class PlainTransport final : public Transport {
+public:
+    void attach(int fd) override { fd_ = fd; }
+    IoStatus handshake() override { return IoStatus::Ok; }
+    IoStatus read(char* buffer, size_t capacity, size_t& n) override {
+        const ssize_t r = ::recv(fd_, buffer, capacity, 0);
+        if (r > 0) {
+            n = static_cast<size_t>(r);
+            return IoStatus::Ok;
+        }
+        n = 0;
+        if (r == 0) return IoStatus::Eof;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return IoStatus::WantRead;
+        if (errno == EINTR) return IoStatus::WantRead;
+        return IoStatus::Error;
+    }
+    IoStatus write(const char* data, size_t len, size_t& n) override {
+        const ssize_t r = ::send(fd_, data, len, MSG_NOSIGNAL);
+        if (r >= 0) {
+            n = static_cast<size_t>(r);
+            return IoStatus::Ok;
+        }
+        n = 0;
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return IoStatus::WantWrite;
+        return IoStatus::Error;
+    }
+    void detach() override { fd_ = -1; }
+    bool has_buffered_input() const override { return false; }
+    bool needs_handshake() const override { return false; }
+
+private:
+    int fd_ = -1;
+};
+
+std::string take_openssl_errors() {
+    std::string out;
+    unsigned long code;
+    char buf[256];
+    while ((code = ERR_get_error()) != 0) {
+        ERR_error_string_n(code, buf, sizeof buf);
+        if (!out.empty()) out += "; ";
+        out += buf;
+    }
+    return out;
+}
+
+class TlsTransport final : public Transport {
+public:
+    TlsTransport(const TlsContext& context, const std::string& server_name, bool server_name_is_ip)
+        : context_(context), server_name_(server_name), server_name_is_ip_(server_name_is_ip) {
+        ssl_ = SSL_new(context.native());
+        if (!ssl_) throw std::runtime_error("SSL_new failed: " + take_openssl_errors());
+    }
+    ~TlsTransport() override {
+        if (session_) SSL_SESSION_free(session_);
+        if (ssl_) SSL_free(ssl_);
+    }
+
+    void attach(int fd) override {
+        // One SSL object per connection slot, cleared and reused: nothing is allocated per
+        // handshake that can be kept.
+        SSL_clear(ssl_);
+        if (context_.session_resumption() && session_) {
+            SSL_set_session(ssl_, session_);
+        } else {
+            SSL_set_session(ssl_, nullptr);
+        }
+        SSL_set_fd(ssl_, fd);
+        SSL_set_connect_state(ssl_);
+        if (!server_name_is_ip_) SSL_set_tlsext_host_name(ssl_, server_name_.c_str());
+        if (context_.verify()) {
+            if (server_name_is_ip_) {
+                X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), server_name_.c_str());
+            } else {
+                SSL_set1_host(ssl_, server_name_.c_str());
+            }
+        }
+        error_.clear();
+    }
+    IoStatus handshake() override {
+        ERR_clear_error();
+        errno = 0;
+        const int r = SSL_do_handshake(ssl_);
+        if (r == 1) {
+            if (context_.session_resumption()) {
+                if (session_) SSL_SESSION_free(session_);
+                session_ = SSL_get1_session(ssl_);
+            }
+            return IoStatus::Ok;
+        }
+        return classify(r);
+    }
+    IoStatus read(char* buffer, size_t capacity, size_t& n) override {
+        ERR_clear_error();
+        errno = 0;
+        const int r = SSL_read(ssl_, buffer, static_cast<int>(capacity > INT32_MAX ? INT32_MAX : capacity));
+        if (r > 0) {
+            n = static_cast<size_t>(r);
+            return IoStatus::Ok;
+        }
+        n = 0;
+        return classify(r);
+    }
+    IoStatus write(const char* data, size_t len, size_t& n) override {
+        ERR_clear_error();
+        errno = 0;
+        const int r = SSL_write(ssl_, data, static_cast<int>(len > INT32_MAX ? INT32_MAX : len));
+        if (r > 0) {
+            n = static_cast<size_t>(r);
+            return IoStatus::Ok;
+        }
+        n = 0;
+        return classify(r);
+    }
+    void detach() override {
+        // No close_notify: the benchmark closes the socket right after; a shutdown exchange
+        // would only add a write per connection.
+        SSL_set_quiet_shutdown(ssl_, 1);
+        SSL_shutdown(ssl_);
+    }
+    bool has_buffered_input() const override { return SSL_pending(ssl_) > 0; }
+    bool needs_handshake() const override { return true; }
+    std::string last_error() const override { return error_; }
+
+private:
+    IoStatus classify(int r) {
+        switch (SSL_get_error(ssl_, r)) {
+            case SSL_ERROR_WANT_READ:
+                return IoStatus::WantRead;
+            case SSL_ERROR_WANT_WRITE:
+                return IoStatus::WantWrite;
+            case SSL_ERROR_ZERO_RETURN:
+                return IoStatus::Eof;
+            case SSL_ERROR_SYSCALL:
+                error_ = take_openssl_errors();
+                if (error_.empty() && errno == 0) return IoStatus::Eof;  // peer closed without close_notify
+                if (error_.empty()) error_ = std::string("socket error: ") + std::strerror(errno);
+                return IoStatus::Error;
+            default: {
+                error_ = take_openssl_errors();
+                const long verify = SSL_get_verify_result(ssl_);
+                if (verify != X509_V_OK) error_ = std::string("certificate: ") + X509_verify_cert_error_string(verify);
+                return IoStatus::Error;
+            }
+        }
+    }
+
+    const TlsContext& context_;
+    std::string server_name_;
+    bool server_name_is_ip_;
+    SSL* ssl_ = nullptr;
+    SSL_SESSION* session_ = nullptr;
+    std::string error_;
+};
+
+}  // namespace
+
+TlsContext::TlsContext(bool verify, const std::string& cacert, bool session_resumption)
+    : verify_(verify || !cacert.empty()), session_resumption_(session_resumption) {
+    ctx_ = SSL_CTX_new(TLS_client_method());
+    if (!ctx_) throw std::runtime_error("SSL_CTX_new failed: " + take_openssl_errors());
+    SSL_CTX_set_min_proto_version(ctx_, TLS1_2_VERSION);
+    SSL_CTX_set_mode(ctx_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+    // Read whole records (and more) per read() call instead of header + body separately.
+    SSL_CTX_set_read_ahead(ctx_, 1);
+    if (!session_resumption_) {
+        SSL_CTX_set_session_cache_mode(ctx_, SSL_SESS_CACHE_OFF);
+        SSL_CTX_set_options(ctx_, SSL_OP_NO_TICKET);
+    } else {
+        SSL_CTX_set_session_cache_mode(ctx_, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    }
+    if (verify_) {
+        SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
+        if (!cacert.empty()) {
+            if (SSL_CTX_load_verify_locations(ctx_, cacert.c_str(), nullptr) != 1) {
+                const std::string why = take_openssl_errors();
+                SSL_CTX_free(ctx_);
+                ctx_ = nullptr;
+                throw ConfigError("cannot load CA certificates from '" + cacert + "': " + why);
+            }
+        } else {
+            SSL_CTX_set_default_verify_paths(ctx_);
+        }
+    } else {
+        SSL_CTX_set_verify(ctx_, SSL_VERIFY_NONE, nullptr);
+    }
+}
+
+TlsContext::~TlsContext() {
+    if (ctx_) SSL_CTX_free(ctx_);
+}
+
+std::unique_ptr<Transport> make_plain_transport() { return std::make_unique<PlainTransport>(); }
+
+std::unique_ptr<Transport> make_tls_transport(const TlsContext& context, const std::string& server_name,
+                                              bool server_name_is_ip) {
+    return std::make_unique<TlsTransport>(context, server_name, server_name_is_ip);
+}
+
+}  // namespace loadbench::generator

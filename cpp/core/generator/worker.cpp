@@ -1,0 +1,423 @@
+#include "core/generator/worker.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/http/response_parser.hpp"
+
+namespace loadbench::generator {
+
+int64_t monotonic_ns() noexcept {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+namespace {
+
+double thread_cpu_s() noexcept {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+constexpr int64_t kHousekeepingNs = 10'000'000;  // timeouts and retries are checked every 10 ms
+constexpr int kMaxEvents = 256;
+
+}  // namespace
+
+// A state machine per socket: connect, (TLS handshake), write request, read and parse the
+// response, record, next.
+struct Worker::Connection {
+    enum class State : uint8_t { Closed, Connecting, Handshaking, Writing, Reading, Idle };
+
+    int fd = -1;
+    State state = State::Closed;
+    std::unique_ptr<Transport> transport;
+    http::ResponseParser parser;
+    std::string carry;             // an incomplete header block / chunk line from the last read
+    size_t request = 0;
+    size_t write_offset = 0;
+    int64_t attempt_start_ns = 0;
+    int64_t retry_at_ns = 0;       // > 0: waiting to reconnect after a failed connect
+    bool attempt_active = false;
+    bool counted = false;          // the attempt started inside the window
+    bool reused = false;           // this TCP connection already carried a response
+    bool retried = false;          // this attempt already moved to a fresh connection once
+    bool peer_closed = false;      // the last event reported the peer's FIN
+};
+
+Worker::Worker(const RunPlan& plan, int index, int connections, int64_t budget, int cpu)
+    : plan_(plan), index_(index), cpu_(cpu), budget_left_(budget) {
+    connections_.reserve(static_cast<size_t>(connections));
+    for (int i = 0; i < connections; ++i) {
+        auto c = std::make_unique<Connection>();
+        c->transport = plan.tls ? make_tls_transport(*plan.tls, plan.url.host, plan.url.host_is_ip_literal)
+                                : make_plain_transport();
+        connections_.push_back(std::move(c));
+    }
+    read_buffer_ = std::make_unique<char[]>(read_capacity_);
+}
+
+Worker::~Worker() {
+    for (auto& c : connections_) close_connection(*c);
+    if (epoll_fd_ >= 0) ::close(epoll_fd_);
+}
+
+void Worker::run(std::atomic<int>& ready_count) {
+    // A peer that resets the connection must give EPIPE, not kill the process.
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &block, nullptr);
+    if (cpu_ >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu_, &set);
+        if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
+            setup_error_ = "cannot pin worker " + std::to_string(index_) + " to CPU " + std::to_string(cpu_);
+    }
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (epoll_fd_ < 0 && setup_error_.empty()) setup_error_ = std::string("epoll_create1: ") + std::strerror(errno);
+    ready_count.fetch_add(1);
+    ready_count.notify_all();
+    plan_.started.wait(false);
+    if (!setup_error_.empty()) return;
+
+    epoll_event events[kMaxEvents];
+    const bool count_mode = plan_.count_mode;
+    bool in_window = false;
+    double cpu_at_window_start = 0.0;
+    int64_t now = monotonic_ns();
+    for (auto& c : connections_) begin_attempt(*c, now);
+    int64_t next_housekeeping = now + kHousekeepingNs;
+
+    while (!plan_.stop.load(std::memory_order_relaxed)) {
+        now = monotonic_ns();
+        if (!in_window && now >= plan_.window_start_ns) {
+            in_window = true;
+            cpu_at_window_start = thread_cpu_s();
+        }
+        if (now >= plan_.window_end_ns) break;
+        if (count_mode && in_window && budget_left_ == 0 && outstanding_counted_ == 0) break;
+        if (now >= next_housekeeping) {
+            housekeeping(now);
+            next_housekeeping = now + kHousekeepingNs;
+        }
+        int64_t wake = next_housekeeping;
+        if (!in_window && plan_.window_start_ns < wake) wake = plan_.window_start_ns;
+        if (plan_.window_end_ns < wake) wake = plan_.window_end_ns;
+        const int timeout_ms = wake > now ? static_cast<int>((wake - now + 999'999) / 1'000'000) : 0;
+        const int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
+        for (int i = 0; i < n; ++i) event(*static_cast<Connection*>(events[i].data.ptr), events[i].events);
+    }
+    if (in_window) cpu_s_ = thread_cpu_s() - cpu_at_window_start;
+    timeline_.flush();
+    for (auto& c : connections_) close_connection(*c);
+}
+
+void Worker::event(Connection& c, uint32_t events) {
+    switch (c.state) {
+        case Connection::State::Connecting:
+            on_connected(c, events);
+            break;
+        case Connection::State::Handshaking:
+            do_handshake(c);
+            break;
+        case Connection::State::Writing:
+            c.peer_closed = events & (EPOLLRDHUP | EPOLLHUP);
+            continue_write(c);
+            if (c.state == Connection::State::Reading && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+                on_readable(c);
+            break;
+        case Connection::State::Reading:
+            c.peer_closed = events & (EPOLLRDHUP | EPOLLHUP);
+            if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) on_readable(c);
+            break;
+        case Connection::State::Idle:
+            // No request outstanding: the server closing an idle connection is not an error.
+            if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) close_connection(c);
+            break;
+        case Connection::State::Closed:
+            break;
+    }
+}
+
+void Worker::begin_attempt(Connection& c, int64_t now) {
+    c.retry_at_ns = 0;
+    const bool counted = now >= plan_.window_start_ns;
+    if (plan_.stop.load(std::memory_order_relaxed) || now >= plan_.window_end_ns) {
+        c.attempt_active = false;
+        return;
+    }
+    if (plan_.count_mode && counted) {
+        if (budget_left_ == 0) {
+            c.attempt_active = false;
+            if (c.fd >= 0) c.state = Connection::State::Idle;
+            return;
+        }
+        --budget_left_;
+        ++outstanding_counted_;
+    }
+    c.attempt_active = true;
+    c.counted = counted;
+    c.attempt_start_ns = now;
+    c.retried = false;
+    c.request = next_request_;
+    if (++next_request_ == plan_.wire_requests.size()) next_request_ = 0;
+    c.parser.start(plan_.head_requests[c.request]);
+    if (c.fd >= 0) {
+        send_request(c);
+    } else {
+        open_connection(c, now);
+    }
+}
+
+void Worker::open_connection(Connection& c, int64_t now) {
+    (void)now;
+    const int fd = ::socket(plan_.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        fail(c, kConnect, std::string("socket: ") + std::strerror(errno));
+        return;
+    }
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&plan_.address), plan_.address_len) != 0 &&
+        errno != EINPROGRESS) {
+        const int err = errno;
+        ::close(fd);
+        fail(c, kConnect, std::string("connect: ") + std::strerror(err));
+        return;
+    }
+    // Registered once for the socket's lifetime, edge-triggered: no epoll_ctl per request.
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    ev.data.ptr = &c;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        const int err = errno;
+        ::close(fd);
+        fail(c, kConnect, std::string("epoll_ctl: ") + std::strerror(err));
+        return;
+    }
+    c.fd = fd;
+    c.reused = false;
+    c.state = Connection::State::Connecting;
+}
+
+void Worker::on_connected(Connection& c, uint32_t events) {
+    if (events & (EPOLLERR | EPOLLHUP)) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        fail(c, kConnect, std::string("connect: ") + std::strerror(err ? err : ECONNREFUSED));
+        return;
+    }
+    if (!(events & EPOLLOUT)) return;
+    c.transport->attach(c.fd);
+    if (c.counted) ++measured_.connections_opened;
+    if (c.transport->needs_handshake()) {
+        c.state = Connection::State::Handshaking;
+        do_handshake(c);
+    } else {
+        send_request(c);
+    }
+}
+
+void Worker::do_handshake(Connection& c) {
+    switch (c.transport->handshake()) {
+        case IoStatus::Ok:
+            if (c.counted) ++measured_.tls_handshakes;
+            send_request(c);
+            return;
+        case IoStatus::WantRead:
+        case IoStatus::WantWrite:
+            return;  // the edge-triggered registration reports the next step
+        case IoStatus::Eof:
+            fail(c, kConnect, "TLS handshake: the server closed the connection");
+            return;
+        case IoStatus::Error:
+            fail(c, kConnect, "TLS handshake: " + c.transport->last_error());
+            return;
+    }
+}
+
+void Worker::send_request(Connection& c) {
+    c.state = Connection::State::Writing;
+    c.write_offset = 0;
+    continue_write(c);
+}
+
+void Worker::continue_write(Connection& c) {
+    const std::string& wire = plan_.wire_requests[c.request];
+    while (c.write_offset < wire.size()) {
+        size_t n = 0;
+        switch (c.transport->write(wire.data() + c.write_offset, wire.size() - c.write_offset, n)) {
+            case IoStatus::Ok:
+                c.write_offset += n;
+                if (c.counted) measured_.bytes_written += n;
+                break;
+            case IoStatus::WantWrite:
+            case IoStatus::WantRead:
+                return;
+            case IoStatus::Eof:
+            case IoStatus::Error: {
+                const int err = errno;
+                const std::string tls_error = c.transport->last_error();
+                on_closed_without_response(c, kWrite,
+                                           "write: " + (tls_error.empty() ? std::string(std::strerror(err)) : tls_error));
+                return;
+            }
+        }
+    }
+    c.state = Connection::State::Reading;
+}
+
+void Worker::on_readable(Connection& c) {
+    char* const buffer = read_buffer_.get();
+    const bool plain = !c.transport->needs_handshake();
+    while (true) {
+        size_t have = 0;
+        if (!c.carry.empty()) {
+            have = c.carry.size();
+            std::memcpy(buffer, c.carry.data(), have);
+            c.carry.clear();
+        }
+        const size_t room = read_capacity_ - have;
+        size_t n = 0;
+        const IoStatus status = c.transport->read(buffer + have, room, n);
+        if (status == IoStatus::Ok) {
+            if (c.counted) measured_.bytes_read += n;
+            const size_t total = have + n;
+            size_t consumed = 0;
+            switch (c.parser.parse(buffer, total, consumed)) {
+                case http::ResponseParser::Status::Complete:
+                    complete_response(c, monotonic_ns());
+                    return;
+                case http::ResponseParser::Status::Error:
+                    fail(c, kParse, std::string("parse: ") + c.parser.error());
+                    return;
+                case http::ResponseParser::Status::NeedMore:
+                    if (consumed < total) c.carry.assign(buffer + consumed, total - consumed);
+                    // A short read drained the socket; the next arrival raises a new edge.
+                    if (plain && n < room && !c.peer_closed) return;
+                    continue;
+            }
+        }
+        if (have) c.carry.assign(buffer, have);  // nothing new: keep the partial bytes
+        if (status == IoStatus::WantRead || status == IoStatus::WantWrite) return;
+        if (status == IoStatus::Eof) {
+            if (c.parser.finish_at_eof() == http::ResponseParser::Status::Complete) {
+                complete_response(c, monotonic_ns());
+                return;
+            }
+            on_closed_without_response(c, kRead, "read: the server closed the connection mid-response");
+            return;
+        }
+        const int err = errno;
+        const std::string tls_error = c.transport->last_error();
+        on_closed_without_response(c, kRead, "read: " + (tls_error.empty() ? std::string(std::strerror(err)) : tls_error));
+        return;
+    }
+}
+
+void Worker::on_closed_without_response(Connection& c, ErrorKind kind, const std::string& why) {
+    // A keep-alive connection the server closed while idle: the request never reached it, so
+    // reopen once and resend (what every HTTP client does), counting the reconnect.
+    if (c.reused && !c.parser.started() && !c.retried) {
+        close_connection(c);
+        if (c.counted) ++measured_.reconnects;
+        c.retried = true;
+        c.parser.start(plan_.head_requests[c.request]);
+        open_connection(c, monotonic_ns());
+        return;
+    }
+    if (c.parser.started() || c.reused || kind == kWrite) {
+        fail(c, kind, why);
+    } else {
+        fail(c, kind, why + " (before any response byte)");
+    }
+}
+
+bool Worker::counted_outcome(Connection& c, int64_t now) noexcept {
+    c.attempt_active = false;
+    if (!c.counted) return false;
+    if (plan_.count_mode) --outstanding_counted_;
+    if (now >= plan_.window_end_ns) return false;
+    last_outcome_ns_ = now;
+    return true;
+}
+
+void Worker::complete_response(Connection& c, int64_t now) {
+    if (counted_outcome(c, now)) {
+        const int64_t latency_us = (now - c.attempt_start_ns + 500) / 1000;
+        measured_.latency_us.record(latency_us);
+        const int code = c.parser.status_code();
+        ++measured_.status_codes[static_cast<size_t>(code < 1000 ? code : 999)];
+        ++measured_.responses;
+        timeline_.record_response(interval_of(now), latency_us);
+        live_.responses.store(measured_.responses, std::memory_order_relaxed);
+    }
+    c.reused = true;
+    const bool write_done = c.state == Connection::State::Reading;
+    if (!plan_.keepalive || !c.parser.keep_alive() || !write_done) {
+        if (plan_.keepalive && c.counted && now < plan_.window_end_ns) ++measured_.reconnects;
+        close_connection(c);
+    }
+    begin_attempt(c, now);
+}
+
+void Worker::fail(Connection& c, ErrorKind kind, const std::string& why) {
+    const int64_t now = monotonic_ns();
+    if (c.attempt_active && counted_outcome(c, now)) {
+        ++measured_.errors[kind];
+        if (measured_.first_error.empty()) measured_.first_error = why;
+        timeline_.record_error(interval_of(now));
+        uint64_t total = 0;
+        for (auto e : measured_.errors) total += e;
+        live_.errors.store(total, std::memory_order_relaxed);
+    }
+    c.attempt_active = false;
+    close_connection(c);
+    if (kind == kConnect) {
+        c.retry_at_ns = now + plan_.connect_retry_delay_ns;  // retried by housekeeping
+        if (c.retry_at_ns == 0) c.retry_at_ns = 1;
+    } else {
+        begin_attempt(c, now);
+    }
+}
+
+void Worker::close_connection(Connection& c) noexcept {
+    if (c.fd >= 0) {
+        c.transport->detach();
+        ::close(c.fd);  // also removes it from the epoll set
+        c.fd = -1;
+    }
+    c.state = Connection::State::Closed;
+    c.peer_closed = false;
+    c.carry.clear();
+    c.reused = false;
+}
+
+void Worker::housekeeping(int64_t now) {
+    for (auto& owned : connections_) {
+        Connection& c = *owned;
+        if (c.attempt_active) {
+            if (now - c.attempt_start_ns >= plan_.timeout_ns)
+                fail(c, kTimeout, "timeout: no complete response within " +
+                                      std::to_string(plan_.timeout_ns / 1'000'000) + " ms");
+        } else if (c.retry_at_ns && now >= c.retry_at_ns) {
+            begin_attempt(c, now);
+        }
+    }
+}
+
+}  // namespace loadbench::generator

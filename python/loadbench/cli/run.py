@@ -1,0 +1,125 @@
+"""`loadbench run URL`: one load run with flags an oha or wrk user already knows."""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Optional
+
+from ..errors import ConfigError
+
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(us|ms|s|m|h)?\s*$")
+_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_duration(text: str, what: str = "duration") -> float:
+    """"10s", "500ms", "2m", "1h" or plain seconds."""
+    m = _DURATION.match(str(text))
+    if not m:
+        raise ConfigError(f"bad {what} {text!r}: use e.g. 10s, 500ms, 2m")
+    return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+def parse_cpus(text: str) -> list[int]:
+    """"1", "1,3", "0-3" or "0-1,4"."""
+    cpus: list[int] = []
+    try:
+        for part in text.split(","):
+            part = part.strip()
+            if "-" in part:
+                lo, hi = (int(x) for x in part.split("-", 1))
+                if hi < lo:
+                    raise ValueError
+                cpus.extend(range(lo, hi + 1))
+            else:
+                cpus.append(int(part))
+    except ValueError:
+        raise ConfigError(f"bad CPU list {text!r}: use e.g. 1 or 0-3 or 1,3") from None
+    return cpus
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("run", help="load a URL and report throughput, latency and errors",
+                              description="Load a URL (closed loop) and print req/s, latency percentiles, "
+                                          "status codes, errors and the generator's own CPU cost.")
+    p.add_argument("url", help="http:// or https:// URL")
+    p.add_argument("-c", "--connections", type=int, default=10, help="concurrent connections (default 10)")
+    p.add_argument("-t", "--threads", type=int, default=1, help="generator threads (default 1)")
+    p.add_argument("-z", "-d", "--duration", default=None, help="measured duration, e.g. 10s (default 10s)")
+    p.add_argument("-n", "--requests", type=int, default=None, help="exactly this many requests instead of a duration")
+    p.add_argument("-m", "--method", default="GET", help="HTTP method (default GET)")
+    p.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'", help="header (repeatable)")
+    p.add_argument("-b", "--body", default=None, help="request body")
+    p.add_argument("--body-file", default=None, help="send this file as the request body")
+    p.add_argument("--disable-keepalive", action="store_true", help="a new connection (and TLS handshake) per request")
+    p.add_argument("--insecure", action="store_true", default=True,
+                   help="do not check TLS certificates (the default)")
+    p.add_argument("--verify", action="store_true", help="check TLS certificates against the system CAs")
+    p.add_argument("--cacert", default=None, help="check TLS certificates against this CA file")
+    p.add_argument("--tls-resume", action="store_true", help="resume TLS sessions (default: full handshakes)")
+    p.add_argument("--timeout", default="10s", help="per-request timeout (default 10s)")
+    p.add_argument("--warmup", default="0s", help="warm-up excluded from every figure (default 0s)")
+    p.add_argument("--cpus", default=None, help="pin generator threads to these CPUs, e.g. 1 or 2-3")
+    p.add_argument("--json", default=None, metavar="FILE", help="write the result as JSON (see README, Result JSON)")
+    p.add_argument("--hdr-log", default=None, metavar="FILE", help="write the latency histogram as an HdrHistogram log")
+    p.add_argument("--no-progress", action="store_true", help="no live progress line")
+    p.set_defaults(func=main)
+
+
+class _ProgressLine:
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.width = 0
+
+    def __call__(self, p: dict) -> None:
+        if p["warming_up"]:
+            text = f"warming up {p['elapsed_s']:.1f}/{p['warmup_s']:g} s"
+        else:
+            measured = max(p["elapsed_s"] - p["warmup_s"], 0.0)
+            if p.get("requests"):
+                done = p["responses"] + p["errors"]
+                text = f"{done:,}/{p['requests']:,} requests  {measured:.1f} s"
+            else:
+                text = f"{measured:.1f}/{p['duration_s']:g} s  {p['responses']:,} responses"
+            text += f"  {p['rps']:,.0f} req/s  errors {p['errors']:,}"
+        self.width = max(self.width, len(text))
+        self.stream.write("\r" + text.ljust(self.width))
+        self.stream.flush()
+
+    def clear(self) -> None:
+        if self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+
+
+def main(args: argparse.Namespace) -> int:
+    from ..run import run
+
+    if args.requests is not None and args.duration is not None:
+        raise ConfigError("give either -z/--duration or -n/--requests, not both")
+    if args.body is not None and args.body_file is not None:
+        raise ConfigError("give either --body or --body-file, not both")
+    duration = parse_duration(args.duration) if args.duration is not None else 10.0
+    body: Optional[object] = args.body
+    if args.body_file is not None:
+        body = Path(args.body_file)
+    progress: Optional[_ProgressLine] = None
+    if not args.no_progress and sys.stderr.isatty():
+        progress = _ProgressLine(sys.stderr)
+    try:
+        result = run(
+            args.url, connections=args.connections, threads=args.threads, duration=duration, requests=args.requests,
+            warmup=parse_duration(args.warmup, "warm-up"), method=args.method, headers=args.header, body=body,
+            keepalive=not args.disable_keepalive, timeout=parse_duration(args.timeout, "timeout"),
+            verify=args.verify, cacert=args.cacert, tls_session_resumption=args.tls_resume,
+            cpus=parse_cpus(args.cpus) if args.cpus else None, progress=progress)
+    finally:
+        if progress is not None:
+            progress.clear()
+    print("\n".join(result.summary_lines()))
+    if args.json:
+        result.to_json(args.json)
+    if args.hdr_log:
+        result.to_hdr_log(args.hdr_log)
+    return 130 if result.interrupted else 0

@@ -1,0 +1,304 @@
+"""What one load run measured: exact counts, the latency histogram, the timeline, and the
+generator's own cost. Plain data first: `to_dict()` / `to_json()` are the contract other
+tools read (documented in README.md, "Result JSON"); `from_json()` reads it back."""
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import numpy as np
+
+from . import hdrlog
+
+FORMAT = "loadbench.result/1"
+SATURATION_THRESHOLD = 0.90  # generator threads busy above this share of the window
+SUMMARY_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
+
+
+def _percentile_key(q: float) -> str:
+    return f"p{q:g}"
+
+
+@dataclass
+class LatencyHistogram:
+    """Latency in microseconds with HdrHistogram's exact bucket layout."""
+
+    counts: np.ndarray
+    lowest: int = 1
+    highest: int = 3_600_000_000
+    significant_figures: int = 3
+    min_us: int = 0  # exact
+    max_us: int = 0  # exact
+
+    def __post_init__(self) -> None:
+        self.counts = np.asarray(self.counts, dtype=np.int64)
+        layout = hdrlog.Layout(self.lowest, self.highest, self.significant_figures)
+        self._low, self._range = layout.index_values(len(self.counts))
+        self._cumulative = np.cumsum(self.counts)
+
+    @property
+    def count(self) -> int:
+        return int(self._cumulative[-1]) if len(self._cumulative) else 0
+
+    @property
+    def min(self) -> float:
+        return float(self.min_us)
+
+    @property
+    def max(self) -> float:
+        return float(self.max_us)
+
+    @property
+    def mean(self) -> float:
+        if not self.count:
+            return 0.0
+        mid = self._low + (self._range >> 1)
+        return float(np.dot(mid.astype(np.float64), self.counts) / self.count)
+
+    @property
+    def stdev(self) -> float:
+        if not self.count:
+            return 0.0
+        mid = (self._low + (self._range >> 1)).astype(np.float64)
+        return float(np.sqrt(np.dot((mid - self.mean) ** 2, self.counts) / self.count))
+
+    def percentile(self, q: float) -> float:
+        """HdrHistogram's value at percentile q (0..100), in microseconds."""
+        if not 0.0 <= q <= 100.0:
+            raise ValueError(f"percentile must be within 0..100, got {q}")
+        total = self.count
+        if not total:
+            return 0.0
+        target = max(int(min(q, 100.0) * total / 100 + 0.5), 1)
+        i = int(np.searchsorted(self._cumulative, target, side="left"))
+        if q == 0:
+            return float(self._low[i])
+        return float(self._low[i] + self._range[i] - 1)
+
+    def buckets(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lowest value of each non-empty bucket in us, its count), as numpy arrays."""
+        nz = np.flatnonzero(self.counts)
+        return self._low[nz].copy(), self.counts[nz].copy()
+
+    def encode(self) -> str:
+        """The standard compressed HdrHistogram V2 encoding ("HISTFAAA...")."""
+        return hdrlog.encode(self.counts, self.lowest, self.highest, self.significant_figures)
+
+    @classmethod
+    def decode(cls, text: str, min_us: int = 0, max_us: int = 0) -> "LatencyHistogram":
+        counts, layout = hdrlog.decode(text)
+        return cls(counts, layout.lowest, layout.highest, layout.significant_figures, min_us, max_us)
+
+
+@dataclass
+class Result:
+    """One run. Figures cover the measured window only (warm-up excluded from all of them)."""
+
+    url: str
+    config: dict
+    duration_s: float
+    responses: int
+    status_codes: dict[int, int]
+    errors: dict[str, int]
+    latency: LatencyHistogram
+    bytes_read: int = 0
+    bytes_written: int = 0
+    connections_opened: int = 0
+    tls_handshakes: int = 0
+    reconnects: int = 0
+    cpu_s: float = 0.0
+    threads: int = 1
+    interrupted: bool = False
+    first_error: str = ""
+    interval_s: float = 1.0
+    timeline_columns: dict[str, np.ndarray] = field(default_factory=dict)
+    # Blocks other parts attach (e.g. "server" from the sampler); written into to_dict() as-is.
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    # -- derived figures -------------------------------------------------------------
+    @property
+    def rps(self) -> float:
+        return self.responses / self.duration_s if self.duration_s > 0 else 0.0
+
+    @property
+    def error_count(self) -> int:
+        return int(sum(self.errors.values()))
+
+    def percentile(self, q: float) -> float:
+        """Latency at percentile q in microseconds."""
+        return self.latency.percentile(q)
+
+    @property
+    def cpu_us_per_req(self) -> Optional[float]:
+        """Generator CPU time per response, in microseconds."""
+        return self.cpu_s * 1e6 / self.responses if self.responses else None
+
+    @property
+    def cpu_utilisation(self) -> float:
+        """Share of the window the generator threads were on a CPU (0..1 per thread, averaged)."""
+        if self.duration_s <= 0 or self.threads <= 0:
+            return 0.0
+        return self.cpu_s / (self.duration_s * self.threads)
+
+    @property
+    def saturated(self) -> bool:
+        """The generator, not the server, may have been the bottleneck."""
+        return self.cpu_utilisation > SATURATION_THRESHOLD
+
+    @property
+    def in_flight(self) -> float:
+        """Little's law: requests in flight = req/s x mean latency."""
+        return self.rps * self.latency.mean / 1e6
+
+    @property
+    def connections_per_s(self) -> float:
+        return self.connections_opened / self.duration_s if self.duration_s > 0 else 0.0
+
+    @property
+    def tls_handshakes_per_s(self) -> float:
+        return self.tls_handshakes / self.duration_s if self.duration_s > 0 else 0.0
+
+    @property
+    def timeline(self):
+        """One row per interval: t_s, interval_s, responses, errors, rps, p50_us, p99_us."""
+        import pandas as pd
+
+        cols = self.timeline_columns
+        n = len(cols.get("responses", []))
+        t = np.arange(n, dtype=np.float64) * self.interval_s
+        length = np.minimum(self.interval_s, np.maximum(self.duration_s - t, 0.0))
+        responses = np.asarray(cols.get("responses", np.zeros(0)), dtype=np.int64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rps = np.where(length > 0, responses / np.where(length > 0, length, 1.0), 0.0)
+        return pd.DataFrame({
+            "t_s": t,
+            "interval_s": length,
+            "responses": responses,
+            "errors": np.asarray(cols.get("errors", np.zeros(n)), dtype=np.int64),
+            "rps": rps,
+            "p50_us": np.asarray(cols.get("p50_us", np.zeros(n)), dtype=np.int64),
+            "p99_us": np.asarray(cols.get("p99_us", np.zeros(n)), dtype=np.int64),
+        })
+
+    def latency_summary(self) -> dict[str, float]:
+        lat = self.latency
+        out = {"min": lat.min, "mean": round(lat.mean, 3), "stdev": round(lat.stdev, 3), "max": lat.max}
+        for q in SUMMARY_PERCENTILES:
+            out[_percentile_key(q)] = lat.percentile(q)
+        return out
+
+    # -- plain data ---------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "format": FORMAT,
+            "url": self.url,
+            "config": dict(self.config),
+            "duration_s": self.duration_s,
+            "responses": self.responses,
+            "rps": self.rps,
+            "status_codes": {str(k): v for k, v in sorted(self.status_codes.items())},
+            "errors": dict(self.errors),
+            "first_error": self.first_error,
+            "latency_us": self.latency_summary(),
+            "in_flight": self.in_flight,
+            "bytes_read": self.bytes_read,
+            "bytes_written": self.bytes_written,
+            "connections_opened": self.connections_opened,
+            "connections_per_s": self.connections_per_s,
+            "tls_handshakes": self.tls_handshakes,
+            "tls_handshakes_per_s": self.tls_handshakes_per_s,
+            "reconnects": self.reconnects,
+            "interrupted": self.interrupted,
+            "generator": {
+                "threads": self.threads,
+                "cpu_s": self.cpu_s,
+                "cpu_us_per_req": self.cpu_us_per_req,
+                "utilisation": self.cpu_utilisation,
+                "saturated": self.saturated,
+            },
+            "histogram": {
+                "unit": "us",
+                "lowest": self.latency.lowest,
+                "highest": self.latency.highest,
+                "significant_figures": self.latency.significant_figures,
+                "min": self.latency.min_us,
+                "max": self.latency.max_us,
+                "hdr": self.latency.encode(),
+            },
+            "interval_s": self.interval_s,
+            "timeline": [
+                {k: (float(v) if k in ("t_s", "interval_s", "rps") else int(v)) for k, v in row.items()}
+                for row in self.timeline.to_dict(orient="records")
+            ],
+        }
+        d.update(self.extras)
+        return d
+
+    def to_json(self, path: Union[str, Path, None] = None, indent: Optional[int] = 2) -> str:
+        text = json.dumps(self.to_dict(), indent=indent)
+        if path is not None:
+            Path(path).write_text(text + "\n")
+        return text
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Result":
+        h = d["histogram"]
+        latency = LatencyHistogram.decode(h["hdr"], int(h.get("min", 0)), int(h.get("max", 0)))
+        timeline = d.get("timeline", [])
+        cols = {k: np.array([row[k] for row in timeline], dtype=np.int64)
+                for k in ("responses", "errors", "p50_us", "p99_us")}
+        known = {"format", "url", "config", "duration_s", "responses", "rps", "status_codes", "errors", "first_error",
+                 "latency_us", "in_flight", "bytes_read", "bytes_written", "connections_opened", "connections_per_s",
+                 "tls_handshakes", "tls_handshakes_per_s", "reconnects", "interrupted", "generator", "histogram",
+                 "interval_s", "timeline"}
+        gen = d.get("generator", {})
+        return cls(
+            url=d["url"], config=d.get("config", {}), duration_s=float(d["duration_s"]),
+            responses=int(d["responses"]),
+            status_codes={int(k): int(v) for k, v in d.get("status_codes", {}).items()},
+            errors={k: int(v) for k, v in d.get("errors", {}).items()}, latency=latency,
+            bytes_read=int(d.get("bytes_read", 0)), bytes_written=int(d.get("bytes_written", 0)),
+            connections_opened=int(d.get("connections_opened", 0)), tls_handshakes=int(d.get("tls_handshakes", 0)),
+            reconnects=int(d.get("reconnects", 0)), cpu_s=float(gen.get("cpu_s", 0.0)),
+            threads=int(gen.get("threads", d.get("config", {}).get("threads", 1))),
+            interrupted=bool(d.get("interrupted", False)), first_error=d.get("first_error", ""),
+            interval_s=float(d.get("interval_s", 1.0)), timeline_columns=cols,
+            extras={k: v for k, v in d.items() if k not in known},
+        )
+
+    @classmethod
+    def from_json(cls, source: Union[str, Path]) -> "Result":
+        """Read a result from a JSON string or a path to a JSON file."""
+        text = str(source)
+        if not text.lstrip().startswith("{"):
+            text = Path(source).read_text()
+        return cls.from_dict(json.loads(text))
+
+    # -- HdrHistogram log ---------------------------------------------------------------
+    def to_hdr_log(self, path: Union[str, Path]) -> Path:
+        """Write the window's latency histogram as a standard HdrHistogram interval log
+        (microsecond values; readable by HistogramLogReader / HdrHistogram tools)."""
+        return hdrlog.write_log(path, [(0.0, self.duration_s, self.latency.encode(), self.latency.max / 1000.0)],
+                                comment=f"loadbench {self.url} latency in microseconds")
+
+    # -- display --------------------------------------------------------------------------
+    def summary_lines(self) -> list[str]:
+        from .summary import summary_lines
+
+        return summary_lines(self)
+
+    def __repr__(self) -> str:
+        lat = self.latency
+        return (f"<Result {self.url}: {self.responses:,} responses in {self.duration_s:.3f} s = {self.rps:,.1f} req/s, "
+                f"p50 {lat.percentile(50) / 1000:.3f} ms, p99 {lat.percentile(99) / 1000:.3f} ms, "
+                f"errors {self.error_count:,}{', interrupted' if self.interrupted else ''}>")
+
+    def _repr_html_(self) -> str:
+        rows = [(label, value) for label, value in (line.split("  ", 1) if "  " in line else (line, "")
+                                                     for line in (s.strip() for s in self.summary_lines()[1:]))]
+        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
+                       f"{html.escape(v.strip())}</td></tr>" for k, v in rows)
+        return f"<div><b>{html.escape(self.summary_lines()[0])}</b><table>{body}</table></div>"

@@ -1,0 +1,234 @@
+"""`loadbench.run()`: one load run against a URL, driven by the native engine.
+
+The engine runs on its own threads; Python only polls it with the GIL released, so Ctrl-C
+stops the run and still returns what was measured. `start()` gives the running handle for
+callers that want to poll progress themselves.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+
+from . import _core
+from .errors import ConfigError, LoadbenchError
+from .result import LatencyHistogram, Result
+
+HeadersLike = Union[Mapping[str, str], Iterable[tuple[str, str]], Iterable[str], None]
+BodyLike = Union[bytes, str, os.PathLike, None]
+POLL_INTERVAL_S = 0.1
+
+
+@dataclass
+class Request:
+    """One request template; a list of them is sent round-robin (scripting without callbacks)."""
+
+    method: str = "GET"
+    path: Optional[str] = None  # None: the URL's path + query
+    headers: HeadersLike = None
+    body: BodyLike = None
+
+
+def normalize_headers(headers: HeadersLike) -> list[tuple[str, str]]:
+    if headers is None:
+        return []
+    if isinstance(headers, Mapping):
+        items = list(headers.items())
+    else:
+        items = []
+        for h in headers:
+            if isinstance(h, str):
+                name, sep, value = h.partition(":")
+                if not sep or not name.strip():
+                    raise ConfigError(f"bad header {h!r}: expected 'Name: value'")
+                items.append((name.strip(), value.strip()))
+            else:
+                name, value = h
+                items.append((str(name), str(value)))
+    for name, value in items:
+        if not name or any(c in name for c in " \t\r\n:"):
+            raise ConfigError(f"bad header name {name!r}")
+        if "\r" in value or "\n" in value:
+            raise ConfigError(f"header {name!r} has a line break in its value")
+    return items
+
+
+def read_body(body: BodyLike) -> bytes:
+    """bytes and str are the body itself; a Path (os.PathLike) names a file to send."""
+    if body is None:
+        return b""
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    if isinstance(body, os.PathLike):
+        try:
+            return Path(body).read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"cannot read body file {os.fspath(body)!r}: {exc.strerror or exc}") from None
+    raise ConfigError(f"body must be bytes, str or a path, not {type(body).__name__}")
+
+
+def _as_request(item: Union[Request, Mapping[str, Any]]) -> Request:
+    if isinstance(item, Request):
+        return item
+    if isinstance(item, Mapping):
+        unknown = set(item) - {"method", "path", "headers", "body"}
+        if unknown:
+            raise ConfigError(f"unknown request keys {sorted(unknown)} (use method, path, headers, body)")
+        return Request(**item)
+    raise ConfigError(f"requests_list items must be Request or dict, not {type(item).__name__}")
+
+
+def _check_cpus(cpus: Optional[Sequence[int]]) -> list[int]:
+    if cpus is None:
+        return []
+    out = [int(c) for c in cpus]
+    if not out:
+        raise ConfigError("cpus is empty")
+    available = sorted(os.sched_getaffinity(0))
+    for cpu in out:
+        if cpu not in available:
+            raise ConfigError(f"CPU {cpu} does not exist or is not available "
+                              f"(available: {','.join(map(str, available))})")
+    return out
+
+
+def _number(name: str, value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number, not {value!r}") from None
+
+
+@dataclass
+class RunningLoad:
+    """A run in progress: poll `progress()`, `stop()` it, `wait()` for it, take its `result()`."""
+
+    url: str
+    config: dict
+    engine: Any = field(repr=False)
+    started_at: float = field(default_factory=time.monotonic)
+
+    def progress(self) -> dict[str, Any]:
+        p = dict(self.engine.progress())
+        p["duration_s"] = self.config.get("duration_s")
+        p["requests"] = self.config.get("requests")
+        p["warmup_s"] = self.config.get("warmup_s", 0.0)
+        measured = max(p["elapsed_s"] - p["warmup_s"], 0.0)
+        p["rps"] = p["responses"] / measured if measured > 0 else 0.0
+        return p
+
+    def wait(self, timeout: float) -> bool:
+        return bool(self.engine.wait(timeout))
+
+    def stop(self) -> None:
+        self.engine.stop()
+
+    def result(self) -> Result:
+        try:
+            raw = self.engine.result()
+        except RuntimeError as exc:
+            raise LoadbenchError(str(exc)) from None
+        h = raw["histogram"]
+        latency = LatencyHistogram(h["counts"], h["lowest"], h["highest"], h["significant_figures"], h["min"], h["max"])
+        return Result(
+            url=self.url, config=self.config, duration_s=raw["duration_s"], responses=raw["responses"],
+            status_codes=dict(raw["status_codes"]), errors=dict(raw["errors"]), latency=latency,
+            bytes_read=raw["bytes_read"], bytes_written=raw["bytes_written"],
+            connections_opened=raw["connections_opened"], tls_handshakes=raw["tls_handshakes"],
+            reconnects=raw["reconnects"], cpu_s=raw["cpu_s"], threads=raw["threads"],
+            interrupted=raw["interrupted"], first_error=raw["first_error"], interval_s=raw["interval_s"],
+            timeline_columns=dict(raw["timeline"]),
+        )
+
+
+def start(url: str, *, connections: int = 10, threads: int = 1, duration: Optional[float] = 10.0,
+          requests: Optional[int] = None, warmup: float = 0.0, method: str = "GET", headers: HeadersLike = None,
+          body: BodyLike = None, requests_list: Optional[Sequence[Union[Request, Mapping[str, Any]]]] = None,
+          keepalive: bool = True, timeout: float = 10.0, insecure: bool = True, verify: bool = False,
+          cacert: Union[str, os.PathLike, None] = None, tls_session_resumption: bool = False,
+          cpus: Optional[Sequence[int]] = None, interval: float = 1.0) -> RunningLoad:
+    """Start a run and return at once; see run() for the arguments."""
+    if not isinstance(url, str) or not url:
+        raise ConfigError("a URL is required, e.g. http://127.0.0.1:8080/")
+    for name, value in (("connections", connections), ("threads", threads)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{name} must be an integer, not {value!r}")
+    if requests is not None:
+        if isinstance(requests, bool) or not isinstance(requests, int) or requests < 1:
+            raise ConfigError(f"requests must be an integer >= 1, not {requests!r}")
+        duration_s = 0.0
+    else:
+        if duration is None:
+            raise ConfigError("give a duration (seconds) or a number of requests")
+        duration_s = _number("duration", duration)
+        if not duration_s > 0:
+            raise ConfigError(f"duration must be > 0 seconds, not {duration!r}")
+    warmup_s = _number("warmup", warmup)
+    timeout_s = _number("timeout", timeout)
+    if cacert is not None and not Path(cacert).is_file():
+        raise ConfigError(f"CA file {os.fspath(cacert)!r} does not exist")
+    templates = [Request(method, None, headers, body)] if requests_list is None else [_as_request(r) for r in requests_list]
+    if not templates:
+        raise ConfigError("requests_list is empty")
+    wire = [(t.method.upper() if isinstance(t.method, str) else str(t.method), t.path or "",
+             normalize_headers(t.headers), read_body(t.body)) for t in templates]
+    tls_verify = bool(verify) or cacert is not None or not insecure
+    config = {
+        "connections": connections, "threads": threads, "duration_s": duration_s if requests is None else None,
+        "requests": requests, "warmup_s": warmup_s, "method": wire[0][0] if len(wire) == 1 else None,
+        "request_templates": len(wire), "keepalive": bool(keepalive), "timeout_s": timeout_s,
+        "tls_verify": tls_verify, "tls_session_resumption": bool(tls_session_resumption),
+        "cpus": list(cpus) if cpus is not None else None, "interval_s": float(interval),
+    }
+    cpu_list = _check_cpus(cpus)
+    try:
+        engine = _core.Engine(
+            url=url, requests=wire, connections=connections, threads=threads, duration_s=duration_s,
+            total_requests=requests or 0, warmup_s=warmup_s, timeout_s=timeout_s, keepalive=bool(keepalive),
+            tls_verify=tls_verify, tls_cacert=os.fspath(cacert) if cacert is not None else "",
+            tls_session_resumption=bool(tls_session_resumption), cpus=cpu_list, interval_s=float(interval))
+    except ValueError as exc:
+        message = str(exc)
+        raise ConfigError(message[len("config: "):] if message.startswith("config: ") else message) from None
+    engine.start()
+    return RunningLoad(url=url, config=config, engine=engine)
+
+
+def run(url: str, *, connections: int = 10, threads: int = 1, duration: Optional[float] = 10.0,
+        requests: Optional[int] = None, warmup: float = 0.0, method: str = "GET", headers: HeadersLike = None,
+        body: BodyLike = None, requests_list: Optional[Sequence[Union[Request, Mapping[str, Any]]]] = None,
+        keepalive: bool = True, timeout: float = 10.0, insecure: bool = True, verify: bool = False,
+        cacert: Union[str, os.PathLike, None] = None, tls_session_resumption: bool = False,
+        cpus: Optional[Sequence[int]] = None, interval: float = 1.0,
+        progress: Optional[Callable[[dict], None]] = None) -> Result:
+    """Load `url` and return what was measured.
+
+    connections over threads (each thread one event loop); `duration` seconds of measured
+    window, or exactly `requests` responses + errors; `warmup` seconds before the window,
+    excluded from every figure. `headers` (dict, pairs or "Name: value" strings) and `body`
+    (bytes/str, or a pathlib.Path to send a file) shape the one request; `requests_list`
+    (Request objects or dicts with method/path/headers/body) is sent round-robin instead.
+    `keepalive=False` opens a connection (and TLS handshake) per request. TLS certificates are
+    not checked unless `verify=True`, `insecure=False` or a `cacert` file is given.
+    `cpus` pins the generator threads. `progress`, if given, is called about every 0.1 s with
+    a dict (elapsed_s, warming_up, responses, errors, rps, ...). Ctrl-C ends the run early and
+    still returns the result (with `interrupted=True`).
+    """
+    handle = start(url, connections=connections, threads=threads, duration=duration, requests=requests,
+                   warmup=warmup, method=method, headers=headers, body=body, requests_list=requests_list,
+                   keepalive=keepalive, timeout=timeout, insecure=insecure, verify=verify, cacert=cacert,
+                   tls_session_resumption=tls_session_resumption, cpus=cpus, interval=interval)
+    try:
+        while not handle.wait(POLL_INTERVAL_S):
+            if progress is not None:
+                progress(handle.progress())
+    except KeyboardInterrupt:
+        handle.stop()  # keep what was measured
+    except BaseException:
+        handle.stop()
+        raise
+    return handle.result()

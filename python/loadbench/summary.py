@@ -1,0 +1,64 @@
+"""The human-readable summary of a Result (CLI output and notebook display)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .result import Result
+
+
+def format_us(us: float) -> str:
+    if us >= 1_000_000:
+        return f"{us / 1_000_000:.2f} s"
+    if us >= 1000:
+        return f"{us / 1000:.2f} ms"
+    return f"{us:.0f} us"
+
+
+def format_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def summary_lines(r: "Result") -> list[str]:
+    cfg = r.config
+    lat = r.latency
+    mode = (f"{cfg.get('requests'):,} requests" if cfg.get("requests") else f"{cfg.get('duration_s', r.duration_s):g} s")
+    head = (f"{r.url}: {cfg.get('connections', '?')} connections, {r.threads} thread{'s' if r.threads != 1 else ''}, "
+            f"{mode}{', no keep-alive' if cfg.get('keepalive') is False else ''}"
+            f"{', warm-up %g s' % cfg['warmup_s'] if cfg.get('warmup_s') else ''}"
+            f"{'  [INTERRUPTED]' if r.interrupted else ''}")
+    lines = [head]
+    lines.append(f"  requests/s    {r.rps:,.2f}  ({r.responses:,} responses in {r.duration_s:.3f} s)")
+    if lat.count:
+        pct = "  ".join(f"p{q:g} {format_us(lat.percentile(q))}" for q in (50, 90, 99, 99.9))
+        lines.append(f"  latency       {pct}  max {format_us(lat.max)}")
+        lines.append(f"                mean {format_us(lat.mean)}  stdev {format_us(lat.stdev)}  min {format_us(lat.min)}")
+    else:
+        lines.append("  latency       no responses")
+    codes = ", ".join(f"{code}: {n:,}" for code, n in sorted(r.status_codes.items())) or "none"
+    lines.append(f"  status codes  {codes}")
+    errs = ", ".join(f"{kind} {n:,}" for kind, n in r.errors.items() if n)
+    if errs:
+        lines.append(f"  errors        {errs}")
+        if r.first_error:
+            lines.append(f"                first: {r.first_error}")
+    else:
+        lines.append("  errors        none")
+    conn = f"{r.connections_opened:,} opened ({r.connections_per_s:,.1f}/s)"
+    if r.tls_handshakes:
+        conn += f", TLS handshakes {r.tls_handshakes:,} ({r.tls_handshakes_per_s:,.1f}/s)"
+    if r.reconnects:
+        conn += f", {r.reconnects:,} reopened after the server closed"
+    lines.append(f"  connections   {conn}")
+    lines.append(f"  transfer      read {format_bytes(r.bytes_read)}, written {format_bytes(r.bytes_written)}")
+    per_req = f"{r.cpu_us_per_req:.2f} us/response" if r.cpu_us_per_req is not None else "n/a"
+    lines.append(f"  generator     CPU {r.cpu_s:.3f} s = {per_req}, {r.cpu_utilisation * 100:.0f} % of "
+                 f"{r.threads} thread{'s' if r.threads != 1 else ''}"
+                 f"{'  SATURATED: the generator may be the bottleneck' if r.saturated else ''}")
+    lines.append(f"  in flight     {r.in_flight:.1f} (Little's law: req/s x mean latency; "
+                 f"{cfg.get('connections', '?')} connections)")
+    return lines

@@ -1,0 +1,167 @@
+"""Small real-socket HTTP/1.1 servers with known, countable behaviour, for generator tests.
+
+Each server runs in a background thread on 127.0.0.1 (port chosen by the kernel) and counts
+the requests it answered and the connections it accepted, so tests can assert exact numbers.
+Behaviours: "pattern" (200/404/500 in turn), "chunked", "delay" (/delay?ms=N), "close-each"
+(Connection: close after every response), "close-mid" (closes halfway through a body),
+"garbage" (answers bytes that are not HTTP), "silent" (reads, never answers).
+"""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Optional
+from urllib.parse import parse_qs, urlsplit
+
+PATTERN = (200, 404, 500)
+REASONS = {200: "OK", 404: "Not Found", 500: "Internal Server Error"}
+
+
+class ScriptedServer:
+    def __init__(self, behaviour: str = "pattern") -> None:
+        self.behaviour = behaviour
+        self.listener = socket.create_server(("127.0.0.1", 0), backlog=512)
+        self.port = self.listener.getsockname()[1]
+        self.lock = threading.Lock()
+        self.served = 0
+        self.status_served: dict[int, int] = {}
+        self.connections = 0
+        self.targets: dict[str, int] = {}
+        self.request_bytes = 0
+        self._stopping = threading.Event()
+        self._conns: list[socket.socket] = []
+        self._threads: list[threading.Thread] = []
+        self._acceptor = threading.Thread(target=self._accept_loop, daemon=True)
+
+    def url(self, path: str = "/") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def __enter__(self) -> "ScriptedServer":
+        self._acceptor.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.listener.close()
+        with self.lock:
+            conns = list(self._conns)
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self._acceptor.join(5)
+        for t in list(self._threads):
+            t.join(5)
+
+    def _accept_loop(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self.lock:
+                self.connections += 1
+                self._conns.append(conn)
+            t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            self._threads.append(t)
+            t.start()
+
+    def _read_request(self, conn: socket.socket, buf: bytearray) -> Optional[tuple[str, bytes]]:
+        while b"\r\n\r\n" not in buf:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return None
+            buf += chunk
+        head, _, rest = bytes(buf).partition(b"\r\n\r\n")
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value.strip())
+        while len(rest) < length:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return None
+            rest += chunk
+        buf[:] = rest[length:]
+        target = head.split(b"\r\n", 1)[0].split(b" ")[1].decode()
+        with self.lock:
+            self.targets[target] = self.targets.get(target, 0) + 1
+            self.request_bytes += len(head) + 4 + length
+        return target, head
+
+    def _count(self, status: int) -> int:
+        with self.lock:
+            self.served += 1
+            self.status_served[status] = self.status_served.get(status, 0) + 1
+            return self.served
+
+    def _serve(self, conn: socket.socket) -> None:
+        buf = bytearray()
+        try:
+            while not self._stopping.is_set():
+                req = self._read_request(conn, buf)
+                if req is None:
+                    return
+                target, head = req
+                b = self.behaviour
+                if b == "silent":
+                    self._stopping.wait()
+                    return
+                if b == "garbage":
+                    conn.sendall(b"\x00\x01 this is not HTTP at all \r\n\r\n")
+                    continue
+                if b == "close-mid":
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
+                    time.sleep(0.01)
+                    return
+                if b == "pattern":
+                    with self.lock:
+                        status = PATTERN[self.served % len(PATTERN)]
+                        self.served += 1
+                        self.status_served[status] = self.status_served.get(status, 0) + 1
+                    body = b"x" * 10
+                    conn.sendall(f"HTTP/1.1 {status} {REASONS[status]}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+                    continue
+                if b == "delay":
+                    q = parse_qs(urlsplit(target).query)
+                    time.sleep(float(q.get("ms", ["0"])[0]) / 1000.0)
+                    self._count(200)
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    continue
+                if b == "chunked":
+                    self._count(200)
+                    parts = [b"Hello", b", ", b"chunked " * 100, b"World!\n"]
+                    payload = b"".join(f"{len(p):x}\r\n".encode() + p + b"\r\n" for p in parts) + b"0\r\n\r\n"
+                    msg = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + payload
+                    # split the response across several writes to exercise the incremental parser
+                    for i in range(0, len(msg), 97):
+                        conn.sendall(msg[i:i + 97])
+                    continue
+                if b == "close-each":
+                    self._count(200)
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+                    return
+                if b == "keepalive-check":
+                    # answers 200 and closes when the client asked for Connection: close
+                    self._count(200)
+                    close = b"connection: close" in head.lower()
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n" + (b"Connection: close\r\n" if close else b"") + b"\r\nok")
+                    if close:
+                        return
+                    continue
+                raise ValueError(f"unknown behaviour {b}")
+        except OSError:
+            return
+        finally:
+            with self.lock:
+                if conn in self._conns:
+                    self._conns.remove(conn)
+            conn.close()
