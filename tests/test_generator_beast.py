@@ -1,0 +1,63 @@
+"""The generator against the native Beast server: its own counters must agree exactly."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+import loadbench
+from loadbench import ServerProcess
+
+
+def test_request_count_equals_the_servers_own_counter(beast_server: ServerProcess):
+    r = loadbench.run(beast_server.url("/plaintext"), connections=10, threads=2, requests=5000)
+    stopped = beast_server.stop()
+    assert r.responses == 5000 == stopped["requests"]["plaintext"] == stopped["requests_total"]
+    assert r.status_codes == {200: 5000}
+    assert r.connections_opened == 10 == stopped["connections_accepted"]
+    assert r.error_count == 0
+
+
+def test_latency_of_the_20ms_delay_route(beast_server: ServerProcess):
+    r = loadbench.run(beast_server.url("/delay?ms=20"), connections=4, duration=1.0)
+    assert r.error_count == 0 and r.responses >= 100
+    assert 20_000 <= r.percentile(50) <= 23_000
+
+
+def test_https_keepalive(server_factory: Callable[..., ServerProcess]):
+    server = server_factory(tls=True, http=False)
+    r = loadbench.run(server.url("/plaintext", https=True), connections=4, requests=1000)
+    stopped = server.stop()
+    assert r.responses == 1000 == stopped["requests"]["plaintext"]
+    assert r.tls_handshakes == 4 == r.connections_opened
+    assert r.bytes_read >= 1000 * len(b"Hello, World!\n")
+    assert r.error_count == 0
+
+
+def test_https_handshake_per_request(server_factory: Callable[..., ServerProcess]):
+    server = server_factory(tls=True, http=False)
+    r = loadbench.run(server.url("/plaintext", https=True), connections=2, requests=60, keepalive=False)
+    stopped = server.stop()
+    assert r.responses == 60 == stopped["requests"]["plaintext"]
+    assert r.tls_handshakes == 60 == r.connections_opened == stopped["connections_accepted"]
+    assert r.tls_handshakes_per_s > 0
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
+def test_certificate_verification(server_factory: Callable[..., ServerProcess], tmp_path: Path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=30)
+    server = server_factory(tls=True, http=False, cert=str(cert), key=str(key))
+    url = server.url("/plaintext", https=True)
+    checked = loadbench.run(url, connections=1, requests=20, cacert=cert)
+    assert checked.responses == 20 and checked.error_count == 0
+    refused = loadbench.run(url, connections=1, requests=3, verify=True)  # system CAs do not know it
+    assert refused.responses == 0 and refused.errors["connect"] == 3
+    assert "certificate" in refused.first_error
+    insecure = loadbench.run(url, connections=1, requests=5)  # the default: no checks
+    assert insecure.responses == 5
