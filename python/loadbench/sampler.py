@@ -16,6 +16,7 @@ rps x duration. CPU times come in clock ticks (10 ms), summed over every thread.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
@@ -228,3 +229,58 @@ class Sampler:
             }
         )
         return out
+
+
+class WindowEdges:
+    """Takes a sampler's snapshots exactly at the edges of a run's measured window.
+
+    The engine's clock is CLOCK_MONOTONIC, as is time.monotonic(): the window opens `warmup_s`
+    after the engine started and, when the run is timed, closes `duration_s` later. A run loop
+    blocks for at most `wait_s()` so that it wakes at the next edge, and calls `poll()` after
+    each wake. Without warm-up the window opens when the engine starts, so `before_start()`
+    takes that snapshot while the server is still idle; a run that ends early (count mode,
+    Ctrl-C, error) takes its end snapshot in `block()`.
+    """
+
+    def __init__(self, sampler: Sampler, warmup_s: float, duration_s: Optional[float]) -> None:
+        self.sampler = sampler
+        self.warmup_s = max(0.0, float(warmup_s or 0.0))
+        self.duration_s = float(duration_s) if duration_s else None
+        self.start: Optional[ProcSnapshot] = None
+        self.end: Optional[ProcSnapshot] = None
+        self.opens_at: Optional[float] = None
+        self.closes_at: Optional[float] = None
+
+    def before_start(self) -> None:
+        if self.warmup_s == 0.0:
+            self.start = self.sampler.snapshot()
+
+    def started(self, elapsed_s: float) -> None:
+        """The engine reports `elapsed_s` since its clock started; fix both edges from it."""
+        engine_start = time.monotonic() - max(0.0, float(elapsed_s))
+        self.opens_at = engine_start + self.warmup_s
+        if self.duration_s is not None:
+            self.closes_at = self.opens_at + self.duration_s
+
+    def wait_s(self, default: float) -> float:
+        """How long the run loop may block before the next edge is due."""
+        now = time.monotonic()
+        for edge, taken in ((self.opens_at, self.start), (self.closes_at, self.end)):
+            if edge is not None and taken is None:
+                return max(0.0, min(default, edge - now))
+        return default
+
+    def poll(self) -> None:
+        now = time.monotonic()
+        if self.start is None and self.opens_at is not None and now >= self.opens_at:
+            self.start = self.sampler.snapshot()
+        if self.end is None and self.closes_at is not None and now >= self.closes_at:
+            self.end = self.sampler.snapshot()
+
+    def block(self, responses: int) -> Optional[dict[str, Any]]:
+        """The `server` block; None when the run ended before its window opened."""
+        if self.start is None:
+            return None
+        if self.end is None:
+            self.end = self.sampler.snapshot()
+        return window(self.start, self.end, responses)
