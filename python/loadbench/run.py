@@ -10,11 +10,14 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _core
 from .errors import ConfigError, LoadbenchError
 from .result import LatencyHistogram, Result
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .sampler import WindowEdges
 
 HeadersLike = Union[Mapping[str, str], Iterable[tuple[str, str]], Iterable[str], None]
 BodyLike = Union[bytes, str, os.PathLike, None]
@@ -204,7 +207,7 @@ def run(url: str, *, connections: int = 10, threads: int = 1, duration: Optional
         keepalive: bool = True, timeout: float = 10.0, insecure: bool = True, verify: bool = False,
         cacert: Union[str, os.PathLike, None] = None, tls_session_resumption: bool = False,
         cpus: Optional[Sequence[int]] = None, interval: float = 1.0,
-        progress: Optional[Callable[[dict], None]] = None) -> Result:
+        progress: Optional[Callable[[dict], None]] = None, sample_pid: Optional[int] = None) -> Result:
     """Load `url` and return what was measured.
 
     connections over threads (each thread one event loop); `duration` seconds of measured
@@ -217,13 +220,22 @@ def run(url: str, *, connections: int = 10, threads: int = 1, duration: Optional
     `cpus` pins the generator threads. `progress`, if given, is called about every 0.1 s with
     a dict (elapsed_s, warming_up, responses, errors, rps, ...). Ctrl-C ends the run early and
     still returns the result (with `interrupted=True`).
+    `sample_pid` names the server process: its CPU time (with all its descendants), memory,
+    fds and context switches, and the machine's steal and idle shares, are read from /proc
+    exactly at the edges of the measured window into the result's `server` block
+    (cpu_us_per_req = server CPU in the window / exact responses).
     """
+    edges = _window_edges(sample_pid, warmup, None if requests is not None else duration)
     handle = start(url, connections=connections, threads=threads, duration=duration, requests=requests,
                    warmup=warmup, method=method, headers=headers, body=body, requests_list=requests_list,
                    keepalive=keepalive, timeout=timeout, insecure=insecure, verify=verify, cacert=cacert,
                    tls_session_resumption=tls_session_resumption, cpus=cpus, interval=interval)
+    if edges is not None:
+        edges.started(handle.engine.progress()["elapsed_s"])
     try:
-        while not handle.wait(POLL_INTERVAL_S):
+        while not handle.wait(edges.wait_s(POLL_INTERVAL_S) if edges is not None else POLL_INTERVAL_S):
+            if edges is not None:
+                edges.poll()
             if progress is not None:
                 progress(handle.progress())
     except KeyboardInterrupt:
@@ -231,4 +243,22 @@ def run(url: str, *, connections: int = 10, threads: int = 1, duration: Optional
     except BaseException:
         handle.stop()
         raise
-    return handle.result()
+    if edges is None:
+        return handle.result()
+    edges.poll()
+    result = handle.result()
+    result.extras["server"] = edges.block(result.responses)
+    return result
+
+
+def _window_edges(sample_pid: Optional[int], warmup: Any, duration: Any) -> Optional["WindowEdges"]:
+    """Opens the sampler before any load, so a bad pid fails first; without warm-up the
+    window opens with the engine, so its first snapshot is taken now, on an idle server."""
+    if sample_pid is None:
+        return None
+    from .sampler import Sampler, WindowEdges
+
+    edges = WindowEdges(Sampler(sample_pid, tree=True), _number("warmup", warmup),
+                        _number("duration", duration) if duration is not None else None)
+    edges.before_start()
+    return edges

@@ -59,6 +59,25 @@ def summary_lines(r: "Result") -> list[str]:
     lines.append(f"  generator     CPU {r.cpu_s:.3f} s = {per_req}, {r.cpu_utilisation * 100:.0f} % of "
                  f"{r.threads} thread{'s' if r.threads != 1 else ''}"
                  f"{'  SATURATED: the generator may be the bottleneck' if r.saturated else ''}")
+    server = r.extras.get("server")
+    if server:
+        lines.extend(server_lines(server))
     lines.append(f"  in flight     {r.in_flight:.1f} (Little's law: req/s x mean latency; "
                  f"{cfg.get('connections', '?')} connections)")
+    return lines
+
+
+def server_lines(server: dict) -> list[str]:
+    """The sampled server (`server` block): CPU per response, memory, fds, machine noise."""
+    per_req = f"{server['cpu_us_per_req']:.2f} us/response" if server.get("cpu_us_per_req") is not None else "n/a"
+    pids = server.get("pids") or [server.get("pid")]
+    who = f"pid {server.get('pid')}" + (f" + {len(pids) - 1} descendants" if len(pids) > 1 else "")
+    lines = [f"  server        CPU {server['cpu_s']:.3f} s = {per_req} ({who})"
+             f"{'  EXITED during the run' if server.get('exited') else ''}",
+             f"                peak RSS {format_bytes(server['rss_peak_kib'] * 1024)}, fds {server['fds_start']}"
+             f" -> {server['fds_end']}, {server['threads']} threads, {server['ctx_switches']:,} context switches"]
+    machine = server.get("machine") or {}
+    if machine.get("idle_share") is not None:
+        lines.append(f"  machine       idle {machine['idle_share'] * 100:.1f} %, steal {machine['steal_share'] * 100:.1f} %"
+                     " of all CPU time in the window")
     return lines

@@ -63,6 +63,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--cpus", default=None, help="pin generator threads to these CPUs, e.g. 1 or 2-3")
     p.add_argument("--json", default=None, metavar="FILE", help="write the result as JSON (see README, Result JSON)")
     p.add_argument("--hdr-log", default=None, metavar="FILE", help="write the latency histogram as an HdrHistogram log")
+    p.add_argument("--sample-pid", type=int, default=None, metavar="PID",
+                   help="read the server's CPU, memory and fds from /proc at the window's edges "
+                        "(PID and all its descendants): adds server CPU us/req")
     p.add_argument("--no-progress", action="store_true", help="no live progress line")
     p.set_defaults(func=main)
 
@@ -113,7 +116,8 @@ def main(args: argparse.Namespace) -> int:
             warmup=parse_duration(args.warmup, "warm-up"), method=args.method, headers=args.header, body=body,
             keepalive=not args.disable_keepalive, timeout=parse_duration(args.timeout, "timeout"),
             verify=args.verify, cacert=args.cacert, tls_session_resumption=args.tls_resume,
-            cpus=parse_cpus(args.cpus) if args.cpus else None, progress=progress)
+            cpus=parse_cpus(args.cpus) if args.cpus else None, progress=progress,
+            sample_pid=args.sample_pid)
     finally:
         if progress is not None:
             progress.clear()
