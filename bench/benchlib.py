@@ -321,6 +321,18 @@ def bold_best(cells: list[Optional[float]], lowest: bool, digits: int) -> list[s
     return out
 
 
+def read_jsonl(path: Path) -> tuple[list[dict], dict[str, str], str]:
+    """Runs, the environment block and the command line back from a bench driver's JSONL."""
+    records, env, command = [], {}, "unknown"
+    for line in path.read_text().splitlines():
+        item = json.loads(line)
+        if item.get("record") == "environment":
+            env, command = item["environment"], item.get("command", command)
+        else:
+            records.append(item)
+    return records, env, command
+
+
 class JsonlWriter:
     """One JSON object a line, flushed as each measurement finishes (a crash loses nothing)."""
 

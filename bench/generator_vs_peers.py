@@ -50,6 +50,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--path", default="/plaintext")
     p.add_argument("--beast-bin", help="loadbench-server binary (default: the installed package's)")
     p.add_argument("--out", default=str(bl.REPORTS_DIR / "generator-vs-peers"), help="output stem")
+    p.add_argument("--report-only", action="store_true",
+                   help="measure nothing: rewrite STEM.md from STEM.jsonl (same -c/--generators/--servers)")
     args = p.parse_args(argv)
     args.concurrencies = [int(c) for c in args.concurrencies.split(",")]
     args.generators = [g.strip() for g in args.generators.split(",")]
@@ -77,8 +79,8 @@ def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, p
     server = bl.server_window(before, peer.snapshot(), result.responses)
     server_cpu = server["cpu_s"]
     per = result.responses or None
-    new_connections = result.connections if result.connections is not None else (
-        None if keepalive else result.responses)
+    # Connection-per-request: one new connection per response unless the tool counted them itself.
+    new_connections = None if keepalive else (result.connections or result.responses)
     record.update({
         "status": "ok", "argv": shlex.join(child.argv),
         "responses": result.responses, "non_2xx": result.non_2xx, "errors": result.errors,
@@ -156,16 +158,22 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]
     finally:
         for peer in peers:
             peer.stop()
+        env["Load average at start"] += f" - {bl.machine_note(load_at_start)}"
+        jsonl.write({"record": "environment", "environment": env, "command": args.command})
         jsonl.close()
-    env["Load average at start"] += f" - {bl.machine_note(load_at_start)}"
     return records, env, chosen
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
-    command = "python3 bench/generator_vs_peers.py" + (" " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "")
+    args.command = "python3 bench/generator_vs_peers.py" + (" " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "")
     started = time.monotonic()
-    records, env, chosen = run(args)
+    if args.report_only:
+        records, env, command = bl.read_jsonl(Path(args.out).with_suffix(".jsonl"))
+        chosen = [g for g in gl.all_generators() if g.name.split()[0] in args.generators]
+    else:
+        records, env, chosen = run(args)
+        command = args.command
     text = report(records, env, args, command, chosen)
     bl.write_report(Path(args.out).with_suffix(".md"), text)
     print(text)

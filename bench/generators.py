@@ -279,7 +279,7 @@ class Loadbench(Generator):
 
     def argv(self, url, connections, duration_s, keepalive, out):
         args = [self.binary, "-m", "loadbench", "run", url, "-c", str(connections), "-t", "1",
-                "-z", f"{duration_s}s", "--json", str(out), "--cpus", "1", "--insecure"]
+                "-z", f"{duration_s}s", "--json", str(out), "--cpus", "1", "--insecure", "--no-progress"]
         if not keepalive:
             args.append("--disable-keepalive")
         return args
@@ -292,7 +292,8 @@ class Loadbench(Generator):
                           errors=sum(int(n) for n in data.get("errors", {}).values()),
                           duration_s=data["duration_s"], latency_us=data.get("latency_us", {}),
                           connections=data.get("connections_opened"),
-                          extra={"self_cpu_s": generator.get("cpu_s"),
+                          extra={"tls_handshakes": data.get("tls_handshakes"), "reconnects": data.get("reconnects"),
+                                 "self_cpu_s": generator.get("cpu_s"),
                                  "self_cpu_us_per_req": generator.get("cpu_us_per_req"),
                                  "self_saturated": generator.get("saturated")})
 

@@ -42,6 +42,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--beast-bin", help="loadbench-server binary (default: the installed package's)")
     p.add_argument("--out", default=str(bl.REPORTS_DIR / "server-baseline"),
                    help="output stem: STEM.md and STEM.jsonl")
+    p.add_argument("--report-only", action="store_true",
+                   help="measure nothing: rewrite STEM.md from STEM.jsonl (same -c as the run)")
     args = p.parse_args(argv)
     args.concurrencies = [int(c) for c in args.concurrencies.split(",")]
     args.servers = [s.strip() for s in args.servers.split(",")]
@@ -107,8 +109,9 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict]:
     finally:
         for peer in peers:
             peer.stop()
+        env["Load average at start"] += f" - {bl.machine_note(load_at_start)}"
+        jsonl.write({"record": "environment", "environment": env, "command": args.command})
         jsonl.close()
-    env["Load average at start"] += f" - {bl.machine_note(load_at_start)}"
     return records, env
 
 
@@ -167,6 +170,21 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
             rows.append(row)
         return bl.markdown_table(header, rows)
 
+    def headline() -> list[str]:
+        lines = []
+        for c in concs:
+            beast = cell(records, "loadbench-server", c, "server_cpu_us_per_req")
+            nginx = cell(records, "nginx", c, "server_cpu_us_per_req")
+            beast_rps, nginx_rps = cell(records, "loadbench-server", c, "rps"), cell(records, "nginx", c, "rps")
+            if not (beast and nginx and beast_rps and nginx_rps):
+                lines.append(f"- c = {c}: n/a")
+                continue
+            verdict = "at or below" if beast.median <= nginx.median else "ABOVE"
+            lines.append(f"- c = {c}: loadbench-server {beast.median:.2f} us/req ({bl.fmt_num(beast_rps.median)} req/s) "
+                         f"vs nginx {nginx.median:.2f} us/req ({bl.fmt_num(nginx_rps.median)} req/s): "
+                         f"{beast.median / nginx.median:.2f}x, {verdict} nginx")
+        return lines
+
     problems = [r for r in records if r["errors"] or r["non_2xx"]]
     settings = {
         "Workload": f"GET {args.path} (14-byte `Hello, World!\\n`, text/plain), HTTP/1.1 keep-alive",
@@ -196,10 +214,16 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
         "## Environment",
         bl.markdown_table(["Item", "Value"], env.items()),
         "",
+        "## Headline: loadbench-server vs nginx, server CPU us per response (median)",
+        "",
+        *headline(),
+        "",
         "## Server CPU us per response (median; lower is better - the figure that ranks servers here)",
         "",
-        "Both cores saturate at c >= 10 (server on CPU 0, wrk on CPU 1), so req/s is capped by whichever "
-        "side is slower; CPU time per response is what the server itself costs.",
+        "With the server alone on CPU 0 and wrk alone on CPU 1 both cores saturate at c >= 10, so req/s "
+        "is capped by whichever side is slower; CPU time per response is what the server itself costs and "
+        "does not depend on how hard it was pushed. The core-use and other-work tables below say how busy "
+        "the two cores really were in this run.",
         "",
         table("server_cpu_us_per_req", True, 2),
         "",
@@ -240,9 +264,13 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
-    command = "python3 bench/server_vs_peers.py" + (" " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "")
+    args.command = "python3 bench/server_vs_peers.py" + (" " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "")
     started = time.monotonic()
-    records, env = run(args)
+    if args.report_only:
+        records, env, command = bl.read_jsonl(Path(args.out).with_suffix(".jsonl"))
+    else:
+        records, env = run(args)
+        command = args.command
     text = report(records, env, args, command)
     bl.write_report(Path(args.out).with_suffix(".md"), text)
     print(text)
