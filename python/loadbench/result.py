@@ -161,27 +161,30 @@ class Result:
     def tls_handshakes_per_s(self) -> float:
         return self.tls_handshakes / self.duration_s if self.duration_s > 0 else 0.0
 
+    def timeline_arrays(self) -> dict[str, np.ndarray]:
+        """The timeline as numpy columns (what `timeline` wraps in a DataFrame)."""
+        cols = self.timeline_columns
+        n = len(cols.get("responses", []))
+        t = np.arange(n, dtype=np.float64) * self.interval_s
+        length = np.minimum(self.interval_s, np.maximum(self.duration_s - t, 0.0))
+        responses = np.asarray(cols.get("responses", np.zeros(n)), dtype=np.int64)
+        safe = np.where(length > 0, length, 1.0)
+        return {
+            "t_s": t,
+            "interval_s": length,
+            "responses": responses,
+            "errors": np.asarray(cols.get("errors", np.zeros(n)), dtype=np.int64),
+            "rps": np.where(length > 0, responses / safe, 0.0),
+            "p50_us": np.asarray(cols.get("p50_us", np.zeros(n)), dtype=np.int64),
+            "p99_us": np.asarray(cols.get("p99_us", np.zeros(n)), dtype=np.int64),
+        }
+
     @property
     def timeline(self):
         """One row per interval: t_s, interval_s, responses, errors, rps, p50_us, p99_us."""
         import pandas as pd
 
-        cols = self.timeline_columns
-        n = len(cols.get("responses", []))
-        t = np.arange(n, dtype=np.float64) * self.interval_s
-        length = np.minimum(self.interval_s, np.maximum(self.duration_s - t, 0.0))
-        responses = np.asarray(cols.get("responses", np.zeros(0)), dtype=np.int64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rps = np.where(length > 0, responses / np.where(length > 0, length, 1.0), 0.0)
-        return pd.DataFrame({
-            "t_s": t,
-            "interval_s": length,
-            "responses": responses,
-            "errors": np.asarray(cols.get("errors", np.zeros(n)), dtype=np.int64),
-            "rps": rps,
-            "p50_us": np.asarray(cols.get("p50_us", np.zeros(n)), dtype=np.int64),
-            "p99_us": np.asarray(cols.get("p99_us", np.zeros(n)), dtype=np.int64),
-        })
+        return pd.DataFrame(self.timeline_arrays())
 
     def latency_summary(self) -> dict[str, float]:
         lat = self.latency
@@ -229,13 +232,16 @@ class Result:
                 "hdr": self.latency.encode(),
             },
             "interval_s": self.interval_s,
-            "timeline": [
-                {k: (float(v) if k in ("t_s", "interval_s", "rps") else int(v)) for k, v in row.items()}
-                for row in self.timeline.to_dict(orient="records")
-            ],
+            "timeline": self._timeline_rows(),
         }
         d.update(self.extras)
         return d
+
+    def _timeline_rows(self) -> list[dict[str, Any]]:
+        cols = self.timeline_arrays()
+        floats = ("t_s", "interval_s", "rps")
+        return [{k: (float(v[i]) if k in floats else int(v[i])) for k, v in cols.items()}
+                for i in range(len(cols["t_s"]))]
 
     def to_json(self, path: Union[str, Path, None] = None, indent: Optional[int] = 2) -> str:
         text = json.dumps(self.to_dict(), indent=indent)
