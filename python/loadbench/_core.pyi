@@ -57,3 +57,30 @@ class Sampler:
     def sampling_thread_cpu_s(self) -> float: ...
 
 def __getattr__(name: str) -> Any: ...  # the other parts' bindings
+
+class Engine:
+    """The native load engine (use loadbench.run / loadbench.start). Raises ValueError
+    ("config: ...") for bad input; loadbench.run turns it into ConfigError."""
+
+    def __init__(
+        self,
+        url: str,
+        requests: list[tuple[str, str, list[tuple[str, str]], bytes]],
+        connections: int,
+        threads: int,
+        duration_s: float,
+        total_requests: int,
+        warmup_s: float,
+        timeout_s: float,
+        keepalive: bool,
+        tls_verify: bool,
+        tls_cacert: str,
+        tls_session_resumption: bool,
+        cpus: list[int],
+        interval_s: float,
+    ) -> None: ...
+    def start(self) -> None: ...
+    def wait(self, seconds: float) -> bool: ...
+    def stop(self) -> None: ...
+    def progress(self) -> dict[str, Any]: ...
+    def result(self) -> dict[str, Any]: ...
