@@ -21,6 +21,9 @@ installed libssl-dev || missing+=(libssl-dev)
 [ -f /usr/include/boost/beast.hpp ] || missing+=(BOOST)
 if [ "$extras" = "test" ]; then
   [ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
+  # The fuzz tests (tests/test_fuzz.py) build with clang and link libFuzzer + the sanitizer runtimes.
+  command -v clang++ >/dev/null 2>&1 || missing+=(clang)
+  compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-$(uname -m).a" >/dev/null || missing+=(CLANG_RT)
 fi
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip python3-venv)
@@ -30,7 +33,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   pkgs=()
   for p in "${missing[@]}"; do
-    if [ "$p" = BOOST ]; then
+    if [ "$p" = CLANG_RT ]; then
+      # libFuzzer ships in the compiler-rt package of the installed clang's version (Debian 12: 14).
+      ver="$(clang++ --version 2>/dev/null | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -1)"
+      pkgs+=("libclang-rt-${ver:-14}-dev")
+    elif [ "$p" = BOOST ]; then
       # Debian 12 ships Boost 1.81 beside the 1.74 default; prefer the newer Beast.
       if apt-cache show libboost1.81-dev >/dev/null 2>&1; then pkgs+=(libboost1.81-dev); else pkgs+=(libboost-dev); fi
     else

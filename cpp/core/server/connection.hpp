@@ -3,7 +3,8 @@
 //
 // Why it looks the way it does (each point is measured user-space cost on the request path):
 //  - one read buffer and one output buffer per connection, allocated once;
-//  - a field-less parser (RequestParser) re-emplaced per request into reused storage;
+//  - parsing and answering live in RequestProcessor (no I/O, so it can be fuzzed): a
+//    field-less parser (RequestParser) re-emplaced per request into reused storage;
 //  - the constant responses are pre-serialised bytes (ResponseCache), copied into the
 //    output buffer, never built per request;
 //  - every request already buffered (pipelining) is answered before the next read, and all
@@ -11,14 +12,12 @@
 //  - no timer per operation: the worker's tick enforces `deadline_`;
 //  - the worker owns the connection (intrusive list); handlers capture a raw `this`, and the
 //    connection deletes itself only when no operation is pending.
-#include "core/server/request_parser.hpp"
-#include "core/server/routes.hpp"
+#include "core/server/request_processor.hpp"
 #include "core/server/streams.hpp"
 #include "core/server/worker.hpp"
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/beast/http/error.hpp>
 
 #include <cstring>
 #include <memory>
@@ -29,7 +28,7 @@ namespace loadbench::server {
 template <class Stream>
 class Connection final : public ConnectionBase {
 public:
-    static constexpr std::size_t read_buffer_size = 16 * 1024;  // > the 8 KiB header limit
+    static constexpr std::size_t read_buffer_size = RequestProcessor::max_buffered_bytes;
     static constexpr auto linger_time = std::chrono::seconds(1);
 
     Connection(Worker& worker, boost::asio::ip::tcp::socket socket, boost::asio::ssl::context* tls)
@@ -60,7 +59,7 @@ public:
 
     void begin_shutdown() override {
         // Idle = waiting for the first byte of a next request; anything else is in flight.
-        if (reading_ && !parser_ && in_begin_ == in_end_ && !lingering_) close();
+        if (reading_ && !requests_.in_request() && in_begin_ == in_end_ && !lingering_) close();
         finish_handler();
     }
 
@@ -83,11 +82,11 @@ private:
             in_end_ -= in_begin_;
             in_begin_ = 0;
         }
-        if (!parser_) {
+        if (!requests_.in_request()) {
             if (worker_.stopping()) return graceful_close();
             deadline_ = worker_.now() + idle_timeout();
-        } else if (!parser_->is_header_done()) {
-            deadline_ = request_started_ + header_timeout();  // slowloris: not reset per byte
+        } else if (!requests_.header_done()) {
+            deadline_ = requests_.request_started() + header_timeout();  // slowloris: not reset per byte
         } else {
             deadline_ = worker_.now() + idle_timeout();  // body: must keep moving
         }
@@ -111,125 +110,13 @@ private:
         finish_handler();
     }
 
-    // Parses and answers every complete request in the buffer, then writes or reads.
+    // Answers every complete request in the buffer (RequestProcessor), then writes or reads.
     void process() {
-        while (in_begin_ < in_end_ && !awaiting_delay_ && !close_after_write_) {
-            if (!parser_) {
-                parser_.emplace(scratch_, worker_.config().max_body_bytes,
-                                static_cast<std::uint32_t>(worker_.config().max_header_bytes));
-                request_started_ = worker_.now();
-                continue_sent_ = false;
-            }
-            error_code ec;
-            const std::size_t used =
-                parser_->put(boost::asio::const_buffer(in_.get() + in_begin_, in_end_ - in_begin_), ec);
-            in_begin_ += used;
-            if (ec == boost::beast::http::error::need_more) {
-                maybe_send_continue();
-                break;
-            }
-            if (ec) {
-                answer_parse_error(ec);
-                break;
-            }
-            if (parser_->is_done()) {
-                answer_request();
-            } else {
-                maybe_send_continue();
-                if (used == 0) break;
-            }
-        }
+        in_begin_ += requests_.process(worker_, in_.get() + in_begin_, in_end_ - in_begin_, out_);
+        if (requests_.close_after_write()) in_begin_ = in_end_ = 0;  // unread input is dropped
         if (!out_.empty()) return write_out();
-        if (awaiting_delay_) return start_delay_timer();
+        if (requests_.awaiting_delay()) return start_delay_timer();
         read_more();
-    }
-
-    // curl and others wait for "100 Continue" before sending a body they announced.
-    void maybe_send_continue() {
-        if (parser_ && parser_->is_header_done() && !parser_->is_done() && parser_->expects_continue() &&
-            !continue_sent_) {
-            continue_sent_ = true;
-            out_ += "HTTP/1.1 100 Continue\r\n\r\n";
-        }
-    }
-
-    // --- answering ---------------------------------------------------------------------
-    ConnectionHeader connection_header(bool keep_alive) const {
-        if (!keep_alive) return ConnectionHeader::close;
-        return parser_->version() < 11 ? ConnectionHeader::keep_alive : ConnectionHeader::none;
-    }
-
-    void answer_request() {
-        const bool keep_alive = parser_->keep_alive() && !worker_.stopping();
-        const ConnectionHeader ch = connection_header(keep_alive);
-        const RouteMatch match = match_route(parser_->method(), scratch_.target);
-        auto& counters = worker_.counters_mut();
-        switch (match.route) {
-            case Route::plaintext:
-                out_ += worker_.responses().plaintext(ch);
-                counters.request(RequestKind::plaintext);
-                break;
-            case Route::json:
-                out_ += worker_.responses().json(ch);
-                counters.request(RequestKind::json);
-                break;
-            case Route::echo: {
-                const std::string_view type =
-                    scratch_.content_type.empty() ? std::string_view("application/octet-stream")
-                                                  : std::string_view(scratch_.content_type);
-                append_response(out_, {200, worker_.date(), type, ch, {}}, scratch_.body);
-                counters.request(RequestKind::echo);
-                break;
-            }
-            case Route::delay:
-                awaiting_delay_ = true;
-                delay_ms_ = match.delay_ms;
-                delay_connection_header_ = ch;
-                break;
-            case Route::not_found:
-                append_response(out_, {404, worker_.date(), "text/plain", ch, {}}, "Not Found\n");
-                counters.request(RequestKind::not_found);
-                break;
-            case Route::method_not_allowed:
-                append_response(out_,
-                                {405, worker_.date(), "text/plain", ch,
-                                 match.allowed_method == "POST" ? "Allow: POST\r\n" : "Allow: GET\r\n"},
-                                "Method Not Allowed\n");
-                counters.request(RequestKind::method_not_allowed);
-                break;
-            case Route::bad_request:
-                append_response(out_, {400, worker_.date(), "text/plain", ch, {}}, "Bad Request\n");
-                counters.request(RequestKind::bad_request);
-                break;
-        }
-        parser_.reset();
-        if (!keep_alive) stop_reading_after_this();
-    }
-
-    void answer_parse_error(const error_code& ec) {
-        namespace http = boost::beast::http;
-        unsigned status = 400;
-        RequestKind kind = RequestKind::bad_request;
-        std::string_view body = "Bad Request\n";
-        if (ec == http::error::header_limit) {
-            status = 431;
-            kind = RequestKind::header_too_large;
-            body = "Request Header Fields Too Large\n";
-        } else if (ec == http::error::body_limit) {
-            status = 413;
-            kind = RequestKind::body_too_large;
-            body = "Payload Too Large\n";
-        }
-        append_response(out_, {status, worker_.date(), "text/plain", ConnectionHeader::close, {}}, body);
-        worker_.counters_mut().request(kind);
-        parser_.reset();
-        stop_reading_after_this();
-    }
-
-    // The response being built is the last on this connection; unread input is dropped.
-    void stop_reading_after_this() {
-        close_after_write_ = true;
-        in_begin_ = in_end_ = 0;
     }
 
     // --- /delay ------------------------------------------------------------------------
@@ -237,19 +124,15 @@ private:
         if (!delay_timer_) delay_timer_.emplace(worker_.io());
         deadline_ = no_deadline;  // the server, not the client, is what we wait for
         pending_ += 1;
-        delay_timer_->expires_after(std::chrono::milliseconds(delay_ms_));
+        delay_timer_->expires_after(std::chrono::milliseconds(requests_.delay_ms()));
         delay_timer_->async_wait([this](error_code ec) {
             pending_ -= 1;
             if (!closed_) {
                 if (ec) {
                     close();
                 } else {
-                    awaiting_delay_ = false;
-                    const bool keep_alive = delay_connection_header_ != ConnectionHeader::close;
-                    append_response(out_, {200, worker_.date(), "text/plain", delay_connection_header_, {}},
-                                    plaintext_body);
-                    worker_.counters_mut().request(RequestKind::delay);
-                    if (!keep_alive) stop_reading_after_this();
+                    requests_.finish_delay(worker_, out_);
+                    if (requests_.close_after_write()) in_begin_ = in_end_ = 0;
                     process();
                 }
             }
@@ -270,9 +153,9 @@ private:
             out_.clear();
             if (ec) {
                 close();
-            } else if (close_after_write_) {
+            } else if (requests_.close_after_write()) {
                 graceful_close();
-            } else if (awaiting_delay_) {
+            } else if (requests_.awaiting_delay()) {
                 start_delay_timer();
             } else {
                 process();
@@ -326,20 +209,13 @@ private:
     std::size_t in_begin_ = 0;
     std::size_t in_end_ = 0;
     std::string out_;
-    RequestScratch scratch_;
-    std::optional<RequestParser> parser_;
+    RequestProcessor requests_;
     std::optional<boost::asio::steady_timer> delay_timer_;
-    clock::time_point request_started_{};
-    std::uint32_t delay_ms_ = 0;
-    ConnectionHeader delay_connection_header_ = ConnectionHeader::none;
     int pending_ = 0;  // handshake, delay timer, TLS shutdown
     bool reading_ = false;
     bool writing_ = false;
     bool closed_ = false;
     bool lingering_ = false;
-    bool awaiting_delay_ = false;
-    bool close_after_write_ = false;
-    bool continue_sent_ = false;
 };
 
 }  // namespace loadbench::server
