@@ -102,6 +102,8 @@ def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, p
 
 
 def describe(record: dict) -> str:
+    if record["part"] == "startup":
+        return f"  startup   {record['generator']}: {record['startup_cpu_s'] * 1e3:.0f} ms CPU for a one-request run"
     head = (f"  {record['part']:<9} r{record['repeat']} c={record['connections']:<4} "
             f"{record['scheme']:<5} {record['server']:<16} {record['generator']:<12}")
     if record["status"] != "ok":
@@ -143,6 +145,12 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]
             print(f"{peer.spec.name} ({'https' if peer.spec.https else 'http'}): pid {peer.pid} "
                   f"on CPU {args.server_cpu}", flush=True)
         http_peers = [p for p in peers if not p.spec.https]
+        for gen in runnable:
+            if http_peers:
+                startup = gen.startup_cpu_s(http_peers[0].url(args.path), [args.generator_cpu])
+                if startup is not None:
+                    keep({"part": "startup", "generator": gen.name, "server": http_peers[0].spec.name,
+                          "scheme": "http", "connections": 1, "repeat": 0, "status": "ok", "startup_cpu_s": startup})
         # Repeats outermost, generators innermost: machine drift hits every tool alike.
         if not args.no_keepalive_part:
             for repeat in range(1, args.repeats + 1):

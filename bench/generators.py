@@ -63,6 +63,20 @@ class Generator:
     def parse(self, run: ChildRun, out: Path) -> LoadResult:
         raise NotImplementedError
 
+    def startup_argv(self, url: str, out: Path) -> Optional[list[str]]:
+        """A one-request invocation that pays the tool's fixed start-up and shutdown cost, for
+        tools where that cost is large enough to show in a 10 s run (None: negligible)."""
+        return None
+
+    def startup_cpu_s(self, url: str, cpus: Sequence[int], repeats: int = 3) -> Optional[float]:
+        with tempfile.TemporaryDirectory(prefix=f"bench-{self.name}-") as tmp:
+            argv = self.startup_argv(url, Path(tmp) / "result.json")
+            if argv is None:
+                return None
+            runs = [run_child(taskset(cpus) + argv, timeout_s=60) for _ in range(repeats)]
+        ok = sorted(r.cpu_s for r in runs if r.returncode == 0)
+        return ok[len(ok) // 2] if ok else None
+
     def run(self, url: str, connections: int, duration_s: int, keepalive: bool, cpus: Sequence[int]
             ) -> tuple[ChildRun, LoadResult]:
         with tempfile.TemporaryDirectory(prefix=f"bench-{self.name}-") as tmp:
@@ -283,6 +297,10 @@ class Loadbench(Generator):
         if not keepalive:
             args.append("--disable-keepalive")
         return args
+
+    def startup_argv(self, url, out):
+        return [self.binary, "-m", "loadbench", "run", url, "-c", "1", "-t", "1", "-n", "1", "--json", str(out),
+                "--cpus", "1", "--insecure", "--no-progress"]
 
     def parse(self, run, out):
         data = json.loads(out.read_text())
