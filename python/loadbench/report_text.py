@@ -89,6 +89,7 @@ def settings_table(settings: dict, rows: list[dict], aggs: dict) -> str:
         ("Generator threads", str(settings.get("generator_threads") or len(settings.get("generator_cpus") or [1]))),
         ("Per-request timeout", f"{settings.get('timeout'):g} s"),
         ("Cells", f"{len(rows)} ({status['ok']} measured, {status['fail']} FAIL, {status['skipped']} not run)"),
+        ("Sweep wall time", f"{sum(r.get('wall_s') or 0 for r in rows) / 60:.1f} min of cells, server starts included"),
     ]
     return table(["Setting", "Value"], [[k, v] for k, v in items])
 
@@ -121,7 +122,14 @@ def _flatten_env(data: dict, prefix: str = "") -> list[tuple[str, str]]:
 def environment_table(environment: dict, rows: list[dict]) -> str:
     from .report import table
 
-    items = _flatten_env(environment)
+    try:
+        from .environment import Environment
+
+        env = dict(environment)
+        env["loadavg_at_start"] = tuple(env.get("loadavg_at_start") or (0.0, 0.0, 0.0))
+        items = list(Environment(**env).rows())
+    except (TypeError, ValueError, ImportError):
+        items = _flatten_env(environment)  # an environment.json from another loadbench version
     steal = [r["steal_share"] for r in rows if r.get("steal_share") is not None]
     if steal:
         items.append(("Machine steal during windows",

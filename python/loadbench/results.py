@@ -103,6 +103,7 @@ def flatten(record: dict) -> dict:
     duration = result.get("duration_s")
     responses = result.get("responses")
     server = result.get("server") or {}
+    sampled = record.get("sampler") or {}
     inflight = None
     if rps is not None and mean_us is not None:
         inflight = analysis.littles_law_inflight(rps, mean_us)
@@ -135,14 +136,19 @@ def flatten(record: dict) -> dict:
         "starved": (record.get("mode") == "closed" and inflight is not None and bool(connections)
                     and analysis.is_starved(inflight, connections)),
         "server_cpu_us_per_req": cpu_us,
-        "rss_peak_mib": server["rss_peak_kib"] / 1024 if server.get("rss_peak_kib") else None,
+        "rss_peak_mib": _mib(server.get("rss_peak_kib") or sampled.get("rss_peak_kib")),
         "steal_share": _get(server, "machine", "steal_share"),
+        "wall_s": record.get("wall_s"),
         "generator_cpu_us_per_req": _get(result, "generator", "cpu_us_per_req"),
         "generator_bound": analysis.is_generator_bound(result),
         "conn_per_s": (analysis.connection_rate(result.get("connections_opened", 0), duration)
                        if duration else None),
         "connections_opened": result.get("connections_opened"),
     }
+
+
+def _mib(kib: Optional[float]) -> Optional[float]:
+    return kib / 1024 if kib else None
 
 
 def _ms(us: Optional[float]) -> Optional[float]:

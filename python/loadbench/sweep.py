@@ -24,6 +24,7 @@ from typing import Callable, Optional, Sequence, Union
 from . import results as rs
 from .errors import ConfigError, LoadbenchError
 from .progress import ProgressBar
+from .sampler import Sampler
 from .targets import PROTOCOLS, RunningServer, Target, default_cpu_split, launch
 
 ECHO_BODY_BYTES = 4096
@@ -232,6 +233,7 @@ class _Group:
         self.server: Optional[RunningServer] = None
         self.peers_dir = Path(sweep.peers_dir) if sweep.peers_dir else None
         self.started_at = _now()
+        self.sampled: Optional[dict] = None
 
     def run(self) -> None:
         reason = self.target.unavailable_reason(self.protocol, self.peers_dir)
@@ -284,8 +286,17 @@ class _Group:
             connections=cell.connections, threads=max(1, min(threads, cell.connections)),
             duration=self.sweep.duration, warmup=self.sweep.warmup, timeout=self.sweep.timeout,
             keepalive=cell.mode == "closed", insecure=True, cpus=self.sweep.generator_cpus,
-            sample_pid=self.server.pid,
         )
+        self.sampled = None
+        sampler = None
+        if self.server.pid is not None:
+            # Exact server block at the window's edges (run's sample_pid), plus a background
+            # series around the whole cell for the peaks between the edges.
+            kwargs["sample_pid"] = self.server.pid
+            try:
+                sampler = Sampler(self.server.pid, interval=0.1, tree=self.target.tree).start()
+            except LoadbenchError:
+                sampler = None
         if w.requests is not None:
             kwargs["requests_list"] = [dict(r) for r in w.requests]
             url = self.server.base_url + str(w.requests[0].get("path", "/"))
@@ -298,6 +309,12 @@ class _Group:
             if not self.server.alive():
                 return "fail", f"server died during the cell: {self.server.death_note()}", None
             return "fail", f"{type(exc).__name__}: {exc}", None
+        finally:
+            if sampler is not None:
+                sampler.stop()
+                self.sampled = sampler.totals()
+        if result.get("interrupted"):
+            raise KeyboardInterrupt  # Ctrl-C cut the window short: not a cell to keep
         if not self.server.alive():
             return "fail", f"server died during the cell: {self.server.death_note()}", result
         if not result.get("responses"):
@@ -317,4 +334,7 @@ class _Group:
         }
         if result is not None:
             record["result"] = result
+        if self.sampled and status != "skipped":
+            record["sampler"] = self.sampled
+            self.sampled = None
         rs.append_record(self.path, record)

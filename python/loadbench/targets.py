@@ -341,4 +341,13 @@ def default_peer_targets(peers_dir: Path) -> list[Target]:
             workers_env="NODE_WORKERS", requires=["node", "{peers}/node/hello.js"],
             description="node:http; N workers = node:cluster (NODE_WORKERS)",
         ),
+        Target(
+            name="nginx", kind="command",
+            argv=["bash", "{peers}/nginx/run.sh", "{port}"],
+            https_argv=["env", "NGINX_TLS=1", "bash", "{peers}/nginx/run.sh", "{port}"],
+            workers_env="NGINX_WORKERS", requires=["nginx", "{peers}/nginx/run.sh"],
+            unsupported_workloads=["echo"],
+            description="nginx, minimal config (return 200 from the config); N workers = worker_processes "
+                        "(NGINX_WORKERS); stock nginx cannot echo a body",
+        ),
     ]

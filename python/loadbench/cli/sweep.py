@@ -1,0 +1,65 @@
+"""`loadbench sweep [CONFIG.toml] [--out DIR] [--quick]`: run a sweep, then write its report.
+
+With no file: the default sweep (the embedded Beast server and every peer installed under
+./bench/peers, http and https, sized for about 10 minutes on 2 cores) into
+reports/<date>-<host>/. Running the same command again resumes an interrupted sweep.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import socket
+import sys
+import time
+from pathlib import Path
+
+from ..errors import ConfigError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "sweep", help="run a matrix of servers x workloads x loads and write report.md + charts",
+        description="Run a sweep described by CONFIG.toml (see bench/sweeps/example.toml), or the default "
+                    "sweep (Beast + installed peers) without one. Each cell is appended to "
+                    "DIR/results.jsonl as it ends; the same command resumes an interrupted sweep.")
+    parser.add_argument("config", nargs="?", metavar="CONFIG.toml", help="sweep file (default: the built-in sweep)")
+    parser.add_argument("--out", metavar="DIR", help="results folder (default: reports/<date>-<host>)")
+    parser.add_argument("--quick", action="store_true",
+                        help="the default sweep cut to about a minute (1 repeat, 1 s cells, C = 1 and 50)")
+    parser.add_argument("--no-report", action="store_true", help="measure only; `loadbench report DIR` later")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.set_defaults(func=run)
+
+
+def default_out_dir(quick: bool = False) -> Path:
+    date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
+    host = socket.gethostname().split(".")[0] or "host"
+    return Path("reports") / f"{date}-{host}{'-quick' if quick else ''}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..sweep_config import default_sweep, load_sweep
+
+    if args.config and args.quick:
+        raise ConfigError("--quick shortens the default sweep; edit the file's duration/repeats instead")
+    sweep = load_sweep(args.config) if args.config else default_sweep(quick=args.quick)
+    out = Path(args.out) if args.out else default_out_dir(args.quick)
+    cells = sweep.cells()
+    print(f"loadbench: sweep of {len(cells)} cells "
+          f"({len(sweep.targets)} servers: {', '.join(t.name for t in sweep.targets)}) -> {out}",
+          file=sys.stderr)
+    started = time.monotonic()
+    try:
+        results = sweep.run(out, progress=not args.no_progress)
+    except KeyboardInterrupt:
+        print(f"\nloadbench: interrupted; every finished cell is in {out / 'results.jsonl'}. "
+              "Run the same command again to resume.", file=sys.stderr)
+        return 130
+    took = time.monotonic() - started
+    print(f"loadbench: measured in {took / 60:.1f} min; raw results {results}", file=sys.stderr)
+    if not args.no_report:
+        from ..report import write_report
+
+        report = write_report(out)
+        print(f"loadbench: wrote {report}")
+    return 0
