@@ -49,7 +49,7 @@ SETTINGS = {
     "concurrencies": [1, 10], "protocols": ["http", "https"], "connection_setup": True,
     "connection_setup_concurrency": 20, "connection_setup_workload": "plaintext", "repeats": 3,
     "duration": 2.0, "warmup": 0.5, "timeout": 5.0, "workers": 1, "server_cpus": [0],
-    "generator_cpus": [1], "generator_threads": None, "peers_dir": "bench/peers", "skipped_targets": [],
+    "generator_cpus": [1], "generator_threads": None, "peers_dir": "bench/peers"
 }
 
 # (target, protocol, workload, c) -> three repeats of (rps, mean_us, p50_us, p99_us, cpu_s)

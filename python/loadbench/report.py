@@ -206,7 +206,7 @@ def render(results_dir: Path, charts: Optional[list[str]] = None) -> str:
             if any(k[1] == protocol and k[2] == w and k[3] == "closed" for k in aggs):
                 title = "HTTP/1.1 over TLS" if protocol == "https" else "HTTP/1.1"
                 parts += [f"## {title} ({protocol}), {w}, keep-alive", "", load_table(aggs, targets, protocol, w), ""]
-        parts += [LEGEND, ""]
+    parts += [LEGEND, ""]
     multi = [w for w in workloads if sum(1 for k in aggs if k[2] == w and k[3] == "closed") > 0]
     if len(multi) > 1:
         parts += ["## Workload breakdown", ""]
@@ -219,7 +219,8 @@ def render(results_dir: Path, charts: Optional[list[str]] = None) -> str:
                   "No keep-alive: every request pays a fresh connection. For http that is the "
                   "accept/teardown rate; for https it is full TLS handshakes per second (no session "
                   "resumption), the cost a short-lived-connection deployment pays and the keep-alive "
-                  "tables above amortise to nothing.", "", connection_table(aggs, targets), "", LEGEND, ""]
+                  "tables above amortise to nothing. Marks as in the tables above.", "",
+                  connection_table(aggs, targets), ""]
     if charts:
         parts += ["## Charts", ""] + [f"![{Path(c).stem.replace('_', ' ')}]({c})\n" for c in charts]
     parts += ["## Known limits", ""] + known_limits(settings, environment, rows, aggs) + [""]

@@ -156,9 +156,10 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
     if bound:
         out.append(f"- **Generator-bound cells ({len(bound)}, marked §):** {', '.join(bound)}. Their req/s is "
                    "loadbench's ceiling on this machine, not the server's.")
-    starved = [a for a in aggs.values() if a.starved]
+    starved = sorted(f"{a.target} {a.protocol} {a.workload} c={a.connections}" for a in aggs.values() if a.starved)
     if starved:
-        out.append(f"- **Starved cells ({len(starved)}, marked ‡):** their latency percentiles are not service-level numbers.")
+        out.append(f"- **Starved cells ({len(starved)}, marked ‡):** {', '.join(starved)}. Their latency "
+                   "percentiles are not service-level numbers.")
     skipped = sorted({(r["target"], r["protocol"], r.get("error") or "") for r in rows if r["status"] == "skipped"})
     for target, protocol, why in skipped:
         out.append(f"- **{target} {protocol} not measured:** {why}.")

@@ -107,7 +107,6 @@ class Sweep:
     generator_cpus: Optional[list] = None
     generator_threads: Optional[int] = None
     peers_dir: Optional[str] = None
-    skipped_targets: list = field(default_factory=list)  # [(name, reason)] noted in the report
 
     def __post_init__(self) -> None:
         self.workloads = [builtin_workloads()[w] if isinstance(w, str) and w in builtin_workloads()
@@ -211,8 +210,7 @@ class Sweep:
         mine = self.settings()
         if settings_path.exists():
             theirs = json.loads(settings_path.read_text())
-            if {k: v for k, v in theirs.items() if k != "skipped_targets"} != \
-                    {k: v for k, v in mine.items() if k != "skipped_targets"}:
+            if theirs != mine:
                 raise ConfigError(f"{out} holds results of a different sweep (its {rs.SETTINGS_FILE} differs); "
                                   "choose another output folder to start a new one")
         settings_path.write_text(json.dumps(mine, indent=2) + "\n")

@@ -1,0 +1,200 @@
+"""Small real sweeps end to end: Beast + the Python asyncio peer on 127.0.0.1.
+
+One module-scoped sweep (2 servers x http/https x plaintext at C = 1 and 4 + json at C = 4 +
+a connection-setup cell, one-second windows) feeds the report, chart and notebook checks;
+separate tiny sweeps cover resume after an interruption and a peer that dies mid-sweep.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from loadbench import Sweep, Target, Workload, report, results
+from loadbench.targets import default_peer_targets
+
+REPO = Path(__file__).resolve().parent.parent
+PEERS = REPO / "bench" / "peers"
+HERE = Path(__file__).resolve().parent
+
+
+def python_peer() -> Target:
+    return next(t for t in default_peer_targets(PEERS) if t.name == "python-asyncio")
+
+
+@pytest.fixture(scope="module")
+def real_sweep(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sweep")
+    json_wl = Workload("json", "GET", "/json", concurrencies=[4])
+    sweep = Sweep(targets=[Target("beast"), python_peer()], workloads=["plaintext", json_wl],
+                  concurrencies=[1, 4], protocols=["http", "https"], connection_setup=True,
+                  connection_setup_concurrency=2, repeats=1, duration=1.0, warmup=0.2,
+                  peers_dir=str(PEERS))
+    sweep.run(out, progress=False)
+    report.write_report(out)
+    return sweep, out
+
+
+def test_every_cell_measured_once_with_exact_counts(real_sweep):
+    sweep, out = real_sweep
+    records = results.read_records(out / "results.jsonl")
+    assert [r["id"] for r in records] == [c.id for c in sweep.cells()]
+    assert len(records) == 2 * 2 * 4
+    for r in records:
+        assert r["status"] == "ok", r
+        res = r["result"]
+        assert res["responses"] > 0 and res["status_codes"] == {"200": res["responses"]}, r["id"]
+        assert sum(res["errors"].values()) == 0, r["id"]
+        assert res["server"]["cpu_s"] > 0 and res["server"]["pid"] == r["server"]["pid"]
+        assert r["server"]["cpus"] == sweep.server_cpus
+        assert r["sampler"]["samples"] > 0
+        if r["mode"] == "connect":
+            assert res["connections_opened"] == res["responses"]  # one connection per request
+    env = json.loads((out / "environment.json").read_text())
+    assert env["generator_cpus"] and env["server_cpus"]
+
+
+def _rows(text: str, heading: str) -> list[list[str]]:
+    rows, seen = [], False
+    for line in text[text.index(heading):].splitlines()[1:]:
+        if line.startswith("|"):
+            seen = True
+            if not set(line.replace("|", "").strip()) <= {"-"}:
+                rows.append([c.strip() for c in line.strip("|").split("|")])
+        elif seen:
+            break
+    return rows
+
+
+def _plain(cell: str) -> str:
+    return cell.replace("**", "").replace(" ‡", "").replace(" §", "").replace(" †", "")
+
+
+def test_report_tables_match_the_raw_numbers(real_sweep):
+    _, out = real_sweep
+    text = (out / "report.md").read_text()
+    records = results.read_records(out / "results.jsonl")
+    raw = {(r["target"], r["protocol"], r["workload"], r["mode"], r["connections"]): r["result"] for r in records}
+    for protocol, title in (("http", "HTTP/1.1 (http)"), ("https", "HTTP/1.1 over TLS (https)")):
+        rows = _rows(text, f"## {title}, plaintext, keep-alive")
+        assert rows[0] == ["Metric", "Server", "C = 1", "C = 4"]
+        metric = None
+        for row in rows[1:]:
+            metric = row[0] or metric
+            for c, cell in zip((1, 4), row[2:]):
+                res = raw[(row[1], protocol, "plaintext", "closed", c)]
+                expected = {
+                    "req/s": report.fmt_int(res["rps"]),
+                    "p50 (ms)": report.fmt_ms(res["latency_us"]["p50"] / 1000),
+                    "p99 (ms)": report.fmt_ms(res["latency_us"]["p99"] / 1000),
+                    "CPU us/req": report.fmt_us(res["server"]["cpu_s"] * 1e6 / res["responses"]),
+                    "in-flight": f"{res['rps'] * res['latency_us']['mean'] / 1e6:.1f}",
+                }[metric]
+                assert _plain(cell) == expected, (protocol, metric, row[1], c)
+    conn = _rows(text, "## Connection setup")
+    assert conn[0] == ["Server", "http conn/s", "https handshakes/s"]
+    for row in conn[1:]:
+        for protocol, cell in zip(("http", "https"), row[1:]):
+            res = raw[(row[0], protocol, "plaintext", "connect", 2)]
+            assert _plain(cell) == report.fmt_int(res["connections_opened"] / res["duration_s"])
+    for png in ("throughput_peak.png", "protocol_http_vs_https.png", "workloads.png", "latency.png",
+                "memory_peak_rss.png", "connection_setup.png", "throughput_vs_concurrency.png"):
+        assert (out / png).stat().st_size > 10_000
+
+
+def test_notebook_runs_on_the_real_sweep(real_sweep):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    _, out = real_sweep
+    nb = nbformat.read(REPO / "notebooks" / "explore.ipynb", as_version=4)
+    os.environ["LOADBENCH_RESULTS"] = str(out)
+    try:
+        nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                                resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
+    finally:
+        del os.environ["LOADBENCH_RESULTS"]
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert f"{out} 16 rows" in printed
+    assert (out / "notebook_concurrency.png").stat().st_size > 10_000
+
+
+def _write_toml(path: Path, body: str) -> Path:
+    path.write_text(body)
+    return path
+
+
+def test_resume_after_interruption_loses_and_repeats_nothing(tmp_path):
+    config = _write_toml(tmp_path / "s.toml", f"""
+duration = 0.5
+warmup = 0
+concurrencies = [1, 2, 3, 4, 5, 6]
+protocols = ["http"]
+peers_dir = "{PEERS}"
+[[targets]]
+name = "py"
+kind = "command"
+argv = ["{{python}}", "{{peers}}/python/server.py", "{{port}}"]
+""")
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "loadbench", "sweep", str(config), "--out", str(out), "--no-report"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    results_file = out / "results.jsonl"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if results_file.exists() and results_file.read_text().count("\n") >= 2:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err.decode()
+    assert b"Run the same command again to resume" in err
+    first = results_file.read_text()
+    kept = [json.loads(line) for line in first.splitlines()]
+    assert 2 <= len(kept) < 6 and all(r["status"] == "ok" for r in kept)
+    for r in kept:  # the interrupted run stopped its server
+        assert not Path(f"/proc/{r['server']['pid']}").exists()
+    done = subprocess.run(cmd, capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    final = results_file.read_text()
+    assert final.startswith(first)  # nothing lost or rewritten
+    ids = [json.loads(line)["id"] for line in final.splitlines()]
+    assert ids == [f"py|http|plaintext|c{c}|r0" for c in range(1, 7)]  # each cell exactly once
+
+
+def test_torn_last_line_is_dropped_and_rerun(tmp_path):
+    path = tmp_path / "results.jsonl"
+    path.write_text('{"id": "a"}\n{"id": "b", "sta')
+    assert [r["id"] for r in results.read_records(path)] == ["a"]
+    results.repair_tail(path)
+    assert path.read_text() == '{"id": "a"}\n'
+
+
+def test_peer_that_dies_mid_sweep_gives_fail_cells_and_the_sweep_completes(tmp_path):
+    dying = Target("dying", kind="command", argv=[sys.executable, str(HERE / "peers" / "dies_after.py"), "{port}", "40"])
+    broken = Target("broken", kind="command", ready_timeout=2,
+                    argv=[sys.executable, "-c", "import sys; sys.exit('no config file')"])
+    sweep = Sweep(targets=[dying, broken, Target("beast")], concurrencies=[1, 2], protocols=["http"],
+                  duration=0.5, warmup=0, repeats=1)
+    out = tmp_path / "out"
+    sweep.run(out, progress=False)
+    by_id = {r["id"]: r for r in results.read_records(out / "results.jsonl")}
+    assert list(by_id) == [c.id for c in sweep.cells()]
+    for c in (1, 2):
+        died = by_id[f"dying|http|plaintext|c{c}|r0"]
+        assert died["status"] == "fail"
+        assert "server died during the cell" in died["error"] and "served 40 requests, exiting" in died["error"]
+        never = by_id[f"broken|http|plaintext|c{c}|r0"]
+        assert never["status"] == "fail" and "never became ready" in never["error"]
+        assert "no config file" in never["error"]
+        assert by_id[f"beast|http|plaintext|c{c}|r0"]["status"] == "ok"
+    text = report.render(out)
+    rows = _rows(text, "## HTTP/1.1 (http), plaintext, keep-alive")
+    req = {r[1]: r[2:] for r in rows[1:4]}
+    assert req["dying"] == ["FAIL", "FAIL"] and req["broken"] == ["FAIL", "FAIL"]
+    assert "FAIL = the server died or never became ready" in text
