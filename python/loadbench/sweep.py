@@ -16,10 +16,11 @@ import datetime as _dt
 import io
 import json
 import os
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence, Union
+from typing import Callable, Optional, Union
 
 from . import results as rs
 from .errors import ConfigError, LoadbenchError
@@ -200,8 +201,10 @@ class Sweep:
         groups: dict = {}
         for cell in pending:
             groups.setdefault((cell.target, cell.protocol), []).append(cell)
-        for (name, protocol), group in groups.items():
-            _Group(self, by_target[name], protocol, group, path, bar, runner).run()
+        # One self-signed pair per invocation, outside the results folder (never committed).
+        with tempfile.TemporaryDirectory(prefix="loadbench-certs-") as certs:
+            for (name, protocol), group in groups.items():
+                _Group(self, by_target[name], protocol, group, path, bar, runner, Path(certs)).run()
         bar.finish("done")
         return path
 
@@ -224,9 +227,10 @@ class _Group:
     """The pending cells of one (target, protocol): one server lifecycle, restarted if it dies."""
 
     def __init__(self, sweep: Sweep, target: Target, protocol: str, cells: list, path: Path,
-                 bar: ProgressBar, runner: Callable) -> None:
+                 bar: ProgressBar, runner: Callable, cert_dir: Path) -> None:
         self.sweep, self.target, self.protocol = sweep, target, protocol
         self.cells, self.path, self.bar, self.runner = cells, path, bar, runner
+        self.cert_dir = cert_dir
         self.workloads = {w.name: w for w in sweep.workloads}
         self.server: Optional[RunningServer] = None
         self.peers_dir = Path(sweep.peers_dir) if sweep.peers_dir else None
@@ -269,7 +273,7 @@ class _Group:
         try:
             self.server = launch(self.target, self.protocol, workers=self.sweep.workers,
                                  cpus=self.sweep.server_cpus, peers_dir=self.peers_dir,
-                                 cert_dir=self.path.parent / ".certs")
+                                 cert_dir=self.cert_dir)
         except LoadbenchError as exc:
             self.server = None
             self.bar.note(f"{self.target.name} {self.protocol}: {exc}")

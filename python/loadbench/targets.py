@@ -272,7 +272,11 @@ def launch(
         https = protocol == "https"
         beast = ServerProcess(workers=workers, host=host, tls=https, http=not https, cpus=cpu_list,
                               ready_timeout=target.ready_timeout)
-        beast.start()
+        try:
+            beast.start()
+        except BaseException:
+            beast.kill()  # Ctrl-C while it starts must not leave it running
+            raise
         return RunningServer(target, protocol, beast.url("", https=https), beast.pid, argv=beast.argv(),
                              workers=workers, cpus=cpu_list, _beast=beast)
     return _launch_command(target, protocol, workers, cpu_list, peers_dir, cert_dir, host)
@@ -309,14 +313,17 @@ def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[
                            _run_dir=run_dir)
     deadline = time.monotonic() + target.ready_timeout
     reason = "no answer"
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            server.stop()
-            raise ServerError(f"{target.name} never became ready: {server.death_note()}")
-        reason = probe(host, port, target.probe_path, https, timeout=1.0) or ""
-        if not reason:
-            return server
-        time.sleep(0.05)
+    try:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise ServerError(f"{target.name} never became ready: {server.death_note()}")
+            reason = probe(host, port, target.probe_path, https, timeout=1.0) or ""
+            if not reason:
+                return server
+            time.sleep(0.05)
+    except BaseException:
+        server.stop()  # also on Ctrl-C: nothing we started outlives us
+        raise
     tail = server.stderr_tail(500)
     server.stop()
     raise ServerError(f"{target.name} was not ready within {target.ready_timeout:g} s on port {port} "
