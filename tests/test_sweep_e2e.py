@@ -55,7 +55,8 @@ def test_every_cell_measured_once_with_exact_counts(real_sweep):
         assert r["server"]["cpus"] == sweep.server_cpus
         assert r["sampler"]["samples"] > 0
         if r["mode"] == "connect":
-            assert res["connections_opened"] == res["responses"]  # one connection per request
+            # one connection per request; up to C of them still open when the window closes
+            assert res["responses"] <= res["connections_opened"] <= res["responses"] + r["connections"]
     env = json.loads((out / "environment.json").read_text())
     assert env["generator_cpus"] and env["server_cpus"]
 
