@@ -142,26 +142,45 @@ private:
 
     // --- writing -----------------------------------------------------------------------
     void write_out() {
+        std::size_t already_sent = 0;
+        if constexpr (!Stream::is_tls) {
+            // Plain TCP: try the send right here. It almost always takes everything, which
+            // saves the reactor round trip and handler dispatch of an async_write.
+            error_code ec;
+            already_sent = stream_.tcp().write_some(boost::asio::buffer(out_), ec);
+            if (ec && ec != boost::asio::error::would_block && ec != boost::asio::error::try_again) {
+                close();
+                return;
+            }
+            if (!ec && already_sent == out_.size()) return after_write();
+        }
         deadline_ = worker_.now() + idle_timeout();  // a client that stops reading is dropped
         writing_ = true;
-        stream_.async_write(boost::asio::buffer(out_), [this](error_code ec, std::size_t) { on_write(ec); });
+        stream_.async_write(boost::asio::buffer(out_.data() + already_sent, out_.size() - already_sent),
+                            [this](error_code ec, std::size_t) { on_write(ec); });
     }
 
     void on_write(error_code ec) {
         writing_ = false;
         if (!closed_) {
-            out_.clear();
             if (ec) {
                 close();
-            } else if (requests_.close_after_write()) {
-                graceful_close();
-            } else if (requests_.awaiting_delay()) {
-                start_delay_timer();
             } else {
-                process();
+                after_write();
             }
         }
         finish_handler();
+    }
+
+    void after_write() {
+        out_.clear();
+        if (requests_.close_after_write()) {
+            graceful_close();
+        } else if (requests_.awaiting_delay()) {
+            start_delay_timer();
+        } else {
+            process();
+        }
     }
 
     // --- closing -----------------------------------------------------------------------

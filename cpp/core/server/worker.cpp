@@ -130,6 +130,9 @@ void Worker::adopt(tcp::socket socket, bool tls) {
         return;
     }
     socket.set_option(tcp::no_delay(true), ignored);
+    // Plain connections write synchronously first (see Connection::write_out): that needs
+    // a non-blocking socket so a full send buffer returns would_block instead of waiting.
+    if (!tls) socket.non_blocking(true, ignored);
     ConnectionBase* connection = nullptr;
     if (tls) {
         connection = new Connection<TlsStream>(*this, std::move(socket), tls_context_);
