@@ -1,6 +1,7 @@
 // Unit tests of the /proc parsers and the sampler against this test process and its children.
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/select.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -257,4 +258,77 @@ TEST(Sampler, ExitedChildKeepsLastSample) {
     EXPECT_TRUE(gone.pids.empty());
     EXPECT_EQ(gone.process.rss_kib, series[series.size() - 2].process.rss_kib);
     EXPECT_GT(alive.process.rss_kib, 0u);
+}
+
+TEST(MachineStatParse, LastPid) {
+    EXPECT_EQ(*parse_loadavg_last_pid("3.20 1.06 0.41 6/115 9272\n"), 9272);
+    EXPECT_FALSE(parse_loadavg_last_pid("3.20 1.06 0.41 6/115 x\n"));
+    EXPECT_FALSE(parse_loadavg_last_pid(""));
+}
+
+TEST(Sampler, OrphanedGrandchildLeavesTheTree) {
+    // Root (this test) -> middle -> grandchild; the middle process exits, so the grandchild is
+    // re-parented to init (or a subreaper outside the tree) and is no longer the root's.
+    int report[2], release[2];
+    ASSERT_EQ(::pipe(report), 0);
+    ASSERT_EQ(::pipe(release), 0);
+    const pid_t middle = ::fork();
+    ASSERT_GE(middle, 0);
+    if (middle == 0) {
+        const pid_t grandchild = ::fork();
+        if (grandchild == 0) {
+            char byte;
+            // Waits for the test's release (or 10 s at most: it must end by itself).
+            ::close(release[1]);
+            fd_set set;
+            FD_ZERO(&set);
+            FD_SET(release[0], &set);
+            timeval limit{10, 0};
+            if (::select(release[0] + 1, &set, nullptr, nullptr, &limit) > 0) (void)!::read(release[0], &byte, 1);
+            ::_exit(0);
+        }
+        (void)!::write(report[1], &grandchild, sizeof grandchild);
+        ::_exit(0);
+    }
+    ::close(report[1]);
+    ::close(release[0]);
+    pid_t grandchild = 0;
+    ASSERT_EQ(::read(report[0], &grandchild, sizeof grandchild), static_cast<ssize_t>(sizeof grandchild));
+    Sampler tree(getpid(), true);
+    int status = 0;
+    ::waitpid(middle, &status, 0);
+    // The middle process may or may not have been seen; either way the orphan must go.
+    bool gone = false;
+    for (int i = 0; i < 100 && !gone; ++i) {
+        const Snapshot snap = tree.snapshot();
+        gone = std::find(snap.pids.begin(), snap.pids.end(), grandchild) == snap.pids.end() &&
+               std::find(snap.pids.begin(), snap.pids.end(), middle) == snap.pids.end();
+        if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ::close(release[1]);  // the grandchild reads EOF and exits
+    ::close(report[0]);
+    EXPECT_TRUE(gone);
+}
+
+TEST(Sampler, TreeSeesAChildForkedBetweenSnapshots) {
+    Sampler tree(getpid(), true);
+    const Snapshot before = tree.snapshot();
+    const Snapshot again = tree.snapshot();  // nothing forked: /proc need not be re-listed
+    EXPECT_EQ(before.pids, again.pids);
+    int release[2];
+    ASSERT_EQ(::pipe(release), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        char byte;
+        ::close(release[1]);
+        (void)!::read(release[0], &byte, 1);
+        ::_exit(0);
+    }
+    ::close(release[0]);
+    const Snapshot after = tree.snapshot();
+    ::close(release[1]);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    EXPECT_NE(std::find(after.pids.begin(), after.pids.end(), child), after.pids.end());
 }

@@ -42,6 +42,16 @@ std::optional<double> parse_loadavg_1m(std::string_view text) {
     return value;
 }
 
+std::optional<int> parse_loadavg_last_pid(std::string_view text) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+    const std::size_t space = text.rfind(' ');
+    if (space == std::string_view::npos) return std::nullopt;
+    int pid = 0;
+    const auto [end, ec] = std::from_chars(text.data() + space + 1, text.data() + text.size(), pid);
+    if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return pid;
+}
+
 MachineReader::MachineReader()
     : stat_(open_read_only(AT_FDCWD, "/proc/stat")), loadavg_(open_read_only(AT_FDCWD, "/proc/loadavg")) {
     if (!stat_.is_open() || !loadavg_.is_open())
@@ -55,7 +65,10 @@ MachineCounters MachineReader::read(std::vector<char>& buffer) const {
     if (!cpu) throw std::runtime_error("cannot read the cpu line of /proc/stat");
     counters.cpu = *cpu;
     const ReadResult loadavg = read_whole(loadavg_, buffer);
-    if (loadavg.ok) counters.loadavg_1m = parse_loadavg_1m(loadavg.text).value_or(0.0);
+    if (loadavg.ok) {
+        counters.loadavg_1m = parse_loadavg_1m(loadavg.text).value_or(0.0);
+        counters.last_pid = parse_loadavg_last_pid(loadavg.text).value_or(0);
+    }
     return counters;
 }
 

@@ -20,12 +20,17 @@ struct MachineCpuTicks {
 struct MachineCounters {
     MachineCpuTicks cpu;
     double loadavg_1m = 0.0;
+    // The pid most recently allocated on the machine (last field of /proc/loadavg; threads
+    // take pids too). Unchanged between two reads: no process or thread was created.
+    int last_pid = 0;
 };
 
 // Parses the aggregate "cpu  ..." first line of /proc/stat.
 std::optional<MachineCpuTicks> parse_machine_cpu_line(std::string_view proc_stat_text);
 // Parses the 1-minute load average, the first field of /proc/loadavg.
 std::optional<double> parse_loadavg_1m(std::string_view loadavg_text);
+// Parses the last allocated pid, the last field of /proc/loadavg.
+std::optional<int> parse_loadavg_last_pid(std::string_view loadavg_text);
 
 // Keeps /proc/stat and /proc/loadavg open and re-reads them.
 class MachineReader {

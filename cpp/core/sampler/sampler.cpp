@@ -50,10 +50,31 @@ Sampler::Sampler(int pid, bool tree) : root_pid_(pid), tree_(tree) {
 
 Sampler::~Sampler() { stop(); }
 
-void Sampler::discover_members_locked() {
-    // Learn the current parents of members (a member whose parent died was re-parented out).
-    for (const auto& member : members_) scanner_->note_parent(member->pid(), member->parent_pid());
-    scanner_->scan(root_pid_, scanned_, dir_buffer_, file_buffer_);
+void Sampler::discover_members_locked(int last_pid) {
+    if (last_pid != 0 && last_pid == last_pid_at_scan_) {
+        // No pid was allocated since the last listing, so no process can have joined the
+        // tree: skip re-listing /proc (the bulk of a sample's cost on a quiet machine) and only
+        // drop members that were re-parented out of it (their parent died).
+        scanned_.clear();
+        for (const auto& member : members_) scanned_.push_back(member->pid());
+        for (bool shrank = true; shrank;) {
+            shrank = false;
+            for (auto it = scanned_.begin() + 1; it != scanned_.end(); ++it) {
+                const auto& member = *std::find_if(members_.begin(), members_.end(),
+                                                   [pid = *it](const auto& m) { return m->pid() == pid; });
+                if (std::find(scanned_.begin(), scanned_.end(), member->parent_pid()) == scanned_.end()) {
+                    scanned_.erase(it);
+                    shrank = true;
+                    break;
+                }
+            }
+        }
+    } else {
+        // Learn the current parents of members (a member whose parent died was re-parented out).
+        for (const auto& member : members_) scanner_->note_parent(member->pid(), member->parent_pid());
+        scanner_->scan(root_pid_, scanned_, dir_buffer_, file_buffer_);
+        last_pid_at_scan_ = last_pid;
+    }
 
     // Members no longer in the tree (exited or re-parented away) keep their counters.
     for (auto it = members_.begin() + 1; it != members_.end();) {
@@ -102,7 +123,7 @@ Sample Sampler::read_locked(std::vector<int>* pids) {
         return frozen;
     }
 
-    if (tree_) discover_members_locked();
+    if (tree_) discover_members_locked(sample.machine.last_pid);
     bool root_exited = false;
     for (auto it = members_.begin(); it != members_.end();) {
         if ((*it)->refresh(file_buffer_, dir_buffer_)) {

@@ -60,7 +60,7 @@ public:
 
 private:
     Sample read_locked(std::vector<int>* pids);
-    void discover_members_locked();
+    void discover_members_locked(int last_pid);
     ProcessReadings sum_members_locked(std::uint32_t& live) const;
     void run(double interval_s);
 
@@ -74,6 +74,7 @@ private:
     std::vector<char> file_buffer_;
     std::vector<char> dir_buffer_;
     std::vector<int> scanned_;
+    int last_pid_at_scan_ = 0;  // /proc/loadavg's last pid when /proc was last listed
     ProcessReadings departed_;       // CPU and ctx counts of members that left the tree
     std::uint64_t rss_peak_floor_ = 0;  // the tree's peak never drops when a member leaves
     bool exited_ = false;
