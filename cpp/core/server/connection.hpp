@@ -22,6 +22,8 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <type_traits>
+#include <variant>
 
 namespace loadbench::server {
 
@@ -32,7 +34,8 @@ public:
     static constexpr auto linger_time = std::chrono::seconds(1);
 
     Connection(Worker& worker, boost::asio::ip::tcp::socket socket, boost::asio::ssl::context* tls)
-        : ConnectionBase(worker), stream_(std::move(socket), tls), in_(new char[read_buffer_size]) {
+        : ConnectionBase(worker), stream_(std::move(socket), tls), edge_read_(make_edge_read()),
+          in_(new char[read_buffer_size]) {
         out_.reserve(4096);
     }
 
@@ -66,6 +69,14 @@ public:
 private:
     using error_code = boost::beast::error_code;
 
+    auto make_edge_read() {
+        if constexpr (Stream::is_tls) {
+            return std::monostate{};
+        } else {
+            return EdgeRead<Connection>(*this);
+        }
+    }
+
     std::chrono::milliseconds header_timeout() const {
         return std::chrono::milliseconds(worker_.config().header_timeout_ms);
     }
@@ -90,10 +101,22 @@ private:
         } else {
             deadline_ = worker_.now() + idle_timeout();  // body: must keep moving
         }
-        reading_ = true;
-        stream_.async_read_some(boost::asio::buffer(in_.get() + in_end_, read_buffer_size - in_end_),
-                                [this](error_code ec, std::size_t n) { on_read(ec, n); });
+        start_read(in_.get() + in_end_, read_buffer_size - in_end_);
     }
+
+    void start_read(char* data, std::size_t size) {
+        reading_ = true;
+        if constexpr (Stream::is_tls) {
+            stream_.async_read_some(boost::asio::buffer(data, size),
+                                    [this](error_code ec, std::size_t n) { on_read(ec, n); });
+        } else {
+            edge_read_.start(worker_.reactor(), stream_.tcp(), data, size);
+        }
+    }
+
+    // Completion of the plain-TCP EdgeRead operation.
+    void on_edge_read(error_code ec, std::size_t n) { on_read(ec, n); }
+    friend class EdgeRead<Connection>;
 
     void on_read(error_code ec, std::size_t n) {
         reading_ = false;
@@ -205,9 +228,7 @@ private:
     }
 
     void read_more_discarding() {
-        reading_ = true;
-        stream_.async_read_some(boost::asio::buffer(in_.get(), read_buffer_size),
-                                [this](error_code ec, std::size_t n) { on_read(ec, n); });
+        start_read(in_.get(), read_buffer_size);
     }
 
     void close() {
@@ -224,6 +245,8 @@ private:
     }
 
     Stream stream_;
+    // Plain TCP reads go through a preallocated reactor operation (see edge_read.hpp).
+    [[no_unique_address]] std::conditional_t<Stream::is_tls, std::monostate, EdgeRead<Connection>> edge_read_;
     std::unique_ptr<char[]> in_;
     std::size_t in_begin_ = 0;
     std::size_t in_end_ = 0;

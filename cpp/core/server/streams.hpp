@@ -1,5 +1,7 @@
 #pragma once
 // Plain TCP and TLS behind the same four calls, so one Connection template serves both.
+#include "core/server/edge_read.hpp"
+
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
@@ -13,7 +15,7 @@ public:
     static constexpr bool is_tls = false;
     PlainStream(boost::asio::ip::tcp::socket socket, boost::asio::ssl::context*) : socket_(std::move(socket)) {}
 
-    boost::asio::ip::tcp::socket& tcp() { return socket_; }
+    ReactiveSocket& tcp() { return socket_; }
     template <class Buffer, class Handler>
     void async_read_some(const Buffer& buffer, Handler&& handler) {
         socket_.async_read_some(buffer, std::forward<Handler>(handler));
@@ -24,7 +26,7 @@ public:
     }
 
 private:
-    boost::asio::ip::tcp::socket socket_;
+    ReactiveSocket socket_;
 };
 
 class TlsStream {

@@ -63,7 +63,8 @@ private:
 };
 
 Worker::Worker(const ServerConfig& config, unsigned index, asio::ssl::context* tls_context)
-    : config_(config), index_(index), tls_context_(tls_context), tick_timer_(io_) {
+    : config_(config), index_(index), tls_context_(tls_context),
+      reactor_(asio::use_service<asio::detail::reactor>(io_)), tick_timer_(io_) {
     responses_.rebuild(date_.value());
 }
 

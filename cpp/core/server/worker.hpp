@@ -8,6 +8,8 @@
 #include "core/server/responses.hpp"
 
 #include <boost/asio/io_context.hpp>
+// After io_context.hpp: the reactor header needs the scheduler's declarations first.
+#include <boost/asio/detail/reactor.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -60,6 +62,8 @@ public:
     Worker& operator=(const Worker&) = delete;
 
     boost::asio::io_context& io() { return io_; }
+    // The io_context's epoll reactor, looked up once (use_service takes a lock).
+    boost::asio::detail::reactor& reactor() { return reactor_; }
     unsigned index() const { return index_; }
 
     // Before run(): a listening socket (on this worker's io_context) whose connections go to
@@ -94,6 +98,7 @@ private:
     const unsigned index_;
     boost::asio::ssl::context* tls_context_;
     boost::asio::io_context io_{1};  // concurrency hint 1: one thread, lighter locking
+    boost::asio::detail::reactor& reactor_;
     boost::asio::steady_timer tick_timer_;
     std::vector<std::unique_ptr<Listener>> listeners_;
     ConnectionBase* connections_ = nullptr;  // intrusive list head
