@@ -85,7 +85,7 @@ def test_summary_settings_environment_and_limits(report_text):
     assert env["Machine steal during windows"].startswith("median 1.0 %")
     limits = report_text[report_text.index("## Known limits"):]
     assert "No open-loop latency" in limits
-    assert "node http not measured:** node is not installed" in limits
+    assert "**node, plaintext, over http and https: not measured** (node is not installed)" in limits
     assert "Generator-bound cells (2, marked §):** beast https json c=10, beast https plaintext c=10" in limits
     assert "‡ = closed-loop starved" in report_text
 

@@ -38,13 +38,20 @@ def _fmt(value: float) -> str:
 
 def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series: dict[str, list],
                  missing: Optional[dict[str, list]] = None, xlabel: str = "Server",
-                 colors: Optional[list[str]] = None) -> Path:
-    """Bars for each series within each group, value on each bar, "n/a"/"FAIL" for gaps."""
+                 colors: Optional[list[str]] = None, log_if_spread: Optional[float] = None) -> Path:
+    """Bars for each series within each group, value on each bar, "n/a"/"FAIL" for gaps.
+
+    ``log_if_spread``: use a log value axis when max/min of the values exceeds it (latency
+    bars spanning 0.05 ms to 200 ms are unreadable on a linear axis)."""
     plt = _plt()
     n = max(1, len(series))
     width = 0.8 / n
     fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(groups) * max(1, n / 2)), 4.5))
-    top = max([v for vals in series.values() for v in vals if v is not None] or [1.0])
+    values_all = [v for vals in series.values() for v in vals if v is not None and v > 0]
+    top = max(values_all or [1.0])
+    bottom = min(values_all or [1.0])
+    log = log_if_spread is not None and top / bottom > log_if_spread
+    floor = bottom / 2 if log else 0.0
     for i, (label, values) in enumerate(series.items()):
         xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
         color = (colors or PALETTE)[i % len(colors or PALETTE)]
@@ -53,7 +60,8 @@ def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series:
         for j, (bar, value) in enumerate(zip(bars, values)):
             if value is None:
                 text = (missing or {}).get(label, ["n/a"] * len(values))[j] or "n/a"
-                ax.text(bar.get_x() + bar.get_width() / 2, top * 0.01, text, ha="center", va="bottom",
+                ax.text(bar.get_x() + bar.get_width() / 2, floor * 1.1 if log else top * 0.01, text,
+                        ha="center", va="bottom",
                         fontsize=8, color="#555555", rotation=90)
             else:
                 ax.text(bar.get_x() + bar.get_width() / 2, value, _fmt(value), ha="center", va="bottom",
@@ -62,8 +70,13 @@ def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series:
     ax.set_xticklabels(groups)
     ax.set_title(title)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_ylim(0, top * 1.15)
+    if log:
+        ax.set_yscale("log")
+        ax.set_ylim(floor, top * 2.0)
+        ax.set_ylabel(ylabel + ", log scale")
+    else:
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(0, top * 1.15)
     ax.legend(loc="upper right", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
@@ -138,7 +151,7 @@ def write_charts(results_dir) -> list[Path]:
         labels = [t + (" ‡" if a is not None and a.starved else "") for t, a in zip(targets, cells)]
         out.append(grouped_bars(d / "latency.png", f"Latency at C = {c} ({protocol}, {workload}; lower is better)",
                                 "Latency (ms)", labels, series,
-                                {k: [_status(a) or "n/a" for a in cells] for k in series}))
+                                {k: [_status(a) or "n/a" for a in cells] for k in series}, log_if_spread=20))
     rss = []
     for t in targets:
         mem = [a.rss_peak_mib for k, a in aggs.items() if k[0] == t and a.rss_peak_mib is not None]

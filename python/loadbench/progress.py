@@ -24,12 +24,16 @@ class ProgressBar:
     """
 
     def __init__(self, total: int, done: int = 0, estimate_s: float = 1.0,
-                 stream: Optional[TextIO] = None, width: int = 24) -> None:
+                 stream: Optional[TextIO] = None, width: int = 24, show_bar: bool = True,
+                 to_measure: Optional[int] = None) -> None:
         self.total = total
+        # cells that will really run (skipped ones take no time); default: all that are left
+        self.to_measure = total - done if to_measure is None else to_measure
         self.done = done
         self.estimate_s = estimate_s
         self.stream = stream if stream is not None else sys.stderr
         self.width = width
+        self.show_bar = show_bar
         self._measured = 0
         self._measured_s = 0.0
         self._cell_started: Optional[float] = None
@@ -37,7 +41,7 @@ class ProgressBar:
 
     def eta_s(self) -> float:
         per_cell = self._measured_s / self._measured if self._measured else self.estimate_s
-        return per_cell * (self.total - self.done)
+        return per_cell * max(0, self.to_measure)
 
     def line(self, current: str) -> str:
         filled = int(self.width * self.done / self.total) if self.total else self.width
@@ -50,28 +54,34 @@ class ProgressBar:
         self._cell_started = time.monotonic()
         self._emit(self.line(label))
 
-    def end_cell(self, measured: bool = True) -> None:
-        """Count a cell done; cells that ran (not skipped ones) feed the ETA."""
+    def end_cell(self, measured: bool = True, planned: Optional[bool] = None) -> None:
+        """Count a cell done; cells that ran (not skipped ones) feed the ETA. ``planned``: the
+        cell was one of ``to_measure`` (default: when measured; a launch failure is planned
+        but not measured)."""
         self.done += 1
+        if measured if planned is None else planned:
+            self.to_measure -= 1
         if measured and self._cell_started is not None:
             self._measured += 1
             self._measured_s += time.monotonic() - self._cell_started
         self._cell_started = None
 
     def note(self, text: str) -> None:
-        """A line that stays (skips, failures) above the redrawn bar."""
-        if self._tty:
+        """A line that stays (skips, failures) above the redrawn bar; shown even without the bar."""
+        if self._tty and self.show_bar:
             self.stream.write("\r\x1b[K")
         self.stream.write(f"loadbench: {text}\n")
         self.stream.flush()
 
     def finish(self, text: str) -> None:
         self._emit(self.line(text))
-        if self._tty:
+        if self._tty and self.show_bar:
             self.stream.write("\n")
             self.stream.flush()
 
     def _emit(self, text: str) -> None:
+        if not self.show_bar:
+            return
         if self._tty:
             self.stream.write("\r\x1b[K" + text)
         else:

@@ -136,6 +136,11 @@ def environment_table(environment: dict, rows: list[dict]) -> str:
                       f"median {100 * analysis.median_spread(steal).median:.1f} %, max {100 * max(steal):.1f} % of CPU time"))
     else:
         items.append(("Machine steal during windows", "not measured"))
+    idle = [r["idle_share"] for r in rows if r.get("idle_share") is not None]
+    if idle:
+        items.append(("Machine idle during windows",
+                      f"median {100 * analysis.median_spread(idle).median:.1f} %, min {100 * min(idle):.1f} % "
+                      "of all CPU time (near 0 % on a 2-core run is expected: server + generator)"))
     return table(["Item", "Value"], [[k, v] for k, v in items])
 
 
@@ -160,9 +165,19 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
     if starved:
         out.append(f"- **Starved cells ({len(starved)}, marked ‡):** {', '.join(starved)}. Their latency "
                    "percentiles are not service-level numbers.")
-    skipped = sorted({(r["target"], r["protocol"], r.get("error") or "") for r in rows if r["status"] == "skipped"})
-    for target, protocol, why in skipped:
-        out.append(f"- **{target} {protocol} not measured:** {why}.")
+    skipped: dict = {}
+    for r in rows:
+        if r["status"] == "skipped":
+            entry = skipped.setdefault((r["target"], r.get("error") or ""), ({}, {}))
+            entry[0][r["protocol"]] = None
+            entry[1][r["workload"]] = None
+    all_workloads = {r["workload"] for r in rows}
+    for (target, why), (protocols, workloads) in skipped.items():
+        what = "all workloads" if set(workloads) == all_workloads else ", ".join(workloads)
+        out.append(f"- **{target}, {what}, over {' and '.join(protocols)}: not measured** ({why}).")
+    busy = _contended(rows)
+    if busy:
+        out.append(busy)
     failed = sorted({(r["target"], r["protocol"], r["workload"], r["connections"], r["mode"]) for r in rows if r["status"] == "fail"})
     if failed:
         first = next(r for r in rows if r["status"] == "fail")
@@ -176,3 +191,21 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
     out.append("- **One machine, one time.** A shared VM's steal time and frequency scaling move the "
                "numbers between runs; the Environment block gives the steal measured in the windows.")
     return out
+
+
+def _contended(rows: list[dict]) -> str:
+    """A note when neither the server nor the generator used its CPU fully: something else did."""
+    shares = [(r["server_cpu_share"], r["generator_utilisation"]) for r in rows
+              if r["status"] == "ok" and r["mode"] == "closed" and r["connections"] and r["connections"] > 1
+              and r.get("server_cpu_share") is not None and r.get("generator_utilisation") is not None]
+    if not shares:
+        return ""
+    server = analysis.median_spread([s for s, _ in shares]).median
+    generator = analysis.median_spread([g for _, g in shares]).median
+    if server >= 0.6 or generator >= 0.6:
+        return ""
+    return (f"- **CPU contention from outside the benchmark.** In the median closed-loop cell above C = 1 the "
+            f"server used {100 * server:.0f} % of a core and the generator {100 * generator:.0f} % of its "
+            "threads' time, yet neither was waiting on the other: other processes on this machine took "
+            "the pinned CPUs. Absolute req/s and latency understate every server; CPU us/req (per response, "
+            "not per second) is the figure least affected.")

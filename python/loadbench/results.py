@@ -138,9 +138,14 @@ def flatten(record: dict) -> dict:
         "server_cpu_us_per_req": cpu_us,
         "rss_peak_mib": _mib(server.get("rss_peak_kib") or sampled.get("rss_peak_kib")),
         "steal_share": _get(server, "machine", "steal_share"),
+        "idle_share": _get(server, "machine", "idle_share"),
+        # share of the server's pinned CPUs it used in the window (1.0 = all of them busy)
+        "server_cpu_share": (server["cpu_s"] / duration / len(_get(record, "server", "cpus") or [1])
+                             if server.get("cpu_s") is not None and duration else None),
         "wall_s": record.get("wall_s"),
         "generator_cpu_us_per_req": _get(result, "generator", "cpu_us_per_req"),
         "generator_bound": analysis.is_generator_bound(result),
+        "generator_utilisation": _get(result, "generator", "utilisation"),
         "conn_per_s": (analysis.connection_rate(result.get("connections_opened", 0), duration)
                        if duration else None),
         "connections_opened": result.get("connections_opened"),

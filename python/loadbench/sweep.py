@@ -176,9 +176,12 @@ class Sweep:
         return json.loads(json.dumps(data, default=str))
 
     # -- running -------------------------------------------------------------------------
-    def run(self, out_dir: Union[str, Path], *, progress: bool = True,
+    def run(self, out_dir: Union[str, Path], *, progress: bool = True, notes: bool = True,
             runner: Optional[Callable] = None, environment: bool = True) -> Path:
-        """Run every cell not yet in OUT_DIR/results.jsonl; returns the results file."""
+        """Run every cell not yet in OUT_DIR/results.jsonl; returns the results file.
+
+        ``progress``: the bar on stderr; ``notes``: skip/FAIL lines on stderr (even without the bar).
+        """
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         self._check_same_sweep(out)
@@ -191,13 +194,16 @@ class Sweep:
         rs.repair_tail(path)
         done = {r.get("id") for r in rs.read_records(path)}
         cells = self.cells()
-        bar = ProgressBar(len(cells), done=sum(c.id in done for c in cells),
-                          estimate_s=self.warmup + self.duration + 0.5,
-                          stream=None if progress else io.StringIO())
-        if runner is None:
-            from . import run as runner
         by_target = {t.name: t for t in self.targets}
         pending = [c for c in cells if c.id not in done]
+        peers = Path(self.peers_dir) if self.peers_dir else None
+        runnable = [c for c in pending if not by_target[c.target].unavailable_reason(c.protocol, peers)
+                    and c.workload not in by_target[c.target].unsupported_workloads]
+        bar = ProgressBar(len(cells), done=len(cells) - len(pending), to_measure=len(runnable),
+                          estimate_s=self.warmup + self.duration + 0.3,
+                          stream=None if notes else io.StringIO(), show_bar=progress)
+        if runner is None:
+            from . import run as runner
         groups: dict = {}
         for cell in pending:
             groups.setdefault((cell.target, cell.protocol), []).append(cell)
@@ -256,7 +262,7 @@ class _Group:
                     launch_error = self._start()
                 if launch_error is not None:
                     self._record(cell, "fail", launch_error, None, time.monotonic() - started)
-                    self.bar.end_cell(measured=False)
+                    self.bar.end_cell(measured=False, planned=True)
                     continue
                 status, error, result = self._measure(cell)
                 self._record(cell, status, error, result, time.monotonic() - started)
