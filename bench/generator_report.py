@@ -147,10 +147,16 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
                    "(bench/peers/nginx), loadbench-server `--workers 1`",
         "Keep-alive part": f"c = {', '.join(str(c) for c in concs)}; median of {args.repeats} x "
                            f"{args.duration} s; repeats outermost, generators innermost (interleaved)",
-        "Setup part": f"c = {args.setup_concurrency}, one connection per request (wrk `-H 'Connection: close'`, "
-                      "loadbench/hey/oha `--disable-keepalive`, ab without -k); https = full TLS handshakes "
-                      "(self-signed EC P-256; nginx without session cache/tickets, clients do not resume); "
+        "Setup part": f"c = {args.setup_concurrency}, one connection per request (wrk and bombardier "
+                      "`-H 'Connection: close'`, loadbench/hey/oha `--disable-keepalive`, ab without -k; checked "
+                      "against loadbench-server's accept counter: one new connection per response for every tool); "
                       f"median of {args.repeats} x {args.duration} s",
+        "TLS handshakes": "self-signed EC P-256 certificates. nginx runs without session cache and tickets, so "
+                          "every handshake against it is a full one for every client: compare generators there. "
+                          "loadbench-server issues TLS 1.3 session tickets (OpenSSL's default), so clients that "
+                          "resume by default do abbreviated handshakes against it: wrk (its SSL_clear() keeps the "
+                          "session for the next connect) and oha (rustls' session cache); loadbench, hey and ab "
+                          "do full handshakes everywhere",
         "Generator CPU": "ru_utime+ru_stime of the generator process from os.wait4() (its whole life, start-up "
                          "included) / the exact responses (or new connections) the generator itself reports",
         "Server CPU": "utime+stime of the server's process tree from /proc/<pid>/stat right before and after "
