@@ -126,3 +126,14 @@ def test_report_cli_on_a_folder_without_results(tmp_path, capsys):
 
     assert main(["report", str(tmp_path)]) == 2
     assert "holds no results.jsonl" in capsys.readouterr().err
+
+
+def test_baseline_changes_the_ratio_column(tmp_path, capsys):
+    from loadbench.cli import main
+
+    directory = write_results_dir(tmp_path / "b")
+    rows = table_after(report.render(directory, baseline="py"), "## Summary")
+    assert rows[0][3] == "Peak vs py"
+    assert {r[0]: r[3] for r in rows[1:]} == {"beast": "2.55x", "py": "1.00x", "node": "n/a"}  # 51 000 / 20 000
+    assert main(["report", str(directory), "--no-charts", "--baseline", "nope"]) == 2
+    assert "baseline 'nope' is not a server of this sweep (beast, py, node)" in capsys.readouterr().err

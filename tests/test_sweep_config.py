@@ -66,6 +66,7 @@ def test_full_sweep_from_dict_values():
     ("[[workloads]]\nname = 'w'\n[[workloads.requests]]\npath = '/'\nverb = 'GET'",
      "unknown key workloads[0].requests[0].'verb'"),
     ("duration = ", "invalid TOML"),
+    ("baseline = 'nginx'", "baseline 'nginx' is not one of the targets (beast)"),
 ])
 def test_bad_key_or_value_is_named(tmp_path, text, named):
     with pytest.raises(ConfigError) as info:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from . import analysis
+from .errors import ConfigError
 from .results import Aggregate, aggregate, flatten, load_dir
 
 STARVED = "‡"
@@ -183,8 +184,9 @@ def workload_table(aggs: dict[tuple, Aggregate], targets: list[str], protocol: s
     return f"At C = {c}.\n\n" + table(header, rows)
 
 
-def render(results_dir: Path, charts: Optional[list[str]] = None) -> str:
-    """The markdown text of report.md for a results folder."""
+def render(results_dir: Path, charts: Optional[list[str]] = None, baseline: Optional[str] = None) -> str:
+    """The markdown text of report.md for a results folder; ratios divide by ``baseline``
+    (default: the sweep's baseline setting, else its first target)."""
     from .report_text import environment_table, intro, known_limits, settings_table
 
     settings, environment, records = load_dir(results_dir)
@@ -198,9 +200,12 @@ def render(results_dir: Path, charts: Optional[list[str]] = None) -> str:
     parts += intro(generated, settings, environment, rows)
     parts += ["## Settings", "", settings_table(settings, rows, aggs), "",
               "## Environment", "", environment_table(environment, rows), ""]
-    parts += ["## Summary", "", summary_table(aggs, targets, targets[0]), "",
+    base = baseline or settings.get("baseline") or targets[0]
+    if base not in targets:
+        raise ConfigError(f"baseline {base!r} is not a server of this sweep ({', '.join(targets)})")
+    parts += ["## Summary", "", summary_table(aggs, targets, base), "",
               f"Peak and average are over the closed-loop cells of every workload and protocol; "
-              f"the ratio compares peaks with {targets[0]}.", ""]
+              f"the ratio compares peaks with {base}.", ""]
     for protocol in protocols:
         for w in workloads:
             if any(k[1] == protocol and k[2] == w and k[3] == "closed" for k in aggs):
@@ -235,7 +240,7 @@ def _ordered(declared: Optional[list], seen: list[str]) -> list[str]:
     return [n for n in names if n in set(seen)]
 
 
-def write_report(results_dir, charts: bool = True) -> Path:
+def write_report(results_dir, charts: bool = True, baseline: Optional[str] = None) -> Path:
     """Write report.md (and, unless charts=False, the PNG charts) into ``results_dir``."""
     results_dir = Path(results_dir)
     names: list[str] = []
@@ -243,7 +248,7 @@ def write_report(results_dir, charts: bool = True) -> Path:
         from .plots import write_charts
 
         names = [p.name for p in write_charts(results_dir)]
-    text = render(results_dir, names)
+    text = render(results_dir, names, baseline=baseline)
     out = results_dir / "report.md"
     out.write_text(text, encoding="utf-8")
     return out

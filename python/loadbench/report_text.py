@@ -183,6 +183,15 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
         first = next(r for r in rows if r["status"] == "fail")
         out.append(f"- **{len(failed)} cell(s) FAIL** (server died or never became ready), e.g. "
                    f"{first['target']} {first['protocol']} {first['workload']} c={first['connections']}: {first['error']}")
+    spreads = [(a.rps.relative_range, a) for a in aggs.values() if a.rps is not None and a.rps.n > 1]
+    if spreads:
+        spreads.sort(key=lambda pair: pair[0])
+        median = spreads[len(spreads) // 2][0]
+        worst, cell = spreads[-1]
+        out.append(f"- **Repeat spread.** req/s of the repeats of one cell spread over a median of "
+                   f"{100 * median:.0f} % of their median (max - min); the widest was {cell.target} {cell.protocol} "
+                   f"{cell.workload} c={cell.connections} at {100 * worst:.0f} %. Differences between servers "
+                   "smaller than the spread are not established by this run.")
     if (settings.get("repeats") or 1) < 3:
         out.append(f"- **{settings.get('repeats')} repeat(s) per cell:** too few for a spread; differences under "
                    "~10 % between servers are not established by this run.")

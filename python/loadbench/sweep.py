@@ -108,6 +108,7 @@ class Sweep:
     generator_cpus: Optional[list] = None
     generator_threads: Optional[int] = None
     peers_dir: Optional[str] = None
+    baseline: Optional[str] = None  # the target the report's ratios divide by (default: the first)
 
     def __post_init__(self) -> None:
         self.workloads = [builtin_workloads()[w] if isinstance(w, str) and w in builtin_workloads()
@@ -120,6 +121,8 @@ class Sweep:
             raise ConfigError("a sweep needs at least one target")
         if len(set(names)) != len(names):
             raise ConfigError(f"target names must be unique: {names}")
+        if self.baseline is not None and self.baseline not in names:
+            raise ConfigError(f"baseline {self.baseline!r} is not one of the targets ({', '.join(names)})")
         wnames = [w.name for w in self.workloads]
         if len(set(wnames)) != len(wnames):
             raise ConfigError(f"workload names must be unique: {wnames}")

@@ -42,6 +42,7 @@ SWEEP_KEYS = {
     "generator_cpus": (_LIST, "a list of CPU numbers"),
     "generator_threads": (_INT, "a positive integer"),
     "peers_dir": (_STR, "a directory"),
+    "baseline": (_STR, "a target name (the report's ratios divide by it)"),
     "default_peers": (_BOOL, "true or false (add the installed peers of peers_dir)"),
     "targets": (_LIST, "an array of [[targets]] tables"),
     "workloads": (_LIST, "an array of [[workloads]] tables or workload names"),
@@ -180,7 +181,7 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
         if key in data:
             kwargs[key] = parse_seconds(data[key], key)
     for key in ("repeats", "connection_setup", "connection_setup_concurrency",
-                "connection_setup_workload", "workers", "generator_threads"):
+                "connection_setup_workload", "workers", "generator_threads", "baseline"):
         if key in data:
             kwargs[key] = data[key]
     for key in ("concurrencies", "server_cpus", "generator_cpus"):

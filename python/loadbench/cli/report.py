@@ -14,6 +14,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "sweep.json and environment.json (nothing is re-measured).")
     parser.add_argument("results_dir", metavar="RESULTS_DIR", help="a folder written by `loadbench sweep`")
     parser.add_argument("--no-charts", action="store_true", help="write report.md only")
+    parser.add_argument("--baseline", metavar="SERVER", help="the server ratios divide by (default: the first)")
     parser.set_defaults(func=run)
 
 
@@ -23,6 +24,6 @@ def run(args: argparse.Namespace) -> int:
     directory = Path(args.results_dir)
     if not directory.is_dir():
         raise ConfigError(f"{directory} is not a directory")
-    out = write_report(directory, charts=not args.no_charts)
+    out = write_report(directory, charts=not args.no_charts, baseline=args.baseline)
     print(f"loadbench: wrote {out}")
     return 0
