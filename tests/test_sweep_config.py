@@ -82,3 +82,12 @@ def test_missing_file_and_durations(tmp_path):
     assert parse_seconds("250ms", "d") == 0.25
     assert parse_seconds("1m", "d") == 60.0
     assert parse_seconds(3, "d") == 3.0
+
+
+def test_a_folder_of_another_sweep_is_refused(tmp_path):
+    from loadbench import Sweep
+
+    Sweep(concurrencies=[1])._check_same_sweep(tmp_path)  # writes sweep.json
+    with pytest.raises(ConfigError, match="holds results of a different sweep"):
+        Sweep(concurrencies=[2]).run(tmp_path, progress=False)
+    assert not (tmp_path / "results.jsonl").exists()
