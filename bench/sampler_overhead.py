@@ -62,6 +62,7 @@ def main() -> int:
         "duration_s": wall,
         "samples": samples,
         "sampler_cpu_s": cpu,
+        "proc_listings": totals["proc_listings"],
         "cpu_us_per_sample": cpu * 1e6 / samples if samples else None,
         "core_share_percent": 100.0 * cpu / wall if wall else None,
         "loadavg_1m": os.getloadavg()[0],
@@ -70,7 +71,8 @@ def main() -> int:
     print(
         f"sampler overhead: {result['core_share_percent']:.3f} % of one core "
         f"({cpu * 1e3:.1f} ms CPU over {wall:.1f} s, {samples} samples at {1 / args.interval:g} Hz, "
-        f"{result['cpu_us_per_sample']:.0f} us per sample, {processes}-process tree)"
+        f"{result['cpu_us_per_sample']:.0f} us per sample, {processes}-process tree; /proc re-listed in "
+        f"{totals['proc_listings']} readings: a pid was allocated on the machine since the previous one)"
     )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -258,6 +258,7 @@ def test_timeseries_and_totals_of_a_background_series():
         assert totals["cpu_s"] >= 0.19
         assert 0 <= totals["machine"]["idle_share"] <= 1
         assert totals["sampler_cpu_s"] > 0
+        assert 1 <= totals["proc_listings"] <= totals["samples"]
         assert not totals["exited"]
         frozen = len(sampler.timeseries())
         time.sleep(0.1)

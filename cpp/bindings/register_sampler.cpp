@@ -111,7 +111,8 @@ void register_sampler(py::module_& m) {
             return series_dict(rows);
         })
         .def("exit_time", &Sampler::exit_time)
-        .def("sampling_thread_cpu_s", &Sampler::sampling_thread_cpu_s);
+        .def("sampling_thread_cpu_s", &Sampler::sampling_thread_cpu_s)
+        .def("proc_listings", &Sampler::proc_listings);
 }
 
 }  // namespace loadbench::bindings

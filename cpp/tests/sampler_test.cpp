@@ -315,6 +315,7 @@ TEST(Sampler, TreeSeesAChildForkedBetweenSnapshots) {
     const Snapshot before = tree.snapshot();
     const Snapshot again = tree.snapshot();  // nothing forked: /proc need not be re-listed
     EXPECT_EQ(before.pids, again.pids);
+    const auto listings = tree.proc_listings();
     int release[2];
     ASSERT_EQ(::pipe(release), 0);
     const pid_t child = ::fork();
@@ -331,4 +332,5 @@ TEST(Sampler, TreeSeesAChildForkedBetweenSnapshots) {
     int status = 0;
     ::waitpid(child, &status, 0);
     EXPECT_NE(std::find(after.pids.begin(), after.pids.end(), child), after.pids.end());
+    EXPECT_GT(tree.proc_listings(), listings);  // the fork allocated a pid: /proc was re-listed
 }

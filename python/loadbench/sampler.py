@@ -197,6 +197,7 @@ class Sampler:
             "exited": self.exit_time() is not None,
             "exit_t": self.exit_time(),
             "sampler_cpu_s": self.sampling_cpu_s(),
+            "proc_listings": int(self._core.proc_listings()),  # readings that re-listed /proc
         }
         if not len(df):
             return out

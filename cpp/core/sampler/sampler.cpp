@@ -74,6 +74,7 @@ void Sampler::discover_members_locked(int last_pid) {
         for (const auto& member : members_) scanner_->note_parent(member->pid(), member->parent_pid());
         scanner_->scan(root_pid_, scanned_, dir_buffer_, file_buffer_);
         last_pid_at_scan_ = last_pid;
+        ++proc_listings_;
     }
 
     // Members no longer in the tree (exited or re-parented away) keep their counters.

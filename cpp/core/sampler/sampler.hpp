@@ -54,6 +54,8 @@ public:
     std::vector<Sample> series() const;
     std::optional<double> exit_time() const;  // monotonic time the exit was first seen
     double sampling_thread_cpu_s() const { return sampling_thread_cpu_s_.load(); }
+    // How many readings re-listed /proc to discover the tree (the costly part of a sample).
+    std::uint64_t proc_listings() const { return proc_listings_.load(); }
 
     int pid() const { return root_pid_; }
     bool tree() const { return tree_; }
@@ -89,6 +91,7 @@ private:
     std::condition_variable stop_signal_;
     bool stop_requested_ = false;
     std::atomic<double> sampling_thread_cpu_s_{0.0};
+    std::atomic<std::uint64_t> proc_listings_{0};
 };
 
 }  // namespace loadbench::sampler
