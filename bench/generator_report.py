@@ -87,6 +87,26 @@ def _ratio_lines(records: list[dict], servers: list[str], concs: list[int], engi
     return lines
 
 
+def _setup_ratio_lines(records: list[dict], servers: list[str]) -> list[str]:
+    lines = []
+    for scheme, noun in (("http", "new connection"), ("https", "TLS handshake")):
+        parts = []
+        for server in servers:
+            lb = _median(_select(records, part="setup", generator="loadbench", server=server, scheme=scheme),
+                         "gen_cpu_us_per_conn")
+            wrk = _median(_select(records, part="setup", generator="wrk", server=server, scheme=scheme),
+                          "gen_cpu_us_per_conn")
+            srv = _median(_select(records, part="setup", generator="loadbench", server=server, scheme=scheme),
+                          "server_cpu_us_per_conn")
+            if lb is None or wrk is None:
+                parts.append(f"{server}: n/a")
+            else:
+                parts.append(f"{server}: loadbench {lb:.1f} vs wrk {wrk:.1f} us ({lb / wrk:.2f}x; the server "
+                             f"{srv:.1f} us)")
+        lines.append(f"- per {noun}: " + "; ".join(parts))
+    return lines
+
+
 def _noise(records: list[dict], generators: list[gl.Generator], key: str) -> str:
     rows = []
     for gen in generators:
@@ -187,6 +207,11 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
         "whose start-up is a few ms):",
         "",
         *_ratio_lines(ka, servers, concs, engine=True),
+        "",
+        "Connection setup, generator CPU per new connection / per handshake (whole process, median; against "
+        "nginx every handshake is a full one for both tools, against loadbench-server wrk resumes):",
+        "",
+        *_setup_ratio_lines(setup, servers),
         "",
         "## Generator CPU us per response, keep-alive (median; lower is better)",
         "",
