@@ -70,10 +70,10 @@ private:
     using error_code = boost::beast::error_code;
 
     auto make_edge_read() {
-        if constexpr (Stream::is_tls) {
+        if constexpr (Stream::is_tls || !LOADBENCH_EDGE_READ) {
             return std::monostate{};
         } else {
-            return EdgeRead<Connection>(*this);
+            return PlainRead(*this);
         }
     }
 
@@ -106,17 +106,24 @@ private:
 
     void start_read(char* data, std::size_t size) {
         reading_ = true;
-        if constexpr (Stream::is_tls) {
+        if constexpr (Stream::is_tls || !LOADBENCH_EDGE_READ) {
             stream_.async_read_some(boost::asio::buffer(data, size),
                                     [this](error_code ec, std::size_t n) { on_read(ec, n); });
         } else {
+#if LOADBENCH_EDGE_READ
             edge_read_.start(worker_.reactor(), stream_.tcp(), data, size);
+#endif
         }
     }
 
+#if LOADBENCH_EDGE_READ
     // Completion of the plain-TCP EdgeRead operation.
     void on_edge_read(error_code ec, std::size_t n) { on_read(ec, n); }
     friend class EdgeRead<Connection>;
+    using PlainRead = EdgeRead<Connection>;
+#else
+    using PlainRead = std::monostate;
+#endif
 
     void on_read(error_code ec, std::size_t n) {
         reading_ = false;
@@ -246,7 +253,7 @@ private:
 
     Stream stream_;
     // Plain TCP reads go through a preallocated reactor operation (see edge_read.hpp).
-    [[no_unique_address]] std::conditional_t<Stream::is_tls, std::monostate, EdgeRead<Connection>> edge_read_;
+    [[no_unique_address]] std::conditional_t<Stream::is_tls, std::monostate, PlainRead> edge_read_;
     std::unique_ptr<char[]> in_;
     std::size_t in_begin_ = 0;
     std::size_t in_end_ = 0;

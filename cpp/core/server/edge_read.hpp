@@ -11,8 +11,9 @@
 // the next read and wait for readiness instead. It is also preallocated per connection, so a
 // read allocates nothing.
 //
-// It uses Asio's reactor interface (boost/asio/detail), which is stable across the Boost
-// versions we build with (>= 1.74) but not public API; only the plain-TCP path uses it.
+// It uses Asio's reactor interface (boost/asio/detail), which is not public API: its
+// start_op() signature is the same from Boost 1.74 to 1.82 (1.83 added immediate-completion
+// arguments). Other versions fall back to plain async_read_some (LOADBENCH_EDGE_READ = 0).
 #include <boost/asio/io_context.hpp>
 // After io_context.hpp: the reactor header needs the scheduler's declarations first.
 #include <boost/asio/detail/reactor.hpp>
@@ -20,8 +21,18 @@
 #include <boost/asio/detail/socket_ops.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include <boost/version.hpp>
+
 #include <cstddef>
 #include <utility>
+
+#if !defined(LOADBENCH_EDGE_READ)
+#if BOOST_VERSION >= 107400 && BOOST_VERSION < 108300 && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+#define LOADBENCH_EDGE_READ 1
+#else
+#define LOADBENCH_EDGE_READ 0
+#endif
+#endif
 
 namespace loadbench::server {
 
@@ -32,6 +43,7 @@ public:
     auto& implementation() { return impl_.get_implementation(); }
 };
 
+#if LOADBENCH_EDGE_READ
 // One read at a time into [data, data + size); completes with target.on_read(ec, bytes).
 template <class Target>
 class EdgeRead final : public boost::asio::detail::reactor_op {
@@ -74,5 +86,6 @@ private:
     char* data_ = nullptr;
     std::size_t size_ = 0;
 };
+#endif
 
 }  // namespace loadbench::server
