@@ -26,6 +26,17 @@ auto translating(F&& f) {
     }
 }
 
+py::dict histogram_to_dict(const stats::HdrHistogram& h) {
+    py::dict hist;
+    hist["lowest"] = h.lowest_discernible();
+    hist["highest"] = h.highest_trackable();
+    hist["significant_figures"] = h.significant_figures();
+    hist["counts"] = py::array_t<int64_t>(static_cast<py::ssize_t>(h.counts().size()), h.counts().data());
+    hist["min"] = h.min();
+    hist["max"] = h.max();
+    return hist;
+}
+
 py::dict result_to_dict(const generator::RunResult& r) {
     const auto& t = r.totals;
     py::dict d;
@@ -49,15 +60,16 @@ py::dict result_to_dict(const generator::RunResult& r) {
     d["connections_opened"] = t.connections_opened;
     d["tls_handshakes"] = t.tls_handshakes;
     d["reconnects"] = t.reconnects;
-    const auto& h = t.latency_us;
-    py::dict hist;
-    hist["lowest"] = h.lowest_discernible();
-    hist["highest"] = h.highest_trackable();
-    hist["significant_figures"] = h.significant_figures();
-    hist["counts"] = py::array_t<int64_t>(static_cast<py::ssize_t>(h.counts().size()), h.counts().data());
-    hist["min"] = h.min();
-    hist["max"] = h.max();
-    d["histogram"] = hist;
+    d["histogram"] = histogram_to_dict(t.latency_us);
+    d["open_loop"] = r.open_loop;
+    if (r.open_loop) {
+        d["target_rate"] = r.target_rate;
+        d["max_connections"] = r.max_connections;
+        d["sends"] = t.sends;
+        d["late_sends"] = t.late_sends;
+        d["histogram_uncorrected"] = histogram_to_dict(t.latency_uncorrected_us);
+        d["lateness"] = histogram_to_dict(t.lateness_us);
+    }
     const size_t n = r.timeline.size();
     py::array_t<int64_t> responses(static_cast<py::ssize_t>(n)), errs(static_cast<py::ssize_t>(n)),
         p50(static_cast<py::ssize_t>(n)), p99(static_cast<py::ssize_t>(n));
@@ -83,7 +95,8 @@ void register_generator(py::module_& m) {
         .def(py::init([](const std::string& url, const std::vector<py::tuple>& requests, int connections, int threads,
                          double duration_s, int64_t total_requests, double warmup_s, double timeout_s, bool keepalive,
                          bool tls_verify, const std::string& tls_cacert, bool tls_session_resumption,
-                         const std::vector<int>& cpus, double interval_s) {
+                         const std::vector<int>& cpus, double interval_s, double rate, bool poisson, uint64_t seed,
+                         int max_connections) {
                  EngineConfig c;
                  c.url = url;
                  for (const auto& item : requests) {
@@ -106,12 +119,17 @@ void register_generator(py::module_& m) {
                  c.tls_session_resumption = tls_session_resumption;
                  c.cpus = cpus;
                  c.interval_s = interval_s;
+                 c.rate = rate;
+                 c.poisson = poisson;
+                 c.seed = seed;
+                 c.max_connections = max_connections;
                  return translating([&] { return std::make_unique<Engine>(std::move(c)); });
              }),
              py::arg("url"), py::arg("requests"), py::arg("connections"), py::arg("threads"), py::arg("duration_s"),
              py::arg("total_requests"), py::arg("warmup_s"), py::arg("timeout_s"), py::arg("keepalive"),
              py::arg("tls_verify"), py::arg("tls_cacert"), py::arg("tls_session_resumption"), py::arg("cpus"),
-             py::arg("interval_s"))
+             py::arg("interval_s"), py::arg("rate") = 0.0, py::arg("poisson") = false, py::arg("seed") = 1,
+             py::arg("max_connections") = 0)
         .def("start", &Engine::start, py::call_guard<py::gil_scoped_release>())
         .def("wait", &Engine::wait_for, py::arg("seconds"), py::call_guard<py::gil_scoped_release>(),
              "Wait up to `seconds` with the GIL released; True once the run is over.")

@@ -79,6 +79,10 @@ class Engine:
         tls_session_resumption: bool,
         cpus: list[int],
         interval_s: float,
+        rate: float = 0.0,
+        poisson: bool = False,
+        seed: int = 1,
+        max_connections: int = 0,
     ) -> None: ...
     def start(self) -> None: ...
     def wait(self, seconds: float) -> bool: ...

@@ -18,6 +18,16 @@ SATURATION_THRESHOLD = 0.90  # generator threads busy above this share of the wi
 SUMMARY_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 
 
+LATE_THRESHOLD_US = 1000  # a send more than this after its intended time is late (C++ kLateSendNs)
+
+
+def _histogram_block(h: Optional[LatencyHistogram]) -> Optional[dict[str, Any]]:
+    if h is None:
+        return None
+    return {"unit": "us", "lowest": h.lowest, "highest": h.highest, "significant_figures": h.significant_figures,
+            "min": h.min_us, "max": h.max_us, "hdr": h.encode()}
+
+
 def _percentile_key(q: float) -> str:
     return f"p{q:g}"
 
@@ -115,6 +125,14 @@ class Result:
     first_error: str = ""
     interval_s: float = 1.0
     timeline_columns: dict[str, np.ndarray] = field(default_factory=dict)
+    # Open loop (a target rate): `latency` counts from each request's intended send time
+    # (coordinated-omission corrected); `latency_uncorrected` from its actual send.
+    open_loop: bool = False
+    target_rate: float = 0.0
+    sends: int = 0
+    late_sends: int = 0
+    latency_uncorrected: Optional[LatencyHistogram] = None
+    lateness: Optional[LatencyHistogram] = None
     # Blocks other parts attach (e.g. "server" from the sampler); written into to_dict() as-is.
     extras: dict[str, Any] = field(default_factory=dict)
 
@@ -186,8 +204,13 @@ class Result:
 
         return pd.DataFrame(self.timeline_arrays())
 
-    def latency_summary(self) -> dict[str, float]:
-        lat = self.latency
+    @property
+    def achieved_rate(self) -> float:
+        """Open loop: requests actually sent per second of the window."""
+        return self.sends / self.duration_s if self.duration_s > 0 else 0.0
+
+    def latency_summary(self, histogram: Optional[LatencyHistogram] = None) -> dict[str, float]:
+        lat = histogram if histogram is not None else self.latency
         out = {"min": lat.min, "mean": round(lat.mean, 3), "stdev": round(lat.stdev, 3), "max": lat.max}
         for q in SUMMARY_PERCENTILES:
             out[_percentile_key(q)] = lat.percentile(q)
@@ -222,18 +245,26 @@ class Result:
                 "utilisation": self.cpu_utilisation,
                 "saturated": self.saturated,
             },
-            "histogram": {
-                "unit": "us",
-                "lowest": self.latency.lowest,
-                "highest": self.latency.highest,
-                "significant_figures": self.latency.significant_figures,
-                "min": self.latency.min_us,
-                "max": self.latency.max_us,
-                "hdr": self.latency.encode(),
-            },
+            "histogram": _histogram_block(self.latency),
             "interval_s": self.interval_s,
             "timeline": self._timeline_rows(),
         }
+        if self.open_loop:
+            d["latency_uncorrected_us"] = self.latency_summary(self.latency_uncorrected)
+            lateness = self.lateness
+            d["rate"] = {
+                "target": self.target_rate,
+                "achieved": self.achieved_rate,
+                "arrival": self.config.get("arrival", "constant"),
+                "sends": self.sends,
+                "late_sends": self.late_sends,
+                "late_threshold_us": LATE_THRESHOLD_US,
+                "lateness_us": {"p50": lateness.percentile(50), "p90": lateness.percentile(90),
+                                "p99": lateness.percentile(99), "p99.9": lateness.percentile(99.9),
+                                "max": lateness.max} if lateness is not None else {},
+            }
+            d["histogram_uncorrected"] = _histogram_block(self.latency_uncorrected)
+            d["histogram_lateness"] = _histogram_block(self.lateness)
         d.update(self.extras)
         return d
 
@@ -256,7 +287,16 @@ class Result:
         timeline = d.get("timeline", [])
         cols = {k: np.array([row[k] for row in timeline], dtype=np.int64)
                 for k in ("responses", "errors", "p50_us", "p99_us")}
-        known = {"format", "url", "config", "duration_s", "responses", "rps", "status_codes", "errors", "first_error",
+        rate = d.get("rate") or {}
+        open_loop = "rate" in d
+
+        def hist(key: str) -> Optional[LatencyHistogram]:
+            block = d.get(key)
+            if not block:
+                return None
+            return LatencyHistogram.decode(block["hdr"], int(block.get("min", 0)), int(block.get("max", 0)))
+
+        known = {"latency_uncorrected_us", "rate", "histogram_uncorrected", "histogram_lateness", "format", "url", "config", "duration_s", "responses", "rps", "status_codes", "errors", "first_error",
                  "latency_us", "in_flight", "bytes_read", "bytes_written", "connections_opened", "connections_per_s",
                  "tls_handshakes", "tls_handshakes_per_s", "reconnects", "interrupted", "generator", "histogram",
                  "interval_s", "timeline"}
@@ -273,6 +313,9 @@ class Result:
             interrupted=bool(d.get("interrupted", False)), first_error=d.get("first_error", ""),
             interval_s=float(d.get("interval_s", 1.0)), timeline_columns=cols,
             extras={k: v for k, v in d.items() if k not in known},
+            open_loop=open_loop, target_rate=float(rate.get("target", 0.0)), sends=int(rate.get("sends", 0)),
+            late_sends=int(rate.get("late_sends", 0)), latency_uncorrected=hist("histogram_uncorrected"),
+            lateness=hist("histogram_lateness"),
         )
 
     @classmethod

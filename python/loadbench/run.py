@@ -106,6 +106,12 @@ def _number(name: str, value: Any) -> float:
         raise ConfigError(f"{name} must be a number, not {value!r}") from None
 
 
+def _histogram(h: Optional[dict]) -> Optional[LatencyHistogram]:
+    if h is None:
+        return None
+    return LatencyHistogram(h["counts"], h["lowest"], h["highest"], h["significant_figures"], h["min"], h["max"])
+
+
 @dataclass
 class RunningLoad:
     """A run in progress: poll `progress()`, `stop()` it, `wait()` for it, take its `result()`."""
@@ -135,8 +141,7 @@ class RunningLoad:
             raw = self.engine.result()
         except RuntimeError as exc:
             raise LoadbenchError(str(exc)) from None
-        h = raw["histogram"]
-        latency = LatencyHistogram(h["counts"], h["lowest"], h["highest"], h["significant_figures"], h["min"], h["max"])
+        latency = _histogram(raw["histogram"])
         return Result(
             url=self.url, config=self.config, duration_s=raw["duration_s"], responses=raw["responses"],
             status_codes=dict(raw["status_codes"]), errors=dict(raw["errors"]), latency=latency,
@@ -144,7 +149,9 @@ class RunningLoad:
             connections_opened=raw["connections_opened"], tls_handshakes=raw["tls_handshakes"],
             reconnects=raw["reconnects"], cpu_s=raw["cpu_s"], threads=raw["threads"],
             interrupted=raw["interrupted"], first_error=raw["first_error"], interval_s=raw["interval_s"],
-            timeline_columns=dict(raw["timeline"]),
+            timeline_columns=dict(raw["timeline"]), open_loop=raw["open_loop"],
+            target_rate=raw.get("target_rate", 0.0), sends=raw.get("sends", 0), late_sends=raw.get("late_sends", 0),
+            latency_uncorrected=_histogram(raw.get("histogram_uncorrected")), lateness=_histogram(raw.get("lateness")),
         )
 
 
@@ -153,7 +160,8 @@ def start(url: str, *, connections: int = 10, threads: int = 1, duration: Option
           body: BodyLike = None, requests_list: Optional[Sequence[Union[Request, Mapping[str, Any]]]] = None,
           keepalive: bool = True, timeout: float = 10.0, insecure: bool = True, verify: bool = False,
           cacert: Union[str, os.PathLike, None] = None, tls_session_resumption: bool = False,
-          cpus: Optional[Sequence[int]] = None, interval: float = 1.0) -> RunningLoad:
+          cpus: Optional[Sequence[int]] = None, interval: float = 1.0, rate: Optional[float] = None,
+          arrival: str = "constant", max_connections: Optional[int] = None, seed: int = 1) -> RunningLoad:
     """Start a run and return at once; see run() for the arguments."""
     if not isinstance(url, str) or not url:
         raise ConfigError("a URL is required, e.g. http://127.0.0.1:8080/")
@@ -171,6 +179,19 @@ def start(url: str, *, connections: int = 10, threads: int = 1, duration: Option
         if not duration_s > 0:
             raise ConfigError(f"duration must be > 0 seconds, not {duration!r}")
     warmup_s = _number("warmup", warmup)
+    rate_value = 0.0
+    if rate is not None:
+        rate_value = _number("rate", rate)
+        if not rate_value > 0:
+            raise ConfigError(f"rate must be > 0 requests per second, not {rate!r}")
+    if arrival not in ("constant", "poisson"):
+        raise ConfigError(f"arrival must be 'constant' or 'poisson', not {arrival!r}")
+    if max_connections is not None:
+        if rate is None:
+            raise ConfigError("max_connections needs an open-loop rate")
+        if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < connections:
+            raise ConfigError(f"max_connections must be an integer >= connections ({connections}), "
+                              f"not {max_connections!r}")
     timeout_s = _number("timeout", timeout)
     if cacert is not None and not Path(cacert).is_file():
         raise ConfigError(f"CA file {os.fspath(cacert)!r} does not exist")
@@ -187,13 +208,16 @@ def start(url: str, *, connections: int = 10, threads: int = 1, duration: Option
         "tls_verify": tls_verify, "tls_session_resumption": bool(tls_session_resumption),
         "cpus": list(cpus) if cpus is not None else None, "interval_s": float(interval),
     }
+    if rate is not None:
+        config.update(rate=rate_value, arrival=arrival, max_connections=max_connections or connections, seed=seed)
     cpu_list = _check_cpus(cpus)
     try:
         engine = _core.Engine(
             url=url, requests=wire, connections=connections, threads=threads, duration_s=duration_s,
             total_requests=requests or 0, warmup_s=warmup_s, timeout_s=timeout_s, keepalive=bool(keepalive),
             tls_verify=tls_verify, tls_cacert=os.fspath(cacert) if cacert is not None else "",
-            tls_session_resumption=bool(tls_session_resumption), cpus=cpu_list, interval_s=float(interval))
+            tls_session_resumption=bool(tls_session_resumption), cpus=cpu_list, interval_s=float(interval),
+            rate=rate_value, poisson=arrival == "poisson", seed=int(seed), max_connections=max_connections or 0)
     except ValueError as exc:
         message = str(exc)
         raise ConfigError(message[len("config: "):] if message.startswith("config: ") else message) from None
@@ -206,7 +230,8 @@ def run(url: str, *, connections: int = 10, threads: int = 1, duration: Optional
         body: BodyLike = None, requests_list: Optional[Sequence[Union[Request, Mapping[str, Any]]]] = None,
         keepalive: bool = True, timeout: float = 10.0, insecure: bool = True, verify: bool = False,
         cacert: Union[str, os.PathLike, None] = None, tls_session_resumption: bool = False,
-        cpus: Optional[Sequence[int]] = None, interval: float = 1.0,
+        cpus: Optional[Sequence[int]] = None, interval: float = 1.0, rate: Optional[float] = None,
+        arrival: str = "constant", max_connections: Optional[int] = None, seed: int = 1,
         progress: Optional[Callable[[dict], None]] = None, sample_pid: Optional[int] = None) -> Result:
     """Load `url` and return what was measured.
 
@@ -217,7 +242,11 @@ def run(url: str, *, connections: int = 10, threads: int = 1, duration: Optional
     (Request objects or dicts with method/path/headers/body) is sent round-robin instead.
     `keepalive=False` opens a connection (and TLS handshake) per request. TLS certificates are
     not checked unless `verify=True`, `insecure=False` or a `cacert` file is given.
-    `cpus` pins the generator threads. `progress`, if given, is called about every 0.1 s with
+    `cpus` pins the generator threads. `rate` (requests per second, all threads together)
+    switches to an open loop: requests are due on a constant or `arrival="poisson"` (seeded)
+    schedule whatever the server does, latency counts from the intended send time (corrected
+    for coordinated omission; `latency_uncorrected` is the service time), and the pool of
+    `connections` grows up to `max_connections` when all are busy. `progress`, if given, is called about every 0.1 s with
     a dict (elapsed_s, warming_up, responses, errors, rps, ...). Ctrl-C ends the run early and
     still returns the result (with `interrupted=True`).
     `sample_pid` names the server process: its CPU time (with all its descendants), memory,
@@ -229,7 +258,8 @@ def run(url: str, *, connections: int = 10, threads: int = 1, duration: Optional
     handle = start(url, connections=connections, threads=threads, duration=duration, requests=requests,
                    warmup=warmup, method=method, headers=headers, body=body, requests_list=requests_list,
                    keepalive=keepalive, timeout=timeout, insecure=insecure, verify=verify, cacert=cacert,
-                   tls_session_resumption=tls_session_resumption, cpus=cpus, interval=interval)
+                   tls_session_resumption=tls_session_resumption, cpus=cpus, interval=interval, rate=rate,
+                   arrival=arrival, max_connections=max_connections, seed=seed)
     if edges is not None:
         edges.started(handle.engine.progress()["elapsed_s"])
     try:

@@ -27,13 +27,25 @@ def summary_lines(r: "Result") -> list[str]:
     cfg = r.config
     lat = r.latency
     mode = (f"{cfg.get('requests'):,} requests" if cfg.get("requests") else f"{cfg.get('duration_s', r.duration_s):g} s")
+    if r.open_loop:
+        mode += f", open loop at {r.target_rate:g}/s"
     head = (f"{r.url}: {cfg.get('connections', '?')} connections, {r.threads} thread{'s' if r.threads != 1 else ''}, "
             f"{mode}{', no keep-alive' if cfg.get('keepalive') is False else ''}"
             f"{', warm-up %g s' % cfg['warmup_s'] if cfg.get('warmup_s') else ''}"
             f"{'  [INTERRUPTED]' if r.interrupted else ''}")
     lines = [head]
     lines.append(f"  requests/s    {r.rps:,.2f}  ({r.responses:,} responses in {r.duration_s:.3f} s)")
-    if lat.count:
+    if lat.count and r.open_loop and r.latency_uncorrected is not None:
+        unc = r.latency_uncorrected
+        lines.append(f"  rate          target {r.target_rate:,.1f}/s ({cfg.get('arrival', 'constant')}), achieved "
+                     f"{r.achieved_rate:,.1f}/s; {r.late_sends:,} of {r.sends:,} sends late (> 1 ms), "
+                     f"lateness p99 {format_us(r.lateness.percentile(99)) if r.lateness else 'n/a'}")
+        lines.append("  latency       " + " ".join(f"{h:>10}" for h in ("p50", "p90", "p99", "p99.9", "max")))
+        for label, h in (("corrected", lat), ("service", unc)):
+            cells = [format_us(h.percentile(q)) for q in (50, 90, 99, 99.9)] + [format_us(h.max)]
+            lines.append(f"    {label:<11} " + " ".join(f"{c:>10}" for c in cells))
+        lines.append("                (corrected: from the intended send time; service: from the actual send)")
+    elif lat.count:
         pct = "  ".join(f"p{q:g} {format_us(lat.percentile(q))}" for q in (50, 90, 99, 99.9))
         lines.append(f"  latency       {pct}  max {format_us(lat.max)}")
         lines.append(f"                mean {format_us(lat.mean)}  stdev {format_us(lat.stdev)}  min {format_us(lat.min)}")

@@ -28,14 +28,28 @@ struct EngineConfig {
     std::vector<int> cpus;        // worker i runs on cpus[i % size]
     double interval_s = 1.0;      // timeline resolution
     double connect_retry_delay_s = 0.005;  // after a failed connect, so a refused port is not a busy loop
+    // Open loop (rate > 0): requests are due at a constant or Poisson rate whatever the server
+    // does; latency counts from the intended send time. The pool starts at `connections` and
+    // grows up to `max_connections` (0: no growth) when every connection is busy.
+    double rate = 0.0;
+    bool poisson = false;
+    uint64_t seed = 1;
+    int max_connections = 0;
 };
+
+// A request that went out more than this after its intended time counts as a late send.
+inline constexpr int64_t kLateSendNs = 1'000'000;
 
 enum ErrorKind : int { kConnect = 0, kRead, kWrite, kTimeout, kParse, kErrorKinds };
 inline constexpr std::array<const char*, kErrorKinds> kErrorKindNames = {"connect", "read", "write", "timeout", "parse"};
 
 // Everything one worker measured inside the window; merged into the run's result.
 struct Measurements {
-    stats::HdrHistogram latency_us;
+    stats::HdrHistogram latency_us;              // closed loop: service time; open loop: from the intended time
+    stats::HdrHistogram latency_uncorrected_us;  // open loop only: from the actual send
+    stats::HdrHistogram lateness_us;             // open loop only: actual send - intended send
+    uint64_t sends = 0;                          // open loop: requests written (intended inside the window)
+    uint64_t late_sends = 0;
     std::array<uint64_t, 1000> status_codes{};
     std::array<uint64_t, kErrorKinds> errors{};
     uint64_t responses = 0;
@@ -58,6 +72,9 @@ struct RunResult {
     double cpu_s = 0.0;             // generator threads' CPU time inside the window
     int threads = 0;
     bool interrupted = false;       // stopped before the planned end
+    bool open_loop = false;
+    double target_rate = 0.0;
+    int max_connections = 0;
 };
 
 struct Progress {

@@ -35,6 +35,12 @@ void validate(const EngineConfig& c) {
     if (!(c.warmup_s >= 0.0 && std::isfinite(c.warmup_s))) throw ConfigError("warm-up must be >= 0 seconds");
     if (!(c.timeout_s > 0.0 && std::isfinite(c.timeout_s))) throw ConfigError("timeout must be > 0 seconds");
     if (!(c.interval_s > 0.0)) throw ConfigError("timeline interval must be > 0 seconds");
+    if (c.rate < 0.0 || !std::isfinite(c.rate)) throw ConfigError("rate must be > 0 requests per second");
+    if (c.max_connections < 0) throw ConfigError("max connections must be >= 0");
+    if (c.rate > 0.0 && c.max_connections > 0 && c.max_connections < c.connections)
+        throw ConfigError("max connections (" + std::to_string(c.max_connections) + ") must be >= connections (" +
+                          std::to_string(c.connections) + ")");
+    if (c.rate == 0.0 && c.max_connections > 0) throw ConfigError("max connections needs an open-loop rate");
     if (!c.cpus.empty()) {
         cpu_set_t allowed;
         CPU_ZERO(&allowed);
@@ -89,6 +95,12 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
     plan_.timeout_ns = seconds_to_ns(config_.timeout_s);
     plan_.connect_retry_delay_ns = seconds_to_ns(config_.connect_retry_delay_s);
     plan_.interval_ns = std::max<int64_t>(1, seconds_to_ns(config_.interval_s));
+    plan_.open_loop = config_.rate > 0.0;
+    plan_.arrival = config_.poisson ? ArrivalSchedule::Kind::Poisson : ArrivalSchedule::Kind::Constant;
+    plan_.rate_per_worker = config_.rate / config_.threads;
+    plan_.seed = config_.seed;
+    plan_.threads = config_.threads;
+    const int max_connections = config_.max_connections > 0 ? config_.max_connections : config_.connections;
 
     // Connections and the request budget are split as evenly as possible; no shared counter.
     const int threads = config_.threads;
@@ -98,7 +110,8 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
         if (plan_.count_mode)
             budget = config_.total_requests / threads + (i < config_.total_requests % threads ? 1 : 0);
         const int cpu = config_.cpus.empty() ? -1 : config_.cpus[static_cast<size_t>(i) % config_.cpus.size()];
-        workers_.push_back(std::make_unique<Worker>(plan_, i, conns, budget, cpu));
+        const int max_conns = max_connections / threads + (i < max_connections % threads ? 1 : 0);
+        workers_.push_back(std::make_unique<Worker>(plan_, i, conns, std::max(conns, max_conns), budget, cpu));
     }
 }
 
@@ -173,6 +186,9 @@ RunResult Engine::result() {
     r.threads = static_cast<int>(workers_.size());
     r.interval_s = config_.interval_s;
     r.warmup_s = config_.warmup_s;
+    r.open_loop = plan_.open_loop;
+    r.target_rate = config_.rate;
+    r.max_connections = config_.max_connections > 0 ? config_.max_connections : config_.connections;
     for (const auto& w : workers_)
         if (!w->setup_error().empty()) throw std::runtime_error(w->setup_error());
 
@@ -202,6 +218,10 @@ RunResult Engine::result() {
 
 void Measurements::add(const Measurements& other) {
     latency_us.add(other.latency_us);
+    latency_uncorrected_us.add(other.latency_uncorrected_us);
+    lateness_us.add(other.lateness_us);
+    sends += other.sends;
+    late_sends += other.late_sends;
     for (size_t i = 0; i < status_codes.size(); ++i) status_codes[i] += other.status_codes[i];
     for (size_t i = 0; i < errors.size(); ++i) errors[i] += other.errors[i];
     responses += other.responses;

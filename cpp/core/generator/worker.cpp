@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,18 +48,21 @@ struct Worker::Connection {
     std::string carry;             // an incomplete header block / chunk line from the last read
     size_t request = 0;
     size_t write_offset = 0;
-    int64_t attempt_start_ns = 0;
+    int64_t attempt_start_ns = 0;  // closed loop: when the request was due; open loop: its intended time
+    int64_t sent_ns = 0;           // when it was actually handed to the socket (timeouts run from here)
     int64_t retry_at_ns = 0;       // > 0: waiting to reconnect after a failed connect
     bool attempt_active = false;
     bool counted = false;          // the attempt started inside the window
     bool reused = false;           // this TCP connection already carried a response
     bool retried = false;          // this attempt already moved to a fresh connection once
     bool peer_closed = false;      // the last event reported the peer's FIN
+    bool in_idle_list = false;     // open loop: listed in Worker::idle_
+    bool pool_connecting = false;  // open loop: counted in Worker::connecting_
 };
 
-Worker::Worker(const RunPlan& plan, int index, int connections, int64_t budget, int cpu)
-    : plan_(plan), index_(index), cpu_(cpu), budget_left_(budget) {
-    connections_.reserve(static_cast<size_t>(connections));
+Worker::Worker(const RunPlan& plan, int index, int connections, int max_connections, int64_t budget, int cpu)
+    : plan_(plan), index_(index), cpu_(cpu), max_connections_(max_connections), budget_left_(budget) {
+    connections_.reserve(static_cast<size_t>(max_connections));
     for (int i = 0; i < connections; ++i) {
         auto c = std::make_unique<Connection>();
         c->transport = plan.tls ? make_tls_transport(*plan.tls, plan.url.host, plan.url.host_is_ip_literal)
@@ -98,7 +102,17 @@ void Worker::run(std::atomic<int>& ready_count) {
     bool in_window = false;
     double cpu_at_window_start = 0.0;
     int64_t now = monotonic_ns();
-    for (auto& c : connections_) begin_attempt(*c, now);
+    const bool open_loop = plan_.open_loop;
+    if (open_loop) {
+        // Sends are due at exact times: the default 50 us timer slack would make every one late.
+        prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+        // Worker i starts i/T of a gap late, so the workers' constant schedules interleave.
+        schedule_.emplace(plan_.arrival, plan_.rate_per_worker, plan_.start_ns,
+                          static_cast<double>(index_) / plan_.threads, plan_.seed + static_cast<uint64_t>(index_));
+        for (auto& c : connections_) open_pool_connection(*c, now);
+    } else {
+        for (auto& c : connections_) begin_attempt(*c, now);
+    }
     int64_t next_housekeeping = now + kHousekeepingNs;
 
     while (!plan_.stop.load(std::memory_order_relaxed)) {
@@ -113,11 +127,21 @@ void Worker::run(std::atomic<int>& ready_count) {
             housekeeping(now);
             next_housekeeping = now + kHousekeepingNs;
         }
+        if (open_loop) release_due(now);
         int64_t wake = next_housekeeping;
         if (!in_window && plan_.window_start_ns < wake) wake = plan_.window_start_ns;
         if (plan_.window_end_ns < wake) wake = plan_.window_end_ns;
-        const int timeout_ms = wake > now ? static_cast<int>((wake - now + 999'999) / 1'000'000) : 0;
-        const int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
+        int n;
+        if (open_loop) {
+            // Sends are due at sub-millisecond times: wait with nanosecond precision.
+            if (!schedule_done_ && schedule_->next() < wake) wake = schedule_->next();
+            const int64_t wait_ns = wake > now ? wake - now : 0;
+            const timespec timeout{static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
+            n = epoll_pwait2(epoll_fd_, events, kMaxEvents, &timeout, nullptr);
+        } else {
+            const int timeout_ms = wake > now ? static_cast<int>((wake - now + 999'999) / 1'000'000) : 0;
+            n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
+        }
         for (int i = 0; i < n; ++i) event(*static_cast<Connection*>(events[i].data.ptr), events[i].events);
     }
     if (in_window) cpu_s_ = thread_cpu_s() - cpu_at_window_start;
@@ -145,7 +169,10 @@ void Worker::event(Connection& c, uint32_t events) {
             break;
         case Connection::State::Idle:
             // No request outstanding: the server closing an idle connection is not an error.
-            if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) close_connection(c);
+            if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+                close_connection(c);
+                if (plan_.open_loop) open_pool_connection(c, monotonic_ns());
+            }
             break;
         case Connection::State::Closed:
             break;
@@ -171,6 +198,7 @@ void Worker::begin_attempt(Connection& c, int64_t now) {
     c.attempt_active = true;
     c.counted = counted;
     c.attempt_start_ns = now;
+    c.sent_ns = now;
     c.retried = false;
     c.request = next_request_;
     if (++next_request_ == plan_.wire_requests.size()) next_request_ = 0;
@@ -223,10 +251,17 @@ void Worker::on_connected(Connection& c, uint32_t events) {
     }
     if (!(events & EPOLLOUT)) return;
     c.transport->attach(c.fd);
-    if (c.counted) ++measured_.connections_opened;
+    if (plan_.open_loop) {
+        const int64_t now = monotonic_ns();
+        if (now >= plan_.window_start_ns && now < plan_.window_end_ns) ++measured_.connections_opened;
+    } else if (c.counted) {
+        ++measured_.connections_opened;
+    }
     if (c.transport->needs_handshake()) {
         c.state = Connection::State::Handshaking;
         do_handshake(c);
+    } else if (plan_.open_loop) {
+        become_idle(c);
     } else {
         send_request(c);
     }
@@ -235,6 +270,12 @@ void Worker::on_connected(Connection& c, uint32_t events) {
 void Worker::do_handshake(Connection& c) {
     switch (c.transport->handshake()) {
         case IoStatus::Ok:
+            if (plan_.open_loop) {
+                const int64_t now = monotonic_ns();
+                if (now >= plan_.window_start_ns && now < plan_.window_end_ns) ++measured_.tls_handshakes;
+                become_idle(c);
+                return;
+            }
             if (c.counted) ++measured_.tls_handshakes;
             send_request(c);
             return;
@@ -332,6 +373,18 @@ void Worker::on_readable(Connection& c) {
 void Worker::on_closed_without_response(Connection& c, ErrorKind kind, const std::string& why) {
     // A keep-alive connection the server closed while idle: the request never reached it, so
     // reopen once and resend (what every HTTP client does), counting the reconnect.
+    if (plan_.open_loop && c.attempt_active && c.reused && !c.parser.started()) {
+        // The server closed an idle keep-alive connection as we used it: the request goes back
+        // to the front of the queue (its intended time unchanged) and the slot reconnects.
+        const int64_t now = monotonic_ns();
+        if (c.counted && now < plan_.window_end_ns) ++measured_.reconnects;
+        c.attempt_active = false;
+        backlog_.push_front(c.attempt_start_ns);
+        close_connection(c);
+        open_pool_connection(c, now);
+        dispatch(now);
+        return;
+    }
     if (c.reused && !c.parser.started() && !c.retried) {
         close_connection(c);
         if (c.counted) ++measured_.reconnects;
@@ -360,6 +413,7 @@ void Worker::complete_response(Connection& c, int64_t now) {
     if (counted_outcome(c, now)) {
         const int64_t latency_us = (now - c.attempt_start_ns + 500) / 1000;
         measured_.latency_us.record(latency_us);
+        if (plan_.open_loop) measured_.latency_uncorrected_us.record((now - c.sent_ns + 500) / 1000);
         const int code = c.parser.status_code();
         ++measured_.status_codes[static_cast<size_t>(code < 1000 ? code : 999)];
         ++measured_.responses;
@@ -371,12 +425,32 @@ void Worker::complete_response(Connection& c, int64_t now) {
     if (!plan_.keepalive || !c.parser.keep_alive() || !write_done) {
         if (plan_.keepalive && c.counted && now < plan_.window_end_ns) ++measured_.reconnects;
         close_connection(c);
+        if (plan_.open_loop) {
+            open_pool_connection(c, now);
+            return;
+        }
+    } else if (plan_.open_loop) {
+        become_idle(c);
+        return;
     }
     begin_attempt(c, now);
 }
 
 void Worker::fail(Connection& c, ErrorKind kind, const std::string& why) {
     const int64_t now = monotonic_ns();
+    if (plan_.open_loop && !c.attempt_active) {
+        // A pool connection that could not be set up: the oldest waiting request fails with it
+        // (so a dead target still ends a counted run); the slot retries after a short delay.
+        if (c.pool_connecting) {
+            c.pool_connecting = false;
+            --connecting_;
+        }
+        close_connection(c);
+        if (!backlog_.empty()) fail_queued_request(why, now);
+        else if (measured_.first_error.empty() && now >= plan_.window_start_ns) measured_.first_error = why;
+        c.retry_at_ns = now + std::max<int64_t>(plan_.connect_retry_delay_ns, 1);
+        return;
+    }
     if (c.attempt_active && counted_outcome(c, now)) {
         ++measured_.errors[kind];
         if (measured_.first_error.empty()) measured_.first_error = why;
@@ -387,6 +461,10 @@ void Worker::fail(Connection& c, ErrorKind kind, const std::string& why) {
     }
     c.attempt_active = false;
     close_connection(c);
+    if (plan_.open_loop) {
+        open_pool_connection(c, now);
+        return;
+    }
     if (kind == kConnect) {
         c.retry_at_ns = now + plan_.connect_retry_delay_ns;  // retried by housekeeping
         if (c.retry_at_ns == 0) c.retry_at_ns = 1;
@@ -411,13 +489,122 @@ void Worker::housekeeping(int64_t now) {
     for (auto& owned : connections_) {
         Connection& c = *owned;
         if (c.attempt_active) {
-            if (now - c.attempt_start_ns >= plan_.timeout_ns)
+            if (now - c.sent_ns >= plan_.timeout_ns)
                 fail(c, kTimeout, "timeout: no complete response within " +
                                       std::to_string(plan_.timeout_ns / 1'000'000) + " ms");
         } else if (c.retry_at_ns && now >= c.retry_at_ns) {
-            begin_attempt(c, now);
+            if (plan_.open_loop) {
+                c.retry_at_ns = 0;
+                open_pool_connection(c, now);
+            } else {
+                begin_attempt(c, now);
+            }
         }
     }
+}
+
+}  // namespace loadbench::generator
+
+namespace loadbench::generator {
+
+void Worker::release_due(int64_t now) {
+    while (!schedule_done_ && schedule_->next() <= now) {
+        const int64_t intended = schedule_->next();
+        if (intended >= plan_.window_end_ns) {
+            schedule_done_ = true;
+            break;
+        }
+        if (plan_.count_mode && intended >= plan_.window_start_ns) {
+            if (budget_left_ == 0) {
+                schedule_done_ = true;
+                break;
+            }
+            --budget_left_;
+            ++outstanding_counted_;
+        }
+        backlog_.push_back(intended);
+        schedule_->advance();
+    }
+    dispatch(now);
+}
+
+void Worker::dispatch(int64_t now) {
+    while (!backlog_.empty() && !idle_.empty()) {
+        Connection* c = idle_.back();
+        idle_.pop_back();
+        c->in_idle_list = false;
+        if (c->state != Connection::State::Idle || c->fd < 0) continue;  // stale entry
+        const int64_t intended = backlog_.front();
+        backlog_.pop_front();
+        start_request(*c, intended, now);
+    }
+    // Every connection is busy and requests are waiting: grow the pool up to the cap.
+    while (!backlog_.empty() && static_cast<int>(backlog_.size()) > connecting_ &&
+           static_cast<int>(connections_.size()) < max_connections_) {
+        auto c = std::make_unique<Connection>();
+        c->transport = plan_.tls ? make_tls_transport(*plan_.tls, plan_.url.host, plan_.url.host_is_ip_literal)
+                                 : make_plain_transport();
+        Connection& added = *c;
+        connections_.push_back(std::move(c));
+        open_pool_connection(added, now);
+    }
+}
+
+void Worker::start_request(Connection& c, int64_t intended, int64_t now) {
+    c.attempt_active = true;
+    c.counted = intended >= plan_.window_start_ns;
+    c.attempt_start_ns = intended;
+    c.sent_ns = now;
+    c.retried = true;  // open loop: a dead keep-alive connection re-queues instead of retrying here
+    c.request = next_request_;
+    if (++next_request_ == plan_.wire_requests.size()) next_request_ = 0;
+    c.parser.start(plan_.head_requests[c.request]);
+    if (c.counted && now < plan_.window_end_ns) {
+        const int64_t late_ns = now > intended ? now - intended : 0;
+        measured_.lateness_us.record((late_ns + 500) / 1000);
+        ++measured_.sends;
+        if (late_ns > kLateSendNs) ++measured_.late_sends;
+    }
+    send_request(c);
+}
+
+void Worker::become_idle(Connection& c) {
+    if (c.pool_connecting) {
+        c.pool_connecting = false;
+        --connecting_;
+    }
+    c.state = Connection::State::Idle;
+    if (!c.in_idle_list) {
+        c.in_idle_list = true;
+        idle_.push_back(&c);
+    }
+    if (!backlog_.empty()) dispatch(monotonic_ns());
+}
+
+void Worker::open_pool_connection(Connection& c, int64_t now) {
+    if (plan_.stop.load(std::memory_order_relaxed) || now >= plan_.window_end_ns) return;
+    c.attempt_active = false;
+    c.retry_at_ns = 0;
+    if (!c.pool_connecting) {
+        c.pool_connecting = true;
+        ++connecting_;
+    }
+    open_connection(c, now);
+}
+
+void Worker::fail_queued_request(const std::string& why, int64_t now) {
+    const int64_t intended = backlog_.front();
+    backlog_.pop_front();
+    if (intended < plan_.window_start_ns) return;
+    if (plan_.count_mode) --outstanding_counted_;
+    if (now >= plan_.window_end_ns) return;
+    last_outcome_ns_ = now;
+    ++measured_.errors[kConnect];
+    if (measured_.first_error.empty()) measured_.first_error = why;
+    timeline_.record_error(interval_of(now));
+    uint64_t total = 0;
+    for (auto e : measured_.errors) total += e;
+    live_.errors.store(total, std::memory_order_relaxed);
 }
 
 }  // namespace loadbench::generator

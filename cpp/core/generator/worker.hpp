@@ -6,11 +6,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/generator/config.hpp"
+#include "core/generator/schedule.hpp"
 #include "core/generator/transport.hpp"
 #include "core/http/url.hpp"
 #include "core/stats/timeline.hpp"
@@ -30,6 +33,11 @@ struct RunPlan {
     int64_t timeout_ns = 0;
     int64_t connect_retry_delay_ns = 0;
     int64_t interval_ns = 1'000'000'000;
+    bool open_loop = false;
+    ArrivalSchedule::Kind arrival = ArrivalSchedule::Kind::Constant;
+    double rate_per_worker = 0.0;
+    uint64_t seed = 1;
+    int threads = 1;
     // Set by the engine before `started` is released.
     int64_t start_ns = 0;
     int64_t window_start_ns = 0;
@@ -42,7 +50,8 @@ int64_t monotonic_ns() noexcept;
 
 class Worker {
 public:
-    Worker(const RunPlan& plan, int index, int connections, int64_t budget, int cpu);
+    // connections: the initial pool; max_connections: how far an open-loop pool may grow.
+    Worker(const RunPlan& plan, int index, int connections, int max_connections, int64_t budget, int cpu);
     ~Worker();
     Worker(const Worker&) = delete;
     Worker& operator=(const Worker&) = delete;
@@ -81,6 +90,13 @@ private:
     void close_connection(Connection& c) noexcept;
     void housekeeping(int64_t now);
     bool counted_outcome(Connection& c, int64_t now) noexcept;
+    // Open loop: queue the requests that are due, hand them to idle connections, grow the pool.
+    void release_due(int64_t now);
+    void dispatch(int64_t now);
+    void start_request(Connection& c, int64_t intended, int64_t now);
+    void become_idle(Connection& c);
+    void open_pool_connection(Connection& c, int64_t now);
+    void fail_queued_request(const std::string& why, int64_t now);
     int64_t interval_of(int64_t now) const noexcept { return (now - plan_.window_start_ns) / plan_.interval_ns; }
 
     const RunPlan& plan_;
@@ -88,6 +104,13 @@ private:
     int cpu_;
     int epoll_fd_ = -1;
     std::vector<std::unique_ptr<Connection>> connections_;
+    int max_connections_;
+    // Open loop state.
+    std::optional<ArrivalSchedule> schedule_;
+    bool schedule_done_ = false;      // count mode: every request of the budget is scheduled
+    std::deque<int64_t> backlog_;     // intended send times waiting for a free connection
+    std::vector<Connection*> idle_;   // connected and free (entries may be stale: checked on pop)
+    int connecting_ = 0;              // pool connections on their way (connect / handshake / retry)
     int64_t budget_left_;              // count mode: attempts this worker may still start
     int64_t outstanding_counted_ = 0;  // count mode: started attempts without an outcome yet
     size_t next_request_ = 0;

@@ -61,6 +61,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", default="10s", help="per-request timeout (default 10s)")
     p.add_argument("--warmup", default="0s", help="warm-up excluded from every figure (default 0s)")
     p.add_argument("--cpus", default=None, help="pin generator threads to these CPUs, e.g. 1 or 2-3")
+    p.add_argument("-q", "-R", "--rate", type=float, default=None, metavar="RATE",
+                   help="open loop: RATE requests/s in total, latency corrected for coordinated omission")
+    p.add_argument("--arrival", choices=("constant", "poisson"), default="constant",
+                   help="open-loop arrivals (default constant)")
+    p.add_argument("--max-connections", type=int, default=None,
+                   help="open loop: grow the pool up to this many connections when all are busy")
+    p.add_argument("--seed", type=int, default=1, help="seed of the Poisson schedule (default 1)")
     p.add_argument("--json", default=None, metavar="FILE", help="write the result as JSON (see README, Result JSON)")
     p.add_argument("--hdr-log", default=None, metavar="FILE", help="write the latency histogram as an HdrHistogram log")
     p.add_argument("--sample-pid", type=int, default=None, metavar="PID",
@@ -117,7 +124,8 @@ def main(args: argparse.Namespace) -> int:
             keepalive=not args.disable_keepalive, timeout=parse_duration(args.timeout, "timeout"),
             verify=args.verify, cacert=args.cacert, tls_session_resumption=args.tls_resume,
             cpus=parse_cpus(args.cpus) if args.cpus else None, progress=progress,
-            sample_pid=args.sample_pid)
+            sample_pid=args.sample_pid, rate=args.rate, arrival=args.arrival,
+            max_connections=args.max_connections, seed=args.seed)
     finally:
         if progress is not None:
             progress.clear()
