@@ -20,9 +20,11 @@ def test_under_capacity_corrected_and_uncorrected_agree_and_the_rate_is_met(beas
     r = loadbench.run(beast_server.url("/delay?ms=5"), connections=4, max_connections=32, duration=2.0, rate=200,
                       warmup=0.2)
     assert r.open_loop and r.error_count == 0
-    assert r.sends == 400  # one send every 5 ms for 2 s, exactly
+    # 400 are due (one every 5 ms for 2 s); a send due at the very end may still wait for a
+    # connection when the window closes
+    assert 396 <= r.sends <= 400
     assert r.achieved_rate == pytest.approx(200, rel=0.01)
-    assert r.responses >= 398
+    assert r.responses >= r.sends - 4
     corrected, service = r.latency, r.latency_uncorrected
     assert 5_000 <= service.percentile(50) <= 6_500
     assert abs(corrected.percentile(50) - service.percentile(50)) <= 500
