@@ -199,3 +199,17 @@ def test_peer_that_dies_mid_sweep_gives_fail_cells_and_the_sweep_completes(tmp_p
     req = {r[1]: r[2:] for r in rows[1:4]}
     assert req["dying"] == ["FAIL", "FAIL"] and req["broken"] == ["FAIL", "FAIL"]
     assert "FAIL = the server died or never became ready" in text
+
+
+def test_already_running_url_is_sampled_only_with_a_pid(beast_server, tmp_path):
+    with_pid = Target("ext", kind="url", url=beast_server.url(""), pid=beast_server.pid)
+    without = Target("ext-nopid", kind="url", url=beast_server.url(""))
+    sweep = Sweep(targets=[with_pid, without], concurrencies=[2], duration=0.5, warmup=0)
+    sweep.run(tmp_path, progress=False)
+    first, second = results.read_records(tmp_path / "results.jsonl")
+    assert first["status"] == second["status"] == "ok"
+    assert first["result"]["server"]["pid"] == beast_server.pid and first["result"]["server"]["cpu_s"] > 0
+    assert not second["result"].get("server") and "sampler" not in second
+    assert beast_server.proc.poll() is None  # no lifecycle: the sweep leaves it running
+    served = beast_server.stop()
+    assert served["requests"]["plaintext"] >= first["result"]["responses"] + second["result"]["responses"]

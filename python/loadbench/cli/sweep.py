@@ -53,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         results = sweep.run(out, progress=not args.no_progress)
     except KeyboardInterrupt:
         print(f"\nloadbench: interrupted; every finished cell is in {out / 'results.jsonl'}. "
-              "Run the same command again to resume.", file=sys.stderr)
+              f"Run the same command again to resume, or `loadbench report {out}` for a report of what is there.",
+              file=sys.stderr)
         return 130
     took = time.monotonic() - started
     print(f"loadbench: measured in {took / 60:.1f} min; raw results {results}", file=sys.stderr)
