@@ -3,6 +3,7 @@ import os
 import socket
 import ssl
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -85,7 +86,13 @@ def test_python_peer_routes_keepalive_and_pinning(tmp_path, protocol):
 def test_python_peer_workers_are_processes_sharing_the_port():
     server = launch(python_peer(), "http", workers=2, cpus=None, peers_dir=PEERS)
     try:
-        children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+        # ready = the port answers; the second worker may still be starting: give it 5 s
+        deadline = time.monotonic() + 5
+        while True:
+            children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+            if len(children) == 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
         assert len(children) == 2
         for _ in range(4):
             assert exchange(server, b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n").endswith(b"Hello, World!\n")
