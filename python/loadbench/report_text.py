@@ -28,10 +28,12 @@ def _workload_line(w: dict, default_cs: list) -> str:
 
 def intro(generated: str, settings: dict, environment: dict, rows: list[dict]) -> list[str]:
     version = environment.get("loadbench") or environment.get("loadbench_version") or ""
+    started = sorted(r["started"] for r in rows if r.get("started"))
+    measured = f", measured by `loadbench sweep` from {started[0]} to {started[-1]}" if started else ""
     lines = [
         f"Generated {generated} by `loadbench report` from the raw results in this folder "
         f"(`results.jsonl`, one line per cell and repeat; `sweep.json` the settings; "
-        f"`environment.json` the machine){' with loadbench ' + str(version) if version else ''}. "
+        f"`environment.json` the machine){measured}{' with loadbench ' + str(version) if version else ''}. "
         "Do not edit by hand: `loadbench report DIR` rewrites it from those files.",
         "",
         "Servers measured:",

@@ -143,6 +143,7 @@ def flatten(record: dict) -> dict:
         "server_cpu_share": (server["cpu_s"] / duration / len(_get(record, "server", "cpus") or [1])
                              if server.get("cpu_s") is not None and duration else None),
         "wall_s": record.get("wall_s"),
+        "started": record.get("started"),
         "generator_cpu_us_per_req": _get(result, "generator", "cpu_us_per_req"),
         "generator_bound": analysis.is_generator_bound(result),
         "generator_utilisation": _get(result, "generator", "utilisation"),
