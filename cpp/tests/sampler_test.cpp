@@ -334,3 +334,37 @@ TEST(Sampler, TreeSeesAChildForkedBetweenSnapshots) {
     EXPECT_NE(std::find(after.pids.begin(), after.pids.end(), child), after.pids.end());
     EXPECT_GT(tree.proc_listings(), listings);  // the fork allocated a pid: /proc was re-listed
 }
+
+TEST(Sampler, ForeignProcessIsOneClearError) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to become another user";
+    int pipe_fds[2];
+    ASSERT_EQ(::pipe(pipe_fds), 0);
+    const pid_t parent = getpid();
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        // As "nobody", sample this (root's) test process.
+        ::close(pipe_fds[0]);
+        std::string message = "no error";
+        if (::setgid(65534) != 0 || ::setuid(65534) != 0) {
+            message = "setuid failed";
+        } else {
+            try {
+                Sampler sampler(parent, false);
+            } catch (const std::invalid_argument& error) {
+                message = error.what();
+            }
+        }
+        (void)!::write(pipe_fds[1], message.data(), message.size());
+        ::_exit(0);
+    }
+    ::close(pipe_fds[1]);
+    std::string message;
+    char chunk[256];
+    for (ssize_t n; (n = ::read(pipe_fds[0], chunk, sizeof chunk)) > 0;) message.append(chunk, static_cast<size_t>(n));
+    ::close(pipe_fds[0]);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    EXPECT_EQ(message, "pid " + std::to_string(parent) + " belongs to another user: permission denied reading /proc/" +
+                           std::to_string(parent) + "/fd (sample it as that user or as root)");
+}
