@@ -137,3 +137,21 @@ def test_baseline_changes_the_ratio_column(tmp_path, capsys):
     assert {r[0]: r[3] for r in rows[1:]} == {"beast": "2.55x", "py": "1.00x", "node": "n/a"}  # 51 000 / 20 000
     assert main(["report", str(directory), "--no-charts", "--baseline", "nope"]) == 2
     assert "baseline 'nope' is not a server of this sweep (beast, py, node)" in capsys.readouterr().err
+
+
+def test_a_sweep_where_nothing_ran_still_reports_why(tmp_path):
+    import json
+
+    from sweep_data import SETTINGS, record
+
+    directory = tmp_path / "empty"
+    directory.mkdir()
+    (directory / results.SETTINGS_FILE).write_text(json.dumps(SETTINGS))
+    for c in (1, 10):
+        results.append_record(directory / results.RESULTS_FILE,
+                              record("node", "http", "plaintext", "closed", c, 0, status="skipped",
+                                     error="node is not installed"))
+    text = report.write_report(directory).read_text()
+    assert not list(directory.glob("*.png")) and "## Charts" not in text
+    assert "| req/s | node | n/a | n/a |" in text
+    assert "**node, all workloads, over http: not measured** (node is not installed)" in text

@@ -122,6 +122,8 @@ def write_charts(results_dir) -> list[Path]:
         or sorted({k[2] for k in aggs})
     out: list[Path] = []
     d = results_dir
+    if not any(a.status == "ok" for a in aggs.values()):
+        return out  # nothing measured: no chart of empty bars
 
     peaks = [_peak(_closed(aggs, t)) for t in targets]
     gaps = [_gap(_closed(aggs, t)) for t in targets]
@@ -169,7 +171,7 @@ def write_charts(results_dir) -> list[Path]:
             missing[label] = [_status(aggs[k]) if k else "n/a" for k in keys]
         out.append(grouped_bars(d / "connection_setup.png", "Connection setup: a new connection per request",
                                 "Rate (connections/s)", targets, series, missing))
-    if workloads:
+    if any(k[2] == workloads[0] and k[3] == "closed" and a.status == "ok" for k, a in aggs.items()):
         out.append(throughput_vs_concurrency(d / "throughput_vs_concurrency.png", aggs, targets, protocols, workloads[0]))
     return out
 

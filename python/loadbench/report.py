@@ -199,7 +199,7 @@ def render(results_dir: Path, charts: Optional[list[str]] = None, baseline: Opti
     parts = [f"# loadbench sweep report: {Path(results_dir).resolve().name}", ""]
     parts += intro(generated, settings, environment, rows)
     parts += ["## Settings", "", settings_table(settings, rows, aggs), "",
-              "## Environment", "", environment_table(environment, rows), ""]
+              "## Environment", "", environment_table(environment, rows, settings), ""]
     base = baseline or settings.get("baseline") or targets[0]
     if base not in targets:
         raise ConfigError(f"baseline {base!r} is not a server of this sweep ({', '.join(targets)})")

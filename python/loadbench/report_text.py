@@ -121,9 +121,10 @@ def _flatten_env(data: dict, prefix: str = "") -> list[tuple[str, str]]:
     return out
 
 
-def environment_table(environment: dict, rows: list[dict]) -> str:
+def environment_table(environment: dict, rows: list[dict], settings: Optional[dict] = None) -> str:
     from .report import table
 
+    settings = settings or {}
     try:
         from .environment import Environment
 
@@ -132,6 +133,8 @@ def environment_table(environment: dict, rows: list[dict]) -> str:
         items = list(Environment(**env).rows())
     except (TypeError, ValueError, ImportError):
         items = _flatten_env(environment)  # an environment.json from another loadbench version
+    if settings.get("workers"):
+        items.append(("Workers per server", f"{settings['workers']} (the same for every server; see Settings)"))
     steal = [r["steal_share"] for r in rows if r.get("steal_share") is not None]
     if steal:
         items.append(("Machine steal during windows",
