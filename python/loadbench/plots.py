@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from . import analysis
-from .results import Aggregate, aggregate, flatten, load_dir
+from .results import Aggregate, aggregate, common_closed_cells, flatten, load_dir
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
 
@@ -77,7 +77,8 @@ def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series:
     else:
         ax.set_ylabel(ylabel)
         ax.set_ylim(0, top * 1.15)
-    ax.legend(loc="upper right", fontsize=8)
+    # outside the axes: it never hides a bar's value
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -129,12 +130,19 @@ def write_charts(results_dir) -> list[Path]:
     gaps = [_gap(_closed(aggs, t)) for t in targets]
     out.append(grouped_bars(d / "throughput_peak.png", "Peak throughput per server (best closed-loop cell)",
                             "Throughput (req/s)", targets, {"peak req/s": peaks}, {"peak req/s": gaps}))
-    means = [_mean(_closed(aggs, t)) for t in targets]
-    out.append(grouped_bars(d / "throughput_average.png", "Average throughput per server (mean over all closed-loop cells)",
+    common = common_closed_cells(aggs, targets)
+    means = [_mean([a for a in _closed(aggs, t) if (a.protocol, a.workload, a.connections) in common])
+             for t in targets]
+    out.append(grouped_bars(d / "throughput_average.png",
+                            f"Average throughput per server (mean over the {len(common)} cells all completed)",
                             "Throughput (req/s)", targets, {"average req/s": means}, {"average req/s": gaps}))
     if len(protocols) > 1:
         series = {f"{p} peak": [_peak(_closed(aggs, t, p)) for t in targets] for p in protocols}
-        series.update({f"{p} average": [_mean(_closed(aggs, t, p)) for t in targets] for p in protocols})
+        for p in protocols:  # averages over the cells of p that every server with p completed
+            common_p = common_closed_cells({k: a for k, a in aggs.items() if k[1] == p}, targets)
+            series[f"{p} average"] = [_mean([a for a in _closed(aggs, t, p)
+                                             if (a.protocol, a.workload, a.connections) in common_p])
+                                      for t in targets]
         missing = {f"{p} {kind}": [_gap(_closed(aggs, t, p)) for t in targets] for p in protocols for kind in ("peak", "average")}
         out.append(grouped_bars(d / "protocol_http_vs_https.png", "HTTP vs HTTPS throughput (keep-alive)",
                                 "Throughput (req/s)", targets, series, missing,

@@ -13,7 +13,7 @@ from typing import Callable, Optional
 
 from . import analysis
 from .errors import ConfigError
-from .results import Aggregate, aggregate, flatten, load_dir
+from .results import Aggregate, aggregate, common_closed_cells, flatten, load_dir
 
 STARVED = "‡"
 GENERATOR_BOUND = "§"
@@ -146,16 +146,18 @@ def connection_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
 def summary_table(aggs: dict[tuple, Aggregate], targets: list[str], baseline: str) -> str:
     """Peak and average throughput, CPU, memory per server, with the ratio to the baseline."""
     peak, mean, cpu, rss = {}, {}, {}, {}
+    common = common_closed_cells(aggs, targets)
     for t in targets:
         ok = [a for k, a in aggs.items() if k[0] == t and a.status == "ok" and k[3] == "closed"]
         rps = [a.rps.median for a in ok if a.rps is not None]
         peak[t] = max(rps) if rps else None
-        mean[t] = analysis.arithmetic_mean(rps)
-        cpu[t] = analysis.arithmetic_mean([_median(a.cpu_us) for a in ok])
+        shared = [a for a in ok if (a.protocol, a.workload, a.connections) in common]
+        mean[t] = analysis.arithmetic_mean([_median(a.rps) for a in shared])
+        cpu[t] = analysis.arithmetic_mean([_median(a.cpu_us) for a in shared])
         mem = [a.rss_peak_mib for k, a in aggs.items() if k[0] == t and a.rss_peak_mib is not None]
         rss[t] = max(mem) if mem else None
     ratio = analysis.ratio_to_baseline(peak, baseline)
-    header = ["Server", "Peak req/s", "Average req/s", f"Peak vs {baseline}", "Mean CPU us/req", "Peak RSS (MiB)"]
+    header = ["Server", "Peak req/s", "Average req/s", f"Peak vs {baseline}", "Average CPU us/req", "Peak RSS (MiB)"]
     rows = [[t, fmt_int(peak[t]) or "n/a", fmt_int(mean[t]) or "n/a",
              "n/a" if ratio[t] is None else f"{ratio[t]:.2f}x", fmt_us(cpu[t]) or "n/a",
              "n/a" if rss[t] is None else f"{rss[t]:.1f}"] for t in targets]
@@ -204,8 +206,10 @@ def render(results_dir: Path, charts: Optional[list[str]] = None, baseline: Opti
     if base not in targets:
         raise ConfigError(f"baseline {base!r} is not a server of this sweep ({', '.join(targets)})")
     parts += ["## Summary", "", summary_table(aggs, targets, base), "",
-              f"Peak and average are over the closed-loop cells of every workload and protocol; "
-              f"the ratio compares peaks with {base}.", ""]
+              f"Peak: the best closed-loop cell of each server. Averages: over the "
+              f"{len(common_closed_cells(aggs, targets))} closed-loop cells (protocol x workload x C) that every "
+              f"measured server completed, so no server gains from the cells it skipped. The ratio compares "
+              f"peaks with {base}.", ""]
     for protocol in protocols:
         for w in workloads:
             if any(k[1] == protocol and k[2] == w and k[3] == "closed" for k in aggs):

@@ -230,3 +230,15 @@ def aggregate(rows: list[dict]) -> dict[tuple, Aggregate]:
             agg.generator_bound = any(r["generator_bound"] for r in ok)
         out[key] = agg
     return out
+
+
+def common_closed_cells(aggs: dict[tuple, Aggregate], targets: list[str]) -> set[tuple]:
+    """(protocol, workload, connections) of the closed-loop cells that every server with any
+    measurement completed: averages over them do not favour a server for the cells it skipped
+    (node without https, nginx without echo)."""
+    common: Optional[set] = None
+    for t in targets:
+        mine = {(k[1], k[2], k[4]) for k, a in aggs.items() if k[0] == t and k[3] == "closed" and a.status == "ok"}
+        if mine:
+            common = mine if common is None else common & mine
+    return common or set()
