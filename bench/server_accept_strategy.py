@@ -98,6 +98,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         f"/plaintext, median of {args.repeats} interleaved runs. {platform.node()}, load average at end "
         f"{os.getloadavg()[0]:.1f}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "",
+        f"Command: `python3 bench/server_accept_strategy.py {' '.join(sys.argv[1:] if argv is None else argv)}`",
+        "",
         "| workload | accept | req/s | CPU us/req | busier worker's share |",
         "|---|---|---:|---:|---:|",
     ]
@@ -109,6 +111,19 @@ def main(argv: Optional[list[str]] = None) -> int:
                 f"| {workload} | {strategy} | {median([r['rps'] for r in cell]):.0f} | "
                 f"{median([r['us_per_req'] for r in cell]):.2f} | {share:.2f} |"
             )
+    def cost(workload: str, strategy: str) -> float:
+        return median([r["us_per_req"] for r in runs if r["workload"] == workload and r["strategy"] == strategy])
+
+    lines += [
+        "",
+        "Reading: with keep-alive the accept path is off the request path, so both strategies should cost "
+        f"the same per request ({cost('keep-alive', 'reuseport'):.2f} vs {cost('keep-alive', 'shared'):.2f} us). "
+        "With a connection per request, `shared` makes worker 0 accept for everyone and hand each "
+        "socket over (a post to the other worker), which shows as the busier worker's share above 0.5 "
+        f"and as cost ({cost('close', 'shared'):.2f} vs {cost('close', 'reuseport'):.2f} us/req for reuseport). "
+        "SO_REUSEPORT lets the kernel spread connections (by 4-tuple hash) with nothing shared between "
+        "workers; it is the default, `--accept shared` remains selectable.",
+    ]
     lines += ["", "Raw runs (JSON lines):", "", "```", *(json.dumps(r) for r in runs), "```", ""]
     text = "\n".join(lines)
     print(text)
