@@ -213,3 +213,36 @@ def test_already_running_url_is_sampled_only_with_a_pid(beast_server, tmp_path):
     assert beast_server.proc.poll() is None  # no lifecycle: the sweep leaves it running
     served = beast_server.stop()
     assert served["requests"]["plaintext"] >= first["result"]["responses"] + second["result"]["responses"]
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+def test_killed_sweep_leaves_no_server_behind_and_resumes(tmp_path, how):
+    config = _write_toml(tmp_path / "k.toml", f"""
+duration = 0.5
+warmup = 0
+concurrencies = [1, 2, 3]
+peers_dir = "{PEERS}"
+[[targets]]
+name = "py"
+kind = "command"
+argv = ["{{python}}", "{{peers}}/python/server.py", "{{port}}"]
+""")
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "loadbench", "sweep", str(config), "--out", str(out), "--no-report"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    results_file = out / "results.jsonl"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (results_file.exists() and results_file.read_text().count("\n")):
+        time.sleep(0.02)
+    pid = json.loads(results_file.read_text().splitlines()[0])["server"]["pid"]
+    proc.send_signal(how)
+    proc.communicate(timeout=30)
+    assert proc.returncode == (130 if how == signal.SIGTERM else -signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:  # SIGKILL: the kernel tells it
+        time.sleep(0.02)
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]
+    done = subprocess.run(cmd, capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    ids = [json.loads(line)["id"] for line in results_file.read_text().splitlines()]
+    assert ids == [f"py|http|plaintext|c{c}|r0" for c in (1, 2, 3)]

@@ -300,7 +300,11 @@ def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[
     if target.workers_env:
         env[target.workers_env] = str(workers)
     stderr = tempfile.TemporaryFile()
-    preexec = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None  # noqa: E731
+    def preexec() -> None:
+        _die_with_parent()
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+
     try:
         proc = subprocess.Popen(argv, cwd=target.cwd, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=stderr, preexec_fn=preexec,
@@ -328,6 +332,19 @@ def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[
     server.stop()
     raise ServerError(f"{target.name} was not ready within {target.ready_timeout:g} s on port {port} "
                       f"({reason}); stderr: {tail or '(empty)'}")
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM it if loadbench itself dies (even by SIGKILL), so a
+    server in its own session never outlives the sweep that started it (Linux prctl)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux/glibc: the sweep's own cleanup still stops it
 
 
 def default_peer_targets(peers_dir: Path) -> list[Target]:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import signal
 import socket
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 from ..errors import ConfigError
 
@@ -23,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "sweep (Beast + installed peers) without one. Each cell is appended to "
                     "DIR/results.jsonl as it ends; the same command resumes an interrupted sweep.")
     parser.add_argument("config", nargs="?", metavar="CONFIG.toml", help="sweep file (default: the built-in sweep)")
-    parser.add_argument("--out", metavar="DIR", help="results folder (default: reports/<date>-<host>)")
+    parser.add_argument("--out", metavar="DIR",
+                        help="results folder (default: reports/<date>-<host>[-quick|-<config name>])")
     parser.add_argument("--quick", action="store_true",
                         help="the default sweep cut to about a minute (1 repeat, 1 s cells, C = 1 and 50)")
     parser.add_argument("--no-report", action="store_true", help="measure only; `loadbench report DIR` later")
@@ -31,10 +34,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def default_out_dir(quick: bool = False) -> Path:
+def default_out_dir(quick: bool = False, config: Optional[str] = None) -> Path:
+    """reports/<date>-<host>, with -quick or -<config name> so different sweeps never share one."""
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
     host = socket.gethostname().split(".")[0] or "host"
-    return Path("reports") / f"{date}-{host}{'-quick' if quick else ''}"
+    suffix = "-quick" if quick else (f"-{Path(config).stem}" if config else "")
+    return Path("reports") / f"{date}-{host}{suffix}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,12 +48,17 @@ def run(args: argparse.Namespace) -> int:
     if args.config and args.quick:
         raise ConfigError("--quick shortens the default sweep; edit the file's duration/repeats instead")
     sweep = load_sweep(args.config) if args.config else default_sweep(quick=args.quick)
-    out = Path(args.out) if args.out else default_out_dir(args.quick)
+    out = Path(args.out) if args.out else default_out_dir(args.quick, args.config)
     cells = sweep.cells()
     print(f"loadbench: sweep of {len(cells)} cells "
           f"({len(sweep.targets)} servers: {', '.join(t.name for t in sweep.targets)}) -> {out}",
           file=sys.stderr)
     started = time.monotonic()
+
+    def terminate(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM: stop the servers and keep the finished cells, like Ctrl-C
+
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
         results = sweep.run(out, progress=not args.no_progress)
     except KeyboardInterrupt:
@@ -56,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
               f"Run the same command again to resume, or `loadbench report {out}` for a report of what is there.",
               file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     took = time.monotonic() - started
     print(f"loadbench: measured in {took / 60:.1f} min; raw results {results}", file=sys.stderr)
     if not args.no_report:
