@@ -99,7 +99,7 @@ def test_python_peer_workers_are_processes_sharing_the_port():
     finally:
         server.stop()
     for pid in children:
-        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[1][:3]
+        assert _gone(int(pid))
 
 
 def test_server_that_exits_reports_its_stderr():
@@ -128,3 +128,31 @@ def test_missing_runtime_or_file_is_a_skip_reason(tmp_path):
     assert Target("h", kind="command", argv=["x"]).unavailable_reason("https") == "h serves http only"
     assert Target("u", kind="url", url="http://127.0.0.1:1").unavailable_reason("https") == "no https URL given"
     assert python_peer().unavailable_reason("http", PEERS) is None
+
+
+def _gone(pid: int, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        stat = Path(f"/proc/{pid}/stat")
+        if not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.parametrize("kind", ["beast", "python"])
+def test_a_server_does_not_outlive_a_killed_parent(kind):
+    import subprocess
+
+    start = ("s = loadbench.ServerProcess().start()" if kind == "beast" else
+             f"from loadbench.targets import default_peer_targets, launch; from pathlib import Path; "
+             f"s = launch(next(t for t in default_peer_targets(Path({str(PEERS)!r})) if t.name == 'python-asyncio'), "
+             f"'http', workers=1, cpus=None, peers_dir=Path({str(PEERS)!r}))")
+    code = f"import loadbench, time\n{start}\nprint(s.pid, flush=True)\ntime.sleep(60)\n"
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        pid = int(parent.stdout.readline())
+    finally:
+        parent.kill()
+        parent.wait()
+    assert _gone(pid)

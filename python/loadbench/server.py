@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
+from ._process import die_with_parent
 from .errors import ServerError
 from .paths import server_binary
 
@@ -79,10 +80,12 @@ class ServerProcess:
     # -- lifecycle -----------------------------------------------------------------
     def start(self) -> "ServerProcess":
         self._stderr_file = tempfile.TemporaryFile()
-        preexec = None
-        if self.cpus is not None:
-            cpus = set(self.cpus)
-            preexec = lambda: os.sched_setaffinity(0, cpus)  # noqa: E731
+        cpus = set(self.cpus) if self.cpus is not None else None
+
+        def preexec() -> None:
+            die_with_parent()  # never outlive the loadbench (or test) that started it
+            if cpus is not None:
+                os.sched_setaffinity(0, cpus)
         self.proc = subprocess.Popen(
             self.argv(), stdout=subprocess.PIPE, stderr=self._stderr_file, preexec_fn=preexec
         )

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
+from ._process import die_with_parent
 from .errors import ConfigError, ServerError
 
 KINDS = ("beast", "command", "url")
@@ -301,7 +302,7 @@ def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[
         env[target.workers_env] = str(workers)
     stderr = tempfile.TemporaryFile()
     def preexec() -> None:
-        _die_with_parent()
+        die_with_parent()
         if cpus:
             os.sched_setaffinity(0, cpus)
 
@@ -332,19 +333,6 @@ def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[
     server.stop()
     raise ServerError(f"{target.name} was not ready within {target.ready_timeout:g} s on port {port} "
                       f"({reason}); stderr: {tail or '(empty)'}")
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM it if loadbench itself dies (even by SIGKILL), so a
-    server in its own session never outlives the sweep that started it (Linux prctl)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        PR_SET_PDEATHSIG = 1
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # not Linux/glibc: the sweep's own cleanup still stops it
 
 
 def default_peer_targets(peers_dir: Path) -> list[Target]:

@@ -171,11 +171,24 @@ def main(argv: list[str]) -> int:
         return 0
 
     # N processes, each with its own SO_REUSEPORT socket on the same port.
-    children = []
+    children: list[int] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        for child in children:
+            try:
+                os.kill(child, signum)
+            except ProcessLookupError:
+                pass
+
+    # Installed before the first fork: a stop that arrives while workers start reaches them all.
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
     for _ in range(args.workers):
         read_fd, write_fd = os.pipe()
         pid = os.fork()
         if pid == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # asyncio installs its own in serve()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.close(read_fd)
             child_sock = sock if not children else listening_socket(args.host, port)
             try:
@@ -193,15 +206,6 @@ def main(argv: list[str]) -> int:
     sock.close()
     print(json.dumps({"event": "ready", "pid": os.getpid(), "port": port, "workers": args.workers}), flush=True)
 
-    def forward(signum: int, _frame: object) -> None:
-        for child in children:
-            try:
-                os.kill(child, signum)
-            except ProcessLookupError:
-                pass
-
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
     status = 0
     for _ in children:
         _, code = os.wait()
