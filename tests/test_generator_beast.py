@@ -61,3 +61,22 @@ def test_certificate_verification(server_factory: Callable[..., ServerProcess], 
     assert "certificate" in refused.first_error
     insecure = loadbench.run(url, connections=1, requests=5)  # the default: no checks
     assert insecure.responses == 5
+
+
+def test_ipv6_literal_and_host_name_targets(server_factory: Callable[..., ServerProcess]):
+    import socket
+
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6")
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback")
+    v6 = server_factory(host="::1")
+    r = loadbench.run(v6.url("/plaintext?x=1"), connections=2, requests=50)
+    assert v6.url("/").startswith("http://[::1]:")
+    assert r.responses == 50 and r.status_codes == {200: 50}
+    v4 = server_factory()
+    named = loadbench.run(f"http://localhost:{v4.http_port}/plaintext", connections=1, requests=10)
+    assert named.responses == 10
