@@ -105,8 +105,15 @@ def test_stop_refuses_new_connections_and_closes_idle_ones(beast_server):
 
 
 def test_sigint_stops_gracefully_too(beast_server):
-    beast_server.proc.send_signal(signal.SIGINT)
+    conn = http.client.HTTPConnection("127.0.0.1", beast_server.http_port, timeout=5)
+    conn.request("GET", "/json")
+    assert conn.getresponse().read()
+    conn.close()
+    beast_server.proc.send_signal(signal.SIGINT)  # e.g. a terminal's Ctrl-C reaching the server itself
     assert beast_server.proc.wait(timeout=5) == 0
+    # The parent still gets the counters line the server printed on its way out.
+    stopped = beast_server.stop()
+    assert stopped["event"] == "stopped" and stopped["requests"]["json"] == 1
 
 
 def _run_binary(*args: str) -> tuple[int, dict, str]:
