@@ -66,6 +66,8 @@ def test_full_sweep_from_dict_values():
     ("[[workloads]]\nname = 'w'\n[[workloads.requests]]\npath = '/'\nverb = 'GET'",
      "unknown key workloads[0].requests[0].'verb'"),
     ("duration = ", "invalid TOML"),
+    ("open_fractions = [0.5, 3]", "open_fractions: 3 is not a fraction of capacity in (0, 2]"),
+    ("open_fractions = 0.5", "open_fractions: expected a list of fractions"),
     ("baseline = 'nginx'", "baseline 'nginx' is not one of the targets (beast)"),
 ])
 def test_bad_key_or_value_is_named(tmp_path, text, named):

@@ -35,7 +35,7 @@ def real_sweep(tmp_path_factory):
     sweep = Sweep(targets=[Target("beast"), python_peer()], workloads=["plaintext", json_wl],
                   concurrencies=[1, 4], protocols=["http", "https"], connection_setup=True,
                   connection_setup_concurrency=2, repeats=1, duration=1.0, warmup=0.2,
-                  peers_dir=str(PEERS))
+                  peers_dir=str(PEERS), open_fractions=[0.5])
     sweep.run(out, progress=False)
     report.write_report(out)
     return sweep, out
@@ -45,7 +45,7 @@ def test_every_cell_measured_once_with_exact_counts(real_sweep):
     sweep, out = real_sweep
     records = results.read_records(out / "results.jsonl")
     assert [r["id"] for r in records] == [c.id for c in sweep.cells()]
-    assert len(records) == 2 * 2 * 4
+    assert len(records) == 2 * 2 * 5
     for r in records:
         assert r["status"] == "ok", r
         res = r["result"]
@@ -54,6 +54,11 @@ def test_every_cell_measured_once_with_exact_counts(real_sweep):
         assert res["server"]["cpu_s"] > 0 and res["server"]["pid"] == r["server"]["pid"]
         assert r["server"]["cpus"] == sweep.server_cpus
         assert r["sampler"]["samples"] > 0
+        if r["mode"] == "open":  # half the best closed-loop median req/s of the same server
+            closed = [x["result"]["rps"] for x in records if x["mode"] == "closed" and x["workload"] == "plaintext"
+                      and (x["target"], x["protocol"]) == (r["target"], r["protocol"])]
+            assert res["rate"]["target"] == pytest.approx(0.5 * max(closed))
+            assert "latency_uncorrected_us" in res
         if r["mode"] == "connect":
             # one connection per request; up to C of them still open when the window closes
             assert res["responses"] <= res["connections_opened"] <= res["responses"] + r["connections"]
@@ -104,7 +109,13 @@ def test_report_tables_match_the_raw_numbers(real_sweep):
         for protocol, cell in zip(("http", "https"), row[1:]):
             res = raw[(row[0], protocol, "plaintext", "connect", 2)]
             assert _plain(cell) == report.fmt_int(res["connections_opened"] / res["duration_s"])
-    for png in ("throughput_peak.png", "protocol_http_vs_https.png", "workloads.png", "latency.png",
+    for row in _rows(text, "## Open loop")[1:]:
+        res = raw[(row[0], row[1], "plaintext", "open", 50)]
+        assert row[2] == "50 % of capacity"
+        assert row[3:7] == [report.fmt_int(res["rate"]["target"]), report.fmt_int(res["rps"]),
+                            report.fmt_ms(res["latency_us"]["p50"] / 1000), report.fmt_ms(res["latency_us"]["p99"] / 1000)]
+        assert row[9] == report.fmt_ms(res["latency_uncorrected_us"]["p99"] / 1000)
+    for png in ("throughput_peak.png", "latency_vs_throughput.png", "protocol_http_vs_https.png", "workloads.png", "latency.png",
                 "memory_peak_rss.png", "connection_setup.png", "throughput_vs_concurrency.png"):
         assert (out / png).stat().st_size > 10_000
 
@@ -121,7 +132,7 @@ def test_notebook_runs_on_the_real_sweep(real_sweep):
     finally:
         del os.environ["LOADBENCH_RESULTS"]
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
-    assert f"{out} 16 rows" in printed
+    assert f"{out} 20 rows" in printed
     assert (out / "notebook_concurrency.png").stat().st_size > 10_000
 
 

@@ -71,7 +71,7 @@ def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series:
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     if log:
-        ax.set_yscale("log")
+        _plain_log_axis(ax)
         ax.set_ylim(floor, top * 2.0)
         ax.set_ylabel(ylabel + ", log scale")
     else:
@@ -84,6 +84,16 @@ def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _plain_log_axis(ax) -> None:
+    """A log y axis labelled 0.5, 1, 2, 5, 10 ... instead of 5x10^-1."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
 def _status(agg: Optional[Aggregate]) -> str:
@@ -179,6 +189,8 @@ def write_charts(results_dir) -> list[Path]:
             missing[label] = [_status(aggs[k]) if k else "n/a" for k in keys]
         out.append(grouped_bars(d / "connection_setup.png", "Connection setup: a new connection per request",
                                 "Rate (connections/s)", targets, series, missing))
+    if any(k[3] == "open" and a.status == "ok" for k, a in aggs.items()):
+        out.append(latency_vs_throughput(d / "latency_vs_throughput.png", aggs, targets, protocols))
     if any(k[2] == workloads[0] and k[3] == "closed" and a.status == "ok" for k, a in aggs.items()):
         out.append(throughput_vs_concurrency(d / "throughput_vs_concurrency.png", aggs, targets, protocols, workloads[0]))
     return out
@@ -228,6 +240,34 @@ def throughput_vs_concurrency(path: Path, aggs: dict, targets: list[str], protoc
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def latency_vs_throughput(path: Path, aggs: dict, targets: list[str], protocols: list[str]) -> Path:
+    """Open loop: corrected p99 (log axis) against achieved req/s, one line per server and protocol,
+    each point labelled with its rate as a percent of the server's capacity."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for i, t in enumerate(targets):
+        for protocol in protocols:
+            cells = sorted((a for k, a in aggs.items() if k[0] == t and k[1] == protocol and k[3] == "open"
+                            and a.status == "ok" and a.rps and a.p99_ms), key=lambda a: a.connections)
+            if not cells:
+                continue
+            xs, ys = [a.rps.median for a in cells], [a.p99_ms.median for a in cells]
+            ax.plot(xs, ys, label=f"{t} {protocol}", color=PALETTE[i % len(PALETTE)],
+                    linestyle="-" if protocol == "http" else "--", marker="o")
+            for x, y, a in zip(xs, ys, cells):
+                ax.annotate(f"{a.connections}%", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    _plain_log_axis(ax)
+    ax.set_xlabel("Achieved throughput (req/s)")
+    ax.set_ylabel("p99 latency, corrected (ms, log scale)")
+    ax.set_title("Open loop: p99 latency vs throughput (labels: % of capacity)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -143,6 +143,25 @@ def connection_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
     return table(header, rows)
 
 
+def open_loop_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
+    """Open-loop cells: corrected latency percentiles per server, protocol and rate."""
+    header = ["Server", "Protocol", "Load", "Target req/s", "Achieved req/s", "p50 (ms)", "p99 (ms)",
+              "p99.9 (ms)", "max (ms)", "p99 uncorrected (ms)"]
+    rows = []
+    for t in targets:
+        for k in sorted((k for k in aggs if k[0] == t and k[3] == "open"), key=lambda k: (k[1], k[4])):
+            a = aggs[k]
+            load = f"{k[4]} % of capacity"
+            if a.status != "ok":
+                rows.append([t, k[1], load] + ["FAIL" if a.status == "fail" else "n/a"] * 7)
+                continue
+            mark = f" {PARTIAL}" if a.failed else ""
+            rows.append([t, k[1], load, fmt_int(_median(a.target_rate)), fmt_int(_median(a.rps)) + mark,
+                         fmt_ms(_median(a.p50_ms)), fmt_ms(_median(a.p99_ms)), fmt_ms(_median(a.p999_ms)),
+                         fmt_ms(_median(a.max_ms)), fmt_ms(_median(a.p99_uncorrected_ms))])
+    return table(header, rows)
+
+
 def summary_table(aggs: dict[tuple, Aggregate], targets: list[str], baseline: str) -> str:
     """Peak and average throughput, CPU, memory per server, with the ratio to the baseline."""
     peak, mean, cpu, rss = {}, {}, {}, {}
@@ -230,6 +249,16 @@ def render(results_dir: Path, charts: Optional[list[str]] = None, baseline: Opti
                   "resumption), the cost a short-lived-connection deployment pays and the keep-alive "
                   "tables above amortise to nothing. Marks as in the tables above.", "",
                   connection_table(aggs, targets), ""]
+    if any(k[3] == "open" for k in aggs):
+        parts += ["## Open loop: latency at fixed rates", "",
+                  "Requests sent at a constant rate, a fixed fraction of each server's best closed-loop req/s "
+                  f"({settings.get('open_loop_workload', 'plaintext')}, same protocol) measured earlier in this "
+                  "sweep, over the connection count of that best cell (allowed to grow 4x when every connection "
+                  "is busy). Latency runs from each request's intended send time, so a stalled server is charged "
+                  "for the requests that waited (coordinated omission corrected); the last column is the "
+                  "uncorrected p99 from the actual send, for comparison. A server that cannot keep up shows an "
+                  "achieved rate below its target and a corrected tail far above the uncorrected one.", "",
+                  open_loop_table(aggs, targets), ""]
     if charts:
         parts += ["## Charts", ""] + [f"![{Path(c).stem.replace('_', ' ')}]({c})\n" for c in charts]
     parts += ["## Known limits", ""] + known_limits(settings, environment, rows, aggs) + [""]

@@ -76,6 +76,10 @@ def settings_table(settings: dict, rows: list[dict], aggs: dict) -> str:
         ("Workloads", "; ".join(_workload_line(w, cs) for w in settings.get("workloads", []))),
         ("Protocols", ", ".join(settings.get("protocols", []))),
     ]
+    if settings.get("open_fractions"):
+        items.append(("Open loop", "constant rate at " + ", ".join(f"{round(100 * f)} %" for f in settings["open_fractions"])
+                      + f" of each server's best closed-loop req/s ({settings.get('open_loop_workload')}), "
+                      f"{repeats} x {duration:g} s; latency corrected for coordinated omission"))
     if settings.get("connection_setup"):
         items.append(("Connection-setup rate", f"a new connection per request (no keep-alive) at "
                       f"c = {settings.get('connection_setup_concurrency')}, {settings.get('connection_setup_workload')}, "

@@ -150,6 +150,11 @@ def flatten(record: dict) -> dict:
         "conn_per_s": (analysis.connection_rate(result.get("connections_opened", 0), duration)
                        if duration else None),
         "connections_opened": result.get("connections_opened"),
+        # open loop: latency_us is corrected (from the intended send time), this one is not
+        "p99_uncorrected_ms": _ms(_get(result, "latency_uncorrected_us", "p99")),
+        "target_rate": _get(result, "rate", "target"),
+        "late_sends": _get(result, "rate", "late_sends"),
+        "sends": _get(result, "rate", "sends"),
     }
 
 
@@ -184,6 +189,11 @@ class Aggregate:
     rps: Optional[analysis.Spread] = None
     p50_ms: Optional[analysis.Spread] = None
     p99_ms: Optional[analysis.Spread] = None
+    p999_ms: Optional[analysis.Spread] = None
+    max_ms: Optional[analysis.Spread] = None
+    p99_uncorrected_ms: Optional[analysis.Spread] = None
+    target_rate: Optional[analysis.Spread] = None
+    late_sends: Optional[analysis.Spread] = None
     mean_ms: Optional[analysis.Spread] = None
     cpu_us: Optional[analysis.Spread] = None
     inflight: Optional[analysis.Spread] = None
@@ -221,6 +231,10 @@ def aggregate(rows: list[dict]) -> dict[tuple, Aggregate]:
             agg.rps, agg.p50_ms, agg.p99_ms = pick("rps"), pick("p50_ms"), pick("p99_ms")
             agg.mean_ms, agg.cpu_us, agg.inflight = pick("mean_ms"), pick("server_cpu_us_per_req"), pick("inflight")
             agg.conn_per_s = pick("conn_per_s")
+            agg.p999_ms, agg.max_ms = pick("p999_ms"), pick("max_ms")
+            if key[3] == "open":
+                agg.p99_uncorrected_ms, agg.target_rate = pick("p99_uncorrected_ms"), pick("target_rate")
+                agg.late_sends = pick("late_sends")
             rss = [r["rss_peak_mib"] for r in ok if r["rss_peak_mib"] is not None]
             agg.rss_peak_mib = max(rss) if rss else None
             steal = [r["steal_share"] for r in ok if r["steal_share"] is not None]

@@ -74,17 +74,21 @@ class Cell:
     target: str
     protocol: str
     workload: str
-    mode: str  # "closed" (keep-alive, closed loop) or "connect" (a new connection per request)
+    # "closed" (keep-alive, closed loop), "connect" (a new connection per request) or "open"
+    # (open loop at a fixed rate: `connections` then holds the rate as a percent of the
+    # target's closed-loop capacity measured earlier in the same sweep)
+    mode: str
     connections: int
     repeat: int
 
     @property
     def id(self) -> str:
-        load = f"c{self.connections}" if self.mode == "closed" else f"connect{self.connections}"
+        load = {"closed": "c", "connect": "connect", "open": "open"}[self.mode] + str(self.connections)
         return f"{self.target}|{self.protocol}|{self.workload}|{load}|r{self.repeat}"
 
     def label(self) -> str:
-        load = f"c={self.connections}" if self.mode == "closed" else f"new-conn c={self.connections}"
+        load = {"closed": f"c={self.connections}", "connect": f"new-conn c={self.connections}",
+                "open": f"open loop {self.connections}% of capacity"}[self.mode]
         return f"{self.target} {self.protocol} {self.workload} {load} #{self.repeat + 1}"
 
 
@@ -99,6 +103,10 @@ class Sweep:
     connection_setup: bool = False
     connection_setup_concurrency: int = 20
     connection_setup_workload: str = "plaintext"
+    # Open loop (coordinated-omission corrected latency) at these fractions of each target's
+    # best closed-loop req/s for open_loop_workload, measured earlier in the same sweep.
+    open_fractions: list = field(default_factory=list)
+    open_loop_workload: str = "plaintext"
     repeats: int = 1
     duration: float = 2.0
     warmup: float = 0.5
@@ -141,6 +149,11 @@ class Sweep:
         for key, ok in checks.items():
             if not ok:
                 raise ConfigError(f"{key}: {getattr(self, key)!r} is out of range")
+        for f in self.open_fractions:
+            if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 2:
+                raise ConfigError(f"open_fractions: {f!r} is not a fraction of capacity in (0, 2]")
+        if self.open_fractions and self.open_loop_workload not in wnames:
+            raise ConfigError(f"open_loop_workload {self.open_loop_workload!r} is not a workload of this sweep")
         if self.connection_setup and self.connection_setup_workload not in wnames:
             raise ConfigError(f"connection_setup_workload {self.connection_setup_workload!r} is not a workload of this sweep")
         available = sorted(os.sched_getaffinity(0))
@@ -166,6 +179,9 @@ class Sweep:
                     if self.connection_setup and w.name == self.connection_setup_workload:
                         out += [Cell(target.name, protocol, w.name, "connect", self.connection_setup_concurrency, r)
                                 for r in range(self.repeats)]
+                    if w.name == self.open_loop_workload:
+                        out += [Cell(target.name, protocol, w.name, "open", round(100 * f), r)
+                                for f in self.open_fractions for r in range(self.repeats)]
         return out
 
     def settings(self) -> dict:
@@ -296,8 +312,16 @@ class _Group:
         kwargs = dict(
             connections=cell.connections, threads=max(1, min(threads, cell.connections)),
             duration=self.sweep.duration, warmup=self.sweep.warmup, timeout=self.sweep.timeout,
-            keepalive=cell.mode == "closed", insecure=True, cpus=self.sweep.generator_cpus,
+            keepalive=cell.mode != "connect", insecure=True, cpus=self.sweep.generator_cpus,
         )
+        if cell.mode == "open":
+            capacity = self._capacity(cell)
+            if capacity is None:
+                return "fail", "no closed-loop capacity was measured for this server, so no open-loop rate", None
+            rate, pool = capacity[0] * cell.connections / 100.0, capacity[1]
+            # the pool the capacity was measured with, allowed to grow 4x when requests queue
+            kwargs.update(rate=rate, arrival="constant", connections=pool, max_connections=4 * pool,
+                          threads=max(1, min(threads, pool)))
         self.sampled = None
         sampler = None
         if self.server.pid is not None:
@@ -332,6 +356,19 @@ class _Group:
             errors = ", ".join(f"{k} {v}" for k, v in (result.get("errors") or {}).items()) or "none"
             return "fail", f"no responses in the window (errors: {errors})", result
         return "ok", None, result
+
+    def _capacity(self, cell: Cell) -> Optional[tuple[float, int]]:
+        """(best median req/s, its concurrency) of this target/protocol/workload's closed cells."""
+        by_c: dict[int, list[float]] = {}
+        for r in rs.read_records(self.path):
+            if (r.get("target"), r.get("protocol"), r.get("workload"), r.get("mode"), r.get("status")) == \
+                    (cell.target, cell.protocol, cell.workload, "closed", "ok"):
+                by_c.setdefault(r["connections"], []).append(r["result"]["rps"])
+        if not by_c:
+            return None
+        best = max(by_c, key=lambda c: sorted(by_c[c])[len(by_c[c]) // 2])
+        values = sorted(by_c[best])
+        return values[len(values) // 2], best
 
     def _record(self, cell: Cell, status: str, error: Optional[str], result: Optional[dict],
                 wall_s: float) -> None:

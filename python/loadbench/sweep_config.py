@@ -42,6 +42,8 @@ SWEEP_KEYS = {
     "generator_cpus": (_LIST, "a list of CPU numbers"),
     "generator_threads": (_INT, "a positive integer"),
     "peers_dir": (_STR, "a directory"),
+    "open_fractions": (_LIST, "a list of fractions of capacity, e.g. [0.5, 0.8, 0.95]"),
+    "open_loop_workload": (_STR, "a workload name"),
     "baseline": (_STR, "a target name (the report's ratios divide by it)"),
     "default_peers": (_BOOL, "true or false (add the installed peers of peers_dir)"),
     "targets": (_LIST, "an array of [[targets]] tables"),
@@ -181,7 +183,8 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
         if key in data:
             kwargs[key] = parse_seconds(data[key], key)
     for key in ("repeats", "connection_setup", "connection_setup_concurrency",
-                "connection_setup_workload", "workers", "generator_threads", "baseline"):
+                "connection_setup_workload", "workers", "generator_threads", "baseline",
+                "open_fractions", "open_loop_workload"):
         if key in data:
             kwargs[key] = data[key]
     for key in ("concurrencies", "server_cpus", "generator_cpus"):
@@ -228,20 +231,24 @@ def default_sweep(quick: bool = False, peers_dir: Optional[Path] = None) -> Swee
     ./bench/peers, sized to finish in about 10 minutes on 2 cores (``quick``: about 1 minute).
 
     Full: plaintext at c = 1, 10, 50, 200; json and echo (4 KiB POST) at c = 50; a new
-    connection per request at c = 20 (http conn/s, https handshakes/s); http and https;
-    median of 3 x 2 s windows after a 0.5 s warm-up each.
+    connection per request at c = 20 (http conn/s, https handshakes/s); open loop at 50, 80
+    and 95 % of each server's plaintext capacity; http and https; median of 3 x 2 s windows
+    after a 0.5 s warm-up each.
     """
     peers = Path(peers_dir) if peers_dir is not None else Path.cwd() / "bench" / "peers"
     targets = [Target("beast", description="the embedded Boost.Beast reference server")]
     targets += default_peer_targets(peers)
     if quick:
         concurrencies, repeats, duration, warmup, focus = [1, 50], 1, 1.0, 0.25, [50]
+        fractions = [0.5, 0.95]
     else:
         concurrencies, repeats, duration, warmup, focus = [1, 10, 50, 200], 3, 2.0, 0.5, [50]
+        fractions = [0.5, 0.8, 0.95]
     builtins = builtin_workloads()
     workloads = [builtins["plaintext"], builtins["json"], builtins["echo"]]
     workloads[1].concurrencies = list(focus)
     workloads[2].concurrencies = list(focus)
     return Sweep(targets=targets, workloads=workloads, concurrencies=concurrencies,
                  protocols=["http", "https"], connection_setup=True, connection_setup_concurrency=20,
-                 repeats=repeats, duration=duration, warmup=warmup, peers_dir=str(peers))
+                 repeats=repeats, duration=duration, warmup=warmup, peers_dir=str(peers),
+                 open_fractions=fractions)
