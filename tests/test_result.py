@@ -67,7 +67,20 @@ def test_our_encoding_decodes_with_the_hdrhistogram_package_and_back():
     assert np.array_equal(counts, ours.counts)
 
 
+def test_the_hdr_log_has_one_histogram_per_interval(tmp_path: Path):
+    with ScriptedServer("delay") as server:
+        r = loadbench.run(server.url("/delay?ms=2"), connections=2, duration=2.5, interval=0.5)
+    path = r.to_hdr_log(tmp_path / "intervals.hlog")
+    reader = HistogramLogReader(str(path), HdrHistogram(1, 3_600_000_000, 3))
+    counts = []
+    while (h := reader.get_next_interval_histogram()) is not None:
+        counts.append(h.get_total_count())
+    assert counts == list(r.timeline["responses"]) and len(counts) == 5
+    assert sum(counts) == r.responses
+
+
 def test_a_run_exports_a_standard_hdr_log(result: loadbench.Result, tmp_path: Path):
+    result = loadbench.Result.from_json(result.to_json())  # only the window's histogram survives JSON
     path = result.to_hdr_log(tmp_path / "latency.hlog")
     reader = HistogramLogReader(str(path), HdrHistogram(1, 3_600_000_000, 3))
     interval = reader.get_next_interval_histogram()

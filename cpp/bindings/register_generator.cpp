@@ -79,7 +79,26 @@ py::dict result_to_dict(const generator::RunResult& r) {
         p50.mutable_at(i) = r.timeline[i].p50_us;
         p99.mutable_at(i) = r.timeline[i].p99_us;
     }
+    // Each interval's histogram, sparse: bucket indexes and counts, concatenated, with offsets.
+    size_t nonzero = 0;
+    for (const auto& row : r.timeline) nonzero += row.latency.size();
+    py::array_t<int32_t> bucket_index(static_cast<py::ssize_t>(nonzero));
+    py::array_t<int64_t> bucket_count(static_cast<py::ssize_t>(nonzero));
+    py::array_t<int64_t> offsets(static_cast<py::ssize_t>(n + 1));
+    size_t at = 0;
+    for (size_t i = 0; i < n; ++i) {
+        offsets.mutable_at(i) = static_cast<int64_t>(at);
+        for (const auto& [index, count] : r.timeline[i].latency) {
+            bucket_index.mutable_at(at) = index;
+            bucket_count.mutable_at(at) = count;
+            ++at;
+        }
+    }
+    offsets.mutable_at(n) = static_cast<int64_t>(at);
     py::dict timeline;
+    timeline["bucket_index"] = bucket_index;
+    timeline["bucket_count"] = bucket_count;
+    timeline["bucket_offsets"] = offsets;
     timeline["responses"] = responses;
     timeline["errors"] = errs;
     timeline["p50_us"] = p50;

@@ -327,11 +327,38 @@ class Result:
         return cls.from_dict(json.loads(text))
 
     # -- HdrHistogram log ---------------------------------------------------------------
+    def interval_histograms(self) -> Optional[list[LatencyHistogram]]:
+        """One latency histogram per timeline interval (None once read back from JSON, which
+        keeps only the whole window's histogram)."""
+        cols = self.timeline_columns
+        if "bucket_offsets" not in cols:
+            return None
+        offsets, index, count = cols["bucket_offsets"], cols["bucket_index"], cols["bucket_count"]
+        out = []
+        for i in range(len(offsets) - 1):
+            counts = np.zeros(len(self.latency.counts), dtype=np.int64)
+            sl = slice(int(offsets[i]), int(offsets[i + 1]))
+            counts[index[sl]] = count[sl]
+            h = LatencyHistogram(counts, self.latency.lowest, self.latency.highest, self.latency.significant_figures)
+            if h.count:
+                h.min_us = int(h._low[np.flatnonzero(counts)[0]])
+                last = np.flatnonzero(counts)[-1]
+                h.max_us = int(h._low[last] + h._range[last] - 1)
+            out.append(h)
+        return out
+
     def to_hdr_log(self, path: Union[str, Path]) -> Path:
-        """Write the window's latency histogram as a standard HdrHistogram interval log
-        (microsecond values; readable by HistogramLogReader / HdrHistogram tools)."""
-        return hdrlog.write_log(path, [(0.0, self.duration_s, self.latency.encode(), self.latency.max / 1000.0)],
-                                comment=f"loadbench {self.url} latency in microseconds")
+        """Write the latency as a standard HdrHistogram interval log (microsecond values;
+        readable by HistogramLogReader / HistogramLogAnalyzer): one line per timeline
+        interval, or one line for the whole window when the intervals are not available."""
+        per_interval = self.interval_histograms()
+        if per_interval:
+            lines = [(float(t), float(length), h.encode(), h.max / 1000.0)
+                     for t, length, h in zip(self.timeline_arrays()["t_s"], self.timeline_arrays()["interval_s"],
+                                             per_interval)]
+        else:
+            lines = [(0.0, self.duration_s, self.latency.encode(), self.latency.max / 1000.0)]
+        return hdrlog.write_log(path, lines, comment=f"loadbench {self.url} latency in microseconds")
 
     # -- display --------------------------------------------------------------------------
     def summary_lines(self) -> list[str]:

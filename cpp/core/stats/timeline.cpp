@@ -54,6 +54,8 @@ std::vector<TimelineRow> merge_timeline(const std::vector<std::vector<IntervalSn
                 row.errors += snap->errors;
                 for (const auto& [index, count] : snap->latency) counts[static_cast<size_t>(index)] += count;
             }
+            for (size_t k = 0; k < counts.size(); ++k)
+                if (counts[k]) row.latency.emplace_back(static_cast<int32_t>(k), counts[k]);
             merged.recompute_totals();
             row.p50_us = merged.value_at_percentile(50.0);
             row.p99_us = merged.value_at_percentile(99.0);

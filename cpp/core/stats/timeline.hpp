@@ -51,6 +51,7 @@ struct TimelineRow {
     uint64_t errors = 0;
     int64_t p50_us = 0;
     int64_t p99_us = 0;
+    std::vector<std::pair<int32_t, int64_t>> latency;  // merged (bucket index, count), non-empty only
 };
 
 // Merges every worker's snapshots into one row per interval 0..interval_count-1 (empty
