@@ -341,6 +341,15 @@ void Worker::on_readable(Connection& c) {
             size_t consumed = 0;
             switch (c.parser.parse(buffer, total, consumed)) {
                 case http::ResponseParser::Status::Complete:
+                    if (consumed < total) {
+                        // One request is in flight, so bytes beyond its response can only come
+                        // from a server whose framing is wrong (e.g. a Content-Length shorter
+                        // than the body). Counted here, they are a parse error whether or not
+                        // they arrived in the same read as the response.
+                        fail(c, kParse, "parse: " + std::to_string(total - consumed) +
+                                            " bytes after a complete response (wrong Content-Length?)");
+                        return;
+                    }
                     complete_response(c, monotonic_ns());
                     return;
                 case http::ResponseParser::Status::Error:
