@@ -37,6 +37,8 @@ class Request:
 def normalize_headers(headers: HeadersLike) -> list[tuple[str, str]]:
     if headers is None:
         return []
+    if isinstance(headers, (str, bytes)) or not isinstance(headers, (Mapping, Iterable)):
+        raise ConfigError(f"headers must be a dict, (name, value) pairs or 'Name: value' strings, not {headers!r}")
     if isinstance(headers, Mapping):
         items = list(headers.items())
     else:
@@ -88,7 +90,10 @@ def _as_request(item: Union[Request, Mapping[str, Any]]) -> Request:
 def _check_cpus(cpus: Optional[Sequence[int]]) -> list[int]:
     if cpus is None:
         return []
-    out = [int(c) for c in cpus]
+    try:
+        out = [int(c) for c in cpus]
+    except (TypeError, ValueError):
+        raise ConfigError(f"cpus must be a list of CPU numbers such as [0, 1], not {cpus!r}") from None
     if not out:
         raise ConfigError("cpus is empty")
     available = sorted(os.sched_getaffinity(0))
@@ -168,6 +173,8 @@ def start(url: str, *, connections: int = 10, threads: int = 1, duration: Option
     for name, value in (("connections", connections), ("threads", threads)):
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{name} must be an integer, not {value!r}")
+        if value > 2**31 - 1:
+            raise ConfigError(f"{name} must be a sensible integer, not {value!r}")
     if requests is not None:
         if isinstance(requests, bool) or not isinstance(requests, int) or requests < 1:
             raise ConfigError(f"requests must be an integer >= 1, not {requests!r}")
@@ -192,25 +199,31 @@ def start(url: str, *, connections: int = 10, threads: int = 1, duration: Option
         if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < connections:
             raise ConfigError(f"max_connections must be an integer >= connections ({connections}), "
                               f"not {max_connections!r}")
+        if max_connections > 2**31 - 1:
+            raise ConfigError(f"max_connections must be a sensible integer, not {max_connections!r}")
     timeout_s = _number("timeout", timeout)
     if cacert is not None and not Path(cacert).is_file():
         raise ConfigError(f"CA file {os.fspath(cacert)!r} does not exist")
     templates = [Request(method, None, headers, body)] if requests_list is None else [_as_request(r) for r in requests_list]
     if not templates:
         raise ConfigError("requests_list is empty")
-    wire = [(t.method.upper() if isinstance(t.method, str) else str(t.method), t.path or "",
-             normalize_headers(t.headers), read_body(t.body)) for t in templates]
+    for t in templates:
+        if not isinstance(t.method, str):
+            raise ConfigError(f"method must be a string such as GET or POST, not {t.method!r}")
+        if t.path is not None and (not isinstance(t.path, str) or not t.path.startswith("/")):
+            raise ConfigError(f"request path {t.path!r} must start with '/' (e.g. /echo?x=1)")
+    wire = [(t.method.upper(), t.path or "", normalize_headers(t.headers), read_body(t.body)) for t in templates]
     tls_verify = bool(verify) or cacert is not None or not insecure
+    cpu_list = _check_cpus(cpus)
     config = {
         "connections": connections, "threads": threads, "duration_s": duration_s if requests is None else None,
         "requests": requests, "warmup_s": warmup_s, "method": wire[0][0] if len(wire) == 1 else None,
         "request_templates": len(wire), "keepalive": bool(keepalive), "timeout_s": timeout_s,
         "tls_verify": tls_verify, "tls_session_resumption": bool(tls_session_resumption),
-        "cpus": list(cpus) if cpus is not None else None, "interval_s": float(interval),
+        "cpus": cpu_list or None, "interval_s": float(interval),
     }
     if rate is not None:
         config.update(rate=rate_value, arrival=arrival, max_connections=max_connections or connections, seed=seed)
-    cpu_list = _check_cpus(cpus)
     try:
         engine = _core.Engine(
             url=url, requests=wire, connections=connections, threads=threads, duration_s=duration_s,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from ._process import die_with_parent
-from .errors import ServerError
+from .errors import ConfigError, ServerError
 from .paths import server_binary
 
 
@@ -79,8 +79,13 @@ class ServerProcess:
 
     # -- lifecycle -----------------------------------------------------------------
     def start(self) -> "ServerProcess":
-        self._stderr_file = tempfile.TemporaryFile()
         cpus = set(self.cpus) if self.cpus is not None else None
+        if cpus is not None:
+            available = os.sched_getaffinity(0)
+            if not cpus or not cpus <= available:
+                raise ConfigError(f"cannot pin loadbench-server to CPUs {sorted(cpus)}: available are "
+                                  f"{','.join(map(str, sorted(available)))}")
+        self._stderr_file = tempfile.TemporaryFile()
 
         def preexec() -> None:
             die_with_parent()  # never outlive the loadbench (or test) that started it
@@ -99,7 +104,13 @@ class ServerProcess:
             self.kill()
             raise ServerError(f"loadbench-server printed an unexpected first line: {line!r}") from None
         if msg.get("event") != "ready":
+            try:  # the binary exits right after its error line: 2 = a bad flag, 1 = could not start
+                code = self.proc.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                code = None
             self.kill()
+            if code == 2 and msg.get("error"):
+                raise ConfigError(msg["error"])
             raise ServerError(f"loadbench-server failed to start: {msg.get('error') or line}")
         self.ready = msg
         return self

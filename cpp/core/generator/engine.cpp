@@ -2,6 +2,7 @@
 
 #include <netdb.h>
 #include <sched.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +14,10 @@
 namespace loadbench::generator {
 
 namespace {
+
+// Descriptors left for everything else in the process (Python, its files, the epoll fds).
+constexpr int64_t kFdsReserved = 64;
+constexpr int kMaxThreads = 1024;
 
 int64_t seconds_to_ns(double s) { return static_cast<int64_t>(std::llround(s * 1e9)); }
 
@@ -26,6 +31,19 @@ std::string allowed_cpus_text(const cpu_set_t& set) {
 void validate(const EngineConfig& c) {
     if (c.connections < 1) throw ConfigError("connections must be >= 1 (got " + std::to_string(c.connections) + ")");
     if (c.threads < 1) throw ConfigError("threads must be >= 1 (got " + std::to_string(c.threads) + ")");
+    // Every connection is a file descriptor: asking for more than the process may open would
+    // turn into a storm of EMFILE connect errors (or, for absurd counts, an allocation failure).
+    if (rlimit files{}; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
+        const auto most = static_cast<int64_t>(files.rlim_cur) - kFdsReserved;
+        const int64_t wanted = std::max<int64_t>(c.connections, c.max_connections);  // open loop may grow
+        if (wanted > most)
+            throw ConfigError("connections (" + std::to_string(wanted) + ") exceeds what the open-file limit allows (" +
+                              std::to_string(std::max<int64_t>(most, 0)) + " with ulimit -n " +
+                              std::to_string(files.rlim_cur) + "): raise it with ulimit -n");
+    }
+    if (c.threads > kMaxThreads)
+        throw ConfigError("threads must be <= " + std::to_string(kMaxThreads) + " (got " + std::to_string(c.threads) +
+                          "): each is an event loop, more than the machine's cores only adds switching");
     if (c.threads > c.connections)
         throw ConfigError("threads (" + std::to_string(c.threads) + ") must not exceed connections (" +
                           std::to_string(c.connections) + "): every thread needs at least one connection");
@@ -34,7 +52,7 @@ void validate(const EngineConfig& c) {
         throw ConfigError("duration must be > 0 seconds");
     if (!(c.warmup_s >= 0.0 && std::isfinite(c.warmup_s))) throw ConfigError("warm-up must be >= 0 seconds");
     if (!(c.timeout_s > 0.0 && std::isfinite(c.timeout_s))) throw ConfigError("timeout must be > 0 seconds");
-    if (!(c.interval_s > 0.0)) throw ConfigError("timeline interval must be > 0 seconds");
+    if (!(c.interval_s > 0.0 && std::isfinite(c.interval_s))) throw ConfigError("timeline interval must be > 0 seconds");
     if (c.rate < 0.0 || !std::isfinite(c.rate)) throw ConfigError("rate must be > 0 requests per second");
     if (c.max_connections < 0) throw ConfigError("max connections must be >= 0");
     if (c.rate > 0.0 && c.max_connections > 0 && c.max_connections < c.connections)

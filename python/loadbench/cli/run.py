@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
 from typing import Optional
 
-from ..errors import ConfigError
+from ..errors import ConfigError, LoadbenchError
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(us|ms|s|m|h)?\s*$")
 _UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -37,6 +38,18 @@ def parse_cpus(text: str) -> list[int]:
     except ValueError:
         raise ConfigError(f"bad CPU list {text!r}: use e.g. 1 or 0-3 or 1,3") from None
     return cpus
+
+
+def check_writable(flag: str, path: str) -> None:
+    """The output file's folder exists and is writable (and the path is not a folder)."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise ConfigError(f"{flag} {path!r} is a directory, not a file")
+    if not folder.is_dir():
+        raise ConfigError(f"{flag} {path!r}: folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise ConfigError(f"{flag} {path!r} is not writable")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -110,6 +123,9 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError("give either -z/--duration or -n/--requests, not both")
     if args.body is not None and args.body_file is not None:
         raise ConfigError("give either --body or --body-file, not both")
+    for flag, path in (("--json", args.json), ("--hdr-log", args.hdr_log)):
+        if path is not None:
+            check_writable(flag, path)  # before the run, not after minutes of load
     duration = parse_duration(args.duration) if args.duration is not None else 10.0
     body: Optional[object] = args.body
     if args.body_file is not None:
@@ -130,8 +146,11 @@ def main(args: argparse.Namespace) -> int:
         if progress is not None:
             progress.clear()
     print("\n".join(result.summary_lines()))
-    if args.json:
-        result.to_json(args.json)
-    if args.hdr_log:
-        result.to_hdr_log(args.hdr_log)
+    try:
+        if args.json:
+            result.to_json(args.json)
+        if args.hdr_log:
+            result.to_hdr_log(args.hdr_log)
+    except OSError as exc:  # the summary above keeps what was measured
+        raise LoadbenchError(f"cannot write {exc.filename}: {exc.strerror}") from None
     return 130 if result.interrupted else 0
