@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from typing import Optional, Sequence
@@ -45,3 +46,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("loadbench: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `loadbench run ... | head`: the reader left; quietly stop writing, as cat and grep do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141

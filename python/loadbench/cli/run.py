@@ -153,4 +153,11 @@ def main(args: argparse.Namespace) -> int:
             result.to_hdr_log(args.hdr_log)
     except OSError as exc:  # the summary above keeps what was measured
         raise LoadbenchError(f"cannot write {exc.filename}: {exc.strerror}") from None
-    return 130 if result.interrupted else 0
+    if result.interrupted:
+        return 130
+    if result.responses == 0 and sum(result.errors.values()):
+        # Nothing answered (refused port, TLS to a plain port, ...): the summary and JSON above
+        # keep the counts, and the exit status says the run measured no server at all.
+        kinds = ", ".join(f"{k} {n:,}" for k, n in result.errors.items() if n)
+        raise LoadbenchError(f"no responses from {args.url} ({kinds}); first: {result.first_error or 'unknown'}")
+    return 0
