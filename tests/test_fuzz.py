@@ -17,6 +17,10 @@ import pytest
 
 from native_build import REPO, build
 
+# The first test of this module also pays for a whole separate build of the C++ core
+# (minutes on 2 cores), which the default 300 s per-test limit does not cover.
+pytestmark = pytest.mark.timeout(1800)
+
 FUZZ_DIR = REPO / "cpp" / "tests" / "fuzz"
 TARGETS = sorted(p.stem for p in FUZZ_DIR.glob("*_fuzz.cpp"))
 SECONDS = int(os.environ.get("LOADBENCH_FUZZ_SECONDS", "30"))

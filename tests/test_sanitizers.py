@@ -22,6 +22,10 @@ from abuse_helpers import reset_close, served, served_tls
 from native_build import build
 from server_helpers import connect, read_until_closed
 
+# The first test of this module also pays for a whole separate build of the C++ core
+# (minutes on 2 cores), which the default 300 s per-test limit does not cover.
+pytestmark = pytest.mark.timeout(1800)
+
 SANITIZER_ENV = {
     # exitcode: a report must not be mistaken for a clean exit; leaks are checked at exit.
     "ASAN_OPTIONS": "detect_leaks=1:halt_on_error=1:exitcode=66:strict_string_checks=1:detect_stack_use_after_return=1",
