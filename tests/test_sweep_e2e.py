@@ -51,7 +51,8 @@ def test_every_cell_measured_once_with_exact_counts(real_sweep):
         res = r["result"]
         assert res["responses"] > 0 and res["status_codes"] == {"200": res["responses"]}, r["id"]
         assert sum(res["errors"].values()) == 0, r["id"]
-        assert res["server"]["cpu_s"] > 0 and res["server"]["pid"] == r["server"]["pid"]
+        # /proc counts CPU in 10 ms ticks: a one-second cell of a starved server may see none
+        assert res["server"]["cpu_s"] >= 0 and res["server"]["pid"] == r["server"]["pid"]
         assert r["server"]["cpus"] == sweep.server_cpus
         assert r["sampler"]["samples"] > 0
         if r["mode"] == "open":  # half the best closed-loop median req/s of the same server
@@ -62,6 +63,8 @@ def test_every_cell_measured_once_with_exact_counts(real_sweep):
         if r["mode"] == "connect":
             # one connection per request; up to C of them still open when the window closes
             assert res["responses"] <= res["connections_opened"] <= res["responses"] + r["connections"]
+    for target in {r["target"] for r in records}:  # but every server's CPU over its cells shows
+        assert sum(r["result"]["server"]["cpu_s"] for r in records if r["target"] == target) > 0, target
     env = json.loads((out / "environment.json").read_text())
     assert env["generator_cpus"] and env["server_cpus"]
 
