@@ -253,8 +253,8 @@ def render(results_dir: Path, charts: Optional[list[str]] = None, baseline: Opti
         parts += ["## Open loop: latency at fixed rates", "",
                   "Requests sent at a constant rate, a fixed fraction of each server's best closed-loop req/s "
                   f"({settings.get('open_loop_workload', 'plaintext')}, same protocol) measured earlier in this "
-                  "sweep, over the connection count of that best cell (allowed to grow 4x when every connection "
-                  "is busy). Latency runs from each request's intended send time, so a stalled server is charged "
+                  "sweep, over the fixed connection count of that best cell (a request that finds every "
+                  "connection busy waits, and the wait counts). Latency runs from each request's intended send time, so a stalled server is charged "
                   "for the requests that waited (coordinated omission corrected); the last column is the "
                   "uncorrected p99 from the actual send, for comparison. A server that cannot keep up shows an "
                   "achieved rate below its target and a corrected tail far above the uncorrected one.", "",

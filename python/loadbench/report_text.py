@@ -166,11 +166,11 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
         out.append(f"- **Few cores.** Servers and generator shared {len(cpus)} CPU(s) "
                    f"(servers {_cpus(settings.get('server_cpus'))}, generator {_cpus(settings.get('generator_cpus'))}); "
                    "multi-worker scaling was not measured, and one generator core caps every req/s figure.")
-    bound = sorted({f"{a.target} {a.protocol} {a.workload} c={a.connections}" for a in aggs.values() if a.generator_bound})
+    bound = sorted({_cell_name(a) for a in aggs.values() if a.generator_bound})
     if bound:
         out.append(f"- **Generator-bound cells ({len(bound)}, marked §):** {', '.join(bound)}. Their req/s is "
                    "loadbench's ceiling on this machine, not the server's.")
-    starved = sorted(f"{a.target} {a.protocol} {a.workload} c={a.connections}" for a in aggs.values() if a.starved)
+    starved = sorted(_cell_name(a) for a in aggs.values() if a.starved)
     if starved:
         out.append(f"- **Starved cells ({len(starved)}, marked ‡):** {', '.join(starved)}. Their latency "
                    "percentiles are not service-level numbers.")
@@ -198,8 +198,8 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
         median = spreads[len(spreads) // 2][0]
         worst, cell = spreads[-1]
         out.append(f"- **Repeat spread.** req/s of the repeats of one cell spread over a median of "
-                   f"{100 * median:.0f} % of their median (max - min); the widest was {cell.target} {cell.protocol} "
-                   f"{cell.workload} c={cell.connections} at {100 * worst:.0f} %. Differences between servers "
+                   f"{100 * median:.0f} % of their median (max - min); the widest was {_cell_name(cell)} "
+                   f"at {100 * worst:.0f} %. Differences between servers "
                    "smaller than the spread are not established by this run.")
     if (settings.get("repeats") or 1) < 3:
         out.append(f"- **{settings.get('repeats')} repeat(s) per cell:** too few for a spread; differences under "
@@ -209,6 +209,12 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
     out.append("- **One machine, one time.** A shared VM's steal time and frequency scaling move the "
                "numbers between runs; the Environment block gives the steal measured in the windows.")
     return out
+
+
+def _cell_name(a: Aggregate) -> str:
+    load = {"closed": f"c={a.connections}", "connect": f"new-conn c={a.connections}",
+            "open": f"open loop {a.connections} %"}.get(a.mode, str(a.connections))
+    return f"{a.target} {a.protocol} {a.workload} {load}"
 
 
 def _contended(rows: list[dict]) -> str:

@@ -319,8 +319,11 @@ class _Group:
             if capacity is None:
                 return "fail", "no closed-loop capacity was measured for this server, so no open-loop rate", None
             rate, pool = capacity[0] * cell.connections / 100.0, capacity[1]
-            # the pool the capacity was measured with, allowed to grow 4x when requests queue
-            kwargs.update(rate=rate, arrival="constant", connections=pool, max_connections=4 * pool,
+            # The pool the capacity was measured with, fixed (wrk2's model): every server is offered
+            # the same connections, and a request that finds them all busy waits - the corrected
+            # latency counts that wait. (With a pool allowed to grow 4x, a 10 000 req/s https run
+            # against Beast had a p99 of 437 ms instead of 58 ms: the growth, not the server.)
+            kwargs.update(rate=rate, arrival="constant", connections=pool, max_connections=pool,
                           threads=max(1, min(threads, pool)))
         self.sampled = None
         sampler = None
