@@ -79,6 +79,25 @@ def wait_for_threads(pid: int, count: int, timeout: float = 5.0) -> None:
         time.sleep(0.005)
 
 
+def wait_until_idle(pid: int, threads: int = 1, timeout: float = 5.0) -> None:
+    """Waits until the process is down to `threads` threads and every one of them sleeps.
+
+    /proc/<pid>/stat adds a thread's CPU time as of its last scheduler update: a thread still
+    on a CPU (say, between writing its answer and blocking on the next read) shows up to a
+    scheduler tick less than its own clock - more when the vCPU was preempted. Once it sleeps
+    its counters are final until it is woken, so two reads of an idle process agree exactly."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            states = [proc_stat_fields(int(tid))[0] for tid in os.listdir(f"/proc/{pid}/task")]
+        except FileNotFoundError:  # a thread left between the listing and its read
+            states = []
+        if len(states) == threads and all(state == "S" for state in states):
+            return
+        assert time.monotonic() < deadline, f"pid {pid} never went idle with {threads} threads: {states}"
+        time.sleep(0.005)
+
+
 def proc_cpu_s(pid: int) -> float:
     fields = proc_stat_fields(pid)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
