@@ -116,9 +116,17 @@ def test_active_keep_alive_connection_outlives_the_idle_timeout(server_factory):
     conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=5)
     conn.connect()
     local = conn.sock.getsockname()
-    for _ in range(8):  # 8 x 150 ms = 1.2 s of use, never idle for 400 ms
+    opened = time.monotonic()
+    sent = opened
+    # A request every 50 ms for 3 idle timeouts: the connection is never idle for 400 ms but
+    # lives 1.2 s. The gap leaves 350 ms for the server to get the CPU on a loaded machine
+    # (its deadlines are also up to one 100 ms housekeeping tick coarse); 150 ms gaps left
+    # too little and failed under load.
+    while time.monotonic() - opened < 1.2:
+        sent = time.monotonic()
         conn.request("GET", "/")
         assert conn.getresponse().read() == b"Hello, World!\n"
         assert conn.sock.getsockname() == local
-        time.sleep(0.15)
+        time.sleep(0.05)
+    assert sent - opened > 2 * 0.4  # answered on the same connection two idle timeouts after it opened
     conn.close()
