@@ -39,6 +39,20 @@ std::string read_file(const std::string& path) {
     return text.str();
 }
 
+// Waits (up to 5 s) until `pid` sleeps. /proc/<pid>/stat counts a thread's CPU time as of its
+// last scheduler update, so a process still on a CPU - say between writing "done" and blocking
+// on its next read - shows up to a tick (more when its vCPU was preempted) less than its own
+// clock. Once it sleeps, its counters hold everything it ran.
+bool wait_until_sleeping(pid_t pid) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < deadline) {
+        const auto stat = parse_proc_stat(read_file("/proc/" + std::to_string(pid) + "/stat"));
+        if (stat && stat->state == 'S') return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return false;
+}
+
 }  // namespace
 
 TEST(ProcStatParse, PlainName) {
@@ -217,6 +231,7 @@ TEST(Sampler, TreeFollowsForkedChildrenAndTheirExit) {
     char byte = 'g';
     ASSERT_EQ(::write(go[1], &byte, 1), 1);
     ASSERT_EQ(::read(done[0], &byte, 1), 1);  // the child has burned its 0.2 s
+    ASSERT_TRUE(wait_until_sleeping(child));    // ...and all of it is in /proc (see above)
     const Snapshot burned = tree.snapshot();
     ::close(go[1]);
     ::close(done[0]);
@@ -228,7 +243,9 @@ TEST(Sampler, TreeFollowsForkedChildrenAndTheirExit) {
     EXPECT_EQ(std::find(after_exit.pids.begin(), after_exit.pids.end(), child), after_exit.pids.end());
     EXPECT_FALSE(after_exit.exited);  // the root is alive
     const auto cpu = [](const Snapshot& s) { return s.process.utime_ticks + s.process.stime_ticks; };
-    EXPECT_GE(cpu(burned) - cpu(first), static_cast<std::uint64_t>(0.18 * clock_ticks_per_second()));
+    // utime and stime are each truncated to a tick: a reading of 0.2 s more CPU may show
+    // up to 2 ticks less (the child's own clock guarantees at least 0.2 s).
+    EXPECT_GE(cpu(burned) - cpu(first), static_cast<std::uint64_t>(0.2 * clock_ticks_per_second()) - 2);
     EXPECT_GE(cpu(after_exit), cpu(burned));  // the child's CPU stays counted after it left
     EXPECT_GE(tree.series().size(), 2u);
     EXPECT_GT(tree.sampling_thread_cpu_s(), 0.0);
