@@ -26,10 +26,21 @@ def test_under_capacity_corrected_and_uncorrected_agree_and_the_rate_is_met(beas
     assert r.achieved_rate == pytest.approx(200, rel=0.01)
     assert r.responses >= r.sends - 4
     corrected, service = r.latency, r.latency_uncorrected
-    assert 5_000 <= service.percentile(50) <= 6_500
-    assert abs(corrected.percentile(50) - service.percentile(50)) <= 500
-    # On a quiet machine sends go out within ~0.1 ms; a busy shared CPU delays a few by a tick.
-    assert r.late_sends <= 0.25 * r.sends
+    assert service.percentile(50) >= 5_000 and service.min >= 5_000
+    # Per request, corrected = service + how late it was sent. So corrected and service agree
+    # up to the lateness the run measured: exact on a loaded machine, where the generator's own
+    # sends slip by milliseconds, and as tight as the sends are on a quiet one (~0.1 ms).
+    # The 1 % + 2 us is HdrHistogram's 3-significant-figure bucketing and the us rounding.
+    slack = 0.01 * corrected.percentile(50) + 2
+    assert service.percentile(50) <= corrected.percentile(50) + slack
+    assert corrected.percentile(50) - service.percentile(50) <= r.lateness.max + slack
+    assert corrected.max <= service.max + r.lateness.max + slack
+    # How many sends were late depends on how busy the machine is (a quarter or more under
+    # load), so check the count against the run's own lateness histogram: a send is late when
+    # it left more than 1 ms after it was due (recorded rounded to the microsecond).
+    low, counts = r.lateness.buckets()
+    assert counts[low >= 1001].sum() <= r.late_sends <= counts[low >= 1000].sum()
+    assert r.lateness.count == r.sends
 
 
 def test_a_stalled_server_shows_in_corrected_latency_only(server_factory: Callable[..., ServerProcess]):
@@ -77,7 +88,10 @@ def test_pool_grows_up_to_max_connections_when_all_are_busy(beast_server: Server
     # 100/s x 50 ms: about 5 requests in flight, more than the initial connection
     assert 4 <= r.connections_opened <= 8
     assert r.error_count == 0
-    assert r.latency.percentile(50) < 60_000
+    # Without the pool, 100/s queued behind one 50 ms connection (20/s) would wait seconds by
+    # the end of the run; with it a request waits 50 ms plus scheduling - tens of ms on a
+    # loaded machine, hence 150 ms rather than 60.
+    assert 50_000 <= r.latency.percentile(50) < 150_000
 
 
 def test_open_loop_json_and_cli(beast_server: ServerProcess, tmp_path):
