@@ -24,7 +24,9 @@ def test_request_count_equals_the_servers_own_counter(beast_server: ServerProces
 def test_latency_of_the_20ms_delay_route(beast_server: ServerProcess):
     r = loadbench.run(beast_server.url("/delay?ms=20"), connections=4, duration=1.0)
     assert r.error_count == 0 and r.responses >= 40
-    assert r.latency.min >= 20_000 and r.percentile(50) >= 20_000
+    assert r.latency.min >= 20_000
+    # Issue 3's accuracy contract: the generator adds at most 3 ms to a 20 ms wait at the median.
+    assert 20_000 <= r.percentile(50) <= 23_000
     # Closed loop: 4 connections' latencies add up to at most 4 windows (see test_generator).
     assert r.latency.mean * r.responses <= 4 * (r.duration_s * 1e6 + r.latency.max)
 

@@ -117,7 +117,10 @@ void Worker::on_tick() {
     if (date_.refresh()) responses_.rebuild(date_.value());
     for (ConnectionBase* c = connections_; c != nullptr;) {
         ConnectionBase* next = c->next_;  // expire may delete c
-        if (c->deadline() <= now_) c->expire();
+        // Deadlines were set from now_, which lags the real clock by up to one tick; allowing
+        // that tick means a timeout never fires early (it may fire up to two ticks late).
+        // (Subtract from now_: adding to no_deadline, time_point::max(), would overflow.)
+        if (c->deadline() <= now_ - tick_interval) c->expire();
         c = next;
     }
     // Once stopping, the loop ends when the last connection is gone (run() returns).
