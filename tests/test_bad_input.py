@@ -171,7 +171,7 @@ def test_a_failed_json_write_after_the_run_keeps_the_summary(tmp_path, monkeypat
     (["--cert", "/etc/hostname"], "--cert and --key go together"),
     (["--no-http"], "--no-http needs --tls"),
     (["--accept", "foo"], "invalid choice"),
-    (["--cpus", "x"], "--cpus expects a CPU list"),
+    (["--cpus", "x"], "--cpus: bad CPU list"),
     (["--cpus", "4095"], "cannot pin loadbench-server to CPUs [4095]"),
 ])
 def test_loadbench_serve_flags(args, message):

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from loadbench.cli.serve import parse_cpus
+from loadbench.cli._cpus import parse_cpu_list as parse_cpus
 from loadbench.errors import ConfigError
 
 
@@ -81,6 +81,7 @@ def test_serve_bad_flag_exit_2():
 def test_parse_cpus():
     assert parse_cpus("0") == [0]
     assert parse_cpus("0-2,5") == [0, 1, 2, 5]
+    assert parse_cpus("1, 0-1") == [0, 1]
     for bad in ("", "a", "3-1", "-1"):
         with pytest.raises(ConfigError):
             parse_cpus(bad)

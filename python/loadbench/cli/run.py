@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import ConfigError, LoadbenchError
+from ._cpus import parse_cpu_list
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(us|ms|s|m|h)?\s*$")
 _UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -20,24 +21,6 @@ def parse_duration(text: str, what: str = "duration") -> float:
     if not m:
         raise ConfigError(f"bad {what} {text!r}: use e.g. 10s, 500ms, 2m")
     return float(m.group(1)) * _UNITS[m.group(2)]
-
-
-def parse_cpus(text: str) -> list[int]:
-    """"1", "1,3", "0-3" or "0-1,4"."""
-    cpus: list[int] = []
-    try:
-        for part in text.split(","):
-            part = part.strip()
-            if "-" in part:
-                lo, hi = (int(x) for x in part.split("-", 1))
-                if hi < lo:
-                    raise ValueError
-                cpus.extend(range(lo, hi + 1))
-            else:
-                cpus.append(int(part))
-    except ValueError:
-        raise ConfigError(f"bad CPU list {text!r}: use e.g. 1 or 0-3 or 1,3") from None
-    return cpus
 
 
 def check_writable(flag: str, path: str) -> None:
@@ -139,7 +122,7 @@ def main(args: argparse.Namespace) -> int:
             warmup=parse_duration(args.warmup, "warm-up"), method=args.method, headers=args.header, body=body,
             keepalive=not args.disable_keepalive, timeout=parse_duration(args.timeout, "timeout"),
             verify=args.verify, cacert=args.cacert, tls_session_resumption=args.tls_resume,
-            cpus=parse_cpus(args.cpus) if args.cpus else None, progress=progress,
+            cpus=parse_cpu_list(args.cpus) if args.cpus else None, progress=progress,
             sample_pid=args.sample_pid, rate=args.rate, arrival=args.arrival,
             max_connections=args.max_connections, seed=args.seed)
     finally:

@@ -11,25 +11,7 @@ from typing import Any, Optional
 
 from ..errors import ConfigError, ServerError
 from ..server import ServerProcess
-
-
-def parse_cpus(text: str) -> list[int]:
-    """'0', '0,2', '0-3' or '0-1,4' -> sorted CPU numbers."""
-    cpus: set[int] = set()
-    try:
-        for part in text.split(","):
-            if "-" in part:
-                low, high = (int(x) for x in part.split("-", 1))
-                if low > high:
-                    raise ValueError
-                cpus.update(range(low, high + 1))
-            else:
-                cpus.add(int(part))
-    except ValueError:
-        raise ConfigError(f"--cpus expects a CPU list such as 0 or 0,2 or 0-3, got {text!r}") from None
-    if not cpus or min(cpus) < 0:
-        raise ConfigError(f"--cpus expects a CPU list such as 0 or 0,2 or 0-3, got {text!r}")
-    return sorted(cpus)
+from ._cpus import parse_cpu_list
 
 
 def register(subparsers: Any) -> None:
@@ -74,7 +56,7 @@ def _server_from_args(args: argparse.Namespace) -> ServerProcess:
         header_timeout_ms=args.header_timeout_ms,
         idle_timeout_ms=args.idle_timeout_ms,
         accept=args.accept,
-        cpus=parse_cpus(args.cpus) if args.cpus else None,
+        cpus=parse_cpu_list(args.cpus) if args.cpus else None,
     )
 
 
