@@ -12,6 +12,8 @@ import threading
 import time
 from typing import Callable
 
+from http_test_servers import ThreadedServer
+
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 14\r\nContent-Type: text/plain\r\n\r\nHello, World!\n"
 
 
@@ -24,62 +26,17 @@ def reset(conn: socket.socket) -> None:
     raise Hangup
 
 
-class FaultServer:
+class FaultServer(ThreadedServer):
     def __init__(self, answer: Callable[[socket.socket, int], None]) -> None:
+        super().__init__(backlog=256)
         self.answer = answer
-        self.listener = socket.create_server(("127.0.0.1", 0), backlog=256)
-        self.port = self.listener.getsockname()[1]
-        self.lock = threading.Lock()
-        self.connections = 0
         self.requests = 0
-        self.stopping = threading.Event()
-        self.threads: list[threading.Thread] = []
-        self.conns: list[socket.socket] = []
-
-    def url(self, path: str = "/") -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def __enter__(self) -> "FaultServer":
-        t = threading.Thread(target=self._accept_loop, daemon=True)
-        t.start()
-        self.threads.append(t)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stopping.set()
-        try:
-            self.listener.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.listener.close()
-        with self.lock:
-            conns = list(self.conns)
-        for c in conns:
-            try:
-                c.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        for t in self.threads:
-            t.join(5)
-
-    def _accept_loop(self) -> None:
-        while not self.stopping.is_set():
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            with self.lock:
-                self.connections += 1
-                self.conns.append(conn)
-            t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-            t.start()
-            self.threads.append(t)
 
     def _serve(self, conn: socket.socket) -> None:
         buf = b""
         index = 0
         try:
-            while not self.stopping.is_set():
+            while not self._stopping.is_set():
                 while b"\r\n\r\n" not in buf:
                     chunk = conn.recv(65536)
                     if not chunk:

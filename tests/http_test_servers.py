@@ -18,17 +18,15 @@ PATTERN = (200, 404, 500)
 REASONS = {200: "OK", 404: "Not Found", 500: "Internal Server Error"}
 
 
-class ScriptedServer:
-    def __init__(self, behaviour: str = "pattern") -> None:
-        self.behaviour = behaviour
-        self.listener = socket.create_server(("127.0.0.1", 0), backlog=512)
+class ThreadedServer:
+    """Accepts on 127.0.0.1 (a kernel-chosen port) and serves each connection on its own thread
+    with `_serve(conn)`; counts connections; `with` starts it and shuts every socket down."""
+
+    def __init__(self, backlog: int = 512) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0), backlog=backlog)
         self.port = self.listener.getsockname()[1]
         self.lock = threading.Lock()
-        self.served = 0
-        self.status_served: dict[int, int] = {}
         self.connections = 0
-        self.targets: dict[str, int] = {}
-        self.request_bytes = 0
         self._stopping = threading.Event()
         self._conns: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
@@ -37,7 +35,7 @@ class ScriptedServer:
     def url(self, path: str = "/") -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
-    def __enter__(self) -> "ScriptedServer":
+    def __enter__(self):
         self._acceptor.start()
         return self
 
@@ -72,6 +70,19 @@ class ScriptedServer:
             t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
             self._threads.append(t)
             t.start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        raise NotImplementedError
+
+
+class ScriptedServer(ThreadedServer):
+    def __init__(self, behaviour: str = "pattern") -> None:
+        super().__init__(backlog=512)
+        self.behaviour = behaviour
+        self.served = 0
+        self.status_served: dict[int, int] = {}
+        self.targets: dict[str, int] = {}
+        self.request_bytes = 0
 
     def _read_request(self, conn: socket.socket, buf: bytearray) -> Optional[tuple[str, bytes]]:
         while b"\r\n\r\n" not in buf:
