@@ -1,50 +1,121 @@
 #!/usr/bin/env bash
 # Installs everything loadbench needs on a fresh Debian machine, then loadbench itself.
-#   bash .ci/install.sh          the package (build + runtime dependencies)
-#   bash .ci/install.sh test     the package with its test dependencies
-# System packages are installed only when missing; `pip install .` builds the C++ core.
+#   bash .ci/install.sh                  the package (build + runtime dependencies)
+#   bash .ci/install.sh test             the package with everything its test suite uses
+#   bash .ci/install.sh --dry-run [test] print the Debian packages it would install, one per
+#                                        line on stdout, and install nothing (exit 0)
+# A package is installed only when it is missing. Every probe below works on a machine that has
+# none of the tools yet: nothing is asked of a program before the package that brings it is in.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="${1:-}"
+
+dry_run=0
+extras=""
+for arg in "$@"; do
+  case "$arg" in
+    --dry-run) dry_run=1 ;;
+    test) extras=test ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "loadbench setup: unknown argument '$arg' (use: [--dry-run] [test])" >&2; exit 2 ;;
+  esac
+done
+
+say() { echo "loadbench setup: $*" >&2; }
+have() { command -v "$1" >/dev/null 2>&1; }
+# dpkg's own record; on a machine without dpkg-query nothing counts as installed.
+installed() { have dpkg-query && [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" = "install ok installed" ]; }
+# apt's metadata (needs `apt-get update` once; before that, the fallbacks below apply).
+in_apt() { have apt-cache && apt-cache show "$1" >/dev/null 2>&1; }
+
+packages=()
+need() { packages+=("$1"); }
+# A tool counts when it is on PATH (however it got there) or its Debian package is installed.
+need_tool() { have "$1" || installed "$2" || need "$2"; }
+# A library counts when its Debian development package is installed.
+need_lib() { installed "$1" || need "$1"; }
+
+# --- build: compiler, build tools, C++ libraries ----------------------------------------------
+need_tool g++ g++
+need_tool cmake cmake
+need_tool ninja ninja-build
+need_tool make make
+need_tool pkg-config pkg-config
+need_lib libssl-dev
+need_lib libnghttp2-dev
+# Debian 12 ships Boost 1.81 beside its 1.74 default: prefer the newer Beast when apt has it.
+if ! installed libboost1.81-dev && ! installed libboost-dev && ! installed libboost1.74-dev; then
+  if in_apt libboost1.81-dev || ! have apt-cache; then need libboost1.81-dev; else need libboost-dev; fi
+fi
+
+# --- Python, its headers (the extension builds against them) and pip -----------------------------
+if ! have python3; then
+  need python3; need python3-dev; need python3-pip; need python3-venv
+else
+  # Debian's python3 has no headers without python3-dev; a pyenv/venv/conda Python ships its own.
+  if ! python3 -c 'import os,sys,sysconfig; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")) else 1)' 2>/dev/null; then
+    py_prefix="$(python3 -c 'import sys; print(sys.base_prefix)')"
+    py_ver="$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+    if [ "$py_prefix" = /usr ]; then
+      # Debian's default python3 -> python3-dev; another Debian python3.X -> python3.X-dev.
+      if [ -x /usr/bin/python3 ] && [ "$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')" = "$py_ver" ]; then
+        need python3-dev
+      else
+        need "python${py_ver}-dev"
+      fi
+    else
+      say "error: $(command -v python3) (Python $py_ver, prefix $py_prefix) has no C headers (Python.h),"
+      say "       and it is not Debian's python3, so no Debian package can add them: install that"
+      say "       Python's development files, or run this script with Debian's python3 first on PATH."
+      [ "$dry_run" = 1 ] || exit 1
+    fi
+  fi
+  python3 -m pip --version >/dev/null 2>&1 || { need python3-pip; need python3-venv; }
+fi
+
+# --- what the test suite uses ------------------------------------------------------------------
+if [ "$extras" = test ]; then
+  need_lib libgtest-dev
+  # The fuzz tests (tests/test_fuzz.py) build with clang and link libFuzzer + the sanitizer
+  # runtimes from the compiler-rt package of clang's own major version (Debian 12: 14).
+  need_tool clang++ clang
+  clang_major=""
+  if have clang++; then
+    clang_major="$(clang++ --version 2>/dev/null | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -n 1 || true)"
+  fi
+  if [ -z "$clang_major" ] && have apt-cache; then
+    # clang is not installed yet: its Debian package depends on clang-N.
+    clang_major="$(apt-cache depends clang 2>/dev/null | sed -n 's/.*Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1 || true)"
+  fi
+  clang_rt="libclang-rt-${clang_major:-14}-dev"
+  if ! installed "$clang_rt"; then
+    if ! have clang++ || ! compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-$(uname -m).a" >/dev/null; then
+      need "$clang_rt"
+    fi
+  fi
+  need_tool openssl openssl        # test certificates
+  need_tool curl curl              # HTTP/2 server tests (curl --http2)
+  need_tool h2load nghttp2-client  # h2load and nghttp: HTTP/2 clients no one here wrote
+  need_tool node nodejs            # the node:http peer (tests/test_bench_peers.py)
+  have nginx || installed nginx-light || installed nginx || need nginx-light   # the nginx peer
+fi
+
+if [ "$dry_run" = 1 ]; then
+  say "dry run: the Debian packages this machine lacks for '${extras:-build}' (nothing installed):"
+  if [ ${#packages[@]} -gt 0 ]; then printf '%s\n' "${packages[@]}"; fi
+  exit 0
+fi
 
 SUDO=""
-if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
-
-installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-
-missing=()
-command -v g++ >/dev/null 2>&1 || missing+=(g++)
-command -v cmake >/dev/null 2>&1 || missing+=(cmake)
-command -v ninja >/dev/null 2>&1 || missing+=(ninja-build)
-command -v make >/dev/null 2>&1 || missing+=(make)
-installed libssl-dev || missing+=(libssl-dev)
-[ -f /usr/include/boost/beast.hpp ] || missing+=(BOOST)
-if [ "$extras" = "test" ]; then
-  [ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
-  # The fuzz tests (tests/test_fuzz.py) build with clang and link libFuzzer + the sanitizer runtimes.
-  command -v clang++ >/dev/null 2>&1 || missing+=(clang)
-  compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-$(uname -m).a" >/dev/null || missing+=(CLANG_RT)
+if [ "$(id -u)" -ne 0 ]; then
+  if have sudo; then SUDO="sudo"; else say "error: not root and no sudo: cannot install ${packages[*]}"; exit 1; fi
 fi
-command -v python3 >/dev/null 2>&1 || missing+=(python3)
-python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip python3-venv)
-
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "loadbench setup: installing system packages: ${missing[*]}"
+if [ ${#packages[@]} -gt 0 ]; then
+  say "installing Debian packages: ${packages[*]}"
   $SUDO apt-get update -qq
-  pkgs=()
-  for p in "${missing[@]}"; do
-    if [ "$p" = CLANG_RT ]; then
-      # libFuzzer ships in the compiler-rt package of the installed clang's version (Debian 12: 14).
-      ver="$(clang++ --version 2>/dev/null | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -1)"
-      pkgs+=("libclang-rt-${ver:-14}-dev")
-    elif [ "$p" = BOOST ]; then
-      # Debian 12 ships Boost 1.81 beside the 1.74 default; prefer the newer Beast.
-      if apt-cache show libboost1.81-dev >/dev/null 2>&1; then pkgs+=(libboost1.81-dev); else pkgs+=(libboost-dev); fi
-    else
-      pkgs+=("$p")
-    fi
-  done
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${pkgs[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+  # Debian's nginx package starts a system service on :80; loadbench runs its own instances.
+else
+  say "all Debian packages present"
 fi
 
 pip_flags=(--quiet --disable-pip-version-check)
@@ -54,7 +125,7 @@ if python3 -c 'import sys,sysconfig,os; sys.exit(0 if os.path.exists(os.path.joi
 fi
 target="."
 [ -n "$extras" ] && target=".[$extras]"
-echo "loadbench setup: building and installing $target (the C++ core compiles once; later installs are incremental)"
+say "building and installing $target with $(command -v python3) (the C++ core compiles once; later installs are incremental)"
 python3 -m pip install "${pip_flags[@]}" "$target"
-command -v pyenv >/dev/null 2>&1 && pyenv rehash || true
-echo "loadbench setup: done ($(python3 -c 'import loadbench; print("loadbench", loadbench.__version__)'))"
+if have pyenv; then pyenv rehash || true; fi
+say "done ($(python3 -c 'import loadbench; print("loadbench", loadbench.__version__)'))"
