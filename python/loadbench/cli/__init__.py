@@ -39,7 +39,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        # Flush here, not at interpreter exit: a reader that left (`... | head`) must end in the
+        # quiet path below, not in "Exception ignored ... BrokenPipeError" and exit 120.
+        sys.stdout.flush()
+        return status
     except LoadbenchError as exc:
         print(f"loadbench: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -48,6 +52,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         # `loadbench run ... | head`: the reader left; quietly stop writing, as cat and grep do.
+        # stdout now points at /dev/null, so the final flush at exit has nowhere to fail
+        # (what Python's documentation on SIGPIPE recommends).
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
