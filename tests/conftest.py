@@ -7,11 +7,19 @@ server_factory   server_factory(**kwargs) -> started ServerProcess with those fi
 """
 from __future__ import annotations
 
+import signal
 from typing import Callable, Iterator
 
 import pytest
 
 from loadbench import ServerProcess
+
+# A suite started in the background (`nohup ... &`, a job without job control) inherits SIGINT
+# as ignored, and an ignored signal stays ignored across exec. The Ctrl-C tests send SIGINT to
+# this process (_thread.interrupt_main) and to children they start, so set its disposition here:
+# Python's handler in this process, and the default in every child (a handled signal is reset
+# to the default on exec).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
