@@ -168,6 +168,31 @@ def start(url: str, *, connections: int = 10, threads: int = 1, duration: Option
           cpus: Optional[Sequence[int]] = None, interval: float = 1.0, rate: Optional[float] = None,
           arrival: str = "constant", max_connections: Optional[int] = None, seed: int = 1) -> RunningLoad:
     """Start a run and return at once; see run() for the arguments."""
+    config, engine_kwargs = prepare(
+        url, connections=connections, threads=threads, duration=duration, requests=requests, warmup=warmup,
+        method=method, headers=headers, body=body, requests_list=requests_list, keepalive=keepalive,
+        timeout=timeout, insecure=insecure, verify=verify, cacert=cacert,
+        tls_session_resumption=tls_session_resumption, cpus=cpus, interval=interval, rate=rate,
+        arrival=arrival, max_connections=max_connections, seed=seed)
+    try:
+        engine = _core.Engine(**engine_kwargs)
+    except ValueError as exc:
+        message = str(exc)
+        raise ConfigError(message[len("config: "):] if message.startswith("config: ") else message) from None
+    engine.start()
+    return RunningLoad(url=url, config=config, engine=engine)
+
+
+def prepare(url: str, *, connections: int = 10, threads: int = 1, duration: Optional[float] = 10.0,
+            requests: Optional[int] = None, warmup: float = 0.0, method: str = "GET", headers: HeadersLike = None,
+            body: BodyLike = None, requests_list: Optional[Sequence[Union[Request, Mapping[str, Any]]]] = None,
+            keepalive: bool = True, timeout: float = 10.0, insecure: bool = True, verify: bool = False,
+            cacert: Union[str, os.PathLike, None] = None, tls_session_resumption: bool = False,
+            cpus: Optional[Sequence[int]] = None, interval: float = 1.0, rate: Optional[float] = None,
+            arrival: str = "constant", max_connections: Optional[int] = None,
+            seed: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Check a run's arguments (ConfigError with one clear message) and return (config, the
+    native engine's arguments) without starting anything."""
     if not isinstance(url, str) or not url:
         raise ConfigError("a URL is required, e.g. http://127.0.0.1:8080/")
     for name, value in (("connections", connections), ("threads", threads)):
@@ -224,18 +249,13 @@ def start(url: str, *, connections: int = 10, threads: int = 1, duration: Option
     }
     if rate is not None:
         config.update(rate=rate_value, arrival=arrival, max_connections=max_connections or connections, seed=seed)
-    try:
-        engine = _core.Engine(
-            url=url, requests=wire, connections=connections, threads=threads, duration_s=duration_s,
-            total_requests=requests or 0, warmup_s=warmup_s, timeout_s=timeout_s, keepalive=bool(keepalive),
-            tls_verify=tls_verify, tls_cacert=os.fspath(cacert) if cacert is not None else "",
-            tls_session_resumption=bool(tls_session_resumption), cpus=cpu_list, interval_s=float(interval),
-            rate=rate_value, poisson=arrival == "poisson", seed=int(seed), max_connections=max_connections or 0)
-    except ValueError as exc:
-        message = str(exc)
-        raise ConfigError(message[len("config: "):] if message.startswith("config: ") else message) from None
-    engine.start()
-    return RunningLoad(url=url, config=config, engine=engine)
+    engine_kwargs = dict(
+        url=url, requests=wire, connections=connections, threads=threads, duration_s=duration_s,
+        total_requests=requests or 0, warmup_s=warmup_s, timeout_s=timeout_s, keepalive=bool(keepalive),
+        tls_verify=tls_verify, tls_cacert=os.fspath(cacert) if cacert is not None else "",
+        tls_session_resumption=bool(tls_session_resumption), cpus=cpu_list, interval_s=float(interval),
+        rate=rate_value, poisson=arrival == "poisson", seed=int(seed), max_connections=max_connections or 0)
+    return config, engine_kwargs
 
 
 def run(url: str, *, connections: int = 10, threads: int = 1, duration: Optional[float] = 10.0,

@@ -69,6 +69,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--sample-pid", type=int, default=None, metavar="PID",
                    help="read the server's CPU, memory and fds from /proc at the window's edges "
                         "(PID and all its descendants): adds server CPU us/req")
+    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help="spread the run over Dask workers: tcp://HOST:8786, or 'local' for worker "
+                        "processes on this machine (README: Distributed runs)")
+    p.add_argument("--shards", type=int, default=None,
+                   help="with --cluster: split the run into N shards on N workers (default: every worker)")
     p.add_argument("--no-progress", action="store_true", help="no live progress line")
     p.set_defaults(func=main)
 
@@ -116,15 +121,29 @@ def main(args: argparse.Namespace) -> int:
     progress: Optional[_ProgressLine] = None
     if not args.no_progress and sys.stderr.isatty():
         progress = _ProgressLine(sys.stderr)
+    if args.shards is not None and args.cluster is None:
+        raise ConfigError("--shards needs --cluster (a Dask scheduler address, or 'local')")
+    kwargs = dict(
+        connections=args.connections, threads=args.threads, duration=duration, requests=args.requests,
+        warmup=parse_duration(args.warmup, "warm-up"), method=args.method, headers=args.header, body=body,
+        keepalive=not args.disable_keepalive, timeout=parse_duration(args.timeout, "timeout"),
+        verify=args.verify, cacert=args.cacert, tls_session_resumption=args.tls_resume,
+        cpus=parse_cpu_list(args.cpus) if args.cpus else None,
+        sample_pid=args.sample_pid, rate=args.rate, arrival=args.arrival,
+        max_connections=args.max_connections, seed=args.seed)
+    lost: Optional[LoadbenchError] = None
     try:
-        result = run(
-            args.url, connections=args.connections, threads=args.threads, duration=duration, requests=args.requests,
-            warmup=parse_duration(args.warmup, "warm-up"), method=args.method, headers=args.header, body=body,
-            keepalive=not args.disable_keepalive, timeout=parse_duration(args.timeout, "timeout"),
-            verify=args.verify, cacert=args.cacert, tls_session_resumption=args.tls_resume,
-            cpus=parse_cpu_list(args.cpus) if args.cpus else None, progress=progress,
-            sample_pid=args.sample_pid, rate=args.rate, arrival=args.arrival,
-            max_connections=args.max_connections, seed=args.seed)
+        if args.cluster is not None:
+            from .. import distributed
+
+            try:
+                result = distributed.run(args.url, cluster=args.cluster, shards=args.shards, **kwargs)
+            except distributed.ShardLostError as exc:
+                if exc.result is None:
+                    raise
+                result, lost = exc.result, exc  # keep and write what the other shards measured
+        else:
+            result = run(args.url, progress=progress, **kwargs)
     finally:
         if progress is not None:
             progress.clear()
@@ -136,6 +155,8 @@ def main(args: argparse.Namespace) -> int:
             result.to_hdr_log(args.hdr_log)
     except OSError as exc:  # the summary above keeps what was measured
         raise LoadbenchError(f"cannot write {exc.filename}: {exc.strerror}") from None
+    if lost is not None:
+        raise LoadbenchError(str(lost))
     if result.interrupted:
         return 130
     if result.responses == 0 and sum(result.errors.values()):

@@ -1,0 +1,243 @@
+"""One run from many machines: shards on Dask distributed workers, merged exactly.
+
+    import loadbench.distributed as lbd
+    r = lbd.run("http://10.0.0.5:8080/", cluster="tcp://10.0.0.2:8786", shards=4,
+                connections=200, duration=30, warmup=2)
+    r.rps, r.percentile(99), r.extras["shards"]      # merged figures; each shard's own
+
+The run is split into `shards` parts (plan.py), each submitted to a different worker
+(`workers=[address]`, and `resources={"loadbench": 1}` when the workers advertise it, so no
+two shards share a worker), started at one instant a few seconds ahead on every worker's own
+clock (offsets measured through the scheduler, clock.py), and merged bucket by bucket
+(merge.py). `cluster` is a scheduler address, a `distributed.Client`, or "local" for a
+LocalCluster of `shards` worker processes on this machine.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Callable, Optional
+
+from ..errors import ConfigError, LoadbenchError
+from ..result import Result
+from ..run import POLL_INTERVAL_S, prepare
+from .clock import ClockOffset, measure_offsets
+from .merge import merge_shards, shard_figures
+from .plan import plan_shards
+from .shard import run_shard
+
+RESOURCE = "loadbench"
+DEFAULT_START_DELAY_S = 3.0
+DEFAULT_CLOCK_TOLERANCE_MS = 5.0
+CONNECT_TIMEOUT_S = 10.0
+
+
+class ShardLostError(LoadbenchError):
+    """A shard's worker died (or its task failed) mid-run. `result` holds the other shards'
+    merged figures, so nothing they measured is lost."""
+
+    def __init__(self, message: str, result: Optional[Result]) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+def _client(cluster: Any, shards: int) -> tuple[Any, Callable[[], None]]:
+    """(client, close) for an address, a Client, or "local"."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ConfigError("distributed runs need Dask: pip install 'loadbench[distributed]' "
+                          "(or pip install distributed)") from None
+    if isinstance(cluster, Client):
+        return cluster, lambda: None
+    if cluster == "local":
+        local = LocalCluster(n_workers=shards, threads_per_worker=1, processes=True,
+                             resources={RESOURCE: 1}, dashboard_address=":0")
+        client = Client(local)
+
+        def close() -> None:
+            client.close()
+            local.close()
+        return client, close
+    if not isinstance(cluster, str) or not cluster:
+        raise ConfigError(f"cluster must be a scheduler address (tcp://HOST:8786), a Client or 'local', "
+                          f"not {cluster!r}")
+    try:
+        client = Client(cluster, timeout=CONNECT_TIMEOUT_S)
+    except (OSError, TimeoutError) as exc:
+        raise LoadbenchError(f"cannot reach the Dask scheduler at {cluster}: {exc}") from None
+    return client, client.close
+
+
+def pick_workers(workers: dict[str, dict], shards: int) -> list[str]:
+    """`shards` distinct workers, spread over hosts first. Workers that advertise the
+    `loadbench` resource are the pool when any do (start them with --resources loadbench=1)."""
+    tagged = [a for a, w in workers.items() if (w.get("resources") or {}).get(RESOURCE, 0) >= 1]
+    pool = tagged or list(workers)
+    if len(pool) < shards:
+        what = f"workers with the '{RESOURCE}' resource" if tagged else "workers"
+        raise ConfigError(f"{shards} shards need {shards} {what}; the cluster has {len(pool)}")
+    by_host: dict[str, list[str]] = {}
+    for addr in sorted(pool):
+        by_host.setdefault(workers[addr].get("host", addr), []).append(addr)
+    picked: list[str] = []
+    while len(picked) < shards:  # round-robin over hosts
+        for addrs in by_host.values():
+            if addrs and len(picked) < shards:
+                picked.append(addrs.pop(0))
+    return picked
+
+
+def run(url: str, *, cluster: Any, shards: Optional[int] = None, start_delay: float = DEFAULT_START_DELAY_S,
+        clock_tolerance_ms: float = DEFAULT_CLOCK_TOLERANCE_MS, sample_pid: Optional[int] = None,
+        progress: Optional[Callable[[dict], None]] = None, **run_kwargs: Any) -> Result:
+    """`loadbench.run()` spread over Dask workers; every keyword of run() is accepted.
+
+    Raises ShardLostError (with `.result` = the other shards merged) when a worker is lost.
+    `sample_pid` samples a server on this machine at the merged window's edges.
+    """
+    run_kwargs.pop("progress", None)
+    prepare(url, **run_kwargs)  # every argument checked here, before any worker is touched
+    client, close = _client(cluster, shards or 2)
+    try:
+        info = client.scheduler_info(n_workers=-1) if _accepts_n_workers(client) else client.scheduler_info()
+        workers = info.get("workers", {})
+        if shards is None:
+            shards = len(workers)
+        plan = plan_shards(shards, run_kwargs)
+        picked = pick_workers(workers, shards)
+        tagged = all((workers[a].get("resources") or {}).get(RESOURCE, 0) >= 1 for a in picked)
+        offsets = measure_offsets(client, picked)
+        return _run_shards(client, url, run_kwargs, plan, picked, tagged, offsets, start_delay,
+                           clock_tolerance_ms, sample_pid, progress, workers, info.get("address", str(cluster)))
+    finally:
+        close()
+
+
+def _accepts_n_workers(client: Any) -> bool:
+    import inspect
+
+    return "n_workers" in inspect.signature(client.scheduler_info).parameters
+
+
+def _run_shards(client: Any, url: str, run_kwargs: dict[str, Any], plan: list, picked: list[str], tagged: bool,
+                offsets: dict[str, ClockOffset], start_delay: float, clock_tolerance_ms: float,
+                sample_pid: Optional[int], progress: Optional[Callable[[dict], None]], workers: dict[str, dict],
+                scheduler: str) -> Result:
+    from distributed import Event
+
+    run_id = uuid.uuid4().hex[:12]
+    stop = Event(f"loadbench-stop-{run_id}", client=client)
+    edges = _window_edges(sample_pid, run_kwargs)
+    instant = time.time() + start_delay
+    futures = []
+    for shard, addr in zip(plan, picked):
+        start_at = instant + shard.start_offset_s + offsets[addr].offset_s  # the worker's clock
+        futures.append(client.submit(
+            run_shard, shard.index, url, shard.run_kwargs, start_at, stop.name,
+            key=f"loadbench-shard-{shard.index}-{run_id}", workers=[addr], allow_other_workers=False,
+            resources={RESOURCE: 1} if tagged else None, pure=False, retries=0))
+    parts: dict[int, dict] = {}
+    lost: dict[int, str] = {}
+    interrupted = False
+    engine_started = False
+    try:
+        while len(parts) + len(lost) < len(futures):
+            now = time.time()
+            if edges is not None and not engine_started and now >= instant:
+                edges.started(now - instant)
+                engine_started = True
+            _collect(client, futures, picked, parts, lost)
+            if edges is not None:
+                edges.poll()
+            if progress is not None:
+                progress({"shards": len(futures), "shards_done": len(parts), "shards_lost": len(lost),
+                          "elapsed_s": max(0.0, now - instant)})
+            time.sleep(edges.wait_s(POLL_INTERVAL_S) if edges is not None else POLL_INTERVAL_S)
+    except KeyboardInterrupt:
+        interrupted = True
+        stop.set()  # every shard stops and returns what it measured
+        deadline = time.time() + float(run_kwargs.get("timeout", 10.0)) + 10.0
+        while len(parts) + len(lost) < len(futures) and time.time() < deadline:
+            _collect(client, futures, picked, parts, lost)
+            time.sleep(POLL_INTERVAL_S)
+        for i, f in enumerate(futures):
+            if i not in parts and i not in lost:
+                lost[i] = "did not answer the stop"
+                f.cancel()
+    measured = [parts[i] for i in sorted(parts) if "result" in parts[i]]
+    result = _merge(url, run_kwargs, measured, picked, offsets, instant, plan, workers, scheduler,
+                    clock_tolerance_ms, lost, interrupted) if measured else None
+    if result is not None and edges is not None:
+        edges.poll()
+        result.extras["server"] = edges.block(result.responses)
+    if lost:
+        what = "; ".join(f"shard {i} on {picked[i]}: {why}" for i, why in sorted(lost.items()))
+        message = f"{len(lost)} of {len(futures)} shards lost ({what})"
+        if result is not None:
+            result.first_error = result.first_error or message
+            message += f"; the other {len(measured)} shards' results are kept"
+        raise ShardLostError(message, result)
+    assert result is not None
+    return result
+
+
+def _collect(client: Any, futures: list, picked: list[str], parts: dict[int, dict], lost: dict[int, str]) -> None:
+    alive = set(client.scheduler_info(n_workers=-1)["workers"]) if _accepts_n_workers(client) \
+        else set(client.scheduler_info()["workers"])
+    for i, f in enumerate(futures):
+        if i in parts or i in lost:
+            continue
+        if f.status == "finished":
+            parts[i] = f.result()
+        elif f.status == "error":
+            exc = f.exception()
+            if isinstance(exc, ConfigError):
+                raise ConfigError(str(exc))  # the same bad argument on every shard: say it once
+            lost[i] = f"{type(exc).__name__}: {exc}"
+        elif f.status in ("cancelled", "lost") or picked[i] not in alive:
+            lost[i] = "its worker left the cluster" if picked[i] not in alive else f"task {f.status}"
+            f.cancel()
+
+
+def _window_edges(sample_pid: Optional[int], run_kwargs: dict[str, Any]) -> Any:
+    if sample_pid is None:
+        return None
+    from ..sampler import Sampler, WindowEdges
+
+    duration = None if run_kwargs.get("requests") is not None else run_kwargs.get("duration", 10.0)
+    edges = WindowEdges(Sampler(sample_pid, tree=True), run_kwargs.get("warmup", 0.0), duration)
+    edges.before_start()
+    return edges
+
+
+def _merge(url: str, run_kwargs: dict[str, Any], measured: list[dict], picked: list[str],
+           offsets: dict[str, ClockOffset], instant: float, plan: list, workers: dict[str, dict], scheduler: str,
+           clock_tolerance_ms: float, lost: dict[int, str], interrupted: bool) -> Result:
+    config, _ = prepare(url, **run_kwargs)
+    config.update(shards=len(plan), cluster=scheduler)
+    shard_offsets = [offsets[picked[p["index"]]].offset_s for p in measured]
+    result = merge_shards(url, config, measured, shard_offsets)
+    result.interrupted = result.interrupted or interrupted
+    figures = []
+    for p in measured:
+        addr = picked[p["index"]]
+        o = offsets[addr]
+        figures.append(shard_figures(p, addr, o.offset_s, o.uncertainty_s,
+                                     instant + plan[p["index"]].start_offset_s))
+    skews = [abs(f["start_skew_ms"]) for f in figures]
+    uncertain = [f["clock_uncertainty_ms"] for f in figures]
+    warnings = []
+    if max(skews + uncertain) > clock_tolerance_ms:
+        warnings.append(f"shards started up to {max(skews):.1f} ms apart (clock uncertainty up to "
+                        f"{max(uncertain):.1f} ms), above the {clock_tolerance_ms:g} ms tolerance: "
+                        "sync the generator hosts' clocks (NTP/chrony)")
+    result.extras["shards"] = figures
+    result.extras["cluster"] = {
+        "scheduler": scheduler,
+        "generator_hosts": sorted({workers[a].get("host", a) for a in picked}),
+        "start_skew_ms_max": max(skews) if skews else 0.0,
+        "warnings": warnings,
+        "lost_shards": [{"index": i, "worker": picked[i], "reason": why} for i, why in sorted(lost.items())],
+    }
+    return result

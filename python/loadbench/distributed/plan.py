@@ -1,0 +1,67 @@
+"""How one run splits into shards: pure arithmetic, no Dask.
+
+Every count splits exactly (the shards' parts add up to the whole, none differs from another by
+more than one), the open-loop rate splits evenly, and each shard gets its own Poisson seed so
+the shards' arrivals are independent streams, not copies of one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ..errors import ConfigError
+
+
+def split_exact(total: int, parts: int) -> list[int]:
+    """`total` as `parts` integers that add up to it, the larger ones first."""
+    if parts < 1:
+        raise ConfigError(f"cannot split into {parts} parts")
+    base, extra = divmod(int(total), parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+@dataclass
+class Shard:
+    """One shard's part of the run: `run_kwargs` go to loadbench.run.start() on a worker."""
+
+    index: int
+    run_kwargs: dict[str, Any] = field(default_factory=dict)
+    # Offset of this shard's start after the common instant: constant-rate shards start
+    # index / total_rate apart, so their schedules interleave into one even stream.
+    start_offset_s: float = 0.0
+
+
+def plan_shards(shards: int, run_kwargs: dict[str, Any]) -> list[Shard]:
+    """Split the keyword arguments of one run into `shards` parts."""
+    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+        raise ConfigError(f"shards must be an integer >= 1, not {shards!r}")
+    connections = int(run_kwargs.get("connections", 10))
+    if connections < shards:
+        raise ConfigError(f"{shards} shards need at least {shards} connections (one each), not {connections}")
+    threads = int(run_kwargs.get("threads", 1))
+    conn_parts = split_exact(connections, shards)
+    requests: Optional[int] = run_kwargs.get("requests")
+    req_parts = split_exact(requests, shards) if requests is not None else [None] * shards
+    if requests is not None and requests < shards:
+        raise ConfigError(f"{shards} shards need at least {shards} requests (one each), not {requests}")
+    rate: Optional[float] = run_kwargs.get("rate")
+    max_conn: Optional[int] = run_kwargs.get("max_connections")
+    max_parts = split_exact(max_conn, shards) if max_conn is not None else [None] * shards
+    seed = int(run_kwargs.get("seed", 1))
+    out = []
+    for i in range(shards):
+        kw = dict(run_kwargs)
+        kw["connections"] = conn_parts[i]
+        kw["threads"] = max(1, min(threads, conn_parts[i]))
+        if requests is not None:
+            kw["requests"] = req_parts[i]
+        if rate is not None:
+            kw["rate"] = float(rate) / shards
+            kw["seed"] = seed + i  # independent Poisson streams, reproducible from the one seed
+            if max_conn is not None:
+                kw["max_connections"] = max(max_parts[i], conn_parts[i])
+        offset = 0.0
+        if rate is not None and run_kwargs.get("arrival", "constant") == "constant":
+            offset = i / float(rate)
+        out.append(Shard(index=i, run_kwargs=kw, start_offset_s=offset))
+    return out
