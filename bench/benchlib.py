@@ -12,7 +12,6 @@ import re
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,9 @@ REPORTS_DIR = REPO_DIR / "reports"
 # The benchmarks run from the environment where loadbench is installed (pip install .): its
 # native server is one of the peers, and its sampler does the /proc arithmetic for every peer.
 import loadbench  # noqa: E402
+from loadbench import analysis  # noqa: E402
 from loadbench.environment import environment as probe_environment  # noqa: E402
+from loadbench.gate import LoadGate  # noqa: E402
 
 
 def server_window(before: Any, after: Any, responses: int) -> dict:
@@ -39,15 +40,61 @@ def server_window(before: Any, after: Any, responses: int) -> dict:
     return loadbench.sampler.window(before, after, responses)
 
 
+def outside_share(server: dict, generator_cpu_s: float) -> Optional[float]:
+    """CPU the rest of the machine used during a run, as a share of all its cores: machine
+    busy time minus what the server and the generator spent (loadbench.analysis, the same
+    rule a sweep uses to re-run and mark contended cells)."""
+    return analysis.outside_cpu_share((server.get("machine") or {}).get("busy_share"), server.get("window_s"),
+                                      os.cpu_count() or 1, server.get("cpu_s"), generator_cpu_s)
+
+
 def foreign_cores(server: dict, generator_cpu_s: float) -> Optional[float]:
-    """CPU the rest of the machine used during a run, in cores: machine busy time minus what
-    the server and the generator spent. Near 0 on a quiet machine; on a shared one it says how
+    """:func:`outside_share` in cores. Near 0 on a quiet machine; on a shared one it says how
     much other work competed for the two pinned cores."""
-    busy = server["machine"].get("busy_share")
-    if busy is None or server["window_s"] <= 0:
-        return None
-    cores = os.cpu_count() or 1
-    return max(0.0, busy * cores - (server["cpu_s"] + generator_cpu_s) / server["window_s"])
+    share = outside_share(server, generator_cpu_s)
+    return None if share is None else share * (os.cpu_count() or 1)
+
+
+def is_contended(record: dict) -> bool:
+    """A repeat during whose window others took more than analysis.CONTENDED_SHARE of the machine."""
+    share = record.get("outside_share")
+    return share is not None and share > analysis.CONTENDED_SHARE
+
+
+# ---------------------------------------------------------------------------------------
+# The load gate (loadbench.gate): the same quiet-machine wait as `loadbench sweep`
+# ---------------------------------------------------------------------------------------
+def add_gate_args(parser: Any) -> None:
+    parser.add_argument("--no-wait", action="store_true",
+                        help="do not wait for a quiet machine before the run and each repeat")
+    parser.add_argument("--wait-timeout", type=float, default=120.0, metavar="SECONDS",
+                        help="wait at most this long for a quiet machine, then measure and say so (default 120)")
+
+
+def make_gate(args: Any) -> LoadGate:
+    return LoadGate(timeout_s=getattr(args, "wait_timeout", 120.0), enabled=not getattr(args, "no_wait", False),
+                    on_wait=lambda text: print(f"  {text}", flush=True))
+
+
+def wait_quiet(gate: LoadGate) -> dict:
+    """Wait for a quiet machine; the gate's verdict plus the 1-min load when measuring starts."""
+    verdict = gate.wait()
+    if verdict.timed_out:
+        print(f"  {verdict.describe()}", flush=True)
+    return {**verdict.to_dict(), "load1_at_start": os.getloadavg()[0]}
+
+
+def gate_note(first: dict, records: Iterable[dict]) -> str:
+    """The environment block's line: the gate before the run, per repeat, and contended repeats."""
+    rows = [r for r in records if r.get("status", "ok") == "ok" and "outside_share" in r]
+    late = sum(1 for r in rows if (r.get("gate") or {}).get("timed_out"))
+    busy = sum(1 for r in rows if is_contended(r))
+    before = "skipped (--no-wait)" if first.get("skipped") else (
+        f"proceeded after {first.get('timeout_s', 0):g} s on a busy machine" if first.get("timed_out")
+        else f"quiet after {first.get('waited_s', 0):.0f} s")
+    return (f"before the run: {before} (load {first.get('load1_at_start', 0):.2f}); {late} of {len(rows)} "
+            f"repeat(s) measured after the gate timed out; {busy} repeat(s) contended (others used more than "
+            f"{100 * analysis.CONTENDED_SHARE:g} % of the machine in the window)")
 
 
 # ---------------------------------------------------------------------------------------
@@ -290,10 +337,11 @@ class Summary:
 
 
 def summarize(values: Iterable[Optional[float]]) -> Optional[Summary]:
-    present = [v for v in values if v is not None]
-    if not present:
+    """Median (loadbench.analysis.median, the one median) with min/max of the repeats."""
+    spread = analysis.median_spread(list(values))
+    if spread is None:
         return None
-    return Summary(statistics.median(present), min(present), max(present), len(present))
+    return Summary(spread.median, spread.min, spread.max, spread.n)
 
 
 def fmt_num(value: Optional[float], digits: int = 0) -> str:

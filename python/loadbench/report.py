@@ -217,14 +217,32 @@ def summary_table(model: Model, baseline: str) -> str:
     return table(header, rows)
 
 
-def excluded_text(model: Model) -> str:
-    """Which measured cells the summary and the bold marks leave out, and why."""
+def excluded_text(model: Model, list_up_to: int = 12) -> str:
+    """Which measured cells the summary and the bold marks leave out, and why (counted per
+    server and reason when there are more than ``list_up_to``)."""
     excluded = model.excluded()
     if not excluded:
         return "Every measured cell is ranked: none had more than 1 % non-2xx/errors, contention or a saturated generator."
-    parts = [f"{a.target} {a.protocol} {a.workload} {_load_name(a)} ({', '.join(a.exclusions())})" for a in excluded]
-    return (f"Excluded from peaks, averages and bold marks ({len(excluded)} measured cell(s); still shown in the "
-            f"tables with their marks): " + "; ".join(parts) + ".")
+    head = (f"Excluded from peaks, averages and bold marks ({len(excluded)} measured cell(s); still shown in the "
+            "tables with their marks): ")
+    if len(excluded) <= list_up_to:
+        return head + "; ".join(f"{a.target} {a.protocol} {a.workload} {_load_name(a)} ({', '.join(a.exclusions())})"
+                                for a in excluded) + "."
+    parts = []
+    for t in model.targets:
+        mine = model.excluded(t)
+        if not mine:
+            continue
+        dirty, contended, bound = (sum(1 for a in mine if flag(a)) for flag in
+                                   (lambda a: a.dirty, lambda a: a.contended, lambda a: a.generator_bound))
+        shares = [a.outside_share for a in mine if a.contended and a.outside_share is not None]
+        why = [f"{dirty} with > {100 * analysis.DIRTY_SHARE:g} % non-2xx/errors" if dirty else "",
+               f"{contended} contended" + (f" ({100 * min(shares):.0f}-{100 * max(shares):.0f} % outside CPU)"
+                                           if shares else "") if contended else "",
+               f"{bound} generator-bound" if bound else ""]
+        parts.append(f"{t}: {len(mine)} of {sum(1 for a in model.cells(t, mode=None) if a.status == 'ok')} "
+                     f"({', '.join(w for w in why if w)})")
+    return head + "; ".join(parts) + ". The marks in the tables say which."
 
 
 def workload_table(aggs: dict[tuple, Aggregate], targets: list[str], protocol: str, workloads: list[str]) -> str:
