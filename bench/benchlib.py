@@ -31,7 +31,7 @@ REPORTS_DIR = REPO_DIR / "reports"
 import loadbench  # noqa: E402
 from loadbench import analysis  # noqa: E402
 from loadbench.environment import environment as probe_environment  # noqa: E402
-from loadbench.gate import LoadGate  # noqa: E402
+from loadbench.gate import LoadGate, cpu_times, irq_share  # noqa: E402,F401
 
 
 def server_window(before: Any, after: Any, responses: int) -> dict:
@@ -40,18 +40,19 @@ def server_window(before: Any, after: Any, responses: int) -> dict:
     return loadbench.sampler.window(before, after, responses)
 
 
-def outside_share(server: dict, generator_cpu_s: float) -> Optional[float]:
+def outside_share(server: dict, generator_cpu_s: float, irq: Optional[float] = None) -> Optional[float]:
     """CPU the rest of the machine used during a run, as a share of all its cores: machine
-    busy time minus what the server and the generator spent (loadbench.analysis, the same
-    rule a sweep uses to re-run and mark contended cells)."""
+    busy time minus what the server and the generator spent and minus irq/softirq time
+    (``irq``, from :func:`loadbench.gate.irq_share` around the run) - loadbench.analysis, the
+    same rule a sweep uses to re-run and mark contended cells."""
     return analysis.outside_cpu_share((server.get("machine") or {}).get("busy_share"), server.get("window_s"),
-                                      os.cpu_count() or 1, server.get("cpu_s"), generator_cpu_s)
+                                      os.cpu_count() or 1, server.get("cpu_s"), generator_cpu_s, irq)
 
 
-def foreign_cores(server: dict, generator_cpu_s: float) -> Optional[float]:
+def foreign_cores(server: dict, generator_cpu_s: float, irq: Optional[float] = None) -> Optional[float]:
     """:func:`outside_share` in cores. Near 0 on a quiet machine; on a shared one it says how
     much other work competed for the two pinned cores."""
-    share = outside_share(server, generator_cpu_s)
+    share = outside_share(server, generator_cpu_s, irq)
     return None if share is None else share * (os.cpu_count() or 1)
 
 

@@ -61,9 +61,10 @@ def peer_specs(args: argparse.Namespace) -> dict[str, Optional[bl.PeerSpec]]:
 
 
 def measure(peer: bl.RunningPeer, wrk: Wrk, args: argparse.Namespace, c: int, repeat: int) -> dict:
-    before = peer.snapshot()
+    before, stat_before = peer.snapshot(), bl.cpu_times()
     child, result = wrk.run(peer.url(args.path), c, args.duration, True, [args.generator_cpu])
     server = bl.server_window(before, peer.snapshot(), result.responses)
+    irq = bl.irq_share(stat_before, bl.cpu_times())
     return {
         "server": peer.spec.name, "connections": c, "repeat": repeat, "path": args.path,
         "responses": result.responses, "duration_s": result.duration_s, "rps": result.rps,
@@ -71,8 +72,8 @@ def measure(peer: bl.RunningPeer, wrk: Wrk, args: argparse.Namespace, c: int, re
         "server_cpu_s": server["cpu_s"], "server_cpu_us_per_req": server["cpu_us_per_req"],
         "server_busy": server["cpu_s"] / server["window_s"], "server_window": server,
         "wrk_cpu_s": child.cpu_s, "wrk_busy": child.busy, "wall_s": child.wall_s,
-        "foreign_cores": bl.foreign_cores(server, child.cpu_s),
-        "outside_share": bl.outside_share(server, child.cpu_s),
+        "foreign_cores": bl.foreign_cores(server, child.cpu_s, irq),
+        "outside_share": bl.outside_share(server, child.cpu_s, irq), "irq_share": irq,
         "latency_us": result.latency_us, "load1": os.getloadavg()[0],
         "argv": shlex.join(child.argv), "wrk_stdout": child.stdout,
     }

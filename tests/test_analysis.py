@@ -59,6 +59,8 @@ def test_outcome_shares_and_outside_cpu():
     # 2 cores x 2 s = 4 CPU-s; busy 75 % = 3 s; server 1 s + generator 1 s -> others 1 s = 25 %
     assert an.outside_cpu_share(0.75, 2.0, 2, 1.0, 1.0) == pytest.approx(0.25)
     assert an.outside_cpu_share(0.40, 2.0, 2, 1.0, 1.0) == 0.0  # never negative
+    # the benchmark's own loopback softirq time (charged to no task) is not "outside"
+    assert an.outside_cpu_share(0.75, 2.0, 2, 1.0, 1.0, irq_share=0.06) == pytest.approx(0.19)
     assert an.outside_cpu_share(None, 2.0, 2, 1.0, 1.0) is None
     assert an.outside_cpu_share(0.5, 2.0, None, 1.0, 1.0) is None
 

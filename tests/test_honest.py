@@ -70,11 +70,15 @@ def test_gate_skipped_and_default_threshold():
     assert LoadGate().load_threshold == pytest.approx(0.25 * (os.cpu_count() or 1))
 
 
-def test_outside_share_reader_is_a_share():
-    from loadbench.gate import outside_share_now
+def test_outside_share_and_irq_readers_are_shares():
+    from loadbench.gate import cpu_times, irq_share, outside_share_now
 
     share = outside_share_now(0.2)
     assert share is None or 0.0 <= share <= 1.0
+    # user nice system idle iowait irq softirq steal: 10 of 100 jiffies in irq + softirq
+    assert irq_share([0] * 8, [50, 0, 20, 20, 0, 4, 6, 0]) == pytest.approx(0.1)
+    assert irq_share(None, [1] * 8) is None and irq_share([1] * 8, [1] * 8) is None
+    assert len(cpu_times()) == 8
 
 
 # -- contended cells -----------------------------------------------------------------------

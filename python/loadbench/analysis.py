@@ -18,7 +18,8 @@ Definitions used throughout:
   the server saw. (The old rule, L < 0.5 C "queued outside the server", could not fire on
   loadbench's data; a healthy cell sits at 0.97-1.0 C.)
 - **Outside CPU / contended (⚑)**: machine busy share in the window minus what the server
-  tree and the generator used, as a share of all the machine's CPU time. Above
+  tree and the generator used and minus irq/softirq time (mostly the benchmark's own loopback
+  packets, charged to no task), as a share of all the machine's CPU time. Above
   ``CONTENDED_SHARE`` (5 %) other processes competed for the CPUs during the window.
 - **Clean**: at most ``DIRTY_SHARE`` (1 %) of outcomes were non-2xx answers or errors.
 - **Server CPU us/req**: server CPU seconds (utime+stime, all threads) in the measured window
@@ -124,13 +125,18 @@ def non_2xx(status_codes: Mapping[str, int]) -> int:
 
 
 def outside_cpu_share(busy_share: Optional[float], window_s: Optional[float], cores: Optional[int],
-                      server_cpu_s: Optional[float], generator_cpu_s: Optional[float]) -> Optional[float]:
+                      server_cpu_s: Optional[float], generator_cpu_s: Optional[float],
+                      irq_share: Optional[float] = None) -> Optional[float]:
     """CPU used by everything but the server tree and the generator in a window, as a share of
-    the whole machine (0.05 = 5 % of all cores). None when a term is unknown."""
+    the whole machine (0.05 = 5 % of all cores). None when a term is unknown.
+
+    ``irq_share``: the machine's irq + softirq share over the run. The kernel does not charge
+    softirq time to the task it ran on, and on loopback most of it is the benchmark's own
+    packets (about 6 % of a 2-core machine at 20 000 req/s), so it is not "outside"."""
     if busy_share is None or not window_s or window_s <= 0 or not cores:
         return None
     ours = ((server_cpu_s or 0.0) + (generator_cpu_s or 0.0)) / (window_s * cores)
-    return max(0.0, busy_share - ours)
+    return max(0.0, busy_share - (irq_share or 0.0) - ours)
 
 
 def cpu_us_per_request(cpu_seconds: float, responses: int) -> Optional[float]:

@@ -38,6 +38,24 @@ def _proc_stat() -> tuple[float, float]:
     return total - idle - steal, total
 
 
+def cpu_times() -> Optional[list[float]]:
+    """The machine's CPU jiffies from /proc/stat (user nice system idle iowait irq softirq steal)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            return [float(x) for x in fh.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+
+
+def irq_share(before: Optional[list[float]], after: Optional[list[float]]) -> Optional[float]:
+    """Share of all CPU time spent in irq + softirq between two :func:`cpu_times` readings."""
+    if not before or not after or len(before) < 7 or len(after) < 7:
+        return None
+    delta = [b - a for a, b in zip(before, after)]
+    total = sum(delta)
+    return (delta[5] + delta[6]) / total if total > 0 else None
+
+
 def _own_cpu_s() -> float:
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system

@@ -77,7 +77,7 @@ def flatten(record: dict, cores: Optional[int] = None,
     generator_cpu_s = _get(result, "generator", "cpu_s")
     cores = record.get("machine_cores") or cores
     outside = analysis.outside_cpu_share(_get(server, "machine", "busy_share"), server.get("window_s") or duration,
-                                         cores, server.get("cpu_s"), generator_cpu_s)
+                                         cores, server.get("cpu_s"), generator_cpu_s, record.get("irq_share"))
     if "contended" in record:
         contended = bool(record["contended"])
     else:  # a record from before the contended rule: judged on its window now

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 from . import analysis
 from . import results as rs
 from .errors import LoadbenchError
-from .gate import LoadGate
+from .gate import LoadGate, cpu_times, irq_share
 from .progress import ProgressBar
 from .sampler import Sampler
 from .targets import RunningServer, Target, launch
@@ -92,11 +92,13 @@ class _Group:
             extra: dict = {"machine_cores": cores}
             if self.gate is not None:
                 extra["gate"] = self.gate.wait().to_dict()
+            before = cpu_times()
             status, error, result = self._measure(cell)
+            irq = irq_share(before, cpu_times())  # over warm-up + window + drain: the same traffic
             server = (result or {}).get("server") or {}
             outside = analysis.outside_cpu_share(
                 (server.get("machine") or {}).get("busy_share"), server.get("window_s"), cores,
-                server.get("cpu_s"), ((result or {}).get("generator") or {}).get("cpu_s"))
+                server.get("cpu_s"), ((result or {}).get("generator") or {}).get("cpu_s"), irq)
             contended = status == "ok" and outside is not None and outside > self.sweep.contended_share
             if contended and reruns < self.sweep.contended_reruns:
                 reruns += 1
@@ -105,6 +107,8 @@ class _Group:
                 continue
             if outside is not None:
                 extra.update(outside_share=round(outside, 4), contended=contended)
+            if irq is not None:
+                extra["irq_share"] = round(irq, 4)
             extra["reruns"] = reruns
             if contended:
                 self.bar.note(f"CONTENDED {cell.label()}: still {100 * outside:.0f} % outside CPU after "
