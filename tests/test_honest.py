@@ -124,7 +124,7 @@ def test_a_contended_cell_is_rerun_then_kept_quiet_or_marked(tmp_path):
     assert rows[1]["gate"]["quiet"] and rows[2]["gate"]["quiet"]
     text = report.render(tmp_path)
     assert "| req/s | a | 1 000 | 1 000 ⚑ |" in text
-    assert "2 cell(s) re-run (3 re-runs, up to 2 each)" in text and "1 repeat(s) still contended" in text
+    assert "2 cell(s) re-run (3 re-runs, up to 2 each)" in text and "1 repeat(s) contended, marked" in text
     assert "0 of 2 cell(s) proceeded after the timeout" in text
 
 
@@ -201,3 +201,28 @@ def test_underdriven_does_not_fire_on_a_healthy_closed_loop(shed_server):
     row = _closed_row(shed_server(), 8)
     assert row["errors"] == 0 and not row["starved"], (row["inflight"], row["starved_cause"])
     assert row["inflight"] > 0.9 * 8
+
+
+def test_no_wait_is_recorded_and_reported(tmp_path):
+    import json
+
+    sweep = Sweep(targets=[shed_target("a", 0)], concurrencies=[1], duration=0.2, warmup=0.0)
+    sweep.run(tmp_path, progress=False, notes=False, runner=ScriptedRunner([]), gate=LoadGate(enabled=False))
+    env = json.loads((tmp_path / "environment.json").read_text())
+    assert env["gate"]["skipped"] and env["logical_cores"]
+    (row,) = model.load(tmp_path).rows
+    assert row["gate"]["skipped"] and row["contended"] is False and row["reruns"] == 0
+    text = report.render(tmp_path)
+    assert "| Load gate before the sweep | not waited for (--no-wait) |" in text
+    assert "| Load gate before each cell | not waited for (--no-wait) |" in text
+
+
+def test_run_cli_waits_for_a_quiet_machine_only_when_asked(beast_server, capsys):
+    from loadbench.cli import main
+
+    url = beast_server.url("/plaintext")
+    assert main(["run", url, "-c", "1", "-d", "0.2s", "--no-progress"]) == 0
+    assert "load gate" not in capsys.readouterr().out
+    assert main(["run", url, "-c", "1", "-d", "0.2s", "--no-progress", "--wait-quiet", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "  load gate     machine " in out  # quiet at once, or "still busy after 0 s"

@@ -137,7 +137,7 @@ def test_contended_cells_are_marked_and_leave_the_peak(tmp_path):
     assert m.peak("a") == 10000  # the contended 30 000 is not a peak
     text = report.render(directory)
     assert "| req/s | a | 10 000 | 30 000 ⚑ |" in text
-    assert "1 cell(s) re-run (2 re-runs" in text and "1 repeat(s) still contended" in text
+    assert "1 cell(s) re-run (2 re-runs" in text and "1 repeat(s) contended, marked" in text
 
 
 def test_open_loop_percent_is_read_from_old_and_new_records():

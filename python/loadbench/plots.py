@@ -40,11 +40,15 @@ def _fmt(value: float) -> str:
 
 def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series: dict[str, list],
                  missing: Optional[dict[str, list]] = None, xlabel: str = "Server",
-                 colors: Optional[list[str]] = None, log_if_spread: Optional[float] = None) -> Path:
-    """Bars for each series within each group, value on each bar, "n/a"/"FAIL" for gaps.
+                 colors: Optional[list[str]] = None, log_if_spread: Optional[float] = None) -> Optional[Path]:
+    """Bars for each series within each group, value on each bar, "n/a"/"FAIL"/"excluded" for
+    gaps; no chart (None, and any old file of that name removed) when there is no value at all.
 
     ``log_if_spread``: use a log value axis when max/min of the values exceeds it (latency
     bars spanning 0.05 ms to 200 ms are unreadable on a linear axis)."""
+    if not any(v is not None for values in series.values() for v in values):
+        path.unlink(missing_ok=True)  # e.g. every cell contended: a chart of empty bars says nothing
+        return None
     plt = _plt()
     n = max(1, len(series))
     width = 0.8 / n
@@ -120,7 +124,7 @@ def write_charts(source) -> list[Path]:
         raise ValueError("write_charts needs a model loaded from a folder (where the PNGs go)")
     aggs, targets, protocols = model.aggs, model.targets, model.protocols
     workloads = [w for w in model.workloads if any(k[2] == w for k in aggs)]
-    out: list[Path] = []
+    out: list[Optional[Path]] = []
     d = model.directory
     if not any(a.status == "ok" for a in aggs.values()):
         return out  # nothing measured: no chart of empty bars
@@ -176,7 +180,7 @@ def write_charts(source) -> list[Path]:
         out.append(latency_vs_throughput(d / "latency_vs_throughput.png", aggs, targets, protocols))
     if workloads and any(k[2] == workloads[0] and k[3] == "closed" and a.status == "ok" for k, a in aggs.items()):
         out.append(throughput_vs_concurrency(d / "throughput_vs_concurrency.png", aggs, targets, protocols, workloads[0]))
-    return out
+    return [p for p in out if p is not None]
 
 
 def _latency_reference(aggs: dict, targets: list[str], protocol: str, workload: str) -> Optional[tuple]:
@@ -250,7 +254,7 @@ def latency_vs_throughput(path: Path, aggs: dict, targets: list[str], protocols:
     _plain_log_axis(ax)
     ax.set_xlabel("Achieved throughput (req/s)")
     ax.set_ylabel("p99 latency, corrected (ms, log scale)")
-    ax.set_title("Open loop: p99 latency vs throughput (labels: % of capacity)")
+    ax.set_title("Open loop: p99 latency vs throughput (labels: % of capacity; x = excluded)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
     fig.tight_layout()

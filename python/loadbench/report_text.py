@@ -197,10 +197,14 @@ def quiet_rows(gate: Optional[dict], rows: list[dict], settings: dict) -> list[t
         items.append(("Outside CPU during windows",
                       f"median {100 * analysis.median(outside):.1f} %, max {100 * max(outside):.1f} % of the machine "
                       "(busy time not used by the server tree or the generator)"))
-        items.append(("Contended cells",
-                      f"{reran} cell(s) re-run ({reruns} re-runs, up to {settings.get('contended_reruns', 0)} each) "
-                      f"because other processes took more than {100 * share:g} % of the machine; {contended} "
-                      "repeat(s) still contended, marked ⚑ and left out of peaks and averages"))
+        if "contended_reruns" in settings:
+            rerun_text = (f"{reran} cell(s) re-run ({reruns} re-runs, up to {settings['contended_reruns']} each) "
+                          f"because other processes took more than {100 * share:g} % of the machine; ")
+        else:
+            rerun_text = (f"none re-run (measured before loadbench re-ran contended cells); judged now at "
+                          f"{100 * share:g} % of the machine: ")
+        items.append(("Contended cells", rerun_text + f"{contended} repeat(s) contended, marked ⚑ and left out "
+                      "of peaks and averages"))
     return items
 
 
@@ -237,7 +241,9 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
         out.append(f"- **{target}, {what}, over {' and '.join(protocols)}: not measured** ({why}).")
     contended = sorted({_cell_name(a) for a in aggs.values() if a.contended and a.status == "ok"})
     if contended:
-        out.append(f"- **Contended cells ({len(contended)}, marked ⚑):** {', '.join(contended)}. Other processes "
+        ok = sum(1 for a in aggs.values() if a.status == "ok")
+        which = ", ".join(contended) if len(contended) <= 12 else f"{len(contended)} of the {ok} measured cells"
+        out.append(f"- **Contended cells ({len(contended)}, marked ⚑):** {which}. Other processes "
                    "used the machine's CPUs during their windows; their numbers understate the server and are "
                    "not ranked. Re-measure on a quiet machine.")
     dirty = sorted({_cell_name(a) for a in aggs.values() if a.dirty and a.status == "ok"})
