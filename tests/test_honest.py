@@ -181,8 +181,8 @@ def shed_server():
 
     started = []
 
-    def start(limit: int = 0):
-        server = launch(shed_target("t", 0, limit), "http", workers=1, cpus=None)
+    def start(limit: int = 0, share: float = 0.0):
+        server = launch(shed_target("t", share, limit), "http", workers=1, cpus=None)
         started.append(server)
         return server.base_url + "/"
 
@@ -226,3 +226,12 @@ def test_run_cli_waits_for_a_quiet_machine_only_when_asked(beast_server, capsys)
     assert main(["run", url, "-c", "1", "-d", "0.2s", "--no-progress", "--wait-quiet", "0"]) == 0
     out = capsys.readouterr().out
     assert "  load gate     machine " in out  # quiet at once, or "still busy after 0 s"
+
+
+def test_run_summary_shows_the_non_2xx_share(shed_server):
+    r = loadbench.run(shed_server(share=0.3), connections=2, duration=0.3, timeout=2.0)
+    line = next(x for x in r.summary_lines() if x.startswith("  status codes"))
+    import re
+
+    share = re.search(r"non-2xx \+ errors: ([0-9.]+) % of outcomes, above the 1 % a report ranks", line)
+    assert share and float(share.group(1)) == pytest.approx(30.0, abs=0.5), line

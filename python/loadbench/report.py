@@ -1,7 +1,9 @@
 """report.md from a results folder, shaped like the seed reports: how it was generated, the
-settings and environment blocks, per-protocol tables (req/s, p50, p99, CPU us/req by server x
-concurrency) with the best server per column in bold, ‡ / § / FAIL marks with their legend,
-the connection-setup table, and the limits of what the run measured.
+settings and environment blocks (with the load gate and contended cells), per-protocol tables
+(req/s, p50, p99, CPU us/req, in-flight and non-2xx + errors by server x concurrency) with the
+best *ranked* server per column in bold, ✗ / ⚑ / ‡ / § / † / FAIL marks with their legend, the
+connection-setup and open-loop tables, and the limits of what the run measured. Every figure
+comes from one :class:`loadbench.model.Model`.
 
     loadbench.report.write_report("reports/2026-11-29-host")   # -> report.md (+ charts)
 """
