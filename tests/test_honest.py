@@ -235,3 +235,12 @@ def test_run_summary_shows_the_non_2xx_share(shed_server):
 
     share = re.search(r"non-2xx \+ errors: ([0-9.]+) % of outcomes, above the 1 % a report ranks", line)
     assert share and float(share.group(1)) == pytest.approx(30.0, abs=0.5), line
+
+
+def test_gate_before_a_cell_waits_less_than_before_a_sweep():
+    clock = FakeClock()
+    gate = LoadGate(quiet_load=0.5, timeout_s=120, cell_timeout_s=4, read_load=lambda: 9.0,
+                    read_outside=lambda: 0.6, sleep=clock.sleep, clock=clock)
+    g = gate.wait(gate.cell_timeout_s)
+    assert g.timed_out and g.waited_s == 4 and g.timeout_s == 4
+    assert gate.wait().waited_s == 120

@@ -9,8 +9,9 @@ it, and (opt-in) before ``loadbench run``, the gate polls until
 - the CPU used by other processes over the last second is below ``quiet_outside`` (default 5 %
   of the machine; the load average lags a finished build by minutes, this does not),
 
-or until ``timeout_s`` passes: then it proceeds and says so (``GateResult.timed_out``), and the
-report's environment block shows it. ``--no-wait`` skips it (``GateResult.skipped``).
+or until ``timeout_s`` passes (120 s before a sweep or run, ``cell_timeout_s`` = 20 s before
+each cell): then it proceeds and says so (``GateResult.timed_out``), and the report's
+environment block shows it. ``--no-wait`` skips it (``GateResult.skipped``).
 
     g = LoadGate(timeout_s=60).wait()     # GateResult(quiet=True, waited_s=3.1, ...)
 
@@ -26,6 +27,7 @@ from typing import Callable, Optional
 DEFAULT_LOAD_PER_CORE = 0.25
 DEFAULT_QUIET_OUTSIDE = 0.05
 DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_CELL_TIMEOUT_S = 20.0
 
 
 def _proc_stat() -> tuple[float, float]:
@@ -120,6 +122,9 @@ class LoadGate:
     quiet_load: Optional[float] = None  # None: DEFAULT_LOAD_PER_CORE x logical cores
     quiet_outside: float = DEFAULT_QUIET_OUTSIDE
     timeout_s: float = DEFAULT_TIMEOUT_S
+    # before each cell of a sweep: a shorter wait (a busy machine would otherwise add
+    # timeout_s to every cell); a cell measured on a busy machine is re-run or marked anyway
+    cell_timeout_s: float = DEFAULT_CELL_TIMEOUT_S
     poll_s: float = 1.0
     enabled: bool = True
     read_load: Callable[[], Optional[float]] = load_1m
@@ -135,18 +140,20 @@ class LoadGate:
         return DEFAULT_LOAD_PER_CORE * (os.cpu_count() or 1)
 
     def _result(self, quiet: bool, waited: float, load: Optional[float], outside: Optional[float],
-                timed_out: bool = False, skipped: bool = False) -> GateResult:
+                timeout_s: float, timed_out: bool = False, skipped: bool = False) -> GateResult:
         return GateResult(quiet, waited, load, outside, timed_out, skipped, self.load_threshold,
-                          self.quiet_outside, self.timeout_s)
+                          self.quiet_outside, timeout_s)
 
     def is_quiet(self, load: Optional[float], outside: Optional[float]) -> bool:
         return ((load is not None and load < self.load_threshold)
                 or (outside is not None and outside < self.quiet_outside))
 
-    def wait(self) -> GateResult:
-        """Block until the machine is quiet or the timeout passed; never raises on a busy machine."""
+    def wait(self, timeout_s: Optional[float] = None) -> GateResult:
+        """Block until the machine is quiet or ``timeout_s`` (default: the gate's) passed;
+        never raises on a busy machine."""
+        timeout = self.timeout_s if timeout_s is None else timeout_s
         if not self.enabled:
-            return self._result(False, 0.0, _safe(self.read_load), None, skipped=True)
+            return self._result(False, 0.0, _safe(self.read_load), None, timeout, skipped=True)
         start = self.clock()
         told = False
         while True:
@@ -154,14 +161,14 @@ class LoadGate:
             outside = None if load is not None and load < self.load_threshold else _safe(self.read_outside)
             waited = self.clock() - start
             if self.is_quiet(load, outside):
-                return self._result(True, waited, load, outside)
-            if waited >= self.timeout_s:
-                return self._result(False, waited, load, outside, timed_out=True)
+                return self._result(True, waited, load, outside, timeout)
+            if waited >= timeout:
+                return self._result(False, waited, load, outside, timeout, timed_out=True)
             if not told and self.on_wait is not None:
                 told = True
                 self.on_wait(f"waiting for a quiet machine (load {load if load is not None else '?'}, "
-                             f"quiet below {self.load_threshold:g}; up to {self.timeout_s:g} s)")
-            self.sleep(min(self.poll_s, max(0.0, self.timeout_s - waited)))
+                             f"quiet below {self.load_threshold:g}; up to {timeout:g} s)")
+            self.sleep(min(self.poll_s, max(0.0, timeout - waited)))
 
 
 def _safe(read: Callable[[], Optional[float]]) -> Optional[float]:

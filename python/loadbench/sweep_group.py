@@ -91,7 +91,7 @@ class _Group:
         while True:
             extra: dict = {"machine_cores": cores}
             if self.gate is not None:
-                extra["gate"] = self.gate.wait().to_dict()
+                extra["gate"] = self.gate.wait(self.gate.cell_timeout_s).to_dict()
             before = cpu_times()
             status, error, result = self._measure(cell)
             irq = irq_share(before, cpu_times())  # over warm-up + window + drain: the same traffic

@@ -34,8 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-wait", action="store_true",
                         help="do not wait for a quiet machine before the sweep and each cell (recorded as skipped)")
     parser.add_argument("--wait-timeout", type=float, default=120.0, metavar="SECONDS",
-                        help="wait at most this long for a quiet machine, then measure anyway and say so in the "
-                             "report (default 120)")
+                        help="wait at most this long for a quiet machine before the sweep, then measure anyway "
+                             "and say so in the report (default 120; before each cell at most 20 s, or this if "
+                             "shorter)")
     parser.add_argument("--quiet-load", type=float, default=None, metavar="LOAD",
                         help="1-min load average counted as quiet (default 0.25 x logical cores); also quiet: "
                              "other processes under 5 %% of the CPU over the last second")
@@ -63,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
           file=sys.stderr)
     from ..gate import LoadGate
 
-    gate = LoadGate(quiet_load=args.quiet_load, timeout_s=args.wait_timeout, enabled=not args.no_wait)
+    gate = LoadGate(quiet_load=args.quiet_load, timeout_s=args.wait_timeout, enabled=not args.no_wait,
+                    cell_timeout_s=min(args.wait_timeout, 20.0))
     started = time.monotonic()
 
     def terminate(signum: int, _frame: object) -> None:
