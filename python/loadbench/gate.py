@@ -166,7 +166,7 @@ class LoadGate:
                 return self._result(False, waited, load, outside, timeout, timed_out=True)
             if not told and self.on_wait is not None:
                 told = True
-                self.on_wait(f"waiting for a quiet machine (load {load if load is not None else '?'}, "
+                self.on_wait(f"waiting for a quiet machine (load {'?' if load is None else f'{load:.2f}'}, "
                              f"quiet below {self.load_threshold:g}; up to {timeout:g} s)")
             self.sleep(min(self.poll_s, max(0.0, timeout - waited)))
 
