@@ -166,7 +166,8 @@ def test_a_server_shedding_503s_ranks_below_one_that_serves_everything(tmp_path)
     assert "sheds http plaintext C = 4: 503 x " in text
     assert "sheds http plaintext C = 4 (30.0 % non-2xx/errors)" in text
     summary = text[text.index("## Summary"):text.index("## HTTP/1.1")]
-    assert "| sheds | n/a | n/a |" in summary
+    assert "| sheds | n/a | n/a |" in summary and summary.count("| not ranked |") == 1
+    assert "| 0 | 1 |" in summary  # serves: no cell excluded, rank 1
 
 
 # -- the under-driven flag (‡) --------------------------------------------------------------

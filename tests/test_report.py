@@ -83,6 +83,7 @@ def test_summary_settings_environment_and_limits(report_text):
     # generator-bound, py's http json sheds 30 % as 503s)
     assert beast[1:3] == ["51 000", "23 333"]
     assert beast[6] == "2" and next(r for r in summary if r[0] == "py")[6] == "1"
+    assert [r[7] for r in summary[1:]] == ["1", "2", "not ranked"]  # beast, py, node
     assert "py http json C = 10 (30.0 % non-2xx/errors)" in report_text
     assert "beast https plaintext C = 10 (generator-bound)" in report_text
     settings = dict(table_after(report_text, "## Settings")[1:])

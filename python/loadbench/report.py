@@ -209,13 +209,15 @@ def summary_table(model: Model, baseline: str) -> str:
     peak = {t: model.peak(t) for t in targets}
     ratio = analysis.ratio_to_baseline(peak, baseline)
     header = ["Server", "Peak req/s", "Average req/s", f"Peak vs {baseline}", "Average CPU us/req",
-              "Peak RSS (MiB)", "Cells excluded"]
+              "Peak RSS (MiB)", "Cells excluded", "Rank"]
+    order = sorted((t for t in targets if peak[t] is not None), key=lambda t: -peak[t])
     rows = []
     for t in targets:
         avg, cpu, rss = model.average(t), model.average(t, metric="cpu_us"), model.rss(t)
         rows.append([t, fmt_int(peak[t]) or "n/a", fmt_int(avg) or "n/a",
                      "n/a" if ratio[t] is None else f"{ratio[t]:.2f}x", fmt_us(cpu) or "n/a",
-                     "n/a" if rss is None else f"{rss:.1f}", str(len(model.excluded(t)))])
+                     "n/a" if rss is None else f"{rss:.1f}", str(len(model.excluded(t))),
+                     str(order.index(t) + 1) if t in order else "not ranked"])
     return table(header, rows)
 
 
@@ -295,8 +297,9 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
               f"Peak: the best ranked closed-loop cell of each server. Averages: over the "
               f"{len(model.common())} ranked closed-loop cells (protocol x workload x C) that every "
               f"server with ranked cells has, so no server gains from the cells it skipped or lost. The ratio "
-              f"compares peaks with {base}. Ranked = at most {100 * analysis.DIRTY_SHARE:g} % non-2xx/errors, "
-              f"not contended, not generator-bound.", "", excluded_text(model), ""]
+              f"compares peaks with {base}; Rank orders the servers by peak. Ranked = at most "
+              f"{100 * analysis.DIRTY_SHARE:g} % non-2xx/errors, not contended, not generator-bound; a server "
+              "with no ranked cell is not ranked.", "", excluded_text(model), ""]
     for protocol in protocols:
         for w in workloads:
             if any(k[1] == protocol and k[2] == w and k[3] == "closed" for k in aggs):
