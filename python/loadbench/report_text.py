@@ -202,7 +202,8 @@ def quiet_rows(gate: Optional[dict], rows: list[dict], settings: dict) -> list[t
                           f"because other processes took more than {100 * share:g} % of the machine; ")
         else:
             rerun_text = (f"none re-run (measured before loadbench re-ran contended cells); judged now at "
-                          f"{100 * share:g} % of the machine: ")
+                          f"{100 * share:g} % of the machine, without the irq/softirq correction those results "
+                          "lack (the benchmark's own loopback softirq, a few %, counts as outside): ")
         items.append(("Contended cells", rerun_text + f"{contended} repeat(s) contended, marked ⚑ and left out "
                       "of peaks and averages"))
     return items
