@@ -3,7 +3,8 @@ loadbench.analysis a sweep uses, so a bench report and a sweep report judge a bu
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any, Optional
 
 from loadbench import analysis
 from loadbench.gate import LoadGate

@@ -53,6 +53,8 @@ __all__ = [
     "Workload",
     "__version__",
     "build_info",
+    "gate",
+    "model",
     "load_sweep",
     "run",
     "start",

@@ -120,11 +120,11 @@ class _Group:
         w = self.workloads[cell.workload]
         self.pool = None
         threads = self.sweep.generator_threads or len(self.sweep.generator_cpus)
-        kwargs = dict(
-            connections=cell.load, threads=max(1, min(threads, cell.load)),
-            duration=self.sweep.duration, warmup=self.sweep.warmup, timeout=self.sweep.timeout,
-            keepalive=cell.mode != "connect", insecure=True, cpus=self.sweep.generator_cpus,
-        )
+        kwargs: dict = {
+            "connections": cell.load, "threads": max(1, min(threads, cell.load)),
+            "duration": self.sweep.duration, "warmup": self.sweep.warmup, "timeout": self.sweep.timeout,
+            "keepalive": cell.mode != "connect", "insecure": True, "cpus": self.sweep.generator_cpus,
+        }
         if cell.mode == "open":
             capacity = self._capacity(cell)
             if capacity is None:
