@@ -12,7 +12,6 @@ import re
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,9 @@ REPORTS_DIR = REPO_DIR / "reports"
 # The benchmarks run from the environment where loadbench is installed (pip install .): its
 # native server is one of the peers, and its sampler does the /proc arithmetic for every peer.
 import loadbench  # noqa: E402
+from loadbench import analysis  # noqa: E402
 from loadbench.environment import environment as probe_environment  # noqa: E402
+from loadbench.gate import cpu_times, irq_share  # noqa: F401  (the drivers read them through bl.)
 
 
 def server_window(before: Any, after: Any, responses: int) -> dict:
@@ -39,15 +40,16 @@ def server_window(before: Any, after: Any, responses: int) -> dict:
     return loadbench.sampler.window(before, after, responses)
 
 
-def foreign_cores(server: dict, generator_cpu_s: float) -> Optional[float]:
-    """CPU the rest of the machine used during a run, in cores: machine busy time minus what
-    the server and the generator spent. Near 0 on a quiet machine; on a shared one it says how
-    much other work competed for the two pinned cores."""
-    busy = server["machine"].get("busy_share")
-    if busy is None or server["window_s"] <= 0:
-        return None
-    cores = os.cpu_count() or 1
-    return max(0.0, busy * cores - (server["cpu_s"] + generator_cpu_s) / server["window_s"])
+# The quiet-machine gate and the outside-CPU rule of the drivers (bench/benchgate.py).
+from benchgate import (  # noqa: F401
+    add_gate_args,
+    foreign_cores,
+    gate_note,
+    is_contended,
+    make_gate,
+    outside_share,
+    wait_quiet,
+)
 
 
 # ---------------------------------------------------------------------------------------
@@ -290,10 +292,11 @@ class Summary:
 
 
 def summarize(values: Iterable[Optional[float]]) -> Optional[Summary]:
-    present = [v for v in values if v is not None]
-    if not present:
+    """Median (loadbench.analysis.median, the one median) with min/max of the repeats."""
+    spread = analysis.median_spread(list(values))
+    if spread is None:
         return None
-    return Summary(statistics.median(present), min(present), max(present), len(present))
+    return Summary(spread.median, spread.min, spread.max, spread.n)
 
 
 def fmt_num(value: Optional[float], digits: int = 0) -> str:

@@ -50,6 +50,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--path", default="/plaintext")
     p.add_argument("--beast-bin", help="loadbench-server binary (default: the installed package's)")
     p.add_argument("--out", default=str(bl.REPORTS_DIR / "generator-vs-peers"), help="output stem")
+    bl.add_gate_args(p)
     p.add_argument("--report-only", action="store_true",
                    help="measure nothing: rewrite STEM.md from STEM.jsonl (same -c/--generators/--servers)")
     args = p.parse_args(argv)
@@ -69,7 +70,7 @@ def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, p
             repeat: int, keepalive: bool) -> dict:
     record: dict = {"part": part, "generator": gen.name, "server": peer.spec.name,
                     "scheme": "https" if peer.spec.https else "http", "connections": c, "repeat": repeat}
-    before = peer.snapshot()
+    before, stat_before = peer.snapshot(), bl.cpu_times()
     try:
         child, result = gen.run(peer.url(args.path), c, args.duration, keepalive, [args.generator_cpu])
     except gl.UnsupportedMode as exc:
@@ -77,6 +78,7 @@ def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, p
     except (RuntimeError, ValueError, KeyError, StopIteration) as exc:
         return {**record, "status": "FAIL", "reason": f"{type(exc).__name__}: {exc}"[:1000]}
     server = bl.server_window(before, peer.snapshot(), result.responses)
+    irq = bl.irq_share(stat_before, bl.cpu_times())
     server_cpu = server["cpu_s"]
     per = result.responses or None
     # Connection-per-request: one new connection per response unless the tool counted them itself.
@@ -89,7 +91,8 @@ def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, p
         "gen_busy": child.busy, "gen_cpu_us_per_resp": child.cpu_s / per * 1e6 if per else None,
         "server_cpu_s": server_cpu, "server_busy": server_cpu / server["window_s"],
         "server_cpu_us_per_resp": server["cpu_us_per_req"], "server_window": server,
-        "foreign_cores": bl.foreign_cores(server, child.cpu_s),
+        "foreign_cores": bl.foreign_cores(server, child.cpu_s, irq),
+        "outside_share": bl.outside_share(server, child.cpu_s, irq), "irq_share": irq,
         "load1": os.getloadavg()[0],
         "latency_us": result.latency_us, "extra": result.extra,
         "raw_output": (child.stdout[-4000:] + ("\n[stderr]\n" + child.stderr[-2000:] if child.stderr else "")),
@@ -117,15 +120,20 @@ def describe(record: dict) -> str:
 def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]:
     chosen = [g for g in gl.all_generators() if g.name.split()[0] in args.generators]
     env = bl.environment()
-    load_at_start = os.getloadavg()[0]
+    gate = bl.make_gate(args)
+    first = bl.wait_quiet(gate)
+    load_at_start = first["load1_at_start"]
     for gen in chosen:
         env[f"Generator {gen.name}"] = gen.version() if gen.available else f"n/a ({gen.missing_reason})"
     runnable = [g for g in chosen if g.available]
     out = Path(args.out)
     jsonl = bl.JsonlWriter(out.with_suffix(".jsonl"))
     records: list[dict] = []
+    waited: dict = {}  # the gate's verdict before the measurement being kept
 
     def keep(record: dict) -> None:
+        if "gate" in waited:
+            record["gate"], record["load1_at_start"] = dict(waited["gate"]), waited["gate"]["load1_at_start"]
         jsonl.write(record)
         records.append(record)
         print(describe(record), flush=True)
@@ -157,16 +165,19 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]
                 for c in args.concurrencies:
                     for peer in http_peers:
                         for gen in runnable:
+                            waited["gate"] = bl.wait_quiet(gate)
                             keep(measure(gen, peer, args, "keepalive", c, repeat, True))
         if not args.no_setup:
             for repeat in range(1, args.repeats + 1):
                 for peer in peers:
                     for gen in runnable:
+                        waited["gate"] = bl.wait_quiet(gate)
                         keep(measure(gen, peer, args, "setup", args.setup_concurrency, repeat, False))
     finally:
         for peer in peers:
             peer.stop()
         env["Load average at start"] += f" - {bl.machine_note(load_at_start)}"
+        env["Load gate"] = bl.gate_note(first, records)
         jsonl.write({"record": "environment", "environment": env, "command": args.command})
         jsonl.close()
     return records, env, chosen

@@ -15,14 +15,13 @@ import json
 import os
 import platform
 import re
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Optional
 
-from loadbench import server_binary
+from loadbench import analysis, server_binary
 
 TICKS = os.sysconf("SC_CLK_TCK")
 WORKLOADS = {"keep-alive": [], "close": ["-H", "Connection: close"]}
@@ -73,8 +72,7 @@ def one_run(strategy: str, workload: str, seconds: int, conns: int) -> dict:
 
 
 def median(values: list[Optional[float]]) -> Optional[float]:
-    present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
+    return analysis.median(values)  # the one median of loadbench
 
 
 def main(argv: Optional[list[str]] = None) -> int:

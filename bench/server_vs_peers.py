@@ -42,6 +42,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--beast-bin", help="loadbench-server binary (default: the installed package's)")
     p.add_argument("--out", default=str(bl.REPORTS_DIR / "server-baseline"),
                    help="output stem: STEM.md and STEM.jsonl")
+    bl.add_gate_args(p)
     p.add_argument("--report-only", action="store_true",
                    help="measure nothing: rewrite STEM.md from STEM.jsonl (same -c as the run)")
     args = p.parse_args(argv)
@@ -60,9 +61,10 @@ def peer_specs(args: argparse.Namespace) -> dict[str, Optional[bl.PeerSpec]]:
 
 
 def measure(peer: bl.RunningPeer, wrk: Wrk, args: argparse.Namespace, c: int, repeat: int) -> dict:
-    before = peer.snapshot()
+    before, stat_before = peer.snapshot(), bl.cpu_times()
     child, result = wrk.run(peer.url(args.path), c, args.duration, True, [args.generator_cpu])
     server = bl.server_window(before, peer.snapshot(), result.responses)
+    irq = bl.irq_share(stat_before, bl.cpu_times())
     return {
         "server": peer.spec.name, "connections": c, "repeat": repeat, "path": args.path,
         "responses": result.responses, "duration_s": result.duration_s, "rps": result.rps,
@@ -70,7 +72,8 @@ def measure(peer: bl.RunningPeer, wrk: Wrk, args: argparse.Namespace, c: int, re
         "server_cpu_s": server["cpu_s"], "server_cpu_us_per_req": server["cpu_us_per_req"],
         "server_busy": server["cpu_s"] / server["window_s"], "server_window": server,
         "wrk_cpu_s": child.cpu_s, "wrk_busy": child.busy, "wall_s": child.wall_s,
-        "foreign_cores": bl.foreign_cores(server, child.cpu_s),
+        "foreign_cores": bl.foreign_cores(server, child.cpu_s, irq),
+        "outside_share": bl.outside_share(server, child.cpu_s, irq), "irq_share": irq,
         "latency_us": result.latency_us, "load1": os.getloadavg()[0],
         "argv": shlex.join(child.argv), "wrk_stdout": child.stdout,
     }
@@ -85,7 +88,9 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict]:
     env["Load generator"] = wrk.version()
     for name, spec in specs.items():
         env[f"Server {name}"] = spec.version if spec else "n/a (not installed)"
-    load_at_start = os.getloadavg()[0]
+    gate = bl.make_gate(args)
+    first = bl.wait_quiet(gate)  # before any server starts: the machine as we found it
+    load_at_start = first["load1_at_start"]
     out = Path(args.out)
     jsonl = bl.JsonlWriter(out.with_suffix(".jsonl"))
     records: list[dict] = []
@@ -99,7 +104,9 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict]:
         for repeat in range(1, args.repeats + 1):
             for c in args.concurrencies:
                 for peer in peers:
+                    waited = bl.wait_quiet(gate)
                     record = measure(peer, wrk, args, c, repeat)
+                    record["gate"], record["load1_at_start"] = waited, waited["load1_at_start"]
                     jsonl.write(record)
                     records.append(record)
                     print(f"  repeat {repeat} c={c:<4} {peer.spec.name:<17} {record['rps']:>10,.0f} req/s "
@@ -110,6 +117,7 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict]:
         for peer in peers:
             peer.stop()
         env["Load average at start"] += f" - {bl.machine_note(load_at_start)}"
+        env["Load gate"] = bl.gate_note(first, records)
         jsonl.write({"record": "environment", "environment": env, "command": args.command})
         jsonl.close()
     return records, env

@@ -27,14 +27,42 @@ def test_littles_law_inflight():
         an.littles_law_inflight(-1, 5)
 
 
-def test_starved_threshold_is_half_the_connections():
-    assert an.STARVED_FRACTION == 0.5
-    assert an.is_starved(24.9, 50)
-    assert not an.is_starved(25.0, 50)
+def test_the_one_median_on_odd_and_even_counts():
+    assert an.median([3.0, 1.0, 2.0]) == 2.0  # odd: the middle value
+    assert an.median([4.0, 1.0, 3.0, 2.0]) == 2.5  # even: the mean of the two middle values
+    assert an.median([7.0]) == 7.0
+    assert an.median([1.0, 2.0]) == 1.5
+    assert an.median([None, float("nan"), 5.0, 1.0]) == 3.0
+    assert an.median([]) is None and an.median([None]) is None
+
+
+def test_underdriven_needs_lost_slots_and_a_cause():
+    assert an.UNDERDRIVEN_FRACTION == 0.9
+    assert an.is_starved(44.9, 50) and not an.is_starved(45.0, 50)
     assert not an.is_starved(0.98, 1)
-    assert an.is_starved(30, 100, fraction=0.9) and not an.is_starved(95, 100, fraction=0.9)
     with pytest.raises(ValueError):
         an.is_starved(1, 0)
+    # fires: 2 of 10 in flight, with connect errors that lost the slots
+    assert an.underdriven_cause(2.0, 10, errors=300, reconnects=0) == "in flight 2.0 of 10 (300 errors)"
+    assert an.underdriven_cause(40.0, 50, errors=0, reconnects=12) == "in flight 40.0 of 50 (12 reconnects)"
+    # does not fire: a healthy loop (L ~ C), or L < C without a cause the generator saw
+    assert an.underdriven_cause(49.8, 50, errors=5, reconnects=0) is None
+    assert an.underdriven_cause(17.2, 20, errors=0, reconnects=0) is None
+    assert an.underdriven_cause(None, 20, errors=3, reconnects=0) is None
+
+
+def test_outcome_shares_and_outside_cpu():
+    assert an.non_2xx({"200": 70, "503": 30, 404: 1, "204": 5}) == 31
+    assert an.bad_share(non2xx=30, errors=0, responses=100) == pytest.approx(0.3)
+    assert an.bad_share(non2xx=0, errors=10, responses=90) == pytest.approx(0.1)
+    assert an.bad_share(0, 0, 0) is None
+    # 2 cores x 2 s = 4 CPU-s; busy 75 % = 3 s; server 1 s + generator 1 s -> others 1 s = 25 %
+    assert an.outside_cpu_share(0.75, 2.0, 2, 1.0, 1.0) == pytest.approx(0.25)
+    assert an.outside_cpu_share(0.40, 2.0, 2, 1.0, 1.0) == 0.0  # never negative
+    # the benchmark's own loopback softirq time (charged to no task) is not "outside"
+    assert an.outside_cpu_share(0.75, 2.0, 2, 1.0, 1.0, irq_share=0.06) == pytest.approx(0.19)
+    assert an.outside_cpu_share(None, 2.0, 2, 1.0, 1.0) is None
+    assert an.outside_cpu_share(0.5, 2.0, None, 1.0, 1.0) is None
 
 
 def test_cpu_us_per_request_and_connection_rate():

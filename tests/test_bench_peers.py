@@ -87,3 +87,26 @@ def test_nginx_tls_peer_serves_tls13_with_ec_certificate() -> None:
                 assert tls.version() == "TLSv1.3"
                 cert = tls.getpeercert(binary_form=True)
         assert b"localhost" in cert
+
+
+def test_bench_drivers_share_the_gate_median_and_outside_cpu_rule() -> None:
+    from types import SimpleNamespace
+
+    # the one median (even count: mean of the middle two), as in the sweep's report
+    assert benchlib.summarize([4.0, None, 1.0, 3.0, 2.0]).median == 2.5
+    # --no-wait: the gate is skipped but the load at start is still recorded
+    first = benchlib.wait_quiet(benchlib.make_gate(SimpleNamespace(no_wait=True, wait_timeout=1.0)))
+    assert first["skipped"] and first["load1_at_start"] >= 0
+    # outside CPU per repeat: 2 s x cores, busy share minus server + generator
+    import os
+
+    cores = os.cpu_count() or 1
+    server = {"machine": {"busy_share": 0.5}, "window_s": 2.0, "cpu_s": 0.5}
+    share = benchlib.outside_share(server, 0.5)
+    assert share == max(0.0, 0.5 - 1.0 / (2.0 * cores))
+    assert benchlib.foreign_cores(server, 0.5) == share * cores
+    records = [{"status": "ok", "outside_share": 0.2, "gate": {"timed_out": True}},
+               {"status": "ok", "outside_share": 0.01, "gate": {"timed_out": False}}]
+    note = benchlib.gate_note(first, records)
+    assert note.startswith("before the run: skipped (--no-wait)")
+    assert "1 of 2 repeat(s) measured after the gate timed out; 1 repeat(s) contended" in note

@@ -42,7 +42,10 @@ def test_http_plaintext_table_medians_bold_and_marks(report_text):
     # CPU us/req = cpu_s / responses: 0.44 s / 22 000 = 20.00; 0.51 / 10 200 = 50.00
     assert by[("CPU us/req", "beast")] == ["**20.00**", "**10.00**"]
     assert by[("CPU us/req", "py")] == ["50.00", "20.00"]
-    assert by[("in-flight", "py")] == ["1.0", "2.0"]
+    # under-driven: 2 of 10 in flight, with the connect errors that lost the other slots
+    assert by[("in-flight", "py")] == ["1.0", "2.0 ‡"]
+    assert by[("non-2xx + errors", "py")] == ["0 %", "0.25 %"]  # 300 / (120 000 + 300), not marked
+    assert "py http plaintext C = 10: connect x 300" in report_text
 
 
 def test_https_table_fail_and_generator_bound(report_text):
@@ -66,17 +69,23 @@ def test_workload_breakdown_with_partial_repeats(report_text):
 
 def test_connection_setup_table(report_text):
     rows = table_after(report_text, "## Connection setup")
-    assert rows[0] == ["Server", "http conn/s", "https handshakes/s"]
-    assert rows[1] == ["beast", "**15 500**", "**4 050**"]  # 31 000 / 2 s, 8 100 / 2 s
-    assert rows[2] == ["py", "4 600", "525"]
-    assert rows[3] == ["node", "n/a", "n/a"]
+    assert rows[0][:3] == ["Server", "http conn/s", "https handshakes/s"]
+    assert rows[1] == ["beast", "**15 500**", "**4 050**", "0 %", "0 %"]  # 31 000 / 2 s, 8 100 / 2 s
+    assert rows[2] == ["py", "4 600", "525", "0 %", "0 %"]
+    assert rows[3] == ["node"] + ["n/a"] * 4
 
 
 def test_summary_settings_environment_and_limits(report_text):
     summary = table_after(report_text, "## Summary")
     beast = next(r for r in summary if r[0] == "beast")
-    # peak of the per-cell medians; mean over the 5 cells both measured servers completed
-    assert beast[1:3] == ["51 000", "30 000"]
+    # peak of the per-cell medians; mean over the 3 ranked cells both measured servers share
+    # (http plaintext C = 1, 10, https plaintext C = 1: beast's https C = 10 cells are
+    # generator-bound, py's http json sheds 30 % as 503s)
+    assert beast[1:3] == ["51 000", "23 333"]
+    assert beast[6] == "2" and next(r for r in summary if r[0] == "py")[6] == "1"
+    assert [r[7] for r in summary[1:]] == ["1", "2", "not ranked"]  # beast, py, node
+    assert "py http json C = 10 (30.0 % non-2xx/errors)" in report_text
+    assert "beast https plaintext C = 10 (generator-bound)" in report_text
     settings = dict(table_after(report_text, "## Settings")[1:])
     assert settings["Concurrencies"] == "1, 10"
     assert "servers on CPU 0, generator on CPU 1" in settings["Core isolation"]
@@ -88,7 +97,59 @@ def test_summary_settings_environment_and_limits(report_text):
     assert "No open-loop latency" in limits
     assert "**node, plaintext, over http and https: not measured** (node is not installed)" in limits
     assert "Generator-bound cells (2, marked §):** beast https json c=10, beast https plaintext c=10" in limits
-    assert "‡ = closed-loop starved" in report_text
+    assert "‡ = under-driven" in report_text
+    assert "**Under-driven cells (1, marked ‡):** py http plaintext c=10 (in flight 2.0 of 10 (300 errors))" in limits
+
+
+def test_a_server_that_sheds_load_as_503s_is_marked_and_never_bold(report_text):
+    rows = table_after(report_text, "## HTTP/1.1 (http), json, keep-alive")
+    by = {(r[0] or prev, r[1]): r[2:] for r, prev in _with_metric(rows[1:])}
+    # py answered 60 000 req/s, 30 % of them 503: more req/s and lower latency than beast, and loses
+    assert by[("req/s", "py")] == ["60 000 ✗"] and by[("req/s", "beast")] == ["**45 000**"]
+    assert by[("p50 (ms)", "py")] == ["0.15 ✗"] and by[("p50 (ms)", "beast")] == ["**0.20**"]
+    assert by[("non-2xx + errors", "py")] == ["30.0 % ✗"]
+    assert "py http json C = 10: 503 x 108 000" in report_text
+
+
+def test_contended_cells_are_marked_and_leave_the_peak(tmp_path):
+    from sweep_data import record, result_dict
+
+    import json
+
+    from sweep_data import SETTINGS
+
+    directory = tmp_path / "contended"
+    directory.mkdir()
+    (directory / results.SETTINGS_FILE).write_text(json.dumps(dict(SETTINGS, contended_reruns=2)))
+    path = directory / results.RESULTS_FILE
+    quiet = result_dict(10000, 100, 90, 200, 0.5)
+    busy = result_dict(30000, 100, 90, 200, 0.5)
+    quiet["server"]["machine"]["busy_share"] = 0.17  # server 0.5 s + generator 0.1 s of 2 cores x 2 s = 0.15
+    busy["server"]["machine"]["busy_share"] = 0.80
+    results.append_record(path, dict(record("a", "http", "plaintext", "closed", 1, 0, result=quiet), machine_cores=2))
+    results.append_record(path, dict(record("a", "http", "plaintext", "closed", 10, 0, result=busy),
+                                     machine_cores=2, reruns=2))
+    from loadbench import model
+
+    m = model.load(directory)
+    cells = {a.load: a for a in m.cells("a")}
+    assert not cells[1].contended and cells[10].contended
+    assert cells[10].outside_share == pytest.approx(0.80 - (0.5 + 0.1) / 4)
+    assert m.peak("a") == 10000  # the contended 30 000 is not a peak
+    text = report.render(directory)
+    assert "| req/s | a | 10 000 | 30 000 ⚑ |" in text
+    assert "1 cell(s) re-run (2 re-runs" in text and "1 repeat(s) contended, marked" in text
+
+
+def test_open_loop_percent_is_read_from_old_and_new_records():
+    from loadbench import model
+
+    old = {"mode": "open", "connections": 80, "status": "ok"}
+    new = {"mode": "open", "connections": 50, "load_pct": 80, "status": "ok"}
+    assert model.load_of(old) == (None, 80)
+    assert model.load_of(new) == (50, 80)
+    assert model.load_of({"mode": "closed", "connections": 10}) == (10, None)
+    assert model.flatten(old)["load"] == model.flatten(new)["load"] == 80
 
 
 def _with_metric(rows):
@@ -104,6 +165,7 @@ def test_aggregate_spread_and_littles_law():
     rows = [results.flatten(record("beast", "http", "plaintext", "closed", 1, i, result=result_dict(*v)))
             for i, v in enumerate(CLOSED[("beast", "http", "plaintext", 1)])]
     agg = results.aggregate(rows)[("beast", "http", "plaintext", "closed", 1)]
+    assert agg.bad_share == 0 and agg.ranked
     assert (agg.rps.median, agg.rps.min, agg.rps.max) == (11000, 10000, 12000)
     assert agg.inflight.median == pytest.approx(1.0, abs=0.01)
     assert not agg.starved

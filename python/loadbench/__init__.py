@@ -22,7 +22,7 @@ from .sampler import MachineSnapshot, ProcSnapshot, Sampler
 from .result import LatencyHistogram, Result
 from .run import Request, RunningLoad, run, start
 from .server import ServerProcess
-from . import analysis, report, results
+from . import analysis, gate, model, report, results
 from .sweep import Sweep, Workload
 from .sweep_config import load_sweep
 from .targets import Target
@@ -53,6 +53,8 @@ __all__ = [
     "Workload",
     "__version__",
     "build_info",
+    "gate",
+    "model",
     "load_sweep",
     "run",
     "start",

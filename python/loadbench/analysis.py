@@ -8,12 +8,20 @@ Definitions used throughout:
 
 - **In-flight (Little's law)**: L = lambda x W = req/s x mean latency (s). For a closed loop
   with C connections and no think time, L should be close to C.
-- **Starved (‡)**: a closed-loop cell whose in-flight count is below ``STARVED_FRACTION`` (0.5)
-  of its connections. Half the connections were not actually waiting on the server: they
-  queued in the generator or the kernel's accept backlog, so the latency percentiles describe
-  only the few requests truly in flight and are not a service-level number. Its req/s is still
-  the server's saturation throughput. 0.5 is deliberately lenient: a healthy closed loop sits
-  at 0.9-1.0; anything under half is a different experiment from the one the column claims.
+- **Under-driven (‡)**: a closed-loop cell that did not hold its C requests in flight.
+  loadbench's closed-loop latency runs from the moment the previous response completed, so a
+  connection that keeps cycling requests contributes exactly 1 to L, and L ~ C by
+  construction: it only drops when connections spend window time *outside* a measured
+  request - failing to connect, reconnecting after the server closed them, or erroring. The
+  flag fires when L < ``UNDERDRIVEN_FRACTION`` (0.9) x C *and* the generator recorded such a
+  cause (errors or reconnects), and names the cause: the column's C was not the concurrency
+  the server saw. (The old rule, L < 0.5 C "queued outside the server", could not fire on
+  loadbench's data; a healthy cell sits at 0.97-1.0 C.)
+- **Outside CPU / contended (⚑)**: machine busy share in the window minus what the server
+  tree and the generator used and minus irq/softirq time (mostly the benchmark's own loopback
+  packets, charged to no task), as a share of all the machine's CPU time. Above
+  ``CONTENDED_SHARE`` (5 %) other processes competed for the CPUs during the window.
+- **Clean**: at most ``DIRTY_SHARE`` (1 %) of outcomes were non-2xx answers or errors.
 - **Server CPU us/req**: server CPU seconds (utime+stime, all threads) in the measured window
   / exact responses in the window - never rps x duration.
 - **Generator-bound**: the generator's own threads were busy nearly all the window
@@ -22,12 +30,17 @@ Definitions used throughout:
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
-# A closed-loop cell is starved when in-flight < STARVED_FRACTION x connections.
-STARVED_FRACTION = 0.5
+# A closed-loop cell is under-driven when in-flight < UNDERDRIVEN_FRACTION x connections and the
+# generator lost slot time to errors or reconnects.
+UNDERDRIVEN_FRACTION = 0.9
+STARVED_FRACTION = UNDERDRIVEN_FRACTION  # the old name (notebooks, older scripts)
+# More than this share of non-2xx answers + errors marks a cell (never bold, never ranked).
+DIRTY_SHARE = 0.01
+# Outside CPU above this share of the whole machine marks a window as contended.
+CONTENDED_SHARE = 0.05
 
 
 @dataclass(frozen=True)
@@ -47,12 +60,27 @@ class Spread:
         return (self.max - self.min) / abs(self.median)
 
 
-def median_spread(values: Sequence[Optional[float]]) -> Optional[Spread]:
-    """Median with min/max over the repeats that produced a number (None and NaN are skipped)."""
-    usable = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+def _usable(values: Sequence[Optional[float]]) -> list[float]:
+    return [float(v) for v in values if v is not None and not math.isnan(float(v))]
+
+
+def median(values: Sequence[Optional[float]]) -> Optional[float]:
+    """THE median of loadbench (report, charts, sweep capacity, notebook, bench): the middle
+    value of an odd count, the mean of the two middle values of an even count; None and NaN
+    are skipped; None when nothing is left."""
+    usable = sorted(_usable(values))
     if not usable:
         return None
-    return Spread(statistics.median(usable), min(usable), max(usable), len(usable))
+    mid = len(usable) // 2
+    return usable[mid] if len(usable) % 2 else (usable[mid - 1] + usable[mid]) / 2
+
+
+def median_spread(values: Sequence[Optional[float]]) -> Optional[Spread]:
+    """Median with min/max over the repeats that produced a number (None and NaN are skipped)."""
+    usable = _usable(values)
+    if not usable:
+        return None
+    return Spread(median(usable), min(usable), max(usable), len(usable))
 
 
 def littles_law_inflight(rps: float, mean_latency_us: float) -> float:
@@ -62,11 +90,53 @@ def littles_law_inflight(rps: float, mean_latency_us: float) -> float:
     return rps * mean_latency_us / 1e6
 
 
-def is_starved(inflight: float, connections: int, fraction: float = STARVED_FRACTION) -> bool:
+def is_starved(inflight: float, connections: int, fraction: float = UNDERDRIVEN_FRACTION) -> bool:
     """True when fewer than ``fraction`` x ``connections`` requests were in flight on average."""
     if connections <= 0:
         raise ValueError("connections must be positive")
     return inflight < fraction * connections
+
+
+def underdriven_cause(inflight: Optional[float], connections: Optional[int], errors: int,
+                      reconnects: int, fraction: float = UNDERDRIVEN_FRACTION) -> Optional[str]:
+    """Why a closed loop held fewer than ``fraction`` x C requests in flight, or None when it
+    held them (or lost slots without a cause the generator saw, e.g. an unfair server)."""
+    if inflight is None or not connections or not is_starved(inflight, connections, fraction):
+        return None
+    causes = []
+    if errors:
+        causes.append(f"{errors} errors")
+    if reconnects:
+        causes.append(f"{reconnects} reconnects")
+    if not causes:
+        return None
+    return f"in flight {inflight:.1f} of {connections} ({', '.join(causes)})"
+
+
+def bad_share(non2xx: int, errors: int, responses: int) -> Optional[float]:
+    """Share of outcomes (responses + errors) that were non-2xx answers or errors."""
+    outcomes = responses + errors
+    return None if outcomes <= 0 else (non2xx + errors) / outcomes
+
+
+def non_2xx(status_codes: Mapping[str, int]) -> int:
+    """Responses whose status is not 2xx (keys are status codes as strings or ints)."""
+    return sum(int(n) for code, n in status_codes.items() if not str(code).startswith("2"))
+
+
+def outside_cpu_share(busy_share: Optional[float], window_s: Optional[float], cores: Optional[int],
+                      server_cpu_s: Optional[float], generator_cpu_s: Optional[float],
+                      irq_share: Optional[float] = None) -> Optional[float]:
+    """CPU used by everything but the server tree and the generator in a window, as a share of
+    the whole machine (0.05 = 5 % of all cores). None when a term is unknown.
+
+    ``irq_share``: the machine's irq + softirq share over the run. The kernel does not charge
+    softirq time to the task it ran on, and on loopback most of it is the benchmark's own
+    packets (about 6 % of a 2-core machine at 20 000 req/s), so it is not "outside"."""
+    if busy_share is None or not window_s or window_s <= 0 or not cores:
+        return None
+    ours = ((server_cpu_s or 0.0) + (generator_cpu_s or 0.0)) / (window_s * cores)
+    return max(0.0, busy_share - (irq_share or 0.0) - ours)
 
 
 def cpu_us_per_request(cpu_seconds: float, responses: int) -> Optional[float]:

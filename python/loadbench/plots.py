@@ -2,7 +2,9 @@
 
 Every chart has a title, axis labels with units and a legend; bar charts print their values
 on the bars, and a server that was not measured shows "n/a" / "FAIL" where its bar would be.
-All figures come from the same medians-of-repeats as report.md (results.aggregate).
+All figures come from the same report model as report.md (loadbench.model): peaks and
+averages over ranked cells only (a cell with > 1 % non-2xx/errors, a contended or a
+generator-bound cell shows "excluded" where its bar would be).
 
     loadbench.plots.write_charts("reports/2026-11-29-host")  # -> [Path(...png), ...]
 """
@@ -11,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from . import analysis
-from .results import Aggregate, aggregate, common_closed_cells, flatten, load_dir
+from .model import Aggregate, Model
+from .model import load as load_model
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
 
@@ -38,11 +40,15 @@ def _fmt(value: float) -> str:
 
 def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series: dict[str, list],
                  missing: Optional[dict[str, list]] = None, xlabel: str = "Server",
-                 colors: Optional[list[str]] = None, log_if_spread: Optional[float] = None) -> Path:
-    """Bars for each series within each group, value on each bar, "n/a"/"FAIL" for gaps.
+                 colors: Optional[list[str]] = None, log_if_spread: Optional[float] = None) -> Optional[Path]:
+    """Bars for each series within each group, value on each bar, "n/a"/"FAIL"/"excluded" for
+    gaps; no chart (None, and any old file of that name removed) when there is no value at all.
 
     ``log_if_spread``: use a log value axis when max/min of the values exceeds it (latency
     bars spanning 0.05 ms to 200 ms are unreadable on a linear axis)."""
+    if not any(v is not None for values in series.values() for v in values):
+        path.unlink(missing_ok=True)  # e.g. every cell contended: a chart of empty bars says nothing
+        return None
     plt = _plt()
     n = max(1, len(series))
     width = 0.8 / n
@@ -97,113 +103,95 @@ def _plain_log_axis(ax) -> None:
 
 
 def _status(agg: Optional[Aggregate]) -> str:
+    """What a chart prints where this cell's bar would be."""
     if agg is None or agg.status == "skipped":
         return "n/a"
-    return "FAIL" if agg.status == "fail" else ""
+    if agg.status == "fail":
+        return "FAIL"
+    if not agg.ranked:
+        return "excluded"
+    return "under-driven" if agg.starved else "n/a"
 
 
-def _closed(aggs: dict, target: str, protocol: Optional[str] = None, workload: Optional[str] = None) -> list[Aggregate]:
-    return [a for k, a in aggs.items() if k[0] == target and k[3] == "closed"
-            and (protocol is None or k[1] == protocol) and (workload is None or k[2] == workload)]
+def _closed(aggs: dict, target: str, protocol: str, workload: str) -> list[Aggregate]:
+    return [a for k, a in aggs.items() if k[0] == target and k[3] == "closed" and k[1] == protocol and k[2] == workload]
 
 
-def _peak(cells: list[Aggregate]) -> Optional[float]:
-    values = [a.rps.median for a in cells if a.status == "ok" and a.rps is not None]
-    return max(values) if values else None
-
-
-def _mean(cells: list[Aggregate]) -> Optional[float]:
-    return analysis.arithmetic_mean([a.rps.median for a in cells if a.status == "ok" and a.rps is not None])
-
-
-def _gap(cells: list[Aggregate]) -> str:
-    return "FAIL" if any(a.status == "fail" for a in cells) else "n/a"
-
-
-def write_charts(results_dir) -> list[Path]:
-    """Write every chart that the folder's results can support; returns their paths."""
-    results_dir = Path(results_dir)
-    settings, _, records = load_dir(results_dir)
-    rows = [flatten(r) for r in records]
-    aggs = aggregate(rows)
-    declared = [t["name"] for t in settings.get("targets", []) if isinstance(t, dict)]
-    targets = [t for t in declared if any(r["target"] == t for r in rows)] or sorted({r["target"] for r in rows})
-    protocols = [p for p in ("http", "https") if any(k[1] == p for k in aggs)]
-    workloads = [w["name"] for w in settings.get("workloads", []) if any(k[2] == w["name"] for k in aggs)] \
-        or sorted({k[2] for k in aggs})
-    out: list[Path] = []
-    d = results_dir
+def write_charts(source) -> list[Path]:
+    """Write every chart that the model (or results folder) can support; returns their paths."""
+    model = source if isinstance(source, Model) else load_model(source)
+    if model.directory is None:
+        raise ValueError("write_charts needs a model loaded from a folder (where the PNGs go)")
+    aggs, targets, protocols = model.aggs, model.targets, model.protocols
+    workloads = [w for w in model.workloads if any(k[2] == w for k in aggs)]
+    out: list[Optional[Path]] = []
+    d = model.directory
     if not any(a.status == "ok" for a in aggs.values()):
         return out  # nothing measured: no chart of empty bars
 
-    peaks = [_peak(_closed(aggs, t)) for t in targets]
-    gaps = [_gap(_closed(aggs, t)) for t in targets]
-    out.append(grouped_bars(d / "throughput_peak.png", "Peak throughput per server (best closed-loop cell)",
+    peaks = [model.peak(t) for t in targets]
+    gaps = [model.gap(model.cells(t)) for t in targets]
+    out.append(grouped_bars(d / "throughput_peak.png", "Peak throughput per server (best ranked closed-loop cell)",
                             "Throughput (req/s)", targets, {"peak req/s": peaks}, {"peak req/s": gaps}))
-    common = common_closed_cells(aggs, targets)
-    means = [_mean([a for a in _closed(aggs, t) if (a.protocol, a.workload, a.connections) in common])
-             for t in targets]
+    means = [model.average(t) for t in targets]
     out.append(grouped_bars(d / "throughput_average.png",
-                            f"Average throughput per server (mean over the {len(common)} cells all completed)",
+                            f"Average throughput per server (mean over the {len(model.common())} ranked cells all share)",
                             "Throughput (req/s)", targets, {"average req/s": means}, {"average req/s": gaps}))
     if len(protocols) > 1:
-        series = {f"{p} peak": [_peak(_closed(aggs, t, p)) for t in targets] for p in protocols}
-        for p in protocols:  # averages over the cells of p that every server with p completed
-            common_p = common_closed_cells({k: a for k, a in aggs.items() if k[1] == p}, targets)
-            series[f"{p} average"] = [_mean([a for a in _closed(aggs, t, p)
-                                             if (a.protocol, a.workload, a.connections) in common_p])
-                                      for t in targets]
-        missing = {f"{p} {kind}": [_gap(_closed(aggs, t, p)) for t in targets] for p in protocols for kind in ("peak", "average")}
+        series = {f"{p} peak": [model.peak(t, p) for t in targets] for p in protocols}
+        for p in protocols:  # averages over the ranked cells of p that every server with p has
+            series[f"{p} average"] = [model.average(t, p) for t in targets]
+        missing = {f"{p} {kind}": [model.gap(model.cells(t, p)) for t in targets]
+                   for p in protocols for kind in ("peak", "average")}
         out.append(grouped_bars(d / "protocol_http_vs_https.png", "HTTP vs HTTPS throughput (keep-alive)",
                                 "Throughput (req/s)", targets, series, missing,
                                 colors=["#1f77b4", "#ff7f0e", "#aec7e8", "#ffbb78"]))
     if len(workloads) > 1:
-        series = {w: [_peak(_closed(aggs, t, workload=w)) for t in targets] for w in workloads}
-        missing = {w: [_gap(_closed(aggs, t, workload=w)) for t in targets] for w in workloads}
+        series = {w: [model.peak(t, workload=w) for t in targets] for w in workloads}
+        missing = {w: [model.gap(model.cells(t, workload=w)) for t in targets] for w in workloads}
         out.append(grouped_bars(d / "workloads.png", "Workload breakdown: peak throughput per workload",
                                 "Throughput (req/s)", targets, series, missing))
     ref = _latency_reference(aggs, targets, protocols[0] if protocols else "http", workloads[0] if workloads else "")
     if ref is not None:
         protocol, workload, c = ref
         cells = [aggs.get((t, protocol, workload, "closed", c)) for t in targets]
-        series = {"p50": [a.p50_ms.median if a and a.status == "ok" and a.p50_ms else None for a in cells],
-                  "p99": [a.p99_ms.median if a and a.status == "ok" and a.p99_ms else None for a in cells]}
-        labels = [t + (" ‡" if a is not None and a.starved else "") for t, a in zip(targets, cells)]
+        usable = [a if a is not None and a.ranked and not a.starved else None for a in cells]
+        series = {"p50": [a.p50_ms.median if a and a.p50_ms else None for a in usable],
+                  "p99": [a.p99_ms.median if a and a.p99_ms else None for a in usable]}
         out.append(grouped_bars(d / "latency.png", f"Latency at C = {c} ({protocol}, {workload}; lower is better)",
-                                "Latency (ms)", labels, series,
-                                {k: [_status(a) or "n/a" for a in cells] for k in series}, log_if_spread=20))
-    rss = []
-    for t in targets:
-        mem = [a.rss_peak_mib for k, a in aggs.items() if k[0] == t and a.rss_peak_mib is not None]
-        rss.append(max(mem) if mem else None)
+                                "Latency (ms)", targets, series,
+                                {k: [_status(a) for a in cells] for k in series}, log_if_spread=20))
+    rss = [model.rss(t) for t in targets]
     if any(v is not None for v in rss):
         out.append(grouped_bars(d / "memory_peak_rss.png", "Peak RSS per server (lower is better)",
-                                "Peak RSS (MiB)", targets, {"peak RSS": rss}, {"peak RSS": gaps}))
+                                "Peak RSS (MiB)", targets, {"peak RSS": rss},
+                                {"peak RSS": gaps}))
     if any(k[3] == "connect" for k in aggs):
         series, missing = {}, {}
         for p in protocols:
             label = "http conn/s" if p == "http" else "https handshakes/s"
             keys = [next((k for k in aggs if k[0] == t and k[1] == p and k[3] == "connect"), None) for t in targets]
-            series[label] = [aggs[k].conn_per_s.median if k and aggs[k].status == "ok" and aggs[k].conn_per_s else None
+            series[label] = [aggs[k].conn_per_s.median if k and aggs[k].ranked and aggs[k].conn_per_s else None
                              for k in keys]
             missing[label] = [_status(aggs[k]) if k else "n/a" for k in keys]
         out.append(grouped_bars(d / "connection_setup.png", "Connection setup: a new connection per request",
                                 "Rate (connections/s)", targets, series, missing))
     if any(k[3] == "open" and a.status == "ok" for k, a in aggs.items()):
         out.append(latency_vs_throughput(d / "latency_vs_throughput.png", aggs, targets, protocols))
-    if any(k[2] == workloads[0] and k[3] == "closed" and a.status == "ok" for k, a in aggs.items()):
+    if workloads and any(k[2] == workloads[0] and k[3] == "closed" and a.status == "ok" for k, a in aggs.items()):
         out.append(throughput_vs_concurrency(d / "throughput_vs_concurrency.png", aggs, targets, protocols, workloads[0]))
-    return out
+    return [p for p in out if p is not None]
 
 
 def _latency_reference(aggs: dict, targets: list[str], protocol: str, workload: str) -> Optional[tuple]:
-    """The highest concurrency at which no measured server is starved (else the highest)."""
+    """The highest concurrency at which every measured server is ranked and not under-driven
+    (else the highest)."""
     cs = sorted({k[4] for k in aggs if k[1] == protocol and k[2] == workload and k[3] == "closed"})
     if not cs:
         return None
     for c in reversed(cs):
         cells = [aggs.get((t, protocol, workload, "closed", c)) for t in targets]
-        if not any(a is not None and a.starved for a in cells):
+        if not any(a is not None and a.status == "ok" and (a.starved or not a.ranked) for a in cells):
             return protocol, workload, c
     return protocol, workload, cs[-1]
 
@@ -216,7 +204,7 @@ def throughput_vs_concurrency(path: Path, aggs: dict, targets: list[str], protoc
     for i, t in enumerate(targets):
         for protocol in protocols:
             cells = sorted((a for a in _closed(aggs, t, protocol, workload) if a.status == "ok" and a.rps),
-                           key=lambda a: a.connections)
+                           key=lambda a: a.load)
             if not cells:
                 continue
             xs = [a.connections for a in cells]
@@ -227,8 +215,9 @@ def throughput_vs_concurrency(path: Path, aggs: dict, targets: list[str], protoc
             ax.plot(xs, ys, label=f"{t} {protocol}", color=color, linestyle=style, marker="o")
             all_cs.update(xs)
             for x, y, a in zip(xs, ys, cells):
-                if a.starved:
-                    ax.annotate("‡", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=9)
+                marks = ("‡" if a.starved else "") + ("" if a.ranked else "x")
+                if marks:
+                    ax.annotate(marks, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=9)
     ax.set_xscale("log")
     if all_cs:
         ax.set_xticks(sorted(all_cs))
@@ -236,7 +225,7 @@ def throughput_vs_concurrency(path: Path, aggs: dict, targets: list[str], protoc
         ax.minorticks_off()
     ax.set_xlabel("Concurrency (connections, log scale)")
     ax.set_ylabel("Throughput (req/s)")
-    ax.set_title(f"Throughput vs concurrency ({workload}, median with min-max of repeats)")
+    ax.set_title(f"Throughput vs concurrency ({workload}, median, min-max of repeats; x = excluded)")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -254,18 +243,18 @@ def latency_vs_throughput(path: Path, aggs: dict, targets: list[str], protocols:
     for i, t in enumerate(targets):
         for protocol in protocols:
             cells = sorted((a for k, a in aggs.items() if k[0] == t and k[1] == protocol and k[3] == "open"
-                            and a.status == "ok" and a.rps and a.p99_ms), key=lambda a: a.connections)
+                            and a.status == "ok" and a.rps and a.p99_ms), key=lambda a: a.load)
             if not cells:
                 continue
             xs, ys = [a.rps.median for a in cells], [a.p99_ms.median for a in cells]
             ax.plot(xs, ys, label=f"{t} {protocol}", color=PALETTE[i % len(PALETTE)],
                     linestyle="-" if protocol == "http" else "--", marker="o")
             for x, y, a in zip(xs, ys, cells):
-                ax.annotate(f"{a.connections}%", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+                ax.annotate(f"{a.load_pct}%" + ("" if a.ranked else " x"), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
     _plain_log_axis(ax)
     ax.set_xlabel("Achieved throughput (req/s)")
     ax.set_ylabel("p99 latency, corrected (ms, log scale)")
-    ax.set_title("Open loop: p99 latency vs throughput (labels: % of capacity)")
+    ax.set_title("Open loop: p99 latency vs throughput (labels: % of capacity; x = excluded)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
     fig.tight_layout()

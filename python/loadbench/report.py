@@ -1,7 +1,9 @@
 """report.md from a results folder, shaped like the seed reports: how it was generated, the
-settings and environment blocks, per-protocol tables (req/s, p50, p99, CPU us/req by server x
-concurrency) with the best server per column in bold, ‡ / § / FAIL marks with their legend,
-the connection-setup table, and the limits of what the run measured.
+settings and environment blocks (with the load gate and contended cells), per-protocol tables
+(req/s, p50, p99, CPU us/req, in-flight and non-2xx + errors by server x concurrency) with the
+best *ranked* server per column in bold, ✗ / ⚑ / ‡ / § / † / FAIL marks with their legend, the
+connection-setup and open-loop tables, and the limits of what the run measured. Every figure
+comes from one :class:`loadbench.model.Model`.
 
     loadbench.report.write_report("reports/2026-11-29-host")   # -> report.md (+ charts)
 """
@@ -13,18 +15,26 @@ from typing import Callable, Optional
 
 from . import analysis
 from .errors import ConfigError
-from .results import Aggregate, aggregate, common_closed_cells, flatten, load_dir
+from .model import Aggregate, Model
+from .model import load as load_model
 
 STARVED = "‡"
 GENERATOR_BOUND = "§"
 PARTIAL = "†"
+DIRTY = "✗"
+CONTENDED = "⚑"
 
 LEGEND = (
-    f"(Best server per column in bold, per metric: highest req/s, lowest latency and CPU us/req. "
-    f"{STARVED} = closed-loop starved: in-flight (req/s x mean latency) below "
-    f"{analysis.STARVED_FRACTION:g} x connections, so its latency is not a service-level number "
-    f"and it is never bold for latency. {GENERATOR_BOUND} = generator-bound: loadbench's own "
-    f"threads were saturated, so the cell measures the generator and is never bold. "
+    f"(Best server per column in bold, per metric: highest req/s, lowest latency and CPU us/req, "
+    f"among ranked cells only. {DIRTY} = more than {100 * analysis.DIRTY_SHARE:g} % of the cell's outcomes "
+    f"were non-2xx answers or errors (the non-2xx + errors row; codes in the note under the table): "
+    f"never bold, never ranked. {CONTENDED} = contended: other processes used more than "
+    f"{{contended}} % of the machine's CPU during the window even after re-runs: never bold, never "
+    f"ranked. {STARVED} = under-driven: the closed loop held fewer than "
+    f"{analysis.UNDERDRIVEN_FRACTION:g} x C requests in flight (req/s x mean latency) because "
+    f"connections were lost to errors or reconnects, so the server saw less than the column's C and the "
+    f"latency is never bold. {GENERATOR_BOUND} = generator-bound: loadbench's own threads were "
+    f"saturated, so the cell measures the generator: never bold, never ranked. "
     f"{PARTIAL} = some repeats failed, the value is the median of the others. "
     f"FAIL = the server died or never became ready for that cell; n/a = not run (peer not "
     f"installed, or the peer does not serve that protocol/workload).)"
@@ -54,7 +64,7 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 
 class _Metric:
     def __init__(self, label: str, get: Callable[[Aggregate], Optional[float]], fmt: Callable,
-                 higher_is_better: bool, latency: bool) -> None:
+                 higher_is_better: Optional[bool], latency: bool) -> None:
         self.label, self.get, self.fmt = label, get, fmt
         self.higher_is_better, self.latency = higher_is_better, latency
 
@@ -63,12 +73,20 @@ def _median(spread: Optional[analysis.Spread]) -> Optional[float]:
     return None if spread is None else spread.median
 
 
+def fmt_share(value: Optional[float]) -> str:
+    if value is None:
+        return ""
+    return "0 %" if value == 0 else f"{100 * value:.2f} %" if value < 0.1 else f"{100 * value:.1f} %"
+
+
+BAD = _Metric("non-2xx + errors", lambda a: a.bad_share, fmt_share, None, False)
 METRICS = [
     _Metric("req/s", lambda a: _median(a.rps), fmt_int, True, False),
     _Metric("p50 (ms)", lambda a: _median(a.p50_ms), fmt_ms, False, True),
     _Metric("p99 (ms)", lambda a: _median(a.p99_ms), fmt_ms, False, True),
     _Metric("CPU us/req", lambda a: _median(a.cpu_us), fmt_us, False, False),
     _Metric("in-flight", lambda a: _median(a.inflight), lambda v: "" if v is None else f"{v:.1f}", None, False),
+    BAD,
 ]
 
 
@@ -84,7 +102,11 @@ def cell_text(agg: Optional[Aggregate], metric: _Metric, bold: bool) -> str:
     text = metric.fmt(value)
     if bold:
         text = f"**{text}**"
-    if agg.starved and metric.latency:
+    if agg.dirty:
+        text += f" {DIRTY}"
+    if agg.contended:
+        text += f" {CONTENDED}"
+    if agg.starved and (metric.latency or metric is METRICS[-2]):
         text += f" {STARVED}"
     if agg.generator_bound:
         text += f" {GENERATOR_BOUND}"
@@ -94,8 +116,8 @@ def cell_text(agg: Optional[Aggregate], metric: _Metric, bold: bool) -> str:
 
 
 def best_target(aggs: dict[str, Optional[Aggregate]], metric: _Metric) -> Optional[str]:
-    """The bold cell of one column: best among measured cells that are not generator-bound
-    (and, for latency, not starved)."""
+    """The bold cell of one column: best among ranked cells (clean, uncontended, not
+    generator-bound; for latency, not under-driven)."""
     if metric.higher_is_better is None:
         return None
     values, excluded = {}, []
@@ -103,15 +125,29 @@ def best_target(aggs: dict[str, Optional[Aggregate]], metric: _Metric) -> Option
         if agg is None or agg.status != "ok":
             continue
         values[name] = metric.get(agg)
-        if agg.generator_bound or (metric.latency and agg.starved):
+        if not agg.ranked or (metric.latency and agg.starved):
             excluded.append(name)
     if len([v for v in values.values() if v is not None]) < 2:
         return None  # a single server is nobody's winner
     return analysis.best_of(values, higher_is_better=metric.higher_is_better, excluded=excluded)
 
 
+def _load_name(a: Aggregate) -> str:
+    return {"closed": f"C = {a.load}", "connect": f"new-conn c = {a.load}",
+            "open": f"open loop {a.load} %"}.get(a.mode, str(a.load))
+
+
+def outcome_note(cells: list[Optional[Aggregate]]) -> str:
+    """The footnote under a table: the top non-2xx codes / error kinds of its cells that had any."""
+    parts = [f"{a.target} {a.protocol} {a.workload} {_load_name(a)}: {a.top_outcomes()}"
+             for a in cells if a is not None and a.status == "ok" and a.top_outcomes()]
+    if not parts:
+        return ""
+    return "\n\nNon-2xx answers and errors (top kinds, summed over repeats): " + "; ".join(parts) + "."
+
+
 def load_table(aggs: dict[tuple, Aggregate], targets: list[str], protocol: str, workload: str) -> str:
-    """req/s, p50, p99, CPU us/req and in-flight by server x concurrency (closed loop)."""
+    """req/s, p50, p99, CPU us/req, in-flight and non-2xx + errors by server x concurrency (closed loop)."""
     concurrencies = sorted({k[4] for k in aggs if k[1] == protocol and k[2] == workload and k[3] == "closed"})
     header = ["Metric", "Server"] + [f"C = {c}" for c in concurrencies]
     rows = []
@@ -123,11 +159,12 @@ def load_table(aggs: dict[tuple, Aggregate], targets: list[str], protocol: str, 
             for c in concurrencies:
                 row.append(cell_text(aggs.get((t, protocol, workload, "closed", c)), metric, best[c] == t))
             rows.append(row)
-    return table(header, rows)
+    cells = [aggs.get((t, protocol, workload, "closed", c)) for t in targets for c in concurrencies]
+    return table(header, rows) + outcome_note(cells)
 
 
 def connection_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
-    header = ["Server", "http conn/s", "https handshakes/s"]
+    header = ["Server", "http conn/s", "https handshakes/s", "http non-2xx + errors", "https non-2xx + errors"]
     metric = _Metric("", lambda a: _median(a.conn_per_s), fmt_int, True, False)
     keys = {p: [k for k in aggs if k[1] == p and k[3] == "connect"] for p in ("http", "https")}
     best = {}
@@ -135,52 +172,81 @@ def connection_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
         best[p] = best_target({k[0]: aggs[k] for k in ks}, metric)
     rows = []
     for t in targets:
-        row = [t]
+        row, bad = [t], []
         for p in ("http", "https"):
             match = [k for k in keys[p] if k[0] == t]
             row.append(cell_text(aggs[match[0]], metric, best[p] == t) if match else "n/a")
-        rows.append(row)
-    return table(header, rows)
+            bad.append(cell_text(aggs[match[0]], BAD, False) if match else "n/a")
+        rows.append(row + bad)
+    return table(header, rows) + outcome_note([aggs[k] for ks in keys.values() for k in ks])
 
 
 def open_loop_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
     """Open-loop cells: corrected latency percentiles per server, protocol and rate."""
     header = ["Server", "Protocol", "Load", "Target req/s", "Achieved req/s", "p50 (ms)", "p99 (ms)",
-              "p99.9 (ms)", "max (ms)", "p99 uncorrected (ms)"]
-    rows = []
+              "p99.9 (ms)", "max (ms)", "p99 uncorrected (ms)", "non-2xx + errors"]
+    rows, cells = [], []
     for t in targets:
         for k in sorted((k for k in aggs if k[0] == t and k[3] == "open"), key=lambda k: (k[1], k[4])):
             a = aggs[k]
-            load = f"{k[4]} % of capacity"
+            cells.append(a)
+            load = f"{a.load_pct} % of capacity"
             if a.status != "ok":
-                rows.append([t, k[1], load] + ["FAIL" if a.status == "fail" else "n/a"] * 7)
+                rows.append([t, k[1], load] + ["FAIL" if a.status == "fail" else "n/a"] * 8)
                 continue
-            mark = f" {PARTIAL}" if a.failed else ""
+            mark = (f" {PARTIAL}" if a.failed else "") + (f" {CONTENDED}" if a.contended else "")
             rows.append([t, k[1], load, fmt_int(_median(a.target_rate)), fmt_int(_median(a.rps)) + mark,
                          fmt_ms(_median(a.p50_ms)), fmt_ms(_median(a.p99_ms)), fmt_ms(_median(a.p999_ms)),
-                         fmt_ms(_median(a.max_ms)), fmt_ms(_median(a.p99_uncorrected_ms))])
-    return table(header, rows)
+                         fmt_ms(_median(a.max_ms)), fmt_ms(_median(a.p99_uncorrected_ms)),
+                         cell_text(a, BAD, False)])
+    return table(header, rows) + outcome_note(cells)
 
 
-def summary_table(aggs: dict[tuple, Aggregate], targets: list[str], baseline: str) -> str:
-    """Peak and average throughput, CPU, memory per server, with the ratio to the baseline."""
-    peak, mean, cpu, rss = {}, {}, {}, {}
-    common = common_closed_cells(aggs, targets)
-    for t in targets:
-        ok = [a for k, a in aggs.items() if k[0] == t and a.status == "ok" and k[3] == "closed"]
-        rps = [a.rps.median for a in ok if a.rps is not None]
-        peak[t] = max(rps) if rps else None
-        shared = [a for a in ok if (a.protocol, a.workload, a.connections) in common]
-        mean[t] = analysis.arithmetic_mean([_median(a.rps) for a in shared])
-        cpu[t] = analysis.arithmetic_mean([_median(a.cpu_us) for a in shared])
-        mem = [a.rss_peak_mib for k, a in aggs.items() if k[0] == t and a.rss_peak_mib is not None]
-        rss[t] = max(mem) if mem else None
+def summary_table(model: Model, baseline: str) -> str:
+    """Peak and average throughput, CPU, memory per server over ranked cells, with the ratio
+    to the baseline and the count of measured cells left out."""
+    targets = model.targets
+    peak = {t: model.peak(t) for t in targets}
     ratio = analysis.ratio_to_baseline(peak, baseline)
-    header = ["Server", "Peak req/s", "Average req/s", f"Peak vs {baseline}", "Average CPU us/req", "Peak RSS (MiB)"]
-    rows = [[t, fmt_int(peak[t]) or "n/a", fmt_int(mean[t]) or "n/a",
-             "n/a" if ratio[t] is None else f"{ratio[t]:.2f}x", fmt_us(cpu[t]) or "n/a",
-             "n/a" if rss[t] is None else f"{rss[t]:.1f}"] for t in targets]
+    header = ["Server", "Peak req/s", "Average req/s", f"Peak vs {baseline}", "Average CPU us/req",
+              "Peak RSS (MiB)", "Cells excluded", "Rank"]
+    order = sorted((t for t in targets if peak[t] is not None), key=lambda t: -peak[t])
+    rows = []
+    for t in targets:
+        avg, cpu, rss = model.average(t), model.average(t, metric="cpu_us"), model.rss(t)
+        rows.append([t, fmt_int(peak[t]) or "n/a", fmt_int(avg) or "n/a",
+                     "n/a" if ratio[t] is None else f"{ratio[t]:.2f}x", fmt_us(cpu) or "n/a",
+                     "n/a" if rss is None else f"{rss:.1f}", str(len(model.excluded(t))),
+                     str(order.index(t) + 1) if t in order else "not ranked"])
     return table(header, rows)
+
+
+def excluded_text(model: Model, list_up_to: int = 12) -> str:
+    """Which measured cells the summary and the bold marks leave out, and why (counted per
+    server and reason when there are more than ``list_up_to``)."""
+    excluded = model.excluded()
+    if not excluded:
+        return "Every measured cell is ranked: none had more than 1 % non-2xx/errors, contention or a saturated generator."
+    head = (f"Excluded from peaks, averages and bold marks ({len(excluded)} measured cell(s); still shown in the "
+            "tables with their marks): ")
+    if len(excluded) <= list_up_to:
+        return head + "; ".join(f"{a.target} {a.protocol} {a.workload} {_load_name(a)} ({', '.join(a.exclusions())})"
+                                for a in excluded) + "."
+    parts = []
+    for t in model.targets:
+        mine = model.excluded(t)
+        if not mine:
+            continue
+        dirty, contended, bound = (sum(1 for a in mine if flag(a)) for flag in
+                                   (lambda a: a.dirty, lambda a: a.contended, lambda a: a.generator_bound))
+        shares = [a.outside_share for a in mine if a.contended and a.outside_share is not None]
+        why = [f"{dirty} with > {100 * analysis.DIRTY_SHARE:g} % non-2xx/errors" if dirty else "",
+               f"{contended} contended" + (f" ({100 * min(shares):.0f}-{100 * max(shares):.0f} % outside CPU)"
+                                           if shares else "") if contended else "",
+               f"{bound} generator-bound" if bound else ""]
+        parts.append(f"{t}: {len(mine)} of {sum(1 for a in model.cells(t, mode=None) if a.status == 'ok')} "
+                     f"({', '.join(w for w in why if w)})")
+    return head + "; ".join(parts) + ". The marks in the tables say which."
 
 
 def workload_table(aggs: dict[tuple, Aggregate], targets: list[str], protocol: str, workloads: list[str]) -> str:
@@ -193,7 +259,8 @@ def workload_table(aggs: dict[tuple, Aggregate], targets: list[str], protocol: s
         return ""
     c = max(common)
     metric = METRICS[0]
-    header = ["Server"] + [f"{w} req/s" for w in workloads] + [f"{w} CPU us/req" for w in workloads]
+    header = (["Server"] + [f"{w} req/s" for w in workloads] + [f"{w} CPU us/req" for w in workloads]
+              + [f"{w} non-2xx + errors" for w in workloads])
     best = {w: best_target({t: aggs.get((t, protocol, w, "closed", c)) for t in targets}, metric) for w in workloads}
     best_cpu = {w: best_target({t: aggs.get((t, protocol, w, "closed", c)) for t in targets}, METRICS[3])
                 for w in workloads}
@@ -201,40 +268,45 @@ def workload_table(aggs: dict[tuple, Aggregate], targets: list[str], protocol: s
     for t in targets:
         row = [t] + [cell_text(aggs.get((t, protocol, w, "closed", c)), metric, best[w] == t) for w in workloads]
         row += [cell_text(aggs.get((t, protocol, w, "closed", c)), METRICS[3], best_cpu[w] == t) for w in workloads]
+        row += [cell_text(aggs.get((t, protocol, w, "closed", c)), BAD, False) for w in workloads]
         rows.append(row)
-    return f"At C = {c}.\n\n" + table(header, rows)
+    cells = [aggs.get((t, protocol, w, "closed", c)) for t in targets for w in workloads]
+    return f"At C = {c}.\n\n" + table(header, rows) + outcome_note(cells)
 
 
-def render(results_dir: Path, charts: Optional[list[str]] = None, baseline: Optional[str] = None) -> str:
-    """The markdown text of report.md for a results folder; ratios divide by ``baseline``
-    (default: the sweep's baseline setting, else its first target)."""
+def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] = None) -> str:
+    """The markdown text of report.md for a results folder or a :class:`Model`; ratios divide
+    by ``baseline`` (default: the sweep's baseline setting, else its first target)."""
     from .report_text import environment_table, intro, known_limits, settings_table
 
-    settings, environment, records = load_dir(results_dir)
-    rows = [flatten(r) for r in records]
-    aggs = aggregate(rows)
-    targets = _ordered(settings.get("targets"), [r["target"] for r in rows])
-    workloads = _ordered(settings.get("workloads"), [r["workload"] for r in rows])
-    protocols = [p for p in ("http", "https") if any(r["protocol"] == p for r in rows)]
+    model = source if isinstance(source, Model) else load_model(source)
+    settings, environment, rows, aggs = model.settings, model.environment, model.rows, model.aggs
+    targets, workloads, protocols = model.targets, model.workloads, model.protocols
+    name = model.directory.resolve().name if model.directory else "results"
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    parts = [f"# loadbench sweep report: {Path(results_dir).resolve().name}", ""]
+    parts = [f"# loadbench sweep report: {name}", ""]
     parts += intro(generated, settings, environment, rows)
     parts += ["## Settings", "", settings_table(settings, rows, aggs), "",
               "## Environment", "", environment_table(environment, rows, settings), ""]
+    if not targets:
+        raise ConfigError("the results hold no cells")
     base = baseline or settings.get("baseline") or targets[0]
     if base not in targets:
         raise ConfigError(f"baseline {base!r} is not a server of this sweep ({', '.join(targets)})")
-    parts += ["## Summary", "", summary_table(aggs, targets, base), "",
-              f"Peak: the best closed-loop cell of each server. Averages: over the "
-              f"{len(common_closed_cells(aggs, targets))} closed-loop cells (protocol x workload x C) that every "
-              f"measured server completed, so no server gains from the cells it skipped. The ratio compares "
-              f"peaks with {base}.", ""]
+    parts += ["## Summary", "", summary_table(model, base), "",
+              f"Peak: the best ranked closed-loop cell of each server. Averages: over the "
+              f"{len(model.common())} ranked closed-loop cells (protocol x workload x C) that every "
+              f"server with ranked cells has, so no server gains from the cells it skipped or lost. The ratio "
+              f"compares peaks with {base}; Rank orders the servers by peak. Ranked = at most "
+              f"{100 * analysis.DIRTY_SHARE:g} % non-2xx/errors, not contended, not generator-bound; a server "
+              "with no ranked cell is not ranked.", "", excluded_text(model), ""]
     for protocol in protocols:
         for w in workloads:
             if any(k[1] == protocol and k[2] == w and k[3] == "closed" for k in aggs):
                 title = "HTTP/1.1 over TLS" if protocol == "https" else "HTTP/1.1"
                 parts += [f"## {title} ({protocol}), {w}, keep-alive", "", load_table(aggs, targets, protocol, w), ""]
-    parts += [LEGEND, ""]
+    share = settings.get("contended_share") or analysis.CONTENDED_SHARE
+    parts += [LEGEND.replace("{contended}", f"{100 * share:g}"), ""]
     multi = [w for w in workloads if sum(1 for k in aggs if k[2] == w and k[3] == "closed") > 0]
     if len(multi) > 1:
         parts += ["## Workload breakdown", ""]
@@ -265,23 +337,17 @@ def render(results_dir: Path, charts: Optional[list[str]] = None, baseline: Opti
     return "\n".join(parts)
 
 
-def _ordered(declared: Optional[list], seen: list[str]) -> list[str]:
-    names = [d["name"] for d in declared or [] if isinstance(d, dict) and "name" in d]
-    for s in seen:
-        if s not in names:
-            names.append(s)
-    return [n for n in names if n in set(seen)]
-
-
 def write_report(results_dir, charts: bool = True, baseline: Optional[str] = None) -> Path:
-    """Write report.md (and, unless charts=False, the PNG charts) into ``results_dir``."""
+    """Write report.md (and, unless charts=False, the PNG charts) into ``results_dir``; both
+    are drawn from one :class:`loadbench.model.Model` of the folder."""
     results_dir = Path(results_dir)
+    model = load_model(results_dir)
     names: list[str] = []
     if charts:
         from .plots import write_charts
 
-        names = [p.name for p in write_charts(results_dir)]
-    text = render(results_dir, names, baseline=baseline)
+        names = [p.name for p in write_charts(model)]
+    text = render(model, names, baseline=baseline)
     out = results_dir / "report.md"
     out.write_text(text, encoding="utf-8")
     return out

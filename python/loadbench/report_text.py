@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Optional
 
 from . import analysis
-from .results import Aggregate
+from .model import Aggregate
 
 
 def _cpus(cpus: Optional[list]) -> str:
@@ -49,9 +49,15 @@ def intro(generated: str, settings: dict, environment: dict, rows: list[dict]) -
         "Read the throughput columns, not the latency columns, at high concurrency. These are "
         "closed-loop measurements: the generator holds C connections open and sends the next request "
         "the instant one returns. The effective in-flight count is req/s x mean latency (Little's "
-        f"law); when it falls below {analysis.STARVED_FRACTION:g} x C the extra connections queue "
-        f"outside the server, req/s is still its saturation throughput but the percentiles describe "
-        f"only the requests truly in flight: those cells are marked ‡ and never bold for latency.",
+        "law), which stays at C as long as every connection keeps cycling requests; when it falls below "
+        f"{analysis.UNDERDRIVEN_FRACTION:g} x C because connections were lost to errors or reconnects, the "
+        "server saw less load than the column claims: those cells are marked ‡ (under-driven) and never "
+        "bold for latency.",
+        "",
+        "Every table has a non-2xx + errors row: a server that sheds load as fast error answers looks "
+        f"fast, so a cell with more than {100 * analysis.DIRTY_SHARE:g} % non-2xx answers or errors is "
+        "marked ✗ and never bold or ranked. A cell during whose window other processes took a share of the "
+        "machine's CPU is re-run and, if still contended, marked ⚑ and left out of peaks and averages.",
         "",
         "The CPU us/req row is the one to compare across servers. It is server CPU time (utime+stime "
         "of every thread of the server's process tree, read from /proc around exactly the measured "
@@ -129,28 +135,78 @@ def environment_table(environment: dict, rows: list[dict], settings: Optional[di
     from .report import table
 
     settings = settings or {}
+    gate = environment.get("gate") if isinstance(environment.get("gate"), dict) else None
     try:
         from .environment import Environment
 
-        env = dict(environment)
+        env = {k: v for k, v in environment.items() if k != "gate"}
         env["loadavg_at_start"] = tuple(env.get("loadavg_at_start") or (0.0, 0.0, 0.0))
         items = list(Environment(**env).rows())
     except (TypeError, ValueError, ImportError):
         items = _flatten_env(environment)  # an environment.json from another loadbench version
+    items += quiet_rows(gate, rows, settings)
     if settings.get("workers"):
         items.append(("Workers per server", f"{settings['workers']} (the same for every server; see Settings)"))
     steal = [r["steal_share"] for r in rows if r.get("steal_share") is not None]
     if steal:
         items.append(("Machine steal during windows",
-                      f"median {100 * analysis.median_spread(steal).median:.1f} %, max {100 * max(steal):.1f} % of CPU time"))
+                      f"median {100 * analysis.median(steal):.1f} %, max {100 * max(steal):.1f} % of CPU time"))
     else:
         items.append(("Machine steal during windows", "not measured"))
     idle = [r["idle_share"] for r in rows if r.get("idle_share") is not None]
     if idle:
         items.append(("Machine idle during windows",
-                      f"median {100 * analysis.median_spread(idle).median:.1f} %, min {100 * min(idle):.1f} % "
+                      f"median {100 * analysis.median(idle):.1f} %, min {100 * min(idle):.1f} % "
                       "of all CPU time (near 0 % on a 2-core run is expected: server + generator)"))
     return table(["Item", "Value"], [[k, v] for k, v in items])
+
+
+def _gate_text(gate: dict) -> str:
+    if gate.get("skipped"):
+        return "not waited for (--no-wait)"
+    state = (f"proceeded after the {gate.get('timeout_s', 0):g} s timeout, machine NOT quiet"
+             if gate.get("timed_out") else f"quiet after {gate.get('waited_s', 0):.0f} s")
+    load = gate.get("load1")
+    outside = gate.get("outside_share")
+    return (f"{state} (1-min load {load:.2f}" if load is not None else f"{state} (") + \
+        (f", outside CPU {100 * outside:.0f} % over the last second" if outside is not None else "") + \
+        f"; quiet = load below {gate.get('quiet_load', 0):g} or outside CPU below {100 * gate.get('quiet_outside', 0):g} %)"
+
+
+def quiet_rows(gate: Optional[dict], rows: list[dict], settings: dict) -> list[tuple[str, str]]:
+    """The load gate before the sweep and before each cell, and the contended cells."""
+    items = []
+    if gate:
+        items.append(("Load gate before the sweep", _gate_text(gate)))
+    gates = [r["gate"] for r in rows if isinstance(r.get("gate"), dict)]
+    if gates:
+        late = sum(1 for g in gates if g.get("timed_out"))
+        waited = sum(g.get("waited_s") or 0 for g in gates)
+        skipped = all(g.get("skipped") for g in gates)
+        items.append(("Load gate before each cell", "not waited for (--no-wait)" if skipped else
+                      f"waited {waited:.0f} s in all; {late} of {len(gates)} cell(s) proceeded after the timeout "
+                      "on a busy machine"))
+    elif not gate:
+        items.append(("Load gate", "none (results from before the gate existed)"))
+    outside = [r["outside_share"] for r in rows if r.get("outside_share") is not None]
+    share = settings.get("contended_share") or analysis.CONTENDED_SHARE
+    if outside:
+        contended = sum(1 for r in rows if r.get("contended") and r["status"] == "ok")
+        reran = sum(1 for r in rows if r.get("reruns"))
+        reruns = sum(r.get("reruns") or 0 for r in rows)
+        items.append(("Outside CPU during windows",
+                      f"median {100 * analysis.median(outside):.1f} %, max {100 * max(outside):.1f} % of the machine "
+                      "(busy time not used by the server tree or the generator)"))
+        if "contended_reruns" in settings:
+            rerun_text = (f"{reran} cell(s) re-run ({reruns} re-runs, up to {settings['contended_reruns']} each) "
+                          f"because other processes took more than {100 * share:g} % of the machine; ")
+        else:
+            rerun_text = (f"none re-run (measured before loadbench re-ran contended cells); judged now at "
+                          f"{100 * share:g} % of the machine, without the irq/softirq correction those results "
+                          "lack (the benchmark's own loopback softirq, a few %, counts as outside): ")
+        items.append(("Contended cells", rerun_text + f"{contended} repeat(s) contended, marked ⚑ and left out "
+                      "of peaks and averages"))
+    return items
 
 
 def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict[tuple, Aggregate]) -> list[str]:
@@ -170,10 +226,10 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
     if bound:
         out.append(f"- **Generator-bound cells ({len(bound)}, marked §):** {', '.join(bound)}. Their req/s is "
                    "loadbench's ceiling on this machine, not the server's.")
-    starved = sorted(_cell_name(a) for a in aggs.values() if a.starved)
+    starved = sorted(f"{_cell_name(a)} ({a.starved_cause})" for a in aggs.values() if a.starved)
     if starved:
-        out.append(f"- **Starved cells ({len(starved)}, marked ‡):** {', '.join(starved)}. Their latency "
-                   "percentiles are not service-level numbers.")
+        out.append(f"- **Under-driven cells ({len(starved)}, marked ‡):** {', '.join(starved)}. The server saw "
+                   "fewer requests in flight than the column's C; their latency is not the C-connection number.")
     skipped: dict = {}
     for r in rows:
         if r["status"] == "skipped":
@@ -184,18 +240,26 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
     for (target, why), (protocols, workloads) in skipped.items():
         what = "all workloads" if set(workloads) == all_workloads else ", ".join(workloads)
         out.append(f"- **{target}, {what}, over {' and '.join(protocols)}: not measured** ({why}).")
-    busy = _contended(rows)
-    if busy:
-        out.append(busy)
-    failed = sorted({(r["target"], r["protocol"], r["workload"], r["connections"], r["mode"]) for r in rows if r["status"] == "fail"})
+    contended = sorted({_cell_name(a) for a in aggs.values() if a.contended and a.status == "ok"})
+    if contended:
+        ok = sum(1 for a in aggs.values() if a.status == "ok")
+        which = ", ".join(contended) if len(contended) <= 12 else f"{len(contended)} of the {ok} measured cells"
+        out.append(f"- **Contended cells ({len(contended)}, marked ⚑):** {which}. Other processes "
+                   "used the machine's CPUs during their windows; their numbers understate the server and are "
+                   "not ranked. Re-measure on a quiet machine.")
+    dirty = sorted({_cell_name(a) for a in aggs.values() if a.dirty and a.status == "ok"})
+    if dirty:
+        out.append(f"- **Cells with non-2xx answers or errors ({len(dirty)}, marked ✗):** {', '.join(dirty)}. "
+                   "Their req/s counts error answers; they are not ranked.")
+    failed = sorted({(r["target"], r["protocol"], r["workload"], r["load"] or 0, r["mode"]) for r in rows if r["status"] == "fail"})
     if failed:
         first = next(r for r in rows if r["status"] == "fail")
         out.append(f"- **{len(failed)} cell(s) FAIL** (server died or never became ready), e.g. "
-                   f"{first['target']} {first['protocol']} {first['workload']} c={first['connections']}: {first['error']}")
+                   f"{first['target']} {first['protocol']} {first['workload']} c={first['load']}: {first['error']}")
     spreads = [(a.rps.relative_range, a) for a in aggs.values() if a.rps is not None and a.rps.n > 1]
     if spreads:
         spreads.sort(key=lambda pair: pair[0])
-        median = spreads[len(spreads) // 2][0]
+        median = analysis.median([pair[0] for pair in spreads])
         worst, cell = spreads[-1]
         out.append(f"- **Repeat spread.** req/s of the repeats of one cell spread over a median of "
                    f"{100 * median:.0f} % of their median (max - min); the widest was {_cell_name(cell)} "
@@ -212,24 +276,6 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
 
 
 def _cell_name(a: Aggregate) -> str:
-    load = {"closed": f"c={a.connections}", "connect": f"new-conn c={a.connections}",
-            "open": f"open loop {a.connections} %"}.get(a.mode, str(a.connections))
+    load = {"closed": f"c={a.load}", "connect": f"new-conn c={a.load}",
+            "open": f"open loop {a.load} %"}.get(a.mode, str(a.load))
     return f"{a.target} {a.protocol} {a.workload} {load}"
-
-
-def _contended(rows: list[dict]) -> str:
-    """A note when neither the server nor the generator used its CPU fully: something else did."""
-    shares = [(r["server_cpu_share"], r["generator_utilisation"]) for r in rows
-              if r["status"] == "ok" and r["mode"] == "closed" and r["connections"] and r["connections"] > 1
-              and r.get("server_cpu_share") is not None and r.get("generator_utilisation") is not None]
-    if not shares:
-        return ""
-    server = analysis.median_spread([s for s, _ in shares]).median
-    generator = analysis.median_spread([g for _, g in shares]).median
-    if server >= 0.6 or generator >= 0.6:
-        return ""
-    return (f"- **CPU contention from outside the benchmark.** In the median closed-loop cell above C = 1 the "
-            f"server used {100 * server:.0f} % of a core and the generator {100 * generator:.0f} % of its "
-            "threads' time, yet neither was waiting on the other: other processes on this machine took "
-            "the pinned CPUs. Absolute req/s and latency understate every server; CPU us/req (per response, "
-            "not per second) is the figure least affected.")

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import analysis
+
 if TYPE_CHECKING:  # pragma: no cover
     from .result import Result
 
@@ -52,6 +54,11 @@ def summary_lines(r: "Result") -> list[str]:
     else:
         lines.append("  latency       no responses")
     codes = ", ".join(f"{code}: {n:,}" for code, n in sorted(r.status_codes.items())) or "none"
+    errors = sum(int(n) for n in r.errors.values())
+    share = analysis.bad_share(analysis.non_2xx(r.status_codes), errors, r.responses)
+    if share:  # the report's non-2xx + errors figure; above 1 % a sweep never ranks the cell
+        codes += f"  (non-2xx + errors: {100 * share:.2f} % of outcomes" + \
+            (", above the 1 % a report ranks)" if share > analysis.DIRTY_SHARE else ")")
     lines.append(f"  status codes  {codes}")
     errs = ", ".join(f"{kind} {n:,}" for kind, n in r.errors.items() if n)
     if errs:

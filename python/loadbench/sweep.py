@@ -12,21 +12,20 @@ and the sweep goes on.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import io
 import json
 import os
 import tempfile
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Union
 
+from . import analysis
 from . import results as rs
-from .errors import ConfigError, LoadbenchError
+from .errors import ConfigError
+from .gate import LoadGate
 from .progress import ProgressBar
-from .sampler import Sampler
-from .targets import PROTOCOLS, RunningServer, Target, default_cpu_split, launch
+from .targets import PROTOCOLS, Target, default_cpu_split
 
 ECHO_BODY_BYTES = 4096
 
@@ -75,20 +74,21 @@ class Cell:
     protocol: str
     workload: str
     # "closed" (keep-alive, closed loop), "connect" (a new connection per request) or "open"
-    # (open loop at a fixed rate: `connections` then holds the rate as a percent of the
-    # target's closed-loop capacity measured earlier in the same sweep)
+    # (open loop at a fixed rate)
     mode: str
-    connections: int
+    # connections (closed, connect), or for "open" the rate as a percent of the target's
+    # closed-loop capacity measured earlier in the same sweep (the record's `load_pct`)
+    load: int
     repeat: int
 
     @property
     def id(self) -> str:
-        load = {"closed": "c", "connect": "connect", "open": "open"}[self.mode] + str(self.connections)
+        load = {"closed": "c", "connect": "connect", "open": "open"}[self.mode] + str(self.load)
         return f"{self.target}|{self.protocol}|{self.workload}|{load}|r{self.repeat}"
 
     def label(self) -> str:
-        load = {"closed": f"c={self.connections}", "connect": f"new-conn c={self.connections}",
-                "open": f"open loop {self.connections}% of capacity"}[self.mode]
+        load = {"closed": f"c={self.load}", "connect": f"new-conn c={self.load}",
+                "open": f"open loop {self.load}% of capacity"}[self.mode]
         return f"{self.target} {self.protocol} {self.workload} {load} #{self.repeat + 1}"
 
 
@@ -117,6 +117,10 @@ class Sweep:
     generator_threads: Optional[int] = None
     peers_dir: Optional[str] = None
     baseline: Optional[str] = None  # the target the report's ratios divide by (default: the first)
+    # A cell whose window saw other processes use more than this share of the machine's CPU is
+    # re-run up to contended_reruns times, then recorded as contended (marked, not ranked).
+    contended_share: float = analysis.CONTENDED_SHARE
+    contended_reruns: int = 2
 
     def __post_init__(self) -> None:
         self.workloads = [builtin_workloads()[w] if isinstance(w, str) and w in builtin_workloads()
@@ -145,7 +149,8 @@ class Sweep:
         checks = {"repeats": self.repeats >= 1, "duration": self.duration > 0, "warmup": self.warmup >= 0,
                   "timeout": self.timeout > 0, "connection_setup_concurrency": self.connection_setup_concurrency >= 1,
                   "workers": self.workers is None or self.workers >= 1,
-                  "generator_threads": self.generator_threads is None or self.generator_threads >= 1}
+                  "generator_threads": self.generator_threads is None or self.generator_threads >= 1,
+                  "contended_share": 0 < self.contended_share <= 1, "contended_reruns": self.contended_reruns >= 0}
         for key, ok in checks.items():
             if not ok:
                 raise ConfigError(f"{key}: {getattr(self, key)!r} is out of range")
@@ -196,10 +201,14 @@ class Sweep:
 
     # -- running -------------------------------------------------------------------------
     def run(self, out_dir: Union[str, Path], *, progress: bool = True, notes: bool = True,
-            runner: Optional[Callable] = None, environment: bool = True) -> Path:
+            runner: Optional[Callable] = None, environment: bool = True,
+            gate: Optional[LoadGate] = None) -> Path:
         """Run every cell not yet in OUT_DIR/results.jsonl; returns the results file.
 
         ``progress``: the bar on stderr; ``notes``: skip/FAIL lines on stderr (even without the bar).
+        ``gate``: wait for a quiet machine before the sweep and before each cell (the CLI's
+        default; None here: no waiting, nothing recorded; ``LoadGate(enabled=False)``: skipped
+        and recorded as skipped).
         """
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -221,15 +230,27 @@ class Sweep:
         bar = ProgressBar(len(cells), done=len(cells) - len(pending), to_measure=len(runnable),
                           estimate_s=self.warmup + self.duration + 0.3,
                           stream=None if notes else io.StringIO(), show_bar=progress)
+        if gate is not None and runnable:
+            gate.on_wait = gate.on_wait or bar.note
+            before = gate.wait()
+            if before.timed_out:
+                bar.note(before.describe())
+            if environment:
+                env_path = out / rs.ENVIRONMENT_FILE
+                env_data = json.loads(env_path.read_text()) if env_path.exists() else {}
+                env_data["gate"] = before.to_dict()
+                env_path.write_text(json.dumps(env_data, indent=2, default=str) + "\n")
         if runner is None:
             from . import run as runner
         groups: dict = {}
         for cell in pending:
             groups.setdefault((cell.target, cell.protocol), []).append(cell)
+        from .sweep_group import _Group
+
         # One self-signed pair per invocation, outside the results folder (never committed).
         with tempfile.TemporaryDirectory(prefix="loadbench-certs-") as certs:
             for (name, protocol), group in groups.items():
-                _Group(self, by_target[name], protocol, group, path, bar, runner, Path(certs)).run()
+                _Group(self, by_target[name], protocol, group, path, bar, runner, Path(certs), gate).run()
         bar.finish("done")
         return path
 
@@ -238,154 +259,8 @@ class Sweep:
         mine = self.settings()
         if settings_path.exists():
             theirs = json.loads(settings_path.read_text())
-            if theirs != mine:
+            # a key this version added (e.g. contended_share) is not a different sweep
+            if theirs != {k: v for k, v in mine.items() if k in theirs}:
                 raise ConfigError(f"{out} holds results of a different sweep (its {rs.SETTINGS_FILE} differs); "
                                   "choose another output folder to start a new one")
         settings_path.write_text(json.dumps(mine, indent=2) + "\n")
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-class _Group:
-    """The pending cells of one (target, protocol): one server lifecycle, restarted if it dies."""
-
-    def __init__(self, sweep: Sweep, target: Target, protocol: str, cells: list, path: Path,
-                 bar: ProgressBar, runner: Callable, cert_dir: Path) -> None:
-        self.sweep, self.target, self.protocol = sweep, target, protocol
-        self.cells, self.path, self.bar, self.runner = cells, path, bar, runner
-        self.cert_dir = cert_dir
-        self.workloads = {w.name: w for w in sweep.workloads}
-        self.server: Optional[RunningServer] = None
-        self.peers_dir = Path(sweep.peers_dir) if sweep.peers_dir else None
-        self.started_at = _now()
-        self.sampled: Optional[dict] = None
-
-    def run(self) -> None:
-        reason = self.target.unavailable_reason(self.protocol, self.peers_dir)
-        if reason:
-            self.bar.note(f"skipping {self.target.name} {self.protocol}: {reason}")
-        launch_error: Optional[str] = None
-        try:
-            for cell in self.cells:
-                if reason or cell.workload in self.target.unsupported_workloads:
-                    why = reason or f"{self.target.name} does not serve the {cell.workload} workload"
-                    self._record(cell, "skipped", why, None, 0.0)
-                    self.bar.end_cell(measured=False)
-                    continue
-                self.bar.start_cell(cell.label())
-                started = time.monotonic()
-                self.started_at = _now()
-                if launch_error is None and (self.server is None or not self.server.alive()):
-                    launch_error = self._start()
-                if launch_error is not None:
-                    self._record(cell, "fail", launch_error, None, time.monotonic() - started)
-                    self.bar.end_cell(measured=False, planned=True)
-                    continue
-                status, error, result = self._measure(cell)
-                self._record(cell, status, error, result, time.monotonic() - started)
-                if status == "fail":
-                    self.bar.note(f"FAIL {cell.label()}: {error}")
-                self.bar.end_cell()
-        finally:
-            if self.server is not None:
-                self.server.stop()
-
-    def _start(self) -> Optional[str]:
-        if self.server is not None:
-            self.server.stop()
-        try:
-            self.server = launch(self.target, self.protocol, workers=self.sweep.workers,
-                                 cpus=self.sweep.server_cpus, peers_dir=self.peers_dir,
-                                 cert_dir=self.cert_dir)
-        except LoadbenchError as exc:
-            self.server = None
-            self.bar.note(f"{self.target.name} {self.protocol}: {exc}")
-            return str(exc)
-        return None
-
-    def _measure(self, cell: Cell) -> tuple[str, Optional[str], Optional[dict]]:
-        assert self.server is not None
-        w = self.workloads[cell.workload]
-        threads = self.sweep.generator_threads or len(self.sweep.generator_cpus)
-        kwargs = dict(
-            connections=cell.connections, threads=max(1, min(threads, cell.connections)),
-            duration=self.sweep.duration, warmup=self.sweep.warmup, timeout=self.sweep.timeout,
-            keepalive=cell.mode != "connect", insecure=True, cpus=self.sweep.generator_cpus,
-        )
-        if cell.mode == "open":
-            capacity = self._capacity(cell)
-            if capacity is None:
-                return "fail", "no closed-loop capacity was measured for this server, so no open-loop rate", None
-            rate, pool = capacity[0] * cell.connections / 100.0, capacity[1]
-            # The pool the capacity was measured with, fixed (wrk2's model): every server is offered
-            # the same connections, and a request that finds them all busy waits - the corrected
-            # latency counts that wait. (With a pool allowed to grow 4x, a 10 000 req/s https run
-            # against Beast had a p99 of 437 ms instead of 58 ms: the growth, not the server.)
-            kwargs.update(rate=rate, arrival="constant", connections=pool, max_connections=pool,
-                          threads=max(1, min(threads, pool)))
-        self.sampled = None
-        sampler = None
-        if self.server.pid is not None:
-            # Exact server block at the window's edges (run's sample_pid), plus a background
-            # series around the whole cell for the peaks between the edges.
-            kwargs["sample_pid"] = self.server.pid
-            try:
-                sampler = Sampler(self.server.pid, interval=0.1, tree=self.target.tree).start()
-            except LoadbenchError:
-                sampler = None
-        if w.requests is not None:
-            kwargs["requests_list"] = [dict(r) for r in w.requests]
-            url = self.server.base_url + str(w.requests[0].get("path", "/"))
-        else:
-            kwargs.update(method=w.method, headers=dict(w.headers), body=w.body)
-            url = self.server.base_url + w.path
-        try:
-            result = self.runner(url, **kwargs).to_dict()
-        except Exception as exc:  # noqa: BLE001 - any failure of one cell must not end the sweep
-            if not self.server.alive():
-                return "fail", f"server died during the cell: {self.server.death_note()}", None
-            return "fail", f"{type(exc).__name__}: {exc}", None
-        finally:
-            if sampler is not None:
-                sampler.stop()
-                self.sampled = sampler.totals()
-        if result.get("interrupted"):
-            raise KeyboardInterrupt  # Ctrl-C cut the window short: not a cell to keep
-        if not self.server.alive():
-            return "fail", f"server died during the cell: {self.server.death_note()}", result
-        if not result.get("responses"):
-            errors = ", ".join(f"{k} {v}" for k, v in (result.get("errors") or {}).items()) or "none"
-            return "fail", f"no responses in the window (errors: {errors})", result
-        return "ok", None, result
-
-    def _capacity(self, cell: Cell) -> Optional[tuple[float, int]]:
-        """(best median req/s, its concurrency) of this target/protocol/workload's closed cells."""
-        by_c: dict[int, list[float]] = {}
-        for r in rs.read_records(self.path):
-            if (r.get("target"), r.get("protocol"), r.get("workload"), r.get("mode"), r.get("status")) == \
-                    (cell.target, cell.protocol, cell.workload, "closed", "ok"):
-                by_c.setdefault(r["connections"], []).append(r["result"]["rps"])
-        if not by_c:
-            return None
-        best = max(by_c, key=lambda c: sorted(by_c[c])[len(by_c[c]) // 2])
-        values = sorted(by_c[best])
-        return values[len(values) // 2], best
-
-    def _record(self, cell: Cell, status: str, error: Optional[str], result: Optional[dict],
-                wall_s: float) -> None:
-        record = {
-            "id": cell.id, "target": cell.target, "protocol": cell.protocol, "workload": cell.workload,
-            "mode": cell.mode, "connections": cell.connections, "repeat": cell.repeat,
-            "status": status, "error": error,
-            "started": self.started_at if wall_s else _now(),
-            "wall_s": round(wall_s, 3),
-            "server": self.server.describe() if self.server is not None else None,
-        }
-        if result is not None:
-            record["result"] = result
-        if self.sampled and status != "skipped":
-            record["sampler"] = self.sampled
-            self.sampled = None
-        rs.append_record(self.path, record)

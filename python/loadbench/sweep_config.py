@@ -45,6 +45,8 @@ SWEEP_KEYS = {
     "open_fractions": (_LIST, "a list of fractions of capacity, e.g. [0.5, 0.8, 0.95]"),
     "open_loop_workload": (_STR, "a workload name"),
     "baseline": (_STR, "a target name (the report's ratios divide by it)"),
+    "contended_share": (_NUM, "a share of the machine's CPU in (0, 1], e.g. 0.05"),
+    "contended_reruns": (_INT, "how often a contended cell is re-run (0 or more)"),
     "default_peers": (_BOOL, "true or false (add the installed peers of peers_dir)"),
     "targets": (_LIST, "an array of [[targets]] tables"),
     "workloads": (_LIST, "an array of [[workloads]] tables or workload names"),
@@ -182,9 +184,11 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
     for key in ("duration", "warmup", "timeout"):
         if key in data:
             kwargs[key] = parse_seconds(data[key], key)
+    if "contended_share" in data:
+        kwargs["contended_share"] = float(data["contended_share"])
     for key in ("repeats", "connection_setup", "connection_setup_concurrency",
                 "connection_setup_workload", "workers", "generator_threads", "baseline",
-                "open_fractions", "open_loop_workload"):
+                "open_fractions", "open_loop_workload", "contended_reruns"):
         if key in data:
             kwargs[key] = data[key]
     for key in ("concurrencies", "server_cpus", "generator_cpus"):

@@ -75,6 +75,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--shards", type=int, default=None,
                    help="with --cluster: split the run into N shards on N workers (default: every worker)")
     p.add_argument("--no-progress", action="store_true", help="no live progress line")
+    p.add_argument("--wait-quiet", nargs="?", type=float, const=120.0, default=None, metavar="SECONDS",
+                   help="before the run, wait until the machine is quiet (1-min load below 0.25 x cores, or "
+                        "other processes under 5 %% of the CPU over a second), at most SECONDS (default 120); "
+                        "the summary and JSON say whether it was quiet")
     p.set_defaults(func=main)
 
 
@@ -118,6 +122,12 @@ def main(args: argparse.Namespace) -> int:
     body: Optional[object] = args.body
     if args.body_file is not None:
         body = Path(args.body_file)
+    gate = None
+    if args.wait_quiet is not None:
+        from ..gate import LoadGate
+
+        gate = LoadGate(timeout_s=args.wait_quiet,
+                        on_wait=lambda text: print(f"loadbench: {text}", file=sys.stderr)).wait()
     progress: Optional[_ProgressLine] = None
     if not args.no_progress and sys.stderr.isatty():
         progress = _ProgressLine(sys.stderr)
@@ -147,7 +157,11 @@ def main(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.clear()
+    if gate is not None:
+        result.extras["gate"] = gate.to_dict()
     print("\n".join(result.summary_lines()))
+    if gate is not None:
+        print(f"  load gate     {gate.describe()}")
     try:
         if args.json:
             result.to_json(args.json)

@@ -31,6 +31,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="the default sweep cut to about a minute (1 repeat, 1 s cells, C = 1 and 50)")
     parser.add_argument("--no-report", action="store_true", help="measure only; `loadbench report DIR` later")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--no-wait", action="store_true",
+                        help="do not wait for a quiet machine before the sweep and each cell (recorded as skipped)")
+    parser.add_argument("--wait-timeout", type=float, default=120.0, metavar="SECONDS",
+                        help="wait at most this long for a quiet machine before the sweep, then measure anyway "
+                             "and say so in the report (default 120; before each cell at most 20 s, or this if "
+                             "shorter)")
+    parser.add_argument("--quiet-load", type=float, default=None, metavar="LOAD",
+                        help="1-min load average counted as quiet (default 0.25 x logical cores); also quiet: "
+                             "other processes under 5 %% of the CPU over the last second")
     parser.set_defaults(func=run)
 
 
@@ -53,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"loadbench: sweep of {len(cells)} cells "
           f"({len(sweep.targets)} servers: {', '.join(t.name for t in sweep.targets)}) -> {out}",
           file=sys.stderr)
+    from ..gate import LoadGate
+
+    gate = LoadGate(quiet_load=args.quiet_load, timeout_s=args.wait_timeout, enabled=not args.no_wait,
+                    cell_timeout_s=min(args.wait_timeout, 20.0))
     started = time.monotonic()
 
     def terminate(signum: int, _frame: object) -> None:
@@ -60,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
     previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        results = sweep.run(out, progress=not args.no_progress)
+        results = sweep.run(out, progress=not args.no_progress, gate=gate)
     except KeyboardInterrupt:
         print(f"\nloadbench: interrupted; every finished cell is in {out / 'results.jsonl'}. "
               f"Run the same command again to resume, or `loadbench report {out}` for a report of what is there.",

@@ -1,0 +1,68 @@
+"""The bench drivers' load gate and outside-CPU rule: the same loadbench.gate and
+loadbench.analysis a sweep uses, so a bench report and a sweep report judge a busy machine alike."""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any, Optional
+
+from loadbench import analysis
+from loadbench.gate import LoadGate
+
+
+def outside_share(server: dict, generator_cpu_s: float, irq: Optional[float] = None) -> Optional[float]:
+    """CPU the rest of the machine used during a run, as a share of all its cores: machine
+    busy time minus what the server and the generator spent and minus irq/softirq time
+    (``irq``, from :func:`loadbench.gate.irq_share` around the run) - loadbench.analysis, the
+    same rule a sweep uses to re-run and mark contended cells."""
+    return analysis.outside_cpu_share((server.get("machine") or {}).get("busy_share"), server.get("window_s"),
+                                      os.cpu_count() or 1, server.get("cpu_s"), generator_cpu_s, irq)
+
+
+def foreign_cores(server: dict, generator_cpu_s: float, irq: Optional[float] = None) -> Optional[float]:
+    """:func:`outside_share` in cores. Near 0 on a quiet machine; on a shared one it says how
+    much other work competed for the two pinned cores."""
+    share = outside_share(server, generator_cpu_s, irq)
+    return None if share is None else share * (os.cpu_count() or 1)
+
+
+def is_contended(record: dict) -> bool:
+    """A repeat during whose window others took more than analysis.CONTENDED_SHARE of the machine."""
+    share = record.get("outside_share")
+    return share is not None and share > analysis.CONTENDED_SHARE
+
+
+# ---------------------------------------------------------------------------------------
+# The load gate (loadbench.gate): the same quiet-machine wait as `loadbench sweep`
+# ---------------------------------------------------------------------------------------
+def add_gate_args(parser: Any) -> None:
+    parser.add_argument("--no-wait", action="store_true",
+                        help="do not wait for a quiet machine before the run and each repeat")
+    parser.add_argument("--wait-timeout", type=float, default=120.0, metavar="SECONDS",
+                        help="wait at most this long for a quiet machine, then measure and say so (default 120)")
+
+
+def make_gate(args: Any) -> LoadGate:
+    return LoadGate(timeout_s=getattr(args, "wait_timeout", 120.0), enabled=not getattr(args, "no_wait", False),
+                    on_wait=lambda text: print(f"  {text}", flush=True))
+
+
+def wait_quiet(gate: LoadGate) -> dict:
+    """Wait for a quiet machine; the gate's verdict plus the 1-min load when measuring starts."""
+    verdict = gate.wait()
+    if verdict.timed_out:
+        print(f"  {verdict.describe()}", flush=True)
+    return {**verdict.to_dict(), "load1_at_start": os.getloadavg()[0]}
+
+
+def gate_note(first: dict, records: Iterable[dict]) -> str:
+    """The environment block's line: the gate before the run, per repeat, and contended repeats."""
+    rows = [r for r in records if r.get("status", "ok") == "ok" and "outside_share" in r]
+    late = sum(1 for r in rows if (r.get("gate") or {}).get("timed_out"))
+    busy = sum(1 for r in rows if is_contended(r))
+    before = "skipped (--no-wait)" if first.get("skipped") else (
+        f"proceeded after {first.get('timeout_s', 0):g} s on a busy machine" if first.get("timed_out")
+        else f"quiet after {first.get('waited_s', 0):.0f} s")
+    return (f"before the run: {before} (load {first.get('load1_at_start', 0):.2f}); {late} of {len(rows)} "
+            f"repeat(s) measured after the gate timed out; {busy} repeat(s) contended (others used more than "
+            f"{100 * analysis.CONTENDED_SHARE:g} % of the machine in the window)")

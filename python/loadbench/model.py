@@ -1,0 +1,380 @@
+"""The ONE report model of a sweep: rows, cells (median of repeats), peaks, averages over the
+cells every server shares, RSS, flags. report.md (report.py), the charts (plots.py), the
+notebook and bench/ all draw from it, so a number means the same thing wherever it appears.
+
+    m = loadbench.model.load("reports/2026-11-29-host")
+    m.peak("beast"), m.average("beast"), m.rss("beast"), m.excluded("py")
+
+The arithmetic itself (median, Little's law, CPU/req, outside CPU, the flags' rules) lives in
+:mod:`loadbench.analysis`, each defined once; this module applies it to the records.
+
+A cell is *ranked* (may be bold, enters peaks and averages) only when it measured something
+(status ok), at most 1 % of its outcomes were non-2xx or errors, no other process took more
+than the contended share of the machine during its window, and the generator was not the
+bottleneck. Every other measured cell is still shown, with its marks, and listed as excluded.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from . import analysis
+from .analysis import Spread
+
+Key = tuple  # (target, protocol, workload, mode, load): load = C, or % of capacity (open)
+
+
+def _get(d: Optional[dict], *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(key)
+    return d
+
+
+def _ms(us: Optional[float]) -> Optional[float]:
+    return None if us is None else us / 1000.0
+
+
+def _mib(kib: Optional[float]) -> Optional[float]:
+    return kib / 1024 if kib else None
+
+
+def load_of(record: dict) -> tuple[Optional[int], Optional[int]]:
+    """(connections, load_pct) of a record. Open-loop records written before ``load_pct``
+    existed kept the percentage in ``connections``; they are read the new way."""
+    if record.get("mode") == "open":
+        pct = record.get("load_pct")
+        if pct is None:
+            pct = record.get("connections")
+        return (record.get("connections") if "load_pct" in record else None), pct
+    return record.get("connections"), None
+
+
+def flatten(record: dict, cores: Optional[int] = None,
+            contended_share: float = analysis.CONTENDED_SHARE) -> dict:
+    """One tidy row per cell and repeat (the shape pandas, the report and the notebook use).
+
+    ``cores``: the machine's logical cores (for the outside-CPU share; environment.json)."""
+    result = record.get("result") or {}
+    latency = result.get("latency_us") or {}
+    rps, mean_us = result.get("rps"), latency.get("mean")
+    duration, responses = result.get("duration_s"), result.get("responses") or 0
+    server = result.get("server") or {}
+    sampled = record.get("sampler") or {}
+    connections, load_pct = load_of(record)
+    mode = record.get("mode")
+    inflight = analysis.littles_law_inflight(rps, mean_us) if rps is not None and mean_us is not None else None
+    cpu_us = server.get("cpu_us_per_req")
+    if cpu_us is None and server.get("cpu_s") is not None and responses:
+        cpu_us = analysis.cpu_us_per_request(server["cpu_s"], responses)
+    error_kinds = {k: int(v) for k, v in (result.get("errors") or {}).items() if isinstance(v, (int, float)) and v}
+    errors = sum(error_kinds.values())
+    codes = {str(k): int(v) for k, v in (result.get("status_codes") or {}).items()}
+    non2xx = analysis.non_2xx(codes)
+    generator_cpu_s = _get(result, "generator", "cpu_s")
+    cores = record.get("machine_cores") or cores
+    outside = analysis.outside_cpu_share(_get(server, "machine", "busy_share"), server.get("window_s") or duration,
+                                         cores, server.get("cpu_s"), generator_cpu_s, record.get("irq_share"))
+    if "contended" in record:
+        contended = bool(record["contended"])
+    else:  # a record from before the contended rule: judged on its window now
+        contended = outside is not None and outside > contended_share
+    reconnects = int(result.get("reconnects") or 0)
+    cause = (analysis.underdriven_cause(inflight, connections, errors, reconnects)
+             if mode == "closed" and record.get("status") == "ok" else None)
+    return {
+        "id": record.get("id"), "target": record.get("target"), "protocol": record.get("protocol"),
+        "workload": record.get("workload"), "mode": mode,
+        "connections": connections, "load_pct": load_pct,
+        "load": load_pct if mode == "open" else connections,
+        "repeat": record.get("repeat"), "status": record.get("status"), "error": record.get("error"),
+        "rps": rps, "responses": responses, "duration_s": duration,
+        "errors": errors, "error_kinds": error_kinds, "status_codes": codes, "non2xx": non2xx,
+        "bad_share": analysis.bad_share(non2xx, errors, responses) if result else None,
+        "p50_ms": _ms(latency.get("p50")), "p90_ms": _ms(latency.get("p90")), "p99_ms": _ms(latency.get("p99")),
+        "p999_ms": _ms(latency.get("p99.9")), "max_ms": _ms(latency.get("max")), "mean_ms": _ms(mean_us),
+        "inflight": inflight, "reconnects": reconnects,
+        "starved": cause is not None, "starved_cause": cause,
+        "server_cpu_us_per_req": cpu_us,
+        "rss_peak_mib": _mib(server.get("rss_peak_kib") or sampled.get("rss_peak_kib")),
+        "steal_share": _get(server, "machine", "steal_share"),
+        "idle_share": _get(server, "machine", "idle_share"),
+        "outside_share": outside, "contended": contended, "reruns": int(record.get("reruns") or 0),
+        "gate": record.get("gate"),
+        # share of the server's pinned CPUs it used in the window (1.0 = all of them busy)
+        "server_cpu_share": (server["cpu_s"] / duration / len(_get(record, "server", "cpus") or [1])
+                             if server.get("cpu_s") is not None and duration else None),
+        "wall_s": record.get("wall_s"), "started": record.get("started"),
+        "generator_cpu_s": generator_cpu_s,
+        "generator_cpu_us_per_req": _get(result, "generator", "cpu_us_per_req"),
+        "generator_bound": analysis.is_generator_bound(result),
+        "generator_utilisation": _get(result, "generator", "utilisation"),
+        "conn_per_s": (analysis.connection_rate(result.get("connections_opened", 0), duration)
+                       if duration else None),
+        "connections_opened": result.get("connections_opened"),
+        # open loop: latency_us is corrected (from the intended send time), this one is not
+        "p99_uncorrected_ms": _ms(_get(result, "latency_uncorrected_us", "p99")),
+        "target_rate": _get(result, "rate", "target"),
+        "late_sends": _get(result, "rate", "late_sends"), "sends": _get(result, "rate", "sends"),
+    }
+
+
+def frame(records: list[dict], cores: Optional[int] = None):
+    """The tidy pandas DataFrame of a results list (one row per cell and repeat)."""
+    import pandas as pd
+
+    return pd.DataFrame([flatten(r, cores) for r in records])
+
+
+@dataclass
+class Aggregate:
+    """The repeats of one (target, protocol, workload, mode, load) folded together."""
+
+    target: str
+    protocol: str
+    workload: str
+    mode: str
+    load: int  # connections (closed, connect) or percent of capacity (open)
+    status: str  # "ok" (at least one repeat measured), "fail" (none did), "skipped"
+    repeats: int = 0
+    failed: int = 0
+    note: Optional[str] = None  # the error of a failed cell, the reason of a skipped one
+    rps: Optional[Spread] = None
+    p50_ms: Optional[Spread] = None
+    p99_ms: Optional[Spread] = None
+    p999_ms: Optional[Spread] = None
+    max_ms: Optional[Spread] = None
+    p99_uncorrected_ms: Optional[Spread] = None
+    target_rate: Optional[Spread] = None
+    late_sends: Optional[Spread] = None
+    mean_ms: Optional[Spread] = None
+    cpu_us: Optional[Spread] = None
+    inflight: Optional[Spread] = None
+    conn_per_s: Optional[Spread] = None
+    rss_peak_mib: Optional[float] = None
+    steal_share: Optional[float] = None
+    starved: bool = False
+    starved_cause: Optional[str] = None
+    generator_bound: bool = False
+    # non-2xx answers and errors over the measured repeats, pooled
+    bad_share: Optional[float] = None
+    status_codes: dict = field(default_factory=dict)
+    error_kinds: dict = field(default_factory=dict)
+    outside_share: Optional[float] = None  # the most any kept repeat saw
+    contended: bool = False
+    reruns: int = 0
+
+    @property
+    def key(self) -> Key:
+        return (self.target, self.protocol, self.workload, self.mode, self.load)
+
+    @property
+    def connections(self) -> Optional[int]:
+        return None if self.mode == "open" else self.load
+
+    @property
+    def load_pct(self) -> Optional[int]:
+        return self.load if self.mode == "open" else None
+
+    @property
+    def dirty(self) -> bool:
+        """More than 1 % of outcomes were non-2xx answers or errors."""
+        return self.bad_share is not None and self.bad_share > analysis.DIRTY_SHARE
+
+    @property
+    def ranked(self) -> bool:
+        """May be bold and enters peaks, averages and the summary."""
+        return self.status == "ok" and not self.exclusions()
+
+    def exclusions(self) -> list[str]:
+        """Why a measured cell is not ranked (empty when it is)."""
+        out = []
+        if self.dirty:
+            out.append(f"{100 * self.bad_share:.1f} % non-2xx/errors")
+        if self.contended:
+            out.append("contended" + (f" ({100 * self.outside_share:.0f} % outside CPU)"
+                                      if self.outside_share is not None else ""))
+        if self.generator_bound:
+            out.append("generator-bound")
+        return out
+
+    def top_outcomes(self, n: int = 3) -> str:
+        """'503 x 3 000, timeout x 12': the most frequent non-2xx codes and error kinds."""
+        bad = Counter({f"{c}": v for c, v in self.status_codes.items() if not str(c).startswith("2")})
+        bad.update(self.error_kinds)
+        return ", ".join(f"{k} x {v:,}".replace(",", " ") for k, v in bad.most_common(n))
+
+
+def aggregate(rows: list[dict]) -> dict[Key, Aggregate]:
+    """Median-of-repeats per cell key from flattened rows (see :func:`flatten`).
+
+    Failed repeats do not enter the medians; a cell is FAIL only when no repeat measured.
+    Under-driven is judged on the median in-flight count; generator-bound and contended when
+    any kept repeat was; non-2xx/errors pooled over the measured repeats."""
+    groups: dict[Key, list[dict]] = {}
+    for row in rows:
+        key = (row["target"], row["protocol"], row["workload"], row["mode"], row.get("load", row.get("connections")))
+        groups.setdefault(key, []).append(row)
+    out = {}
+    for key, group in groups.items():
+        ok = [r for r in group if r["status"] == "ok"]
+        failed = [r for r in group if r["status"] == "fail"]
+        skipped = [r for r in group if r["status"] == "skipped"]
+        status = "ok" if ok else ("fail" if failed else "skipped")
+        note = (failed or skipped or [{}])[0].get("error")
+        agg = Aggregate(*key, status=status, repeats=len(group), failed=len(failed), note=note)
+        if ok:
+            _fill(agg, ok)
+        out[key] = agg
+    return out
+
+
+def _fill(agg: Aggregate, ok: list[dict]) -> None:
+    def pick(name: str) -> Optional[Spread]:
+        return analysis.median_spread([r.get(name) for r in ok])
+
+    agg.rps, agg.p50_ms, agg.p99_ms = pick("rps"), pick("p50_ms"), pick("p99_ms")
+    agg.mean_ms, agg.cpu_us, agg.inflight = pick("mean_ms"), pick("server_cpu_us_per_req"), pick("inflight")
+    agg.conn_per_s, agg.p999_ms, agg.max_ms = pick("conn_per_s"), pick("p999_ms"), pick("max_ms")
+    if agg.mode == "open":
+        agg.p99_uncorrected_ms, agg.target_rate = pick("p99_uncorrected_ms"), pick("target_rate")
+        agg.late_sends = pick("late_sends")
+    rss = [r["rss_peak_mib"] for r in ok if r.get("rss_peak_mib") is not None]
+    agg.rss_peak_mib = max(rss) if rss else None
+    steal = [r["steal_share"] for r in ok if r.get("steal_share") is not None]
+    agg.steal_share = max(steal) if steal else None
+    if agg.mode == "closed" and agg.inflight is not None:
+        errors = sum(r.get("errors") or 0 for r in ok)
+        reconnects = sum(r.get("reconnects") or 0 for r in ok)
+        agg.starved_cause = analysis.underdriven_cause(agg.inflight.median, agg.load, errors, reconnects)
+        agg.starved = agg.starved_cause is not None
+    agg.generator_bound = any(r.get("generator_bound") for r in ok)
+    codes: Counter = Counter()
+    kinds: Counter = Counter()
+    for r in ok:
+        codes.update(r.get("status_codes") or {})
+        kinds.update(r.get("error_kinds") or {})
+    agg.status_codes, agg.error_kinds = dict(codes), dict(kinds)
+    responses = sum(r.get("responses") or 0 for r in ok)
+    if any(r.get("bad_share") is not None for r in ok):
+        agg.bad_share = analysis.bad_share(analysis.non_2xx(codes), sum(kinds.values()), responses)
+    outside = [r["outside_share"] for r in ok if r.get("outside_share") is not None]
+    agg.outside_share = max(outside) if outside else None
+    agg.contended = any(r.get("contended") for r in ok)
+    agg.reruns = sum(r.get("reruns") or 0 for r in ok)
+
+
+def common_closed_cells(aggs: dict[Key, Aggregate], targets: list[str]) -> set[tuple]:
+    """(protocol, workload, connections) of the ranked closed-loop cells that every server with
+    any ranked cell has: averages over them do not favour a server for the cells it skipped
+    (node without https, nginx without echo) or lost to errors or contention."""
+    common: Optional[set] = None
+    for t in targets:
+        mine = {(k[1], k[2], k[4]) for k, a in aggs.items() if k[0] == t and k[3] == "closed" and a.ranked}
+        if mine:
+            common = mine if common is None else common & mine
+    return common or set()
+
+
+def _ordered(declared: Optional[list], seen: list[str]) -> list[str]:
+    names = [d["name"] for d in declared or [] if isinstance(d, dict) and "name" in d]
+    for s in seen:
+        if s not in names:
+            names.append(s)
+    return [n for n in names if n in set(seen)]
+
+
+@dataclass
+class Model:
+    """Everything a report, chart or notebook shows about one results folder."""
+
+    settings: dict
+    environment: dict
+    records: list[dict]
+    rows: list[dict]
+    aggs: dict[Key, Aggregate]
+    targets: list[str]
+    workloads: list[str]
+    protocols: list[str]
+    directory: Optional[Path] = None
+
+    def cells(self, target: Optional[str] = None, protocol: Optional[str] = None,
+              workload: Optional[str] = None, mode: Optional[str] = "closed") -> list[Aggregate]:
+        return [a for a in self.aggs.values() if (target is None or a.target == target)
+                and (protocol is None or a.protocol == protocol) and (workload is None or a.workload == workload)
+                and (mode is None or a.mode == mode)]
+
+    def peak(self, target: str, protocol: Optional[str] = None, workload: Optional[str] = None) -> Optional[float]:
+        """The best median req/s of the server's ranked closed-loop cells."""
+        values = [a.rps.median for a in self.cells(target, protocol, workload) if a.ranked and a.rps]
+        return max(values) if values else None
+
+    def common(self, protocol: Optional[str] = None) -> set[tuple]:
+        aggs = self.aggs if protocol is None else {k: a for k, a in self.aggs.items() if k[1] == protocol}
+        return common_closed_cells(aggs, self.targets)
+
+    def average(self, target: str, protocol: Optional[str] = None, metric: str = "rps") -> Optional[float]:
+        """Mean of the median ``metric`` (rps, cpu_us) over the cells every server has ranked."""
+        common = self.common(protocol)
+        cells = [a for a in self.cells(target, protocol) if a.ranked and (a.protocol, a.workload, a.load) in common]
+        return analysis.arithmetic_mean([getattr(a, metric).median if getattr(a, metric) else None for a in cells])
+
+    def rss(self, target: str) -> Optional[float]:
+        """Peak RSS (MiB) over every measured cell of the server (contention does not move it)."""
+        mem = [a.rss_peak_mib for a in self.aggs.values() if a.target == target and a.rss_peak_mib is not None]
+        return max(mem) if mem else None
+
+    def excluded(self, target: Optional[str] = None) -> list[Aggregate]:
+        """Measured cells left out of bold marks, peaks and averages (see Aggregate.exclusions)."""
+        return [a for a in self.aggs.values() if a.status == "ok" and not a.ranked
+                and (target is None or a.target == target)]
+
+    def gap(self, cells: list[Aggregate]) -> str:
+        """What a chart prints where a server has no ranked value."""
+        if any(a.status == "ok" for a in cells):
+            return "excluded"
+        return "FAIL" if any(a.status == "fail" for a in cells) else "n/a"
+
+    def cells_frame(self):
+        """The cells (median of repeats) as a pandas DataFrame: what the report's tables show."""
+        import pandas as pd
+
+        def med(spread: Optional[Spread]) -> Optional[float]:
+            return None if spread is None else spread.median
+
+        return pd.DataFrame([{
+            "target": a.target, "protocol": a.protocol, "workload": a.workload, "mode": a.mode,
+            "load": a.load, "status": a.status, "repeats": a.repeats,
+            "rps": med(a.rps), "rps_min": a.rps.min if a.rps else None, "rps_max": a.rps.max if a.rps else None,
+            "p50_ms": med(a.p50_ms), "p99_ms": med(a.p99_ms), "cpu_us": med(a.cpu_us),
+            "inflight": med(a.inflight), "bad_share": a.bad_share, "outside_share": a.outside_share,
+            "contended": a.contended, "starved": a.starved, "generator_bound": a.generator_bound,
+            "ranked": a.ranked} for a in self.aggs.values()])
+
+    @property
+    def cores(self) -> Optional[int]:
+        env = self.environment
+        return env.get("logical_cores") or _get(env, "cpu", "logical_cores")
+
+
+def build(settings: dict, environment: dict, records: list[dict], directory: Optional[Path] = None) -> Model:
+    cores = environment.get("logical_cores") or _get(environment, "cpu", "logical_cores")
+    share = settings.get("contended_share") or analysis.CONTENDED_SHARE
+    rows = [flatten(r, cores, share) for r in records]
+    aggs = aggregate(rows)
+    return Model(settings, environment, records, rows, aggs,
+                 targets=_ordered(settings.get("targets"), [r["target"] for r in rows]),
+                 workloads=_ordered(settings.get("workloads"), [r["workload"] for r in rows]),
+                 protocols=[p for p in ("http", "https") if any(r["protocol"] == p for r in rows)],
+                 directory=directory)
+
+
+def load(results_dir) -> Model:
+    """The model of a results folder (sweep.json, environment.json, results.jsonl)."""
+    from .results import load_dir
+
+    settings, environment, records = load_dir(Path(results_dir))
+    return build(settings, environment, records, Path(results_dir))

@@ -1,0 +1,207 @@
+"""One (target, protocol) of a sweep: its server's lifecycle and its cells, each measured
+after the load gate, re-run while the window was contended, and appended to results.jsonl."""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Optional
+
+from . import analysis
+from . import results as rs
+from .errors import LoadbenchError
+from .gate import LoadGate, cpu_times, irq_share
+from .progress import ProgressBar
+from .sampler import Sampler
+from .targets import RunningServer, Target, launch
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .sweep import Cell, Sweep
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class _Group:
+    """The pending cells of one (target, protocol): one server lifecycle, restarted if it dies."""
+
+    def __init__(self, sweep: Sweep, target: Target, protocol: str, cells: list, path: Path,
+                 bar: ProgressBar, runner: Callable, cert_dir: Path, gate: Optional[LoadGate] = None) -> None:
+        self.sweep, self.target, self.protocol = sweep, target, protocol
+        self.cells, self.path, self.bar, self.runner = cells, path, bar, runner
+        self.cert_dir = cert_dir
+        self.workloads = {w.name: w for w in sweep.workloads}
+        self.server: Optional[RunningServer] = None
+        self.peers_dir = Path(sweep.peers_dir) if sweep.peers_dir else None
+        self.started_at = _now()
+        self.sampled: Optional[dict] = None
+        self.gate = gate
+        self.pool: Optional[int] = None  # the open loop's fixed connection count
+
+    def run(self) -> None:
+        reason = self.target.unavailable_reason(self.protocol, self.peers_dir)
+        if reason:
+            self.bar.note(f"skipping {self.target.name} {self.protocol}: {reason}")
+        launch_error: Optional[str] = None
+        try:
+            for cell in self.cells:
+                if reason or cell.workload in self.target.unsupported_workloads:
+                    why = reason or f"{self.target.name} does not serve the {cell.workload} workload"
+                    self._record(cell, "skipped", why, None, 0.0)
+                    self.bar.end_cell(measured=False)
+                    continue
+                self.bar.start_cell(cell.label())
+                started = time.monotonic()
+                self.started_at = _now()
+                if launch_error is None and (self.server is None or not self.server.alive()):
+                    launch_error = self._start()
+                if launch_error is not None:
+                    self._record(cell, "fail", launch_error, None, time.monotonic() - started)
+                    self.bar.end_cell(measured=False, planned=True)
+                    continue
+                status, error, result, extra = self._measure_quiet(cell)
+                self._record(cell, status, error, result, time.monotonic() - started, extra)
+                if status == "fail":
+                    self.bar.note(f"FAIL {cell.label()}: {error}")
+                self.bar.end_cell()
+        finally:
+            if self.server is not None:
+                self.server.stop()
+
+    def _start(self) -> Optional[str]:
+        if self.server is not None:
+            self.server.stop()
+        try:
+            self.server = launch(self.target, self.protocol, workers=self.sweep.workers,
+                                 cpus=self.sweep.server_cpus, peers_dir=self.peers_dir,
+                                 cert_dir=self.cert_dir)
+        except LoadbenchError as exc:
+            self.server = None
+            self.bar.note(f"{self.target.name} {self.protocol}: {exc}")
+            return str(exc)
+        return None
+
+    def _measure_quiet(self, cell: Cell) -> tuple[str, Optional[str], Optional[dict], dict]:
+        """Measure after the load gate; re-run while other processes took more than the
+        contended share of the machine (up to contended_reruns times), then keep the last."""
+        reruns = 0
+        cores = os.cpu_count() or 1
+        while True:
+            extra: dict = {"machine_cores": cores}
+            if self.gate is not None:
+                extra["gate"] = self.gate.wait(self.gate.cell_timeout_s).to_dict()
+            before = cpu_times()
+            status, error, result = self._measure(cell)
+            irq = irq_share(before, cpu_times())  # over warm-up + window + drain: the same traffic
+            server = (result or {}).get("server") or {}
+            outside = analysis.outside_cpu_share(
+                (server.get("machine") or {}).get("busy_share"), server.get("window_s"), cores,
+                server.get("cpu_s"), ((result or {}).get("generator") or {}).get("cpu_s"), irq)
+            contended = status == "ok" and outside is not None and outside > self.sweep.contended_share
+            if contended and reruns < self.sweep.contended_reruns:
+                reruns += 1
+                self.bar.note(f"re-running {cell.label()}: other processes used {100 * outside:.0f} % of the "
+                              f"machine's CPU in its window (re-run {reruns} of {self.sweep.contended_reruns})")
+                continue
+            if outside is not None:
+                extra.update(outside_share=round(outside, 4), contended=contended)
+            if irq is not None:
+                extra["irq_share"] = round(irq, 4)
+            extra["reruns"] = reruns
+            if contended:
+                self.bar.note(f"CONTENDED {cell.label()}: still {100 * outside:.0f} % outside CPU after "
+                              f"{reruns} re-run(s); marked and left out of peaks")
+            return status, error, result, extra
+
+    def _measure(self, cell: Cell) -> tuple[str, Optional[str], Optional[dict]]:
+        assert self.server is not None
+        w = self.workloads[cell.workload]
+        self.pool = None
+        threads = self.sweep.generator_threads or len(self.sweep.generator_cpus)
+        kwargs: dict = {
+            "connections": cell.load, "threads": max(1, min(threads, cell.load)),
+            "duration": self.sweep.duration, "warmup": self.sweep.warmup, "timeout": self.sweep.timeout,
+            "keepalive": cell.mode != "connect", "insecure": True, "cpus": self.sweep.generator_cpus,
+        }
+        if cell.mode == "open":
+            capacity = self._capacity(cell)
+            if capacity is None:
+                return "fail", "no closed-loop capacity was measured for this server, so no open-loop rate", None
+            rate, pool = capacity[0] * cell.load / 100.0, capacity[1]
+            self.pool = pool
+            # The pool the capacity was measured with, fixed (wrk2's model): every server is offered
+            # the same connections, and a request that finds them all busy waits - the corrected
+            # latency counts that wait. (With a pool allowed to grow 4x, a 10 000 req/s https run
+            # against Beast had a p99 of 437 ms instead of 58 ms: the growth, not the server.)
+            kwargs.update(rate=rate, arrival="constant", connections=pool, max_connections=pool,
+                          threads=max(1, min(threads, pool)))
+        self.sampled = None
+        sampler = None
+        if self.server.pid is not None:
+            # Exact server block at the window's edges (run's sample_pid), plus a background
+            # series around the whole cell for the peaks between the edges.
+            kwargs["sample_pid"] = self.server.pid
+            try:
+                sampler = Sampler(self.server.pid, interval=0.1, tree=self.target.tree).start()
+            except LoadbenchError:
+                sampler = None
+        if w.requests is not None:
+            kwargs["requests_list"] = [dict(r) for r in w.requests]
+            url = self.server.base_url + str(w.requests[0].get("path", "/"))
+        else:
+            kwargs.update(method=w.method, headers=dict(w.headers), body=w.body)
+            url = self.server.base_url + w.path
+        try:
+            result = self.runner(url, **kwargs).to_dict()
+        except Exception as exc:  # noqa: BLE001 - any failure of one cell must not end the sweep
+            if not self.server.alive():
+                return "fail", f"server died during the cell: {self.server.death_note()}", None
+            return "fail", f"{type(exc).__name__}: {exc}", None
+        finally:
+            if sampler is not None:
+                sampler.stop()
+                self.sampled = sampler.totals()
+        if result.get("interrupted"):
+            raise KeyboardInterrupt  # Ctrl-C cut the window short: not a cell to keep
+        if not self.server.alive():
+            return "fail", f"server died during the cell: {self.server.death_note()}", result
+        if not result.get("responses"):
+            errors = ", ".join(f"{k} {v}" for k, v in (result.get("errors") or {}).items()) or "none"
+            return "fail", f"no responses in the window (errors: {errors})", result
+        return "ok", None, result
+
+    def _capacity(self, cell: Cell) -> Optional[tuple[float, int]]:
+        """(best median req/s, its concurrency) of this target/protocol/workload's closed cells."""
+        by_c: dict[int, list[float]] = {}
+        for r in rs.read_records(self.path):
+            if (r.get("target"), r.get("protocol"), r.get("workload"), r.get("mode"), r.get("status")) == \
+                    (cell.target, cell.protocol, cell.workload, "closed", "ok"):
+                by_c.setdefault(r["connections"], []).append(r["result"]["rps"])
+        if not by_c:
+            return None
+        medians = {c: analysis.median(values) for c, values in by_c.items()}
+        best = max(medians, key=lambda c: medians[c])
+        return medians[best], best
+
+    def _record(self, cell: Cell, status: str, error: Optional[str], result: Optional[dict],
+                wall_s: float, extra: Optional[dict] = None) -> None:
+        record = {
+            "id": cell.id, "target": cell.target, "protocol": cell.protocol, "workload": cell.workload,
+            "mode": cell.mode, "connections": self.pool if cell.mode == "open" else cell.load,
+            "repeat": cell.repeat,
+            "status": status, "error": error,
+            "started": self.started_at if wall_s else _now(),
+            "wall_s": round(wall_s, 3),
+            "server": self.server.describe() if self.server is not None else None,
+        }
+        if cell.mode == "open":
+            record["load_pct"] = cell.load
+        record.update(extra or {})
+        if result is not None:
+            record["result"] = result
+        if self.sampled and status != "skipped":
+            record["sampler"] = self.sampled
+            self.sampled = None
+        rs.append_record(self.path, record)

@@ -1,0 +1,247 @@
+"""Honest reports on a shared machine: the load gate, contended cells re-run and marked, a
+server that sheds load as 503s ranked below one that serves everything, and the under-driven
+flag (‡) firing on a closed loop that lost connections and not on a healthy one."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import loadbench
+import pytest
+from loadbench import Sweep, Target, model, report
+from loadbench.gate import LoadGate
+from sweep_data import result_dict
+
+HERE = Path(__file__).resolve().parent
+SHED = HERE / "peers" / "shed_server.py"
+
+
+def shed_target(name: str, share: float, limit: int = 0) -> Target:
+    argv = [sys.executable, str(SHED), "{port}", str(share)] + ([str(limit)] if limit else [])
+    return Target(name, kind="command", argv=argv, description=f"test peer shedding {share:.0%}")
+
+
+# -- the load gate -------------------------------------------------------------------------
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def sleep(self, s: float) -> None:
+        self.t += s
+
+
+def test_gate_waits_until_the_load_drops():
+    clock = FakeClock()
+    loads = iter([3.0, 2.0, 0.3])
+    gate = LoadGate(quiet_load=0.5, timeout_s=60, poll_s=5, read_load=lambda: next(loads),
+                    read_outside=lambda: 0.4, sleep=clock.sleep, clock=clock)
+    g = gate.wait()
+    assert g.quiet and not g.timed_out and g.waited_s == 10 and g.load1 == 0.3
+
+
+def test_gate_lets_a_quiet_second_through_despite_a_lagging_load_average():
+    clock = FakeClock()
+    gate = LoadGate(quiet_load=0.5, quiet_outside=0.05, read_load=lambda: 4.0, read_outside=lambda: 0.01,
+                    sleep=clock.sleep, clock=clock)
+    g = gate.wait()
+    assert g.quiet and g.waited_s == 0 and g.outside_share == 0.01
+
+
+def test_gate_times_out_and_says_so():
+    clock = FakeClock()
+    told: list[str] = []
+    gate = LoadGate(quiet_load=0.5, timeout_s=3, poll_s=1, read_load=lambda: 9.0, read_outside=lambda: 0.6,
+                    sleep=clock.sleep, clock=clock, on_wait=told.append)
+    g = gate.wait()
+    assert not g.quiet and g.timed_out and g.waited_s == 3
+    assert "machine still busy after 3 s (load 9.00, outside CPU 60 %)" in g.describe()
+    assert len(told) == 1 and "waiting for a quiet machine" in told[0]
+    assert g.to_dict()["timed_out"] is True
+
+
+def test_gate_skipped_and_default_threshold():
+    g = LoadGate(enabled=False, read_load=lambda: 9.0).wait()
+    assert g.skipped and not g.quiet and "skipped" in g.describe()
+    assert LoadGate().load_threshold == pytest.approx(0.25 * (os.cpu_count() or 1))
+
+
+def test_outside_share_and_irq_readers_are_shares():
+    from loadbench.gate import cpu_times, irq_share, outside_share_now
+
+    share = outside_share_now(0.2)
+    assert share is None or 0.0 <= share <= 1.0
+    # user nice system idle iowait irq softirq steal: 10 of 100 jiffies in irq + softirq
+    assert irq_share([0] * 8, [50, 0, 20, 20, 0, 4, 6, 0]) == pytest.approx(0.1)
+    assert irq_share(None, [1] * 8) is None and irq_share([1] * 8, [1] * 8) is None
+    assert len(cpu_times()) == 8
+
+
+# -- contended cells -----------------------------------------------------------------------
+class ScriptedRunner:
+    """Stands in for loadbench.run: each call returns the next window's machine busy share."""
+
+    def __init__(self, busy: list[float]) -> None:
+        self.busy = list(busy)
+        self.calls = 0
+
+    def __call__(self, url: str, **kwargs):
+        self.calls += 1
+        share = self.busy.pop(0) if self.busy else 0.0
+        cores = os.cpu_count() or 1
+        res = result_dict(1000, 1000, 900, 2000, 0.2, duration=1.0)
+        res["server"]["window_s"] = 1.0
+        # server 0.2 s + generator 0.1 s of cores x 1 s, plus what "others" used
+        res["server"]["machine"]["busy_share"] = 0.3 / cores + share
+
+        class R:
+            def to_dict(self) -> dict:
+                return res
+
+        return R()
+
+
+def test_a_contended_cell_is_rerun_then_kept_quiet_or_marked(tmp_path):
+    sweep = Sweep(targets=[shed_target("a", 0)], concurrencies=[1, 2], duration=0.2, warmup=0.0,
+                  contended_reruns=2)
+    # C = 1: contended once, then quiet -> kept after one re-run, not marked
+    # C = 2: contended three times -> two re-runs, then marked
+    runner = ScriptedRunner([0.30, 0.0, 0.40, 0.40, 0.40])
+    gate = LoadGate(quiet_load=1e9, read_load=lambda: 0.0)
+    sweep.run(tmp_path, progress=False, notes=False, runner=runner, environment=False, gate=gate)
+    assert runner.calls == 5
+    m = model.load(tmp_path)
+    quiet, busy = (next(a for a in m.cells("a") if a.load == c) for c in (1, 2))
+    assert not quiet.contended and quiet.reruns == 1 and quiet.ranked
+    assert busy.contended and busy.reruns == 2 and not busy.ranked
+    assert busy.outside_share == pytest.approx(0.40, abs=1e-3)
+    assert m.peak("a") == 1000 and m.excluded("a") == [busy]
+    rows = {r["load"]: r for r in m.rows}
+    assert rows[1]["gate"]["quiet"] and rows[2]["gate"]["quiet"]
+    text = report.render(tmp_path)
+    assert "| req/s | a | 1 000 | 1 000 ⚑ |" in text
+    assert "2 cell(s) re-run (3 re-runs, up to 2 each)" in text and "1 repeat(s) contended, marked" in text
+    assert "0 of 2 cell(s) proceeded after the timeout" in text
+
+
+def burn(cpu: int) -> subprocess.Popen:
+    """A child python busy loop pinned to one CPU, bounded to 60 s whatever happens."""
+    code = f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.time() + 60\nwhile time.time() < end: pass\n"
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+def test_a_sweep_while_a_process_burns_the_server_core_marks_the_cells(tmp_path):
+    server_cpu = min(os.sched_getaffinity(0))
+    burner = burn(server_cpu)
+    try:
+        sweep = Sweep(targets=[shed_target("a", 0)], concurrencies=[2], duration=0.5, warmup=0.1,
+                      contended_reruns=1, server_cpus=[server_cpu])
+        sweep.run(tmp_path, progress=False, notes=False, environment=False)
+    finally:
+        burner.kill()
+        burner.wait()
+    (cell,) = model.load(tmp_path).cells("a")
+    # a busy core is 1 / cores of the machine; the server shared it, so it got at most half
+    assert cell.outside_share is not None and cell.outside_share > 0.5 / (os.cpu_count() or 1) - 0.05
+    assert cell.contended and cell.reruns == 1 and not cell.ranked
+
+
+# -- a server that sheds load --------------------------------------------------------------
+def test_a_server_shedding_503s_ranks_below_one_that_serves_everything(tmp_path):
+    sweep = Sweep(targets=[shed_target("serves", 0), shed_target("sheds", 0.3)], concurrencies=[4],
+                  duration=0.5, warmup=0.1, contended_share=1.0, contended_reruns=0)
+    sweep.run(tmp_path, progress=False, notes=False, environment=False)
+    m = model.load(tmp_path)
+    (serves,), (sheds,) = m.cells("serves"), m.cells("sheds")
+    assert sheds.bad_share == pytest.approx(0.3, abs=0.02) and sheds.dirty and not sheds.ranked
+    assert set(sheds.status_codes) == {"200", "503"}
+    assert serves.bad_share == 0 and serves.ranked
+    assert m.peak("serves") > 0 and m.peak("sheds") is None  # ranked below, whatever its req/s
+    text = report.render(tmp_path)
+    assert "| req/s | serves | **" in text and "| non-2xx + errors |  | " not in text
+    assert "sheds http plaintext C = 4: 503 x " in text
+    assert "sheds http plaintext C = 4 (30.0 % non-2xx/errors)" in text
+    summary = text[text.index("## Summary"):text.index("## HTTP/1.1")]
+    assert "| sheds | n/a | n/a |" in summary and summary.count("| not ranked |") == 1
+    assert "| 0 | 1 |" in summary  # serves: no cell excluded, rank 1
+
+
+# -- the under-driven flag (‡) --------------------------------------------------------------
+def _closed_row(url: str, connections: int) -> dict:
+    r = loadbench.run(url, connections=connections, threads=1, duration=0.5, warmup=0.1, timeout=2.0)
+    return model.flatten({"mode": "closed", "connections": connections, "status": "ok", "result": r.to_dict()})
+
+
+@pytest.fixture
+def shed_server():
+    from loadbench.targets import launch
+
+    started = []
+
+    def start(limit: int = 0, share: float = 0.0):
+        server = launch(shed_target("t", share, limit), "http", workers=1, cpus=None)
+        started.append(server)
+        return server.base_url + "/"
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+def test_underdriven_fires_when_the_server_takes_fewer_connections_than_c(shed_server):
+    row = _closed_row(shed_server(limit=2), 8)
+    assert row["errors"] + row["reconnects"] > 0
+    assert row["starved"] and row["inflight"] < 0.9 * 8, row["starved_cause"]
+
+
+def test_underdriven_does_not_fire_on_a_healthy_closed_loop(shed_server):
+    row = _closed_row(shed_server(), 8)
+    assert row["errors"] == 0 and not row["starved"], (row["inflight"], row["starved_cause"])
+    assert row["inflight"] > 0.9 * 8
+
+
+def test_no_wait_is_recorded_and_reported(tmp_path):
+    import json
+
+    sweep = Sweep(targets=[shed_target("a", 0)], concurrencies=[1], duration=0.2, warmup=0.0)
+    sweep.run(tmp_path, progress=False, notes=False, runner=ScriptedRunner([]), gate=LoadGate(enabled=False))
+    env = json.loads((tmp_path / "environment.json").read_text())
+    assert env["gate"]["skipped"] and env["logical_cores"]
+    (row,) = model.load(tmp_path).rows
+    assert row["gate"]["skipped"] and row["contended"] is False and row["reruns"] == 0
+    text = report.render(tmp_path)
+    assert "| Load gate before the sweep | not waited for (--no-wait) |" in text
+    assert "| Load gate before each cell | not waited for (--no-wait) |" in text
+
+
+def test_run_cli_waits_for_a_quiet_machine_only_when_asked(beast_server, capsys):
+    from loadbench.cli import main
+
+    url = beast_server.url("/plaintext")
+    assert main(["run", url, "-c", "1", "-d", "0.2s", "--no-progress"]) == 0
+    assert "load gate" not in capsys.readouterr().out
+    assert main(["run", url, "-c", "1", "-d", "0.2s", "--no-progress", "--wait-quiet", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "  load gate     machine " in out  # quiet at once, or "still busy after 0 s"
+
+
+def test_run_summary_shows_the_non_2xx_share(shed_server):
+    r = loadbench.run(shed_server(share=0.3), connections=2, duration=0.3, timeout=2.0)
+    line = next(x for x in r.summary_lines() if x.startswith("  status codes"))
+    import re
+
+    share = re.search(r"non-2xx \+ errors: ([0-9.]+) % of outcomes, above the 1 % a report ranks", line)
+    assert share and float(share.group(1)) == pytest.approx(30.0, abs=0.5), line
+
+
+def test_gate_before_a_cell_waits_less_than_before_a_sweep():
+    clock = FakeClock()
+    gate = LoadGate(quiet_load=0.5, timeout_s=120, cell_timeout_s=4, read_load=lambda: 9.0,
+                    read_outside=lambda: 0.6, sleep=clock.sleep, clock=clock)
+    g = gate.wait(gate.cell_timeout_s)
+    assert g.timed_out and g.waited_s == 4 and g.timeout_s == 4
+    assert gate.wait().waited_s == 120
