@@ -175,3 +175,18 @@ def test_cli_shards_without_cluster_is_refused():
     proc = subprocess.run([sys.executable, "-m", "loadbench", "run", "http://127.0.0.1:9/", "--shards", "2"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--shards needs --cluster" in proc.stderr
+
+
+def test_a_sweep_runs_distributed_and_names_its_generator_hosts(tmp_path):
+    sweep = loadbench.Sweep(targets=[loadbench.Target("beast")], workloads=["plaintext"], concurrencies=[4],
+                            duration=0.5, warmup=0.1, cluster="local", shards=2)
+    sweep.run(tmp_path, progress=False, notes=False)
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 1 and rows[0]["status"] == "ok", rows
+    result = rows[0]["result"]
+    assert result["config"]["shards"] == 2 and len(result["shards"]) == 2
+    assert sum(s["responses"] for s in result["shards"]) == result["responses"] > 0
+    env = json.loads((tmp_path / "environment.json").read_text())
+    assert env["generators"]["cluster"] == "local" and env["generators"]["hosts"]
+    with pytest.raises(ConfigError, match="shards needs cluster"):
+        loadbench.Sweep(shards=2)

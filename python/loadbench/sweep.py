@@ -121,6 +121,10 @@ class Sweep:
     # re-run up to contended_reruns times, then recorded as contended (marked, not ranked).
     contended_share: float = analysis.CONTENDED_SHARE
     contended_reruns: int = 2
+    # Distributed generation: every cell's load comes from `shards` Dask workers of this
+    # scheduler (an address, or "local" for worker processes on this machine).
+    cluster: Optional[str] = None
+    shards: Optional[int] = None
 
     def __post_init__(self) -> None:
         self.workloads = [builtin_workloads()[w] if isinstance(w, str) and w in builtin_workloads()
@@ -150,7 +154,10 @@ class Sweep:
                   "timeout": self.timeout > 0, "connection_setup_concurrency": self.connection_setup_concurrency >= 1,
                   "workers": self.workers is None or self.workers >= 1,
                   "generator_threads": self.generator_threads is None or self.generator_threads >= 1,
-                  "contended_share": 0 < self.contended_share <= 1, "contended_reruns": self.contended_reruns >= 0}
+                  "contended_share": 0 < self.contended_share <= 1, "contended_reruns": self.contended_reruns >= 0,
+                  "shards": self.shards is None or self.shards >= 1}
+        if self.shards is not None and self.cluster is None:
+            raise ConfigError("shards needs cluster (a Dask scheduler address, or 'local')")
         for key, ok in checks.items():
             if not ok:
                 raise ConfigError(f"{key}: {getattr(self, key)!r} is out of range")
@@ -240,8 +247,30 @@ class Sweep:
                 env_data = json.loads(env_path.read_text()) if env_path.exists() else {}
                 env_data["gate"] = before.to_dict()
                 env_path.write_text(json.dumps(env_data, indent=2, default=str) + "\n")
+        closing: Optional[Callable] = None
+        if runner is None and self.cluster is not None and runnable:
+            from .distributed import SweepRunner
+
+            runner = SweepRunner(self.cluster, self.shards)
+            closing = runner.close
+            if environment:  # the report's environment block lists the generator hosts
+                env_path = out / rs.ENVIRONMENT_FILE
+                env_data = json.loads(env_path.read_text()) if env_path.exists() else {}
+                env_data["generators"] = {"cluster": self.cluster, "shards": self.shards,
+                                          "hosts": runner.generator_hosts}
+                env_path.write_text(json.dumps(env_data, indent=2, default=str) + "\n")
         if runner is None:
             from . import run as runner
+        try:
+            self._run_groups(pending, by_target, path, bar, runner, gate)
+        finally:
+            if closing is not None:
+                closing()
+        bar.finish("done")
+        return path
+
+    def _run_groups(self, pending: list, by_target: dict, path: Path, bar: ProgressBar, runner: Callable,
+                    gate: Optional[LoadGate]) -> None:
         groups: dict = {}
         for cell in pending:
             groups.setdefault((cell.target, cell.protocol), []).append(cell)
@@ -251,8 +280,6 @@ class Sweep:
         with tempfile.TemporaryDirectory(prefix="loadbench-certs-") as certs:
             for (name, protocol), group in groups.items():
                 _Group(self, by_target[name], protocol, group, path, bar, runner, Path(certs), gate).run()
-        bar.finish("done")
-        return path
 
     def _check_same_sweep(self, out: Path) -> None:
         settings_path = out / rs.SETTINGS_FILE

@@ -48,6 +48,8 @@ SWEEP_KEYS = {
     "contended_share": (_NUM, "a share of the machine's CPU in (0, 1], e.g. 0.05"),
     "contended_reruns": (_INT, "how often a contended cell is re-run (0 or more)"),
     "default_peers": (_BOOL, "true or false (add the installed peers of peers_dir)"),
+    "cluster": (_STR, "a Dask scheduler address (tcp://HOST:8786) or 'local'"),
+    "shards": (_INT, "a positive integer (generator shards per cell, with cluster)"),
     "targets": (_LIST, "an array of [[targets]] tables"),
     "workloads": (_LIST, "an array of [[workloads]] tables or workload names"),
 }
@@ -188,7 +190,7 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
         kwargs["contended_share"] = float(data["contended_share"])
     for key in ("repeats", "connection_setup", "connection_setup_concurrency",
                 "connection_setup_workload", "workers", "generator_threads", "baseline",
-                "open_fractions", "open_loop_workload", "contended_reruns"):
+                "open_fractions", "open_loop_workload", "contended_reruns", "cluster", "shards"):
         if key in data:
             kwargs[key] = data[key]
     for key in ("concurrencies", "server_cpus", "generator_cpus"):

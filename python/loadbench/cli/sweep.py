@@ -29,6 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="results folder (default: reports/<date>-<host>[-quick|-<config name>])")
     parser.add_argument("--quick", action="store_true",
                         help="the default sweep cut to about a minute (1 repeat, 1 s cells, C = 1 and 50)")
+    parser.add_argument("--cluster", metavar="ADDRESS", default=None,
+                        help="generate every cell's load from Dask workers (tcp://HOST:8786, or 'local')")
+    parser.add_argument("--shards", type=int, default=None, help="with --cluster: workers per cell (default: all)")
     parser.add_argument("--no-report", action="store_true", help="measure only; `loadbench report DIR` later")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--no-wait", action="store_true",
@@ -57,6 +60,11 @@ def run(args: argparse.Namespace) -> int:
     if args.config and args.quick:
         raise ConfigError("--quick shortens the default sweep; edit the file's duration/repeats instead")
     sweep = load_sweep(args.config) if args.config else default_sweep(quick=args.quick)
+    if args.cluster is not None or args.shards is not None:
+        sweep.cluster = args.cluster or sweep.cluster
+        sweep.shards = args.shards or sweep.shards
+        if sweep.shards is not None and sweep.cluster is None:
+            raise ConfigError("--shards needs --cluster (a Dask scheduler address, or 'local')")
     out = Path(args.out) if args.out else default_out_dir(args.quick, args.config)
     cells = sweep.cells()
     print(f"loadbench: sweep of {len(cells)} cells "

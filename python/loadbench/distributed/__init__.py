@@ -241,3 +241,29 @@ def _merge(url: str, run_kwargs: dict[str, Any], measured: list[dict], picked: l
         "lost_shards": [{"index": i, "worker": picked[i], "reason": why} for i, why in sorted(lost.items())],
     }
     return result
+
+
+class SweepRunner:
+    """A sweep's cells run distributed over one Client for the whole sweep (not one per cell).
+    Generator CPU pinning is kept only for a LocalCluster (remote hosts have CPUs of their own)."""
+
+    def __init__(self, cluster: Any, shards: Optional[int]) -> None:
+        self.cluster, self.shards = cluster, shards
+        self.client, self._close = _client(cluster, shards or 2)
+        workers = self.client.scheduler_info().get("workers", {})
+        self.generator_hosts = sorted({w.get("host", a) for a, w in workers.items()})
+
+    def __call__(self, url: str, **kwargs: Any) -> Result:
+        if self.cluster != "local":
+            kwargs.pop("cpus", None)
+        try:
+            return run(url, cluster=self.client, shards=self.shards, **kwargs)
+        except ShardLostError as exc:
+            if exc.result is None:
+                raise
+            # the sweep records what the other shards measured, with the loss named in it
+            exc.result.extras.setdefault("cluster", {})["error"] = str(exc)
+            return exc.result
+
+    def close(self) -> None:
+        self._close()
