@@ -97,6 +97,8 @@ if [ "$extras" = test ]; then
   need_tool h2load nghttp2-client  # h2load and nghttp: HTTP/2 clients no one here wrote
   need_tool node nodejs            # the node:http peer (tests/test_bench_peers.py)
   have nginx || installed nginx-light || installed nginx || need nginx-light   # the nginx peer
+  need_tool ip iproute2            # network namespaces: separate generator hosts on one machine
+  need_tool chromium chromium      # the HTML report is checked in a real (headless) browser
 fi
 
 if [ "$dry_run" = 1 ]; then
