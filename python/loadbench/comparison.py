@@ -9,9 +9,10 @@ pooled - and both sides are summarised by THE median (:func:`loadbench.analysis.
 - ``change_pct``: (median new - median base) / median base, in %.
 - ``p_value``: exact two-sided Mann-Whitney U over the repeats (scipy, ``method="exact"``).
   ``verdict`` is ``~`` when p >= ``alpha`` (0.05), else ``better`` / ``worse``.
-- ``ci_low_pct`` .. ``ci_high_pct``: the Hodges-Lehmann interval of the shift (new - base) as
-  a % of the base median, from the exact distribution of U; ``ci_level`` is its exact
-  coverage (>= 95 %; 97.1 % with 4 repeats per side, where no interval is tighter).
+- ``ci_low_pct`` .. ``ci_high_pct``: the Hodges-Lehmann interval of the change on the ratio
+  scale (of log new - log base, so it reads as "new = base x (1 + change)" and a rate never
+  falls below -100 %), from the exact distribution of U; ``ci_level`` is its exact coverage
+  (>= 95 %; 97.1 % with 4 repeats per side, where no interval is tighter).
 - ``too few repeats`` when a side has fewer than :data:`MIN_REPEATS` (4, benchstat's rule):
   with 3 per side the smallest exact two-sided p is 0.1, so no difference can be significant.
 - Open-loop cells compare only when both sides achieved their target rate within 1 %
@@ -225,10 +226,16 @@ def _row(key: tuple, m: Metric, a: list[float], b: list[float], alpha: float, co
         return row
     p = mann_whitney_p(a, b)
     row["p_value"] = p
-    interval = hodges_lehmann(a, b, confidence)
-    if interval is not None and med_a:
-        _, lo, hi, level = interval
-        row.update(ci_low_pct=100.0 * lo / med_a, ci_high_pct=100.0 * hi / med_a, ci_level=level)
+    if min(a + b) > 0:  # on the ratio scale: log(new) - log(base), so a rate never drops below -100 %
+        interval = hodges_lehmann([math.log(x) for x in a], [math.log(x) for x in b], confidence)
+        if interval is not None:
+            _, lo, hi, level = interval
+            row.update(ci_low_pct=100.0 * math.expm1(lo), ci_high_pct=100.0 * math.expm1(hi), ci_level=level)
+    elif med_a:
+        interval = hodges_lehmann(a, b, confidence)
+        if interval is not None:
+            _, lo, hi, level = interval
+            row.update(ci_low_pct=100.0 * lo / med_a, ci_high_pct=100.0 * hi / med_a, ci_level=level)
     if p >= alpha or change is None or change == 0:
         row["verdict"] = "~"
     else:
