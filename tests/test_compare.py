@@ -9,11 +9,11 @@ import pytest
 
 pytest.importorskip("scipy")
 
-from loadbench import comparison, regression  # noqa: E402
-from loadbench import results as rs  # noqa: E402
-from loadbench.cli import main  # noqa: E402
-from loadbench.errors import ConfigError  # noqa: E402
-from sweep_data import record, result_dict  # noqa: E402
+from loadbench import comparison, regression
+from loadbench import results as rs
+from loadbench.cli import main
+from loadbench.errors import ConfigError
+from sweep_data import record, result_dict
 
 # (rps, p50_us, p99_us, cpu_s) per repeat: the same distribution, interleaved between sides
 SAME_A = [(10000, 90, 200, 0.40), (10300, 92, 210, 0.41), (9800, 89, 195, 0.39), (10100, 91, 205, 0.40),

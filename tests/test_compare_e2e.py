@@ -16,9 +16,9 @@ import pytest
 
 pytest.importorskip("scipy")
 
-from loadbench import Sweep, Target, Workload, compare  # noqa: E402
-from loadbench import results as rs  # noqa: E402
-from loadbench.cli import main  # noqa: E402
+from loadbench import Sweep, Target, Workload, compare
+from loadbench import results as rs
+from loadbench.cli import main
 
 REPEATS = 4
 SIDES = {"base": "/plaintext", "same": "/plaintext", "slow": "/delay?ms=5"}

@@ -1,7 +1,6 @@
 """notebooks/compare.ipynb runs headless on two generated sweeps and shows its charts inline."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -10,7 +9,7 @@ pytest.importorskip("scipy")
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
-from test_compare import SAME_A, SLOW, write_side  # noqa: E402
+from test_compare import SAME_A, SLOW, write_side
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -21,9 +21,9 @@ import pytest
 pytest.importorskip("plotly")
 pytest.importorskip("scipy")
 
-from loadbench import Sweep, Target  # noqa: E402
-from loadbench.cli import main  # noqa: E402
-from loadbench.html_report import CSP  # noqa: E402
+from loadbench import Sweep, Target
+from loadbench.cli import main
+from loadbench.html_report import CSP
 
 CHARTS = {"comparison", "throughput", "latency_spectrum", "open_loop", "timelines", "cpu", "rss"}
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -59,7 +59,7 @@ def _chromium(page: Path, tmp: Path, *extra: str) -> tuple[str, str, list[str]]:
             "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
             "--enable-logging=stderr", "--v=0", "--virtual-time-budget=20000", "--window-size=1400,5000",
             *extra, page.resolve().as_uri()]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
     log = json.loads(netlog.read_text())
     names = {v: k for k, v in log["constants"]["logEventTypes"].items()}
@@ -106,3 +106,16 @@ def test_screenshot_has_drawn_plot_areas(html_report, tmp_path):
     rgb = (pixels[..., :3] * 255).astype(int)
     assert (rgb.sum(axis=2) < 700).mean() > 0.02
     assert len({tuple(p) for p in rgb[::7, ::7].reshape(-1, 3)}) > 50
+
+
+def test_results_without_histograms_or_timelines_still_give_a_report(tmp_path, capsys):
+    from sweep_data import write_results_dir
+
+    out = write_results_dir(tmp_path / "r")
+    assert main(["report", str(out), "--html", "--no-charts"]) == 0
+    text = (out / "report.html").read_text(encoding="utf-8")
+    assert "<h2>Comparison</h2>" not in text and "<h2>Report</h2>" in text
+    assert {"throughput", "cpu", "rss"} <= set(re.findall(r'data-chart="(\w+)"', text))
+    assert "FAIL" in text and "✗" in text  # the model's marks, as in report.md
+    assert main(["report", str(out), "--compare", str(out)]) == 2
+    assert "use it with --html" in capsys.readouterr().err

@@ -29,9 +29,10 @@ from __future__ import annotations
 import glob as _glob
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Union
 from urllib.parse import urlsplit
 
 from . import analysis
@@ -145,7 +146,7 @@ def run_record(result: dict, repeat: int, name: str = "run") -> dict:
            "connections": config.get("connections"), "repeat": repeat,
            "status": "ok", "error": None, "result": result}
     if mode == "open":
-        rec["load_pct"] = int(round(rate))  # the rate itself: runs at another rate are another cell
+        rec["load_pct"] = round(rate)  # the rate itself: runs at another rate are another cell
     return rec
 
 
@@ -165,7 +166,7 @@ def _records_of_files(paths: Sequence[Path]) -> list[dict]:
     return records
 
 
-def load_side(source: Source) -> "_model.Model":
+def load_side(source: Source) -> _model.Model:
     """The report model of one side of a comparison (see the module docstring for inputs)."""
     if isinstance(source, _model.Model):
         return source
@@ -203,13 +204,13 @@ def _values(rows: list[dict], key: tuple, column: str) -> list[float]:
     return out
 
 
-def _rate_share(agg: Optional["_model.Aggregate"]) -> Optional[float]:
+def _rate_share(agg: Optional[_model.Aggregate]) -> Optional[float]:
     if agg is None or agg.rps is None or agg.target_rate is None or not agg.target_rate.median:
         return None
     return agg.rps.median / agg.target_rate.median
 
 
-def _exclusions(agg: Optional["_model.Aggregate"]) -> str:
+def _exclusions(agg: Optional[_model.Aggregate]) -> str:
     return ", ".join(agg.exclusions()) if agg is not None and agg.status == "ok" else ""
 
 
