@@ -166,7 +166,8 @@ def format_markdown(frame, gate: Optional[GateResult] = None) -> str:
     lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows_text(frame)]
     gate_lines = _gate_lines(gate)
     if gate_lines:
-        lines += ["", f"**{gate_lines[0]}**", ""] + [f"- {x.strip()}" for x in gate_lines[1:]]
+        lines += ["", f"**{gate_lines[0]}**"] + ([""] + [f"- {x.strip()}" for x in gate_lines[1:]]
+                                                    if gate_lines[1:] else [])
     return "\n".join(lines + ["", f"({LEGEND})"]) + "\n"
 
 
