@@ -44,6 +44,13 @@ def _label(a: Aggregate) -> str:
     return f"{a.target} {a.protocol} {a.workload} {load}{marks}"
 
 
+def _shown(m: Model, a: Aggregate) -> object:
+    """Plotly visibility: a sweep's first protocol and workload are drawn; every other cell is
+    in the legend, one click away (dozens of overlaid spectra read as noise)."""
+    first = (m.protocols[:1] or [a.protocol])[0], (m.workloads[:1] or [a.workload])[0]
+    return True if (a.protocol, a.workload) == first else "legendonly"
+
+
 def _key(row: dict) -> tuple:
     return (row["target"], row["protocol"], row["workload"], row["mode"], row["load"])
 
@@ -130,14 +137,15 @@ def latency_spectrum(m: Model) -> Optional[Chart]:
         if hist is None or not hist.count:
             continue
         xs, ys, text = spectrum(hist)
-        fig.add_trace(go.Scatter(x=xs, y=ys, text=text, name=_label(a), mode="lines",
+        fig.add_trace(go.Scatter(x=xs, y=ys, text=text, name=_label(a), mode="lines", visible=_shown(m, a),
                                  line={"dash": "dash" if a.protocol == "https" else "solid"},
                                  hovertemplate=f"{_label(a)}<br>%{{text}}: %{{y:.3f}} ms<extra></extra>"))
     if not fig.data:
         return None
     _spectrum_axes(fig, "Latency percentile spectrum (closed loop, repeats' histograms added)")
     return Chart("latency_spectrum", "Latency percentile spectrum", fig,
-                 "From the stored HDR histograms; click legend entries to hide or show cells.")
+                 "From the stored HDR histograms. The first protocol and workload are drawn; click a legend "
+                 "entry to show or hide any other cell.")
 
 
 def open_loop(m: Model) -> Optional[Chart]:
@@ -153,7 +161,7 @@ def open_loop(m: Model) -> Optional[Chart]:
             xs, ys, text = spectrum(hist)
             name = f"{_label(a)} {what}"
             fig.add_trace(go.Scatter(x=xs, y=ys, text=text, name=name, mode="lines", line={"dash": dash},
-                                     legendgroup=_label(a),
+                                     legendgroup=_label(a), visible=_shown(m, a),
                                      hovertemplate=f"{name}<br>%{{text}}: %{{y:.3f}} ms<extra></extra>"))
     if not fig.data:
         return None
@@ -176,16 +184,19 @@ def timelines(m: Model) -> Optional[Chart]:
         if not timeline:
             continue
         t = [row.get("t_s") for row in timeline]
+        shown = _shown(m, a) if a.mode == "closed" else "legendonly"
         fig.add_trace(go.Scatter(x=t, y=[row.get("rps") for row in timeline], name=_label(a), legendgroup=_label(a),
-                                 mode="lines+markers"), row=1, col=1)
+                                 mode="lines+markers", visible=shown), row=1, col=1)
         fig.add_trace(go.Scatter(x=t, y=[(row.get("p99_us") or 0) / 1000 for row in timeline], name=_label(a),
-                                 legendgroup=_label(a), showlegend=False, mode="lines+markers"), row=2, col=1)
+                                 legendgroup=_label(a), showlegend=False, mode="lines+markers", visible=shown),
+                      row=2, col=1)
     if not fig.data:
         return None
     fig.update_xaxes(title="seconds into the measured window", row=2, col=1)
     fig.update_yaxes(type="log", row=2, col=1)
     fig.update_layout(title="Timelines (first measured repeat of each cell)", **{**LAYOUT, "height": 620})
-    return Chart("timelines", "Timelines", fig, "One line per cell; the legend toggles a cell in both panels.")
+    return Chart("timelines", "Timelines", fig, "One line per cell (closed loop of the first protocol and workload drawn); the legend toggles a cell "
+                 "in both panels.")
 
 
 def _bars(m: Model, value, title: str, axis: str, chart_id: str, note: str) -> Optional[Chart]:
@@ -200,8 +211,8 @@ def _bars(m: Model, value, title: str, axis: str, chart_id: str, note: str) -> O
         ys = [value(mine[k]) if k in mine else None for k in order]
         if all(y is None for y in ys):
             continue
-        fig.add_trace(go.Bar(x=names, y=ys, name=t, text=[_label(mine[k]) if k in mine else "" for k in order],
-                             hovertemplate="%{text}<br>%{y:.2f}<extra></extra>"))
+        fig.add_trace(go.Bar(x=names, y=ys, name=t, hovertext=[_label(mine[k]) if k in mine else "" for k in order],
+                             hovertemplate="%{hovertext}<br>%{y:.2f}<extra></extra>"))
     if not fig.data:
         return None
     fig.update_yaxes(title=axis, rangemode="tozero")
