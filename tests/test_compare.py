@@ -142,6 +142,13 @@ def test_sets_of_run_json_files_compare(tmp_path):
     rows = by_metric(comparison.compare(tmp_path / "a", str(tmp_path / "b" / "run*.json")))
     assert rows["rps"]["workload"] == "/plaintext" and rows["rps"]["load"] == 10
     assert rows["rps"]["verdict"] == "worse" and rows["rps"]["n_new"] == 6
+    for side in ("a", "b"):  # runs without a sampled server: no CPU to judge is no pass
+        for f in (tmp_path / side).glob("*.json"):
+            d = json.loads(f.read_text())
+            d["server"] = None
+            f.write_text(json.dumps(d))
+    assert "cpu" not in by_metric(comparison.compare(tmp_path / "a", tmp_path / "b"))
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "a"), "--fail", "cpu:+5%"]) == 2
 
 
 def test_bad_input_is_one_clear_error(tmp_path, capsys):

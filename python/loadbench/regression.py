@@ -87,7 +87,10 @@ def evaluate(frame, thresholds: Sequence[Threshold], judge_flagged: bool = False
              if "non-2xx" in (r["flags_new"] or "") and "non-2xx" not in (r["flags_base"] or "")}
     result.failures += [f"{cell}: new results have non-2xx answers or errors ({why})" for cell, why in dirty.items()]
     for t in thresholds:
-        for row in (r for r in records if r["metric"] == t.metric.name):
+        mine = [r for r in records if r["metric"] == t.metric.name and r["verdict"] != "missing"]
+        if not mine:  # e.g. cpu from runs without a sampled server: nothing to judge is no pass
+            result.inconclusive.append(f"{t.text}: no cell has {t.metric.label} in both results")
+        for row in mine:
             where = f"{_cell(row)} {t.metric.label}"
             verdict, flagged = row["verdict"], bool(row["flags"])
             if verdict in ("missing", "FAIL in new"):
