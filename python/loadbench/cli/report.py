@@ -14,7 +14,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Rebuild report.md and the charts of RESULTS_DIR from its results.jsonl, "
                     "sweep.json and environment.json (nothing is re-measured).")
     parser.add_argument("results_dir", metavar="RESULTS_DIR", help="a folder written by `loadbench sweep`")
-    parser.add_argument("--no-charts", action="store_true", help="no PNG charts (report.md only; report.html keeps its own)")
+    parser.add_argument("--no-charts", action="store_true",
+                        help="no PNG charts (report.md only; report.html keeps its own)")
     parser.add_argument("--baseline", metavar="SERVER", help="the server ratios divide by (default: the first)")
     parser.add_argument("--html", action="store_true",
                         help="also write report.html: tables and interactive charts in one file that works offline")
