@@ -153,6 +153,8 @@ def test_notebook_runs_on_the_real_sweep(real_sweep):
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert f"{out} 20 rows" in printed
     assert (out / "notebook_concurrency.png").stat().st_size > 10_000
+    # %matplotlib inline: the chart is in the notebook itself, not only in a file
+    assert any("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
 
 
 def _write_toml(path: Path, body: str) -> Path:

@@ -4,6 +4,7 @@ One obvious entry per job:
   loadbench.run(...)          one load run against a URL
   loadbench.Sweep(...)        a matrix of servers x workloads x loads x protocols x repeats
   loadbench.report / plots    markdown reports and charts from results
+  loadbench.compare(a, b)     two results compared with statistics (a pandas DataFrame)
   loadbench.ServerProcess     the native Beast reference server as a child process
   loadbench.InProcessServer   the same server on threads of this process (_core.Server)
   loadbench.Sampler(pid)      server CPU time, memory, fds and machine noise from /proc
@@ -23,6 +24,7 @@ from .result import LatencyHistogram, Result
 from .run import Request, RunningLoad, run, start
 from .server import ServerProcess
 from . import analysis, gate, model, report, results
+from .comparison import compare
 from .sweep import Sweep, Workload
 from .sweep_config import load_sweep
 from .targets import Target
@@ -53,6 +55,7 @@ __all__ = [
     "Workload",
     "__version__",
     "build_info",
+    "compare",
     "gate",
     "model",
     "load_sweep",

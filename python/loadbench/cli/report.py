@@ -1,4 +1,5 @@
-"""`loadbench report RESULTS_DIR`: rewrite report.md and the charts from a sweep's raw results."""
+"""`loadbench report RESULTS_DIR [--html [--compare BASE_DIR]]`: rewrite report.md and the charts
+from a sweep's raw results; --html also writes report.html (one offline file)."""
 from __future__ import annotations
 
 import argparse
@@ -9,12 +10,18 @@ from ..errors import ConfigError
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "report", help="write report.md and PNG charts from a sweep's results folder",
+        "report", help="write report.md and PNG charts (--html: report.html) from a sweep's results folder",
         description="Rebuild report.md and the charts of RESULTS_DIR from its results.jsonl, "
                     "sweep.json and environment.json (nothing is re-measured).")
     parser.add_argument("results_dir", metavar="RESULTS_DIR", help="a folder written by `loadbench sweep`")
-    parser.add_argument("--no-charts", action="store_true", help="write report.md only")
+    parser.add_argument("--no-charts", action="store_true",
+                        help="no PNG charts (report.md only; report.html keeps its own)")
     parser.add_argument("--baseline", metavar="SERVER", help="the server ratios divide by (default: the first)")
+    parser.add_argument("--html", action="store_true",
+                        help="also write report.html: tables and interactive charts in one file that works offline")
+    parser.add_argument("--compare", metavar="BASE_DIR",
+                        help="with --html: add the comparison of RESULTS_DIR (new) against BASE_DIR (base), as "
+                             "`loadbench compare BASE_DIR RESULTS_DIR` computes it")
     parser.set_defaults(func=run)
 
 
@@ -24,6 +31,12 @@ def run(args: argparse.Namespace) -> int:
     directory = Path(args.results_dir)
     if not directory.is_dir():
         raise ConfigError(f"{directory} is not a directory")
+    if args.compare and not args.html:
+        raise ConfigError("--compare adds a section to report.html: use it with --html")
     out = write_report(directory, charts=not args.no_charts, baseline=args.baseline)
     print(f"loadbench: wrote {out}")
+    if args.html:
+        from ..html_report import write_html
+
+        print(f"loadbench: wrote {write_html(directory, compare_with=args.compare, baseline=args.baseline)}")
     return 0
