@@ -16,6 +16,7 @@ from ._core import build_info
 from . import sampler
 from .environment import Environment
 from .environment import environment as _environment
+from .connections import hold_connections
 from .errors import ConfigError, LoadbenchError, ServerError
 from .paths import server_binary
 from .sampler import MachineSnapshot, ProcSnapshot, Sampler
@@ -40,6 +41,7 @@ __all__ = [
     "ProcSnapshot",
     "Sampler",
     "environment",
+    "hold_connections",
     "sampler",
     "LatencyHistogram",
     "Request",
