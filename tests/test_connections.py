@@ -77,3 +77,13 @@ def test_an_fd_limit_that_cannot_be_raised_is_said():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     limit, note = json.loads(out.stdout)
     assert "cannot be raised" in note and limit < 10**9
+
+
+def test_bench_script_smoke_run(tmp_path: Path):
+    bench = Path(__file__).resolve().parent.parent / "bench" / "memory_per_connection.py"
+    out = subprocess.run([sys.executable, str(bench), "--smoke", "--servers", "beast", "--generators", "",
+                          "-c", "50", "--out", str(tmp_path / "mem")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    records = [json.loads(line) for line in (tmp_path / "mem.jsonl").read_text().splitlines()]
+    assert records[0]["name"] == "beast" and records[0]["requests_ok"] == records[0]["connections_held"] > 0
+    assert "| beast |" in (tmp_path / "mem.md").read_text()
