@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -114,7 +113,7 @@ def peak_rss_kib(argv: list[str], duration_s: float) -> tuple[int, int, str]:
 
 
 def measure_generator(name: str, argv_for: Any, url: str, connections: int, duration_s: float) -> dict[str, Any]:
-    one, code_one, err_one = peak_rss_kib(argv_for(url, 1, duration_s), duration_s)
+    one, code_one, _ = peak_rss_kib(argv_for(url, 1, duration_s), duration_s)
     many, code_many, err_many = peak_rss_kib(argv_for(url, connections, duration_s), duration_s)
     per = (many - one) * 1024 / (connections - 1) if connections > 1 and one and many else None
     return {"kind": "generator", "name": name, "connections": connections, "peak_rss_kib_1": one,
@@ -184,7 +183,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         args.out = args.out or Path(tempfile.mkdtemp(prefix="loadbench-mem-")) / "memory-per-connection"
     args.out = args.out or REPO_DIR / "reports" / "memory-per-connection"
     # Servers and generators started from here inherit the raised limit: each holds N sockets.
-    limit, note = raise_fd_limit(args.connections + 1024)
+    _, note = raise_fd_limit(args.connections + 1024)
     if note:
         print(note, file=sys.stderr)
     records = []

@@ -64,6 +64,7 @@ def serve_connection(conn: socket.socket, burn_ms: float, budget: int) -> int:
 def worker_loop(listener: socket.socket, burn_ms: float, max_requests: int) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGUSR1, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})  # forked while the master blocked it
     left = max_requests
     while left > 0:
         conn, _ = listener.accept()
@@ -125,6 +126,7 @@ def main() -> None:
             json.dump({"self_s": me.ru_utime + me.ru_stime, "children_s": kids.ru_utime + kids.ru_stime,
                        "shared_bytes": len(shared)}, out)
         os.rename(tmp, args.rusage_file)
+        workers.clear()  # all reaped (one the main loop had just reaped included)
         if args.mode != "fork":
             start_workers()
 
@@ -157,9 +159,14 @@ def main() -> None:
         except ChildProcessError:
             time.sleep(0.01)
             continue
-        if pid in workers:
-            workers.discard(pid)
-            spawn()
+        # A settle that ran just before this point replaced every worker already.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+        try:
+            if pid in workers:
+                workers.discard(pid)
+                spawn()
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
 
 
 if __name__ == "__main__":

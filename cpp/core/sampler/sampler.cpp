@@ -28,15 +28,17 @@ std::uint64_t tick_ns() {
     return ns;
 }
 
-// A member's part of the tree's CPU: its own and that of the children it reaped.
-void add_cpu(ProcessReadings& total, const ProcessReadings& part) {
-    total.utime_ticks += part.utime_ticks + part.cutime_ticks;
-    total.stime_ticks += part.stime_ticks + part.cstime_ticks;
-    total.cpu_ns += part.cpu_ns + (part.cutime_ticks + part.cstime_ticks) * tick_ns();
+// A member's part of the tree's CPU: its own and (tree) that of the children it reaped.
+void add_cpu(ProcessReadings& total, const ProcessReadings& part, bool reaped_children) {
+    const std::uint64_t cutime = reaped_children ? part.cutime_ticks : 0;
+    const std::uint64_t cstime = reaped_children ? part.cstime_ticks : 0;
+    total.utime_ticks += part.utime_ticks + cutime;
+    total.stime_ticks += part.stime_ticks + cstime;
+    total.cpu_ns += part.cpu_ns + (cutime + cstime) * tick_ns();
 }
 
-void add_counters(ProcessReadings& total, const ProcessReadings& part) {
-    add_cpu(total, part);
+void add_counters(ProcessReadings& total, const ProcessReadings& part, bool reaped_children = true) {
+    add_cpu(total, part, reaped_children);
     total.ctx_voluntary += part.ctx_voluntary;
     total.ctx_involuntary += part.ctx_involuntary;
 }
@@ -204,7 +206,7 @@ Sample Sampler::sum_members_locked() const {
     bool ns = true;
     for (const auto& member : members_) {
         const ProcessReadings& r = member.process->readings();
-        add_counters(total, r);
+        add_counters(total, r, tree_);  // tree=false: the process alone, not the children it reaped
         ns = ns && member.process->cpu_in_ns();
         if (member.zombie) continue;
         total.rss_kib += r.rss_kib;
