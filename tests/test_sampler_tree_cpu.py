@@ -153,20 +153,25 @@ def test_memory_of_master_and_workers_counts_shared_pages_once(rusage: Path):
 def test_rss_max_is_the_peak_sampled_inside_the_window():
     from sampler_helpers.child import Child
 
+    def wait_for_series(condition) -> None:  # the background thread may be slow to run
+        deadline = time.monotonic() + 20
+        while not condition(sampler.timeseries()["rss_kib"]):
+            assert time.monotonic() < deadline, "the background series never saw it"
+            time.sleep(0.01)
+
     with Child() as child:
         sampler = loadbench.Sampler(child.pid, interval=0.01)
         child.cmd("alloc 40")
         child.cmd("free")
         start = sampler.snapshot()  # lifetime VmHWM already holds the 40 MiB; the window does not
         with sampler:
-            time.sleep(0.1)
             child.cmd("alloc 24")
-            time.sleep(0.1)
+            wait_for_series(lambda rss: rss.max() >= start.rss_kib + 23 * MIB_KIB)
             child.cmd("free")
-            time.sleep(0.05)
+            wait_for_series(lambda rss: rss.iloc[-1] < start.rss_kib + 8 * MIB_KIB)
         end = sampler.snapshot()
     block = loadbench.sampler.window(start, end, 1)
-    assert block["rss_max_kib"] >= start.rss_kib + 24 * MIB_KIB * 0.95
+    assert block["rss_max_kib"] >= start.rss_kib + 23 * MIB_KIB
     assert block["rss_max_kib"] < start.rss_kib + 34 * MIB_KIB  # not the earlier 40 MiB peak
     assert block["rss_peak_kib"] >= start.rss_kib + 39 * MIB_KIB
     assert end.rss_kib < block["rss_max_kib"]
@@ -236,3 +241,15 @@ def test_no_cgroup_is_a_clear_fallback_never_a_crash(monkeypatch, server_factory
     assert "no cgroup hierarchy" in beast.cgroup_note
     snap = loadbench.Sampler(beast.pid).snapshot()
     assert snap.cpu_source in ("proc-clock", "proc-ticks")
+
+    # A hierarchy where nothing can be created: the reason names the path.
+    monkeypatch.setattr(cg, "hierarchies", lambda: [cg.Hierarchy(2, Path("/proc"), Path("/proc"))])
+    group, why = ServerCgroup.create("x")
+    assert group is None and "cannot create /proc/loadbench-" in why
+    command = launch(Target(name="py", kind="command", argv=["{python}", "-m", "http.server", "{port}",
+                                                              "--bind", "127.0.0.1"]), "http", workers=1, cpus=None)
+    try:
+        described = command.describe()
+        assert described["cgroup"] is None and "cannot create" in described["cgroup_note"]
+    finally:
+        command.stop()
