@@ -115,6 +115,8 @@ void Sampler::discover_members_locked(int last_pid) {
     }
 
     // Members no longer in the tree: reaped (gone from /proc) or re-parented away (alive).
+    // members_ is parents-first, so a reaper that left in this same pass is already known.
+    std::vector<int> reapers;
     for (std::size_t i = 1; i < members_.size();) {
         Member& member = members_[i];
         if (std::find(scanned_.begin(), scanned_.end(), member.process->pid()) != scanned_.end()) {
@@ -123,10 +125,11 @@ void Sampler::discover_members_locked(int last_pid) {
         }
         const bool gone = member.process->refresh_cpu(file_buffer_) == ProcessState::gone;
         const int parent = member.process->parent_pid();
-        const bool parent_is_member = std::any_of(members_.begin(), members_.end(), [parent](const Member& m) {
-            return m.process->pid() == parent;
-        });
-        depart_locked(i, gone && parent_is_member);
+        const bool by_member = gone && (std::any_of(members_.begin(), members_.end(),
+                                                    [parent](const Member& m) { return m.process->pid() == parent; }) ||
+                                        std::find(reapers.begin(), reapers.end(), parent) != reapers.end());
+        if (by_member) reapers.push_back(member.process->pid());
+        depart_locked(i, by_member);
     }
     for (const int pid : scanned_) {
         if (pid == root_pid_) continue;
