@@ -25,6 +25,7 @@ from . import _core
 from .errors import ConfigError, LoadbenchError
 
 FD_MARGIN = 256  # descriptors this process needs beside the held connections
+STABLE_S = 2.0  # the server's descriptor count unchanged this long: it accepted what it will
 
 
 def own_rss_kib() -> int:
@@ -47,8 +48,8 @@ def raise_fd_limit(needed: int) -> tuple[int, str]:
             return needed, f"raised the open-file limit from {soft} (hard {hard}) to {needed}"
         except (ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-            return hard, (f"the open-file limit is {hard} (hard) and cannot be raised to {needed} "
-                          "without privileges (ulimit -Hn)")
+            return hard, (f"the open-file limit is {hard} (hard) and cannot be raised to {needed} here "
+                          "(raising the hard limit needs CAP_SYS_RESOURCE: ulimit -Hn)")
     resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
     return needed, f"raised the open-file limit from {soft} to {needed}"
 
@@ -115,11 +116,17 @@ def hold_connections(url: str, connections: int = 10_000, *, sample_pid: Optiona
         accepted: Optional[int] = None
         if sampler is not None:
             # Accepted = the server holds a descriptor for each (its tree's fd count grew by N).
+            # A server whose other descriptors change meanwhile may never show exactly +N: a count
+            # that has not moved for STABLE_S ends the wait too.
             deadline = time.monotonic() + accept_timeout
+            last, last_change = -1, time.monotonic()
             while True:
                 server_after = _server_reading(sampler)
                 accepted = server_after["fds"] - server_before["fds"]
-                if accepted >= opened["connected"] or time.monotonic() > deadline:
+                now = time.monotonic()
+                if accepted != last:
+                    last, last_change = accepted, now
+                if accepted >= opened["connected"] or now > deadline or now - last_change > STABLE_S:
                     break
                 time.sleep(0.05)
             time.sleep(0.2)  # lazily allocated per-connection state settles
