@@ -29,6 +29,12 @@ TRUNCATION_S = 2 * TICK_S
 BOOKKEEPING_S = 0.005
 
 
+def assert_clock_matches_ticks(cpu_s: float, ticks_s: float, processes: int = 1) -> None:
+    """The sampler reads each process's CPU clock (ns); /proc's utime and stime are the same
+    time, each truncated to a tick: an idle process's clock is at most 2 ticks above them."""
+    assert ticks_s - 1e-9 <= cpu_s <= ticks_s + processes * TRUNCATION_S + 1e-9, (cpu_s, ticks_s)
+
+
 def test_cpu_time_of_two_burning_threads_within_5_percent():
     with Child() as child:
         sampler = loadbench.Sampler(child.pid, tree=False)
@@ -43,7 +49,9 @@ def test_cpu_time_of_two_burning_threads_within_5_percent():
         # preempted, and the sampler must report what the process really got.
         assert own >= 0.5
         assert measured == pytest.approx(own, abs=TRUNCATION_S + BOOKKEEPING_S)
-        assert after.cpu_s == pytest.approx(proc_cpu_s(child.pid), abs=1e-9)  # idle: the same counters
+        # The CPU clock (ns) is what /proc's utime+stime truncate to ticks.
+        assert after.cpu_source == "proc-clock"
+        assert_clock_matches_ticks(after.cpu_s, proc_cpu_s(child.pid))
         assert after.utime_s - before.utime_s > 0.25  # hashing is user time
         assert after.t > before.t
         assert after.pids == [child.pid] and not after.exited
@@ -123,7 +131,7 @@ def test_tree_sums_parent_and_two_children():
         assert end.cpu_s - start.cpu_s == pytest.approx(own, abs=3 * (TRUNCATION_S + BOOKKEEPING_S))
         assert end_alone.cpu_s - start_alone.cpu_s == pytest.approx(own_parent, abs=TRUNCATION_S + 0.015)
         # All three idle: the tree is exactly the sum of independent reads of their counters.
-        assert end.cpu_s == pytest.approx(sum(proc_cpu_s(p) for p in pids), abs=1e-9)
+        assert_clock_matches_ticks(end.cpu_s, sum(proc_cpu_s(p) for p in pids), processes=3)
         assert end.fds == sum(len(os.listdir(f"/proc/{p}/fd")) for p in pids)
         assert end.threads == 3
         rss = sum(proc_status_value(p, "VmRSS") for p in pids)
@@ -217,7 +225,7 @@ def test_command_name_with_spaces_and_parentheses(tmp_path: Path):
         wait_until_idle(renamed)
         wait_until_idle(parent.pid)
         before, tree_before = alone.snapshot(), tree.snapshot()
-        assert before.cpu_s == pytest.approx(proc_cpu_s(renamed), abs=1e-9)
+        assert_clock_matches_ticks(before.cpu_s, proc_cpu_s(renamed))
         assert tree_before.pids == [parent.pid, renamed]  # found through its parsed ppid
         own = float(parent.cmd("child 0 burn 0.3 1"))  # the child's own CPU clock
         wait_until_idle(renamed)
@@ -225,8 +233,8 @@ def test_command_name_with_spaces_and_parentheses(tmp_path: Path):
         after, tree_after = alone.snapshot(), tree.snapshot()
         # utime/stime are read after the LAST ')': exactly what an independent read of the
         # same (idle, so unchanging) counters gives, before and after the burn.
-        assert after.cpu_s == pytest.approx(proc_cpu_s(renamed), abs=1e-9)
-        assert tree_after.cpu_s == pytest.approx(proc_cpu_s(renamed) + proc_cpu_s(parent.pid), abs=1e-9)
+        assert_clock_matches_ticks(after.cpu_s, proc_cpu_s(renamed))
+        assert_clock_matches_ticks(tree_after.cpu_s, proc_cpu_s(renamed) + proc_cpu_s(parent.pid), processes=2)
         assert own >= 0.3
         assert after.cpu_s - before.cpu_s == pytest.approx(own, abs=TRUNCATION_S + BOOKKEEPING_S)
         assert tree_after.cpu_s - tree_before.cpu_s >= after.cpu_s - before.cpu_s - 1e-9  # float sums

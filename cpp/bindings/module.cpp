@@ -20,4 +20,5 @@ PYBIND11_MODULE(_core, m) {
     loadbench::bindings::register_server(m);
     loadbench::bindings::register_generator(m);
     loadbench::bindings::register_sampler(m);
+    loadbench::bindings::register_connections(m);
 }

@@ -15,6 +15,7 @@ namespace loadbench::bindings {
 namespace {
 
 double ticks_to_s(std::uint64_t ticks) { return static_cast<double>(ticks) / sampler::clock_ticks_per_second(); }
+double ns_to_s(std::uint64_t ns) { return static_cast<double>(ns) * 1e-9; }
 
 py::dict machine_dict(const sampler::MachineCounters& m) {
     py::dict d;
@@ -33,11 +34,14 @@ py::dict machine_dict(const sampler::MachineCounters& m) {
 py::dict snapshot_dict(const Snapshot& s) {
     py::dict d;
     d["t"] = s.t;
-    d["cpu_s"] = ticks_to_s(s.process.utime_ticks + s.process.stime_ticks);
-    d["utime_s"] = ticks_to_s(s.process.utime_ticks);
-    d["stime_s"] = ticks_to_s(s.process.stime_ticks);
+    d["cpu_s"] = ns_to_s(s.cpu_ns);
+    d["utime_s"] = ns_to_s(s.user_ns);
+    d["stime_s"] = ns_to_s(s.system_ns);
+    d["cpu_source"] = sampler::cpu_source_name(s.cpu_source);
     d["rss_kib"] = s.process.rss_kib;
     d["rss_peak_kib"] = s.process.rss_peak_kib;
+    d["rss_max_kib"] = s.rss_max_kib;
+    d["pss_kib"] = s.pss_kib >= 0 ? py::object(py::int_(s.pss_kib)) : py::object(py::none());
     d["fds"] = s.process.fds;
     d["threads"] = s.process.threads;
     d["ctx_voluntary"] = s.process.ctx_voluntary;
@@ -60,9 +64,9 @@ py::array_t<T> column(const std::vector<Sample>& rows, Get get) {
 py::dict series_dict(const std::vector<Sample>& rows) {
     py::dict d;
     d["t"] = column<double>(rows, [](const Sample& s) { return s.t; });
-    d["cpu_s"] = column<double>(rows, [](const Sample& s) { return ticks_to_s(s.process.utime_ticks + s.process.stime_ticks); });
-    d["utime_s"] = column<double>(rows, [](const Sample& s) { return ticks_to_s(s.process.utime_ticks); });
-    d["stime_s"] = column<double>(rows, [](const Sample& s) { return ticks_to_s(s.process.stime_ticks); });
+    d["cpu_s"] = column<double>(rows, [](const Sample& s) { return ns_to_s(s.cpu_ns); });
+    d["utime_s"] = column<double>(rows, [](const Sample& s) { return ns_to_s(s.user_ns); });
+    d["stime_s"] = column<double>(rows, [](const Sample& s) { return ns_to_s(s.system_ns); });
     d["rss_kib"] = column<std::int64_t>(rows, [](const Sample& s) { return s.process.rss_kib; });
     d["rss_peak_kib"] = column<std::int64_t>(rows, [](const Sample& s) { return s.process.rss_peak_kib; });
     d["fds"] = column<std::int64_t>(rows, [](const Sample& s) { return s.process.fds; });
@@ -87,8 +91,20 @@ py::dict series_dict(const std::vector<Sample>& rows) {
 
 void register_sampler(py::module_& m) {
     m.def("clock_ticks_per_second", &sampler::clock_ticks_per_second);
+    m.def("cgroup_cpu_ns", [](const std::string& dir) -> py::object {
+        // One reading of a cgroup's CPU usage (ns); None when it cannot be read.
+        sampler::CgroupCpu cgroup;
+        std::string why;
+        std::vector<char> buffer(1024);
+        if (!cgroup.open(dir, why)) return py::none();
+        const auto usage = cgroup.read(buffer);
+        if (!usage) return py::none();
+        return py::int_(usage->usage_ns);
+    }, py::arg("dir"));
     py::class_<Sampler>(m, "Sampler", "A process (tree) and the machine, read from /proc")
-        .def(py::init<int, bool>(), py::arg("pid"), py::arg("tree") = true)
+        .def(py::init<int, bool, const std::string&>(), py::arg("pid"), py::arg("tree") = true,
+             py::arg("cgroup") = std::string())
+        .def_property_readonly("cgroup", &Sampler::cgroup_dir)
         .def_property_readonly("pid", &Sampler::pid)
         .def_property_readonly("tree", &Sampler::tree)
         .def_property_readonly("running", &Sampler::running)

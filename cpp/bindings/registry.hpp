@@ -8,5 +8,6 @@ namespace loadbench::bindings {
 void register_server(pybind11::module_& m);
 void register_generator(pybind11::module_& m);
 void register_sampler(pybind11::module_& m);
+void register_connections(pybind11::module_& m);
 
 }  // namespace loadbench::bindings

@@ -1,6 +1,7 @@
 // Unit tests of the /proc parsers and the sampler against this test process and its children.
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/sampler/cgroup_cpu.hpp"
 #include "core/sampler/machine_stat.hpp"
 #include "core/sampler/proc_stat.hpp"
 #include "core/sampler/proc_status.hpp"
@@ -384,4 +386,87 @@ TEST(Sampler, ForeignProcessIsOneClearError) {
     ::waitpid(child, &status, 0);
     EXPECT_EQ(message, "pid " + std::to_string(parent) + " belongs to another user: permission denied reading /proc/" +
                            std::to_string(parent) + "/fd (sample it as that user or as root)");
+}
+
+TEST(CgroupCpuParse, V2CpuStat) {
+    const auto usage = parse_cgroup_cpu_stat(
+        "usage_usec 137900\nuser_usec 120000\nsystem_usec 17900\nnice_usec 0\nnr_periods 0\n");
+    ASSERT_TRUE(usage);
+    EXPECT_EQ(usage->usage_ns, 137900000u);
+    EXPECT_EQ(usage->user_ns, 120000000u);
+    EXPECT_EQ(usage->system_ns, 17900000u);
+    // A v1 "cpu" controller's cpu.stat (throttling counters only) is not CPU usage.
+    EXPECT_FALSE(parse_cgroup_cpu_stat("nr_periods 0\nnr_throttled 0\nthrottled_time 0\n"));
+    EXPECT_FALSE(parse_cgroup_cpu_stat(""));
+}
+
+TEST(CgroupCpu, MissingDirectoryIsOneClearError) {
+    CgroupCpu cgroup;
+    std::string why;
+    EXPECT_FALSE(cgroup.open("/nonexistent/loadbench-cgroup", why));
+    EXPECT_NE(why.find("/nonexistent/loadbench-cgroup"), std::string::npos);
+    EXPECT_THROW(Sampler(getpid(), true, "/nonexistent/loadbench-cgroup"), std::invalid_argument);
+}
+
+namespace {
+
+double self_and_children_cpu_s() {
+    rusage self{}, children{};
+    ::getrusage(RUSAGE_SELF, &self);
+    ::getrusage(RUSAGE_CHILDREN, &children);
+    const auto s = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec * 1e-6; };
+    return s(self.ru_utime) + s(self.ru_stime) + s(children.ru_utime) + s(children.ru_stime);
+}
+
+}  // namespace
+
+TEST(Sampler, ReapedChildIsCountedOnceThroughItsParent) {
+    // The child is seen as a member (its own clock), then exits and is reaped by this process:
+    // its CPU moves into our cutime/cstime and must not be counted twice - nor lost.
+    int done[2], release[2];
+    ASSERT_EQ(::pipe(done), 0);
+    ASSERT_EQ(::pipe(release), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::close(done[0]);
+        ::close(release[1]);
+        timespec start{}, now{};
+        ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &start);
+        volatile unsigned long sink = 0;
+        do {
+            for (int i = 0; i < 100000; ++i) sink = sink + static_cast<unsigned long>(i);
+            ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+        } while ((now.tv_sec - start.tv_sec) * 1e9 + (now.tv_nsec - start.tv_nsec) < 0.3e9);
+        char byte = 'd';
+        (void)!::write(done[1], &byte, 1);
+        while (::read(release[0], &byte, 1) > 0) {
+        }
+        ::_exit(0);
+    }
+    ::close(done[1]);
+    ::close(release[0]);
+    Sampler tree(getpid(), true);
+    const double reference_before = self_and_children_cpu_s();
+    const Snapshot first = tree.snapshot();
+    char byte = 0;
+    ASSERT_EQ(::read(done[0], &byte, 1), 1);
+    const Snapshot with_child = tree.snapshot();  // the child is a member, its burn counted
+    EXPECT_NE(std::find(with_child.pids.begin(), with_child.pids.end(), child), with_child.pids.end());
+    ::close(release[1]);  // the child reads EOF and exits
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    const Snapshot reaped = tree.snapshot();
+    const double reference_after = self_and_children_cpu_s();
+    ::close(done[0]);
+
+    EXPECT_EQ(std::find(reaped.pids.begin(), reaped.pids.end(), child), reaped.pids.end());
+    const double measured = static_cast<double>(reaped.cpu_ns - first.cpu_ns) * 1e-9;
+    const double reference = reference_after - reference_before;
+    EXPECT_GE(reference, 0.3);
+    // Our cutime/cstime are each truncated to a tick; the child's burn counted twice would be
+    // 0.3 s too much.
+    EXPECT_NEAR(measured, reference, 3.0 / clock_ticks_per_second() + 0.01);
+    EXPECT_GE(reaped.cpu_ns, with_child.cpu_ns);
+    EXPECT_EQ(reaped.cpu_source, CpuSource::proc_clock);
 }

@@ -17,6 +17,7 @@ from ._core import build_info
 from . import sampler
 from .environment import Environment
 from .environment import environment as _environment
+from .connections import hold_connections
 from .errors import ConfigError, LoadbenchError, ServerError
 from .paths import server_binary
 from .sampler import MachineSnapshot, ProcSnapshot, Sampler
@@ -42,6 +43,7 @@ __all__ = [
     "ProcSnapshot",
     "Sampler",
     "environment",
+    "hold_connections",
     "sampler",
     "LatencyHistogram",
     "Request",

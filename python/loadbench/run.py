@@ -288,11 +288,21 @@ def run(url: str, *, connections: int = 10, threads: int = 1, duration: Optional
     (cpu_us_per_req = server CPU in the window / exact responses).
     """
     edges = _window_edges(sample_pid, warmup, None if requests is not None else duration)
-    handle = start(url, connections=connections, threads=threads, duration=duration, requests=requests,
-                   warmup=warmup, method=method, headers=headers, body=body, requests_list=requests_list,
-                   keepalive=keepalive, timeout=timeout, insecure=insecure, verify=verify, cacert=cacert,
-                   tls_session_resumption=tls_session_resumption, cpus=cpus, interval=interval, rate=rate,
-                   arrival=arrival, max_connections=max_connections, seed=seed)
+    try:
+        return _run_with_edges(edges, progress, lambda: start(
+            url, connections=connections, threads=threads, duration=duration, requests=requests,
+            warmup=warmup, method=method, headers=headers, body=body, requests_list=requests_list,
+            keepalive=keepalive, timeout=timeout, insecure=insecure, verify=verify, cacert=cacert,
+            tls_session_resumption=tls_session_resumption, cpus=cpus, interval=interval, rate=rate,
+            arrival=arrival, max_connections=max_connections, seed=seed))
+    finally:
+        if edges is not None:
+            edges.close()  # the background series ends with the run, however it ends
+
+
+def _run_with_edges(edges: Optional["WindowEdges"], progress: Optional[Callable[[dict], None]],
+                    begin: Callable[[], RunningLoad]) -> Result:
+    handle = begin()
     if edges is not None:
         edges.started(handle.engine.progress()["elapsed_s"])
     try:

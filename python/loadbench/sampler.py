@@ -12,15 +12,31 @@
     s.totals()       # dict: CPU, peak RSS, fds, context switches, machine shares
 
 CPU us/req = server CPU time in the window / exact responses in the window - never
-rps x duration. CPU times come in clock ticks (10 ms), summed over every thread.
+rps x duration. Where the tree's CPU comes from is `cpu_source`, best first:
+
+- "cgroup-v2" / "cgroup-v1": the server runs in a cgroup loadbench made for it (ServerProcess,
+  sweep targets, `loadbench serve`): the kernel's own accounting of every process that ever ran
+  in it, children that forked and exited between two readings included (us / ns resolution).
+- "proc-clock": each member's CPU clock (ns, all its threads, exited ones included) plus the
+  CPU of the children members reaped (cutime/cstime, 10 ms ticks); a child reaped by a member
+  is counted once, through its parent.
+- "proc-ticks": the same from utime/stime ticks when the kernel gives no CPU clock.
+
+Memory: `rss_kib` (the tree's summed RSS now), `rss_max_kib` (the largest summed RSS of all
+readings since the previous snapshot - with a background series running, the peak of the
+window as sampled), `pss_kib` (summed proportional set size, /proc/PID/smaps_rollup: shared
+pages counted once over the tree; snapshots only), `rss_peak_kib` (sum of members' lifetime
+VmHWM - peaks at different moments added, shared pages once per process: an upper bound).
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
 from . import _core
+from .cgroup import cgroup_of
 from .errors import ConfigError
 
 _MACHINE_FIELDS = ("user_s", "nice_s", "system_s", "idle_s", "iowait_s", "irq_s", "softirq_s", "steal_s")
@@ -64,6 +80,9 @@ class ProcSnapshot:
     exited: bool
     machine: MachineSnapshot
     pid: int = 0  # the sampled (root) process
+    cpu_source: str = "proc-ticks"  # see the module docstring
+    rss_max_kib: int = 0  # largest summed RSS of the readings since the previous snapshot
+    pss_kib: Optional[int] = None  # summed Pss of the live members; None when unreadable
 
     @classmethod
     def from_core(cls, raw: dict, pid: int) -> ProcSnapshot:
@@ -102,9 +121,12 @@ def window(start: ProcSnapshot, end: ProcSnapshot, responses: int) -> dict[str, 
         "pids": sorted(set(start.pids) | set(end.pids)),
         "cpu_s": cpu_s,
         "cpu_us_per_req": cpu_s * 1e6 / responses if responses > 0 else None,
+        "cpu_source": end.cpu_source if end.cpu_source == start.cpu_source else f"{start.cpu_source}/{end.cpu_source}",
         "utime_s": max(0.0, end.utime_s - start.utime_s),
         "stime_s": max(0.0, end.stime_s - start.stime_s),
         "rss_kib": end.rss_kib,
+        "rss_max_kib": max(start.rss_kib, end.rss_max_kib),
+        "pss_kib": end.pss_kib if not end.exited else None,
         "rss_peak_kib": max(start.rss_peak_kib, end.rss_peak_kib),
         "fds_start": start.fds,
         "fds_end": end.fds,
@@ -121,11 +143,15 @@ class Sampler:
     """Samples a process (with all its descendants when tree=True) and the machine.
 
     Raises ConfigError for an invalid, nonexistent, foreign or kernel-thread pid.
+    `cgroup`: "auto" (default) reads the tree's CPU from the cgroup loadbench made for `pid`
+    when there is one (tree=True only), a path names a cgroup holding exactly the tree, None
+    reads /proc only.
     """
 
     pid: int
     interval: float = 0.1
     tree: bool = True
+    cgroup: Optional[str] = "auto"
     _core: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -136,8 +162,12 @@ class Sampler:
         if not self.interval > 0:
             raise ConfigError(f"invalid sampling interval {self.interval!r}: it must be positive (seconds)")
         self.pid = pid
+        cgroup = self.cgroup
+        if cgroup == "auto":
+            cgroup = cgroup_of(pid) if self.tree and pid > 0 else None
+        self.cgroup = os.fspath(cgroup) if cgroup else None
         try:
-            self._core = _core.Sampler(pid, bool(self.tree))
+            self._core = _core.Sampler(pid, bool(self.tree), self.cgroup or "")
         except ValueError as exc:
             raise ConfigError(f"cannot sample pid {pid}: {exc}") from None
 
@@ -253,8 +283,13 @@ class WindowEdges:
         self.closes_at: Optional[float] = None
 
     def before_start(self) -> None:
+        # The background series feeds the end snapshot's rss_max_kib (the window's sampled peak).
+        self.sampler.start()
         if self.warmup_s == 0.0:
             self.start = self.sampler.snapshot()
+
+    def close(self) -> None:
+        self.sampler.stop()
 
     def started(self, elapsed_s: float) -> None:
         """The engine reports `elapsed_s` since its clock started; fix both edges from it."""
@@ -281,7 +316,9 @@ class WindowEdges:
     def block(self, responses: int) -> Optional[dict[str, Any]]:
         """The `server` block; None when the run ended before its window opened."""
         if self.start is None:
+            self.close()
             return None
         if self.end is None:
             self.end = self.sampler.snapshot()
+        self.close()
         return window(self.start, self.end, responses)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from ._process import die_with_parent
+from .cgroup import ServerCgroup
 from .errors import ConfigError, ServerError
 from .paths import server_binary
 
@@ -33,6 +34,9 @@ class ServerProcess:
     Arguments map to the binary's flags: workers -> --workers, tls -> --tls,
     header_timeout_ms -> --header-timeout-ms, and so on (None = the binary's default);
     `extra_args` are passed through verbatim. `cpus` pins the process (taskset-style).
+    `cgroup=True` (default) starts it in a cgroup of its own, so a Sampler of its pid reads
+    the exact CPU of everything it runs (`cgroup_path`; when none can be made,
+    `cgroup_note` says why and sampling falls back to /proc). The cgroup is removed at stop.
     """
 
     workers: int = 1
@@ -50,7 +54,10 @@ class ServerProcess:
     extra_args: Sequence[str] = ()
     cpus: Optional[Sequence[int]] = None
     ready_timeout: float = 10.0
+    cgroup: bool = True
     proc: Optional[subprocess.Popen] = field(default=None, init=False, repr=False)
+    cgroup_note: str = field(default="", init=False)
+    _cgroup: Optional[ServerCgroup] = field(default=None, init=False, repr=False)
     ready: dict = field(default_factory=dict, init=False)
     stopped: dict = field(default_factory=dict, init=False)
     _stderr_file: Any = field(default=None, init=False, repr=False)
@@ -86,14 +93,29 @@ class ServerProcess:
                 raise ConfigError(f"cannot pin loadbench-server to CPUs {sorted(cpus)}: available are "
                                   f"{','.join(map(str, sorted(available)))}")
         self._stderr_file = tempfile.TemporaryFile()
+        group: Optional[ServerCgroup] = None
+        if self.cgroup:
+            group, self.cgroup_note = ServerCgroup.create("beast")
 
         def preexec() -> None:
             die_with_parent()  # never outlive the loadbench (or test) that started it
+            if group is not None:
+                group.join()
             if cpus is not None:
                 os.sched_setaffinity(0, cpus)
-        self.proc = subprocess.Popen(
-            self.argv(), stdout=subprocess.PIPE, stderr=self._stderr_file, preexec_fn=preexec
-        )
+        try:
+            self.proc = subprocess.Popen(
+                self.argv(), stdout=subprocess.PIPE, stderr=self._stderr_file, preexec_fn=preexec
+            )
+        except BaseException:
+            if group is not None:
+                group.remove()
+            raise
+        if group is not None:
+            if group.confirm(self.proc.pid):
+                self._cgroup = group
+            else:
+                self.cgroup_note = f"the server could not be moved into {group.path}"
         line = self._read_line(self.ready_timeout)
         if line is None:
             self.kill()
@@ -151,6 +173,7 @@ class ServerProcess:
             self.kill()
             raise ServerError(f"loadbench-server (pid {self.pid}) did not stop within {timeout} s") from None
         self._collected = True
+        self._remove_cgroup()
         for line in out.decode(errors="replace").splitlines():
             try:
                 msg = json.loads(line)
@@ -164,6 +187,17 @@ class ServerProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        self._remove_cgroup()
+
+    def _remove_cgroup(self) -> None:
+        if self._cgroup is not None and (self.proc is None or self.proc.poll() is not None):
+            self._cgroup.remove()
+            self._cgroup = None
+
+    @property
+    def cgroup_path(self) -> Optional[str]:
+        """The server's own cgroup while it runs (None: none could be made, see cgroup_note)."""
+        return str(self._cgroup.path) if self._cgroup is not None else None
 
     def stderr_text(self) -> str:
         if self._stderr_file is None:

@@ -91,9 +91,16 @@ def server_lines(server: dict) -> list[str]:
     per_req = f"{server['cpu_us_per_req']:.2f} us/response" if server.get("cpu_us_per_req") is not None else "n/a"
     pids = server.get("pids") or [server.get("pid")]
     who = f"pid {server.get('pid')}" + (f" + {len(pids) - 1} descendants" if len(pids) > 1 else "")
-    lines = [f"  server        CPU {server['cpu_s']:.3f} s = {per_req} ({who})"
+    source = f", {server['cpu_source']}" if server.get("cpu_source") else ""
+    if server.get("rss_max_kib") is not None:  # the window's own peak, sampled; PSS counts shared pages once
+        memory = f"peak RSS {format_bytes(server['rss_max_kib'] * 1024)} (sampled in the window)"
+        if server.get("pss_kib") is not None:
+            memory += f", PSS {format_bytes(server['pss_kib'] * 1024)}"
+    else:
+        memory = f"peak RSS {format_bytes(server['rss_peak_kib'] * 1024)}"
+    lines = [f"  server        CPU {server['cpu_s']:.3f} s = {per_req} ({who}{source})"
              f"{'  EXITED during the run' if server.get('exited') else ''}",
-             f"                peak RSS {format_bytes(server['rss_peak_kib'] * 1024)}, fds {server['fds_start']}"
+             f"                {memory}, fds {server['fds_start']}"
              f" -> {server['fds_end']}, {server['threads']} threads, {server['ctx_switches']:,} context switches"]
     machine = server.get("machine") or {}
     if machine.get("idle_share") is not None:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ._process import die_with_parent
+from .cgroup import ServerCgroup
 from .errors import ConfigError, ServerError
 
 KINDS = ("beast", "command", "url")
@@ -186,6 +187,8 @@ class RunningServer:
     _proc: Optional[subprocess.Popen] = None
     _stderr: object = None
     _run_dir: Optional[tempfile.TemporaryDirectory] = None
+    _cgroup: Optional[ServerCgroup] = None
+    cgroup_note: str = ""
 
     def alive(self) -> bool:
         if self._beast is not None:
@@ -220,9 +223,13 @@ class RunningServer:
         return f"{self.target.name} exited ({how})" + (f": {tail}" if tail else " with no stderr")
 
     def describe(self) -> dict:
+        cgroup = self._beast.cgroup_path if self._beast is not None else (
+            str(self._cgroup.path) if self._cgroup is not None else None)
+        note = self._beast.cgroup_note if self._beast is not None else self.cgroup_note
         return {"target": self.target.name, "kind": self.target.kind, "protocol": self.protocol,
                 "url": self.base_url, "pid": self.pid, "argv": self.argv,
-                "workers": self.workers, "cpus": self.cpus}
+                "workers": self.workers, "cpus": self.cpus, "cgroup": cgroup,
+                **({"cgroup_note": note} if note and cgroup is None else {})}
 
     def stop(self, timeout: float = 5.0) -> None:
         try:
@@ -245,6 +252,9 @@ class RunningServer:
                     os.killpg(self._proc.pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
+            if self._cgroup is not None:  # also takes whatever escaped the process group
+                self._cgroup.remove()
+                self._cgroup = None
             if self._run_dir is not None:
                 self._run_dir.cleanup()
                 self._run_dir = None
@@ -301,8 +311,13 @@ def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[
     if target.workers_env:
         env[target.workers_env] = str(workers)
     stderr = tempfile.TemporaryFile()
+    # A cgroup of its own: the exact CPU of everything the command runs (workers, forks).
+    group, note = ServerCgroup.create(target.name) if target.tree else (None, "")
+
     def preexec() -> None:
         die_with_parent()
+        if group is not None:
+            group.join()
         if cpus:
             os.sched_setaffinity(0, cpus)
 
@@ -310,12 +325,18 @@ def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[
         proc = subprocess.Popen(argv, cwd=target.cwd, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=stderr, preexec_fn=preexec,
                                 start_new_session=True)
-    except OSError as exc:
+    except BaseException as exc:
         run_dir.cleanup()
-        raise ServerError(f"{target.name}: cannot start {argv[0]}: {exc}") from None
+        if group is not None:
+            group.remove()
+        if isinstance(exc, OSError):
+            raise ServerError(f"{target.name}: cannot start {argv[0]}: {exc}") from None
+        raise
+    if group is not None and not group.confirm(proc.pid):
+        note, group = f"{target.name} could not be moved into {group.path}", None
     server = RunningServer(target, protocol, f"{'https' if https else 'http'}://{host}:{port}", proc.pid,
                            argv=argv, workers=workers, cpus=cpus, _proc=proc, _stderr=stderr,
-                           _run_dir=run_dir)
+                           _run_dir=run_dir, _cgroup=group, cgroup_note=note)
     deadline = time.monotonic() + target.ready_timeout
     reason = "no answer"
     try:

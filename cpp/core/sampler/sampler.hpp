@@ -9,18 +9,40 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "core/sampler/cgroup_cpu.hpp"
 #include "core/sampler/machine_stat.hpp"
 #include "core/sampler/process_tree.hpp"
 #include "core/sampler/tracked_process.hpp"
 
 namespace loadbench::sampler {
 
+// Where a sample's tree CPU comes from, best first.
+enum class CpuSource {
+    cgroup_v2,   // the server's own cgroup: cpu.stat usage_usec (every process that ever ran in it)
+    cgroup_v1,   // the same from cpuacct.usage (ns)
+    proc_clock,  // per process CPU clocks (ns) + reaped children's cutime/cstime (ticks)
+    proc_ticks,  // utime/stime (ticks) + reaped children's cutime/cstime (ticks)
+};
+const char* cpu_source_name(CpuSource source);
+
 struct Sample {
     double t = 0.0;              // CLOCK_MONOTONIC seconds (Python's time.monotonic())
-    ProcessReadings process;     // summed over the tree; CPU and ctx counters include members that left
+    // Summed over the tree: gauges over live members; utime/stime ticks and ctx counters include
+    // members that left and the children members reaped (cutime/cstime).
+    ProcessReadings process;
+    // The tree's CPU in ns from the best source (see cpu_source): total and its user/system split.
+    std::uint64_t cpu_ns = 0;
+    std::uint64_t user_ns = 0;
+    std::uint64_t system_ns = 0;
+    CpuSource cpu_source = CpuSource::proc_ticks;
+    // The largest summed RSS of all readings (background ones too) since the previous
+    // snapshot(), this one included: the peak of the tree's memory as sampled in between.
+    std::uint64_t rss_max_kib = 0;
+    std::int64_t pss_kib = -1;   // snapshot() only: summed Pss of live members; -1 = unavailable
     std::uint32_t processes = 0; // live members
     bool exited = false;         // the root process has exited: process readings are its last
     MachineCounters machine;
@@ -36,8 +58,10 @@ double clock_ticks_per_second();
 class Sampler {
 public:
     // Throws std::invalid_argument with one clear sentence for an invalid, nonexistent,
-    // foreign, kernel-thread or already-exited pid.
-    Sampler(int pid, bool tree);
+    // foreign, kernel-thread or already-exited pid. `cgroup_dir`, when not empty, is a cgroup
+    // (v2 or v1 cpuacct) holding exactly the tree of `pid`: its CPU accounting is then the
+    // tree's CPU (std::invalid_argument when it cannot be read).
+    Sampler(int pid, bool tree, const std::string& cgroup_dir = "");
     ~Sampler();
     Sampler(const Sampler&) = delete;
     Sampler& operator=(const Sampler&) = delete;
@@ -59,18 +83,30 @@ public:
 
     int pid() const { return root_pid_; }
     bool tree() const { return tree_; }
+    const std::string& cgroup_dir() const { return cgroup_.dir(); }
 
 private:
-    Sample read_locked(std::vector<int>* pids);
+    struct Member {
+        std::unique_ptr<TrackedProcess> process;
+        bool zombie = false;  // exited, not yet reaped: its CPU counters are final
+    };
+
+    Sample read_locked(std::vector<int>* pids, bool with_pss);
     void discover_members_locked(int last_pid);
-    ProcessReadings sum_members_locked(std::uint32_t& live) const;
+    void order_members_locked();
+    // A member is no longer in the tree: reaped by a member (its CPU moved into that member's
+    // cutime/cstime, so it is not counted again) or left alive (its counters are frozen).
+    void depart_locked(std::size_t index, bool reaped_by_member);
+    void read_members_locked(bool& root_exited);
+    Sample sum_members_locked() const;
     void run(double interval_s);
 
     const int root_pid_;
     const bool tree_;
 
     mutable std::mutex read_mutex_;  // guards everything below up to series_mutex_
-    std::vector<std::unique_ptr<TrackedProcess>> members_;  // root first
+    std::vector<Member> members_;  // root first, every parent before its children
+    CgroupCpu cgroup_;
     std::unique_ptr<ProcessTreeScanner> scanner_;
     MachineReader machine_;
     std::vector<char> file_buffer_;
@@ -79,9 +115,12 @@ private:
     int last_pid_at_scan_ = 0;  // /proc/loadavg's last pid when /proc was last listed
     ProcessReadings departed_;       // CPU and ctx counts of members that left the tree
     std::uint64_t rss_peak_floor_ = 0;  // the tree's peak never drops when a member leaves
+    std::uint64_t rss_max_since_snapshot_ = 0;
+    std::uint64_t cpu_floor_ns_ = 0;  // /proc tree CPU as last reported
     bool exited_ = false;
     double exit_t_ = 0.0;
     Sample final_;  // the last sample of an exited root
+    CgroupCpuUsage final_cgroup_;  // the cgroup's last reading
 
     mutable std::mutex series_mutex_;
     std::vector<Sample> series_;

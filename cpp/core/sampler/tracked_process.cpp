@@ -10,6 +10,9 @@
 #include "core/sampler/proc_stat.hpp"
 #include "core/sampler/proc_status.hpp"
 
+#include <charconv>
+#include <unistd.h>
+
 namespace loadbench::sampler {
 
 bool TrackedProcess::open(int pid, std::string& why, std::vector<char>& file_buffer) {
@@ -69,42 +72,73 @@ bool TrackedProcess::open(int pid, std::string& why, std::vector<char>& file_buf
         why = "cannot open " + dir_path + "/task: " + std::strerror(errno);
         return false;
     }
+    smaps_rollup_ = open_read_only(dir_.get(), "smaps_rollup");  // Linux 4.14+; optional
+    timespec probe{};
+    has_clock_ = ::clock_getcpuclockid(pid, &cpu_clock_) == 0 && ::clock_gettime(cpu_clock_, &probe) == 0;
     return true;
 }
 
-bool TrackedProcess::read_stat(std::vector<char>& file_buffer, bool& exited) {
+ProcessState TrackedProcess::refresh_cpu(std::vector<char>& file_buffer) { return read_stat(file_buffer); }
+
+std::optional<std::uint64_t> TrackedProcess::read_pss_kib(std::vector<char>& file_buffer) {
+    const ReadResult text = read_whole(smaps_rollup_, file_buffer);
+    if (!text.ok) return std::nullopt;
+    const std::size_t at = text.text.find("\nPss:");
+    if (at == std::string_view::npos) return std::nullopt;
+    std::string_view rest = text.text.substr(at + 5);
+    while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+    std::uint64_t kib = 0;
+    const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), kib);
+    (void)end;
+    if (ec != std::errc()) return std::nullopt;
+    return kib;
+}
+
+ProcessState TrackedProcess::read_stat(std::vector<char>& file_buffer) {
+    // The clock first, the stat file after: a stat read that succeeds proves the pid still
+    // named this process (not yet reaped, so not reused) when the clock was read.
+    timespec clock{};
+    const bool clock_ok = has_clock_ && ::clock_gettime(cpu_clock_, &clock) == 0;
     const ReadResult text = read_whole(stat_, file_buffer);
     const auto stat = text.ok ? parse_proc_stat(text.text) : std::nullopt;
-    if (!stat) {
-        exited = true;  // ESRCH: the process is gone and reaped
-        return false;
-    }
+    if (!stat) return ProcessState::gone;  // ESRCH: the process is gone and reaped
     // CPU counters only grow; a zombie's are final.
     readings_.utime_ticks = std::max(readings_.utime_ticks, stat->utime_ticks);
     readings_.stime_ticks = std::max(readings_.stime_ticks, stat->stime_ticks);
+    readings_.cutime_ticks = std::max<std::uint64_t>(readings_.cutime_ticks, std::max<std::int64_t>(stat->cutime_ticks, 0));
+    readings_.cstime_ticks = std::max<std::uint64_t>(readings_.cstime_ticks, std::max<std::int64_t>(stat->cstime_ticks, 0));
+    std::uint64_t own_ns = 0;
+    if (clock_ok) {
+        own_ns = static_cast<std::uint64_t>(clock.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(clock.tv_nsec);
+    } else {
+        has_clock_ = false;  // one source for the whole life of the reading: never mix
+        static const std::uint64_t tick_ns = 1000000000ull / static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
+        own_ns = (readings_.utime_ticks + readings_.stime_ticks) * tick_ns;
+    }
+    readings_.cpu_ns = std::max(readings_.cpu_ns, own_ns);
     ppid_ = stat->ppid;
-    exited = stat->has_exited();
-    if (!exited) readings_.threads = static_cast<std::uint64_t>(std::max<std::int64_t>(stat->num_threads, 0));
-    return !exited;
+    if (stat->has_exited()) return ProcessState::zombie;
+    readings_.threads = static_cast<std::uint64_t>(std::max<std::int64_t>(stat->num_threads, 0));
+    return ProcessState::alive;
 }
 
-bool TrackedProcess::refresh(std::vector<char>& file_buffer, std::vector<char>& dir_buffer) {
-    bool exited = false;
-    if (!read_stat(file_buffer, exited)) return false;
+ProcessState TrackedProcess::refresh(std::vector<char>& file_buffer, std::vector<char>& dir_buffer) {
+    const ProcessState state = read_stat(file_buffer);
+    if (state != ProcessState::alive) return state;
 
     const ReadResult status_text = read_whole(status_, file_buffer);
-    if (!status_text.ok) return false;
+    if (!status_text.ok) return ProcessState::gone;
     const ProcStatus status = parse_proc_status(status_text.text);
-    if (!status.has_memory) return false;  // became a zombie between the two reads
+    if (!status.has_memory) return ProcessState::zombie;  // became a zombie between the two reads
     readings_.rss_kib = status.vm_rss_kib;
     readings_.rss_peak_kib = status.vm_hwm_kib;
 
     const long fds = count_entries(fd_dir_, dir_buffer);
-    if (fds < 0) return false;
+    if (fds < 0) return ProcessState::zombie;  // exiting: its files are being closed
     readings_.fds = static_cast<std::uint64_t>(fds);
 
     read_tasks(file_buffer, dir_buffer, status.voluntary_ctxt_switches, status.nonvoluntary_ctxt_switches);
-    return true;
+    return ProcessState::alive;
 }
 
 void TrackedProcess::read_tasks(std::vector<char>& file_buffer, std::vector<char>& dir_buffer,

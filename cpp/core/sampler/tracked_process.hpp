@@ -5,7 +5,14 @@
 // context-switch counters of /proc/<pid>/status are the main thread's only; the process
 // figure sums task/<tid>/status over all threads and keeps the last counts of threads that
 // have exited, so the total never drops.
+//
+// CPU: the process's own CPU clock (clock_getcpuclockid: the scheduler's sum_exec_runtime of
+// every thread, live and exited, in ns) where the kernel gives it, else utime+stime in ticks;
+// beside it the CPU of its children that it has reaped (cutime/cstime, ticks).
+#include <time.h>
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,18 +29,30 @@ struct ProcessReadings {
     std::uint64_t threads = 0;
     std::uint64_t ctx_voluntary = 0;
     std::uint64_t ctx_involuntary = 0;
+    std::uint64_t cpu_ns = 0;          // own CPU, all threads (clock, or ticks converted)
+    std::uint64_t cutime_ticks = 0;    // reaped children (and theirs)
+    std::uint64_t cstime_ticks = 0;
 };
+
+enum class ProcessState { alive, zombie, gone };
 
 class TrackedProcess {
 public:
     // Opens /proc/<pid>. On failure returns false and sets `why` to one clear sentence.
     bool open(int pid, std::string& why, std::vector<char>& file_buffer);
 
-    // Re-reads everything. Returns false once the process has exited (or become a zombie);
-    // the readings then stay those of the last successful read, except that the CPU time of
-    // a zombie, which is final, is taken when it is readable.
-    bool refresh(std::vector<char>& file_buffer, std::vector<char>& dir_buffer);
+    // Re-reads everything. A zombie's CPU counters (final) are read, its memory, fds and
+    // threads stay those of the last read of the live process; once gone (reaped) nothing is
+    // read any more.
+    ProcessState refresh(std::vector<char>& file_buffer, std::vector<char>& dir_buffer);
+    // Re-reads only the CPU counters (own and reaped children's).
+    ProcessState refresh_cpu(std::vector<char>& file_buffer);
+    // Proportional set size (/proc/<pid>/smaps_rollup "Pss:", kB): shared pages divided among
+    // the processes that map them. nullopt when unreadable (gone, or an old kernel).
+    std::optional<std::uint64_t> read_pss_kib(std::vector<char>& file_buffer);
 
+    // True while the own CPU comes from the ns CPU clock rather than ticks.
+    bool cpu_in_ns() const { return has_clock_; }
     int pid() const { return pid_; }
     int parent_pid() const { return ppid_; }
     const ProcessReadings& readings() const { return readings_; }
@@ -47,7 +66,7 @@ private:
         bool listed = false;
     };
 
-    bool read_stat(std::vector<char>& file_buffer, bool& exited);
+    ProcessState read_stat(std::vector<char>& file_buffer);
     void read_tasks(std::vector<char>& file_buffer, std::vector<char>& dir_buffer, std::uint64_t main_voluntary,
                     std::uint64_t main_involuntary);
 
@@ -58,6 +77,9 @@ private:
     FileDescriptor status_;
     FileDescriptor fd_dir_;
     FileDescriptor task_dir_;
+    FileDescriptor smaps_rollup_;
+    clockid_t cpu_clock_{};
+    bool has_clock_ = false;
     std::vector<Task> tasks_;
     std::uint64_t exited_tasks_voluntary_ = 0;
     std::uint64_t exited_tasks_involuntary_ = 0;

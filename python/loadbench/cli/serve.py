@@ -85,6 +85,12 @@ def run(args: argparse.Namespace) -> int:
             if port is not None:
                 print(f"loadbench serve: listening on {server.url('/', https=https)}", flush=True)
         print(f"loadbench serve: pid {server.pid}, {args.workers} worker(s); Ctrl-C stops", flush=True)
+        if server.cgroup_path:
+            print(f"loadbench serve: in cgroup {server.cgroup_path} (--sample-pid {server.pid} reads its exact CPU)",
+                  flush=True)
+        elif server.cgroup_note:
+            print(f"loadbench serve: no cgroup of its own ({server.cgroup_note}); CPU is sampled from /proc",
+                  flush=True)
         try:
             code = server.proc.wait() if server.proc else 1
         except KeyboardInterrupt:

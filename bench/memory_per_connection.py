@@ -1,0 +1,217 @@
+"""Memory per idle keep-alive connection (C10k): servers and generators side by side.
+
+    python bench/memory_per_connection.py                    # 10,000 connections -> reports/memory-per-connection.{md,jsonl}
+    python bench/memory_per_connection.py --smoke            # 200 connections, written to a temp dir
+    python bench/memory_per_connection.py -c 10000 --servers beast,nginx --out /tmp/mem
+
+Servers (each started by loadbench, 1 worker, in its own cgroup): the Beast reference server,
+nginx (its bench/peers config with worker_connections raised to hold N), node:http and the
+Python asyncio peer. For each: `loadbench.hold_connections(url, N, sample_pid=server)` opens N
+keep-alive connections, waits until the server holds a descriptor for each, reads the server
+tree's RSS and PSS growth / N, and sends one request on each (requests_ok proves they were
+live). The holder's own growth / N is loadbench's bytes per idle connection as a generator.
+
+nginx allocates its connection array (worker_connections slots) when it starts, so part of its
+cost per connection is in its baseline: its figure is what accepting N connections adds.
+
+Generators: wrk (and `loadbench run`) keep load on N connections for a few seconds against the
+Beast server; their footprint per connection is (peak RSS at N - peak RSS at 1) / (N - 1),
+peak RSS sampled from /proc every 50 ms. wrk allocates an 8 KiB read buffer per connection.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_DIR = BENCH_DIR.parent
+PEERS = BENCH_DIR / "peers"
+
+import loadbench  # noqa: E402
+from loadbench.connections import raise_fd_limit  # noqa: E402
+from loadbench.targets import Target, default_peer_targets, launch  # noqa: E402
+
+SERVERS = ("beast", "nginx", "node", "python-asyncio")
+
+
+def nginx_target(run_dir: Path, connections: int) -> Target:
+    """The bench/peers nginx config, rendered with room for `connections` (the stock peer
+    allows 4096 per worker)."""
+    template = (PEERS / "nginx" / "nginx.conf.template").read_text()
+    room = connections + 256
+    text = (template.replace("worker_connections 4096;", f"worker_connections {room};")
+            .replace("worker_processes @WORKERS@;", f"worker_processes 1;\nworker_rlimit_nofile {room};")
+            .replace("@RUN_DIR@", str(run_dir)).replace("@LISTEN@", "127.0.0.1:@PORT@").replace("@TLS@", ""))
+    conf = run_dir / "nginx.conf.in"
+    conf.write_text(text)
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    # The port is only known at launch ({port} is filled in then): a tiny shell step renders it.
+    script = (f'sed "s/@PORT@/{{port}}/" {conf} > {run_dir}/nginx.conf && '
+              f'exec {nginx} -p {run_dir} -c {run_dir}/nginx.conf -e {run_dir}/error.log')
+    return Target(name="nginx", kind="command", argv=["sh", "-c", script],
+                  requires=[nginx], description="nginx 1 worker, worker_connections raised to hold N")
+
+
+def server_targets(names: list[str], run_dir: Path, connections: int) -> list[Target]:
+    peers = {t.name: t for t in default_peer_targets(PEERS)}
+    out = []
+    for name in names:
+        if name == "beast":
+            out.append(Target(name="beast", kind="beast"))
+        elif name == "nginx":
+            out.append(nginx_target(run_dir, connections))
+        elif name in peers:
+            out.append(peers[name])
+        else:
+            raise SystemExit(f"unknown server {name!r} (known: {', '.join(SERVERS)})")
+    return out
+
+
+def measure_server(target: Target, connections: int, timeout: float) -> dict[str, Any]:
+    why = target.unavailable_reason("http", PEERS)
+    if why:
+        return {"kind": "server", "name": target.name, "skipped": why}
+    server = launch(target, "http", workers=1, cpus=None, peers_dir=PEERS)
+    try:
+        record = loadbench.hold_connections(server.base_url + "/", connections, sample_pid=server.pid,
+                                            timeout=timeout)
+        alive = server.alive()
+    finally:
+        server.stop()
+    record.update(kind="server", name=target.name, server_alive_after=alive)
+    return record
+
+
+def peak_rss_kib(argv: list[str], duration_s: float) -> tuple[int, int, str]:
+    """Runs `argv`, sampling its RSS every 50 ms; returns (peak RSS KiB, exit code, stderr tail)."""
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        peak = 0
+        try:
+            sampler = loadbench.Sampler(proc.pid, interval=0.05)
+            deadline = time.monotonic() + duration_s + 30
+            while proc.poll() is None and time.monotonic() < deadline:
+                snap = sampler.snapshot()
+                if not snap.exited:
+                    peak = max(peak, snap.rss_kib)
+                time.sleep(0.05)
+        except loadbench.ConfigError:
+            pass  # it ended before it could be sampled
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        err.seek(0)
+        return peak, proc.returncode, err.read().decode(errors="replace")[-300:]
+
+
+def measure_generator(name: str, argv_for: Any, url: str, connections: int, duration_s: float) -> dict[str, Any]:
+    one, code_one, _ = peak_rss_kib(argv_for(url, 1, duration_s), duration_s)
+    many, code_many, err_many = peak_rss_kib(argv_for(url, connections, duration_s), duration_s)
+    per = (many - one) * 1024 / (connections - 1) if connections > 1 and one and many else None
+    return {"kind": "generator", "name": name, "connections": connections, "peak_rss_kib_1": one,
+            "peak_rss_kib_n": many, "bytes_per_connection": per, "exit_codes": [code_one, code_many],
+            "stderr": err_many if code_many else ""}
+
+
+def wrk_argv(url: str, connections: int, duration_s: float) -> list[str]:
+    return ["wrk", "-t1", f"-c{connections}", f"-d{max(1, int(duration_s))}s", url]
+
+
+def loadbench_argv(url: str, connections: int, duration_s: float) -> list[str]:
+    return [sys.executable, "-m", "loadbench", "run", url, "-c", str(connections), "-d", str(duration_s)]
+
+
+def write_report(records: list[dict], stem: Path, connections: int) -> None:
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    with open(stem.with_suffix(".jsonl"), "w") as out:
+        for r in records:
+            out.write(json.dumps(r) + "\n")
+    env = loadbench.environment()
+    lines = [f"# Memory per idle keep-alive connection ({connections:,} connections)", "",
+             "Servers: RSS and PSS growth of the server's process tree / connections held, after the server "
+             "accepted every connection and before one request on each proved them live. Generators: "
+             "growth of their own memory per connection. nginx preallocates its connection array "
+             "(worker_connections) at start: its figure is what accepting the connections adds.", "",
+             "| Server | held | requests ok | RSS / conn | PSS / conn | processes |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for r in records:
+        if r["kind"] != "server":
+            continue
+        if "skipped" in r:
+            lines.append(f"| {r['name']} | skipped: {r['skipped']} | | | | |")
+            continue
+        s = r["server"]
+        pss = f"{s['pss_bytes_per_connection']:,.0f} B" if s["pss_bytes_per_connection"] is not None else "n/a"
+        lines.append(f"| {r['name']} | {r['connections_held']:,} | {r['requests_ok']:,} | "
+                     f"{s['rss_bytes_per_connection']:,.0f} B | {pss} | {s['processes']} |")
+    lines += ["", "| Generator | bytes / connection | how |", "|---|---:|---|"]
+    holders = [r["generator"] for r in records if r["kind"] == "server" and "generator" in r]
+    if holders:
+        worst = max(g["bytes_per_connection"] for g in holders)
+        lines.append(f"| loadbench connections (holder) | {worst:,.1f} B | own RSS growth / N, the largest of "
+                     f"{len(holders)} runs ({holders[0]['holder_bytes_per_connection']} B of state each) |")
+    for r in records:
+        if r["kind"] == "generator":
+            per = f"{r['bytes_per_connection']:,.0f} B" if r["bytes_per_connection"] is not None else "n/a"
+            lines.append(f"| {r['name']} | {per} | (peak RSS at N - at 1) / (N - 1), under load |")
+    lines += ["", "## Environment", "", env.to_markdown(), ""]
+    stem.with_suffix(".md").write_text("\n".join(lines))
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("-c", "--connections", type=int, default=10_000)
+    p.add_argument("--servers", default=",".join(SERVERS))
+    p.add_argument("--generators", default="wrk,loadbench-run", help="'' for none")
+    p.add_argument("--duration", type=float, default=3.0, help="seconds of load per generator run")
+    p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument("--out", type=Path, help="STEM of STEM.md and STEM.jsonl (default reports/memory-per-connection)")
+    p.add_argument("--smoke", action="store_true", help="200 connections (unless -c), 1 s, into a temp dir (unless --out)")
+    args = p.parse_args(argv)
+    if args.smoke:
+        if "-c" not in (argv or sys.argv) and "--connections" not in (argv or sys.argv):
+            args.connections = 200
+        args.duration = 1.0
+        args.out = args.out or Path(tempfile.mkdtemp(prefix="loadbench-mem-")) / "memory-per-connection"
+    args.out = args.out or REPO_DIR / "reports" / "memory-per-connection"
+    # Servers and generators started from here inherit the raised limit: each holds N sockets.
+    _, note = raise_fd_limit(args.connections + 1024)
+    if note:
+        print(note, file=sys.stderr)
+    records = []
+    with tempfile.TemporaryDirectory(prefix="loadbench-mem-nginx-") as run_dir:
+        for target in server_targets([s for s in args.servers.split(",") if s], Path(run_dir), args.connections):
+            print(f"server {target.name} ...", file=sys.stderr, flush=True)
+            records.append(measure_server(target, args.connections, args.timeout))
+            print(f"  {json.dumps(records[-1].get('server') or records[-1].get('skipped'))}", file=sys.stderr)
+    generators = [g for g in args.generators.split(",") if g]
+    if generators:
+        beast = loadbench.ServerProcess().start()
+        try:
+            for name in generators:
+                if name == "wrk" and not shutil.which("wrk"):
+                    records.append({"kind": "generator", "name": "wrk", "bytes_per_connection": None,
+                                    "skipped": "wrk not installed"})
+                    continue
+                argv_for = wrk_argv if name == "wrk" else loadbench_argv
+                print(f"generator {name} ...", file=sys.stderr, flush=True)
+                records.append(measure_generator(name, argv_for, beast.url("/"), args.connections, args.duration))
+                print(f"  {records[-1]['bytes_per_connection']}", file=sys.stderr)
+        finally:
+            beast.stop()
+            beast.kill()
+    write_report(records, args.out, args.connections)
+    print(f"wrote {args.out.with_suffix('.md')} and {args.out.with_suffix('.jsonl')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
