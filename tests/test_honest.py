@@ -70,14 +70,20 @@ def test_gate_skipped_and_default_threshold():
     assert LoadGate().load_threshold == pytest.approx(0.25 * (os.cpu_count() or 1))
 
 
-def test_outside_share_and_irq_readers_are_shares():
+def test_outside_share_and_irq_readers_are_shares(monkeypatch):
+    from loadbench import gate
     from loadbench.gate import cpu_times, irq_share, outside_share_now
 
     share = outside_share_now(0.2)
     assert share is None or 0.0 <= share <= 1.0
-    # user nice system idle iowait irq softirq steal: 10 of 100 jiffies in irq + softirq
+    # user nice system idle iowait irq softirq steal: 10 of 100 jiffies in irq + softirq, which
+    # no task was charged for only where the kernel accounts irq time on its own
+    monkeypatch.setattr(gate, "_IRQ_TIME_SEPARATE", True)
     assert irq_share([0] * 8, [50, 0, 20, 20, 0, 4, 6, 0]) == pytest.approx(0.1)
+    monkeypatch.setattr(gate, "_IRQ_TIME_SEPARATE", False)  # already in the interrupted tasks' time
+    assert irq_share([0] * 8, [50, 0, 20, 20, 0, 4, 6, 0]) == 0.0
     assert irq_share(None, [1] * 8) is None and irq_share([1] * 8, [1] * 8) is None
+    assert gate.irq_time_is_separate() in (True, False)
     assert len(cpu_times()) == 8
 
 

@@ -130,9 +130,10 @@ def outside_cpu_share(busy_share: Optional[float], window_s: Optional[float], co
     """CPU used by everything but the server tree and the generator in a window, as a share of
     the whole machine (0.05 = 5 % of all cores). None when a term is unknown.
 
-    ``irq_share``: the machine's irq + softirq share over the run. The kernel does not charge
-    softirq time to the task it ran on, and on loopback most of it is the benchmark's own
-    packets (about 6 % of a 2-core machine at 20 000 req/s), so it is not "outside"."""
+    ``irq_share``: the machine's irq + softirq share over the run that no task was charged for
+    (:func:`loadbench.gate.irq_share`). On loopback most of it is the benchmark's own packets,
+    so it is not "outside"; where the kernel charges softirq time to the interrupted task
+    (no CONFIG_IRQ_TIME_ACCOUNTING) it is already in the server's or generator's CPU, and 0."""
     if busy_share is None or not window_s or window_s <= 0 or not cores:
         return None
     ours = ((server_cpu_s or 0.0) + (generator_cpu_s or 0.0)) / (window_s * cores)

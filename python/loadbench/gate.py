@@ -49,13 +49,38 @@ def cpu_times() -> Optional[list[float]]:
         return None
 
 
+def irq_time_is_separate() -> bool:
+    """Whether this kernel keeps irq/softirq time out of the tasks' own CPU time
+    (CONFIG_IRQ_TIME_ACCOUNTING). Without it, a softirq tick is charged both to /proc/stat's
+    softirq column and to the task it interrupted (the server or the generator, on loopback),
+    so subtracting it again would hide another process's CPU. Unknown config: not separate."""
+    import gzip
+
+    sources = [("/proc/config.gz", True), (f"/boot/config-{os.uname().release}", False)]
+    for path, zipped in sources:
+        try:
+            opener = gzip.open if zipped else open
+            with opener(path, "rt") as fh:  # type: ignore[operator]
+                return any(line.strip() == "CONFIG_IRQ_TIME_ACCOUNTING=y" for line in fh)
+        except OSError:
+            continue
+    return False
+
+
 def irq_share(before: Optional[list[float]], after: Optional[list[float]]) -> Optional[float]:
-    """Share of all CPU time spent in irq + softirq between two :func:`cpu_times` readings."""
+    """Share of all CPU time spent in irq + softirq between two :func:`cpu_times` readings that
+    no task was charged for: all of it where the kernel accounts irq time separately, none
+    where it charges it to the interrupted task (see :func:`irq_time_is_separate`)."""
     if not before or not after or len(before) < 7 or len(after) < 7:
         return None
     delta = [b - a for a, b in zip(before, after)]
     total = sum(delta)
-    return (delta[5] + delta[6]) / total if total > 0 else None
+    if total <= 0:
+        return None
+    return (delta[5] + delta[6]) / total if _IRQ_TIME_SEPARATE else 0.0
+
+
+_IRQ_TIME_SEPARATE = irq_time_is_separate()
 
 
 def _own_cpu_s() -> float:

@@ -42,6 +42,26 @@ def _mib(kib: Optional[float]) -> Optional[float]:
     return kib / 1024 if kib else None
 
 
+# Peak memory, most honest first: the window's sampled peak of the tree's summed RSS (the run's
+# 0.1 s series), the sweep's background series around the cell, and last (results from before
+# those existed) the sum of each process's lifetime VmHWM - an upper bound that adds peaks of
+# different moments and counts shared pages once per process.
+PEAK_MEMORY_SOURCES = (("server", "rss_max_kib", "sampled peak of the tree's RSS in the window"),
+                       ("sampled", "rss_kib_max", "sampled peak of the tree's RSS around the cell"),
+                       ("server", "rss_peak_kib", "sum of lifetime VmHWM (upper bound)"),
+                       ("sampled", "rss_peak_kib", "sum of lifetime VmHWM (upper bound)"))
+
+
+def peak_memory(server: dict, sampled: dict) -> tuple[Optional[float], Optional[str]]:
+    """(peak RSS in KiB, what it is) from a record's `server` block and sampler totals."""
+    blocks = {"server": server, "sampled": sampled}
+    for block, key, what in PEAK_MEMORY_SOURCES:
+        value = blocks[block].get(key) if isinstance(blocks[block], dict) else None
+        if value:
+            return float(value), what
+    return None, None
+
+
 def load_of(record: dict) -> tuple[Optional[int], Optional[int]]:
     """(connections, load_pct) of a record. Open-loop records written before ``load_pct``
     existed kept the percentage in ``connections``; they are read the new way."""
@@ -99,7 +119,8 @@ def flatten(record: dict, cores: Optional[int] = None,
         "inflight": inflight, "reconnects": reconnects,
         "starved": cause is not None, "starved_cause": cause,
         "server_cpu_us_per_req": cpu_us,
-        "rss_peak_mib": _mib(server.get("rss_peak_kib") or sampled.get("rss_peak_kib")),
+        "rss_peak_mib": _mib(peak_memory(server, sampled)[0]), "rss_source": peak_memory(server, sampled)[1],
+        "pss_mib": _mib(server.get("pss_kib")),
         "steal_share": _get(server, "machine", "steal_share"),
         "idle_share": _get(server, "machine", "idle_share"),
         "outside_share": outside, "contended": contended, "reruns": int(record.get("reruns") or 0),
@@ -155,6 +176,7 @@ class Aggregate:
     inflight: Optional[Spread] = None
     conn_per_s: Optional[Spread] = None
     rss_peak_mib: Optional[float] = None
+    rss_source: Optional[str] = None
     steal_share: Optional[float] = None
     starved: bool = False
     starved_cause: Optional[str] = None
@@ -244,6 +266,7 @@ def _fill(agg: Aggregate, ok: list[dict]) -> None:
         agg.late_sends = pick("late_sends")
     rss = [r["rss_peak_mib"] for r in ok if r.get("rss_peak_mib") is not None]
     agg.rss_peak_mib = max(rss) if rss else None
+    agg.rss_source = next((r["rss_source"] for r in ok if r.get("rss_source")), None)
     steal = [r["steal_share"] for r in ok if r.get("steal_share") is not None]
     agg.steal_share = max(steal) if steal else None
     if agg.mode == "closed" and agg.inflight is not None:

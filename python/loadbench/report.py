@@ -218,7 +218,9 @@ def summary_table(model: Model, baseline: str) -> str:
                      "n/a" if ratio[t] is None else f"{ratio[t]:.2f}x", fmt_us(cpu) or "n/a",
                      "n/a" if rss is None else f"{rss:.1f}", str(len(model.excluded(t))),
                      str(order.index(t) + 1) if t in order else "not ranked"])
-    return table(header, rows)
+    sources = sorted({a.rss_source for a in model.aggs.values() if a.rss_source})
+    note = f"\n\nPeak RSS: {'; '.join(sources)}." if sources else ""
+    return table(header, rows) + note
 
 
 def excluded_text(model: Model, list_up_to: int = 12) -> str:
