@@ -9,8 +9,9 @@
 // Connection's: the worker owns it; it deletes itself when closed and nothing is pending.
 //
 // Bounded buffering: at most one write chunk (write_chunk bytes) is produced before the
-// previous one has left; nghttp2 produces DATA only inside the client's flow-control windows
-// and keeps at most --h2-max-streams streams, so a client that never reads costs at most that.
+// previous one has left; nghttp2 produces DATA only inside the client's flow-control windows;
+// at most --h2-max-streams streams are served at once; and while a write is stuck with frames
+// queued behind it, reading stops - so a client that never reads costs a bounded amount.
 #include "core/server/h2_session.hpp"
 #include "core/server/streams.hpp"
 #include "core/server/worker.hpp"
@@ -75,7 +76,9 @@ private:
         }
         arm_delays();
         if (!writing_ && (fatal_ || session_.finished())) return graceful_close();
-        if (!reading_ && !fatal_ && session_.want_read()) start_read();
+        // Backpressure: while the client does not take our writes and frames pile up, stop
+        // reading its requests (on_write resumes); TCP then holds the client back.
+        if (!reading_ && !fatal_ && session_.want_read() && !(writing_ && session_.backlogged())) start_read();
         update_deadline();
     }
 

@@ -262,6 +262,10 @@ void Http2Session::advertise_stream_limit(std::string& out, std::size_t at) {
 }
 
 bool Http2Session::want_read() const { return nghttp2_session_want_read(session_) != 0; }
+bool Http2Session::backlogged() const {
+    return nghttp2_session_get_outbound_queue_size(session_) > 2 * std::size_t{ctx_.config.h2_max_streams} + 64;
+}
+
 bool Http2Session::want_write() const { return nghttp2_session_want_write(session_) != 0; }
 
 void Http2Session::shutdown() {

@@ -53,6 +53,10 @@ public:
     bool send(std::string& out, std::size_t limit);
 
     bool want_read() const;
+    // Frames queued and not yet produced by send() (responses, refusals, PING/SETTINGS ACKs).
+    // While the socket does not take our writes, the connection stops reading once this is
+    // high: a client that never reads cannot make us queue answers without bound.
+    bool backlogged() const;
     bool want_write() const;
     // Nothing left to read or write: the connection is done (close it).
     bool finished() const { return !want_read() && !want_write(); }
