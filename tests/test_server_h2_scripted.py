@@ -216,3 +216,37 @@ def test_client_that_never_reads_does_not_make_the_server_buffer_without_bound(s
     # It answered some (the requests were valid) but not everything it was sent.
     assert 0 < stopped["h2"]["requests"] < sent, (sent, stopped)
     assert stopped["requests"]["plaintext"] == stopped["h2"]["requests"], stopped
+
+
+def test_no_h2_serves_http1_only_and_bad_h2_flags_are_config_errors(server_factory) -> None:
+    import loadbench
+
+    server = server_factory(h2=False, tls=True)
+    with socket.create_connection(("127.0.0.1", server.http_port), timeout=5) as sock:
+        sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        data = sock.recv(4096)
+    assert data.startswith(b"HTTP/1.1 400 "), data  # the preface is just a bad HTTP/1.1 request
+    import ssl
+    ctx = ssl._create_unverified_context()
+    ctx.set_alpn_protocols(["h2", "http/1.1"])
+    with socket.create_connection(("127.0.0.1", server.https_port), timeout=5) as raw:
+        with ctx.wrap_socket(raw, server_hostname="localhost") as tls:
+            assert tls.selected_alpn_protocol() == "http/1.1"
+    assert server.stop()["h2"]["connections"] == 0
+    with pytest.raises(loadbench.ConfigError, match="--h2-max-streams"):
+        ServerProcess(h2_max_streams=0).start()
+    with pytest.raises(ValueError, match="h2_max_streams"):
+        loadbench.InProcessServer(h2_max_streams=0)
+
+
+def test_in_process_server_counts_h2(server_factory) -> None:
+    import loadbench
+
+    with loadbench.InProcessServer(h2_max_streams=10) as server:
+        c = H2Client(server.http_port)
+        sids = [c.request("/json") for _ in range(3)]
+        c.read_until(lambda: all(c.finished(s) for s in sids))
+        c.close()
+        counters = server.counters()
+    assert counters["h2"]["requests"] == 3 and counters["h2"]["streams"] == 3
+    assert counters["h1"]["requests"] == 0 and counters["requests"]["json"] == 3
