@@ -74,6 +74,20 @@ class H2Client:
         self.flush()
         return sid
 
+    def send_body(self, sid: int, body: bytes, timeout: float = 10.0) -> None:
+        """Sends `body` and ends the stream, waiting for window updates as flow control says."""
+        deadline = time.monotonic() + timeout
+        while body:
+            n = min(len(body), 16384, self.conn.local_flow_control_window(sid))
+            if n > 0:
+                self.conn.send_data(sid, body[:n])
+                body = body[n:]
+                self.flush()
+            elif time.monotonic() > deadline or not self.read_once(deadline - time.monotonic()):
+                raise TimeoutError(f"stream {sid}: the flow-control window stayed shut")
+        self.conn.end_stream(sid)
+        self.flush()
+
     def read_once(self, timeout: float) -> bool:
         """One socket read, events applied; False on EOF/reset/timeout."""
         self.sock.settimeout(timeout)
