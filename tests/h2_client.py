@@ -10,8 +10,8 @@ from typing import Optional
 
 import pytest
 
-h2 = pytest.importorskip("h2", reason="the Python h2 package is missing: pip install h2 (test extras)")
-import h2.config  # noqa: E402
+pytest.importorskip("h2", reason="the Python h2 package is missing: pip install h2 (test extras)")
+import h2.config  # noqa: E402  (after the skip above)
 import h2.connection  # noqa: E402
 import h2.events  # noqa: E402
 import h2.settings  # noqa: E402
