@@ -153,28 +153,31 @@ private:
 
     // --- writing -----------------------------------------------------------------------
     void write_out() {
-        std::size_t already_sent = 0;
-        if constexpr (!Stream::is_tls) {
-            error_code ec;
-            already_sent = stream_.tcp().write_some(boost::asio::buffer(out_), ec);
-            if (ec && ec != boost::asio::error::would_block && ec != boost::asio::error::try_again) {
-                close();
-                return;
-            }
-            if (!ec && already_sent == out_.size()) {
-                out_.clear();
-                // More may be ready (a body larger than one chunk): go round again.
-                if (!fatal_ && session_.want_write()) {
-                    if (!session_.send(out_, write_chunk)) fatal_ = true;
-                    if (!out_.empty()) return write_out();
+        for (;;) {
+            std::size_t already_sent = 0;
+            if constexpr (!Stream::is_tls) {
+                // Plain TCP: try the send right here (as Connection does); it usually takes all.
+                error_code ec;
+                already_sent = stream_.tcp().write_some(boost::asio::buffer(out_), ec);
+                if (ec && ec != boost::asio::error::would_block && ec != boost::asio::error::try_again) {
+                    close();
+                    return;
                 }
-                return;
+                if (!ec && already_sent == out_.size()) {
+                    // More may be ready (a body larger than one chunk): go round again.
+                    out_.clear();
+                    if (fatal_ || !session_.want_write()) return;
+                    if (!session_.send(out_, write_chunk)) fatal_ = true;
+                    if (out_.empty()) return;
+                    continue;
+                }
             }
+            writing_ = true;
+            deadline_ = worker_.now() + std::chrono::milliseconds(worker_.config().idle_timeout_ms);
+            stream_.async_write(boost::asio::buffer(out_.data() + already_sent, out_.size() - already_sent),
+                                [this](error_code ec, std::size_t) { on_write(ec); });
+            return;
         }
-        writing_ = true;
-        deadline_ = worker_.now() + std::chrono::milliseconds(worker_.config().idle_timeout_ms);
-        stream_.async_write(boost::asio::buffer(out_.data() + already_sent, out_.size() - already_sent),
-                            [this](error_code ec, std::size_t) { on_write(ec); });
     }
 
     void on_write(error_code ec) {
