@@ -164,3 +164,20 @@ def test_nghttp_shows_settings(server_factory) -> None:
     assert re.search(r"\[SETTINGS_MAX_CONCURRENT_STREAMS\(0x03\):37\]", settings), out
     assert re.search(r"\[SETTINGS_MAX_HEADER_LIST_SIZE\(0x06\):8192\]", settings), out
     assert ":status: 200" in out
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["h2c", "h2-alpn"])
+def test_h2load_concurrent_large_uploads_all_echoed(server_factory, tls: bool, tmp_path: Path) -> None:
+    """20 streams per connection each upload 300 KB at once: h2load spreads the connection
+    window over all of them, so no stream's body is complete until the server has taken
+    about 6 MB per connection - flow control must keep moving (no deadlock, no error)."""
+    h2load = need("h2load", "nghttp2-client")
+    server = server_factory(tls=tls, http=not tls)
+    body = tmp_path / "body.bin"
+    body.write_bytes(bytes(range(256)) * 1200)  # 300 KiB
+    proc = run([h2load, "-n", "400", "-c", "4", "-m", "20", "-d", str(body), base_url(server, tls) + "/echo"],
+               timeout=120)
+    out = proc.stdout.decode(errors="replace")
+    counts = h2load_counts(out)
+    assert counts["succeeded"] == 400 and counts["2xx"] == 400 and counts["errored"] == 0, out
+    assert server.stop()["requests"]["echo"] == 400

@@ -10,10 +10,10 @@
 // Limits: SETTINGS_MAX_CONCURRENT_STREAMS (--h2-max-streams; nghttp2 refuses streams beyond
 // it with RST_STREAM REFUSED_STREAM), SETTINGS_MAX_HEADER_LIST_SIZE (a larger header list is
 // answered 431), --max-body (413, also from content-length before any DATA), --h2-max-requests
-// (GOAWAY after that many streams). Flow control: a stream's window is given back as its DATA
-// arrives (it keeps at most --max-body), the connection's only while the bodies held on the
-// connection stay within a budget (2 x --max-body + 64 KiB, at least 1 MiB); responses go out
-// as the client's windows allow, at most one write chunk before the previous one left.
+// (GOAWAY after that many streams). Flow control is nghttp2's: request DATA is consumed as it
+// arrives (a stream keeps at most --max-body, so a connection at most --h2-max-streams x
+// --max-body), responses go out as the client's windows allow, at most one write chunk before
+// the previous one left.
 #include "core/server/answer.hpp"
 #include "core/server/handler_context.hpp"
 
@@ -84,8 +84,6 @@ private:
     void respond(Stream& stream, const Answer& answer);
     void header_block_done(Stream& stream);
     void advertise_stream_limit(std::string& out, std::size_t at);
-    std::size_t body_budget() const;
-    void repay_connection_window();
     static constexpr std::uint32_t unlimited_streams = 0xffffffffu;
 
     HandlerContext& ctx_;
@@ -95,9 +93,7 @@ private:
     std::vector<Delay> new_delays_;
     std::size_t delayed_ = 0;
     std::size_t awaiting_headers_ = 0;
-    std::size_t open_streams_ = 0;
-    std::size_t held_body_bytes_ = 0;          // request bodies buffered on this connection
-    std::size_t owed_connection_window_ = 0;   // received, not yet given back (over the budget)  // streams begun (not refused) and not yet closed
+    std::size_t open_streams_ = 0;  // streams begun (not refused) and not yet closed
     clock::time_point headers_since_{};
     std::uint64_t streams_begun_ = 0;
     bool goaway_submitted_ = false;
