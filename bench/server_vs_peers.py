@@ -10,6 +10,9 @@ right before and right after the wrk run, divided by wrk's exact response count.
     .venv/bin/python bench/server_vs_peers.py -d 2 -r 1 -c 10,50  # a quick look
 
 Writes reports/server-baseline.md and every repeat to reports/server-baseline.jsonl.
+
+`--protocol h2` runs the HTTP/2 part instead (h2load against loadbench-server h2c/h2, nginx
+http2, h2o h2c/h2, node:http2; see bench/server_h2_part.py): reports/server-h2.md/.jsonl.
 """
 from __future__ import annotations
 
@@ -35,19 +38,30 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("-d", "--duration", type=int, default=10, help="seconds per run (default 10)")
     p.add_argument("-r", "--repeats", type=int, default=3, help="runs per cell; the median is reported")
     p.add_argument("--warmup", type=int, default=2, help="seconds of unrecorded load per server first")
-    p.add_argument("--servers", default="loadbench-server,nginx,node:http")
+    p.add_argument("--protocol", choices=["h1", "h2"], default="h1",
+                   help="h1: wrk, HTTP/1.1 (default); h2: h2load, HTTP/2 (bench/server_h2_part.py)")
+    p.add_argument("--servers", default=None,
+                   help="comma-separated (h1 default: loadbench-server,nginx,node:http; h2 default: "
+                        "loadbench-server h2c,loadbench-server h2,nginx h2,h2o h2c,h2o h2,node:http2 h2c)")
+    p.add_argument("--h2-cells", default="1x10,25x10,50x10",
+                   help="--protocol h2: CxM cells, C connections x M concurrent streams (default 1x10,25x10,50x10)")
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--generator-cpu", type=int, default=1)
     p.add_argument("--path", default="/plaintext")
     p.add_argument("--beast-bin", help="loadbench-server binary (default: the installed package's)")
-    p.add_argument("--out", default=str(bl.REPORTS_DIR / "server-baseline"),
-                   help="output stem: STEM.md and STEM.jsonl")
+    p.add_argument("--out", default=None,
+                   help="output stem: STEM.md and STEM.jsonl (default reports/server-baseline, h2: reports/server-h2)")
     bl.add_gate_args(p)
     p.add_argument("--report-only", action="store_true",
                    help="measure nothing: rewrite STEM.md from STEM.jsonl (same -c as the run)")
     args = p.parse_args(argv)
     args.concurrencies = [int(c) for c in args.concurrencies.split(",")]
-    args.servers = [s.strip() for s in args.servers.split(",")]
+    if args.servers is not None:
+        args.servers = [s.strip() for s in args.servers.split(",")]
+    elif args.protocol == "h1":
+        args.servers = ["loadbench-server", "nginx", "node:http"]
+    if args.out is None and args.protocol == "h1":
+        args.out = str(bl.REPORTS_DIR / "server-baseline")
     return args
 
 
@@ -273,6 +287,10 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
     args.command = "python3 bench/server_vs_peers.py" + (" " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "")
+    if args.protocol == "h2":
+        import server_h2_part
+
+        return server_h2_part.main(args)
     started = time.monotonic()
     if args.report_only:
         records, env, command = bl.read_jsonl(Path(args.out).with_suffix(".jsonl"))

@@ -110,3 +110,27 @@ def test_bench_drivers_share_the_gate_median_and_outside_cpu_rule() -> None:
     note = benchlib.gate_note(first, records)
     assert note.startswith("before the run: skipped (--no-wait)")
     assert "1 of 2 repeat(s) measured after the gate timed out; 1 repeat(s) contended" in note
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed (apt-get install curl)")
+def test_h2_peers_answer_over_http2(tmp_path: Path) -> None:
+    """Every peer of the HTTP/2 benchmark (server_vs_peers --protocol h2) that is installed
+    answers / and /json over HTTP/2 (h2c prior knowledge or TLS with ALPN h2)."""
+    import argparse
+    import subprocess
+
+    import server_h2_part
+
+    args = argparse.Namespace(servers=[s.strip() for s in server_h2_part.DEFAULT_SERVERS.split(",")]
+                              + ["node:http2 h2"], beast_bin=None)
+    specs = server_h2_part.peer_specs(args, str(tmp_path))
+    assert specs["loadbench-server h2c"] is not None and specs["loadbench-server h2"] is not None
+    for name, spec in specs.items():
+        if spec is None:
+            continue
+        with server_h2_part.H2RunningPeer(spec, [0]) as peer:
+            for path, body in (("/", PLAINTEXT), ("/json", JSON)):
+                mode = ["--http2", "-k"] if spec.https else ["--http2-prior-knowledge"]
+                out = subprocess.run(["curl", "-sS", "--max-time", "5", *mode, "-w", "\n%{http_version}",
+                                      peer.url(path)], capture_output=True, timeout=10).stdout
+                assert out == body + b"\n2", (name, path, out)

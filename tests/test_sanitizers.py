@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -53,6 +55,40 @@ def test_cpp_unit_tests_under_asan_and_ubsan(asan_build: Path) -> None:
     assert "[  PASSED  ]" in log
 
 
+def h2_traffic(http: int, https: int, tmp_path: Path) -> socket.socket:
+    """HTTP/2 on the sanitized server: h2load over h2c and ALPN h2 (every route), and hostile
+    h2 clients (a malformed frame, a reset mid-stream, streams left open at shutdown)."""
+    h2load = shutil.which("h2load")
+    if h2load is None:
+        pytest.fail("h2load not found: apt-get install nghttp2-client (bash .ci/install.sh test)", pytrace=False)
+    body = tmp_path / "body.bin"
+    body.write_bytes(b"h" * 70_000)  # more than one flow-control window
+    for base in (f"http://127.0.0.1:{http}", f"https://127.0.0.1:{https}"):
+        for extra in ([f"{base}/plaintext", f"{base}/json", f"{base}/delay?ms=2", f"{base}/nope"],
+                      ["-d", str(body), f"{base}/echo"]):
+            proc = subprocess.run([h2load, "-n", "400", "-c", "2", "-m", "8", *extra], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, timeout=120)
+            out = proc.stdout.decode(errors="replace")
+            assert proc.returncode == 0 and " 400 done, " in out and " 0 errored" in out, out
+    preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes.fromhex("000000040000000000")
+    get = bytes.fromhex("00000e010500000001") + b"\x82\x84\x86\x41\x09127.0.0.1"  # GET / (+ :authority)
+    with connect(http) as sock:  # DATA on stream 0: GOAWAY PROTOCOL_ERROR
+        sock.sendall(preface + get + bytes.fromhex("000001000000000000") + b"x")
+        read_until_closed(sock)
+    for _ in range(3):  # a POST whose body never ends, then a reset
+        sock = connect(http)
+        sock.sendall(preface + bytes.fromhex("00000e010400000001") + b"\x83\x86\x84\x41\x09127.0.0.1"
+                     + bytes.fromhex("000400000000000001") + b"abcd")
+        time.sleep(0.05)
+        reset_close(sock)
+    # Left open: a /delay stream in flight when the server is stopped (GOAWAY, then it finishes).
+    path = b"/delay?ms=300"
+    delay = b"\x82\x86\xbe\x04" + bytes([len(path)]) + path  # :path as a literal without indexing
+    sock = connect(http)
+    sock.sendall(preface + get + bytes.fromhex("0000%02x0105000000" % len(delay) + "03") + delay)
+    return sock
+
+
 def test_sanitized_server_under_real_load_exits_clean(asan_build: Path, tmp_path: Path) -> None:
     stderr_path = tmp_path / "server.stderr"
     argv = [str(asan_build / "loadbench-server"), "--port", "0", "--tls", "--tls-port", "0", "--workers", "2",
@@ -92,6 +128,8 @@ def test_sanitized_server_under_real_load_exits_clean(asan_build: Path, tmp_path
             sock.sendall(os.urandom(600))
             reset_close(sock)
         assert served(http) and served_tls(https)
+        open_h2 = h2_traffic(http, https, tmp_path)
+        time.sleep(0.1)
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
@@ -100,6 +138,8 @@ def test_sanitized_server_under_real_load_exits_clean(asan_build: Path, tmp_path
         except subprocess.TimeoutExpired:
             proc.kill()
             out, _ = proc.communicate()
+    with open_h2:
+        assert read_until_closed(open_h2).count(b"Hello, World!") == 2  # /delay answered after the GOAWAY
     log = stderr_path.read_text(errors="replace")
     assert not sanitizer_reports(log), log[-8000:]
     assert proc.returncode == 0, f"exit {proc.returncode}:\n{log[-8000:]}"

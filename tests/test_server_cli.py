@@ -85,3 +85,29 @@ def test_parse_cpus():
     for bad in ("", "a", "3-1", "-1"):
         with pytest.raises(ConfigError):
             parse_cpus(bad)
+
+
+def test_serve_h2_flags_reach_the_server_and_its_counters():
+    proc, lines = _start("--h2-max-streams", "7", "--h2-max-requests", "50")
+    try:
+        url = next(re.search(r"http://\S+", line).group(0) for line in lines if "listening on" in line)
+        port = int(url.rsplit(":", 1)[1].rstrip("/"))
+        import shutil
+
+        if shutil.which("nghttp") is None:
+            pytest.skip("nghttp not found: apt-get install nghttp2-client")
+        out = subprocess.run(["nghttp", "-nv", f"http://127.0.0.1:{port}/json"], capture_output=True, text=True,
+                             timeout=20).stdout
+        assert "[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):7]" in out, out
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "HTTP/2: 1 requests on 1 connections" in out, out
+
+
+def test_serve_bad_h2_flag_exit_2():
+    proc = subprocess.run([sys.executable, "-m", "loadbench", "serve", "--h2-max-streams", "0"],
+                          capture_output=True, text=True, timeout=20)
+    assert proc.returncode == 2 and "loadbench: error: --h2-max-streams" in proc.stderr

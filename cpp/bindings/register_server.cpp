@@ -31,6 +31,17 @@ py::dict counters_dict(const CountersSnapshot& c) {
     d["connections_open"] = c.connections_open;
     d["requests"] = requests;
     d["requests_total"] = c.requests_total();
+    py::dict h1;
+    h1["connections"] = c.h1_connections();
+    h1["requests"] = c.h1_requests();
+    d["h1"] = h1;
+    py::dict h2;
+    h2["connections"] = c.h2.connections;
+    h2["streams"] = c.h2.streams;
+    h2["requests"] = c.h2.requests;
+    h2["streams_refused"] = c.h2.streams_refused;
+    h2["goaways"] = c.h2.goaways;
+    d["h2"] = h2;
     return d;
 }
 
@@ -53,11 +64,12 @@ void register_server(py::module_& m) {
     });
 
     py::class_<Server>(m, "Server",
-                       "Boost.Beast HTTP/1.1 reference server running in this process on its own threads.")
+                       "Boost.Beast HTTP/1.1 + nghttp2 HTTP/2 reference server running in this process on its own threads.")
         .def(py::init([](const std::string& host, int port, bool http, bool tls, int tls_port,
                          std::optional<std::string> cert, std::optional<std::string> key, unsigned workers,
                          std::size_t max_body, unsigned header_timeout_ms, unsigned idle_timeout_ms,
-                         const std::string& accept) {
+                         const std::string& accept, bool h2, std::uint32_t h2_max_streams,
+                         std::uint64_t h2_max_requests) {
                  if (port < 0 || port > 65535 || tls_port < 0 || tls_port > 65535) {
                      throw loadbench::server::ConfigError("ports must be in 0..65535");
                  }
@@ -74,13 +86,18 @@ void register_server(py::module_& m) {
                  c.header_timeout_ms = header_timeout_ms;
                  c.idle_timeout_ms = idle_timeout_ms;
                  c.accept = parse_accept(accept);
+                 c.h2 = h2;
+                 if (h2_max_streams == 0) throw loadbench::server::ConfigError("h2_max_streams must be at least 1");
+                 c.h2_max_streams = h2_max_streams;
+                 c.h2_max_requests = h2_max_requests;
                  return std::make_unique<Server>(c);
              }),
              py::kw_only(), py::arg("host") = "127.0.0.1", py::arg("port") = 0, py::arg("http") = true,
              py::arg("tls") = false, py::arg("tls_port") = 0, py::arg("cert") = py::none(),
              py::arg("key") = py::none(), py::arg("workers") = 1, py::arg("max_body") = 1024 * 1024,
              py::arg("header_timeout_ms") = 10'000, py::arg("idle_timeout_ms") = 60'000,
-             py::arg("accept") = "reuseport")
+             py::arg("accept") = "reuseport", py::arg("h2") = true, py::arg("h2_max_streams") = 100,
+             py::arg("h2_max_requests") = 0)
         .def("start", &Server::start, py::call_guard<py::gil_scoped_release>(),
              "Bind the listeners and start the worker threads; raises OSError (port in use, bad certificate).")
         .def(
@@ -97,7 +114,7 @@ void register_server(py::module_& m) {
         .def_property_readonly("https_port", &Server::https_port)
         .def_property_readonly("workers", [](const Server& s) { return s.config().workers; })
         .def("counters", [](const Server& s) { return counters_dict(s.counters()); },
-             "Connections accepted/open and requests per route, summed over the workers.")
+             "Connections accepted/open, requests per route, and per protocol (h1, h2), summed over the workers.")
         .def("__enter__",
              [](Server& s) -> Server& {
                  {

@@ -52,6 +52,19 @@ TEST(StatusLines, ReadyErrorStopped) {
     const auto line = stopped_line(total);
     EXPECT_NE(line.find(R"("requests":{"plaintext":2,"json":0,)"), std::string::npos);
     EXPECT_NE(line.find(R"("not_found":1)"), std::string::npos);
-    EXPECT_NE(line.find(R"("requests_total":3})"), std::string::npos);
+    EXPECT_NE(line.find(R"("requests_total":3,)"), std::string::npos);
+    b.h2_connection();
+    b.h2_stream();
+    b.h2_request();
+    b.h2_goaway();
+    total = a.snapshot();
+    total += b.snapshot();
+    EXPECT_EQ(total.h1_requests(), 2u);
+    EXPECT_EQ(total.h1_connections(), 1u);
+    const auto with_h2 = stopped_line(total);
+    EXPECT_NE(with_h2.find(R"("h1":{"connections":1,"requests":2})"), std::string::npos) << with_h2;
+    EXPECT_NE(with_h2.find(R"("h2":{"connections":1,"streams":1,"requests":1,"streams_refused":0,"goaways":1}})"),
+              std::string::npos)
+        << with_h2;
 }
 

@@ -4,7 +4,7 @@ from typing import Any, Optional
 def build_info() -> dict[str, str]: ...
 
 class Server:
-    """Boost.Beast HTTP/1.1 reference server running in this process on its own threads."""
+    """Boost.Beast HTTP/1.1 + nghttp2 HTTP/2 reference server running in this process on its own threads."""
 
     def __init__(
         self,
@@ -21,6 +21,9 @@ class Server:
         header_timeout_ms: int = 10000,
         idle_timeout_ms: int = 60000,
         accept: str = "reuseport",
+        h2: bool = True,
+        h2_max_streams: int = 100,
+        h2_max_requests: int = 0,
     ) -> None: ...
     def start(self) -> None: ...
     def stop(self, timeout: float = 10.0) -> bool: ...

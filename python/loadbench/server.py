@@ -7,7 +7,9 @@ and RSS alone. The binary prints one JSON line once it listens, e.g.
 
 and, after a graceful stop (SIGINT/SIGTERM), one line with its counters:
 
-    {"event": "stopped", "connections_accepted": 10, ..., "requests": {"plaintext": 5, ...}}
+    {"event": "stopped", "connections_accepted": 10, ..., "requests": {"plaintext": 5, ...},
+     "h1": {"connections": 4, "requests": 3},
+     "h2": {"connections": 6, "streams": 2, "requests": 2, "streams_refused": 0, "goaways": 0}}
 """
 from __future__ import annotations
 
@@ -51,6 +53,9 @@ class ServerProcess:
     header_timeout_ms: Optional[int] = None
     idle_timeout_ms: Optional[int] = None
     accept: Optional[str] = None  # "reuseport" (default) or "shared"
+    h2: bool = True  # h2c (prior knowledge) on the HTTP port, ALPN h2 on the TLS port
+    h2_max_streams: Optional[int] = None  # SETTINGS_MAX_CONCURRENT_STREAMS (binary default 100)
+    h2_max_requests: Optional[int] = None  # GOAWAY after this many streams (0/None = never)
     extra_args: Sequence[str] = ()
     cpus: Optional[Sequence[int]] = None
     ready_timeout: float = 10.0
@@ -78,7 +83,11 @@ class ServerProcess:
             "--header-timeout-ms": self.header_timeout_ms,
             "--idle-timeout-ms": self.idle_timeout_ms,
             "--accept": self.accept,
+            "--h2-max-streams": self.h2_max_streams,
+            "--h2-max-requests": self.h2_max_requests,
         }
+        if not self.h2:
+            args += ["--no-h2"]
         for flag, value in optional.items():
             if value is not None:
                 args += [flag, str(value)]

@@ -6,6 +6,7 @@
 #   NGINX_TLS=1       serve HTTPS instead of HTTP, with a self-signed EC P-256 certificate
 #                     (CN=localhost) generated into the run dir; no session cache, no tickets,
 #                     so every new connection is a full handshake.
+#   NGINX_HTTP2=1     with NGINX_TLS=1: also offer HTTP/2 (ALPN h2; `listen ... ssl http2`)
 # The config is rendered into a fresh temp dir that also holds pid, error log and temp paths;
 # the dir is removed when nginx exits. SIGTERM/SIGINT stop nginx gracefully (QUIT).
 set -euo pipefail
@@ -31,6 +32,7 @@ if [ "${NGINX_TLS:-0}" = 1 ]; then
     -subj /CN=localhost -keyout "$run_dir/key.pem" -out "$run_dir/cert.pem" 2>/dev/null
   chmod 644 "$run_dir/key.pem"
   listen="127.0.0.1:$port ssl"
+  [ "${NGINX_HTTP2:-0}" = 1 ] && listen="$listen http2"
   tls="        ssl_certificate $run_dir/cert.pem;
         ssl_certificate_key $run_dir/key.pem;
         ssl_protocols TLSv1.2 TLSv1.3;

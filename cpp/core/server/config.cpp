@@ -86,6 +86,13 @@ ParsedArgs parse_server_args(const std::vector<std::string>& args) {
             c.header_timeout_ms = parse_integer<unsigned>(flag, value(), 1, 86'400'000);
         } else if (flag == "--idle-timeout-ms") {
             c.idle_timeout_ms = parse_integer<unsigned>(flag, value(), 1, 86'400'000);
+        } else if (flag == "--no-h2") {
+            no_value();
+            c.h2 = false;
+        } else if (flag == "--h2-max-streams") {
+            c.h2_max_streams = parse_integer<std::uint32_t>(flag, value(), 1, 1'000'000);
+        } else if (flag == "--h2-max-requests") {
+            c.h2_max_requests = parse_integer<std::uint64_t>(flag, value(), 0, std::uint64_t{1} << 40);
         } else if (flag == "--accept") {
             const std::string v = value();
             if (v == "reuseport") {
@@ -105,7 +112,8 @@ ParsedArgs parse_server_args(const std::vector<std::string>& args) {
 
 std::string server_usage() {
     return R"(usage: loadbench-server [flags]
-Boost.Beast HTTP/1.1 reference server. Prints one JSON line when listening and one at exit.
+Boost.Beast HTTP/1.1 + nghttp2 HTTP/2 reference server. Prints one JSON line when listening
+and one at exit. HTTP/2: h2c with prior knowledge on the HTTP port, ALPN h2 on the TLS port.
   --host ADDR             address to bind (default 127.0.0.1)
   --port N                HTTP port, 0 = a free port (default 0)
   --no-http               no plain HTTP listener (needs --tls)
@@ -117,6 +125,9 @@ Boost.Beast HTTP/1.1 reference server. Prints one JSON line when listening and o
   --header-timeout-ms MS  a request header must arrive within this time (default 10000)
   --idle-timeout-ms MS    idle keep-alive connections are closed after this (default 60000)
   --accept reuseport|shared  SO_REUSEPORT listener per worker, or one shared listener (default reuseport)
+  --no-h2                 HTTP/1.1 only (no h2c, ALPN offers only http/1.1)
+  --h2-max-streams N      HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; more are refused (default 100)
+  --h2-max-requests N     HTTP/2: GOAWAY after N streams on a connection, 0 = never (default 0)
 Routes: GET / and /plaintext, GET /json, POST /echo, GET /delay?ms=N. SIGINT/SIGTERM stop gracefully.
 )";
 }

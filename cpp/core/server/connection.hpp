@@ -12,6 +12,7 @@
 //  - no timer per operation: the worker's tick enforces `deadline_`;
 //  - the worker owns the connection (intrusive list); handlers capture a raw `this`, and the
 //    connection deletes itself only when no operation is pending.
+#include "core/server/h2_connection.hpp"
 #include "core/server/request_processor.hpp"
 #include "core/server/streams.hpp"
 #include "core/server/worker.hpp"
@@ -37,6 +38,7 @@ public:
         : ConnectionBase(worker), stream_(std::move(socket), tls), edge_read_(make_edge_read()),
           in_(new char[read_buffer_size]) {
         out_.reserve(4096);
+        protocol_known_ = !worker.config().h2;
     }
 
     void start() override {
@@ -47,7 +49,7 @@ public:
                                           [this](boost::beast::error_code ec) {
                                               pending_ -= 1;
                                               if (!closed_ && ec) close();
-                                              if (!closed_) read_more();
+                                              if (!closed_) after_handshake();
                                               finish_handler();
                                           });
         } else {
@@ -140,9 +142,50 @@ private:
         finish_handler();
     }
 
+    // ALPN picked the protocol: h2 goes on in an Http2Connection, anything else is HTTP/1.1.
+    void after_handshake() {
+        if constexpr (Stream::is_tls) {
+            if (!protocol_known_) {
+                const unsigned char* proto = nullptr;
+                unsigned length = 0;
+                SSL_get0_alpn_selected(stream_.tls().native_handle(), &proto, &length);
+                if (length == 2 && std::memcmp(proto, "h2", 2) == 0) return hand_over_to_h2();
+                // No ALPN at all: a client may still speak h2 with prior knowledge (sniffed below).
+                protocol_known_ = length != 0;
+            }
+        }
+        read_more();
+    }
+
+    // A connection that begins with the HTTP/2 client preface is h2 (prior knowledge); any
+    // other first bytes are HTTP/1.1. Decided once, on the first bytes read.
+    enum class Sniff { need_more, http1, http2 };
+    Sniff sniff() const {
+        const std::size_t available = in_end_ - in_begin_;
+        const std::size_t n = std::min(available, http2_preface.size());
+        if (std::memcmp(in_.get() + in_begin_, http2_preface.data(), n) != 0) return Sniff::http1;
+        return n == http2_preface.size() ? Sniff::http2 : Sniff::need_more;
+    }
+
+    void hand_over_to_h2() {
+        auto* next = new Http2Connection<Stream>(worker_, std::move(stream_), in_.get() + in_begin_, in_end_ - in_begin_);
+        worker_.hand_over(this, next);
+        closed_ = true;  // this object is done (its socket moved); finish_handler deletes it
+        next->start();
+    }
+
     // Answers every complete request in the buffer (RequestProcessor), then writes or reads.
     void process() {
-        in_begin_ += requests_.process(worker_, in_.get() + in_begin_, in_end_ - in_begin_, out_);
+        if (!protocol_known_) [[unlikely]] {
+            switch (sniff()) {
+                case Sniff::need_more:
+                    if (in_end_ > in_begin_) return read_more();
+                    break;  // nothing read yet (e.g. after a write): carry on as HTTP/1.1 would
+                case Sniff::http2: return hand_over_to_h2();
+                case Sniff::http1: protocol_known_ = true; break;
+            }
+        }
+        in_begin_ += requests_.process(worker_.context(), in_.get() + in_begin_, in_end_ - in_begin_, out_);
         if (requests_.close_after_write()) in_begin_ = in_end_ = 0;  // unread input is dropped
         if (!out_.empty()) return write_out();
         if (requests_.awaiting_delay()) return start_delay_timer();
@@ -161,7 +204,7 @@ private:
                 if (ec) {
                     close();
                 } else {
-                    requests_.finish_delay(worker_, out_);
+                    requests_.finish_delay(worker_.context(), out_);
                     if (requests_.close_after_write()) in_begin_ = in_end_ = 0;
                     process();
                 }
@@ -265,6 +308,7 @@ private:
     bool writing_ = false;
     bool closed_ = false;
     bool lingering_ = false;
+    bool protocol_known_ = true;  // false until the first bytes (or ALPN) said HTTP/1.1 or h2
 };
 
 }  // namespace loadbench::server

@@ -28,6 +28,11 @@ CountersSnapshot& CountersSnapshot::operator+=(const CountersSnapshot& other) {
     connections_accepted += other.connections_accepted;
     connections_open += other.connections_open;
     for (std::size_t i = 0; i < requests.size(); ++i) requests[i] += other.requests[i];
+    h2.connections += other.h2.connections;
+    h2.streams += other.h2.streams;
+    h2.requests += other.h2.requests;
+    h2.streams_refused += other.h2.streams_refused;
+    h2.goaways += other.h2.goaways;
     return *this;
 }
 
@@ -38,6 +43,13 @@ CountersSnapshot WorkerCounters::snapshot() const {
     const auto closed = closed_.load(std::memory_order_relaxed);
     s.connections_accepted = accepted_.load(std::memory_order_relaxed);
     s.connections_open = s.connections_accepted >= closed ? s.connections_accepted - closed : 0;
+    // h2 responses are counted per route first, then as h2: reading h2 first keeps
+    // h1_requests() = total - h2 from going below zero.
+    s.h2.requests = h2_requests_.load(std::memory_order_relaxed);
+    s.h2.connections = h2_connections_.load(std::memory_order_relaxed);
+    s.h2.streams = h2_streams_.load(std::memory_order_relaxed);
+    s.h2.streams_refused = h2_refused_.load(std::memory_order_relaxed);
+    s.h2.goaways = h2_goaways_.load(std::memory_order_relaxed);
     for (std::size_t i = 0; i < requests_.size(); ++i) s.requests[i] = requests_[i].load(std::memory_order_relaxed);
     return s;
 }

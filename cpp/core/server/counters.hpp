@@ -28,11 +28,24 @@ inline constexpr std::size_t request_kind_count = static_cast<std::size_t>(Reque
 // Stable names used in the JSON exit line and the Python counters dict.
 std::string_view to_string(RequestKind kind);
 
+// What HTTP/2 did, beside the per-route counts (which cover both protocols).
+struct Http2Counts {
+    std::uint64_t connections = 0;       // connections that spoke h2 (h2c or ALPN h2)
+    std::uint64_t streams = 0;           // request streams accepted
+    std::uint64_t requests = 0;          // responses sent over h2
+    std::uint64_t streams_refused = 0;   // RST_STREAM REFUSED_STREAM sent (over the stream limit)
+    std::uint64_t goaways = 0;           // GOAWAY frames sent (shutdown, --h2-max-requests, errors)
+};
+
 struct CountersSnapshot {
     std::uint64_t connections_accepted = 0;
     std::uint64_t connections_open = 0;
     std::array<std::uint64_t, request_kind_count> requests{};
+    Http2Counts h2;
     std::uint64_t requests_total() const;
+    // HTTP/1.x is everything that is not HTTP/2.
+    std::uint64_t h1_requests() const { return requests_total() - h2.requests; }
+    std::uint64_t h1_connections() const { return connections_accepted - h2.connections; }
     CountersSnapshot& operator+=(const CountersSnapshot& other);
 };
 
@@ -42,6 +55,11 @@ public:
     void connection_opened() { bump(accepted_); }
     void connection_closed() { bump(closed_); }
     void request(RequestKind kind) { bump(requests_[static_cast<std::size_t>(kind)]); }
+    void h2_connection() { bump(h2_connections_); }
+    void h2_stream() { bump(h2_streams_); }
+    void h2_request() { bump(h2_requests_); }
+    void h2_stream_refused() { bump(h2_refused_); }
+    void h2_goaway() { bump(h2_goaways_); }
     CountersSnapshot snapshot() const;
 
 private:
@@ -51,6 +69,11 @@ private:
     std::atomic<std::uint64_t> accepted_{0};
     std::atomic<std::uint64_t> closed_{0};
     std::array<std::atomic<std::uint64_t>, request_kind_count> requests_{};
+    std::atomic<std::uint64_t> h2_connections_{0};
+    std::atomic<std::uint64_t> h2_streams_{0};
+    std::atomic<std::uint64_t> h2_requests_{0};
+    std::atomic<std::uint64_t> h2_refused_{0};
+    std::atomic<std::uint64_t> h2_goaways_{0};
 };
 
 }  // namespace loadbench::server

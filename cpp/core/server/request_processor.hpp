@@ -8,7 +8,8 @@
 // through exactly the path a real session takes (cpp/tests/fuzz/server_request_fuzz.cpp).
 #include "core/server/request_parser.hpp"
 #include "core/server/responses.hpp"
-#include "core/server/worker.hpp"
+#include "core/server/answer.hpp"
+#include "core/server/handler_context.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -31,10 +32,10 @@ public:
     // Returns how many bytes were consumed; the rest (less than max_buffered_bytes, part of
     // one request) must be presented again, followed by new bytes, on the next call. Stops early while a /delay
     // request waits for its timer or once the connection must close after `out` is written.
-    std::size_t process(Worker& worker, const char* data, std::size_t size, std::string& out);
+    std::size_t process(HandlerContext& ctx, const char* data, std::size_t size, std::string& out);
 
     // The /delay timer fired: appends its response. Call process() again for what follows.
-    void finish_delay(Worker& worker, std::string& out);
+    void finish_delay(HandlerContext& ctx, std::string& out);
 
     bool awaiting_delay() const { return awaiting_delay_; }
     std::uint32_t delay_ms() const { return delay_ms_; }
@@ -49,9 +50,10 @@ public:
 private:
     void maybe_send_continue(std::string& out);
     ConnectionHeader connection_header(bool keep_alive) const;
-    void answer_request(Worker& worker, std::string& out);
-    void answer_parse_error(Worker& worker, const boost::beast::error_code& ec, std::string& out);
-    void answer_bad_request(Worker& worker, std::string& out);
+    void answer_request(HandlerContext& ctx, std::string& out);
+    void encode(HandlerContext& ctx, const Answer& answer, ConnectionHeader ch, std::string& out);
+    void answer_parse_error(HandlerContext& ctx, const boost::beast::error_code& ec, std::string& out);
+    void answer_bad_request(HandlerContext& ctx, std::string& out);
 
     RequestScratch scratch_;
     std::optional<RequestParser> parser_;

@@ -55,7 +55,14 @@ std::string stopped_line(const CountersSnapshot& counters) {
         line += ':';
         line += std::to_string(counters.requests[i]);
     }
-    line += R"(},"requests_total":)" + std::to_string(counters.requests_total()) + "}";
+    line += R"(},"requests_total":)" + std::to_string(counters.requests_total());
+    const Http2Counts& h2 = counters.h2;
+    line += R"(,"h1":{"connections":)" + std::to_string(counters.h1_connections()) + R"(,"requests":)" +
+            std::to_string(counters.h1_requests()) + "}";
+    line += R"(,"h2":{"connections":)" + std::to_string(h2.connections) + R"(,"streams":)" +
+            std::to_string(h2.streams) + R"(,"requests":)" + std::to_string(h2.requests) +
+            R"(,"streams_refused":)" + std::to_string(h2.streams_refused) + R"(,"goaways":)" +
+            std::to_string(h2.goaways) + "}}";
     return line;
 }
 

@@ -91,6 +91,23 @@ std::string bio_text(BIO* bio) {
     return std::string(data, static_cast<std::size_t>(n));
 }
 
+// ALPN: h2 when the client offers it (and HTTP/2 is on), else http/1.1. A client that offers
+// neither gets no ALPN answer and HTTP/1.1 (RFC 7301 allows the server to carry on).
+int select_alpn(SSL*, const unsigned char** out, unsigned char* out_length, const unsigned char* in,
+                unsigned int in_length, void* h2_enabled) {
+    static const unsigned char with_h2[] = "\x02h2\x08http/1.1";
+    static const unsigned char only_h1[] = "\x08http/1.1";
+    const bool h2 = h2_enabled != nullptr;
+    unsigned char* selected = nullptr;
+    unsigned char selected_length = 0;
+    const int rv = SSL_select_next_proto(&selected, &selected_length, h2 ? with_h2 : only_h1,
+                                         h2 ? sizeof with_h2 - 1 : sizeof only_h1 - 1, in, in_length);
+    if (rv != OPENSSL_NPN_NEGOTIATED) return SSL_TLSEXT_ERR_NOACK;
+    *out = selected;
+    *out_length = selected_length;
+    return SSL_TLSEXT_ERR_OK;
+}
+
 }  // namespace
 
 SelfSignedCertificate generate_self_signed_certificate(const std::string& common_name) {
@@ -128,6 +145,7 @@ std::unique_ptr<boost::asio::ssl::context> make_tls_context(const ServerConfig& 
             fail("private key '" + config.key_file + "' does not match certificate '" + config.cert_file + "'");
         }
     }
+    SSL_CTX_set_alpn_select_cb(native, &select_alpn, config.h2 ? native : nullptr);
     return ctx;
 }
 

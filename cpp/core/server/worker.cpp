@@ -64,9 +64,7 @@ private:
 
 Worker::Worker(const ServerConfig& config, unsigned index, asio::ssl::context* tls_context)
     : config_(config), index_(index), tls_context_(tls_context),
-      reactor_(asio::use_service<asio::detail::reactor>(io_)), tick_timer_(io_) {
-    responses_.rebuild(date_.value());
-}
+      reactor_(asio::use_service<asio::detail::reactor>(io_)), tick_timer_(io_), context_(config) {}
 
 Worker::~Worker() {
     // Only reached after run() returned or never ran: delete whatever is left.
@@ -94,7 +92,7 @@ void Worker::request_stop() {
 }
 
 void Worker::begin_stop() {
-    stopping_ = true;
+    context_.stopping = true;
     for (auto& listener : listeners_) listener->close();
     for (ConnectionBase* c = connections_; c != nullptr;) {
         ConnectionBase* next = c->next_;  // begin_shutdown may delete c
@@ -113,23 +111,23 @@ void Worker::start_tick() {
 }
 
 void Worker::on_tick() {
-    now_ = clock::now();
-    if (date_.refresh()) responses_.rebuild(date_.value());
+    context_.tick(clock::now());
+    const clock::time_point now = context_.now;
     for (ConnectionBase* c = connections_; c != nullptr;) {
         ConnectionBase* next = c->next_;  // expire may delete c
         // Deadlines were set from now_, which lags the real clock by up to one tick; allowing
         // that tick means a timeout never fires early (it may fire up to two ticks late).
-        // (Subtract from now_: adding to no_deadline, time_point::max(), would overflow.)
-        if (c->deadline() <= now_ - tick_interval) c->expire();
+        // (Subtract from now: adding to no_deadline, time_point::max(), would overflow.)
+        if (c->deadline() <= now - tick_interval) c->expire();
         c = next;
     }
     // Once stopping, the loop ends when the last connection is gone (run() returns).
-    if (!(stopping_ && connection_count_ == 0)) start_tick();
+    if (!(context_.stopping && connection_count_ == 0)) start_tick();
 }
 
 void Worker::adopt(tcp::socket socket, bool tls) {
     boost::system::error_code ignored;
-    if (stopping_) {
+    if (context_.stopping) {
         socket.close(ignored);
         return;
     }
@@ -147,8 +145,16 @@ void Worker::adopt(tcp::socket socket, bool tls) {
     if (connections_) connections_->prev_ = connection;
     connections_ = connection;
     ++connection_count_;
-    counters_.connection_opened();
+    context_.counters.connection_opened();
     connection->start();
+}
+
+void Worker::hand_over(ConnectionBase* from, ConnectionBase* to) {
+    from->handed_over_ = true;
+    to->next_ = connections_;
+    if (connections_) connections_->prev_ = to;
+    connections_ = to;
+    ++connection_count_;
 }
 
 void Worker::destroy(ConnectionBase* connection) {
@@ -159,9 +165,9 @@ void Worker::destroy(ConnectionBase* connection) {
     }
     if (connection->next_) connection->next_->prev_ = connection->prev_;
     --connection_count_;
-    counters_.connection_closed();
+    if (!connection->handed_over_) context_.counters.connection_closed();
     delete connection;
-    if (stopping_ && connection_count_ == 0) tick_timer_.cancel();
+    if (context_.stopping && connection_count_ == 0) tick_timer_.cancel();
 }
 
 }  // namespace loadbench::server

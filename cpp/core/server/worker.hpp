@@ -4,8 +4,7 @@
 // shared with another worker.
 #include "core/server/config.hpp"
 #include "core/server/counters.hpp"
-#include "core/server/http_date.hpp"
-#include "core/server/responses.hpp"
+#include "core/server/handler_context.hpp"
 
 #include <boost/asio/io_context.hpp>
 // After io_context.hpp: the reactor header needs the scheduler's declarations first.
@@ -48,6 +47,7 @@ protected:
     friend class Worker;
     Worker& worker_;
     clock::time_point deadline_ = no_deadline;
+    bool handed_over_ = false;  // its socket went on in another connection (HTTP/2 upgrade)
     ConnectionBase* prev_ = nullptr;
     ConnectionBase* next_ = nullptr;
 };
@@ -75,17 +75,20 @@ public:
     // Thread-safe and idempotent: stop accepting, close idle connections, let in-flight finish.
     void request_stop();
 
-    CountersSnapshot counters() const { return counters_.snapshot(); }
+    CountersSnapshot counters() const { return context_.counters.snapshot(); }
 
     // --- for connections (called on this worker's thread only) -------------------------
     const ServerConfig& config() const { return config_; }
-    WorkerCounters& counters_mut() { return counters_; }
-    const ResponseCache& responses() const { return responses_; }
-    std::string_view date() const { return date_.value(); }
+    // What request handling sees of this worker (limits, counters, Date, clock, stopping).
+    HandlerContext& context() { return context_; }
+    WorkerCounters& counters_mut() { return context_.counters; }
     // Refreshed on every housekeeping tick: deadlines are coarse on purpose (no clock read per request).
-    clock::time_point now() const { return now_; }
-    bool stopping() const { return stopping_; }
+    clock::time_point now() const { return context_.now; }
+    bool stopping() const { return context_.stopping; }
     void adopt(boost::asio::ip::tcp::socket socket, bool tls);  // starts a connection
+    // `from` gives its socket to `to` (a new connection of another protocol), which joins the
+    // worker's list; `from` is destroyed as usual once its handler returns, not counted as closed.
+    void hand_over(ConnectionBase* from, ConnectionBase* to);
     void destroy(ConnectionBase* connection);                   // unlinks and deletes
 
 private:
@@ -103,12 +106,8 @@ private:
     std::vector<std::unique_ptr<Listener>> listeners_;
     ConnectionBase* connections_ = nullptr;  // intrusive list head
     std::size_t connection_count_ = 0;
-    DateCache date_;
-    ResponseCache responses_;
-    clock::time_point now_ = clock::now();
-    bool stopping_ = false;
     std::atomic<bool> stop_requested_{false};
-    WorkerCounters counters_;
+    HandlerContext context_;
 };
 
 }  // namespace loadbench::server

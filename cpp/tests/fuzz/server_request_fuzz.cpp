@@ -10,7 +10,7 @@
 //  - every output starts with a status line.
 #include "core/server/config.hpp"
 #include "core/server/request_processor.hpp"
-#include "core/server/worker.hpp"
+#include "core/server/handler_context.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -37,9 +37,9 @@ ServerConfig fuzz_config() {
     return config;
 }
 
-Worker& worker() {
+HandlerContext& context() {
     static const ServerConfig config = fuzz_config();
-    static Worker instance(config, 0, nullptr);
+    static HandlerContext instance(config);
     return instance;
 }
 
@@ -61,12 +61,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         in.append(reinterpret_cast<const char*>(data) + offset, n);
         offset += n;
 
-        const std::size_t consumed = requests.process(worker(), in.data(), in.size(), out);
+        const std::size_t consumed = requests.process(context(), in.data(), in.size(), out);
         check(consumed <= in.size(), "consumed more than offered");
         in.erase(0, consumed);
         while (requests.awaiting_delay() && !requests.close_after_write()) {
-            requests.finish_delay(worker(), out);
-            const std::size_t more = requests.process(worker(), in.data(), in.size(), out);
+            requests.finish_delay(context(), out);
+            const std::size_t more = requests.process(context(), in.data(), in.size(), out);
             check(more <= in.size(), "consumed more than offered after /delay");
             in.erase(0, more);
         }

@@ -33,6 +33,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--header-timeout-ms", type=int, help="request header timeout (default 10000)")
     p.add_argument("--idle-timeout-ms", type=int, help="keep-alive idle timeout (default 60000)")
     p.add_argument("--accept", choices=["reuseport", "shared"], help="accept strategy (default reuseport)")
+    p.add_argument("--no-h2", action="store_true",
+                   help="HTTP/1.1 only (default: h2c prior knowledge on --port, ALPN h2 with --tls)")
+    p.add_argument("--h2-max-streams", type=int,
+                   help="HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; more streams are refused (default 100)")
+    p.add_argument("--h2-max-requests", type=int,
+                   help="HTTP/2: GOAWAY after N streams on a connection (default 0 = never)")
     p.add_argument("--cpus", help="pin the server to these CPUs, e.g. 0 or 0-1")
     p.set_defaults(func=run)
 
@@ -40,6 +46,10 @@ def register(subparsers: Any) -> None:
 def _server_from_args(args: argparse.Namespace) -> ServerProcess:
     if args.workers < 1:
         raise ConfigError("--workers must be at least 1")
+    if args.h2_max_streams is not None and args.h2_max_streams < 1:
+        raise ConfigError("--h2-max-streams must be at least 1")
+    if args.h2_max_requests is not None and args.h2_max_requests < 0:
+        raise ConfigError("--h2-max-requests must be 0 (no limit) or more")
     for name in ("port", "tls_port"):
         if not 0 <= getattr(args, name) <= 65535:
             raise ConfigError(f"--{name.replace('_', '-')} must be in 0..65535")
@@ -56,6 +66,9 @@ def _server_from_args(args: argparse.Namespace) -> ServerProcess:
         header_timeout_ms=args.header_timeout_ms,
         idle_timeout_ms=args.idle_timeout_ms,
         accept=args.accept,
+        h2=not args.no_h2,
+        h2_max_streams=args.h2_max_streams,
+        h2_max_requests=args.h2_max_requests,
         cpus=parse_cpu_list(args.cpus) if args.cpus else None,
     )
 
@@ -63,9 +76,11 @@ def _server_from_args(args: argparse.Namespace) -> ServerProcess:
 def format_counters(stopped: dict) -> str:
     requests = stopped.get("requests", {})
     served = ", ".join(f"{name} {count}" for name, count in requests.items() if count)
+    h2 = stopped.get("h2") or {}
+    over_h2 = f"; HTTP/2: {h2.get('requests', 0)} requests on {h2.get('connections', 0)} connections" if h2 else ""
     return (
         f"loadbench serve: stopped; {stopped.get('requests_total', 0)} requests"
-        f" ({served or 'none'}), {stopped.get('connections_accepted', 0)} connections accepted"
+        f" ({served or 'none'}), {stopped.get('connections_accepted', 0)} connections accepted{over_h2}"
     )
 
 

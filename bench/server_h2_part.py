@@ -1,0 +1,264 @@
+"""The HTTP/2 part of bench/server_vs_peers.py (`--protocol h2`): h2load pinned to CPU 1
+against loadbench-server (h2c and ALPN h2), nginx (http2, TLS), h2o (h2c and TLS) and
+node:http2 (h2c), each with one worker pinned to CPU 0, GET /plaintext.
+
+Per cell (c connections x m streams each) it records req/s (h2load's exact 2xx..5xx count /
+h2load's measured window) and the server's CPU us per response: utime+stime of the server's
+process tree from /proc right before and right after the h2load run / h2load's exact count.
+Repeats outermost, servers innermost (interleaved), median of the repeats.
+
+    python3 bench/server_vs_peers.py --protocol h2                      # c = 1, 25, 50 at m = 10
+    python3 bench/server_vs_peers.py --protocol h2 -d 2 -r 1 --h2-cells 25x10   # a smoke run
+
+Writes reports/server-h2.md and every repeat to reports/server-h2.jsonl (by default).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Optional
+
+import benchlib as bl
+
+DEFAULT_SERVERS = ("loadbench-server h2c,loadbench-server h2,nginx h2,h2o h2c,h2o h2,node:http2 h2c")
+
+
+def parse_cells(text: str) -> list[tuple[int, int]]:
+    cells = []
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)x(\d+)\s*", part)
+        if not m:
+            raise SystemExit(f"server_vs_peers: --h2-cells expects CxM[,CxM...] (e.g. 25x10), got {part!r}")
+        cells.append((int(m.group(1)), int(m.group(2))))
+    return cells
+
+
+class H2RunningPeer(bl.RunningPeer):
+    """A peer that is ready once it answers GET / over HTTP/2 (some speak no HTTP/1.1 at all)."""
+
+    def _answers(self) -> bool:
+        curl = shutil.which("curl")
+        mode = ["--http2", "-k"] if self.spec.https else ["--http2-prior-knowledge"]
+        try:
+            out = subprocess.run([curl, "-s", "-o", "/dev/null", "-w", "%{http_version} %{http_code}", "--max-time",
+                                  "1", *mode, self.url("/")], capture_output=True, text=True, timeout=3)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        return out.stdout.strip() == "2 200"
+
+
+def self_signed(dirname: str) -> tuple[str, str]:
+    cert, key = os.path.join(dirname, "cert.pem"), os.path.join(dirname, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-days", "2", "-subj", "/CN=localhost", "-keyout", key, "-out", cert],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+def peer_specs(args: argparse.Namespace, tmp: str) -> dict[str, Optional[bl.PeerSpec]]:
+    beast = bl.beast_binary(args.beast_bin)
+    specs: dict[str, Optional[bl.PeerSpec]] = {}
+    b = bl.beast_peer(beast)
+    specs["loadbench-server h2c"] = replace(b, name="loadbench-server h2c") if b else None
+    b = bl.beast_peer(beast, https=True)
+    specs["loadbench-server h2"] = replace(b, name="loadbench-server h2") if b else None
+    n = bl.nginx_peer(https=True)
+    specs["nginx h2"] = replace(n, name="nginx h2", env=n.env + (("NGINX_HTTP2", "1"),)) if n else None
+    h2o = shutil.which("h2o")
+    if h2o:
+        version = bl._version_of([h2o, "--version"], r"h2o version \S+")
+        run = ("bash", str(bl.BENCH_DIR / "peers/h2o/run.sh"), "{port}")
+        specs["h2o h2c"] = bl.PeerSpec("h2o h2c", run, (("H2O_THREADS", "1"),), False, 1, version)
+        specs["h2o h2"] = bl.PeerSpec("h2o h2", run, (("H2O_THREADS", "1"), ("H2O_TLS", "1")), True, 1, version)
+    node = shutil.which("node")
+    if node:
+        version = "node " + bl._version_of([node, "--version"])
+        script = str(bl.BENCH_DIR / "peers/node/hello_h2.js")
+        specs["node:http2 h2c"] = bl.PeerSpec("node:http2 h2c", (node, script, "{port}"), (), False, 1, version)
+        cert, key = self_signed(tmp)
+        specs["node:http2 h2"] = bl.PeerSpec("node:http2 h2", (node, script, "{port}", cert, key), (), True, 1, version)
+    return {name: specs.get(name) for name in args.servers}
+
+
+def h2load_run(h2load: str, url: str, c: int, m: int, duration: int, cpu: int) -> tuple[bl.ChildRun, dict]:
+    argv = bl.taskset([cpu]) + [h2load, "-t1", f"-c{c}", f"-m{m}", "-D", str(duration), url]
+    child = bl.run_child(argv, timeout_s=duration * 3 + 30)
+    text = child.stdout
+    codes = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", text)
+    finished = re.search(r"finished in ([\d.]+)s", text)
+    counts = re.search(r"requests: \d+ total, \d+ started, \d+ done, \d+ succeeded, (\d+) failed, (\d+) errored, "
+                       r"(\d+) timeout", text)
+    if child.returncode != 0 or not (codes and finished and counts):
+        raise RuntimeError(f"h2load failed (exit {child.returncode}): {(child.stderr or text)[-600:]}")
+    n = [int(g) for g in codes.groups()]
+    protocol = re.search(r"Application protocol: (\S+)", text)
+    return child, {"responses": sum(n), "non_2xx": sum(n[1:]), "errors": sum(int(g) for g in counts.groups()),
+                   "duration_s": float(finished.group(1)), "protocol": protocol.group(1) if protocol else "?"}
+
+
+def measure(peer: H2RunningPeer, h2load: str, args: argparse.Namespace, c: int, m: int, repeat: int) -> dict:
+    before = peer.snapshot()
+    child, result = h2load_run(h2load, peer.url(args.path), c, m, args.duration, args.generator_cpu)
+    server = bl.server_window(before, peer.snapshot(), result["responses"])
+    rps = result["responses"] / result["duration_s"] if result["duration_s"] > 0 else 0.0
+    return {
+        "server": peer.spec.name, "connections": c, "streams": m, "repeat": repeat, "path": args.path,
+        **result, "rps": rps, "server_cpu_s": server["cpu_s"], "server_cpu_us_per_req": server["cpu_us_per_req"],
+        "server_busy": server["cpu_s"] / server["window_s"], "server_window": server,
+        "h2load_cpu_s": child.cpu_s, "h2load_busy": child.busy, "wall_s": child.wall_s,
+        "foreign_cores": bl.foreign_cores(server, child.cpu_s), "load1": os.getloadavg()[0],
+        "argv": shlex.join(child.argv), "h2load_stdout": child.stdout,
+    }
+
+
+def run(args: argparse.Namespace, cells: list[tuple[int, int]]) -> tuple[list[dict], dict]:
+    h2load = shutil.which("h2load")
+    if h2load is None:
+        raise SystemExit("server_vs_peers: h2load is not installed (apt-get install nghttp2-client)")
+    env = bl.environment()
+    env["Load generator"] = bl._version_of([h2load, "--version"], r"nghttp2/\S+")
+    records: list[dict] = []
+    out = Path(args.out)
+    jsonl = bl.JsonlWriter(out.with_suffix(".jsonl"))
+    peers: list[H2RunningPeer] = []
+    with tempfile.TemporaryDirectory(prefix="loadbench-h2-bench-") as tmp:
+        specs = peer_specs(args, tmp)
+        try:
+            for name, spec in specs.items():
+                if spec is None:
+                    env[f"Server {name}"] = "n/a (not installed)"
+                    continue
+                env[f"Server {name}"] = spec.version
+                try:
+                    peers.append(H2RunningPeer(spec, [args.server_cpu]).start())
+                except RuntimeError as exc:
+                    print(f"{name}: n/a - {exc}", file=sys.stderr, flush=True)
+                    env[f"Server {name}"] = f"n/a (did not start: {str(exc)[:200]})"
+            for peer in peers:
+                print(f"{peer.spec.name}: pid {peer.pid} on CPU {args.server_cpu}, {peer.url(args.path)}", flush=True)
+                if args.warmup > 0:
+                    h2load_run(h2load, peer.url(args.path), 10, 10, args.warmup, args.generator_cpu)
+            for repeat in range(1, args.repeats + 1):
+                for c, m in cells:
+                    for peer in peers:
+                        try:
+                            record = measure(peer, h2load, args, c, m, repeat)
+                        except RuntimeError as exc:
+                            print(f"  repeat {repeat} c={c} m={m} {peer.spec.name}: FAIL {exc}", flush=True)
+                            continue
+                        jsonl.write(record)
+                        records.append(record)
+                        print(f"  repeat {repeat} c={c:<3} m={m:<3} {peer.spec.name:<21} {record['rps']:>10,.0f} req/s "
+                              f"{record['server_cpu_us_per_req']:>7.2f} us/req  server busy {record['server_busy']:.2f}"
+                              f"  h2load busy {record['h2load_busy']:.2f} ({record['protocol']})", flush=True)
+        finally:
+            for peer in peers:
+                peer.stop()
+            jsonl.write({"record": "environment", "environment": env, "command": args.command})
+            jsonl.close()
+    return records, env
+
+
+def report(records: list[dict], env: dict, args: argparse.Namespace, cells: list[tuple[int, int]],
+           command: str) -> str:
+    header = ["Server"] + [f"c = {c}, m = {m}" for c, m in cells]
+
+    def cell(server: str, c: int, m: int, key: str) -> Optional[bl.Summary]:
+        return bl.summarize(r[key] for r in records
+                            if r["server"] == server and r["connections"] == c and r["streams"] == m)
+
+    def table(key: str, lowest: bool, digits: int) -> str:
+        rows = [[s] + [(x.median if (x := cell(s, c, m, key)) else None) for c, m in cells] for s in args.servers]
+        columns = [bl.bold_best([row[i + 1] for row in rows], lowest, digits) for i in range(len(cells))]
+        return bl.markdown_table(header, [[row[0]] + [columns[i][j] for i in range(len(cells))]
+                                          for j, row in enumerate(rows)])
+
+    def headline() -> list[str]:
+        lines = []
+        for c, m in cells:
+            for ours, theirs in (("loadbench-server h2", "nginx h2"), ("loadbench-server h2c", "h2o h2c")):
+                a, b = cell(ours, c, m, "server_cpu_us_per_req"), cell(theirs, c, m, "server_cpu_us_per_req")
+                if not (a and b):
+                    lines.append(f"- c = {c}, m = {m}: {ours} vs {theirs}: n/a")
+                    continue
+                verdict = "at or below" if a.median <= b.median else "ABOVE"
+                lines.append(f"- c = {c}, m = {m}: {ours} {a.median:.2f} us/req vs {theirs} {b.median:.2f} us/req: "
+                             f"{a.median / b.median:.2f}x, {verdict} {theirs}")
+        return lines
+
+    problems = [r for r in records if r["errors"] or r["non_2xx"]]
+    settings = {
+        "Workload": f"GET {args.path} (14-byte `Hello, World!\\n`), HTTP/2, c connections x m concurrent streams",
+        "Generator": f"`taskset -c {args.generator_cpu} h2load -t1 -cC -mM -D {args.duration} URL` "
+                     "(http:// = h2c prior knowledge, https:// = TLS with ALPN h2)",
+        "Servers": f"each pinned to CPU {args.server_cpu}, one worker: loadbench-server `--workers 1`, nginx "
+                   "`worker_processes 1` + `listen ... ssl http2` (bench/peers/nginx), h2o `num-threads: 1` with an "
+                   "mruby handler (bench/peers/h2o), node:http2 stream API, one process (bench/peers/node/hello_h2.js)",
+        "Repeats": f"median of {args.repeats} x {args.duration} s per cell; repeats outermost, servers innermost; "
+                   f"{args.warmup} s unrecorded warm-up per server",
+        "CPU us/req": "server utime+stime over its process tree from /proc right before and after the h2load run "
+                      "/ h2load's exact response count",
+        "Command": f"`{command}`",
+    }
+    return "\n".join([
+        "# HTTP/2 servers: loadbench-server vs nginx, h2o, node:http2",
+        "",
+        f"Generated {env.get('Date (UTC)', '?')} UTC by `bench/server_vs_peers.py --protocol h2`; raw data "
+        f"(every repeat, with h2load's own output) in `{Path(args.out).name}.jsonl`. Do not edit by hand.",
+        "",
+        "## Settings",
+        bl.markdown_table(["Setting", "Value"], settings.items()),
+        "",
+        "## Environment",
+        bl.markdown_table(["Item", "Value"], env.items()),
+        "",
+        "## Headline: server CPU us per HTTP/2 response (median)",
+        "",
+        *headline(),
+        "",
+        "## Server CPU us per response (median; lower is better)",
+        table("server_cpu_us_per_req", True, 2),
+        "",
+        "## Throughput, req/s (median; higher is better)",
+        table("rps", False, 0),
+        "",
+        "## Core use: server busy (fraction of one core, median)",
+        table("server_busy", False, 2),
+        "",
+        "## Other work on the machine during the runs (cores busy outside server and h2load, median)",
+        table("foreign_cores", True, 2),
+        "",
+        "## Errors",
+        "none: every run answered every request with 2xx" if not problems else
+        "\n".join(f"- {r['server']} c={r['connections']} m={r['streams']} repeat {r['repeat']}: {r['errors']} "
+                  f"failed/errored/timeout, {r['non_2xx']} non-2xx" for r in problems),
+        "",
+    ])
+
+
+def main(args: argparse.Namespace) -> int:
+    cells = parse_cells(args.h2_cells)
+    if args.servers is None:
+        args.servers = [s.strip() for s in DEFAULT_SERVERS.split(",")]
+    if args.out is None:
+        args.out = str(bl.REPORTS_DIR / "server-h2")
+    started = time.monotonic()
+    if args.report_only:
+        records, env, command = bl.read_jsonl(Path(args.out).with_suffix(".jsonl"))
+    else:
+        records, env = run(args, cells)
+        command = args.command
+    text = report(records, env, args, cells, command)
+    bl.write_report(Path(args.out).with_suffix(".md"), text)
+    print(text)
+    print(f"server_vs_peers --protocol h2: done in {time.monotonic() - started:.0f} s; wrote {args.out}.md and .jsonl")
+    return 0

@@ -1,0 +1,44 @@
+#pragma once
+// What answering a request needs from its worker, and nothing more: the limits, the
+// counters, the Date value and the prebuilt HTTP/1.1 responses, the worker's coarse clock
+// and whether the server is stopping.
+//
+// Protocol sessions (RequestProcessor for HTTP/1.1, Http2Session) take this narrow context
+// instead of the whole Worker, so a test or a fuzzer builds one without event loops or
+// sockets. The worker owns one and is its only writer (one thread).
+#include "core/server/config.hpp"
+#include "core/server/counters.hpp"
+#include "core/server/http_date.hpp"
+#include "core/server/responses.hpp"
+
+#include <chrono>
+#include <string_view>
+
+namespace loadbench::server {
+
+struct HandlerContext {
+    using clock = std::chrono::steady_clock;
+
+    explicit HandlerContext(const ServerConfig& server_config) : config(server_config) {
+        responses.rebuild(date.value());
+    }
+    HandlerContext(const HandlerContext&) = delete;
+    HandlerContext& operator=(const HandlerContext&) = delete;
+
+    // The worker's housekeeping tick: a new coarse time, and the Date second may have changed.
+    void tick(clock::time_point t) {
+        now = t;
+        if (date.refresh()) responses.rebuild(date.value());
+    }
+    std::string_view date_value() const { return date.value(); }
+
+    const ServerConfig& config;
+    WorkerCounters counters;
+    DateCache date;
+    ResponseCache responses;
+    // Refreshed on every tick: deadlines are coarse on purpose (no clock read per request).
+    clock::time_point now = clock::now();
+    bool stopping = false;
+};
+
+}  // namespace loadbench::server
