@@ -11,6 +11,7 @@
 
 #include "core/generator/config.hpp"
 #include "core/generator/transport.hpp"
+#include "core/generator/plan.hpp"
 #include "core/generator/worker.hpp"
 
 namespace loadbench::generator {
