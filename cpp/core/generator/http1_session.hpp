@@ -27,6 +27,8 @@ public:
     bool carries_counted() const noexcept override { return busy_ && request_.counted; }
     size_t take_in_flight(Request* out, bool* answered, size_t capacity) noexcept override;
     const std::string& error() const noexcept override { return error_; }
+    // Bytes kept between reads (a partial header block or chunk line; bounded by the parser).
+    size_t carried_bytes() const noexcept { return carry_.size(); }
 
 private:
     InputResult parse(const char* data, size_t len, int64_t now) noexcept;
