@@ -94,6 +94,21 @@ def test_pool_grows_up_to_max_connections_when_all_are_busy(beast_server: Server
     assert 50_000 <= r.latency.percentile(50) < 150_000
 
 
+@pytest.mark.parametrize("resume", [False, True])
+def test_open_loop_over_tls_keeps_its_idle_connections(server_factory: Callable[..., ServerProcess], resume: bool):
+    # At 100/s the pool's connections are idle most of the time, and a TLS 1.3 server sends its
+    # session tickets after the handshake: that input on an idle connection is the transport's,
+    # not the server closing it (taken for a close, every connection was reopened, ~1000 times).
+    server = server_factory(tls=True, http=False)
+    r = loadbench.run(server.url("/plaintext", https=True), connections=2, rate=100, duration=1.0, warmup=0.2,
+                      tls_session_resumption=resume)
+    stopped = server.stop()
+    assert r.error_count == 0 and r.due == 100
+    assert r.responses + r.unfinished == 100
+    assert stopped["connections_accepted"] == 2  # the server's own count: never reopened
+    assert r.reconnects == 0
+
+
 def test_open_loop_json_and_cli(beast_server: ServerProcess, tmp_path):
     out = tmp_path / "open.json"
     proc = subprocess.run([sys.executable, "-m", "loadbench", "run", beast_server.url("/plaintext"), "-c", "2",

@@ -145,7 +145,13 @@ bool Connection::flush() noexcept {
 
 void Connection::read_available() {
     if (session_->in_flight() == 0) {
-        // Nothing asked: the server closing an idle connection (or talking out of turn).
+        // Nothing asked. TLS 1.3 session tickets arrive after the handshake, so an idle TLS
+        // connection is readable without anything for the session: the transport consumes
+        // them (and the new-session callback keeps the ticket). Anything else is the server
+        // closing an idle connection (or talking out of turn): close it.
+        size_t n = 0;
+        const IoStatus status = transport_->read(read_buffer_, read_capacity_, n);
+        if (status == IoStatus::WantRead || status == IoStatus::WantWrite) return;
         close();
         owner_.on_idle_closed(*this, monotonic_ns());
         return;
