@@ -126,6 +126,8 @@ def flatten(record: dict) -> dict:
         "responses": responses,
         "duration_s": duration,
         "errors": sum(int(v) for v in errors.values()) if errors else 0,
+        # requests of the window without an outcome when the drain ended (absent in old results)
+        "unfinished": result.get("unfinished"),
         "p50_ms": _ms(latency.get("p50")),
         "p90_ms": _ms(latency.get("p90")),
         "p99_ms": _ms(latency.get("p99")),
