@@ -148,9 +148,11 @@ def test_content_length_longer_than_the_body_then_silence_is_a_timeout():
     def answer(conn: socket.socket, index: int) -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b")
     with FaultServer(answer) as server:
-        r, elapsed = timed_run(server.url(), connections=2, duration=1.0, timeout=0.3)
+        r, elapsed = timed_run(server.url(), connections=2, duration=1.1, timeout=0.3)
     assert r.responses == 0
-    assert kinds(r) == {"timeout": 6}, r.errors  # 2 connections x one timeout per 0.3 s in 1 s
+    # 2 connections x requests started at about 0, 0.3, 0.6 and 0.9 s (the last times out in
+    # the drain after the window); a fifth would start at 1.2 s, 0.1 s after the window.
+    assert kinds(r) == {"timeout": 8}, r.errors
     assert elapsed < 2.5
     assert_result_consistent(r)
 
@@ -190,8 +192,11 @@ def test_server_dribbling_one_byte_a_second_times_out_on_time():
         r, elapsed = timed_run(server.url(), connections=3, duration=2.0, timeout=0.8)
     # The timeout bounds the whole response, not each read: a byte a second never resets it.
     assert r.responses == 0
-    assert kinds(r) == {"timeout": 6}, r.errors  # 3 connections x 2 timeouts of 0.8 s in 2 s
-    assert elapsed < 2.0 + 1.5
+    # 3 connections x 3 requests started at about 0, 0.8 and 1.6 s: the third times out in the
+    # drain after the 2 s window (up to the 0.8 s timeout), and still counts.
+    assert kinds(r) == {"timeout": 9}, r.errors
+    assert r.unfinished == 0
+    assert elapsed < 2.0 + 0.8 + 1.5
     assert r.bytes_read > 0
     assert_result_consistent(r)
 

@@ -47,6 +47,7 @@ py::dict result_to_dict(const generator::RunResult& r) {
     d["interrupted"] = r.interrupted;
     d["cpu_s"] = r.cpu_s;
     d["responses"] = t.responses;
+    d["unfinished"] = t.unfinished;
     py::dict codes;
     for (size_t code = 0; code < t.status_codes.size(); ++code)
         if (t.status_codes[code]) codes[py::int_(code)] = t.status_codes[code];
@@ -59,12 +60,14 @@ py::dict result_to_dict(const generator::RunResult& r) {
     d["bytes_written"] = t.bytes_written;
     d["connections_opened"] = t.connections_opened;
     d["tls_handshakes"] = t.tls_handshakes;
+    d["tls_resumed"] = t.tls_resumed;
     d["reconnects"] = t.reconnects;
     d["histogram"] = histogram_to_dict(t.latency_us);
     d["open_loop"] = r.open_loop;
     if (r.open_loop) {
         d["target_rate"] = r.target_rate;
         d["max_connections"] = r.max_connections;
+        d["due"] = t.due;
         d["sends"] = t.sends;
         d["late_sends"] = t.late_sends;
         d["histogram_uncorrected"] = histogram_to_dict(t.latency_uncorrected_us);

@@ -170,6 +170,30 @@ TEST(GeneratorEngine, OpenLoopSendsOnScheduleAndRecordsBothLatencies) {
     EXPECT_EQ(server.served(), 300u);
 }
 
+TEST(GeneratorEngine, OpenLoopEveryRequestDueInTheWindowHasOneOutcome) {
+    LoopbackServer server("", false);  // reads every request, never answers
+    EngineConfig c;
+    c.url = server.url();
+    c.connections = 1;
+    c.max_connections = 1;
+    c.rate = 200;
+    c.duration_s = 0.3;
+    c.timeout_s = 0.2;
+    const RunResult r = run_to_end(c);
+    const Measurements& m = r.totals;
+    uint64_t errors = 0;
+    for (auto e : m.errors) errors += e;
+    EXPECT_EQ(m.due, 60u);  // one every 5 ms for 0.3 s
+    EXPECT_EQ(m.responses, 0u);
+    EXPECT_EQ(errors, m.errors[kTimeout]);
+    EXPECT_GE(m.errors[kTimeout], 1u);  // the request in flight at the end times out in the drain
+    EXPECT_EQ(m.responses + errors + m.unfinished, m.due);
+    EXPECT_GT(m.unfinished, 0u);
+    // the never-sent requests are in the corrected histogram with the time they had waited
+    EXPECT_EQ(static_cast<uint64_t>(m.latency_us.total_count()), m.unfinished);
+    EXPECT_EQ(m.sends, server.served());
+}
+
 TEST(GeneratorEngine, BadConfigurationIsAConfigError) {
     EngineConfig c;
     c.url = "http://127.0.0.1:1/";

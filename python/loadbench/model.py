@@ -91,6 +91,10 @@ def flatten(record: dict, cores: Optional[int] = None,
     if cpu_us is None and server.get("cpu_s") is not None and responses:
         cpu_us = analysis.cpu_us_per_request(server["cpu_s"], responses)
     error_kinds = {k: int(v) for k, v in (result.get("errors") or {}).items() if isinstance(v, (int, float)) and v}
+    if result.get("unfinished"):
+        # requests of the window with no outcome when the drain ended: as bad as an error for
+        # ranking (a frozen server must not look clean), named apart in the footnotes
+        error_kinds["unfinished"] = int(result["unfinished"])
     errors = sum(error_kinds.values())
     codes = {str(k): int(v) for k, v in (result.get("status_codes") or {}).items()}
     non2xx = analysis.non_2xx(codes)
@@ -112,7 +116,7 @@ def flatten(record: dict, cores: Optional[int] = None,
         "load": load_pct if mode == "open" else connections,
         "repeat": record.get("repeat"), "status": record.get("status"), "error": record.get("error"),
         "rps": rps, "responses": responses, "duration_s": duration,
-        "errors": errors, "error_kinds": error_kinds, "status_codes": codes, "non2xx": non2xx,
+        "errors": errors, "unfinished": int(result.get("unfinished") or 0), "error_kinds": error_kinds, "status_codes": codes, "non2xx": non2xx,
         "bad_share": analysis.bad_share(non2xx, errors, responses) if result else None,
         "p50_ms": _ms(latency.get("p50")), "p90_ms": _ms(latency.get("p90")), "p99_ms": _ms(latency.get("p99")),
         "p999_ms": _ms(latency.get("p99.9")), "max_ms": _ms(latency.get("max")), "mean_ms": _ms(mean_us),

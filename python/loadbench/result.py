@@ -118,7 +118,11 @@ class Result:
     bytes_written: int = 0
     connections_opened: int = 0
     tls_handshakes: int = 0
+    tls_resumed: int = 0
     reconnects: int = 0
+    # Requests of the window still without a response or an error when the drain after the
+    # window ended (open loop: also those due and never sent).
+    unfinished: int = 0
     cpu_s: float = 0.0
     threads: int = 1
     interrupted: bool = False
@@ -129,6 +133,7 @@ class Result:
     # (coordinated-omission corrected); `latency_uncorrected` from its actual send.
     open_loop: bool = False
     target_rate: float = 0.0
+    due: int = 0
     sends: int = 0
     late_sends: int = 0
     latency_uncorrected: Optional[LatencyHistogram] = None
@@ -224,6 +229,7 @@ class Result:
             "config": dict(self.config),
             "duration_s": self.duration_s,
             "responses": self.responses,
+            "unfinished": self.unfinished,
             "rps": self.rps,
             "status_codes": {str(k): v for k, v in sorted(self.status_codes.items())},
             "errors": dict(self.errors),
@@ -236,6 +242,7 @@ class Result:
             "connections_per_s": self.connections_per_s,
             "tls_handshakes": self.tls_handshakes,
             "tls_handshakes_per_s": self.tls_handshakes_per_s,
+            "tls_resumed": self.tls_resumed,
             "reconnects": self.reconnects,
             "interrupted": self.interrupted,
             "generator": {
@@ -256,6 +263,7 @@ class Result:
                 "target": self.target_rate,
                 "achieved": self.achieved_rate,
                 "arrival": self.config.get("arrival", "constant"),
+                "due": self.due,
                 "sends": self.sends,
                 "late_sends": self.late_sends,
                 "late_threshold_us": LATE_THRESHOLD_US,
@@ -296,7 +304,7 @@ class Result:
                 return None
             return LatencyHistogram.decode(block["hdr"], int(block.get("min", 0)), int(block.get("max", 0)))
 
-        known = {"latency_uncorrected_us", "rate", "histogram_uncorrected", "histogram_lateness", "format", "url", "config", "duration_s", "responses", "rps", "status_codes", "errors", "first_error",
+        known = {"unfinished", "tls_resumed", "latency_uncorrected_us", "rate", "histogram_uncorrected", "histogram_lateness", "format", "url", "config", "duration_s", "responses", "rps", "status_codes", "errors", "first_error",
                  "latency_us", "in_flight", "bytes_read", "bytes_written", "connections_opened", "connections_per_s",
                  "tls_handshakes", "tls_handshakes_per_s", "reconnects", "interrupted", "generator", "histogram",
                  "interval_s", "timeline"}
@@ -308,12 +316,14 @@ class Result:
             errors={k: int(v) for k, v in d.get("errors", {}).items()}, latency=latency,
             bytes_read=int(d.get("bytes_read", 0)), bytes_written=int(d.get("bytes_written", 0)),
             connections_opened=int(d.get("connections_opened", 0)), tls_handshakes=int(d.get("tls_handshakes", 0)),
+            tls_resumed=int(d.get("tls_resumed", 0)), unfinished=int(d.get("unfinished", 0)),
             reconnects=int(d.get("reconnects", 0)), cpu_s=float(gen.get("cpu_s", 0.0)),
             threads=int(gen.get("threads", d.get("config", {}).get("threads", 1))),
             interrupted=bool(d.get("interrupted", False)), first_error=d.get("first_error", ""),
             interval_s=float(d.get("interval_s", 1.0)), timeline_columns=cols,
             extras={k: v for k, v in d.items() if k not in known},
-            open_loop=open_loop, target_rate=float(rate.get("target", 0.0)), sends=int(rate.get("sends", 0)),
+            open_loop=open_loop, target_rate=float(rate.get("target", 0.0)), due=int(rate.get("due", 0)),
+            sends=int(rate.get("sends", 0)),
             late_sends=int(rate.get("late_sends", 0)), latency_uncorrected=hist("histogram_uncorrected"),
             lateness=hist("histogram_lateness"),
         )

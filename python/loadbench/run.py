@@ -152,6 +152,7 @@ class RunningLoad:
             status_codes=dict(raw["status_codes"]), errors=dict(raw["errors"]), latency=latency,
             bytes_read=raw["bytes_read"], bytes_written=raw["bytes_written"],
             connections_opened=raw["connections_opened"], tls_handshakes=raw["tls_handshakes"],
+            tls_resumed=raw.get("tls_resumed", 0), unfinished=raw.get("unfinished", 0), due=raw.get("due", 0),
             reconnects=raw["reconnects"], cpu_s=raw["cpu_s"], threads=raw["threads"],
             interrupted=raw["interrupted"], first_error=raw["first_error"], interval_s=raw["interval_s"],
             timeline_columns=dict(raw["timeline"]), open_loop=raw["open_loop"],

@@ -37,10 +37,13 @@ def summary_lines(r: "Result") -> list[str]:
             f"{'  [INTERRUPTED]' if r.interrupted else ''}")
     lines = [head]
     lines.append(f"  requests/s    {r.rps:,.2f}  ({r.responses:,} responses in {r.duration_s:.3f} s)")
+    if r.unfinished:
+        lines.append(f"  unfinished    {r.unfinished:,} requests of the window had no answer when the drain ended"
+                     + (" (in the corrected latency with the time they had waited)" if r.open_loop else ""))
     if lat.count and r.open_loop and r.latency_uncorrected is not None:
         unc = r.latency_uncorrected
         lines.append(f"  rate          target {r.target_rate:,.1f}/s ({cfg.get('arrival', 'constant')}), achieved "
-                     f"{r.achieved_rate:,.1f}/s; {r.late_sends:,} of {r.sends:,} sends late (> 1 ms), "
+                     f"{r.achieved_rate:,.1f}/s; {r.due:,} due, {r.late_sends:,} of {r.sends:,} sends late (> 1 ms), "
                      f"lateness p99 {format_us(r.lateness.percentile(99)) if r.lateness else 'n/a'}")
         lines.append("  latency       " + " ".join(f"{h:>10}" for h in ("p50", "p90", "p99", "p99.9", "max")))
         for label, h in (("corrected", lat), ("service", unc)):
@@ -70,6 +73,8 @@ def summary_lines(r: "Result") -> list[str]:
     conn = f"{r.connections_opened:,} opened ({r.connections_per_s:,.1f}/s)"
     if r.tls_handshakes:
         conn += f", TLS handshakes {r.tls_handshakes:,} ({r.tls_handshakes_per_s:,.1f}/s)"
+        if r.config.get("tls_session_resumption"):
+            conn += f", {r.tls_resumed:,} resumed"
     if r.reconnects:
         conn += f", {r.reconnects:,} reopened after the server closed"
     lines.append(f"  connections   {conn}")

@@ -48,15 +48,18 @@ struct Measurements {
     stats::HdrHistogram latency_us;              // closed loop: service time; open loop: from the intended time
     stats::HdrHistogram latency_uncorrected_us;  // open loop only: from the actual send
     stats::HdrHistogram lateness_us;             // open loop only: actual send - intended send
-    uint64_t sends = 0;                          // open loop: requests written (intended inside the window)
+    uint64_t due = 0;                            // open loop: requests due inside the window
+    uint64_t sends = 0;                          // open loop: of those, requests written (each once)
     uint64_t late_sends = 0;
     std::array<uint64_t, 1000> status_codes{};
     std::array<uint64_t, kErrorKinds> errors{};
     uint64_t responses = 0;
+    uint64_t unfinished = 0;  // counted requests without a response or an error when the drain ended
     uint64_t bytes_read = 0;
     uint64_t bytes_written = 0;
     uint64_t connections_opened = 0;
     uint64_t tls_handshakes = 0;
+    uint64_t tls_resumed = 0;  // of those, abbreviated (the session was resumed)
     uint64_t reconnects = 0;  // connections the server closed (or asked to close) that were reopened
     std::string first_error;  // the first error message seen, for the summary
 

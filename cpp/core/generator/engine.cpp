@@ -113,6 +113,10 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
     plan_.timeout_ns = seconds_to_ns(config_.timeout_s);
     plan_.connect_retry_delay_ns = seconds_to_ns(config_.connect_retry_delay_s);
     plan_.interval_ns = std::max<int64_t>(1, seconds_to_ns(config_.interval_s));
+    // Outcomes of the drain after a timed window belong to the window's last interval.
+    if (!plan_.count_mode)
+        plan_.last_interval =
+            std::max<int64_t>(0, static_cast<int64_t>(std::ceil(config_.duration_s / config_.interval_s - 1e-9)) - 1);
     plan_.open_loop = config_.rate > 0.0;
     plan_.arrival = config_.poisson ? ArrivalSchedule::Kind::Poisson : ArrivalSchedule::Kind::Constant;
     plan_.rate_per_worker = config_.rate / config_.threads;
@@ -238,7 +242,10 @@ void Measurements::add(const Measurements& other) {
     latency_us.add(other.latency_us);
     latency_uncorrected_us.add(other.latency_uncorrected_us);
     lateness_us.add(other.lateness_us);
+    due += other.due;
     sends += other.sends;
+    unfinished += other.unfinished;
+    tls_resumed += other.tls_resumed;
     late_sends += other.late_sends;
     for (size_t i = 0; i < status_codes.size(); ++i) status_codes[i] += other.status_codes[i];
     for (size_t i = 0; i < errors.size(); ++i) errors[i] += other.errors[i];

@@ -1,7 +1,8 @@
 #pragma once
 // The Engine owns a run: it checks the configuration, resolves the target, serialises the
-// requests, starts the workers behind a barrier, times warm-up and the measured window, stops
-// them and merges what each measured. Callers poll it; it never calls back.
+// requests, starts the workers behind a barrier, times warm-up and the measured window (after
+// which each worker drains the window's requests, up to the timeout), stops them and merges
+// what each measured. Callers poll it; it never calls back.
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -11,6 +12,7 @@
 
 #include "core/generator/config.hpp"
 #include "core/generator/transport.hpp"
+#include "core/generator/plan.hpp"
 #include "core/generator/worker.hpp"
 
 namespace loadbench::generator {

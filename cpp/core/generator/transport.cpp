@@ -82,6 +82,7 @@ public:
         } else {
             SSL_set_session(ssl_, nullptr);
         }
+        SSL_set_app_data(ssl_, this);  // for the new-session callback
         SSL_set_fd(ssl_, fd);
         SSL_set_connect_state(ssl_);
         if (!server_name_is_ip_) SSL_set_tlsext_host_name(ssl_, server_name_.c_str());
@@ -98,13 +99,10 @@ public:
         ERR_clear_error();
         errno = 0;
         const int r = SSL_do_handshake(ssl_);
-        if (r == 1) {
-            if (context_.session_resumption()) {
-                if (session_) SSL_SESSION_free(session_);
-                session_ = SSL_get1_session(ssl_);
-            }
-            return IoStatus::Ok;
-        }
+        // The session to resume next time is not taken here: a TLS 1.3 ticket arrives after
+        // the handshake, and the session at this point is not resumable. keep_session() gets
+        // it from the context's new-session callback.
+        if (r == 1) return IoStatus::Ok;
         return classify(r);
     }
     IoStatus read(char* buffer, size_t capacity, size_t& n) override {
@@ -137,7 +135,17 @@ public:
     }
     bool has_buffered_input() const override { return SSL_pending(ssl_) > 0; }
     bool needs_handshake() const override { return true; }
+    bool resumed() const override { return SSL_session_reused(ssl_) == 1; }
     std::string last_error() const override { return error_; }
+
+    // From the new-session callback (TLS 1.2: at the handshake's end; TLS 1.3: when a ticket
+    // arrives): keep the newest resumable session, taking over the caller's reference.
+    bool keep_session(SSL_SESSION* session) {
+        if (!SSL_SESSION_is_resumable(session)) return false;
+        if (session_) SSL_SESSION_free(session_);
+        session_ = session;
+        return true;
+    }
 
 private:
     IoStatus classify(int r) {
@@ -170,6 +178,12 @@ private:
     std::string error_;
 };
 
+int on_new_session(SSL* ssl, SSL_SESSION* session) {
+    auto* transport = static_cast<TlsTransport*>(SSL_get_app_data(ssl));
+    // 1: we keep the reference; 0: OpenSSL frees it.
+    return transport && transport->keep_session(session) ? 1 : 0;
+}
+
 }  // namespace
 
 TlsContext::TlsContext(bool verify, const std::string& cacert, bool session_resumption)
@@ -190,6 +204,7 @@ TlsContext::TlsContext(bool verify, const std::string& cacert, bool session_resu
         SSL_CTX_set_options(ctx_, SSL_OP_NO_TICKET);
     } else {
         SSL_CTX_set_session_cache_mode(ctx_, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+        SSL_CTX_sess_set_new_cb(ctx_, on_new_session);
     }
     if (verify_) {
         SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);

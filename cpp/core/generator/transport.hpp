@@ -25,6 +25,8 @@ public:
     // Whether bytes already decrypted are waiting (the socket will not signal them again).
     virtual bool has_buffered_input() const = 0;
     virtual bool needs_handshake() const = 0;
+    // The last handshake resumed an earlier session (abbreviated, no certificate exchange).
+    virtual bool resumed() const { return false; }
     // Why the last call returned Error (empty for plain sockets: errno says it).
     virtual std::string last_error() const { return {}; }
 };

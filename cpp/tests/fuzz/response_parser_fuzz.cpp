@@ -1,5 +1,5 @@
 // libFuzzer target: arbitrary server bytes through the generator's incremental HTTP/1.1
-// response parser, the way Worker::on_readable feeds it (reads of varying size, unconsumed
+// response parser, the way Http1Session::input feeds it (reads of varying size, unconsumed
 // bytes carried to the next read).
 //
 // Besides the sanitizers' memory and UB checks it asserts what the worker relies on:

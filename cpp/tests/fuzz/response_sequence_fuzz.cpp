@@ -24,7 +24,7 @@ namespace {
 
 using loadbench::http::ResponseParser;
 
-constexpr std::size_t worker_read_capacity = 256 * 1024;  // as generator::Worker::read_capacity_
+constexpr std::size_t worker_read_capacity = 256 * 1024;  // as generator::Worker::kReadCapacity
 
 void check(bool ok, const char* what) {
     if (!ok) {

@@ -95,6 +95,9 @@ class _ProgressLine:
             if p.get("requests"):
                 done = p["responses"] + p["errors"]
                 text = f"{done:,}/{p['requests']:,} requests  {measured:.1f} s"
+            elif p.get("duration_s") and measured >= p["duration_s"]:
+                # the window is over; its requests still in flight finish (up to --timeout)
+                text = f"draining {measured - p['duration_s']:.1f} s  {p['responses']:,} responses"
             else:
                 text = f"{measured:.1f}/{p['duration_s']:g} s  {p['responses']:,} responses"
             text += f"  {p['rps']:,.0f} req/s  errors {p['errors']:,}"

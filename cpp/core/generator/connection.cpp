@@ -1,0 +1,208 @@
+#include "core/generator/connection.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/generator/http1_session.hpp"
+
+namespace loadbench::generator {
+
+Connection::Connection(const RunPlan& plan, EventLoop& loop, Recorder& recorder, ConnectionEvents& owner,
+                       char* read_buffer, size_t read_capacity)
+    : plan_(plan), loop_(loop), recorder_(recorder), owner_(owner), read_buffer_(read_buffer),
+      read_capacity_(read_capacity) {
+    transport_ = plan.tls ? make_tls_transport(*plan.tls, plan.url.host, plan.url.host_is_ip_literal)
+                          : make_plain_transport();
+    // ALPN would pick the session here once a TLS connection can speak more than HTTP/1.1.
+    session_ = std::make_unique<Http1Session>(plan.wire_requests, plan.head_requests,
+                                              static_cast<SessionEvents&>(*this));
+}
+
+Connection::~Connection() { close(); }
+
+bool Connection::open(std::string& why) noexcept {
+    session_->reset();
+    reused_ = false;
+    peer_closed_ = false;
+    const int fd = ::socket(plan_.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        why = std::string("socket: ") + std::strerror(errno);
+        return false;
+    }
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&plan_.address), plan_.address_len) != 0 &&
+        errno != EINPROGRESS) {
+        why = std::string("connect: ") + std::strerror(errno);
+        ::close(fd);
+        return false;
+    }
+    if (!loop_.watch(fd, *this, why)) {
+        ::close(fd);
+        return false;
+    }
+    fd_ = fd;
+    state_ = State::Connecting;
+    return true;
+}
+
+void Connection::close() noexcept {
+    if (fd_ >= 0) {
+        transport_->detach();
+        ::close(fd_);  // also removes it from the epoll set
+        fd_ = -1;
+    }
+    state_ = State::Closed;
+    peer_closed_ = false;
+}
+
+void Connection::on_io(uint32_t events) {
+    switch (state_) {
+        case State::Closed:
+            return;
+        case State::Connecting:
+            connect_done(events);
+            return;
+        case State::Handshaking:
+            handshake();
+            return;
+        case State::Open:
+            break;
+    }
+    peer_closed_ = events & (EPOLLRDHUP | EPOLLHUP);
+    if ((events & EPOLLOUT) && !flush()) return;
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) read_available();
+}
+
+void Connection::connect_done(uint32_t events) {
+    if (events & (EPOLLERR | EPOLLHUP)) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
+        lose(kConnect, std::string("connect: ") + std::strerror(err ? err : ECONNREFUSED));
+        return;
+    }
+    if (!(events & EPOLLOUT)) return;
+    transport_->attach(fd_);
+    owner_.on_tcp_connected(*this, monotonic_ns());
+    if (transport_->needs_handshake()) {
+        state_ = State::Handshaking;
+        handshake();
+        return;
+    }
+    state_ = State::Open;
+    owner_.on_ready(*this, monotonic_ns());
+}
+
+void Connection::handshake() {
+    switch (transport_->handshake()) {
+        case IoStatus::Ok:
+            state_ = State::Open;
+            owner_.on_ready(*this, monotonic_ns());
+            return;
+        case IoStatus::WantRead:
+        case IoStatus::WantWrite:
+            return;  // the edge-triggered registration reports the next step
+        case IoStatus::Eof:
+            lose(kConnect, "TLS handshake: the server closed the connection");
+            return;
+        case IoStatus::Error:
+            lose(kConnect, "TLS handshake: " + transport_->last_error());
+            return;
+    }
+}
+
+bool Connection::flush() noexcept {
+    if (state_ != State::Open) return true;
+    while (true) {
+        const std::string_view out = session_->output();
+        if (out.empty()) return true;
+        size_t n = 0;
+        // Each request's send time is taken as its bytes are handed to the socket, per write
+        // (not once per loop pass): the open loop's lateness and service time run from it.
+        // Before the call, so the server can never have started earlier than the send time.
+        const int64_t handed_at = plan_.open_loop ? monotonic_ns() : 0;
+        switch (transport_->write(out.data(), out.size(), n)) {
+            case IoStatus::Ok:
+                if (session_->carries_counted()) recorder_.bytes_written(n);
+                session_->wrote(n, handed_at);
+                break;
+            case IoStatus::WantWrite:
+            case IoStatus::WantRead:
+                return true;
+            case IoStatus::Eof:
+            case IoStatus::Error:
+                lose(kWrite, io_error("write"));
+                return false;
+        }
+    }
+}
+
+void Connection::read_available() {
+    if (session_->in_flight() == 0) {
+        // Nothing asked. TLS 1.3 session tickets arrive after the handshake, so an idle TLS
+        // connection is readable without anything for the session: the transport consumes
+        // them (and the new-session callback keeps the ticket). Anything else is the server
+        // closing an idle connection (or talking out of turn): close it.
+        size_t n = 0;
+        const IoStatus status = transport_->read(read_buffer_, read_capacity_, n);
+        if (status == IoStatus::WantRead || status == IoStatus::WantWrite) return;
+        close();
+        owner_.on_idle_closed(*this, monotonic_ns());
+        return;
+    }
+    const bool plain = !transport_->needs_handshake();
+    int64_t now = 0;
+    while (true) {
+        size_t n = 0;
+        const IoStatus status = transport_->read(read_buffer_, read_capacity_, n);
+        if (status == IoStatus::Ok) {
+            now = monotonic_ns();
+            if (session_->carries_counted()) recorder_.bytes_read(n);
+            if (session_->input(read_buffer_, n, now) == InputResult::Error) {
+                lose(kParse, session_->error());
+                return;
+            }
+            if (session_->in_flight() == 0) break;
+            // A short read drained the socket; the next arrival raises a new edge.
+            if (plain && n < read_capacity_ && !peer_closed_) return;
+            continue;
+        }
+        if (status == IoStatus::WantRead || status == IoStatus::WantWrite) return;
+        if (status == IoStatus::Eof) {
+            now = monotonic_ns();
+            if (session_->input_eof(now) == InputResult::Ok && session_->in_flight() == 0) break;
+            lose(kRead, session_->error());
+            return;
+        }
+        lose(kRead, io_error("read"));
+        return;
+    }
+    owner_.on_answered(*this, now);
+}
+
+void Connection::lose(ErrorKind kind, const std::string& why) {
+    close();
+    owner_.on_lost(*this, kind, why, monotonic_ns());
+}
+
+std::string Connection::io_error(const char* what) const {
+    const int err = errno;
+    const std::string tls_error = transport_->last_error();
+    return std::string(what) + ": " + (tls_error.empty() ? std::string(std::strerror(err)) : tls_error);
+}
+
+void Connection::on_request_sent(Request& r, int64_t now) noexcept { recorder_.sent(r, now); }
+
+void Connection::on_response(Request& r, int status, int64_t now) noexcept {
+    reused_ = true;
+    last_counted = r.counted;
+    owner_.on_response(*this, r, status, now);
+}
+
+}  // namespace loadbench::generator

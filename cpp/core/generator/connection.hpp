@@ -1,0 +1,94 @@
+#pragma once
+// One client connection (h2load's Client, wrk's connection): a socket, its Transport (plain
+// or TLS) and its Session. It connects, does the handshake, moves bytes between the transport
+// and the session, and tells its owner what happened; what to send next, and what an outcome
+// means, is the owner's business.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/generator/config.hpp"
+#include "core/generator/event_loop.hpp"
+#include "core/generator/plan.hpp"
+#include "core/generator/recorder.hpp"
+#include "core/generator/session.hpp"
+#include "core/generator/transport.hpp"
+
+namespace loadbench::generator {
+
+class Connection;
+
+class ConnectionEvents {
+public:
+    // TCP connected (before any TLS handshake).
+    virtual void on_tcp_connected(Connection& c, int64_t now) noexcept = 0;
+    // Handshake done: requests may flow.
+    virtual void on_ready(Connection& c, int64_t now) = 0;
+    virtual void on_response(Connection& c, Request& r, int status, int64_t now) noexcept = 0;
+    // After input was handled and every request in flight was answered (the session may have
+    // free slots, or may not be reusable).
+    virtual void on_answered(Connection& c, int64_t now) = 0;
+    // The connection failed and is closed; its session still holds the requests in flight.
+    virtual void on_lost(Connection& c, ErrorKind kind, const std::string& why, int64_t now) = 0;
+    // The server closed (or wrote to) a connection with nothing in flight; it is closed.
+    virtual void on_idle_closed(Connection& c, int64_t now) = 0;
+
+protected:
+    ~ConnectionEvents() = default;
+};
+
+class Connection final : public IoHandler, private SessionEvents {
+public:
+    enum class State : uint8_t { Closed, Connecting, Handshaking, Open };
+
+    Connection(const RunPlan& plan, EventLoop& loop, Recorder& recorder, ConnectionEvents& owner, char* read_buffer,
+               size_t read_capacity);
+    ~Connection();
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+
+    State state() const noexcept { return state_; }
+    Session& session() noexcept { return *session_; }
+    const Transport& transport() const noexcept { return *transport_; }
+    // The TCP connection already carried a response (so a close before any byte of the next
+    // one is the server's idle timeout, not an answer).
+    bool reused() const noexcept { return reused_; }
+
+    // Starts connecting; false (nothing left open) when the socket could not even be created.
+    bool open(std::string& why) noexcept;
+    void close() noexcept;
+    // Writes what the session has to send. False: the connection was lost (owner notified).
+    bool flush() noexcept;
+
+    void on_io(uint32_t events) override;
+
+    // The owner's bookkeeping, kept here so it needs no side tables.
+    int64_t retry_at_ns = 0;       // > 0: reconnect (closed loop: start a request) at this time
+    bool in_ready_list = false;    // open loop: listed as having free slots
+    bool pool_connecting = false;  // open loop: counted among connections on their way
+    bool last_counted = false;     // the last response belonged to the window
+
+private:
+    void on_request_sent(Request& r, int64_t now) noexcept override;
+    void on_response(Request& r, int status, int64_t now) noexcept override;
+    void connect_done(uint32_t events);
+    void handshake();
+    void read_available();
+    void lose(ErrorKind kind, const std::string& why);
+    std::string io_error(const char* what) const;
+
+    const RunPlan& plan_;
+    EventLoop& loop_;
+    Recorder& recorder_;
+    ConnectionEvents& owner_;
+    std::unique_ptr<Transport> transport_;
+    std::unique_ptr<Session> session_;
+    char* read_buffer_;
+    size_t read_capacity_;
+    int fd_ = -1;
+    State state_ = State::Closed;
+    bool reused_ = false;
+    bool peer_closed_ = false;
+};
+
+}  // namespace loadbench::generator

@@ -1,0 +1,48 @@
+#pragma once
+// What every part of a worker reads: the run's plan, immutable once the start flag is raised
+// (the flags excepted), and the one clock every timestamp comes from.
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/generator/schedule.hpp"
+#include "core/generator/transport.hpp"
+#include "core/http/url.hpp"
+
+namespace loadbench::generator {
+
+// CLOCK_MONOTONIC in nanoseconds (vDSO: no system call).
+int64_t monotonic_ns() noexcept;
+
+struct RunPlan {
+    sockaddr_storage address{};
+    socklen_t address_len = 0;
+    http::Url url;
+    std::vector<std::string> wire_requests;  // serialised once
+    std::vector<bool> head_requests;
+    const TlsContext* tls = nullptr;         // null: plain TCP
+    bool keepalive = true;
+    bool count_mode = false;
+    int64_t timeout_ns = 0;                  // per request; also how long the run drains after the window
+    int64_t connect_retry_delay_ns = 0;
+    int64_t interval_ns = 1'000'000'000;
+    int64_t last_interval = INT64_MAX;       // outcomes of the drain go into the window's last interval
+    bool open_loop = false;
+    ArrivalSchedule::Kind arrival = ArrivalSchedule::Kind::Constant;
+    double rate_per_worker = 0.0;
+    uint64_t seed = 1;
+    int threads = 1;
+    // Set by the engine before `started` is released.
+    int64_t start_ns = 0;
+    int64_t window_start_ns = 0;
+    int64_t window_end_ns = INT64_MAX;       // INT64_MAX in count mode
+    std::atomic<bool> started{false};
+    std::atomic<bool> stop{false};
+
+    bool in_window(int64_t t) const noexcept { return t >= window_start_ns && t < window_end_ns; }
+};
+
+}  // namespace loadbench::generator

@@ -1,0 +1,49 @@
+#include "core/generator/recorder.hpp"
+
+namespace loadbench::generator {
+
+namespace {
+int64_t to_us(int64_t ns) noexcept { return ns > 0 ? (ns + 500) / 1000 : 0; }
+}  // namespace
+
+void Recorder::sent(Request& r, int64_t now) noexcept {
+    if (!plan_.open_loop || !r.counted || r.send_recorded) return;
+    r.send_recorded = true;
+    const int64_t late_ns = now - r.intended_ns;
+    m_.lateness_us.record(to_us(late_ns));
+    ++m_.sends;
+    if (late_ns > kLateSendNs) ++m_.late_sends;
+}
+
+void Recorder::response(const Request& r, int status, int64_t now) noexcept {
+    if (!r.counted) return;
+    const int64_t latency_us = to_us(now - r.intended_ns);
+    m_.latency_us.record(latency_us);
+    if (plan_.open_loop) m_.latency_uncorrected_us.record(to_us(now - r.sent_ns));
+    ++m_.status_codes[static_cast<size_t>(status >= 0 && status < 1000 ? status : 999)];
+    ++m_.responses;
+    timeline_.record_response(interval_of(now), latency_us);
+    last_outcome_ns_ = now;
+    live_.responses.store(m_.responses, std::memory_order_relaxed);
+}
+
+void Recorder::error(const Request& r, ErrorKind kind, const std::string& why, int64_t now) {
+    if (!r.counted) return;
+    ++m_.errors[kind];
+    if (m_.first_error.empty()) m_.first_error = why;
+    timeline_.record_error(interval_of(now));
+    last_outcome_ns_ = now;
+    live_.errors.store(++error_total_, std::memory_order_relaxed);
+}
+
+void Recorder::note_error(const std::string& why, int64_t now) {
+    if (m_.first_error.empty() && now >= plan_.window_start_ns) m_.first_error = why;
+}
+
+void Recorder::unfinished(const Request& r, int64_t now) noexcept {
+    if (!r.counted) return;
+    ++m_.unfinished;
+    if (plan_.open_loop) m_.latency_us.record(to_us(now - r.intended_ns));
+}
+
+}  // namespace loadbench::generator

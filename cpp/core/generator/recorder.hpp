@@ -1,0 +1,72 @@
+#pragma once
+// The one place outcomes become numbers: latency histograms (corrected, service, lateness),
+// exact status counts, errors by kind, bytes, connections, the per-interval timeline and the
+// live progress counters. Every request counted in the window reaches exactly one of
+// response(), error() or unfinished(). A new metric touches this class and the result schema.
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "core/generator/config.hpp"
+#include "core/generator/plan.hpp"
+#include "core/generator/session.hpp"
+#include "core/stats/timeline.hpp"
+
+namespace loadbench::generator {
+
+class Recorder {
+public:
+    explicit Recorder(const RunPlan& plan) : plan_(plan) {}
+
+    // Open loop: a request of the window became due.
+    void due(const Request& r) noexcept {
+        if (r.counted) ++m_.due;
+    }
+    // Open loop: the request's first byte went out (once per request, a re-send is not counted).
+    void sent(Request& r, int64_t now) noexcept;
+    void response(const Request& r, int status, int64_t now) noexcept;
+    void error(const Request& r, ErrorKind kind, const std::string& why, int64_t now);
+    // An error no request is charged with (a pool connection that failed with nothing queued).
+    void note_error(const std::string& why, int64_t now);
+    // The drain ended without an outcome. Open loop: it enters the corrected histogram with the
+    // time it had waited so far (a lower bound of its latency).
+    void unfinished(const Request& r, int64_t now) noexcept;
+
+    void bytes_read(size_t n) noexcept { m_.bytes_read += n; }
+    void bytes_written(size_t n) noexcept { m_.bytes_written += n; }
+    void connection_opened(bool counted) noexcept { m_.connections_opened += counted; }
+    void tls_handshake(bool counted, bool resumed) noexcept {
+        m_.tls_handshakes += counted;
+        m_.tls_resumed += counted && resumed;
+    }
+    void reconnect(bool counted) noexcept { m_.reconnects += counted; }
+
+    // Closes the timeline; call once when the worker stops.
+    void finish() { timeline_.flush(); }
+
+    Measurements& measurements() noexcept { return m_; }
+    std::vector<stats::IntervalSnapshot>& timeline() noexcept { return timeline_.snapshots(); }
+    int64_t last_outcome_ns() const noexcept { return last_outcome_ns_; }
+
+    // Progress, readable from any thread while running.
+    struct alignas(64) Live {
+        std::atomic<uint64_t> responses{0};
+        std::atomic<uint64_t> errors{0};
+    };
+    const Live& live() const noexcept { return live_; }
+
+private:
+    int64_t interval_of(int64_t now) const noexcept {
+        const int64_t i = (now - plan_.window_start_ns) / plan_.interval_ns;
+        return i < 0 ? 0 : (i > plan_.last_interval ? plan_.last_interval : i);
+    }
+
+    const RunPlan& plan_;
+    Measurements m_;
+    stats::IntervalRecorder timeline_;
+    Live live_;
+    uint64_t error_total_ = 0;
+    int64_t last_outcome_ns_ = 0;
+};
+
+}  // namespace loadbench::generator

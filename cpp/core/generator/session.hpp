@@ -1,0 +1,76 @@
+#pragma once
+// A Session speaks one protocol over one connection (the model is h2load's Session): it says
+// how many request slots it has free, takes requests, hands their bytes to the connection and
+// turns the bytes that come back into completed responses. `Http1Session` carries one request
+// at a time (keep-alive); an HTTP/2 session would carry one per stream. The load logic (the
+// Scheduler and the Worker) only sees slots and Requests, so adding a protocol is adding a
+// Session.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace loadbench::generator {
+
+// One request from the moment it is due to its outcome. Plain data, copied into a session's
+// slot and back: nothing is allocated per request.
+struct Request {
+    int64_t intended_ns = 0;  // closed loop: when its slot freed; open loop: when it was due
+    int64_t assigned_ns = 0;  // when a connection took it: the timeout runs from here
+    int64_t sent_ns = 0;      // when its first byte was handed to the transport (0: not yet)
+    uint32_t template_index = 0;  // which serialised request
+    bool counted = false;     // started (closed loop) or due (open loop) inside the window
+    bool send_recorded = false;   // its send is in `sends` and the lateness histogram (once)
+    bool retried = false;     // already re-sent on a fresh connection once
+};
+
+// What a session reports, as it happens (implemented by the connection that owns it).
+class SessionEvents {
+public:
+    // The request's first byte went to the transport at `now` (r.sent_ns is set).
+    virtual void on_request_sent(Request& r, int64_t now) noexcept = 0;
+    // Its response is complete (to the last byte) at `now`; the slot is already free.
+    virtual void on_response(Request& r, int status, int64_t now) noexcept = 0;
+
+protected:
+    ~SessionEvents() = default;
+};
+
+enum class InputResult { Ok, Error };
+
+class Session {
+public:
+    virtual ~Session() = default;
+
+    // A new transport connection: forget all framing state (requests in flight must have been
+    // taken with take_in_flight first).
+    virtual void reset() noexcept = 0;
+    // Requests it can take now, and requests submitted and not yet answered.
+    virtual int free_slots() const noexcept = 0;
+    virtual int in_flight() const noexcept = 0;
+    // Takes a request (needs free_slots() > 0); its bytes go out with the next writes.
+    virtual void submit(const Request& r) noexcept = 0;
+    // The bytes waiting to be written (empty: nothing to write), and how many of them the
+    // transport took at `now`.
+    virtual std::string_view output() const noexcept = 0;
+    virtual void wrote(size_t n, int64_t now) noexcept = 0;
+    // Bytes from the transport, read at `now`; completed responses go to SessionEvents.
+    // Error: the stream cannot be trusted any more (error() says why) - close the connection.
+    virtual InputResult input(const char* data, size_t n, int64_t now) noexcept = 0;
+    // The peer closed: a response delimited by the close completes, anything else is an Error.
+    virtual InputResult input_eof(int64_t now) noexcept = 0;
+    // Whether this connection may carry more requests (keep-alive, and every request fully
+    // written before its response).
+    virtual bool reusable() const noexcept = 0;
+    // The earliest assigned_ns of the requests in flight (INT64_MAX: none), for timeouts.
+    virtual int64_t oldest_assigned_ns() const noexcept = 0;
+    // Whether a request in flight is counted (its bytes belong to the window).
+    virtual bool carries_counted() const noexcept = 0;
+    // Removes up to `capacity` requests in flight (all of them with capacity >= in_flight()),
+    // for the caller to settle; answered[i]: a byte of its response had arrived (a request
+    // without one never reached the server's handler and may be re-sent).
+    virtual size_t take_in_flight(Request* out, bool* answered, size_t capacity) noexcept = 0;
+    virtual const std::string& error() const noexcept = 0;
+};
+
+}  // namespace loadbench::generator

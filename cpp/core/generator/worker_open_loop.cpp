@@ -1,0 +1,66 @@
+// The Worker's open-loop half: requests due on a schedule are queued, handed to any connection
+// with a free slot, and the pool grows (up to max_connections) while requests wait.
+#include "core/generator/worker.hpp"
+
+namespace loadbench::generator {
+
+void Worker::release_due(int64_t now) {
+    Request r;
+    while (scheduler_.next_due(now, r)) {
+        recorder_.due(r);
+        scheduler_.queue().push_back(r);
+    }
+    if (!scheduler_.queue().empty()) dispatch(now);
+}
+
+void Worker::dispatch(int64_t now) {
+    // The window's end stops new sends (a request count has no end).
+    if (now >= plan_.window_end_ns || plan_.stop.load(std::memory_order_relaxed)) return;
+    RequestQueue& queue = scheduler_.queue();
+    while (!queue.empty() && !ready_.empty()) {
+        Connection* c = ready_.back();
+        const int free = c->state() == Connection::State::Open ? c->session().free_slots() : 0;
+        if (free <= 1) {  // stale, or full once this request is in
+            ready_.pop_back();
+            c->in_ready_list = false;
+            if (free == 0) continue;
+        }
+        const Request r = queue.front();
+        queue.pop_front();
+        assign(*c, r, now);
+    }
+    // Every slot is busy and requests are waiting: grow the pool up to the cap.
+    while (!queue.empty() && static_cast<int>(queue.size()) > connecting_ &&
+           static_cast<int>(connections_.size()) < max_connections_)
+        open_pool_connection(add_connection(), now);
+}
+
+void Worker::mark_ready(Connection& c) {
+    if (!c.in_ready_list) {
+        c.in_ready_list = true;
+        ready_.push_back(&c);
+    }
+}
+
+void Worker::open_pool_connection(Connection& c, int64_t now) {
+    if (plan_.stop.load(std::memory_order_relaxed) || now >= plan_.window_end_ns) return;
+    c.retry_at_ns = 0;
+    if (!c.pool_connecting) {
+        c.pool_connecting = true;
+        ++connecting_;
+    }
+    std::string why;
+    if (!c.open(why)) {
+        c.close();
+        on_lost(c, kConnect, why, now);
+    }
+}
+
+void Worker::fail_queued_request(const std::string& why, int64_t now) {
+    RequestQueue& queue = scheduler_.queue();
+    const Request r = queue.front();
+    queue.pop_front();
+    recorder_.error(r, kConnect, why, now);
+}
+
+}  // namespace loadbench::generator
