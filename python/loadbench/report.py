@@ -302,11 +302,18 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
               f"compares peaks with {base}; Rank orders the servers by peak. Ranked = at most "
               f"{100 * analysis.DIRTY_SHARE:g} % non-2xx/errors, not contended, not generator-bound; a server "
               "with no ranked cell is not ranked.", "", excluded_text(model), ""]
+    from .report_protocols import sections
+    from .targets import PROTOCOL_TITLES
+
+    streams = {r["protocol"]: r.get("streams") or 1 for r in rows if r.get("status") == "ok"}
+    parts += sections(model, streams)
     for protocol in protocols:
         for w in workloads:
             if any(k[1] == protocol and k[2] == w and k[3] == "closed" for k in aggs):
-                title = "HTTP/1.1 over TLS" if protocol == "https" else "HTTP/1.1"
-                parts += [f"## {title} ({protocol}), {w}, keep-alive", "", load_table(aggs, targets, protocol, w), ""]
+                title = PROTOCOL_TITLES.get(protocol, protocol)
+                more = f", {streams[protocol]} streams per connection" if streams.get(protocol, 1) > 1 else ""
+                parts += [f"## {title} ({protocol}), {w}, keep-alive{more}", "",
+                          load_table(aggs, targets, protocol, w), ""]
     share = settings.get("contended_share") or analysis.CONTENDED_SHARE
     parts += [LEGEND.replace("{contended}", f"{100 * share:g}"), ""]
     multi = [w for w in workloads if sum(1 for k in aggs if k[2] == w and k[3] == "closed") > 0]

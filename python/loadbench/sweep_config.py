@@ -33,7 +33,10 @@ SWEEP_KEYS = {
     "timeout": (_NUM + _STR, "seconds, or a string like '5s'"),
     "repeats": (_INT, "a positive integer"),
     "concurrencies": (_LIST, "a list of positive integers"),
-    "protocols": (_LIST, 'a list of "http" / "https"'),
+    "protocols": (_LIST, 'a list of "http", "https", "h2c", "h2"'),
+    "streams": (_INT + _DICT, "streams per HTTP/2 connection: an integer, or a table like {h2c = 10, h2 = 10}"),
+    "requests": (_INT, "responses + errors per closed-loop cell (instead of duration)"),
+    "detail_protocols": (_LIST, "the protocols that get connection-setup and open-loop cells"),
     "connection_setup": (_BOOL, "true or false"),
     "connection_setup_concurrency": (_INT, "a positive integer"),
     "connection_setup_workload": (_STR, "a workload name"),
@@ -56,6 +59,11 @@ SWEEP_KEYS = {
 TARGET_KEYS = {
     "name": (_STR, "a name"), "kind": (_STR, "beast, command or url"),
     "argv": (_LIST, "a list of strings"), "https_argv": (_LIST, "a list of strings"),
+    "h2c_argv": (_LIST, "a list of strings"), "h2_argv": (_LIST, "a list of strings"),
+    "protocol_notes": (_DICT, "a table protocol = why it is not served"),
+    "h2c_url": (_STR, "an http:// URL serving h2c"), "h2_url": (_STR, "an https:// URL serving h2"),
+    "workers": (_INT, "a positive integer (overrides the sweep's workers)"),
+    "variant_of": (_STR, "the name of the target this is another configuration of"),
     "env": (_DICT, "a table of strings"), "workers_env": (_STR, "an environment variable name"),
     "cwd": (_STR, "a directory"), "requires": (_LIST, "a list of programs or files"),
     "url": (_STR, "an http:// URL"), "https_url": (_STR, "an https:// URL"),
@@ -120,9 +128,12 @@ def _target(table: Any, i: int) -> Target:
     if "name" not in table:
         raise ConfigError(f"{where}name is required")
     data = dict(table)
-    for key in ("argv", "https_argv", "requires", "unsupported_workloads"):
+    for key in ("argv", "https_argv", "h2c_argv", "h2_argv", "requires", "unsupported_workloads"):
         if key in data:
             _list_of(data[key], str, where + key, "a string")
+    for name, value in data.get("protocol_notes", {}).items():
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}protocol_notes.{name}: expected a string, got {value!r}")
     for name, value in data.get("env", {}).items():
         if not isinstance(value, (str, int)):
             raise ConfigError(f"{where}env.{name}: expected a string, got {value!r}")
@@ -190,14 +201,17 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
         kwargs["contended_share"] = float(data["contended_share"])
     for key in ("repeats", "connection_setup", "connection_setup_concurrency",
                 "connection_setup_workload", "workers", "generator_threads", "baseline",
-                "open_fractions", "open_loop_workload", "contended_reruns", "cluster", "shards"):
+                "open_fractions", "open_loop_workload", "contended_reruns", "cluster", "shards",
+                "streams", "requests"):
         if key in data:
             kwargs[key] = data[key]
     for key in ("concurrencies", "server_cpus", "generator_cpus"):
         if key in data:
             kwargs[key] = _list_of(data[key], int, key, "an integer")
     if "protocols" in data:
-        kwargs["protocols"] = _list_of(data["protocols"], str, "protocols", '"http" or "https"')
+        kwargs["protocols"] = _list_of(data["protocols"], str, "protocols", '"http", "https", "h2c" or "h2"')
+    if "detail_protocols" in data:
+        kwargs["detail_protocols"] = _list_of(data["detail_protocols"], str, "detail_protocols", "a protocol")
     base = base_dir or Path.cwd()
     peers_dir = base / data["peers_dir"] if "peers_dir" in data else base / "bench" / "peers"
     kwargs["peers_dir"] = str(peers_dir)
