@@ -33,6 +33,7 @@ by every process and thread the server spawns.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -145,7 +146,11 @@ class Target:
             return self.protocol_notes.get(protocol) or f"{self.name} does not serve {protocol} (serves {served})"
         for need in self.requires:
             path = _expand(need, {"peers": str(peers_dir or "")})
-            if "/" in path:
+            if path.startswith("python-module:"):  # importable by {python} (this interpreter)
+                module = path.split(":", 1)[1]
+                if importlib.util.find_spec(module) is None:
+                    return f"the Python module {module} is not installed (bash bench/install-peers.sh)"
+            elif "/" in path:
                 if not Path(self.cwd or ".", path).exists():
                     return f"{path} is missing"
             elif _which(path) is None:
@@ -440,29 +445,73 @@ def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[
 
 def default_peer_targets(peers_dir: Path) -> list[Target]:
     """The peers in bench/peers, as launched by the default sweep (each skipped with a note when
-    its file or runtime is missing). Every one receives the same worker count."""
+    its file or runtime is missing). Every one receives the same worker count; each declares
+    the protocols it serves, and why not the others."""
+    hypercorn = ["{python}", "-m", "hypercorn", "--workers", "{workers}", "--bind", "127.0.0.1:{port}",
+                 "{peers}/python/asgi_app.py:app"]
+    node_h2 = ["node", "{peers}/node/hello_h2.js", "{port}"]
+    nginx = ["bash", "{peers}/nginx/run.sh", "{port}"]
+    h2o = ["bash", "{peers}/h2o/run.sh", "{port}"]
+    rust = ["{peers}/rust/target/release/loadbench-peer-rust", "{port}"]
+    go = ["{peers}/go/loadbench-peer-go", "{port}"]
     return [
         Target(
             name="python-asyncio", kind="command",
             argv=["{python}", "{peers}/python/server.py", "{port}", "--workers", "{workers}"],
             https_argv=["{python}", "{peers}/python/server.py", "{port}", "--workers", "{workers}",
                         "--tls", "{cert}", "{key}"],
+            protocol_notes={p: "the asyncio.Protocol peer speaks HTTP/1.1 only (hypercorn is the Python HTTP/2 peer)"
+                            for p in HTTP2},
             workers_env="PYTHON_WORKERS", requires=["{peers}/python/server.py"],
             description="Python asyncio.Protocol, standard library only; N workers = N processes on SO_REUSEPORT",
         ),
         Target(
+            name="hypercorn", kind="command",
+            argv=hypercorn, https_argv=hypercorn + ["--certfile", "{cert}", "--keyfile", "{key}"],
+            h2c_argv=hypercorn, h2_argv=hypercorn + ["--certfile", "{cert}", "--keyfile", "{key}"],
+            requires=["python-module:hypercorn", "{peers}/python/asgi_app.py"],
+            description="Python hypercorn (PyPI) serving a bare ASGI app (bench/peers/python/asgi_app.py); "
+                        "HTTP/1.1 and h2c on the plain port, ALPN h2 over TLS; N workers = hypercorn --workers N",
+        ),
+        Target(
             name="node", kind="command",
-            argv=["node", "{peers}/node/hello.js", "{port}"], https_argv=None,
-            workers_env="NODE_WORKERS", requires=["node", "{peers}/node/hello.js"],
-            description="node:http; N workers = node:cluster (NODE_WORKERS)",
+            argv=["node", "{peers}/node/hello.js", "{port}"],
+            https_argv=["node", "{peers}/node/hello.js", "{port}", "{cert}", "{key}"],
+            h2c_argv=node_h2, h2_argv=node_h2 + ["{cert}", "{key}"],
+            workers_env="NODE_WORKERS", requires=["node", "{peers}/node/hello.js", "{peers}/node/hello_h2.js"],
+            description="node:http / node:https for HTTP/1.1, node:http2 (stream API) for h2c and h2; "
+                        "N workers = node:cluster (NODE_WORKERS)",
         ),
         Target(
             name="nginx", kind="command",
-            argv=["bash", "{peers}/nginx/run.sh", "{port}"],
-            https_argv=["env", "NGINX_TLS=1", "bash", "{peers}/nginx/run.sh", "{port}"],
+            argv=nginx, https_argv=["env", "NGINX_TLS=1"] + nginx,
+            h2c_argv=["env", "NGINX_HTTP2=1"] + nginx, h2_argv=["env", "NGINX_TLS=1", "NGINX_HTTP2=1"] + nginx,
             workers_env="NGINX_WORKERS", requires=["nginx", "{peers}/nginx/run.sh"],
             unsupported_workloads=["echo"],
             description="nginx, minimal config (return 200 from the config); N workers = worker_processes "
-                        "(NGINX_WORKERS); stock nginx cannot echo a body",
+                        "(NGINX_WORKERS); http2 over TLS (ALPN), h2c prior knowledge with `listen ... http2` "
+                        "(nginx 1.22); stock nginx cannot echo a body",
+        ),
+        Target(
+            name="h2o", kind="command",
+            argv=h2o, https_argv=["env", "H2O_TLS=1"] + h2o, h2c_argv=h2o, h2_argv=["env", "H2O_TLS=1"] + h2o,
+            workers_env="H2O_THREADS", requires=["h2o", "{peers}/h2o/run.sh"],
+            description="h2o (Debian package), mruby handler; HTTP/1.1 and h2c on the plain port, ALPN h2 over "
+                        "TLS; N workers = num-threads (H2O_THREADS)",
+        ),
+        Target(
+            name="rust-hyper", kind="command",
+            argv=rust, https_argv=rust + ["{cert}", "{key}"], h2c_argv=rust, h2_argv=rust + ["{cert}", "{key}"],
+            workers_env="TOKIO_WORKER_THREADS", requires=["{peers}/rust/target/release/loadbench-peer-rust"],
+            description="Rust: hyper 1 on tokio (multi-thread runtime), rustls for TLS, from crates.io "
+                        "(bench/peers/rust); HTTP/1.1 and h2c on the plain port, ALPN h2 over TLS; "
+                        "N workers = TOKIO_WORKER_THREADS",
+        ),
+        Target(
+            name="go", kind="command",
+            argv=go, https_argv=go + ["{cert}", "{key}"], h2c_argv=go, h2_argv=go + ["{cert}", "{key}"],
+            workers_env="GOMAXPROCS", requires=["{peers}/go/loadbench-peer-go"],
+            description="Go net/http, golang.org/x/net/http2/h2c for cleartext HTTP/2 (bench/peers/go); "
+                        "ALPN h2 over TLS; N workers = GOMAXPROCS",
         ),
     ]
