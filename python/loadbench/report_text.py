@@ -249,7 +249,9 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
     all_workloads = {r["workload"] for r in rows}
     for (target, why), (protocols, workloads) in skipped.items():
         what = "all workloads" if set(workloads) == all_workloads else ", ".join(workloads)
-        out.append(f"- **{target}, {what}, over {' and '.join(protocols)}: not measured** ({why}).")
+        names = list(protocols)
+        over = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+        out.append(f"- **{target}, {what}, over {over}: not measured** ({why}).")
     contended = sorted({_cell_name(a) for a in aggs.values() if a.contended and a.status == "ok"})
     if contended:
         ok = sum(1 for a in aggs.values() if a.status == "ok")
@@ -278,8 +280,15 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
     if (settings.get("repeats") or 1) < 3:
         out.append(f"- **{settings.get('repeats')} repeat(s) per cell:** too few for a spread; differences under "
                    "~10 % between servers are not established by this run.")
-    out.append("- **HTTP/1.1 only, loopback only.** No HTTP/2 or HTTP/3, no real network (no latency, "
-               "loss or NIC offload), no slow clients, no large responses, no long (soak) runs.")
+    h2 = any(r.get("protocol") in ("h2c", "h2") and r.get("status") == "ok" for r in rows)
+    if h2:
+        streams = sorted({r.get("streams") or 1 for r in rows if r.get("protocol") in ("h2c", "h2")})
+        out.append(f"- **HTTP/2 at {', '.join(str(s) for s in streams)} streams per connection only, loopback "
+                   "only.** No HTTP/3, no other stream counts or flow-control windows, no real network (no latency, "
+                   "loss or NIC offload), no slow clients, no large responses, no long (soak) runs.")
+    else:
+        out.append("- **HTTP/1.1 only, loopback only.** No HTTP/2 or HTTP/3, no real network (no latency, "
+                   "loss or NIC offload), no slow clients, no large responses, no long (soak) runs.")
     out.append("- **One machine, one time.** A shared VM's steal time and frequency scaling move the "
                "numbers between runs; the Environment block gives the steal measured in the windows.")
     return out
