@@ -40,7 +40,7 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infalli
         None => answer(StatusCode::NOT_FOUND, text, Bytes::from_static(b"Not Found\n")),
         Some(m) if m != req.method() => {
             let mut r = answer(StatusCode::METHOD_NOT_ALLOWED, text, Bytes::from_static(b"Method Not Allowed\n"));
-            r.headers_mut().insert(ALLOW, HeaderValue::from_static(m.as_str()));
+            r.headers_mut().insert(ALLOW, HeaderValue::from_str(m.as_str()).expect("a method name"));
             r
         }
         Some(_) if path == "/json" => {
