@@ -133,6 +133,17 @@ def test_runner_gets_protocol_and_streams_only_for_http2_cells(tmp_path):
     assert "| beast | 1 000 | 1 000 | 2 000 | 2 000 | 2.00x |" in text
 
 
+def test_http2_cells_are_na_with_the_reason_while_run_speaks_no_http2(tmp_path):
+    def old_run(url, *, connections=1, threads=1, duration=None, requests=None, warmup=0.0, timeout=5.0,
+                keepalive=True, insecure=True, cpus=None, sample_pid=None, method="GET", headers=None, body=None):
+        return FakeRun()(url)
+
+    sweep = Sweep(protocols=["h2c"], concurrencies=[2], repeats=1, contended_reruns=0)
+    sweep.run(tmp_path, progress=False, notes=False, runner=old_run, environment=False)
+    (record,) = results.read_records(tmp_path / "results.jsonl")
+    assert record["status"] == "skipped" and "does not speak HTTP/2 yet" in record["error"]
+
+
 def _check_exact(records, n):
     for r in records:
         assert r["status"] == "ok", r

@@ -20,6 +20,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from .sweep import Cell, Sweep
 
 
+def runner_speaks_http2(runner: Callable) -> bool:
+    """Whether ``runner`` (loadbench.run or a stand-in) takes protocol= and streams=."""
+    import inspect
+
+    try:
+        params = inspect.signature(runner).parameters.values()
+    except (TypeError, ValueError):
+        return True  # cannot tell (a C callable): let the call itself say
+    return any(p.name == "protocol" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -42,6 +53,8 @@ class _Group:
 
     def run(self) -> None:
         reason = self.target.unavailable_reason(self.protocol, self.peers_dir)
+        if reason is None and self.protocol in HTTP2 and not runner_speaks_http2(self.runner):
+            reason = "this loadbench's generator does not speak HTTP/2 yet (loadbench.run has no protocol=)"
         if reason:
             self.bar.note(f"skipping {self.target.name} {self.protocol}: {reason}")
         launch_error: Optional[str] = None
