@@ -22,6 +22,9 @@ PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
            "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94"]
 
 
+# Series that are not servers (workloads, protocols) get neutral tones, so a colour always means
+# the same server.
+NEUTRAL = ["#3b3b3b", "#8c8c8c", "#c8c8c8", "#5e5e5e", "#aaaaaa", "#e0e0e0"]
 LINESTYLES = {"http": "-", "https": "--", "h2c": ":", "h2": "-."}
 
 
@@ -84,8 +87,8 @@ def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series:
                         ha="center", va="bottom",
                         fontsize=8, color="#555555", rotation=90)
             else:
-                ax.text(bar.get_x() + bar.get_width() / 2, value, _fmt(value), ha="center", va="bottom",
-                        fontsize=8)
+                ax.text(bar.get_x() + bar.get_width() / 2, value, _fmt(value).replace(",", " "), ha="center",
+                        va="bottom", fontsize=8)
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(groups)
     ax.set_title(title)
@@ -95,8 +98,11 @@ def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series:
         ax.set_ylim(floor, top * 2.0)
         ax.set_ylabel(ylabel + ", log scale")
     else:
+        from matplotlib.ticker import FuncFormatter
+
         ax.set_ylabel(ylabel)
         ax.set_ylim(0, top * 1.15)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}".replace(",", " ") if top >= 100 else f"{v:g}"))
     if not (group_colors and n == 1):  # the x labels already name a server's bar
         # outside the axes: it never hides a bar's value
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
@@ -164,12 +170,12 @@ def write_charts(source) -> list[Path]:
                    for p in ("http", "https") for kind in ("peak", "average")}
         out.append(grouped_bars(d / "protocol_http_vs_https.png", "HTTP vs HTTPS throughput (keep-alive)",
                                 "Throughput (req/s)", targets, series, missing,
-                                colors=["#1f77b4", "#ff7f0e", "#aec7e8", "#ffbb78"]))
+                                colors=[NEUTRAL[0], NEUTRAL[1], NEUTRAL[3], NEUTRAL[2]]))
     if len(workloads) > 1:
         series = {w: [model.peak(t, workload=w) for t in targets] for w in workloads}
         missing = {w: [model.gap(model.cells(t, workload=w)) for t in targets] for w in workloads}
         out.append(grouped_bars(d / "workloads.png", "Workload breakdown: peak throughput per workload",
-                                "Throughput (req/s)", targets, series, missing))
+                                "Throughput (req/s)", targets, series, missing, colors=NEUTRAL))
     ref = _latency_reference(aggs, targets, protocols[0] if protocols else "http", workloads[0] if workloads else "")
     if ref is not None:
         protocol, workload, c = ref
@@ -179,7 +185,8 @@ def write_charts(source) -> list[Path]:
                   "p99": [a.p99_ms.median if a and a.p99_ms else None for a in usable]}
         out.append(grouped_bars(d / "latency.png", f"Latency at C = {c} ({protocol}, {workload}; lower is better)",
                                 "Latency (ms)", targets, series,
-                                {k: [_status(a) for a in cells] for k in series}, log_if_spread=20))
+                                {k: [_status(a) for a in cells] for k in series}, log_if_spread=20,
+                                colors=NEUTRAL))
     rss = [model.rss(t) for t in targets]
     if any(v is not None for v in rss):
         out.append(grouped_bars(d / "memory_peak_rss.png", "Peak RSS per server (lower is better)",
@@ -199,7 +206,7 @@ def write_charts(source) -> list[Path]:
                              for k in keys]
             missing[label] = [_status(aggs[k]) if k else "n/a" for k in keys]
         out.append(grouped_bars(d / "connection_setup.png", "Connection setup: a new connection per request",
-                                "Rate (connections/s)", targets, series, missing))
+                                "Rate (connections/s)", targets, series, missing, colors=NEUTRAL))
     if any(k[3] == "open" and a.status == "ok" for k, a in aggs.items()):
         out.append(latency_vs_throughput(d / "latency_vs_throughput.png", aggs, targets, protocols))
     if workloads and any(k[2] == workloads[0] and k[3] == "closed" and a.status == "ok" for k, a in aggs.items()):
