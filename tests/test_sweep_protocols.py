@@ -193,9 +193,20 @@ def test_small_real_sweep_over_all_four_protocols(tmp_path):
             assert res["config"]["streams"] == 4 and r["streams"] == 4
     report.write_report(tmp_path)
     text = (tmp_path / "report.md").read_text()
-    peak = {p: max(r["result"]["rps"] for r in records if r["protocol"] == p) for p in ("http", "https", "h2c", "h2")}
     m = model.load(tmp_path)
+    # the peaks from the raw records (one repeat: a cell's median is its own rps), over the cells
+    # the model ranks (a busy shared machine may leave some contended or generator-bound)
+    ranked = {k[:3] for k, a in m.aggs.items() if a.ranked}
+    peak = {}
+    for p in ("http", "https", "h2c", "h2"):
+        values = [r["result"]["rps"] for r in records if r["protocol"] == p and ("beast", p, r["workload"]) in ranked]
+        peak[p] = max(values) if values else None
     for h1, h2 in (("http", "h2c"), ("https", "h2")):
+        section = text.split(f": {h1} vs {h2}")[1].split("###")[0]
+        if peak[h1] is None or peak[h2] is None:
+            assert m.h2_h1_ratio("beast", h1, h2) is None and "| n/a |" in section
+            continue
         assert m.h2_h1_ratio("beast", h1, h2) == pytest.approx(peak[h2] / peak[h1])
-        assert f"{peak[h2] / peak[h1]:.2f}x" in text.split(f": {h1} vs {h2}")[1].split("###")[0]
-    assert (tmp_path / "protocol_peak.png").exists() and (tmp_path / "latency_by_protocol.png").exists()
+        assert f"{peak[h2] / peak[h1]:.2f}x" in section
+    if all(peak.values()):  # a chart needs ranked values
+        assert (tmp_path / "protocol_peak.png").exists() and (tmp_path / "latency_by_protocol.png").exists()
