@@ -63,6 +63,11 @@ def test_toml_keys_of_the_protocol_axis(tmp_path):
         sweep_from_dict({"targets": [{"name": "p", "kind": "command", "argv": ["x"], "protocol_notes": {"h3": "x"}}]})
 
 
+def test_an_http2_only_command_target_is_valid():
+    t = Target("h2only", kind="command", h2c_argv=["node", "x.js", "{port}"])
+    assert t.protocols == ["h2c"] and "does not serve http (serves h2c)" in t.unavailable_reason("http")
+
+
 def test_every_default_peer_declares_its_protocols():
     peers = {t.name: t for t in default_peer_targets(PEERS)}
     assert set(peers) == {"python-asyncio", "hypercorn", "node", "nginx", "h2o", "rust-hyper", "go"}

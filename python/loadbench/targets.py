@@ -101,10 +101,11 @@ class Target:
             raise ConfigError(f"target name {self.name!r} must be non-empty without '|', '/' or newlines")
         if self.kind not in KINDS:
             raise ConfigError(f"target {self.name!r}: kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
-        if self.kind == "command" and not self.argv:
-            raise ConfigError(f"target {self.name!r}: a command target needs argv")
-        if self.kind == "url" and not (self.url or self.https_url):
-            raise ConfigError(f"target {self.name!r}: a url target needs url or https_url")
+        if self.kind == "command" and not (self.argv or self.https_argv or self.h2c_argv or self.h2_argv):
+            # an HTTP/2-only server (node:http2) has h2c_argv/h2_argv and no argv
+            raise ConfigError(f"target {self.name!r}: a command target needs argv (or https_argv, h2c_argv, h2_argv)")
+        if self.kind == "url" and not (self.url or self.https_url or self.h2c_url or self.h2_url):
+            raise ConfigError(f"target {self.name!r}: a url target needs url, https_url, h2c_url or h2_url")
         if self.ready_timeout <= 0:
             raise ConfigError(f"target {self.name!r}: ready_timeout must be positive")
         if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(self.workers, int)
