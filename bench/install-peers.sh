@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Installs the benchmark-only tools used by bench/*.py, each only when it is missing:
-#   peer servers : nginx (nginx-light is enough), node (node:http peer)
+# Installs the benchmark-only tools used by bench/*.py and the default sweep, each only when missing:
+#   peer servers : nginx (nginx-light is enough), node (node:http + node:http2 peers), h2o (Debian),
+#                  hypercorn (PyPI, into the Python that runs loadbench: $LOADBENCH_PYTHON, else python3),
+#                  the Rust peer (bench/peers/rust: hyper + tokio + rustls from crates.io, cargo build
+#                  --release --locked) and the Go peer (bench/peers/go: net/http + x/net/http2/h2c from
+#                  the Go module proxy, go build)
 #   generators   : wrk, h2load (nghttp2-client), hey, ab (apache2-utils),
 #                  oha (cargo, crates.io), bombardier (go, Go module proxy)
 # Debian's `bombardier` package is an unrelated game: the HTTP tool comes from Go only.
-# oha and bombardier compile for minutes, so they start first, in the background, and the
-# script waits for them at the end. Idempotent: a second run installs nothing.
+# oha, bombardier and the Rust peer compile for minutes, so they start first, in the background,
+# and the script waits for them at the end. Idempotent: a second run installs nothing.
 #   bash bench/install-peers.sh
 #   bash bench/install-peers.sh --dry-run   the Debian packages it would install, one per line on
-#                                           stdout (the cargo/go builds are said on stderr); installs nothing
+#                                           stdout (the cargo/go builds and the pip install are said on
+#                                           stderr); installs nothing
 set -uo pipefail
 dry_run=0
 for arg in "$@"; do
@@ -25,6 +30,11 @@ log_dir="${TMPDIR:-/tmp}/loadbench-install-peers"
 [ "$dry_run" = 1 ] || mkdir -p "$log_dir"
 
 have() { command -v "$1" >/dev/null 2>&1; }
+here="$(cd "$(dirname "$0")" && pwd)"
+peers="$here/peers"
+rust_peer="$peers/rust/target/release/loadbench-peer-rust"
+go_peer="$peers/go/loadbench-peer-go"
+python="${LOADBENCH_PYTHON:-python3}"
 installed() { have dpkg-query && [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" = "install ok installed" ]; }
 
 if [ "$dry_run" = 1 ]; then
@@ -34,6 +44,16 @@ if [ "$dry_run" = 1 ]; then
     elif have "$builder"; then echo "install-peers: would build $name with $builder" >&2
     else echo "install-peers: $name needs $builder; it would be skipped (n/a in benchmarks)" >&2; fi
   done
+  if [ -x "$rust_peer" ]; then echo "install-peers: Rust peer present ($rust_peer)" >&2
+  elif have cargo; then echo "install-peers: would build the Rust peer with cargo (bench/peers/rust)" >&2
+  else echo "install-peers: the Rust peer needs cargo; it would be skipped (n/a in benchmarks)" >&2; fi
+  if [ -x "$go_peer" ]; then echo "install-peers: Go peer present ($go_peer)" >&2
+  elif have go; then echo "install-peers: would build the Go peer with go (bench/peers/go)" >&2
+  else echo "install-peers: the Go peer needs go; it would be skipped (n/a in benchmarks)" >&2; fi
+  if have "$python" && "$python" -c "import hypercorn" >/dev/null 2>&1; then
+    echo "install-peers: hypercorn present (in $python)" >&2
+  elif have "$python"; then echo "install-peers: would pip install hypercorn into $python" >&2
+  else echo "install-peers: hypercorn needs $python with pip; it would be skipped (n/a in benchmarks)" >&2; fi
 fi
 
 # --- the slow builds first, niced and at most 2 jobs (the machine may be shared) -------------
@@ -59,6 +79,27 @@ if [ "$dry_run" = 0 ] && ! have bombardier; then
   fi
 fi
 
+rust_pid=""
+if [ "$dry_run" = 0 ] && [ ! -x "$rust_peer" ]; then
+  if have cargo; then
+    echo "install-peers: building the Rust peer with cargo in the background (log: $log_dir/rust-peer.log)"
+    (cd "$peers/rust" && nice -n 19 cargo build --release --locked -j 2) >"$log_dir/rust-peer.log" 2>&1 &
+    rust_pid=$!
+  else
+    echo "install-peers: the Rust peer needs cargo (rustup.rs); skipped - benchmarks report it as n/a"
+  fi
+fi
+go_pid=""
+if [ "$dry_run" = 0 ] && [ ! -x "$go_peer" ]; then
+  if have go; then
+    echo "install-peers: building the Go peer with go in the background (log: $log_dir/go-peer.log)"
+    (cd "$peers/go" && GOFLAGS="-p=2" nice -n 19 go build -o loadbench-peer-go .) >"$log_dir/go-peer.log" 2>&1 &
+    go_pid=$!
+  else
+    echo "install-peers: the Go peer needs go (go.dev/dl); skipped - benchmarks report it as n/a"
+  fi
+fi
+
 # --- Debian packages ------------------------------------------------------------------------
 apt_missing=()
 have wrk || apt_missing+=(wrk)
@@ -67,6 +108,8 @@ have hey || apt_missing+=(hey)
 have ab || apt_missing+=(apache2-utils)
 have nginx || installed nginx-light || installed nginx || apt_missing+=(nginx-light)
 have node || apt_missing+=(nodejs)
+have h2o || apt_missing+=(h2o)
+have curl || apt_missing+=(curl)
 have openssl || apt_missing+=(openssl)
 have taskset || apt_missing+=(util-linux)
 if [ "$dry_run" = 1 ]; then
@@ -86,18 +129,34 @@ if [ ${#apt_missing[@]} -gt 0 ]; then
 fi
 # Debian's nginx package starts a system service on :80; the benchmarks run their own instance.
 
+# --- PyPI: hypercorn, into the Python loadbench runs with ------------------------------------
+if have "$python" && ! "$python" -c "import hypercorn" >/dev/null 2>&1; then
+  echo "install-peers: pip install hypercorn into $python"
+  "$python" -m pip install -q hypercorn \
+    || echo "install-peers: could not pip install hypercorn into $python (set LOADBENCH_PYTHON to the venv's python) - benchmarks report it as n/a"
+fi
+
 status=0
 if [ -n "$oha_pid" ]; then
   wait "$oha_pid" || { echo "install-peers: oha build failed, see $log_dir/oha.log"; status=1; }
+fi
+if [ -n "$rust_pid" ]; then
+  wait "$rust_pid" || { echo "install-peers: Rust peer build failed, see $log_dir/rust-peer.log"; status=1; }
+fi
+if [ -n "$go_pid" ]; then
+  wait "$go_pid" || { echo "install-peers: Go peer build failed, see $log_dir/go-peer.log"; status=1; }
 fi
 if [ -n "$bombardier_pid" ]; then
   wait "$bombardier_pid" || { echo "install-peers: bombardier build failed, see $log_dir/bombardier.log"; status=1; }
 fi
 
 echo "install-peers: tools"
-for tool in wrk h2load hey ab oha bombardier nginx node openssl taskset; do
+for tool in wrk h2load hey ab oha bombardier nginx node h2o openssl taskset curl; do
   path="$(command -v "$tool" 2>/dev/null || true)"
   [ -z "$path" ] && [ "$tool" = nginx ] && [ -x /usr/sbin/nginx ] && path=/usr/sbin/nginx
   printf '  %-11s %s\n' "$tool" "${path:-n/a (not installed)}"
 done
+printf '  %-11s %s\n' rust-peer "$([ -x "$rust_peer" ] && echo "$rust_peer" || echo "n/a (not built)")"
+printf '  %-11s %s\n' go-peer "$([ -x "$go_peer" ] && echo "$go_peer" || echo "n/a (not built)")"
+printf '  %-11s %s\n' hypercorn "$("$python" -c 'import hypercorn, os; print(os.path.dirname(hypercorn.__file__))' 2>/dev/null || echo "n/a (not installed in $python)")"
 exit $status

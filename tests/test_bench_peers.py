@@ -134,3 +134,52 @@ def test_h2_peers_answer_over_http2(tmp_path: Path) -> None:
                 out = subprocess.run(["curl", "-sS", "--max-time", "5", *mode, "-w", "\n%{http_version}",
                                       peer.url(path)], capture_output=True, timeout=10).stdout
                 assert out == body + b"\n2", (name, path, out)
+
+
+# -- every peer of the default sweep over every protocol it declares ---------------------------
+import subprocess  # noqa: E402
+
+from loadbench.targets import HTTP2, default_peer_targets, launch  # noqa: E402
+
+PEERS_DIR = Path(__file__).resolve().parent.parent / "bench" / "peers"
+SWEEP_PEERS = {t.name: t for t in default_peer_targets(PEERS_DIR)}
+PEER_PROTOCOLS = [(name, p) for name, t in SWEEP_PEERS.items() for p in t.protocols]
+
+
+def _curl(url: str, protocol: str, method: str = "GET", body: bytes | None = None,
+          content_type: str | None = None) -> tuple[str, int, str, bytes]:
+    """(HTTP version, status, content type, body) through curl: --http2-prior-knowledge for h2c,
+    --http2 over TLS for h2 (ALPN), --http1.1 otherwise."""
+    mode = {"http": ["--http1.1"], "https": ["--http1.1"], "h2c": ["--http2-prior-knowledge"],
+            "h2": ["--http2"]}[protocol]
+    args = ["curl", "-sk", "--max-time", "5", *mode, "-X", method, "-o", "-",
+            "-w", "\n%{http_version} %{http_code} %{content_type}"]
+    if body is not None:
+        args += ["--data-binary", "@-", "-H", f"Content-Type: {content_type}"]
+    out = subprocess.run(args + [url], input=body or b"", capture_output=True, timeout=10).stdout
+    payload, _, meta = out.rpartition(b"\n")
+    version, status, ctype = (meta.decode().split(" ", 2) + ["", ""])[:3]
+    return version, int(status or 0), ctype.split(";")[0].strip(), payload
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed (bench/install-peers.sh)")
+@pytest.mark.parametrize("name,protocol", PEER_PROTOCOLS, ids=[f"{n}-{p}" for n, p in PEER_PROTOCOLS])
+def test_sweep_peer_answers_every_route_over_each_declared_protocol(tmp_path, name, protocol):
+    target = SWEEP_PEERS[name]
+    reason = target.unavailable_reason(protocol, PEERS_DIR)
+    if reason:
+        pytest.skip(f"{name} {protocol}: {reason} (bash bench/install-peers.sh)")
+    server = launch(target, protocol, workers=1, cpus=None, peers_dir=PEERS_DIR, cert_dir=tmp_path)
+    try:
+        version = "2" if protocol in HTTP2 else "1.1"
+        base = server.base_url
+        assert _curl(base + "/", protocol) == (version, 200, "text/plain", PLAINTEXT)
+        assert _curl(base + "/plaintext", protocol) == (version, 200, "text/plain", PLAINTEXT)
+        assert _curl(base + "/json", protocol) == (version, 200, "application/json", JSON)
+        if "echo" not in target.unsupported_workloads:
+            body = b"abc\x00def" * 600  # 4 KiB and more, like the echo workload
+            assert _curl(base + "/echo", protocol, "POST", body, "application/x-test") == (
+                version, 200, "application/x-test", body)
+        assert _curl(base + "/missing", protocol)[1] == 404
+    finally:
+        server.stop()

@@ -171,7 +171,8 @@ def test_a_server_shedding_503s_ranks_below_one_that_serves_everything(tmp_path)
     assert "| req/s | serves | **" in text and "| non-2xx + errors |  | " not in text
     assert "sheds http plaintext C = 4: 503 x " in text
     assert "sheds http plaintext C = 4 (30.0 % non-2xx/errors)" in text
-    summary = text[text.index("## Summary"):text.index("## HTTP/1.1")]
+    start = text.index("## Summary")
+    summary = text[start:text.index("\n## ", start + 1)]  # up to the next section
     assert "| sheds | n/a | n/a |" in summary and summary.count("| not ranked |") == 1
     assert "| 0 | 1 |" in summary  # serves: no cell excluded, rank 1
 

@@ -17,9 +17,12 @@ def write(tmp_path, text: str) -> Path:
 
 def test_example_file_builds_the_documented_sweep():
     sweep = load_sweep(REPO / "bench" / "sweeps" / "example.toml")
-    assert [t.name for t in sweep.targets][:2] == ["beast", "python-asyncio"]
+    assert [t.name for t in sweep.targets][:3] == ["beast", "beast-2w", "python-asyncio"]
+    assert sweep.targets[1].workers == 2 and sweep.targets[1].variant_of == "beast"
     assert sweep.concurrencies == [1, 10, 50]
-    assert sweep.protocols == ["http", "https"]
+    assert sweep.protocols == ["http", "https", "h2c", "h2"]
+    assert sweep.streams_for("h2c") == 10 and sweep.detail_protocols == ["http", "https"]
+    assert sweep.targets[2].unavailable_reason("h2c") == "the asyncio peer speaks HTTP/1.1 only"
     assert sweep.duration == 2.0 and sweep.warmup == 0.5 and sweep.repeats == 3
     workloads = {w.name: w for w in sweep.workloads}
     assert workloads["echo"].body == "x" * 4096 and workloads["echo"].method == "POST"
@@ -28,6 +31,7 @@ def test_example_file_builds_the_documented_sweep():
     ids = [c.id for c in sweep.cells()]
     assert len(ids) == len(set(ids))
     assert "beast|https|plaintext|connect20|r2" in ids
+    assert "beast|h2|mixed|c10|r2" in ids and "beast|h2c|plaintext|connect20|r0" not in ids
 
 
 def test_full_sweep_from_dict_values():
@@ -51,7 +55,10 @@ def test_full_sweep_from_dict_values():
     ("repeats = 1.5", "repeats: expected a positive integer"),
     ("concurrencies = [1, 'x']", "concurrencies[1]: expected an integer"),
     ("concurrencies = [0]", "concurrencies: 0 is not a positive integer"),
-    ("protocols = ['http', 'h2']", "protocols: 'h2' is not http or https"),
+    ("protocols = ['http', 'h3']", "protocols: 'h3' is not one of http, https, h2c, h2"),
+    ("streams = {http = 4}", "streams.http: HTTP/1.1 has one request in flight"),
+    ("streams = {h2c = 0}", "streams.h2c: 0 is not a positive integer"),
+    ("requests = 0", "requests: 0 is not a positive integer"),
     ("connection_setup = 'yes'", "connection_setup: expected true or false"),
     ("generator_cpus = [999]", "generator_cpus: CPU 999 is not available"),
     ("[[targets]]\nname = 'x'\nkind = 'docker'", "targets[0]: target 'x': kind must be one of"),

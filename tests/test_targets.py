@@ -125,7 +125,7 @@ def test_missing_runtime_or_file_is_a_skip_reason(tmp_path):
     assert node.unavailable_reason("http") == "no-such-runtime-xyz is not installed"
     peer = Target("p", kind="command", argv=["x"], requires=["{peers}/gone.js"])
     assert peer.unavailable_reason("http", tmp_path) == f"{tmp_path}/gone.js is missing"
-    assert Target("h", kind="command", argv=["x"]).unavailable_reason("https") == "h serves http only"
+    assert Target("h", kind="command", argv=["x"]).unavailable_reason("https") == "h does not serve https (serves http)"
     assert Target("u", kind="url", url="http://127.0.0.1:1").unavailable_reason("https") == "no https URL given"
     assert python_peer().unavailable_reason("http", PEERS) is None
 

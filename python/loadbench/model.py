@@ -25,6 +25,22 @@ from .analysis import Spread
 
 Key = tuple  # (target, protocol, workload, mode, load): load = C, or % of capacity (open)
 
+# The protocols in report order, and how seed report 001 pairs them: HTTP/1.1 vs HTTP/2, once in
+# cleartext (http vs h2c, prior knowledge) and once over TLS (https vs h2, ALPN).
+PROTOCOL_ORDER = ("http", "https", "h2c", "h2")
+HTTP1_PROTOCOLS = ("http", "https")
+HTTP2_PROTOCOLS = ("h2c", "h2")
+PROTOCOL_PAIRS = (("cleartext", "http", "h2c"), ("TLS", "https", "h2"))
+Protocols = Any  # one protocol name, a tuple/list/set of them, or None (every protocol)
+
+
+def _matches(value: Any, want: Any) -> bool:
+    if want is None:
+        return True
+    if isinstance(want, (tuple, list, set, frozenset)):
+        return value in want
+    return value == want
+
 
 def _get(d: Optional[dict], *keys: str) -> Any:
     for key in keys:
@@ -111,6 +127,7 @@ def flatten(record: dict, cores: Optional[int] = None,
              if mode == "closed" and record.get("status") == "ok" else None)
     return {
         "id": record.get("id"), "target": record.get("target"), "protocol": record.get("protocol"),
+        "streams": record.get("streams") or 1,
         "workload": record.get("workload"), "mode": mode,
         "connections": connections, "load_pct": load_pct,
         "load": load_pct if mode == "open" else connections,
@@ -306,6 +323,10 @@ def common_closed_cells(aggs: dict[Key, Aggregate], targets: list[str]) -> set[t
     return common or set()
 
 
+def _ratio(top: Optional[float], bottom: Optional[float]) -> Optional[float]:
+    return top / bottom if top is not None and bottom else None
+
+
 def _ordered(declared: Optional[list], seen: list[str]) -> list[str]:
     names = [d["name"] for d in declared or [] if isinstance(d, dict) and "name" in d]
     for s in seen:
@@ -328,26 +349,66 @@ class Model:
     protocols: list[str]
     directory: Optional[Path] = None
 
-    def cells(self, target: Optional[str] = None, protocol: Optional[str] = None,
+    def cells(self, target: Optional[str] = None, protocol: Protocols = None,
               workload: Optional[str] = None, mode: Optional[str] = "closed") -> list[Aggregate]:
+        """``protocol``: one name, several (a tuple: e.g. HTTP2_PROTOCOLS) or None for all."""
         return [a for a in self.aggs.values() if (target is None or a.target == target)
-                and (protocol is None or a.protocol == protocol) and (workload is None or a.workload == workload)
+                and _matches(a.protocol, protocol) and (workload is None or a.workload == workload)
                 and (mode is None or a.mode == mode)]
 
-    def peak(self, target: str, protocol: Optional[str] = None, workload: Optional[str] = None) -> Optional[float]:
+    def peak(self, target: str, protocol: Protocols = None, workload: Optional[str] = None) -> Optional[float]:
         """The best median req/s of the server's ranked closed-loop cells."""
         values = [a.rps.median for a in self.cells(target, protocol, workload) if a.ranked and a.rps]
         return max(values) if values else None
 
-    def common(self, protocol: Optional[str] = None) -> set[tuple]:
-        aggs = self.aggs if protocol is None else {k: a for k, a in self.aggs.items() if k[1] == protocol}
+    def common(self, protocol: Protocols = None, workload: Optional[str] = None) -> set[tuple]:
+        aggs = {k: a for k, a in self.aggs.items() if _matches(k[1], protocol) and (workload is None or k[2] == workload)}
         return common_closed_cells(aggs, self.targets)
 
-    def average(self, target: str, protocol: Optional[str] = None, metric: str = "rps") -> Optional[float]:
-        """Mean of the median ``metric`` (rps, cpu_us) over the cells every server has ranked."""
-        common = self.common(protocol)
-        cells = [a for a in self.cells(target, protocol) if a.ranked and (a.protocol, a.workload, a.load) in common]
+    def average(self, target: str, protocol: Protocols = None, metric: str = "rps",
+                workload: Optional[str] = None) -> Optional[float]:
+        """Mean of the median ``metric`` (rps, cpu_us, mean_ms) over the cells every server has
+        ranked (of ``protocol`` and ``workload`` when given)."""
+        common = self.common(protocol, workload)
+        cells = [a for a in self.cells(target, protocol, workload)
+                 if a.ranked and (a.protocol, a.workload, a.load) in common]
         return analysis.arithmetic_mean([getattr(a, metric).median if getattr(a, metric) else None for a in cells])
+
+    def mean_latency(self, target: str, protocol: Protocols = None) -> Optional[float]:
+        """Mean latency (ms): the mean of the cells' median mean latency over the same cells as
+        :meth:`average` (seed report 001's "mean latency", per protocol or overall)."""
+        return self.average(target, protocol, metric="mean_ms")
+
+    def h2_h1_ratio(self, target: str, http1: str, http2: str) -> Optional[float]:
+        """Peak over ``http2`` / peak over ``http1`` (seed 001's H2 / H1 peak ratio)."""
+        return _ratio(self.peak(target, http2), self.peak(target, http1))
+
+    def pairs(self) -> list[tuple[str, str, str]]:
+        """(label, HTTP/1.1 protocol, HTTP/2 protocol) for each pair this sweep measured at least half of."""
+        return [p for p in PROTOCOL_PAIRS if p[1] in self.protocols or p[2] in self.protocols]
+
+    def unserved(self, target: str, protocol: Protocols = None) -> Optional[str]:
+        """Why the server has no cell of ``protocol``: the reason its skipped cells recorded."""
+        cells = self.cells(target, protocol, mode=None)
+        if any(a.status == "ok" for a in cells):
+            return None
+        return next((a.note for a in cells if a.status == "skipped" and a.note), None)
+
+    def variants(self) -> list[tuple[str, str]]:
+        """(base, variant) for every measured target whose settings say ``variant_of = base``."""
+        out = []
+        for t in self.settings.get("targets") or []:
+            if isinstance(t, dict) and t.get("variant_of") in self.targets and t.get("name") in self.targets:
+                out.append((t["variant_of"], t["name"]))
+        return out
+
+    def speedup(self, base: str, variant: str, protocol: Protocols = None, workload: Optional[str] = None,
+                kind: str = "peak") -> Optional[float]:
+        """``variant`` over ``base``: peaks (kind="peak") or averages (kind="average")."""
+        if kind == "peak":
+            return _ratio(self.peak(variant, protocol, workload), self.peak(base, protocol, workload))
+        return _ratio(self.average(variant, protocol, workload=workload),
+                      self.average(base, protocol, workload=workload))
 
     def rss(self, target: str) -> Optional[float]:
         """Peak RSS (MiB) over every measured cell of the server (contention does not move it)."""
@@ -395,7 +456,7 @@ def build(settings: dict, environment: dict, records: list[dict], directory: Opt
     return Model(settings, environment, records, rows, aggs,
                  targets=_ordered(settings.get("targets"), [r["target"] for r in rows]),
                  workloads=_ordered(settings.get("workloads"), [r["workload"] for r in rows]),
-                 protocols=[p for p in ("http", "https") if any(r["protocol"] == p for r in rows)],
+                 protocols=[p for p in PROTOCOL_ORDER if any(r["protocol"] == p for r in rows)],
                  directory=directory)
 
 

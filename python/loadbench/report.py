@@ -164,16 +164,22 @@ def load_table(aggs: dict[tuple, Aggregate], targets: list[str], protocol: str, 
 
 
 def connection_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
-    header = ["Server", "http conn/s", "https handshakes/s", "http non-2xx + errors", "https non-2xx + errors"]
+    """Connections (cleartext) or full TLS handshakes (https, h2) per second, one column per
+    protocol that has connection-setup cells, then their non-2xx + errors."""
+    from .model import PROTOCOL_ORDER
+
+    protocols = [p for p in PROTOCOL_ORDER if any(k[1] == p and k[3] == "connect" for k in aggs)] or ["http", "https"]
+    header = (["Server"] + [f"{p} handshakes/s" if p in ("https", "h2") else f"{p} conn/s" for p in protocols]
+              + [f"{p} non-2xx + errors" for p in protocols])
     metric = _Metric("", lambda a: _median(a.conn_per_s), fmt_int, True, False)
-    keys = {p: [k for k in aggs if k[1] == p and k[3] == "connect"] for p in ("http", "https")}
+    keys = {p: [k for k in aggs if k[1] == p and k[3] == "connect"] for p in protocols}
     best = {}
     for p, ks in keys.items():
         best[p] = best_target({k[0]: aggs[k] for k in ks}, metric)
     rows = []
     for t in targets:
         row, bad = [t], []
-        for p in ("http", "https"):
+        for p in protocols:
             match = [k for k in keys[p] if k[0] == t]
             row.append(cell_text(aggs[match[0]], metric, best[p] == t) if match else "n/a")
             bad.append(cell_text(aggs[match[0]], BAD, False) if match else "n/a")
@@ -302,11 +308,18 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
               f"compares peaks with {base}; Rank orders the servers by peak. Ranked = at most "
               f"{100 * analysis.DIRTY_SHARE:g} % non-2xx/errors, not contended, not generator-bound; a server "
               "with no ranked cell is not ranked.", "", excluded_text(model), ""]
+    from .report_protocols import sections
+    from .targets import PROTOCOL_TITLES
+
+    streams = {r["protocol"]: r.get("streams") or 1 for r in rows if r.get("status") == "ok"}
+    parts += sections(model, streams)
     for protocol in protocols:
         for w in workloads:
             if any(k[1] == protocol and k[2] == w and k[3] == "closed" for k in aggs):
-                title = "HTTP/1.1 over TLS" if protocol == "https" else "HTTP/1.1"
-                parts += [f"## {title} ({protocol}), {w}, keep-alive", "", load_table(aggs, targets, protocol, w), ""]
+                title = PROTOCOL_TITLES.get(protocol, protocol)
+                more = f", {streams[protocol]} streams per connection" if streams.get(protocol, 1) > 1 else ""
+                parts += [f"## {title} ({protocol}), {w}, keep-alive{more}", "",
+                          load_table(aggs, targets, protocol, w), ""]
     share = settings.get("contended_share") or analysis.CONTENDED_SHARE
     parts += [LEGEND.replace("{contended}", f"{100 * share:g}"), ""]
     multi = [w for w in workloads if sum(1 for k in aggs if k[2] == w and k[3] == "closed") > 0]

@@ -75,8 +75,10 @@ def settings_table(settings: dict, rows: list[dict], aggs: dict) -> str:
     repeats, duration, warmup = settings.get("repeats"), settings.get("duration"), settings.get("warmup")
     cs = settings.get("concurrencies") or []
     status = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "fail", "skipped")}
+    window = (f"{settings['requests']:,} requests (responses + errors)".replace(",", " ")
+              if settings.get("requests") else f"{duration:g} s")
     items = [
-        ("Throughput/latency", f"median of {repeats} x {duration:g} s closed-loop runs, keep-alive, "
+        ("Throughput/latency", f"median of {repeats} x {window} closed-loop runs, keep-alive, "
                                f"after a {warmup:g} s warm-up excluded from every figure"),
         ("Concurrencies", ", ".join(str(c) for c in cs)),
         ("Workloads", "; ".join(_workload_line(w, cs) for w in settings.get("workloads", []))),
@@ -90,7 +92,14 @@ def settings_table(settings: dict, rows: list[dict], aggs: dict) -> str:
         items.append(("Connection-setup rate", f"a new connection per request (no keep-alive) at "
                       f"c = {settings.get('connection_setup_concurrency')}, {settings.get('connection_setup_workload')}, "
                       f"{repeats} x {duration:g} s"))
-    if "https" in settings.get("protocols", []):
+    h2 = [p for p in settings.get("protocols", []) if p in ("h2c", "h2")]
+    if h2:
+        streams = settings.get("streams")
+        per = {p: (streams.get(p, 10) if isinstance(streams, dict) else streams or 10) for p in h2}
+        items.append(("HTTP/2", "; ".join(f"{p}: {per[p]} concurrent streams per connection" for p in h2)
+                      + " (h2c: prior knowledge on the plain port; h2: ALPN over TLS); HTTP/1.1: one request "
+                        "in flight per connection"))
+    if any(p in ("https", "h2") for p in settings.get("protocols", [])):
         items.append(("TLS", "self-signed EC P-256 certificate (CN=localhost); the generator does not verify it "
                              "and resumes no sessions, so every new connection is a full handshake"))
     items += [
@@ -99,7 +108,7 @@ def settings_table(settings: dict, rows: list[dict], aggs: dict) -> str:
         ("Worker threads", f"{settings.get('workers')} per server, passed as each runtime expects: "
                            + "; ".join(_worker_passing(t, settings.get("workers")) for t in settings.get("targets", []))),
         ("Generator threads", str(settings.get("generator_threads") or len(settings.get("generator_cpus") or [1]))),
-        ("Per-request timeout", f"{settings.get('timeout'):g} s"),
+        ("Per-request timeout", f"{settings.get('timeout') or 0:g} s"),
         ("Cells", f"{len(rows)} ({status['ok']} measured, {status['fail']} FAIL, {status['skipped']} not run)"),
         ("Sweep wall time", f"{sum(r.get('wall_s') or 0 for r in rows) / 60:.1f} min of cells, server starts included"),
     ]
@@ -108,6 +117,7 @@ def settings_table(settings: dict, rows: list[dict], aggs: dict) -> str:
 
 def _worker_passing(target: dict, workers: int) -> str:
     kind, name = target.get("kind"), target.get("name")
+    workers = target.get("workers") or workers  # a target's own count (e.g. a variant) wins
     if kind == "beast":
         return f"{name} --workers {workers}"
     if kind == "url":
@@ -239,7 +249,9 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
     all_workloads = {r["workload"] for r in rows}
     for (target, why), (protocols, workloads) in skipped.items():
         what = "all workloads" if set(workloads) == all_workloads else ", ".join(workloads)
-        out.append(f"- **{target}, {what}, over {' and '.join(protocols)}: not measured** ({why}).")
+        names = list(protocols)
+        over = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+        out.append(f"- **{target}, {what}, over {over}: not measured** ({why}).")
     contended = sorted({_cell_name(a) for a in aggs.values() if a.contended and a.status == "ok"})
     if contended:
         ok = sum(1 for a in aggs.values() if a.status == "ok")
@@ -268,8 +280,15 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
     if (settings.get("repeats") or 1) < 3:
         out.append(f"- **{settings.get('repeats')} repeat(s) per cell:** too few for a spread; differences under "
                    "~10 % between servers are not established by this run.")
-    out.append("- **HTTP/1.1 only, loopback only.** No HTTP/2 or HTTP/3, no real network (no latency, "
-               "loss or NIC offload), no slow clients, no large responses, no long (soak) runs.")
+    h2 = any(r.get("protocol") in ("h2c", "h2") and r.get("status") == "ok" for r in rows)
+    if h2:
+        streams = sorted({r.get("streams") or 1 for r in rows if r.get("protocol") in ("h2c", "h2")})
+        out.append(f"- **HTTP/2 at {', '.join(str(s) for s in streams)} streams per connection only, loopback "
+                   "only.** No HTTP/3, no other stream counts or flow-control windows, no real network (no latency, "
+                   "loss or NIC offload), no slow clients, no large responses, no long (soak) runs.")
+    else:
+        out.append("- **HTTP/1.1 only, loopback only.** No HTTP/2 or HTTP/3, no real network (no latency, "
+                   "loss or NIC offload), no slow clients, no large responses, no long (soak) runs.")
     out.append("- **One machine, one time.** A shared VM's steal time and frequency scaling move the "
                "numbers between runs; the Environment block gives the steal measured in the windows.")
     return out

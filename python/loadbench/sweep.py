@@ -25,7 +25,9 @@ from . import results as rs
 from .errors import ConfigError
 from .gate import LoadGate
 from .progress import ProgressBar
-from .targets import PROTOCOLS, Target, default_cpu_split
+from .targets import HTTP2, PROTOCOLS, Target, default_cpu_split
+
+DEFAULT_H2_STREAMS = 10  # concurrent streams per HTTP/2 connection (seed report 001: 10)
 
 ECHO_BODY_BYTES = 4096
 
@@ -100,6 +102,14 @@ class Sweep:
     workloads: list = field(default_factory=lambda: [builtin_workloads()["plaintext"]])
     concurrencies: list = field(default_factory=lambda: [1, 10, 50])
     protocols: list = field(default_factory=lambda: ["http"])
+    # Concurrent streams per connection: an int for every HTTP/2 protocol, or {protocol: n}.
+    # HTTP/1.1 has one request in flight per connection (1); HTTP/2 defaults to 10.
+    streams: Union[int, dict, None] = None
+    # The protocols that get the connection-setup and open-loop cells (None: all of them).
+    detail_protocols: Optional[list] = None
+    # Zuri's mode: a closed-loop or connection-setup cell ends after exactly this many responses
+    # + errors instead of after `duration` (open-loop cells keep `duration`: a rate needs a time).
+    requests: Optional[int] = None
     connection_setup: bool = False
     connection_setup_concurrency: int = 20
     connection_setup_workload: str = "plaintext"
@@ -137,6 +147,9 @@ class Sweep:
             raise ConfigError("a sweep needs at least one target")
         if len(set(names)) != len(names):
             raise ConfigError(f"target names must be unique: {names}")
+        for t in self.targets:
+            if t.variant_of is not None and (t.variant_of not in names or t.variant_of == t.name):
+                raise ConfigError(f"target {t.name!r}: variant_of {t.variant_of!r} is not another target of this sweep")
         if self.baseline is not None and self.baseline not in names:
             raise ConfigError(f"baseline {self.baseline!r} is not one of the targets ({', '.join(names)})")
         wnames = [w.name for w in self.workloads]
@@ -144,9 +157,18 @@ class Sweep:
             raise ConfigError(f"workload names must be unique: {wnames}")
         for p in self.protocols:
             if p not in PROTOCOLS:
-                raise ConfigError(f"protocols: {p!r} is not http or https")
+                raise ConfigError(f"protocols: {p!r} is not one of {', '.join(PROTOCOLS)}")
         if not self.protocols:
-            raise ConfigError("protocols must name http, https or both")
+            raise ConfigError(f"protocols must name at least one of {', '.join(PROTOCOLS)}")
+        if len(set(self.protocols)) != len(self.protocols):
+            raise ConfigError(f"protocols must be unique: {self.protocols}")
+        for p in self.detail_protocols or []:
+            if p not in PROTOCOLS:
+                raise ConfigError(f"detail_protocols: {p!r} is not one of {', '.join(PROTOCOLS)}")
+        self._check_streams()
+        if self.requests is not None and (isinstance(self.requests, bool) or not isinstance(self.requests, int)
+                                          or self.requests < 1):
+            raise ConfigError(f"requests: {self.requests!r} is not a positive integer")
         for c in list(self.concurrencies) + [c for w in self.workloads for c in (w.concurrencies or [])]:
             if not isinstance(c, int) or c < 1:
                 raise ConfigError(f"concurrencies: {c!r} is not a positive integer")
@@ -179,6 +201,34 @@ class Sweep:
         if self.workers is None:
             self.workers = len(self.server_cpus)
 
+    def _check_streams(self) -> None:
+        value = self.streams
+        if value is None:
+            return
+        items = value.items() if isinstance(value, dict) else [(p, value) for p in HTTP2]
+        if not isinstance(value, (int, dict)) or isinstance(value, bool):
+            raise ConfigError(f"streams: {value!r} is not a positive integer or a table of protocol = integer")
+        for p, n in items:
+            if p not in PROTOCOLS:
+                raise ConfigError(f"streams.{p}: not one of {', '.join(PROTOCOLS)}")
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise ConfigError(f"streams.{p}: {n!r} is not a positive integer")
+            if p not in HTTP2 and n != 1:
+                raise ConfigError(f"streams.{p}: HTTP/1.1 has one request in flight per connection "
+                                  f"(no pipelining), so it must be 1, not {n}")
+
+    def streams_for(self, protocol: str) -> int:
+        """Concurrent streams per connection for ``protocol`` (1 for HTTP/1.1)."""
+        if protocol not in HTTP2:
+            return 1
+        if isinstance(self.streams, dict):
+            return int(self.streams.get(protocol, DEFAULT_H2_STREAMS))
+        return int(self.streams) if self.streams is not None else DEFAULT_H2_STREAMS
+
+    def cell_seconds(self) -> float:
+        """The planned wall time of one duration-based cell (progress bar, the 10-minute budget)."""
+        return self.warmup + self.duration + 0.3
+
     # -- the matrix ----------------------------------------------------------------------
     def cells(self) -> list[Cell]:
         """Every cell in execution order: target, protocol, workload, load, repeat."""
@@ -188,10 +238,11 @@ class Sweep:
                 for w in self.workloads:
                     for c in (w.concurrencies or self.concurrencies):
                         out += [Cell(target.name, protocol, w.name, "closed", c, r) for r in range(self.repeats)]
-                    if self.connection_setup and w.name == self.connection_setup_workload:
+                    detail = self.detail_protocols is None or protocol in self.detail_protocols
+                    if self.connection_setup and detail and w.name == self.connection_setup_workload:
                         out += [Cell(target.name, protocol, w.name, "connect", self.connection_setup_concurrency, r)
                                 for r in range(self.repeats)]
-                    if w.name == self.open_loop_workload:
+                    if detail and w.name == self.open_loop_workload:
                         out += [Cell(target.name, protocol, w.name, "open", round(100 * f), r)
                                 for f in self.open_fractions for r in range(self.repeats)]
         return out
@@ -235,7 +286,7 @@ class Sweep:
         runnable = [c for c in pending if not by_target[c.target].unavailable_reason(c.protocol, peers)
                     and c.workload not in by_target[c.target].unsupported_workloads]
         bar = ProgressBar(len(cells), done=len(cells) - len(pending), to_measure=len(runnable),
-                          estimate_s=self.warmup + self.duration + 0.3,
+                          estimate_s=self.cell_seconds(),
                           stream=None if notes else io.StringIO(), show_bar=progress)
         if gate is not None and runnable:
             gate.on_wait = gate.on_wait or bar.note

@@ -33,7 +33,10 @@ SWEEP_KEYS = {
     "timeout": (_NUM + _STR, "seconds, or a string like '5s'"),
     "repeats": (_INT, "a positive integer"),
     "concurrencies": (_LIST, "a list of positive integers"),
-    "protocols": (_LIST, 'a list of "http" / "https"'),
+    "protocols": (_LIST, 'a list of "http", "https", "h2c", "h2"'),
+    "streams": (_INT + _DICT, "streams per HTTP/2 connection: an integer, or a table like {h2c = 10, h2 = 10}"),
+    "requests": (_INT, "responses + errors per closed-loop cell (instead of duration)"),
+    "detail_protocols": (_LIST, "the protocols that get connection-setup and open-loop cells"),
     "connection_setup": (_BOOL, "true or false"),
     "connection_setup_concurrency": (_INT, "a positive integer"),
     "connection_setup_workload": (_STR, "a workload name"),
@@ -56,6 +59,11 @@ SWEEP_KEYS = {
 TARGET_KEYS = {
     "name": (_STR, "a name"), "kind": (_STR, "beast, command or url"),
     "argv": (_LIST, "a list of strings"), "https_argv": (_LIST, "a list of strings"),
+    "h2c_argv": (_LIST, "a list of strings"), "h2_argv": (_LIST, "a list of strings"),
+    "protocol_notes": (_DICT, "a table protocol = why it is not served"),
+    "h2c_url": (_STR, "an http:// URL serving h2c"), "h2_url": (_STR, "an https:// URL serving h2"),
+    "workers": (_INT, "a positive integer (overrides the sweep's workers)"),
+    "variant_of": (_STR, "the name of the target this is another configuration of"),
     "env": (_DICT, "a table of strings"), "workers_env": (_STR, "an environment variable name"),
     "cwd": (_STR, "a directory"), "requires": (_LIST, "a list of programs or files"),
     "url": (_STR, "an http:// URL"), "https_url": (_STR, "an https:// URL"),
@@ -120,9 +128,12 @@ def _target(table: Any, i: int) -> Target:
     if "name" not in table:
         raise ConfigError(f"{where}name is required")
     data = dict(table)
-    for key in ("argv", "https_argv", "requires", "unsupported_workloads"):
+    for key in ("argv", "https_argv", "h2c_argv", "h2_argv", "requires", "unsupported_workloads"):
         if key in data:
             _list_of(data[key], str, where + key, "a string")
+    for name, value in data.get("protocol_notes", {}).items():
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}protocol_notes.{name}: expected a string, got {value!r}")
     for name, value in data.get("env", {}).items():
         if not isinstance(value, (str, int)):
             raise ConfigError(f"{where}env.{name}: expected a string, got {value!r}")
@@ -190,14 +201,17 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
         kwargs["contended_share"] = float(data["contended_share"])
     for key in ("repeats", "connection_setup", "connection_setup_concurrency",
                 "connection_setup_workload", "workers", "generator_threads", "baseline",
-                "open_fractions", "open_loop_workload", "contended_reruns", "cluster", "shards"):
+                "open_fractions", "open_loop_workload", "contended_reruns", "cluster", "shards",
+                "streams", "requests"):
         if key in data:
             kwargs[key] = data[key]
     for key in ("concurrencies", "server_cpus", "generator_cpus"):
         if key in data:
             kwargs[key] = _list_of(data[key], int, key, "an integer")
     if "protocols" in data:
-        kwargs["protocols"] = _list_of(data["protocols"], str, "protocols", '"http" or "https"')
+        kwargs["protocols"] = _list_of(data["protocols"], str, "protocols", '"http", "https", "h2c" or "h2"')
+    if "detail_protocols" in data:
+        kwargs["detail_protocols"] = _list_of(data["detail_protocols"], str, "detail_protocols", "a protocol")
     base = base_dir or Path.cwd()
     peers_dir = base / data["peers_dir"] if "peers_dir" in data else base / "bench" / "peers"
     kwargs["peers_dir"] = str(peers_dir)
@@ -232,29 +246,32 @@ def load_sweep(path: Union[str, Path]) -> Sweep:
         raise ConfigError(f"{path}: {exc}") from None
 
 
+DEFAULT_CELL_BUDGET_S = 600.0  # the default sweep's planned cell time on 2 cores
+
+
 def default_sweep(quick: bool = False, peers_dir: Optional[Path] = None) -> Sweep:
     """`loadbench sweep` with no file: the Beast server and every installed peer of
-    ./bench/peers, sized to finish in about 10 minutes on 2 cores (``quick``: about 1 minute).
+    ./bench/peers over HTTP/1.1 and HTTP/2, cleartext and TLS, sized to finish in about 10
+    minutes on 2 cores (``quick``: 1 repeat of 0.5 s windows, about 2-3 minutes: 30 server starts).
 
-    Full: plaintext at c = 1, 10, 50, 200; json and echo (4 KiB POST) at c = 50; a new
-    connection per request at c = 20 (http conn/s, https handshakes/s); open loop at 50, 80
-    and 95 % of each server's plaintext capacity; http and https; median of 3 x 2 s windows
-    after a 0.5 s warm-up each.
+    Full: plaintext, json and echo (4 KiB POST) at C = 25 (seed report 001's concurrency; HTTP/2
+    with 10 streams per connection) over http, https, h2c and h2; over http also a new
+    connection per request at c = 20 and open loop at 50 and 95 % of each server's plaintext
+    capacity; median of 3 x 1 s windows after a 0.25 s warm-up each. (Before HTTP/2 it also
+    swept plaintext at C = 1, 10, 200, had 2 s windows and ran connection setup and open loop over
+    https: four protocols and seven peers did not fit ten minutes with them.)
     """
     peers = Path(peers_dir) if peers_dir is not None else Path.cwd() / "bench" / "peers"
     targets = [Target("beast", description="the embedded Boost.Beast reference server")]
     targets += default_peer_targets(peers)
     if quick:
-        concurrencies, repeats, duration, warmup, focus = [1, 50], 1, 1.0, 0.25, [50]
-        fractions = [0.5, 0.95]
+        concurrencies, repeats, duration, warmup, fractions = [25], 1, 0.5, 0.2, [0.5]
     else:
-        concurrencies, repeats, duration, warmup, focus = [1, 10, 50, 200], 3, 2.0, 0.5, [50]
-        fractions = [0.5, 0.8, 0.95]
+        concurrencies, repeats, duration, warmup, fractions = [25], 3, 1.0, 0.25, [0.5, 0.95]
     builtins = builtin_workloads()
     workloads = [builtins["plaintext"], builtins["json"], builtins["echo"]]
-    workloads[1].concurrencies = list(focus)
-    workloads[2].concurrencies = list(focus)
     return Sweep(targets=targets, workloads=workloads, concurrencies=concurrencies,
-                 protocols=["http", "https"], connection_setup=True, connection_setup_concurrency=20,
+                 protocols=["http", "https", "h2c", "h2"], streams={"h2c": 10, "h2": 10},
+                 detail_protocols=["http"], connection_setup=True, connection_setup_concurrency=20,
                  repeats=repeats, duration=duration, warmup=warmup, peers_dir=str(peers),
                  open_fractions=fractions)

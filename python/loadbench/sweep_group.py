@@ -14,10 +14,21 @@ from .errors import LoadbenchError
 from .gate import LoadGate, cpu_times, irq_share
 from .progress import ProgressBar
 from .sampler import Sampler
-from .targets import RunningServer, Target, launch
+from .targets import HTTP2, RunningServer, Target, launch, wire_protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     from .sweep import Cell, Sweep
+
+
+def runner_speaks_http2(runner: Callable) -> bool:
+    """Whether ``runner`` (loadbench.run or a stand-in) takes protocol= and streams=."""
+    import inspect
+
+    try:
+        params = inspect.signature(runner).parameters.values()
+    except (TypeError, ValueError):
+        return True  # cannot tell (a C callable): let the call itself say
+    return any(p.name == "protocol" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 def _now() -> str:
@@ -42,6 +53,8 @@ class _Group:
 
     def run(self) -> None:
         reason = self.target.unavailable_reason(self.protocol, self.peers_dir)
+        if reason is None and self.protocol in HTTP2 and not runner_speaks_http2(self.runner):
+            reason = "this loadbench's generator does not speak HTTP/2 yet (loadbench.run has no protocol=)"
         if reason:
             self.bar.note(f"skipping {self.target.name} {self.protocol}: {reason}")
         launch_error: Optional[str] = None
@@ -74,7 +87,7 @@ class _Group:
         if self.server is not None:
             self.server.stop()
         try:
-            self.server = launch(self.target, self.protocol, workers=self.sweep.workers,
+            self.server = launch(self.target, self.protocol, workers=self.target.workers or self.sweep.workers,
                                  cpus=self.sweep.server_cpus, peers_dir=self.peers_dir,
                                  cert_dir=self.cert_dir)
         except LoadbenchError as exc:
@@ -125,6 +138,11 @@ class _Group:
             "duration": self.sweep.duration, "warmup": self.sweep.warmup, "timeout": self.sweep.timeout,
             "keepalive": cell.mode != "connect", "insecure": True, "cpus": self.sweep.generator_cpus,
         }
+        if self.sweep.requests is not None and cell.mode != "open":
+            kwargs.update(requests=self.sweep.requests, duration=None)  # exactly N outcomes, as run() counts them
+        if cell.protocol in HTTP2:
+            # Only HTTP/2 cells name the protocol: an HTTP/1.1 cell's call is what it always was.
+            kwargs.update(protocol=wire_protocol(cell.protocol), streams=self.sweep.streams_for(cell.protocol))
         if cell.mode == "open":
             capacity = self._capacity(cell)
             if capacity is None:
@@ -198,6 +216,10 @@ class _Group:
         }
         if cell.mode == "open":
             record["load_pct"] = cell.load
+        if cell.protocol in HTTP2:
+            record["streams"] = self.sweep.streams_for(cell.protocol)
+        if self.sweep.requests is not None and cell.mode != "open":
+            record["requests"] = self.sweep.requests
         record.update(extra or {})
         if result is not None:
             record["result"] = result

@@ -3,9 +3,13 @@
 Three kinds of target:
 
 - ``beast``: the embedded Boost.Beast reference server (``loadbench-server``) through
-  :class:`loadbench.ServerProcess`; workers -> ``--workers``, https -> ``--tls``.
-- ``command``: any external server. ``argv`` (http) and ``https_argv`` (https; absent = the
-  server speaks http only) are lists of strings with placeholders replaced at launch:
+  :class:`loadbench.ServerProcess`; workers -> ``--workers``, https and h2 -> ``--tls`` (h2c
+  prior knowledge on the plain port, ALPN h2 on the TLS port). It serves all four protocols.
+- ``command``: any external server. ``argv`` (http), ``https_argv`` (HTTP/1.1 over TLS),
+  ``h2c_argv`` (HTTP/2 cleartext, prior knowledge) and ``h2_argv`` (HTTP/2 over TLS, ALPN h2)
+  say how to start it for each protocol; a protocol without one is not served, and
+  ``protocol_notes`` says why (the report prints n/a with that reason). They are
+  lists of strings with placeholders replaced at launch:
   ``{port}`` a free TCP port chosen by loadbench, ``{workers}`` the sweep's worker count,
   ``{cert}``/``{key}`` a self-signed EC P-256 PEM pair (CN=localhost), ``{run_dir}`` a private
   scratch directory, ``{peers}`` the peers directory, ``{python}`` this interpreter. ``env``
@@ -14,7 +18,13 @@ Three kinds of target:
   LOADBENCH_WORKERS is always set too. ``cwd`` is where it runs. Ready = a TCP connect and one
   probe request answered with an HTTP status line within ``ready_timeout``; otherwise one
   :class:`ServerError` that quotes the server's stderr.
-- ``url``: a server that is already running; no lifecycle, sampled only when ``pid`` is given.
+- ``url``: a server that is already running (``url``, ``https_url``, ``h2c_url``, ``h2_url``);
+  no lifecycle, sampled only when ``pid`` is given.
+
+Protocols (a sweep's ``protocols``): ``http`` (HTTP/1.1), ``https`` (HTTP/1.1 over TLS), ``h2c``
+(HTTP/2 cleartext, prior knowledge) and ``h2`` (HTTP/2 over TLS, ALPN). ``workers`` overrides the
+sweep's worker count for one target and ``variant_of`` names the target it is a configuration of
+(the report's variant speedup table: e.g. Beast with 1 and with 2 workers).
 
 Pinning: server and generator get disjoint CPU sets (default: the first half of the CPUs this
 process may use for servers, the second half for the generator; on 2 cores CPU 0 and CPU 1),
@@ -23,6 +33,7 @@ by every process and thread the server spawns.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -41,7 +52,20 @@ from .cgroup import ServerCgroup
 from .errors import ConfigError, ServerError
 
 KINDS = ("beast", "command", "url")
-PROTOCOLS = ("http", "https")
+PROTOCOLS = ("http", "https", "h2c", "h2")
+HTTP2 = ("h2c", "h2")  # the protocols whose cells run HTTP/2 (streams per connection)
+TLS = ("https", "h2")
+PROTOCOL_TITLES = {"http": "HTTP/1.1", "https": "HTTP/1.1 over TLS",
+                   "h2c": "HTTP/2 cleartext (h2c, prior knowledge)", "h2": "HTTP/2 over TLS (ALPN h2)"}
+
+
+def is_tls(protocol: str) -> bool:
+    return protocol in TLS
+
+
+def wire_protocol(protocol: str) -> str:
+    """What ``loadbench.run(protocol=...)`` takes for a sweep protocol: "http/1.1" or "h2"."""
+    return "h2" if protocol in HTTP2 else "http/1.1"
 
 
 @dataclass
@@ -52,50 +76,87 @@ class Target:
     kind: str = "beast"
     argv: Sequence[str] = ()
     https_argv: Optional[Sequence[str]] = None
+    h2c_argv: Optional[Sequence[str]] = None
+    h2_argv: Optional[Sequence[str]] = None
+    protocol_notes: dict = field(default_factory=dict)  # protocol -> why it is not served
     env: dict = field(default_factory=dict)
     workers_env: Optional[str] = None
     cwd: Optional[str] = None
     requires: Sequence[str] = ()
     url: Optional[str] = None
     https_url: Optional[str] = None
+    h2c_url: Optional[str] = None
+    h2_url: Optional[str] = None
     pid: Optional[int] = None
     tree: bool = True
     ready_timeout: float = 10.0
     probe_path: str = "/"
     unsupported_workloads: Sequence[str] = ()
     description: str = ""
+    workers: Optional[int] = None  # overrides the sweep's worker count for this target
+    variant_of: Optional[str] = None  # the target this one is another configuration of
 
     def __post_init__(self) -> None:
         if not self.name or any(c in self.name for c in "|/\n"):
             raise ConfigError(f"target name {self.name!r} must be non-empty without '|', '/' or newlines")
         if self.kind not in KINDS:
             raise ConfigError(f"target {self.name!r}: kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
-        if self.kind == "command" and not self.argv:
-            raise ConfigError(f"target {self.name!r}: a command target needs argv")
-        if self.kind == "url" and not (self.url or self.https_url):
-            raise ConfigError(f"target {self.name!r}: a url target needs url or https_url")
+        if self.kind == "command" and not (self.argv or self.https_argv or self.h2c_argv or self.h2_argv):
+            # an HTTP/2-only server (node:http2) has h2c_argv/h2_argv and no argv
+            raise ConfigError(f"target {self.name!r}: a command target needs argv (or https_argv, h2c_argv, h2_argv)")
+        if self.kind == "url" and not (self.url or self.https_url or self.h2c_url or self.h2_url):
+            raise ConfigError(f"target {self.name!r}: a url target needs url, https_url, h2c_url or h2_url")
         if self.ready_timeout <= 0:
             raise ConfigError(f"target {self.name!r}: ready_timeout must be positive")
+        if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(self.workers, int)
+                                         or self.workers < 1):
+            raise ConfigError(f"target {self.name!r}: workers must be a positive integer, not {self.workers!r}")
+        for key in self.protocol_notes:
+            if key not in PROTOCOLS:
+                raise ConfigError(f"target {self.name!r}: protocol_notes.{key}: not one of {', '.join(PROTOCOLS)}")
+
+    def argv_for(self, protocol: str) -> Optional[Sequence[str]]:
+        """The command line that starts this (command) target for ``protocol``, None if it has none."""
+        return {"http": self.argv or None, "https": self.https_argv, "h2c": self.h2c_argv,
+                "h2": self.h2_argv}.get(protocol)
+
+    def url_for(self, protocol: str) -> Optional[str]:
+        return {"http": self.url, "https": self.https_url, "h2c": self.h2c_url, "h2": self.h2_url}.get(protocol)
+
+    @property
+    def protocols(self) -> list[str]:
+        """The protocols this target declares it serves (installed or not)."""
+        if self.kind == "beast":
+            return list(PROTOCOLS)
+        get = self.url_for if self.kind == "url" else self.argv_for
+        return [p for p in PROTOCOLS if get(p) is not None]
 
     def unavailable_reason(self, protocol: str, peers_dir: Optional[Path] = None) -> Optional[str]:
         """Why this target cannot serve ``protocol`` on this machine, or None when it can."""
+        if protocol not in PROTOCOLS:
+            return f"{protocol!r} is not a protocol loadbench measures ({', '.join(PROTOCOLS)})"
         if self.kind == "beast":
             return None
         if self.kind == "url":
-            if (self.https_url if protocol == "https" else self.url) is None:
-                return f"no {protocol} URL given"
+            if self.url_for(protocol) is None:
+                return self.protocol_notes.get(protocol) or f"no {protocol} URL given"
             return None
-        argv = self.https_argv if protocol == "https" else self.argv
+        argv = self.argv_for(protocol)
         if argv is None:
-            return f"{self.name} serves http only"
+            served = ", ".join(self.protocols) or "nothing"
+            return self.protocol_notes.get(protocol) or f"{self.name} does not serve {protocol} (serves {served})"
         for need in self.requires:
             path = _expand(need, {"peers": str(peers_dir or "")})
-            if "/" in path:
+            if path.startswith("python-module:"):  # importable by {python} (this interpreter)
+                module = path.split(":", 1)[1]
+                if importlib.util.find_spec(module) is None:
+                    return f"the Python module {module} is not installed (bash bench/install-peers.sh)"
+            elif "/" in path:
                 if not Path(self.cwd or ".", path).exists():
                     return f"{path} is missing"
             elif _which(path) is None:
                 return f"{path} is not installed"
-        if protocol == "https" and _which("openssl") is None:
+        if is_tls(protocol) and _which("openssl") is None:
             return "openssl (needed to make the self-signed certificate) is not installed"
         return None
 
@@ -151,9 +212,14 @@ def self_signed_cert(directory: Path) -> tuple[Path, Path]:
     return cert, key
 
 
-def probe(host: str, port: int, path: str, https: bool, timeout: float) -> Optional[str]:
-    """One request on a fresh connection; returns None when an HTTP status line came back,
-    else a short reason (connection refused, TLS failure, no answer)."""
+# The HTTP/2 client connection preface and an empty SETTINGS frame (RFC 9113 3.4).
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+def probe(host: str, port: int, path: str, https: bool, timeout: float, http2: bool = False) -> Optional[str]:
+    """One request on a fresh connection; returns None when an HTTP status line came back
+    (``http2``: when ALPN chose h2 over TLS and the server's first frame is SETTINGS), else a
+    short reason (connection refused, TLS failure, no answer)."""
     try:
         with socket.create_connection((host, port), timeout=timeout) as raw:
             sock: socket.socket = raw
@@ -161,7 +227,22 @@ def probe(host: str, port: int, path: str, https: bool, timeout: float) -> Optio
                 ctx = ssl.create_default_context()
                 ctx.check_hostname = False
                 ctx.verify_mode = ssl.CERT_NONE
+                if http2:
+                    ctx.set_alpn_protocols(["h2"])
                 sock = ctx.wrap_socket(raw, server_hostname="localhost")
+                if http2 and sock.selected_alpn_protocol() != "h2":
+                    return f"ALPN chose {sock.selected_alpn_protocol()!r}, not h2"
+            if http2:
+                sock.sendall(H2_PREFACE)
+                head = b""
+                while len(head) < 9:
+                    chunk = sock.recv(9 - len(head))
+                    if not chunk:
+                        break
+                    head += chunk
+                if len(head) == 9 and head[3] == 0x4:
+                    return None
+                return f"probe got {head[:16]!r} instead of an HTTP/2 SETTINGS frame"
             hostport = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
             sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n\r\n".encode())
             head = sock.recv(64)
@@ -270,17 +351,21 @@ def launch(
     cert_dir: Optional[Path] = None,
     host: str = "127.0.0.1",
 ) -> RunningServer:
-    """Start ``target`` for ``protocol`` pinned to ``cpus`` and wait until it answers."""
+    """Start ``target`` for ``protocol`` pinned to ``cpus`` and wait until it answers
+    (``target.workers``, when set, replaces ``workers``)."""
     if protocol not in PROTOCOLS:
-        raise ConfigError(f"protocol must be http or https, not {protocol!r}")
+        raise ConfigError(f"protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
     cpu_list = sorted(cpus) if cpus is not None else None
+    workers = target.workers or workers
     if target.kind == "url":
-        url = target.https_url if protocol == "https" else target.url
+        url = target.url_for(protocol)
+        if url is None:
+            raise ConfigError(f"target {target.name!r} has no {protocol} URL")
         return RunningServer(target, protocol, url.rstrip("/"), target.pid, cpus=None)
     if target.kind == "beast":
         from .server import ServerProcess
 
-        https = protocol == "https"
+        https = is_tls(protocol)
         beast = ServerProcess(workers=workers, host=host, tls=https, http=not https, cpus=cpu_list,
                               ready_timeout=target.ready_timeout)
         try:
@@ -295,7 +380,7 @@ def launch(
 
 def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[list],
                     peers_dir: Optional[Path], cert_dir: Optional[Path], host: str) -> RunningServer:
-    https = protocol == "https"
+    https = is_tls(protocol)
     run_dir = tempfile.TemporaryDirectory(prefix=f"loadbench-{target.name}-")
     port = free_port(host)
     values = {"port": port, "workers": workers, "run_dir": run_dir.name,
@@ -303,7 +388,10 @@ def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[
     if https:
         cert, key = self_signed_cert(cert_dir or Path(run_dir.name))
         values.update(cert=str(cert), key=str(key))
-    template = target.https_argv if https else target.argv
+    template = target.argv_for(protocol)
+    if template is None:
+        run_dir.cleanup()
+        raise ConfigError(f"target {target.name!r} has no command for {protocol}")
     argv = [_expand(str(a), values) for a in template]
     env = dict(os.environ)
     env.update({k: _expand(str(v), values) for k, v in target.env.items()})
@@ -343,7 +431,7 @@ def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise ServerError(f"{target.name} never became ready: {server.death_note()}")
-            reason = probe(host, port, target.probe_path, https, timeout=1.0) or ""
+            reason = probe(host, port, target.probe_path, https, timeout=1.0, http2=protocol in HTTP2) or ""
             if not reason:
                 return server
             time.sleep(0.05)
@@ -358,29 +446,73 @@ def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[
 
 def default_peer_targets(peers_dir: Path) -> list[Target]:
     """The peers in bench/peers, as launched by the default sweep (each skipped with a note when
-    its file or runtime is missing). Every one receives the same worker count."""
+    its file or runtime is missing). Every one receives the same worker count; each declares
+    the protocols it serves, and why not the others."""
+    hypercorn = ["{python}", "-m", "hypercorn", "--workers", "{workers}", "--bind", "127.0.0.1:{port}",
+                 "{peers}/python/asgi_app.py:app"]
+    node_h2 = ["node", "{peers}/node/hello_h2.js", "{port}"]
+    nginx = ["bash", "{peers}/nginx/run.sh", "{port}"]
+    h2o = ["bash", "{peers}/h2o/run.sh", "{port}"]
+    rust = ["{peers}/rust/target/release/loadbench-peer-rust", "{port}"]
+    go = ["{peers}/go/loadbench-peer-go", "{port}"]
     return [
         Target(
             name="python-asyncio", kind="command",
             argv=["{python}", "{peers}/python/server.py", "{port}", "--workers", "{workers}"],
             https_argv=["{python}", "{peers}/python/server.py", "{port}", "--workers", "{workers}",
                         "--tls", "{cert}", "{key}"],
+            protocol_notes={p: "the asyncio.Protocol peer speaks HTTP/1.1 only (hypercorn is the Python HTTP/2 peer)"
+                            for p in HTTP2},
             workers_env="PYTHON_WORKERS", requires=["{peers}/python/server.py"],
             description="Python asyncio.Protocol, standard library only; N workers = N processes on SO_REUSEPORT",
         ),
         Target(
+            name="hypercorn", kind="command",
+            argv=hypercorn, https_argv=hypercorn + ["--certfile", "{cert}", "--keyfile", "{key}"],
+            h2c_argv=hypercorn, h2_argv=hypercorn + ["--certfile", "{cert}", "--keyfile", "{key}"],
+            requires=["python-module:hypercorn", "{peers}/python/asgi_app.py"],
+            description="Python hypercorn (PyPI) serving a bare ASGI app (bench/peers/python/asgi_app.py); "
+                        "HTTP/1.1 and h2c on the plain port, ALPN h2 over TLS; N workers = hypercorn --workers N",
+        ),
+        Target(
             name="node", kind="command",
-            argv=["node", "{peers}/node/hello.js", "{port}"], https_argv=None,
-            workers_env="NODE_WORKERS", requires=["node", "{peers}/node/hello.js"],
-            description="node:http; N workers = node:cluster (NODE_WORKERS)",
+            argv=["node", "{peers}/node/hello.js", "{port}"],
+            https_argv=["node", "{peers}/node/hello.js", "{port}", "{cert}", "{key}"],
+            h2c_argv=node_h2, h2_argv=node_h2 + ["{cert}", "{key}"],
+            workers_env="NODE_WORKERS", requires=["node", "{peers}/node/hello.js", "{peers}/node/hello_h2.js"],
+            description="node:http / node:https for HTTP/1.1, node:http2 (stream API) for h2c and h2; "
+                        "N workers = node:cluster (NODE_WORKERS)",
         ),
         Target(
             name="nginx", kind="command",
-            argv=["bash", "{peers}/nginx/run.sh", "{port}"],
-            https_argv=["env", "NGINX_TLS=1", "bash", "{peers}/nginx/run.sh", "{port}"],
+            argv=nginx, https_argv=["env", "NGINX_TLS=1"] + nginx,
+            h2c_argv=["env", "NGINX_HTTP2=1"] + nginx, h2_argv=["env", "NGINX_TLS=1", "NGINX_HTTP2=1"] + nginx,
             workers_env="NGINX_WORKERS", requires=["nginx", "{peers}/nginx/run.sh"],
             unsupported_workloads=["echo"],
             description="nginx, minimal config (return 200 from the config); N workers = worker_processes "
-                        "(NGINX_WORKERS); stock nginx cannot echo a body",
+                        "(NGINX_WORKERS); http2 over TLS (ALPN), h2c prior knowledge with `listen ... http2` "
+                        "(nginx 1.22); stock nginx cannot echo a body",
+        ),
+        Target(
+            name="h2o", kind="command",
+            argv=h2o, https_argv=["env", "H2O_TLS=1"] + h2o, h2c_argv=h2o, h2_argv=["env", "H2O_TLS=1"] + h2o,
+            workers_env="H2O_THREADS", requires=["h2o", "{peers}/h2o/run.sh"],
+            description="h2o (Debian package), mruby handler; HTTP/1.1 and h2c on the plain port, ALPN h2 over "
+                        "TLS; N workers = num-threads (H2O_THREADS)",
+        ),
+        Target(
+            name="rust-hyper", kind="command",
+            argv=rust, https_argv=rust + ["{cert}", "{key}"], h2c_argv=rust, h2_argv=rust + ["{cert}", "{key}"],
+            workers_env="TOKIO_WORKER_THREADS", requires=["{peers}/rust/target/release/loadbench-peer-rust"],
+            description="Rust: hyper 1 on tokio (multi-thread runtime), rustls for TLS, from crates.io "
+                        "(bench/peers/rust); HTTP/1.1 and h2c on the plain port, ALPN h2 over TLS; "
+                        "N workers = TOKIO_WORKER_THREADS",
+        ),
+        Target(
+            name="go", kind="command",
+            argv=go, https_argv=go + ["{cert}", "{key}"], h2c_argv=go, h2_argv=go + ["{cert}", "{key}"],
+            workers_env="GOMAXPROCS", requires=["{peers}/go/loadbench-peer-go"],
+            description="Go net/http, golang.org/x/net/http2/h2c for cleartext HTTP/2 (bench/peers/go); "
+                        "ALPN h2 over TLS; N workers = GOMAXPROCS",
         ),
     ]

@@ -6,7 +6,8 @@
 #   H2O_TLS=1       serve TLS instead (self-signed EC P-256 certificate, CN=localhost, generated
 #                   into the run dir)
 # Routes answer from an mruby handler (stock h2o has no inline-body directive): GET / and
-# /plaintext -> "Hello, World!\n" text/plain, /json -> {"message":"Hello, World!"}, else 404.
+# /plaintext -> "Hello, World!\n" text/plain, /json -> {"message":"Hello, World!"}, POST /echo ->
+# the request body back with its content type, else 404.
 # The config lives in a fresh temp dir, removed when h2o exits. SIGTERM stops h2o.
 set -euo pipefail
 port="${1:-}"
@@ -54,6 +55,9 @@ hosts:
             case env["PATH_INFO"]
             when "/", "/plaintext" then [200, {"content-type" => "text/plain"}, PLAIN]
             when "/json" then [200, {"content-type" => "application/json"}, JSON]
+            when "/echo"
+              body = env["rack.input"] ? env["rack.input"].read : ""
+              [200, {"content-type" => env["CONTENT_TYPE"] || "application/octet-stream"}, [body]]
             else [404, {"content-type" => "text/plain"}, ["Not Found\n"]]
             end
           end

@@ -6,7 +6,9 @@
 #   NGINX_TLS=1       serve HTTPS instead of HTTP, with a self-signed EC P-256 certificate
 #                     (CN=localhost) generated into the run dir; no session cache, no tickets,
 #                     so every new connection is a full handshake.
-#   NGINX_HTTP2=1     with NGINX_TLS=1: also offer HTTP/2 (ALPN h2; `listen ... ssl http2`)
+#   NGINX_HTTP2=1     with NGINX_TLS=1: also offer HTTP/2 (ALPN h2; `listen ... ssl http2`);
+#                     without TLS: h2c prior knowledge only (`listen ... http2`: nginx 1.22 then
+#                     speaks no HTTP/1.1 on that port)
 # The config is rendered into a fresh temp dir that also holds pid, error log and temp paths;
 # the dir is removed when nginx exits. SIGTERM/SIGINT stop nginx gracefully (QUIT).
 set -euo pipefail
@@ -38,6 +40,8 @@ if [ "${NGINX_TLS:-0}" = 1 ]; then
         ssl_protocols TLSv1.2 TLSv1.3;
         ssl_session_cache off;
         ssl_session_tickets off;"
+elif [ "${NGINX_HTTP2:-0}" = 1 ]; then
+  listen="$listen http2"
 fi
 
 python3 - "$here/nginx.conf.template" "$run_dir/nginx.conf" "$workers" "$run_dir" "$listen" "$tls" <<'PY'

@@ -1,11 +1,14 @@
 'use strict';
 // node:http peer for the loadbench benchmarks.
 //   node bench/peers/node/hello.js PORT          (NODE_WORKERS=N forks N cluster workers, default 1)
+//   node bench/peers/node/hello.js PORT CERT KEY HTTP/1.1 over TLS (node:https), same routes
 // Routes mirror the Beast reference server: GET / and /plaintext -> "Hello, World!\n" text/plain,
 // GET /json -> {"message":"Hello, World!"}, POST /echo -> the body back with its content type,
 // other paths -> 404, known path with a wrong method -> 405. Keep-alive is node's default.
 // Binds 127.0.0.1 only; prints one JSON ready line once every worker listens.
 const http = require('node:http');
+const https = require('node:https');
+const fs = require('node:fs');
 const cluster = require('node:cluster');
 
 const port = Number.parseInt(process.argv[2] ?? '', 10);
@@ -59,7 +62,11 @@ function handle(req, res) {
 }
 
 function serve() {
-  const server = http.createServer({ keepAliveTimeout: 60_000 }, handle);
+  const options = { keepAliveTimeout: 60_000 };
+  const server = process.argv.length >= 5
+    ? https.createServer({ ...options, cert: fs.readFileSync(process.argv[3]), key: fs.readFileSync(process.argv[4]) },
+      handle)
+    : http.createServer(options, handle);
   server.headersTimeout = 65_000;
   server.listen(port, '127.0.0.1', () => {
     if (cluster.isPrimary) {

@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", metavar="DIR",
                         help="results folder (default: reports/<date>-<host>[-quick|-<config name>])")
     parser.add_argument("--quick", action="store_true",
-                        help="the default sweep cut to about a minute (1 repeat, 1 s cells, C = 1 and 50)")
+                        help="the default sweep cut to about 2-3 minutes (1 repeat, 0.5 s cells, C = 25)")
     parser.add_argument("--cluster", metavar="ADDRESS", default=None,
                         help="generate every cell's load from Dask workers (tcp://HOST:8786, or 'local')")
     parser.add_argument("--shards", type=int, default=None, help="with --cluster: workers per cell (default: all)")
