@@ -151,8 +151,10 @@ def test_a_sweep_while_a_process_burns_the_server_core_marks_the_cells(tmp_path)
         burner.kill()
         burner.wait()
     (cell,) = model.load(tmp_path).cells("a")
-    # a busy core is 1 / cores of the machine; the server shared it, so it got at most half
-    assert cell.outside_share is not None and cell.outside_share > 0.5 / (os.cpu_count() or 1) - 0.05
+    # a busy core is 1 / cores of the machine and the server shared it with the burner: the
+    # scheduler's split between them varies (the burner starts in the first window), so only
+    # well above the contended threshold is asserted, not a fair half
+    assert cell.outside_share is not None and cell.outside_share > 0.25 / (os.cpu_count() or 1)
     assert cell.contended and cell.reruns == 1 and not cell.ranked
 
 
