@@ -106,16 +106,18 @@ def h2load_run(h2load: str, url: str, c: int, m: int, duration: int, cpu: int) -
 
 
 def measure(peer: H2RunningPeer, h2load: str, args: argparse.Namespace, c: int, m: int, repeat: int) -> dict:
-    before = peer.snapshot()
+    before, stat_before = peer.snapshot(), bl.cpu_times()
     child, result = h2load_run(h2load, peer.url(args.path), c, m, args.duration, args.generator_cpu)
     server = bl.server_window(before, peer.snapshot(), result["responses"])
+    irq = bl.irq_share(stat_before, bl.cpu_times())
     rps = result["responses"] / result["duration_s"] if result["duration_s"] > 0 else 0.0
     return {
         "server": peer.spec.name, "connections": c, "streams": m, "repeat": repeat, "path": args.path,
         **result, "rps": rps, "server_cpu_s": server["cpu_s"], "server_cpu_us_per_req": server["cpu_us_per_req"],
         "server_busy": server["cpu_s"] / server["window_s"], "server_window": server,
         "h2load_cpu_s": child.cpu_s, "h2load_busy": child.busy, "wall_s": child.wall_s,
-        "foreign_cores": bl.foreign_cores(server, child.cpu_s), "load1": os.getloadavg()[0],
+        "foreign_cores": bl.foreign_cores(server, child.cpu_s, irq),
+        "outside_share": bl.outside_share(server, child.cpu_s, irq), "irq_share": irq, "load1": os.getloadavg()[0],
         "argv": shlex.join(child.argv), "h2load_stdout": child.stdout,
     }
 
@@ -127,6 +129,8 @@ def run(args: argparse.Namespace, cells: list[tuple[int, int]]) -> tuple[list[di
     env = bl.environment()
     env["Load generator"] = bl._version_of([h2load, "--version"], r"nghttp2/\S+")
     records: list[dict] = []
+    gate = bl.make_gate(args)
+    first = bl.wait_quiet(gate)  # before any server starts: the machine as we found it
     out = Path(args.out)
     jsonl = bl.JsonlWriter(out.with_suffix(".jsonl"))
     peers: list[H2RunningPeer] = []
@@ -150,8 +154,10 @@ def run(args: argparse.Namespace, cells: list[tuple[int, int]]) -> tuple[list[di
             for repeat in range(1, args.repeats + 1):
                 for c, m in cells:
                     for peer in peers:
+                        waited = bl.wait_quiet(gate)
                         try:
                             record = measure(peer, h2load, args, c, m, repeat)
+                            record["gate"], record["load1_at_start"] = waited, waited["load1_at_start"]
                         except RuntimeError as exc:
                             print(f"  repeat {repeat} c={c} m={m} {peer.spec.name}: FAIL {exc}", flush=True)
                             continue
@@ -163,6 +169,8 @@ def run(args: argparse.Namespace, cells: list[tuple[int, int]]) -> tuple[list[di
         finally:
             for peer in peers:
                 peer.stop()
+            env["Load average at start"] += f" - {bl.machine_note(first['load1_at_start'])}"
+            env["Load gate"] = bl.gate_note(first, records)
             jsonl.write({"record": "environment", "environment": env, "command": args.command})
             jsonl.close()
     return records, env
