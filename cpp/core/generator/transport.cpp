@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/generator/tls_library.hpp"
 #include "core/http/url.hpp"
 
 namespace loadbench::generator {
@@ -195,7 +196,7 @@ int on_new_session(SSL* ssl, SSL_SESSION* session) {
 
 TlsContext::TlsContext(bool verify, const std::string& cacert, bool session_resumption)
     : verify_(verify || !cacert.empty()), session_resumption_(session_resumption) {
-    ctx_ = SSL_CTX_new(TLS_client_method());
+    ctx_ = SSL_CTX_new_ex(tls_client_library(), nullptr, TLS_client_method());
     if (!ctx_) throw std::runtime_error("SSL_CTX_new failed: " + take_openssl_errors());
     SSL_CTX_set_min_proto_version(ctx_, TLS1_2_VERSION);
     SSL_CTX_set_mode(ctx_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
