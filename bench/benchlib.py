@@ -253,7 +253,9 @@ def beast_peer(binary: Optional[str], https: bool = False, workers: int = 1) -> 
     if binary is None:
         return None
     if https:
-        argv = (binary, "--workers", str(workers), "--no-http", "--tls", "--tls-port", "{port}")
+        # Full handshakes only, as nginx here (ssl_session_cache off; ssl_session_tickets off):
+        # without it the Beast server also encrypts two session tickets per handshake.
+        argv = (binary, "--workers", str(workers), "--no-http", "--tls", "--no-tls-resumption", "--tls-port", "{port}")
     else:
         argv = (binary, "--workers", str(workers), "--port", "{port}")
     return PeerSpec("loadbench-server", argv, https=https, workers=workers, version=f"loadbench {loadbench.__version__}")

@@ -10,6 +10,14 @@ import generators as gl
 
 BUSY_LIMIT = 0.95  # a generator using >= 95 % of its one pinned core is saturated
 SAT = "†"
+GEN_BOUND = "§"  # connection setup: the generator's CPU per connection / handshake exceeded the server's
+
+
+def ssl_version() -> str:
+    """The OpenSSL loadbench's core runs with (not the Python ssl module's)."""
+    from loadbench import _core
+
+    return _core.build_info()["openssl"]
 
 
 def _select(records: list[dict], **match: object) -> list[dict]:
@@ -33,6 +41,13 @@ def _saturated(rows: list[dict]) -> bool:
     return busy is not None and busy >= BUSY_LIMIT
 
 
+def _setup_bound(rows: list[dict]) -> bool:
+    """The generator spent more CPU per new connection (or handshake) than the server: with a core
+    each, the cell's rate is the generator's limit (the report model's rule, loadbench.analysis)."""
+    gen, srv = _median(rows, "gen_cpu_us_per_conn"), _median(rows, "server_cpu_us_per_conn")
+    return gen is not None and srv is not None and gen > srv
+
+
 def _grid(records: list[dict], generators: list[gl.Generator], columns: list[tuple[str, dict]], key: str,
           lowest: bool, digits: int, mark_saturation: bool) -> str:
     """Rows = generators, columns = (title, record filter); best per column in bold."""
@@ -48,7 +63,9 @@ def _grid(records: list[dict], generators: list[gl.Generator], columns: list[tup
                 continue
             status = _status(rows)
             row_values.append(_median(rows, key))
-            row_notes.append(status or (SAT if mark_saturation and _saturated(rows) else ""))
+            marks = (SAT if mark_saturation and _saturated(rows) else "") + \
+                (GEN_BOUND if key in ("conn_per_s", "gen_cpu_us_per_conn") and _setup_bound(rows) else "")
+            row_notes.append(status or marks)
         values.append(row_values)
         notes.append(row_notes)
     body = []
@@ -171,18 +188,20 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
                       "`-H 'Connection: close'`, loadbench/hey/oha `--disable-keepalive`, ab without -k; checked "
                       "against loadbench-server's accept counter: one new connection per response for every tool); "
                       f"median of {args.repeats} x {args.duration} s",
-        "TLS handshakes": "self-signed EC P-256 certificates. nginx runs without session cache and tickets, so "
-                          "every handshake against it is a full one for every client: compare generators there. "
-                          "loadbench-server issues TLS 1.3 session tickets (OpenSSL's default), so clients that "
-                          "resume by default do abbreviated handshakes against it: wrk (its SSL_clear() keeps the "
-                          "session for the next connect) and oha (rustls' session cache); loadbench, hey and ab "
-                          "do full handshakes everywhere",
+        "TLS handshakes": "self-signed EC P-256 certificates. nginx runs without session cache and tickets, "
+                          "loadbench-server with `--no-tls-resumption` (no cache, no tickets): every handshake "
+                          "is a full one for every client, against both servers. loadbench: "
+                          f"{ssl_version()}, X25519 key share, certificate not verified (the chain walk "
+                          "skipped; the CertificateVerify signature is checked), certificate keys decoded in a "
+                          "library context offering only the SubjectPublicKeyInfo decoders (tls_library.cpp)",
         "Generator CPU": "ru_utime+ru_stime of the generator process from os.wait4() (its whole life, start-up "
                          "included) / the exact responses (or new connections) the generator itself reports",
         "Server CPU": "utime+stime of the server's process tree from /proc/<pid>/stat right before and after "
                       "each generator run / the generator's exact response count",
         "Saturation": f"{SAT} = the generator's core was >= {int(BUSY_LIMIT * 100)} % busy (median over repeats): "
-                      "the cell may be generator-bound, and is when the server's core was not saturated",
+                      "the cell may be generator-bound, and is when the server's core was not saturated. "
+                      f"{GEN_BOUND} (connection setup) = the generator's CPU per new connection / handshake "
+                      "exceeded the server's: the rate is the generator's limit, not the server's",
         "Command": f"`{command}`",
     }
     parts = [

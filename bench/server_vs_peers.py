@@ -11,6 +11,10 @@ right before and right after the wrk run, divided by wrk's exact response count.
 
 Writes reports/server-baseline.md and every repeat to reports/server-baseline.jsonl.
 
+`--setup` adds the connection-setup part: wrk `-H 'Connection: close'` (one new connection per
+response) over http and over https (full TLS handshakes: nginx without session cache and tickets,
+loadbench-server `--no-tls-resumption`), the server's CPU us per new connection / handshake.
+
 `--protocol h2` runs the HTTP/2 part instead (h2load against loadbench-server h2c/h2, nginx
 http2, h2o h2c/h2, node:http2; see bench/server_h2_part.py): reports/server-h2.md/.jsonl.
 """
@@ -45,6 +49,9 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                         "loadbench-server h2c,loadbench-server h2,nginx h2,h2o h2c,h2o h2,node:http2 h2c)")
     p.add_argument("--h2-cells", default="1x10,25x10,50x10",
                    help="--protocol h2: CxM cells, C connections x M concurrent streams (default 1x10,25x10,50x10)")
+    p.add_argument("--setup", action="store_true",
+                   help="also measure connection setup (a new connection / TLS handshake per request)")
+    p.add_argument("--setup-concurrency", type=int, default=20, help="connections in the setup part")
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--generator-cpu", type=int, default=1)
     p.add_argument("--path", default="/plaintext")
@@ -74,9 +81,16 @@ def peer_specs(args: argparse.Namespace) -> dict[str, Optional[bl.PeerSpec]]:
     return {name: available.get(name) for name in args.servers}
 
 
-def measure(peer: bl.RunningPeer, wrk: Wrk, args: argparse.Namespace, c: int, repeat: int) -> dict:
+def setup_specs(args: argparse.Namespace, https: bool) -> dict[str, Optional[bl.PeerSpec]]:
+    available = {"loadbench-server": bl.beast_peer(bl.beast_binary(args.beast_bin), https=https),
+                 "nginx": bl.nginx_peer(https=https)}
+    return {name: available[name] for name in args.servers if name in available}
+
+
+def measure(peer: bl.RunningPeer, wrk: Wrk, args: argparse.Namespace, c: int, repeat: int,
+            keepalive: bool = True) -> dict:
     before, stat_before = peer.snapshot(), bl.cpu_times()
-    child, result = wrk.run(peer.url(args.path), c, args.duration, True, [args.generator_cpu])
+    child, result = wrk.run(peer.url(args.path), c, args.duration, keepalive, [args.generator_cpu])
     server = bl.server_window(before, peer.snapshot(), result.responses)
     irq = bl.irq_share(stat_before, bl.cpu_times())
     return {
@@ -90,7 +104,34 @@ def measure(peer: bl.RunningPeer, wrk: Wrk, args: argparse.Namespace, c: int, re
         "outside_share": bl.outside_share(server, child.cpu_s, irq), "irq_share": irq,
         "latency_us": result.latency_us, "load1": os.getloadavg()[0],
         "argv": shlex.join(child.argv), "wrk_stdout": child.stdout,
+        # Connection: close - one new connection (https: one full handshake) per response
+        **({} if keepalive else {
+            "part": "setup", "scheme": "https" if peer.spec.https else "http",
+            "server_cpu_us_per_conn": server["cpu_s"] / result.responses * 1e6 if result.responses else None,
+            "wrk_cpu_us_per_conn": child.cpu_s / result.responses * 1e6 if result.responses else None,
+            "conn_per_s": result.rps}),
     }
+
+
+def run_setup(args: argparse.Namespace, wrk: Wrk, env: dict, gate, jsonl, records: list[dict]) -> None:
+    """The connection-setup part: per scheme, the servers started with that scheme, interleaved."""
+    for https in (False, True):
+        specs = setup_specs(args, https)
+        peers = bl.start_peers([spec for spec in specs.values() if spec is not None], [args.server_cpu], env)
+        try:
+            for repeat in range(1, args.repeats + 1):
+                for peer in peers:
+                    waited = bl.wait_quiet(gate)
+                    record = measure(peer, wrk, args, args.setup_concurrency, repeat, keepalive=False)
+                    record["gate"], record["load1_at_start"] = waited, waited["load1_at_start"]
+                    jsonl.write(record)
+                    records.append(record)
+                    print(f"  setup repeat {repeat} {record['scheme']:<5} {peer.spec.name:<17} "
+                          f"{record['conn_per_s']:>8,.0f} conn/s  server {record['server_cpu_us_per_conn'] or 0:7.1f} "
+                          f"us/conn  wrk {record['wrk_cpu_us_per_conn'] or 0:7.1f} us/conn", flush=True)
+        finally:
+            for peer in peers:
+                peer.stop()
 
 
 def run(args: argparse.Namespace) -> tuple[list[dict], dict]:
@@ -130,6 +171,10 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict]:
     finally:
         for peer in peers:
             peer.stop()
+    try:
+        if args.setup:
+            run_setup(args, wrk, env, gate, jsonl, records)
+    finally:
         env["Load average at start"] += f" - {bl.machine_note(load_at_start)}"
         env["Load gate"] = bl.gate_note(first, records)
         jsonl.write({"record": "environment", "environment": env, "command": args.command})
@@ -141,7 +186,33 @@ def cell(records: list[dict], server: str, c: int, key: str) -> Optional[bl.Summ
     def value(r: dict) -> Optional[float]:
         return r["latency_us"].get(key[4:]) if key.startswith("lat_") else r[key]
 
-    return bl.summarize(value(r) for r in records if r["server"] == server and r["connections"] == c)
+    return bl.summarize(value(r) for r in records
+                        if r["server"] == server and r["connections"] == c and r.get("part") != "setup")
+
+
+def setup_lines(records: list[dict], servers: list[str]) -> list[str]:
+    """The connection-setup part: server CPU per new connection / handshake (median), per scheme."""
+    setup = [r for r in records if r.get("part") == "setup"]
+    if not setup:
+        return []
+    rows = []
+    for server in servers:
+        row: list = [server]
+        for scheme in ("http", "https"):
+            for key in ("conn_per_s", "server_cpu_us_per_conn", "wrk_cpu_us_per_conn"):
+                s = bl.summarize(r.get(key) for r in setup if r["server"] == server and r["scheme"] == scheme)
+                row.append(None if s is None else s.median)
+        if any(v is not None for v in row[1:]):
+            rows.append(row)
+    header = ["Server", "http conn/s", "http server us/conn", "http wrk us/conn",
+              "https handshakes/s", "https server us/handshake", "https wrk us/handshake"]
+    lowest = [False, True, True, False, True, True]
+    columns = [bl.bold_best([row[i + 1] for row in rows], lowest[i], 0 if i % 3 == 0 else 1) for i in range(6)]
+    return ["## Connection setup: server CPU us per new connection / full TLS handshake (median)", "",
+            f"wrk `-H 'Connection: close'`, c = {setup[0]['connections']}: one new connection per response; "
+            "https: every handshake a full one (nginx without session cache and tickets, loadbench-server "
+            "`--no-tls-resumption`). A wrk figure above the server's means wrk, not the server, set the rate.",
+            "", bl.markdown_table(header, [[row[0]] + [columns[i][j] for i in range(6)] for j, row in enumerate(rows)]), ""]
 
 
 def report(records: list[dict], env: dict, args: argparse.Namespace, command: str) -> str:
@@ -275,6 +346,7 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
         "",
         foreign_table(),
         "",
+        *setup_lines(records, servers),
         "## Errors",
         "none: every run answered every request with 200" if not problems else
         "\n".join(f"- {r['server']} c={r['connections']} repeat {r['repeat']}: {r['errors']} socket errors, "

@@ -84,3 +84,29 @@ def test_ipv6_literal_and_host_name_targets(server_factory: Callable[..., Server
     v4 = server_factory()
     named = loadbench.run(f"http://localhost:{v4.http_port}/plaintext", connections=1, requests=10)
     assert named.responses == 10
+
+
+@pytest.mark.parametrize("key_type", [["-newkey", "rsa:2048"], ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-384"],
+                                      ["-newkey", "ed25519"]])
+def test_full_handshakes_with_rsa_ec_and_ed25519_certificates_verified_or_not(server_factory, tmp_path, key_type):
+    """The generator's TLS clients run in a library context that offers OpenSSL's default provider
+    with only the SubjectPublicKeyInfo decoders (cheaper certificate parsing): every common key
+    type still decodes, verifies against its CA file, and a wrong CA is still refused."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl CLI")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", *key_type, "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    server = server_factory(tls=True, http=False, cert=str(cert), key=str(key))
+    url = server.url("/", https=True)
+    for cacert in (None, str(cert)):
+        r = loadbench.run(url, connections=2, requests=10, keepalive=False, cacert=cacert)
+        assert r.responses == 10 and r.error_count == 0 and r.tls_handshakes == 10, r.first_error
+    other = tmp_path / "other.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", str(tmp_path / "other.key"), "-out", str(other), "-days", "1", "-subj", "/CN=other"],
+                   check=True, capture_output=True, timeout=60)
+    refused = loadbench.run(url, connections=1, requests=2, keepalive=False, cacert=str(other))
+    assert refused.responses == 0 and refused.errors["connect"] == 2
+    assert "certificate" in refused.first_error

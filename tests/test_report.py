@@ -1,4 +1,5 @@
 """report.md from a hand-made results folder: every table cell checked against the raw numbers."""
+import json
 import re
 
 import pytest
@@ -69,10 +70,50 @@ def test_workload_breakdown_with_partial_repeats(report_text):
 
 def test_connection_setup_table(report_text):
     rows = table_after(report_text, "## Connection setup")
-    assert rows[0][:3] == ["Server", "http conn/s", "https handshakes/s"]
-    assert rows[1] == ["beast", "**15 500**", "**4 050**", "0 %", "0 %"]  # 31 000 / 2 s, 8 100 / 2 s
-    assert rows[2] == ["py", "4 600", "525", "0 %", "0 %"]
-    assert rows[3] == ["node"] + ["n/a"] * 4
+    assert rows[0] == ["Server", "http conn/s", "https handshakes/s", "http CPU us/conn (generator / server)",
+                       "https CPU us/handshake (generator / server)", "http non-2xx + errors", "https non-2xx + errors"]
+    # 31 000 / 2 s, 8 100 / 2 s; CPU per connection: median of 0.1 s (generator) and 0.3 s (server)
+    # over each repeat's new connections - the generator is the cheaper side, nothing is flagged
+    assert rows[1] == ["beast", "**15 500**", "**4 050**", "3 / 10", "12 / 37", "0 %", "0 %"]
+    assert rows[2] == ["py", "4 600", "525", "11 / 33", "95 / 286", "0 %", "0 %"]
+    assert rows[3] == ["node"] + ["n/a"] * 6
+    assert "in a connection-setup cell" not in report_text
+
+
+def test_connection_setup_cell_where_the_generator_costs_more_is_generator_bound(tmp_path):
+    """The § rule for connection setup: the generator's CPU per new connection / handshake above
+    the server's flags the cell (both figures shown), below it does not."""
+    from loadbench import model
+    from sweep_data import SETTINGS, record, result_dict
+
+    directory = tmp_path / "setup"
+    directory.mkdir()
+    (directory / results.SETTINGS_FILE).write_text(json.dumps(SETTINGS))
+    (directory / results.ENVIRONMENT_FILE).write_text(json.dumps({"host": "testhost", "cpu": {"logical_cores": 2}}))
+    path = directory / results.RESULTS_FILE
+    for r in range(3):
+        # beast https: 2 000 handshakes, generator 1.0 s (500 us each) > server 0.5 s (250 us): flagged
+        slow_gen = result_dict(1000, 500, 450, 900, 0.5, opened=2000)
+        slow_gen["generator"]["cpu_s"] = 1.0
+        results.append_record(path, record("beast", "https", "plaintext", "connect", 20, r, result=slow_gen))
+        # py https: generator 0.2 s (100 us) < server 0.5 s (250 us): the server's limit, not flagged
+        cheap_gen = result_dict(1000, 500, 450, 900, 0.5, opened=2000)
+        cheap_gen["generator"]["cpu_s"] = 0.2
+        results.append_record(path, record("py", "https", "plaintext", "connect", 20, r, result=cheap_gen))
+    aggs = model.load(directory).aggs
+    flagged, clean = aggs[("beast", "https", "plaintext", "connect", 20)], aggs[("py", "https", "plaintext", "connect", 20)]
+    assert flagged.setup_generator_bound and flagged.generator_bound and not flagged.ranked
+    assert flagged.generator_cpu_us_per_conn.median == pytest.approx(500)
+    assert flagged.server_cpu_us_per_conn.median == pytest.approx(250)
+    assert "generator 500 us > server 250 us CPU per connection" in flagged.exclusions()[0]
+    assert not clean.setup_generator_bound and not clean.generator_bound and clean.ranked
+    text = report.render(directory)
+    rows = table_after(text, "## Connection setup")
+    beast, py = next(r for r in rows if r[0] == "beast"), next(r for r in rows if r[0] == "py")
+    assert beast[2] == "1 000 §" and beast[4] == "500 / 250 §"  # never bold, both figures shown
+    # the same rate, but the server's limit: bold, because beast's equal rate is the generator's
+    assert py[2] == "**1 000**" and py[4] == "100 / 250"
+    assert "in a connection-setup cell" in text
 
 
 def test_summary_settings_environment_and_limits(report_text):

@@ -207,3 +207,25 @@ def test_http_1_0_keep_alive(beast_server):
             sock.sendall(b"GET /json HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
             resp = read_response(stream)
             assert resp.status == 200 and resp.header("connection") == "keep-alive"
+
+
+def test_connection_close_ends_with_a_fin_and_pipelined_input_after_it_still_gets_the_answer(beast_server):
+    """A clean 'Connection: close' is closed at once (no lingering: nothing is unread); a request
+    pipelined behind it is unread input, so the server lingers and the answer is not lost to a
+    reset. Either way the client reads the whole response and then EOF."""
+    from server_helpers import read_until_closed
+
+    clean = connect(beast_server.http_port)
+    clean.sendall(b"GET /plaintext HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    data = read_until_closed(clean)
+    clean.close()
+    assert data.startswith(b"HTTP/1.1 200") and data.endswith(b"Hello, World!\n")
+    assert data.count(b"HTTP/1.1") == 1
+    for _ in range(20):  # the unread request behind the close must not turn the answer into a reset
+        busy = connect(beast_server.http_port)
+        busy.sendall(b"GET /json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                     b"GET /plaintext HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = read_until_closed(busy)
+        busy.close()
+        assert data.startswith(b"HTTP/1.1 200") and data.endswith(b'{"message":"Hello, World!"}')
+        assert data.count(b"HTTP/1.1") == 1

@@ -161,3 +161,19 @@ def test_garbage_instead_of_a_handshake_does_not_hurt_the_server(tls_server):
     conn.request("GET", "/")
     assert conn.getresponse().status == 200
     conn.close()
+
+
+def test_no_tls_resumption_sends_no_ticket_and_resumes_nothing(server_factory):
+    """--no-tls-resumption (the setting the nginx peer is measured with): no session ticket,
+    so a client that asks to resume gets a full handshake every time."""
+    import loadbench
+
+    default = server_factory(tls=True, http=False)
+    resumed = loadbench.run(default.url("/", https=True), connections=1, requests=5, keepalive=False,
+                            tls_session_resumption=True)
+    assert resumed.responses == 5 and resumed.tls_resumed == 4  # the server's default offers resumption
+    server = server_factory(tls=True, http=False, extra_args=["--no-tls-resumption"])
+    result = loadbench.run(server.url("/", https=True), connections=1, requests=5, keepalive=False,
+                           tls_session_resumption=True)
+    assert result.responses == 5 and result.error_count == 0
+    assert result.tls_handshakes == 5 and result.tls_resumed == 0

@@ -196,6 +196,24 @@ def is_generator_bound(result: Mapping) -> bool:
     return bool(generator.get("saturated", False))
 
 
+def cpu_us_per_connection(cpu_seconds: Optional[float], connections: Optional[int]) -> Optional[float]:
+    """CPU microseconds per new connection (http) or full TLS handshake (https); None when
+    either figure is missing or no connection was opened."""
+    if cpu_seconds is None or not connections:
+        return None
+    return cpu_seconds * 1e6 / connections
+
+
+def is_setup_generator_bound(generator_us_per_conn: Optional[float], server_us_per_conn: Optional[float]) -> bool:
+    """A connection-setup cell measures the generator when the generator spent more CPU per new
+    connection (or handshake) than the server did: with one core each, the generator runs out
+    first, so the cell's rate is the generator's limit, not the server's. False when either
+    figure is missing (nothing to compare)."""
+    if generator_us_per_conn is None or server_us_per_conn is None:
+        return False
+    return generator_us_per_conn > server_us_per_conn
+
+
 def arithmetic_mean(values: Sequence[Optional[float]]) -> Optional[float]:
     """Mean of the defined values (the 'average throughput across scenarios' of the charts)."""
     usable = [float(v) for v in values if v is not None and not math.isnan(float(v))]

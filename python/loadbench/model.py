@@ -123,6 +123,12 @@ def flatten(record: dict, cores: Optional[int] = None,
     else:  # a record from before the contended rule: judged on its window now
         contended = outside is not None and outside > contended_share
     reconnects = int(result.get("reconnects") or 0)
+    # Connection setup: each side's CPU per new connection (http) / full handshake (https). A
+    # cell where the generator's exceeds the server's measured the generator (§).
+    opened = result.get("connections_opened") if mode == "connect" else None
+    gen_us_per_conn = analysis.cpu_us_per_connection(generator_cpu_s, opened)
+    server_us_per_conn = analysis.cpu_us_per_connection(server.get("cpu_s"), opened)
+    setup_bound = analysis.is_setup_generator_bound(gen_us_per_conn, server_us_per_conn)
     cause = (analysis.underdriven_cause(inflight, connections, errors, reconnects)
              if mode == "closed" and record.get("status") == "ok" else None)
     return {
@@ -152,7 +158,9 @@ def flatten(record: dict, cores: Optional[int] = None,
         "wall_s": record.get("wall_s"), "started": record.get("started"),
         "generator_cpu_s": generator_cpu_s,
         "generator_cpu_us_per_req": _get(result, "generator", "cpu_us_per_req"),
-        "generator_bound": analysis.is_generator_bound(result),
+        "generator_bound": analysis.is_generator_bound(result) or setup_bound,
+        "setup_generator_bound": setup_bound,
+        "generator_cpu_us_per_conn": gen_us_per_conn, "server_cpu_us_per_conn": server_us_per_conn,
         "generator_utilisation": _get(result, "generator", "utilisation"),
         "conn_per_s": (analysis.connection_rate(result.get("connections_opened", 0), duration)
                        if duration else None),
@@ -196,12 +204,17 @@ class Aggregate:
     cpu_us: Optional[Spread] = None
     inflight: Optional[Spread] = None
     conn_per_s: Optional[Spread] = None
+    # connection-setup cells: CPU per new connection / full handshake, generator and server
+    generator_cpu_us_per_conn: Optional[Spread] = None
+    server_cpu_us_per_conn: Optional[Spread] = None
     rss_peak_mib: Optional[float] = None
     rss_source: Optional[str] = None
     steal_share: Optional[float] = None
     starved: bool = False
     starved_cause: Optional[str] = None
     generator_bound: bool = False
+    # the generator's CPU per connection exceeded the server's (a connection-setup cell)
+    setup_generator_bound: bool = False
     # non-2xx answers and errors over the measured repeats, pooled
     bad_share: Optional[float] = None
     status_codes: dict = field(default_factory=dict)
@@ -240,7 +253,10 @@ class Aggregate:
         if self.contended:
             out.append("contended" + (f" ({100 * self.outside_share:.0f} % outside CPU)"
                                       if self.outside_share is not None else ""))
-        if self.generator_bound:
+        if self.setup_generator_bound and self.generator_cpu_us_per_conn and self.server_cpu_us_per_conn:
+            out.append(f"generator-bound (generator {self.generator_cpu_us_per_conn.median:.0f} us > server "
+                       f"{self.server_cpu_us_per_conn.median:.0f} us CPU per connection)")
+        elif self.generator_bound:
             out.append("generator-bound")
         return out
 
@@ -296,6 +312,9 @@ def _fill(agg: Aggregate, ok: list[dict]) -> None:
         agg.starved_cause = analysis.underdriven_cause(agg.inflight.median, agg.load, errors, reconnects)
         agg.starved = agg.starved_cause is not None
     agg.generator_bound = any(r.get("generator_bound") for r in ok)
+    agg.generator_cpu_us_per_conn = pick("generator_cpu_us_per_conn")
+    agg.server_cpu_us_per_conn = pick("server_cpu_us_per_conn")
+    agg.setup_generator_bound = any(r.get("setup_generator_bound") for r in ok)
     codes: Counter = Counter()
     kinds: Counter = Counter()
     for r in ok:
@@ -440,6 +459,8 @@ class Model:
             "p50_ms": med(a.p50_ms), "p99_ms": med(a.p99_ms), "cpu_us": med(a.cpu_us),
             "inflight": med(a.inflight), "bad_share": a.bad_share, "outside_share": a.outside_share,
             "contended": a.contended, "starved": a.starved, "generator_bound": a.generator_bound,
+            "generator_cpu_us_per_conn": med(a.generator_cpu_us_per_conn),
+            "server_cpu_us_per_conn": med(a.server_cpu_us_per_conn),
             "ranked": a.ranked} for a in self.aggs.values()])
 
     @property

@@ -34,7 +34,8 @@ LEGEND = (
     f"{analysis.UNDERDRIVEN_FRACTION:g} x C requests in flight (req/s x mean latency) because "
     f"connections were lost to errors or reconnects, so the server saw less than the column's C and the "
     f"latency is never bold. {GENERATOR_BOUND} = generator-bound: loadbench's own threads were "
-    f"saturated, so the cell measures the generator: never bold, never ranked. "
+    f"saturated, or (connection setup) its CPU per new connection or handshake exceeded the "
+    f"server's, so the cell measures the generator: never bold, never ranked. "
     f"{PARTIAL} = some repeats failed, the value is the median of the others. "
     f"FAIL = the server died or never became ready for that cell; n/a = not run (peer not "
     f"installed, or the peer does not serve that protocol/workload).)"
@@ -163,13 +164,28 @@ def load_table(aggs: dict[tuple, Aggregate], targets: list[str], protocol: str, 
     return table(header, rows) + outcome_note(cells)
 
 
+def _setup_cpu_text(a: Optional[Aggregate]) -> str:
+    """'544 / 257 §': the generator's and the server's CPU us per new connection or handshake
+    (medians), § when the generator's is the larger (the cell measured the generator)."""
+    if a is None or a.status != "ok":
+        return "n/a"
+    gen, srv = _median(a.generator_cpu_us_per_conn), _median(a.server_cpu_us_per_conn)
+    if gen is None and srv is None:
+        return "n/a"
+    text = f"{'' if gen is None else f'{gen:.0f}'} / {'' if srv is None else f'{srv:.0f}'}"
+    return text + (f" {GENERATOR_BOUND}" if a.setup_generator_bound else "")
+
+
 def connection_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
     """Connections (cleartext) or full TLS handshakes (https, h2) per second, one column per
-    protocol that has connection-setup cells, then their non-2xx + errors."""
+    protocol that has connection-setup cells, the generator's and the server's CPU per new
+    connection (or handshake), then their non-2xx + errors."""
     from .model import PROTOCOL_ORDER
 
     protocols = [p for p in PROTOCOL_ORDER if any(k[1] == p and k[3] == "connect" for k in aggs)] or ["http", "https"]
-    header = (["Server"] + [f"{p} handshakes/s" if p in ("https", "h2") else f"{p} conn/s" for p in protocols]
+    tls = ("https", "h2")
+    header = (["Server"] + [f"{p} handshakes/s" if p in tls else f"{p} conn/s" for p in protocols]
+              + [f"{p} CPU us/{'handshake' if p in tls else 'conn'} (generator / server)" for p in protocols]
               + [f"{p} non-2xx + errors" for p in protocols])
     metric = _Metric("", lambda a: _median(a.conn_per_s), fmt_int, True, False)
     keys = {p: [k for k in aggs if k[1] == p and k[3] == "connect"] for p in protocols}
@@ -178,13 +194,19 @@ def connection_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
         best[p] = best_target({k[0]: aggs[k] for k in ks}, metric)
     rows = []
     for t in targets:
-        row, bad = [t], []
+        row, cpu, bad = [t], [], []
         for p in protocols:
             match = [k for k in keys[p] if k[0] == t]
             row.append(cell_text(aggs[match[0]], metric, best[p] == t) if match else "n/a")
+            cpu.append(_setup_cpu_text(aggs[match[0]]) if match else "n/a")
             bad.append(cell_text(aggs[match[0]], BAD, False) if match else "n/a")
-        rows.append(row + bad)
-    return table(header, rows) + outcome_note([aggs[k] for ks in keys.values() for k in ks])
+        rows.append(row + cpu + bad)
+    note = ""
+    if any(aggs[k].setup_generator_bound for ks in keys.values() for k in ks):
+        note = (f"\n\n{GENERATOR_BOUND} in a connection-setup cell: the generator spent more CPU per new "
+                f"connection (or TLS handshake) than the server, so with a core each the generator ran out "
+                f"first and the rate is the generator's limit, not the server's: never bold, never ranked.")
+    return table(header, rows) + note + outcome_note([aggs[k] for ks in keys.values() for k in ks])
 
 
 def open_loop_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:

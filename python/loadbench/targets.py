@@ -366,8 +366,10 @@ def launch(
         from .server import ServerProcess
 
         https = is_tls(protocol)
+        # TLS: full handshakes only, like the nginx peer (ssl_session_cache off, tickets off)
         beast = ServerProcess(workers=workers, host=host, tls=https, http=not https, cpus=cpu_list,
-                              ready_timeout=target.ready_timeout)
+                              ready_timeout=target.ready_timeout,
+                              extra_args=["--no-tls-resumption"] if https else ())
         try:
             beast.start()
         except BaseException:

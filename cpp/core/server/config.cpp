@@ -74,6 +74,9 @@ ParsedArgs parse_server_args(const std::vector<std::string>& args) {
             c.serve_https = true;
         } else if (flag == "--tls-port") {
             c.https_port = parse_integer<std::uint16_t>(flag, value(), 0, 65535);
+        } else if (flag == "--no-tls-resumption") {
+            no_value();
+            c.tls_resumption = false;
         } else if (flag == "--cert") {
             c.cert_file = value();
         } else if (flag == "--key") {
@@ -120,6 +123,7 @@ and one at exit. HTTP/2: h2c with prior knowledge on the HTTP port, ALPN h2 on t
   --tls                   also serve HTTPS (self-signed EC P-256 cert, CN=localhost, unless --cert/--key)
   --tls-port N            HTTPS port, 0 = a free port (default 0)
   --cert FILE --key FILE  PEM certificate chain and private key for HTTPS
+  --no-tls-resumption     no session cache and no session tickets: every handshake is a full one
   --workers N             worker threads, each with its own event loop (default 1)
   --max-body BYTES        larger request bodies get 413 (default 1048576)
   --header-timeout-ms MS  a request header must arrive within this time (default 10000)

@@ -25,6 +25,10 @@ struct ServerConfig {
     std::uint16_t https_port = 0;
     std::string cert_file;  // both empty = generate a self-signed EC P-256 cert in memory
     std::string key_file;
+    // Session cache and tickets (resumption). Off: every handshake is a full one and the
+    // server does no per-handshake cache insert or ticket encryption (nginx's
+    // 'ssl_session_cache off; ssl_session_tickets off', the setting it is compared with).
+    bool tls_resumption = true;
     unsigned workers = 1;
     std::size_t max_body_bytes = 1024 * 1024;
     std::size_t max_header_bytes = 8 * 1024;

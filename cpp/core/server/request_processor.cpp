@@ -103,12 +103,14 @@ void RequestProcessor::answer_parse_error(HandlerContext& ctx, const boost::beas
     encode(ctx, limit_answer(kind), ConnectionHeader::close, out);
     parser_.reset();
     close_after_write_ = true;
+    error_close_ = true;
 }
 
 void RequestProcessor::answer_bad_request(HandlerContext& ctx, std::string& out) {
     encode(ctx, limit_answer(RequestKind::bad_request), ConnectionHeader::close, out);
     parser_.reset();
     close_after_write_ = true;
+    error_close_ = true;
 }
 
 void RequestProcessor::finish_delay(HandlerContext& ctx, std::string& out) {

@@ -41,6 +41,9 @@ public:
     std::uint32_t delay_ms() const { return delay_ms_; }
     // The response in `out` is the last on this connection; unread input is to be dropped.
     bool close_after_write() const { return close_after_write_; }
+    // ... because a complete request asked for it (Connection: close, HTTP/1.0), not because
+    // of an error that may have left part of a request unread.
+    bool closes_after_complete_request() const { return close_after_write_ && !error_close_; }
     // A request has begun (some of it is parsed) and is not answered yet.
     bool in_request() const { return parser_.has_value(); }
     bool header_done() const { return parser_ && parser_->is_header_done(); }
@@ -62,6 +65,7 @@ private:
     ConnectionHeader delay_connection_header_ = ConnectionHeader::none;
     bool awaiting_delay_ = false;
     bool close_after_write_ = false;
+    bool error_close_ = false;
     bool continue_sent_ = false;
 };
 

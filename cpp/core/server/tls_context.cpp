@@ -145,6 +145,13 @@ std::unique_ptr<boost::asio::ssl::context> make_tls_context(const ServerConfig& 
             fail("private key '" + config.key_file + "' does not match certificate '" + config.cert_file + "'");
         }
     }
+    if (!config.tls_resumption) {
+        // No session cache insert and no NewSessionTicket (two by default in TLS 1.3, each
+        // a session serialised and encrypted) per full handshake.
+        SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_OFF);
+        SSL_CTX_set_options(native, SSL_OP_NO_TICKET);
+        SSL_CTX_set_num_tickets(native, 0);
+    }
     SSL_CTX_set_alpn_select_cb(native, &select_alpn, config.h2 ? native : nullptr);
     return ctx;
 }

@@ -131,7 +131,7 @@ void Worker::adopt(tcp::socket socket, bool tls) {
         socket.close(ignored);
         return;
     }
-    socket.set_option(tcp::no_delay(true), ignored);
+    // TCP_NODELAY comes from the listener (bind_one): Linux accepted sockets inherit it.
     // Plain connections write synchronously first (see Connection::write_out): that needs
     // a non-blocking socket so a full send buffer returns would_block instead of waiting.
     if (!tls) socket.non_blocking(true, ignored);
