@@ -106,7 +106,8 @@ bool Worker::finished(int64_t now) const noexcept {
     if (!scheduler_.exhausted(now) || counted_in_flight_ > 0) return false;
     // With a request count every request is sent, however late; a timed window's end stops
     // new sends, so what still waits in the queue then is unfinished.
-    return !plan_.count_mode || scheduler_.queue_empty();
+    // Closed loop: the queue holds only HTTP/2 requests a server refused, sent again in the drain.
+    return (!plan_.count_mode && plan_.open_loop) || scheduler_.queue_empty();
 }
 
 void Worker::assign(Connection& c, const Request& r, int64_t now) {
@@ -129,7 +130,14 @@ void Worker::assign(Connection& c, const Request& r, int64_t now) {
 
 void Worker::next_closed(Connection& c, int64_t now) {
     Request r;
-    while (c.session().free_slots() > 0 && scheduler_.next_closed(now, r)) {
+    RequestQueue& retries = scheduler_.queue();  // closed loop: HTTP/2 requests refused by a server
+    while (c.session().free_slots() > 0) {
+        if (!retries.empty()) {
+            r = retries.front();
+            retries.pop_front();
+        } else if (!scheduler_.next_closed(now, r)) {
+            break;
+        }
         assign(c, r, now);
         if (c.state() == Connection::State::Closed) return;  // lost at once: settled and rescheduled
     }
@@ -180,6 +188,28 @@ void Worker::on_answered(Connection& c, int64_t now) {
     }
     mark_ready(c);
     if (!scheduler_.queue().empty()) dispatch(now);
+}
+
+void Worker::on_refused(Connection&, Request& r, int64_t now) noexcept {
+    // HTTP/2: refused unprocessed (above a GOAWAY's last stream, or REFUSED_STREAM): it goes
+    // out again, first in line, on the next free slot of any connection (not from inside the
+    // session's input: the owner refills slots in on_answered, open loop also in release_due).
+    // Its assigned time is kept, so a server that refuses forever still ends in a timeout.
+    if (r.counted) --counted_in_flight_;
+    recorder_.retried(r.counted && (plan_.count_mode || now < plan_.window_end_ns));
+    try {
+        scheduler_.queue().push_front(r);
+    } catch (...) {
+        recorder_.error(r, kRead, "out of memory re-queueing a refused request", now);
+    }
+}
+
+void Worker::on_stream_error(Connection&, Request& r, const std::string& why, int64_t now) noexcept {
+    if (r.counted) --counted_in_flight_;
+    try {
+        recorder_.error(r, kRead, why, now);
+    } catch (...) {
+    }
 }
 
 void Worker::on_idle_closed(Connection& c, int64_t now) {

@@ -46,6 +46,8 @@ private:
     void on_answered(Connection& c, int64_t now) override;
     void on_lost(Connection& c, ErrorKind kind, const std::string& why, int64_t now) override;
     void on_idle_closed(Connection& c, int64_t now) override;
+    void on_refused(Connection& c, Request& r, int64_t now) noexcept override;
+    void on_stream_error(Connection& c, Request& r, const std::string& why, int64_t now) noexcept override;
 
     Connection& add_connection();
     // Gives `r` to `c` (opening it first when closed) and writes it if it can.
