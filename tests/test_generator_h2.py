@@ -330,3 +330,13 @@ hosts:
         shutil.rmtree(run_dir, ignore_errors=True)
     assert r.responses == 1500 and r.error_count == 0, r.first_error
     assert len(lines) == 1500 and all("HTTP/2" in line for line in lines), lines[:3]
+
+
+def test_timeouts_are_per_stream_and_the_connection_goes_on(server_factory) -> None:
+    server = server_factory()
+    r = loadbench.run(server.url("/"), connections=1, duration=2, protocol="h2", streams=4, timeout=1,
+                      requests_list=[{"path": "/delay?ms=3000"}, {"path": "/plaintext"}])
+    assert r.errors["timeout"] >= 4 and r.responses >= 2, r.errors
+    assert "stream cancelled" in r.first_error
+    assert r.connections_opened == 1
+    assert r.responses + r.error_count + r.unfinished > 0

@@ -283,6 +283,19 @@ size_t Http2Session::take_in_flight(Request* out, bool* answered, size_t capacit
     return n;
 }
 
+size_t Http2Session::take_expired(int64_t assigned_before, Request* out, size_t capacity) noexcept {
+    size_t n = 0;
+    for (Slot& s : slots_) {
+        if (n == capacity) break;
+        if (!s.used || s.request.assigned_ns > assigned_before) continue;
+        out[n++] = s.request;
+        // Cancel the stream (the server may stop working on it); the others go on.
+        if (session_ && s.stream_id > 0) nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.stream_id, NGHTTP2_CANCEL);
+        release(s);
+    }
+    return n;
+}
+
 Http2Session::Slot* Http2Session::slot_of(int32_t stream_id) noexcept {
     if (stream_id <= 0) return nullptr;
     if (session_) {

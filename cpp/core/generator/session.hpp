@@ -82,6 +82,12 @@ public:
     // Whether the connection feeds it bytes with no request in flight (HTTP/2: SETTINGS, PING,
     // GOAWAY arrive any time), and tells the owner when slots free while others are in flight.
     virtual bool reads_when_idle() const noexcept { return false; }
+    // Multiplexed sessions: removes up to `capacity` requests assigned at or before
+    // `assigned_before` (their streams are cancelled; the connection goes on), for the caller
+    // to settle as timeouts. Others time out with their connection (0 here).
+    virtual size_t take_expired(int64_t /*assigned_before*/, Request* /*out*/, size_t /*capacity*/) noexcept {
+        return 0;
+    }
 };
 
 }  // namespace loadbench::generator

@@ -290,6 +290,10 @@ void Worker::housekeeping(int64_t now) {
         Connection& c = *connections_[i];
         if (c.session().in_flight() > 0) {
             if (now - c.session().oldest_assigned_ns() >= plan_.timeout_ns) {
+                if (c.state() == Connection::State::Open && c.session().reads_when_idle()) {
+                    expire_streams(c, now);  // HTTP/2: per stream, the connection goes on
+                    continue;
+                }
                 c.close();
                 on_lost(c, kTimeout,
                         "timeout: no complete response within " + std::to_string(plan_.timeout_ns / 1'000'000) + " ms",
@@ -304,6 +308,22 @@ void Worker::housekeeping(int64_t now) {
             }
         }
     }
+}
+
+void Worker::expire_streams(Connection& c, int64_t now) {
+    Request taken[kTakeBatch];
+    size_t n;
+    while ((n = c.session().take_expired(now - plan_.timeout_ns, taken, kTakeBatch)) > 0) {
+        for (size_t i = 0; i < n; ++i) {
+            if (taken[i].counted) --counted_in_flight_;
+            recorder_.error(taken[i], kTimeout,
+                            "timeout: no complete response within " + std::to_string(plan_.timeout_ns / 1'000'000) +
+                                " ms (HTTP/2 stream cancelled)",
+                            now);
+        }
+    }
+    if (!c.flush()) return;  // lost: settled through on_lost
+    if (c.state() == Connection::State::Open) on_answered(c, now);  // refill the freed slots
 }
 
 void Worker::settle_unfinished(int64_t now) {

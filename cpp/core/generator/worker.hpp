@@ -61,6 +61,7 @@ private:
     void open_pool_connection(Connection& c, int64_t now);
     void fail_queued_request(const std::string& why, int64_t now);
     void housekeeping(int64_t now);
+    void expire_streams(Connection& c, int64_t now);
     void settle_unfinished(int64_t now);
     bool finished(int64_t now) const noexcept;
 
