@@ -240,6 +240,9 @@ InputResult Http2Session::input(const char* data, size_t n, int64_t now) noexcep
         failed_ = true;
         return InputResult::Error;
     }
+    // A connection error nghttp2 found ends the session once its GOAWAY is serialised: do
+    // that now (the frames go out with the next write) so the end is seen here.
+    pump();
     if (!goaway_ && nghttp2_session_want_read(session_) == 0) {
         // nghttp2 found a connection error in what the server sent and ends the session.
         failed_ = true;

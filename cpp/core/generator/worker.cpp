@@ -110,7 +110,7 @@ bool Worker::finished(int64_t now) const noexcept {
     return (!plan_.count_mode && plan_.open_loop) || scheduler_.queue_empty();
 }
 
-void Worker::assign(Connection& c, const Request& r, int64_t now) {
+void Worker::assign(Connection& c, const Request& r, int64_t now, bool write_now) {
     Request request = r;
     if (request.assigned_ns == 0) request.assigned_ns = now;
     if (c.state() == Connection::State::Closed) {
@@ -125,12 +125,13 @@ void Worker::assign(Connection& c, const Request& r, int64_t now) {
     }
     c.session().submit(request);
     if (request.counted) ++counted_in_flight_;
-    c.flush();  // a no-op until the connection is up; a failure is settled through on_lost
+    if (write_now) c.flush();  // a no-op until the connection is up; a failure is settled through on_lost
 }
 
 void Worker::next_closed(Connection& c, int64_t now) {
     Request r;
     RequestQueue& retries = scheduler_.queue();  // closed loop: HTTP/2 requests refused by a server
+    const bool multiplexed = c.session().reads_when_idle();
     while (c.session().free_slots() > 0) {
         if (!retries.empty()) {
             r = retries.front();
@@ -138,9 +139,11 @@ void Worker::next_closed(Connection& c, int64_t now) {
         } else if (!scheduler_.next_closed(now, r)) {
             break;
         }
-        assign(c, r, now);
+        // HTTP/2: the slots filled now go out in one write (as h2load), not one write each.
+        assign(c, r, now, !multiplexed);
         if (c.state() == Connection::State::Closed) return;  // lost at once: settled and rescheduled
     }
+    if (multiplexed) c.flush();  // a failure is settled through on_lost
 }
 
 void Worker::on_tcp_connected(Connection& c, int64_t now) noexcept {

@@ -51,7 +51,7 @@ private:
 
     Connection& add_connection();
     // Gives `r` to `c` (opening it first when closed) and writes it if it can.
-    void assign(Connection& c, const Request& r, int64_t now);
+    void assign(Connection& c, const Request& r, int64_t now, bool write_now = true);
     // Closed loop: fill c's free slots with new requests.
     void next_closed(Connection& c, int64_t now);
     // Open loop: queue what is due, hand it to free slots, grow the pool.
