@@ -163,13 +163,14 @@ void Http2Session::submit(const Request& r) noexcept {
             s = &candidate;
             break;
         }
-    if (!s || !session_) return;  // the caller checks free_slots() first
+    if (!s) return;  // the caller checks free_slots() first
     *s = Slot{};
     s->request = r;
     s->request.sent_ns = 0;
     s->used = true;
     ++used_;
     ++started_;
+    if (!session_) return;  // no session (out of memory in reset()): it times out like any unanswered request
     const H2Request& tpl = requests_[r.template_index];
     const std::vector<nghttp2_nv>& nv = nvs_[r.template_index];
     nghttp2_data_provider provider{};
