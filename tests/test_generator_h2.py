@@ -133,6 +133,14 @@ def test_one_mib_echo_body(server_factory) -> None:
     assert r.bytes_read >= 4 * len(body) and r.bytes_written >= 4 * len(body)
 
 
+def test_connection_per_request_over_h2(server_factory) -> None:
+    server = server_factory()
+    r = loadbench.run(server.url("/plaintext"), connections=2, requests=60, protocol="h2", streams=10,
+                      keepalive=False)
+    assert r.responses == 60 and r.error_count == 0, r.first_error
+    assert r.connections_opened == 60 and r.reconnects == 0
+
+
 def test_tls_server_without_h2_fails_with_one_clear_error(server_factory) -> None:
     server = server_factory(tls=True, http=False, h2=False)
     r = loadbench.run(server.url("/plaintext", https=True), connections=1, requests=3, protocol="h2")
@@ -278,10 +286,12 @@ def access_log_lines(run_dir: Path) -> list[str]:
 
 def test_nginx_h2_exact_count_vs_access_log(nginx_h2) -> None:
     port, run_dir = nginx_h2
-    r = loadbench.run(f"https://127.0.0.1:{port}/x", connections=5, requests=2000, protocol="h2", streams=10)
-    assert r.responses == 2000 and r.error_count == 0, r.first_error
+    # The setting: c = 25, 10 streams each.
+    r = loadbench.run(f"https://127.0.0.1:{port}/x", connections=25, requests=5000, protocol="h2", streams=10)
+    assert r.responses == 5000 and r.error_count == 0, r.first_error
+    assert r.tls_handshakes == 25
     lines = access_log_lines(run_dir)
-    assert len(lines) == 2000
+    assert len(lines) == 5000
     assert all('"GET /x HTTP/2.0" 200' in line for line in lines), lines[:3]
 
 
@@ -320,7 +330,7 @@ hosts:
         proc = subprocess.Popen([binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_port(port, proc)
-            r = loadbench.run(f"http://127.0.0.1:{port}/index.html", connections=3, requests=1500, protocol="h2",
+            r = loadbench.run(f"http://127.0.0.1:{port}/index.html", connections=25, requests=1500, protocol="h2",
                               streams=10)
             time.sleep(0.2)
             lines = (run_dir / "access.log").read_text().splitlines()
