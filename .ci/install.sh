@@ -95,6 +95,8 @@ if [ "$extras" = test ]; then
   need_tool openssl openssl        # test certificates
   need_tool curl curl              # HTTP/2 server tests (curl --http2)
   need_tool h2load nghttp2-client  # h2load and nghttp: HTTP/2 clients no one here wrote
+  need_tool nghttpd nghttp2-server # nghttpd and h2o: HTTP/2 servers the generator's h2 tests load
+  need_tool h2o h2o
   need_tool node nodejs            # the node:http peer (tests/test_bench_peers.py)
   have nginx || installed nginx-light || installed nginx || need nginx-light   # the nginx peer
   need_tool ip iproute2            # network namespaces: separate generator hosts on one machine

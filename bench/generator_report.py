@@ -298,3 +298,55 @@ def _lb_self_rows(rows: list[dict], fixed_cpu_s: Optional[float]) -> list[list[s
                     bl.fmt_num(rusage_s.median if rusage_s else None, 2),
                     bl.fmt_num(net_s.median if net_s else None, 2)])
     return out
+
+
+def analysis_median(values: list[float]) -> Optional[float]:
+    summary = bl.summarize(values)
+    return summary.median if summary else None
+
+
+def h2_report(records: list[dict], args: argparse.Namespace) -> str:
+    """The HTTP/2 part: per server and c x m cell, each tool's req/s and its own CPU per response
+    (median of the repeats), and loadbench's CPU per response over h2load's."""
+    rows = [r for r in records if r.get("part") == "h2"]
+    if not rows:
+        return "## HTTP/2 part\n\nNo HTTP/2 runs.\n"
+    gens = sorted({r["generator"] for r in rows}, key=lambda g: (g != "loadbench", g))
+    servers = sorted({r["server"] for r in rows})
+    cells = sorted({(r["connections"], r["streams"]) for r in rows}, key=lambda cm: (cm != (25, 10), cm))
+    headers = ["server", "c x m"] + [f"{g} req/s" for g in gens] + [f"{g} CPU us/resp" for g in gens] + \
+        ["loadbench engine us/resp", "loadbench / h2load CPU"]
+    table = []
+    for server in servers:
+        for c, m in cells:
+            group = [r for r in rows if r["server"] == server and r["connections"] == c and r["streams"] == m]
+            if not group:
+                continue
+            rps, cpu = [], []
+            for g in gens:
+                ok = [r for r in group if r["generator"] == g and r.get("status") == "ok"]
+                status = _status([r for r in group if r["generator"] == g])
+                rps.append(_median(ok, "rps") if ok else None)
+                cpu.append(_median(ok, "gen_cpu_us_per_resp") if ok else None)
+                if not ok and status:
+                    rps[-1] = cpu[-1] = None
+            lb = cpu[gens.index("loadbench")] if "loadbench" in gens else None
+            h2 = cpu[gens.index("h2load")] if "h2load" in gens else None
+            ratio = f"{lb / h2:.2f}" if lb and h2 else "n/a"
+            selfs = [r["extra"].get("self_cpu_us_per_req") for r in group
+                     if r["generator"] == "loadbench" and r.get("status") == "ok" and r.get("extra")]
+            engine = analysis_median([v for v in selfs if v is not None])
+            table.append([server, f"{c} x {m}"] + [bl.fmt_num(v) for v in rps] + [bl.fmt_num(v, 2) for v in cpu] +
+                         [bl.fmt_num(engine, 2), ratio])
+    fails = [f"- {r['status']} {r['generator']} vs {r['server']} c={r['connections']} m={r['streams']}: "
+             f"{r.get('reason', '')[:200]}" for r in rows if r.get("status") != "ok"]
+    text = ["## HTTP/2 part", "",
+            f"Keep-alive, one generator thread pinned to CPU {args.generator_cpu}, the server on CPU "
+            f"{args.server_cpu}; {args.duration} s per run, median of {args.repeats}. CPU per response is the "
+            "generator process's own ru_utime + ru_stime over the responses it reports. nginx is TLS with ALPN h2; "
+            "loadbench-server and h2o are h2c (prior knowledge). m = streams per connection (h2load -m, oha -p, "
+            "loadbench -p/--streams). loadbench's rusage includes the interpreter's start-up; its engine column is "
+            "the engine threads' own CPU inside the window (`generator.cpu_us_per_req`).", "", bl.markdown_table(headers, table), ""]
+    if fails:
+        text += ["Runs that did not complete:", ""] + fails + [""]
+    return "\n".join(text)

@@ -10,9 +10,14 @@ Part 2 (connection setup): connection-per-request over http (wrk -H 'Connection:
 loadbench --disable-keepalive, ...) and over https (full TLS handshakes: nginx without session
 cache or tickets, loadbench-server --tls): each generator's CPU per new connection / handshake
 beside the server's, cells where the generator's core was saturated flagged.
+Part 3 (HTTP/2, keep-alive): loadbench --h2 -p M vs h2load -m M (nghttp2's own client) and oha
+--http2 -p M at c x m cells (default c=25 m=10, Zuri's setting, and c = 1/10/50 x m = 1/10),
+against nginx http2 (TLS, ALPN h2), loadbench-server and h2o (h2c, prior knowledge): req/s and
+generator CPU per response, median of the repeats.
 
     .venv/bin/python bench/generator_vs_peers.py                      # the issue's matrix (~40 min)
     .venv/bin/python bench/generator_vs_peers.py -d 2 -r 1 -c 50       # a quick look
+    .venv/bin/python bench/generator_vs_peers.py --only-h2 -d 2 -r 1 --h2-cells 25x10   # HTTP/2 smoke
 
 Writes reports/generator-vs-peers.md and every run to reports/generator-vs-peers.jsonl.
 A generator that is not installed is reported n/a, never dropped.
@@ -31,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import benchlib as bl  # noqa: E402
 import generators as gl  # noqa: E402
-from generator_report import report  # noqa: E402
+from generator_report import h2_report, report  # noqa: E402
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
@@ -45,6 +50,13 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--setup-concurrency", type=int, default=20, help="connections in the setup part")
     p.add_argument("--no-setup", action="store_true", help="skip the connection-setup part")
     p.add_argument("--no-keepalive-part", action="store_true", help="skip the keep-alive part")
+    p.add_argument("--no-h2-part", action="store_true", help="skip the HTTP/2 part")
+    p.add_argument("--only-h2", action="store_true", help="only the HTTP/2 part")
+    p.add_argument("--h2-cells", default="25x10,1x1,1x10,10x1,10x10,50x1,50x10",
+                   help="HTTP/2 cells as CONNECTIONSxSTREAMS, comma-separated")
+    p.add_argument("--h2-servers", default="nginx,loadbench-server,h2o",
+                   help="HTTP/2 servers: nginx (TLS, ALPN h2), loadbench-server and h2o (h2c)")
+    p.add_argument("--h2-generators", default="loadbench,h2load,oha", help="HTTP/2 generators")
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--generator-cpu", type=int, default=1)
     p.add_argument("--path", default="/plaintext")
@@ -57,7 +69,39 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     args.concurrencies = [int(c) for c in args.concurrencies.split(",")]
     args.generators = [g.strip() for g in args.generators.split(",")]
     args.servers = [s.strip() for s in args.servers.split(",")]
+    args.h2_cells = [tuple(int(x) for x in cell.lower().split("x")) for cell in args.h2_cells.split(",") if cell]
+    args.h2_servers = [s.strip() for s in args.h2_servers.split(",") if s.strip()]
+    args.h2_generators = [g.strip() for g in args.h2_generators.split(",") if g.strip()]
+    if args.only_h2:
+        args.no_setup = args.no_keepalive_part = True
+        args.generators = []
     return args
+
+
+def h2_server_specs(args: argparse.Namespace) -> list[tuple[str, Optional[bl.PeerSpec]]]:
+    """nginx over TLS with ALPN h2; loadbench-server and h2o over h2c (prior knowledge)."""
+    from dataclasses import replace
+    import shutil
+
+    specs: list[tuple[str, Optional[bl.PeerSpec]]] = []
+    for name in args.h2_servers:
+        if name == "nginx":
+            n = bl.nginx_peer(https=True)
+            specs.append(("nginx h2", replace(n, name="nginx h2", env=n.env + (("NGINX_HTTP2", "1"),)) if n else None))
+        elif name == "loadbench-server":
+            b = bl.beast_peer(bl.beast_binary(args.beast_bin), False)
+            specs.append(("loadbench-server h2c", replace(b, name="loadbench-server h2c") if b else None))
+        elif name == "h2o":
+            h2o = shutil.which("h2o")
+            spec = None
+            if h2o:
+                spec = bl.PeerSpec("h2o h2c", ("bash", str(bl.BENCH_DIR / "peers/h2o/run.sh"), "{port}"),
+                                   (("H2O_THREADS", "1"),), False, 1,
+                                   bl._version_of([h2o, "--version"], r"h2o version \S+"))
+            specs.append(("h2o h2c", spec))
+        else:
+            raise SystemExit(f"unknown HTTP/2 server {name!r} (nginx, loadbench-server, h2o)")
+    return specs
 
 
 def server_specs(args: argparse.Namespace, https: bool) -> list[tuple[str, Optional[bl.PeerSpec]]]:
@@ -70,6 +114,8 @@ def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, p
             repeat: int, keepalive: bool) -> dict:
     record: dict = {"part": part, "generator": gen.name, "server": peer.spec.name,
                     "scheme": "https" if peer.spec.https else "http", "connections": c, "repeat": repeat}
+    if part == "h2":
+        record["streams"] = getattr(gen, "streams", 1)
     before, stat_before = peer.snapshot(), bl.cpu_times()
     try:
         child, result = gen.run(peer.url(args.path), c, args.duration, keepalive, [args.generator_cpu])
@@ -107,7 +153,8 @@ def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, p
 def describe(record: dict) -> str:
     if record["part"] == "startup":
         return f"  startup   {record['generator']}: {record['startup_cpu_s'] * 1e3:.0f} ms CPU for a one-request run"
-    head = (f"  {record['part']:<9} r{record['repeat']} c={record['connections']:<4} "
+    cell = f"c={record['connections']}" + (f" m={record['streams']}" if "streams" in record else "")
+    head = (f"  {record['part']:<9} r{record['repeat']} {cell:<10} "
             f"{record['scheme']:<5} {record['server']:<16} {record['generator']:<12}")
     if record["status"] != "ok":
         return f"{head} {record['status']}: {record['reason'][:160]}"
@@ -173,6 +220,26 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]
                     for gen in runnable:
                         waited["gate"] = bl.wait_quiet(gate)
                         keep(measure(gen, peer, args, "setup", args.setup_concurrency, repeat, False))
+        if not args.no_h2_part:
+            for peer in peers:
+                peer.stop()
+            peers.clear()
+            h2_specs = h2_server_specs(args)
+            for name, spec in h2_specs:
+                env[f"HTTP/2 server {name}"] = spec.version if spec else "n/a (not installed)"
+            peers.extend(bl.start_peers([s for _, s in h2_specs if s is not None], [args.server_cpu], env))
+            h2_gens = [g for g in gl.h2_generators() if g.name.split()[0] in args.h2_generators]
+            for gen in h2_gens:
+                env[f"HTTP/2 generator {gen.name}"] = gen.version() if gen.available else f"n/a ({gen.missing_reason})"
+            for repeat in range(1, args.repeats + 1):
+                for c, m in args.h2_cells:
+                    for peer in peers:
+                        for gen in h2_gens:
+                            if not gen.available:
+                                continue
+                            gen.streams = m
+                            waited["gate"] = bl.wait_quiet(gate)
+                            keep(measure(gen, peer, args, "h2", c, repeat, True))
     finally:
         for peer in peers:
             peer.stop()
@@ -193,7 +260,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     else:
         records, env, chosen = run(args)
         command = args.command
-    text = report(records, env, args, command, chosen)
+    # The HTTP/2 part has its own table (its cells are c x m); the HTTP/1.1 sections never mix it in.
+    text = report([r for r in records if r.get("part") != "h2"], env, args, command, chosen)
+    if not getattr(args, "no_h2_part", False):
+        text += "\n" + h2_report(records, args)
     bl.write_report(Path(args.out).with_suffix(".md"), text)
     print(text)
     print(f"generator_vs_peers: done in {time.monotonic() - started:.0f} s; wrote {args.out}.md and .jsonl")

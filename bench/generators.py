@@ -318,5 +318,60 @@ class Loadbench(Generator):
                                  "self_saturated": generator.get("saturated")})
 
 
+class H2loadH2(Generator):
+    """h2load over HTTP/2 (h2c prior knowledge / ALPN h2), `-m streams` per connection."""
+
+    streams = 1
+
+    def __init__(self) -> None:
+        super().__init__("h2load", _which("h2load"))
+
+    def version(self) -> str:
+        return _first_line_version([self.binary, "--version"], r"(nghttp2/\S+)")
+
+    def argv(self, url, connections, duration_s, keepalive, out):
+        if not keepalive:
+            raise UnsupportedMode("h2load has no connection-per-request mode")
+        return [self.binary, "-t1", f"-c{connections}", f"-m{self.streams}", "-D", str(duration_s), url]
+
+    parse = H2load.parse
+
+
+class LoadbenchH2(Loadbench):
+    """`loadbench run --h2 -p streams`."""
+
+    streams = 1
+
+    def argv(self, url, connections, duration_s, keepalive, out):
+        return super().argv(url, connections, duration_s, keepalive, out) + ["--h2", "-p", str(self.streams)]
+
+    def parse(self, run, out):
+        result = super().parse(run, out)
+        data = json.loads(out.read_text())
+        result.extra.update(protocol=data.get("config", {}).get("protocol"), goaways=data.get("goaways"),
+                            retried=data.get("retried"), streams_reset=data.get("streams_reset"))
+        return result
+
+
+class OhaH2(Oha):
+    """oha --http2 -p streams."""
+
+    streams = 1
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.name = "oha"
+
+    def argv(self, url, connections, duration_s, keepalive, out):
+        if not keepalive:
+            raise UnsupportedMode("HTTP/2 part: keep-alive only")
+        return super().argv(url, connections, duration_s, keepalive, out) + ["--http2", "-p", str(self.streams)]
+
+
+def h2_generators() -> list[Generator]:
+    """The HTTP/2 part's tools (streams set per cell through `.streams`)."""
+    return [LoadbenchH2(), H2loadH2(), OhaH2()]
+
+
 def all_generators() -> list[Generator]:
     return [Loadbench(), Wrk(), H2load(), Hey(), Bombardier(), Oha(), Ab()]

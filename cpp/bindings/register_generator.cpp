@@ -6,6 +6,8 @@
 #include "core/config_error.hpp"
 #include "core/generator/engine.hpp"
 
+#include <nghttp2/nghttp2.h>
+
 namespace py = pybind11;
 
 namespace loadbench::bindings {
@@ -62,6 +64,15 @@ py::dict result_to_dict(const generator::RunResult& r) {
     d["tls_handshakes"] = t.tls_handshakes;
     d["tls_resumed"] = t.tls_resumed;
     d["reconnects"] = t.reconnects;
+    d["goaways"] = t.goaways;
+    d["retried"] = t.retried;
+    py::dict resets;
+    for (size_t code = 0; code < t.streams_reset.size(); ++code) {
+        if (!t.streams_reset[code]) continue;
+        const char* name = code + 1 < t.streams_reset.size() ? nghttp2_http2_strerror(static_cast<uint32_t>(code)) : "unknown";
+        resets[name] = t.streams_reset[code];
+    }
+    d["streams_reset"] = resets;
     d["histogram"] = histogram_to_dict(t.latency_us);
     d["open_loop"] = r.open_loop;
     if (r.open_loop) {
@@ -118,7 +129,7 @@ void register_generator(py::module_& m) {
                          double duration_s, int64_t total_requests, double warmup_s, double timeout_s, bool keepalive,
                          bool tls_verify, const std::string& tls_cacert, bool tls_session_resumption,
                          const std::vector<int>& cpus, double interval_s, double rate, bool poisson, uint64_t seed,
-                         int max_connections) {
+                         int max_connections, const std::string& protocol, int streams) {
                  EngineConfig c;
                  c.url = url;
                  for (const auto& item : requests) {
@@ -145,13 +156,17 @@ void register_generator(py::module_& m) {
                  c.poisson = poisson;
                  c.seed = seed;
                  c.max_connections = max_connections;
+                 if (protocol != "http/1.1" && protocol != "h2")
+                     throw py::value_error("config: protocol must be 'http/1.1' or 'h2' (got '" + protocol + "')");
+                 c.h2 = protocol == "h2";
+                 c.streams = streams;
                  return translating([&] { return std::make_unique<Engine>(std::move(c)); });
              }),
              py::arg("url"), py::arg("requests"), py::arg("connections"), py::arg("threads"), py::arg("duration_s"),
              py::arg("total_requests"), py::arg("warmup_s"), py::arg("timeout_s"), py::arg("keepalive"),
              py::arg("tls_verify"), py::arg("tls_cacert"), py::arg("tls_session_resumption"), py::arg("cpus"),
              py::arg("interval_s"), py::arg("rate") = 0.0, py::arg("poisson") = false, py::arg("seed") = 1,
-             py::arg("max_connections") = 0)
+             py::arg("max_connections") = 0, py::arg("protocol") = "http/1.1", py::arg("streams") = 1)
         .def("start", &Engine::start, py::call_guard<py::gil_scoped_release>())
         .def("wait", &Engine::wait_for, py::arg("seconds"), py::call_guard<py::gil_scoped_release>(),
              "Wait up to `seconds` with the GIL released; True once the run is over.")

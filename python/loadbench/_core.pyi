@@ -101,6 +101,8 @@ class Engine:
         poisson: bool = False,
         seed: int = 1,
         max_connections: int = 0,
+        protocol: str = "http/1.1",
+        streams: int = 1,
     ) -> None: ...
     def start(self) -> None: ...
     def wait(self, seconds: float) -> bool: ...
@@ -109,7 +111,8 @@ class Engine:
     def result(self) -> dict[str, Any]:
         """After the run (window + drain): duration_s, warmup_s, interval_s, threads, interrupted,
         cpu_s, responses, unfinished, status_codes, errors, first_error, bytes_read, bytes_written,
-        connections_opened, tls_handshakes, tls_resumed, reconnects, histogram, open_loop, timeline;
+        connections_opened, tls_handshakes, tls_resumed, reconnects, goaways, retried,
+        streams_reset (HTTP/2 RST_STREAM error code name -> count), histogram, open_loop, timeline;
         open loop adds target_rate, max_connections, due, sends, late_sends,
         histogram_uncorrected, lateness."""
         ...

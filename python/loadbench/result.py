@@ -120,6 +120,11 @@ class Result:
     tls_handshakes: int = 0
     tls_resumed: int = 0
     reconnects: int = 0
+    # HTTP/2: GOAWAY frames received, requests the server refused unprocessed and that were
+    # sent again, RST_STREAM frames received by error code name.
+    goaways: int = 0
+    retried: int = 0
+    streams_reset: dict[str, int] = field(default_factory=dict)
     # Requests of the window still without a response or an error when the drain after the
     # window ended (open loop: also those due and never sent).
     unfinished: int = 0
@@ -244,6 +249,9 @@ class Result:
             "tls_handshakes_per_s": self.tls_handshakes_per_s,
             "tls_resumed": self.tls_resumed,
             "reconnects": self.reconnects,
+            "goaways": self.goaways,
+            "retried": self.retried,
+            "streams_reset": dict(self.streams_reset),
             "interrupted": self.interrupted,
             "generator": {
                 "threads": self.threads,
@@ -306,7 +314,7 @@ class Result:
 
         known = {"unfinished", "tls_resumed", "latency_uncorrected_us", "rate", "histogram_uncorrected", "histogram_lateness", "format", "url", "config", "duration_s", "responses", "rps", "status_codes", "errors", "first_error",
                  "latency_us", "in_flight", "bytes_read", "bytes_written", "connections_opened", "connections_per_s",
-                 "tls_handshakes", "tls_handshakes_per_s", "reconnects", "interrupted", "generator", "histogram",
+                 "tls_handshakes", "tls_handshakes_per_s", "reconnects", "goaways", "retried", "streams_reset", "interrupted", "generator", "histogram",
                  "interval_s", "timeline"}
         gen = d.get("generator", {})
         return cls(
@@ -317,7 +325,9 @@ class Result:
             bytes_read=int(d.get("bytes_read", 0)), bytes_written=int(d.get("bytes_written", 0)),
             connections_opened=int(d.get("connections_opened", 0)), tls_handshakes=int(d.get("tls_handshakes", 0)),
             tls_resumed=int(d.get("tls_resumed", 0)), unfinished=int(d.get("unfinished", 0)),
-            reconnects=int(d.get("reconnects", 0)), cpu_s=float(gen.get("cpu_s", 0.0)),
+            reconnects=int(d.get("reconnects", 0)), goaways=int(d.get("goaways", 0)),
+            retried=int(d.get("retried", 0)),
+            streams_reset={str(k): int(v) for k, v in (d.get("streams_reset") or {}).items()}, cpu_s=float(gen.get("cpu_s", 0.0)),
             threads=int(gen.get("threads", d.get("config", {}).get("threads", 1))),
             interrupted=bool(d.get("interrupted", False)), first_error=d.get("first_error", ""),
             interval_s=float(d.get("interval_s", 1.0)), timeline_columns=cols,

@@ -153,7 +153,8 @@ class RunningLoad:
             bytes_read=raw["bytes_read"], bytes_written=raw["bytes_written"],
             connections_opened=raw["connections_opened"], tls_handshakes=raw["tls_handshakes"],
             tls_resumed=raw.get("tls_resumed", 0), unfinished=raw.get("unfinished", 0), due=raw.get("due", 0),
-            reconnects=raw["reconnects"], cpu_s=raw["cpu_s"], threads=raw["threads"],
+            reconnects=raw["reconnects"], goaways=raw.get("goaways", 0), retried=raw.get("retried", 0),
+            streams_reset=dict(raw.get("streams_reset", {})), cpu_s=raw["cpu_s"], threads=raw["threads"],
             interrupted=raw["interrupted"], first_error=raw["first_error"], interval_s=raw["interval_s"],
             timeline_columns=dict(raw["timeline"]), open_loop=raw["open_loop"],
             target_rate=raw.get("target_rate", 0.0), sends=raw.get("sends", 0), late_sends=raw.get("late_sends", 0),
@@ -167,14 +168,15 @@ def start(url: str, *, connections: int = 10, threads: int = 1, duration: Option
           keepalive: bool = True, timeout: float = 10.0, insecure: bool = True, verify: bool = False,
           cacert: Union[str, os.PathLike, None] = None, tls_session_resumption: bool = False,
           cpus: Optional[Sequence[int]] = None, interval: float = 1.0, rate: Optional[float] = None,
-          arrival: str = "constant", max_connections: Optional[int] = None, seed: int = 1) -> RunningLoad:
+          arrival: str = "constant", max_connections: Optional[int] = None, seed: int = 1,
+          protocol: str = "http/1.1", streams: int = 1) -> RunningLoad:
     """Start a run and return at once; see run() for the arguments."""
     config, engine_kwargs = prepare(
         url, connections=connections, threads=threads, duration=duration, requests=requests, warmup=warmup,
         method=method, headers=headers, body=body, requests_list=requests_list, keepalive=keepalive,
         timeout=timeout, insecure=insecure, verify=verify, cacert=cacert,
         tls_session_resumption=tls_session_resumption, cpus=cpus, interval=interval, rate=rate,
-        arrival=arrival, max_connections=max_connections, seed=seed)
+        arrival=arrival, max_connections=max_connections, seed=seed, protocol=protocol, streams=streams)
     try:
         engine = _core.Engine(**engine_kwargs)
     except ValueError as exc:
@@ -191,7 +193,7 @@ def prepare(url: str, *, connections: int = 10, threads: int = 1, duration: Opti
             cacert: Union[str, os.PathLike, None] = None, tls_session_resumption: bool = False,
             cpus: Optional[Sequence[int]] = None, interval: float = 1.0, rate: Optional[float] = None,
             arrival: str = "constant", max_connections: Optional[int] = None,
-            seed: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
+            seed: int = 1, protocol: str = "http/1.1", streams: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
     """Check a run's arguments (ConfigError with one clear message) and return (config, the
     native engine's arguments) without starting anything."""
     if not isinstance(url, str) or not url:
@@ -227,6 +229,16 @@ def prepare(url: str, *, connections: int = 10, threads: int = 1, duration: Opti
                               f"not {max_connections!r}")
         if max_connections > 2**31 - 1:
             raise ConfigError(f"max_connections must be a sensible integer, not {max_connections!r}")
+    if protocol in ("h2", "http2", "HTTP/2", "http/2"):
+        protocol = "h2"
+    elif protocol in ("http/1.1", "HTTP/1.1", "h1"):
+        protocol = "http/1.1"
+    else:
+        raise ConfigError(f"protocol must be 'http/1.1' or 'h2', not {protocol!r}")
+    if isinstance(streams, bool) or not isinstance(streams, int) or not 1 <= streams <= 2**31 - 1:
+        raise ConfigError(f"streams must be an integer >= 1, not {streams!r}")
+    if streams > 1 and protocol != "h2":
+        raise ConfigError("streams > 1 needs HTTP/2 (protocol='h2'): HTTP/1.1 carries one request at a time")
     timeout_s = _number("timeout", timeout)
     if cacert is not None and not Path(cacert).is_file():
         raise ConfigError(f"CA file {os.fspath(cacert)!r} does not exist")
@@ -247,6 +259,7 @@ def prepare(url: str, *, connections: int = 10, threads: int = 1, duration: Opti
         "request_templates": len(wire), "keepalive": bool(keepalive), "timeout_s": timeout_s,
         "tls_verify": tls_verify, "tls_session_resumption": bool(tls_session_resumption),
         "cpus": cpu_list or None, "interval_s": float(interval),
+        "protocol": protocol, "streams": streams,
     }
     if rate is not None:
         config.update(rate=rate_value, arrival=arrival, max_connections=max_connections or connections, seed=seed)
@@ -255,7 +268,8 @@ def prepare(url: str, *, connections: int = 10, threads: int = 1, duration: Opti
         total_requests=requests or 0, warmup_s=warmup_s, timeout_s=timeout_s, keepalive=bool(keepalive),
         tls_verify=tls_verify, tls_cacert=os.fspath(cacert) if cacert is not None else "",
         tls_session_resumption=bool(tls_session_resumption), cpus=cpu_list, interval_s=float(interval),
-        rate=rate_value, poisson=arrival == "poisson", seed=int(seed), max_connections=max_connections or 0)
+        rate=rate_value, poisson=arrival == "poisson", seed=int(seed), max_connections=max_connections or 0,
+        protocol=protocol, streams=streams)
     return config, engine_kwargs
 
 
@@ -266,6 +280,7 @@ def run(url: str, *, connections: int = 10, threads: int = 1, duration: Optional
         cacert: Union[str, os.PathLike, None] = None, tls_session_resumption: bool = False,
         cpus: Optional[Sequence[int]] = None, interval: float = 1.0, rate: Optional[float] = None,
         arrival: str = "constant", max_connections: Optional[int] = None, seed: int = 1,
+        protocol: str = "http/1.1", streams: int = 1,
         progress: Optional[Callable[[dict], None]] = None, sample_pid: Optional[int] = None) -> Result:
     """Load `url` and return what was measured.
 
@@ -280,7 +295,10 @@ def run(url: str, *, connections: int = 10, threads: int = 1, duration: Optional
     switches to an open loop: requests are due on a constant or `arrival="poisson"` (seeded)
     schedule whatever the server does, latency counts from the intended send time (corrected
     for coordinated omission; `latency_uncorrected` is the service time), and the pool of
-    `connections` grows up to `max_connections` when all are busy. `progress`, if given, is called about every 0.1 s with
+    `connections` grows up to `max_connections` when all are busy. `protocol="h2"` speaks HTTP/2
+    (h2c with prior knowledge for http://, ALPN h2 only for https:// - a server that does not
+    select h2 fails the connection, never a fallback) with up to `streams` requests in flight per
+    connection (h2load's -m). `progress`, if given, is called about every 0.1 s with
     a dict (elapsed_s, warming_up, responses, errors, rps, ...). Ctrl-C ends the run early and
     still returns the result (with `interrupted=True`).
     `sample_pid` names the server process: its CPU time (with all its descendants), memory,
@@ -295,7 +313,7 @@ def run(url: str, *, connections: int = 10, threads: int = 1, duration: Optional
             warmup=warmup, method=method, headers=headers, body=body, requests_list=requests_list,
             keepalive=keepalive, timeout=timeout, insecure=insecure, verify=verify, cacert=cacert,
             tls_session_resumption=tls_session_resumption, cpus=cpus, interval=interval, rate=rate,
-            arrival=arrival, max_connections=max_connections, seed=seed))
+            arrival=arrival, max_connections=max_connections, seed=seed, protocol=protocol, streams=streams))
     finally:
         if edges is not None:
             edges.close()  # the background series ends with the run, however it ends

@@ -36,6 +36,10 @@ def summary_lines(r: "Result") -> list[str]:
             f"{', warm-up %g s' % cfg['warmup_s'] if cfg.get('warmup_s') else ''}"
             f"{'  [INTERRUPTED]' if r.interrupted else ''}")
     lines = [head]
+    if cfg.get("protocol") == "h2":
+        tls = r.url.lower().startswith("https:")
+        lines.append(f"  protocol      HTTP/2 ({'h2, negotiated with ALPN' if tls else 'h2c, prior knowledge'}), "
+                     f"{cfg.get('streams', 1)} stream{'s' if cfg.get('streams', 1) != 1 else ''} per connection")
     lines.append(f"  requests/s    {r.rps:,.2f}  ({r.responses:,} responses in {r.duration_s:.3f} s)")
     if r.unfinished:
         lines.append(f"  unfinished    {r.unfinished:,} requests of the window had no answer when the drain ended"
@@ -78,6 +82,9 @@ def summary_lines(r: "Result") -> list[str]:
     if r.reconnects:
         conn += f", {r.reconnects:,} reopened after the server closed"
     lines.append(f"  connections   {conn}")
+    if r.goaways or r.retried or r.streams_reset:
+        resets = ", ".join(f"{name} {n:,}" for name, n in sorted(r.streams_reset.items())) or "none"
+        lines.append(f"  http/2        GOAWAY {r.goaways:,}, refused and re-sent {r.retried:,}, RST_STREAM {resets}")
     lines.append(f"  transfer      read {format_bytes(r.bytes_read)}, written {format_bytes(r.bytes_written)}")
     per_req = f"{r.cpu_us_per_req:.2f} us/response" if r.cpu_us_per_req is not None else "n/a"
     lines.append(f"  generator     CPU {r.cpu_s:.3f} s = {per_req}, {r.cpu_utilisation * 100:.0f} % of "

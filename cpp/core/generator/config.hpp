@@ -35,10 +35,16 @@ struct EngineConfig {
     bool poisson = false;
     uint64_t seed = 1;
     int max_connections = 0;
+    // HTTP/2: h2c with prior knowledge for http://, ALPN h2 (only) for https://.
+    bool h2 = false;
+    int streams = 1;              // HTTP/2 streams in flight per connection (h2load's -m)
 };
 
 // A request that went out more than this after its intended time counts as a late send.
 inline constexpr int64_t kLateSendNs = 1'000'000;
+
+// HTTP/2 error codes NO_ERROR (0) .. HTTP_1_1_REQUIRED (0xd), plus one for unknown codes.
+inline constexpr size_t kH2ErrorCodes = 15;
 
 enum ErrorKind : int { kConnect = 0, kRead, kWrite, kTimeout, kParse, kErrorKinds };
 inline constexpr std::array<const char*, kErrorKinds> kErrorKindNames = {"connect", "read", "write", "timeout", "parse"};
@@ -61,6 +67,10 @@ struct Measurements {
     uint64_t tls_handshakes = 0;
     uint64_t tls_resumed = 0;  // of those, abbreviated (the session was resumed)
     uint64_t reconnects = 0;  // connections the server closed (or asked to close) that were reopened
+    uint64_t goaways = 0;     // HTTP/2 GOAWAY frames received
+    uint64_t retried = 0;     // HTTP/2 requests the server refused unprocessed, sent again
+    // HTTP/2 RST_STREAM frames received, by error code (the last entry: codes above 0xd).
+    std::array<uint64_t, kH2ErrorCodes> streams_reset{};
     std::string first_error;  // the first error message seen, for the summary
 
     void add(const Measurements& other);

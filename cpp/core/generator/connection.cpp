@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/generator/http1_session.hpp"
+#include "core/generator/http2_session.hpp"
 
 namespace loadbench::generator {
 
@@ -18,9 +19,15 @@ Connection::Connection(const RunPlan& plan, EventLoop& loop, Recorder& recorder,
       read_capacity_(read_capacity) {
     transport_ = plan.tls ? make_tls_transport(*plan.tls, plan.url.host, plan.url.host_is_ip_literal)
                           : make_plain_transport();
-    // ALPN would pick the session here once a TLS connection can speak more than HTTP/1.1.
-    session_ = std::make_unique<Http1Session>(plan.wire_requests, plan.head_requests,
-                                              static_cast<SessionEvents&>(*this));
+    // The protocol is the run's choice, never negotiated down: over TLS, HTTP/2 offers only
+    // ALPN "h2" and a server that does not select it fails the connection (handshake()).
+    if (plan.h2) {
+        session_ = std::make_unique<Http2Session>(plan.h2_requests, plan.streams, !plan.keepalive,
+                                                  static_cast<SessionEvents&>(*this));
+    } else {
+        session_ = std::make_unique<Http1Session>(plan.wire_requests, plan.head_requests,
+                                                  static_cast<SessionEvents&>(*this));
+    }
 }
 
 Connection::~Connection() { close(); }
@@ -97,13 +104,24 @@ void Connection::connect_done(uint32_t events) {
     }
     state_ = State::Open;
     owner_.on_ready(*this, monotonic_ns());
+    if (session_->reads_when_idle()) flush();  // the HTTP/2 preface, even before a request
 }
 
 void Connection::handshake() {
     switch (transport_->handshake()) {
         case IoStatus::Ok:
+            if (plan_.h2 && transport_->alpn() != "h2") {
+                const std::string selected(transport_->alpn());
+                lose(kConnect, "ALPN: the server did not select h2 (" +
+                                   (selected.empty() ? std::string("it selected no protocol")
+                                                     : "it selected '" + selected + "'") +
+                                   "); --h2 over TLS needs a server that speaks HTTP/2, and loadbench never falls "
+                                   "back to HTTP/1.1");
+                return;
+            }
             state_ = State::Open;
             owner_.on_ready(*this, monotonic_ns());
+            if (session_->reads_when_idle()) flush();  // the HTTP/2 preface, even before a request
             return;
         case IoStatus::WantRead:
         case IoStatus::WantWrite:
@@ -144,7 +162,8 @@ bool Connection::flush() noexcept {
 }
 
 void Connection::read_available() {
-    if (session_->in_flight() == 0) {
+    const bool multiplexed = session_->reads_when_idle();
+    if (session_->in_flight() == 0 && !multiplexed) {
         // Nothing asked. TLS 1.3 session tickets arrive after the handshake, so an idle TLS
         // connection is readable without anything for the session: the transport consumes
         // them (and the new-session callback keeps the ticket). Anything else is the server
@@ -157,6 +176,7 @@ void Connection::read_available() {
         return;
     }
     const bool plain = !transport_->needs_handshake();
+    const uint64_t settled_before = settled_;
     int64_t now = 0;
     while (true) {
         size_t n = 0;
@@ -168,22 +188,42 @@ void Connection::read_available() {
                 lose(kParse, session_->error());
                 return;
             }
-            if (session_->in_flight() == 0) break;
+            if (session_->in_flight() == 0 && !multiplexed) break;
             // A short read drained the socket; the next arrival raises a new edge.
-            if (plain && n < read_capacity_ && !peer_closed_) return;
+            if (plain && n < read_capacity_ && !peer_closed_) break;
             continue;
         }
-        if (status == IoStatus::WantRead || status == IoStatus::WantWrite) return;
+        if (status == IoStatus::WantRead || status == IoStatus::WantWrite) break;
         if (status == IoStatus::Eof) {
             now = monotonic_ns();
-            if (session_->input_eof(now) == InputResult::Ok && session_->in_flight() == 0) break;
+            const bool idle = session_->in_flight() == 0;
+            if (session_->input_eof(now) == InputResult::Ok && session_->in_flight() == 0) {
+                if (multiplexed && idle && settled_ == settled_before) {
+                    // HTTP/2 connection closed with nothing in flight (idle timeout, after GOAWAY).
+                    close();
+                    owner_.on_idle_closed(*this, now);
+                    return;
+                }
+                break;
+            }
             lose(kRead, session_->error());
             return;
         }
         lose(kRead, io_error("read"));
         return;
     }
-    owner_.on_answered(*this, now);
+    if (!multiplexed) {
+        if (session_->in_flight() == 0) owner_.on_answered(*this, now);
+        return;
+    }
+    // HTTP/2: what the session has to say back (SETTINGS ACK, WINDOW_UPDATE, PING ACK), then
+    // the owner refills the slots that freed - at once, while other streams are in flight.
+    if (state_ == State::Open && !flush()) return;
+    if (now == 0) now = monotonic_ns();
+    const bool freed = settled_ != settled_before;
+    if (session_->in_flight() == 0 ? (freed || !session_->reusable())
+                                   : (freed && session_->reusable() && session_->free_slots() > 0))
+        owner_.on_answered(*this, now);
 }
 
 void Connection::lose(ErrorKind kind, const std::string& why) {
@@ -199,7 +239,24 @@ std::string Connection::io_error(const char* what) const {
 
 void Connection::on_request_sent(Request& r, int64_t now) noexcept { recorder_.sent(r, now); }
 
+void Connection::on_refused(Request& r, int64_t now) noexcept {
+    ++settled_;
+    owner_.on_refused(*this, r, now);
+}
+
+void Connection::on_stream_error(Request& r, const std::string& why, int64_t now) noexcept {
+    ++settled_;
+    owner_.on_stream_error(*this, r, why, now);
+}
+
+void Connection::on_goaway(int64_t now) noexcept { recorder_.goaway(plan_.in_window(now)); }
+
+void Connection::on_stream_reset(uint32_t error_code, int64_t now) noexcept {
+    recorder_.stream_reset(error_code, plan_.in_window(now));
+}
+
 void Connection::on_response(Request& r, int status, int64_t now) noexcept {
+    ++settled_;
     reused_ = true;
     last_counted = r.counted;
     owner_.on_response(*this, r, status, now);

@@ -25,6 +25,10 @@ public:
     // Handshake done: requests may flow.
     virtual void on_ready(Connection& c, int64_t now) = 0;
     virtual void on_response(Connection& c, Request& r, int status, int64_t now) noexcept = 0;
+    // HTTP/2: a request the server refused unprocessed (send it again elsewhere), and one whose
+    // stream alone failed. Called from inside the session's input: do not write from here.
+    virtual void on_refused(Connection& c, Request& r, int64_t now) noexcept = 0;
+    virtual void on_stream_error(Connection& c, Request& r, const std::string& why, int64_t now) noexcept = 0;
     // After input was handled and every request in flight was answered (the session may have
     // free slots, or may not be reusable).
     virtual void on_answered(Connection& c, int64_t now) = 0;
@@ -71,6 +75,10 @@ public:
 private:
     void on_request_sent(Request& r, int64_t now) noexcept override;
     void on_response(Request& r, int status, int64_t now) noexcept override;
+    void on_refused(Request& r, int64_t now) noexcept override;
+    void on_stream_error(Request& r, const std::string& why, int64_t now) noexcept override;
+    void on_goaway(int64_t now) noexcept override;
+    void on_stream_reset(uint32_t error_code, int64_t now) noexcept override;
     void connect_done(uint32_t events);
     void handshake();
     void read_available();
@@ -89,6 +97,7 @@ private:
     State state_ = State::Closed;
     bool reused_ = false;
     bool peer_closed_ = false;
+    uint64_t settled_ = 0;  // requests the session settled (answered, refused, failed): slots freed
 };
 
 }  // namespace loadbench::generator

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/generator/http2_session.hpp"
 #include "core/http/url.hpp"
 
 namespace loadbench::generator {
@@ -54,6 +55,8 @@ void validate(const EngineConfig& c) {
     if (!(c.timeout_s > 0.0 && std::isfinite(c.timeout_s))) throw ConfigError("timeout must be > 0 seconds");
     if (!(c.interval_s > 0.0 && std::isfinite(c.interval_s))) throw ConfigError("timeline interval must be > 0 seconds");
     if (c.rate < 0.0 || !std::isfinite(c.rate)) throw ConfigError("rate must be > 0 requests per second");
+    if (c.streams < 1) throw ConfigError("streams must be >= 1 (got " + std::to_string(c.streams) + ")");
+    if (c.streams > 1 && !c.h2) throw ConfigError("streams > 1 needs HTTP/2 (--h2): HTTP/1.1 carries one request at a time");
     if (c.max_connections < 0) throw ConfigError("max connections must be >= 0");
     if (c.rate > 0.0 && c.max_connections > 0 && c.max_connections < c.connections)
         throw ConfigError("max connections (" + std::to_string(c.max_connections) + ") must be >= connections (" +
@@ -105,8 +108,16 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
         plan_.head_requests.push_back(r.method == "HEAD");
     }
 
-    if (plan_.url.tls)
+    if (config_.h2) {
+        plan_.h2 = true;
+        plan_.streams = config_.streams;
+        for (const auto& r : requests)
+            plan_.h2_requests.push_back(make_h2_request(r, plan_.url.target, host_header, plan_.url.tls));
+    }
+    if (plan_.url.tls) {
         tls_ = std::make_unique<TlsContext>(config_.tls_verify, config_.tls_cacert, config_.tls_session_resumption);
+        if (config_.h2) tls_->offer_alpn(std::string_view("\x02h2", 3));  // h2 only: never a silent fallback
+    }
     plan_.tls = tls_.get();
     plan_.keepalive = config_.keepalive;
     plan_.count_mode = config_.total_requests > 0;
@@ -255,6 +266,9 @@ void Measurements::add(const Measurements& other) {
     connections_opened += other.connections_opened;
     tls_handshakes += other.tls_handshakes;
     reconnects += other.reconnects;
+    goaways += other.goaways;
+    retried += other.retried;
+    for (size_t i = 0; i < streams_reset.size(); ++i) streams_reset[i] += other.streams_reset[i];
     if (first_error.empty()) first_error = other.first_error;
 }
 

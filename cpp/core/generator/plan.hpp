@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/generator/schedule.hpp"
@@ -17,12 +18,21 @@ namespace loadbench::generator {
 // CLOCK_MONOTONIC in nanoseconds (vDSO: no system call).
 int64_t monotonic_ns() noexcept;
 
+// One request template as HTTP/2 header fields (pseudo-headers first) and body, built once.
+struct H2Request {
+    std::vector<std::pair<std::string, std::string>> fields;
+    std::string body;
+};
+
 struct RunPlan {
     sockaddr_storage address{};
     socklen_t address_len = 0;
     http::Url url;
     std::vector<std::string> wire_requests;  // serialised once
     std::vector<bool> head_requests;
+    bool h2 = false;                         // HTTP/2 (h2c prior knowledge, or ALPN h2 over TLS)
+    int streams = 1;                         // HTTP/2: most streams in flight per connection
+    std::vector<H2Request> h2_requests;      // HTTP/2: the templates as header fields, built once
     const TlsContext* tls = nullptr;         // null: plain TCP
     bool keepalive = true;
     bool count_mode = false;

@@ -40,6 +40,11 @@ public:
         m_.tls_resumed += counted && resumed;
     }
     void reconnect(bool counted) noexcept { m_.reconnects += counted; }
+    void goaway(bool counted) noexcept { m_.goaways += counted; }
+    void retried(bool counted) noexcept { m_.retried += counted; }
+    void stream_reset(uint32_t code, bool counted) noexcept {
+        m_.streams_reset[code < kH2ErrorCodes - 1 ? code : kH2ErrorCodes - 1] += counted;
+    }
 
     // Closes the timeline; call once when the worker stops.
     void finish() { timeline_.flush(); }

@@ -31,6 +31,14 @@ public:
     virtual void on_request_sent(Request& r, int64_t now) noexcept = 0;
     // Its response is complete (to the last byte) at `now`; the slot is already free.
     virtual void on_response(Request& r, int status, int64_t now) noexcept = 0;
+    // Multiplexed protocols (HTTP/2) only; the slot is already free in each case.
+    // The server refused the request unprocessed (GOAWAY above it, RST_STREAM REFUSED_STREAM):
+    // it may go out again on another connection.
+    virtual void on_refused(Request&, int64_t) noexcept {}
+    // This request alone failed (its stream was reset); the connection goes on.
+    virtual void on_stream_error(Request&, const std::string&, int64_t) noexcept {}
+    virtual void on_goaway(int64_t) noexcept {}
+    virtual void on_stream_reset(uint32_t /*error_code*/, int64_t) noexcept {}
 
 protected:
     ~SessionEvents() = default;
@@ -71,6 +79,15 @@ public:
     // without one never reached the server's handler and may be re-sent).
     virtual size_t take_in_flight(Request* out, bool* answered, size_t capacity) noexcept = 0;
     virtual const std::string& error() const noexcept = 0;
+    // Whether the connection feeds it bytes with no request in flight (HTTP/2: SETTINGS, PING,
+    // GOAWAY arrive any time), and tells the owner when slots free while others are in flight.
+    virtual bool reads_when_idle() const noexcept { return false; }
+    // Multiplexed sessions: removes up to `capacity` requests assigned at or before
+    // `assigned_before` (their streams are cancelled; the connection goes on), for the caller
+    // to settle as timeouts. Others time out with their connection (0 here).
+    virtual size_t take_expired(int64_t /*assigned_before*/, Request* /*out*/, size_t /*capacity*/) noexcept {
+        return 0;
+    }
 };
 
 }  // namespace loadbench::generator

@@ -106,6 +106,12 @@ public:
         if (r == 1) return IoStatus::Ok;
         return classify(r);
     }
+    std::string_view alpn() const override {
+        const unsigned char* data = nullptr;
+        unsigned int len = 0;
+        SSL_get0_alpn_selected(ssl_, &data, &len);
+        return data ? std::string_view(reinterpret_cast<const char*>(data), len) : std::string_view();
+    }
     IoStatus read(char* buffer, size_t capacity, size_t& n) override {
         ERR_clear_error();
         errno = 0;
@@ -230,6 +236,12 @@ TlsContext::TlsContext(bool verify, const std::string& cacert, bool session_resu
         SSL_CTX_set_verify(ctx_, SSL_VERIFY_NONE, nullptr);
         SSL_CTX_set_cert_verify_callback(ctx_, accept_unverified_chain, nullptr);
     }
+}
+
+void TlsContext::offer_alpn(std::string_view protocols) {
+    if (SSL_CTX_set_alpn_protos(ctx_, reinterpret_cast<const unsigned char*>(protocols.data()),
+                                static_cast<unsigned int>(protocols.size())) != 0)
+        throw std::runtime_error("SSL_CTX_set_alpn_protos failed: " + take_openssl_errors());
 }
 
 TlsContext::~TlsContext() {

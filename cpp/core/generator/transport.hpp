@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace loadbench::generator {
 
@@ -29,6 +30,8 @@ public:
     virtual bool resumed() const { return false; }
     // Why the last call returned Error (empty for plain sockets: errno says it).
     virtual std::string last_error() const { return {}; }
+    // The protocol the server selected with ALPN (empty: none, or not TLS).
+    virtual std::string_view alpn() const { return {}; }
 };
 
 // One per engine: shared by every worker (SSL_CTX is thread safe for SSL_new).
@@ -41,6 +44,8 @@ public:
     SSL_CTX* native() const noexcept { return ctx_; }
     bool verify() const noexcept { return verify_; }
     bool session_resumption() const noexcept { return session_resumption_; }
+    // Offer exactly these protocols with ALPN (wire format: length-prefixed names), e.g. "\x02h2".
+    void offer_alpn(std::string_view protocols);
 
 private:
     SSL_CTX* ctx_ = nullptr;

@@ -106,10 +106,11 @@ bool Worker::finished(int64_t now) const noexcept {
     if (!scheduler_.exhausted(now) || counted_in_flight_ > 0) return false;
     // With a request count every request is sent, however late; a timed window's end stops
     // new sends, so what still waits in the queue then is unfinished.
-    return !plan_.count_mode || scheduler_.queue_empty();
+    // Closed loop: the queue holds only HTTP/2 requests a server refused, sent again in the drain.
+    return (!plan_.count_mode && plan_.open_loop) || scheduler_.queue_empty();
 }
 
-void Worker::assign(Connection& c, const Request& r, int64_t now) {
+void Worker::assign(Connection& c, const Request& r, int64_t now, bool write_now) {
     Request request = r;
     if (request.assigned_ns == 0) request.assigned_ns = now;
     if (c.state() == Connection::State::Closed) {
@@ -124,15 +125,25 @@ void Worker::assign(Connection& c, const Request& r, int64_t now) {
     }
     c.session().submit(request);
     if (request.counted) ++counted_in_flight_;
-    c.flush();  // a no-op until the connection is up; a failure is settled through on_lost
+    if (write_now) c.flush();  // a no-op until the connection is up; a failure is settled through on_lost
 }
 
 void Worker::next_closed(Connection& c, int64_t now) {
     Request r;
-    while (c.session().free_slots() > 0 && scheduler_.next_closed(now, r)) {
-        assign(c, r, now);
+    RequestQueue& retries = scheduler_.queue();  // closed loop: HTTP/2 requests refused by a server
+    const bool multiplexed = c.session().reads_when_idle();
+    while (c.session().free_slots() > 0) {
+        if (!retries.empty()) {
+            r = retries.front();
+            retries.pop_front();
+        } else if (!scheduler_.next_closed(now, r)) {
+            break;
+        }
+        // HTTP/2: the slots filled now go out in one write (as h2load), not one write each.
+        assign(c, r, now, !multiplexed);
         if (c.state() == Connection::State::Closed) return;  // lost at once: settled and rescheduled
     }
+    if (multiplexed) c.flush();  // a failure is settled through on_lost
 }
 
 void Worker::on_tcp_connected(Connection& c, int64_t now) noexcept {
@@ -180,6 +191,28 @@ void Worker::on_answered(Connection& c, int64_t now) {
     }
     mark_ready(c);
     if (!scheduler_.queue().empty()) dispatch(now);
+}
+
+void Worker::on_refused(Connection&, Request& r, int64_t now) noexcept {
+    // HTTP/2: refused unprocessed (above a GOAWAY's last stream, or REFUSED_STREAM): it goes
+    // out again, first in line, on the next free slot of any connection (not from inside the
+    // session's input: the owner refills slots in on_answered, open loop also in release_due).
+    // Its assigned time is kept, so a server that refuses forever still ends in a timeout.
+    if (r.counted) --counted_in_flight_;
+    recorder_.retried(r.counted && (plan_.count_mode || now < plan_.window_end_ns));
+    try {
+        scheduler_.queue().push_front(r);
+    } catch (...) {
+        recorder_.error(r, kRead, "out of memory re-queueing a refused request", now);
+    }
+}
+
+void Worker::on_stream_error(Connection&, Request& r, const std::string& why, int64_t now) noexcept {
+    if (r.counted) --counted_in_flight_;
+    try {
+        recorder_.error(r, kRead, why, now);
+    } catch (...) {
+    }
 }
 
 void Worker::on_idle_closed(Connection& c, int64_t now) {
@@ -260,6 +293,10 @@ void Worker::housekeeping(int64_t now) {
         Connection& c = *connections_[i];
         if (c.session().in_flight() > 0) {
             if (now - c.session().oldest_assigned_ns() >= plan_.timeout_ns) {
+                if (c.state() == Connection::State::Open && c.session().reads_when_idle()) {
+                    expire_streams(c, now);  // HTTP/2: per stream, the connection goes on
+                    continue;
+                }
                 c.close();
                 on_lost(c, kTimeout,
                         "timeout: no complete response within " + std::to_string(plan_.timeout_ns / 1'000'000) + " ms",
@@ -274,6 +311,22 @@ void Worker::housekeeping(int64_t now) {
             }
         }
     }
+}
+
+void Worker::expire_streams(Connection& c, int64_t now) {
+    Request taken[kTakeBatch];
+    size_t n;
+    while ((n = c.session().take_expired(now - plan_.timeout_ns, taken, kTakeBatch)) > 0) {
+        for (size_t i = 0; i < n; ++i) {
+            if (taken[i].counted) --counted_in_flight_;
+            recorder_.error(taken[i], kTimeout,
+                            "timeout: no complete response within " + std::to_string(plan_.timeout_ns / 1'000'000) +
+                                " ms (HTTP/2 stream cancelled)",
+                            now);
+        }
+    }
+    if (!c.flush()) return;  // lost: settled through on_lost
+    if (c.state() == Connection::State::Open) on_answered(c, now);  // refill the freed slots
 }
 
 void Worker::settle_unfinished(int64_t now) {

@@ -46,10 +46,12 @@ private:
     void on_answered(Connection& c, int64_t now) override;
     void on_lost(Connection& c, ErrorKind kind, const std::string& why, int64_t now) override;
     void on_idle_closed(Connection& c, int64_t now) override;
+    void on_refused(Connection& c, Request& r, int64_t now) noexcept override;
+    void on_stream_error(Connection& c, Request& r, const std::string& why, int64_t now) noexcept override;
 
     Connection& add_connection();
     // Gives `r` to `c` (opening it first when closed) and writes it if it can.
-    void assign(Connection& c, const Request& r, int64_t now);
+    void assign(Connection& c, const Request& r, int64_t now, bool write_now = true);
     // Closed loop: fill c's free slots with new requests.
     void next_closed(Connection& c, int64_t now);
     // Open loop: queue what is due, hand it to free slots, grow the pool.
@@ -59,6 +61,7 @@ private:
     void open_pool_connection(Connection& c, int64_t now);
     void fail_queued_request(const std::string& why, int64_t now);
     void housekeeping(int64_t now);
+    void expire_streams(Connection& c, int64_t now);
     void settle_unfinished(int64_t now);
     bool finished(int64_t now) const noexcept;
 

@@ -17,6 +17,7 @@ void Worker::dispatch(int64_t now) {
     // The window's end stops new sends (a request count has no end).
     if (now >= plan_.window_end_ns || plan_.stop.load(std::memory_order_relaxed)) return;
     RequestQueue& queue = scheduler_.queue();
+    Connection* unwritten = nullptr;  // HTTP/2: the requests given to one connection go out in one write
     while (!queue.empty() && !ready_.empty()) {
         Connection* c = ready_.back();
         const int free = c->state() == Connection::State::Open ? c->session().free_slots() : 0;
@@ -25,10 +26,17 @@ void Worker::dispatch(int64_t now) {
             c->in_ready_list = false;
             if (free == 0) continue;
         }
+        if (unwritten && unwritten != c) {
+            unwritten->flush();
+            unwritten = nullptr;
+        }
         const Request r = queue.front();
         queue.pop_front();
-        assign(*c, r, now);
+        const bool multiplexed = c->session().reads_when_idle();
+        assign(*c, r, now, !multiplexed);
+        if (multiplexed) unwritten = c;
     }
+    if (unwritten) unwritten->flush();  // a failure is settled through on_lost
     // Every slot is busy and requests are waiting: grow the pool up to the cap.
     while (!queue.empty() && static_cast<int>(queue.size()) > connecting_ &&
            static_cast<int>(connections_.size()) < max_connections_)

@@ -45,6 +45,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-z", "-d", "--duration", default=None, help="measured duration, e.g. 10s (default 10s)")
     p.add_argument("-n", "--requests", type=int, default=None, help="exactly this many requests instead of a duration")
     p.add_argument("-m", "--method", default="GET", help="HTTP method (default GET)")
+    p.add_argument("--h2", "--http2", dest="h2", action="store_true",
+                   help="HTTP/2: h2c with prior knowledge for http://, ALPN h2 (only) for https://")
+    p.add_argument("-p", "--streams", type=int, default=1, metavar="N",
+                   help="HTTP/2 streams in flight per connection (default 1; h2load calls it -m, "
+                        "but -m is --method here, as in oha)")
     p.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'", help="header (repeatable)")
     p.add_argument("-b", "--body", default=None, help="request body")
     p.add_argument("--body-file", default=None, help="send this file as the request body")
@@ -144,6 +149,8 @@ def main(args: argparse.Namespace) -> int:
         cpus=parse_cpu_list(args.cpus) if args.cpus else None,
         sample_pid=args.sample_pid, rate=args.rate, arrival=args.arrival,
         max_connections=args.max_connections, seed=args.seed)
+    if args.h2 or args.streams != 1:
+        kwargs.update(protocol="h2" if args.h2 else "http/1.1", streams=args.streams)
     lost: Optional[LoadbenchError] = None
     try:
         if args.cluster is not None:

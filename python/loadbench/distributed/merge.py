@@ -83,6 +83,8 @@ def merge_shards(url: str, config: dict[str, Any], parts: Sequence[dict[str, Any
         bytes_written=sum(r.bytes_written for r in results),
         connections_opened=sum(r.connections_opened for r in results),
         tls_handshakes=sum(r.tls_handshakes for r in results), reconnects=sum(r.reconnects for r in results),
+        goaways=sum(r.goaways for r in results), retried=sum(r.retried for r in results),
+        streams_reset=_sum_dicts([r.streams_reset for r in results]),
         tls_resumed=sum(r.tls_resumed for r in results), unfinished=sum(r.unfinished for r in results),
         due=sum(r.due for r in results),
         cpu_s=sum(r.cpu_s for r in results), threads=sum(r.threads for r in results),
