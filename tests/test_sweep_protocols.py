@@ -3,7 +3,6 @@ request-count cells, targets that declare their protocols (n/a with the reason o
 variants, the default sweep's time budget, and small real sweeps against the Beast server."""
 from __future__ import annotations
 
-import inspect
 import json
 from pathlib import Path
 
@@ -18,9 +17,6 @@ from sweep_data import result_dict
 
 REPO = Path(__file__).resolve().parent.parent
 PEERS = REPO / "bench" / "peers"
-RUN_SPEAKS_H2 = "protocol" in inspect.signature(loadbench.run).parameters
-NO_H2_RUN = ("loadbench.run() does not take protocol= yet (the HTTP/2 generator, issue 12); "
-             "the lead removes this skip after merging it")
 
 
 def test_protocols_streams_and_requests_are_checked():
@@ -181,7 +177,6 @@ def test_small_real_sweep_http_and_https_with_request_count_cells(tmp_path):
     assert "## Protocol comparison" not in text  # no HTTP/2 measured: no H2/H1 table
 
 
-@pytest.mark.skipif(not RUN_SPEAKS_H2, reason=NO_H2_RUN)
 def test_small_real_sweep_over_all_four_protocols(tmp_path):
     sweep = Sweep(targets=[Target("beast")], workloads=["plaintext", "json"], concurrencies=[4],
                   protocols=["http", "https", "h2c", "h2"], streams=4, repeats=1, duration=1.0, warmup=0.2,
