@@ -142,7 +142,7 @@ def test_a_worker_that_dies_mid_run_loses_only_its_shard(beast_server):
                          dashboard_address=":0")
     client = Client(local)
     try:
-        victim = sorted(client.scheduler_info()["workers"])[1]
+        victim = sorted(lbd.scheduler_identity(client)["workers"])[1]
         victim_pid = client.run(os.getpid, workers=[victim])[victim]
         killer = threading.Timer(5.0, os.kill, (victim_pid, 9))  # 3 s start delay + ~2 s of load
         killer.start()

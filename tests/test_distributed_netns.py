@@ -130,7 +130,7 @@ def test_two_generator_hosts_in_namespaces_count_exactly_per_source_address(tmp_
                 ["ip", "netns", "exec", ns, sys.executable, "-m", "distributed.cli.dask_worker",
                  local.scheduler_address, "--nthreads", "1", "--no-nanny", "--resources", "loadbench=1",
                  "--host", ip, "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        _wait_for(lambda: len(client.scheduler_info()["workers"]) == 2, 90, "two Dask workers")
+        _wait_for(lambda: len(lbd.scheduler_identity(client)["workers"]) == 2, 90, "two Dask workers")
         r = lbd.run(f"http://{SERVER_IP}:8080/", cluster=client, shards=2, connections=6, requests=4001)
         assert r.responses == 4001 and r.error_count == 0
         nginx.terminate()  # nginx flushes and closes its log on the way out

@@ -100,7 +100,7 @@ def run(url: str, *, cluster: Any, shards: Optional[int] = None, start_delay: fl
     prepare(url, **run_kwargs)  # every argument checked here, before any worker is touched
     client, close = _client(cluster, shards or 2)
     try:
-        info = client.scheduler_info(n_workers=-1) if _accepts_n_workers(client) else client.scheduler_info()
+        info = scheduler_identity(client)
         workers = info.get("workers", {})
         if shards is None:
             shards = len(workers)
@@ -114,10 +114,14 @@ def run(url: str, *, cluster: Any, shards: Optional[int] = None, start_delay: fl
         close()
 
 
-def _accepts_n_workers(client: Any) -> bool:
-    import inspect
-
-    return "n_workers" in inspect.signature(client.scheduler_info).parameters
+def scheduler_identity(client: Any) -> dict:
+    """The scheduler's identity with every worker, fetched for this call. Not
+    `client.scheduler_info()`: that returns a cache which the client's own periodic refresh
+    overwrites with a worker-less summary, so under load a live worker can look gone."""
+    try:
+        return dict(client.sync(client.scheduler.identity, n_workers=-1))
+    except TypeError:  # a scheduler that predates n_workers sends every worker anyway
+        return dict(client.sync(client.scheduler.identity))
 
 
 def _run_shards(client: Any, url: str, run_kwargs: dict[str, Any], plan: list, picked: list[str], tagged: bool,
@@ -183,8 +187,7 @@ def _run_shards(client: Any, url: str, run_kwargs: dict[str, Any], plan: list, p
 
 
 def _collect(client: Any, futures: list, picked: list[str], parts: dict[int, dict], lost: dict[int, str]) -> None:
-    alive = set(client.scheduler_info(n_workers=-1)["workers"]) if _accepts_n_workers(client) \
-        else set(client.scheduler_info()["workers"])
+    alive = set(scheduler_identity(client).get("workers", {}))
     for i, f in enumerate(futures):
         if i in parts or i in lost:
             continue
@@ -250,7 +253,7 @@ class SweepRunner:
     def __init__(self, cluster: Any, shards: Optional[int]) -> None:
         self.cluster, self.shards = cluster, shards
         self.client, self._close = _client(cluster, shards or 2)
-        workers = self.client.scheduler_info().get("workers", {})
+        workers = scheduler_identity(self.client).get("workers", {})
         self.generator_hosts = sorted({w.get("host", a) for a, w in workers.items()})
 
     def __call__(self, url: str, **kwargs: Any) -> Result:
