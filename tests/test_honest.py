@@ -4,6 +4,7 @@ flag (‡) firing on a closed loop that lost connections and not on a healthy on
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -172,7 +173,8 @@ def test_a_server_shedding_503s_ranks_below_one_that_serves_everything(tmp_path)
     text = report.render(tmp_path)
     assert "| req/s | serves | **" in text and "| non-2xx + errors |  | " not in text
     assert "sheds http plaintext C = 4: 503 x " in text
-    assert "sheds http plaintext C = 4 (30.0 % non-2xx/errors)" in text
+    # its exclusion names the shed share (a busy machine may add "contended" after it)
+    assert re.search(r"sheds http plaintext C = 4 \(30\.0 % non-2xx/errors[,)]", text), text
     start = text.index("## Summary")
     summary = text[start:text.index("\n## ", start + 1)]  # up to the next section
     assert "| sheds | n/a | n/a |" in summary and summary.count("| not ranked |") == 1
