@@ -4,7 +4,6 @@
 #include <cctype>
 #include <cstring>
 
-#include "core/config_error.hpp"
 
 namespace loadbench::generator {
 
@@ -18,33 +17,16 @@ std::string lower(std::string s) {
     return s;
 }
 
-bool is_token(const std::string& s) {
-    if (s.empty()) return false;
-    for (char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        if (u <= 0x20 || u >= 0x7f || std::string_view("()<>@,;:\\\"/[]?={}").find(c) != std::string_view::npos)
-            return false;
-    }
-    return true;
-}
-
 }  // namespace
 
 H2Request make_h2_request(const http::RequestTemplate& request, const std::string& default_target,
                           const std::string& authority, bool tls) {
-    if (!is_token(request.method)) throw ConfigError("bad HTTP method '" + request.method + "'");
-    const std::string& target = request.target.empty() ? default_target : request.target;
-    for (char c : target)
-        if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
-            throw ConfigError("bad request path '" + target + "': spaces or control characters");
+    const std::string& target = http::checked_target(request, default_target);
     H2Request out;
     std::string host = authority;
     bool has_agent = false, has_length = false;
     std::vector<std::pair<std::string, std::string>> regular;
     for (const auto& [name, value] : request.headers) {
-        if (!is_token(name)) throw ConfigError("bad header name '" + name + "'");
-        if (value.find_first_of("\r\n") != std::string::npos)
-            throw ConfigError("header '" + name + "' has a line break in its value");
         std::string n = lower(name);
         if (n == "host") {
             host = value;

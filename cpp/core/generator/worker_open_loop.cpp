@@ -14,8 +14,11 @@ void Worker::release_due(int64_t now) {
 }
 
 void Worker::dispatch(int64_t now) {
-    // The window's end stops new sends (a request count has no end).
-    if (now >= plan_.window_end_ns || plan_.stop.load(std::memory_order_relaxed)) return;
+    // Requests already due are still sent after the window's end, in the drain, on connections
+    // that are open: the end stops requests from becoming due, not the sending of those due
+    // before it (else the one due in the window's last microseconds was lost to the loop's
+    // wake-up latency and ended `unfinished` on a healthy server). No connection is opened then.
+    if (plan_.stop.load(std::memory_order_relaxed)) return;
     RequestQueue& queue = scheduler_.queue();
     Connection* unwritten = nullptr;  // HTTP/2: the requests given to one connection go out in one write
     while (!queue.empty() && !ready_.empty()) {
@@ -38,7 +41,7 @@ void Worker::dispatch(int64_t now) {
     }
     if (unwritten) unwritten->flush();  // a failure is settled through on_lost
     // Every slot is busy and requests are waiting: grow the pool up to the cap.
-    while (!queue.empty() && static_cast<int>(queue.size()) > connecting_ &&
+    while (now < plan_.window_end_ns && !queue.empty() && static_cast<int>(queue.size()) > connecting_ &&
            static_cast<int>(connections_.size()) < max_connections_)
         open_pool_connection(add_connection(), now);
 }

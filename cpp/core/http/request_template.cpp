@@ -27,13 +27,23 @@ bool is_token(const std::string& s) {
 
 }  // namespace
 
-std::string serialize_request(const RequestTemplate& request, const std::string& default_target,
-                              const std::string& host_header, bool keepalive) {
+const std::string& checked_target(const RequestTemplate& request, const std::string& default_target) {
     if (!is_token(request.method)) throw ConfigError("bad HTTP method '" + request.method + "'");
     const std::string& target = request.target.empty() ? default_target : request.target;
     for (char c : target)
         if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
             throw ConfigError("bad request path '" + target + "': spaces or control characters");
+    for (const auto& [name, value] : request.headers) {
+        if (!is_token(name)) throw ConfigError("bad header name '" + name + "'");
+        if (value.find_first_of("\r\n") != std::string::npos)
+            throw ConfigError("header '" + name + "' has a line break in its value");
+    }
+    return target;
+}
+
+std::string serialize_request(const RequestTemplate& request, const std::string& default_target,
+                              const std::string& host_header, bool keepalive) {
+    const std::string& target = checked_target(request, default_target);
 
     bool has_host = false, has_agent = false, has_length = false, has_connection = false, chunked = false;
     std::string out;
@@ -43,9 +53,6 @@ std::string serialize_request(const RequestTemplate& request, const std::string&
     out += target;
     out += " HTTP/1.1\r\n";
     for (const auto& [name, value] : request.headers) {
-        if (!is_token(name)) throw ConfigError("bad header name '" + name + "'");
-        if (value.find_first_of("\r\n") != std::string::npos)
-            throw ConfigError("header '" + name + "' has a line break in its value");
         has_host |= iequals(name, "host");
         has_agent |= iequals(name, "user-agent");
         has_length |= iequals(name, "content-length");
