@@ -83,45 +83,58 @@ def _engine_us(r: dict) -> Optional[float]:
     return r["extra"].get("self_cpu_us_per_req") if r["status"] == "ok" else None
 
 
-def _ratio_lines(records: list[dict], servers: list[str], concs: list[int], engine: bool = False) -> list[str]:
+def _ratio_lines(records: list[dict], servers: list[str], concs: list[int], engine: bool = False,
+                 mine: str = "loadbench", other: str = "wrk") -> list[str]:
+    """Per server and concurrency: `mine` vs `other`, generator CPU per response (engine=True:
+    both loadbench builds' own engine figure; wrk's is rusage, its start-up being a few ms)."""
+    def us(generator: str, server: str, c: int) -> Optional[float]:
+        rows = _select(records, part="keepalive", generator=generator, server=server, connections=c)
+        if engine and generator.startswith("loadbench"):
+            engine_us = bl.summarize(_engine_us(r) for r in rows)
+            return engine_us.median if engine_us else None
+        return _median(rows, "gen_cpu_us_per_resp")
+
     lines = []
     for server in servers:
         parts = []
         for c in concs:
-            lb_rows = _select(records, part="keepalive", generator="loadbench", server=server, connections=c)
-            if engine:
-                engine_us = bl.summarize(_engine_us(r) for r in lb_rows)
-                lb = engine_us.median if engine_us else None
-            else:
-                lb = _median(lb_rows, "gen_cpu_us_per_resp")
-            wrk = _median(_select(records, part="keepalive", generator="wrk", server=server, connections=c),
-                          "gen_cpu_us_per_resp")
-            if lb is None or wrk is None:
-                parts.append(f"c={c}: n/a")
-            else:
-                parts.append(f"c={c}: {lb:.2f} vs {wrk:.2f} us ({lb / wrk:.2f}x)")
+            a, b = us(mine, server, c), us(other, server, c)
+            parts.append(f"c={c}: n/a" if a is None or b is None else f"c={c}: {a:.2f} vs {b:.2f} us ({a / b:.2f}x)")
         lines.append(f"- against {server}: " + "; ".join(parts))
     return lines
 
 
-def _setup_ratio_lines(records: list[dict], servers: list[str]) -> list[str]:
+def _setup_ratio_lines(records: list[dict], servers: list[str], other: str = "wrk") -> list[str]:
     lines = []
     for scheme, noun in (("http", "new connection"), ("https", "TLS handshake")):
         parts = []
         for server in servers:
             lb = _median(_select(records, part="setup", generator="loadbench", server=server, scheme=scheme),
                          "gen_cpu_us_per_conn")
-            wrk = _median(_select(records, part="setup", generator="wrk", server=server, scheme=scheme),
-                          "gen_cpu_us_per_conn")
+            theirs = _median(_select(records, part="setup", generator=other, server=server, scheme=scheme),
+                             "gen_cpu_us_per_conn")
             srv = _median(_select(records, part="setup", generator="loadbench", server=server, scheme=scheme),
                           "server_cpu_us_per_conn")
-            if lb is None or wrk is None:
+            if lb is None or theirs is None:
                 parts.append(f"{server}: n/a")
             else:
-                parts.append(f"{server}: loadbench {lb:.1f} vs wrk {wrk:.1f} us ({lb / wrk:.2f}x; the server "
-                             f"{srv:.1f} us)")
+                parts.append(f"{server}: loadbench {lb:.1f} vs {other} {theirs:.1f} us ({lb / theirs:.2f}x; "
+                             f"the server {srv:.1f} us)")
         lines.append(f"- per {noun}: " + "; ".join(parts))
     return lines
+
+
+def _syscall_lines(records: list[dict]) -> list[str]:
+    """System calls per response under strace -c -f (start-up's calls taken out)."""
+    rows = []
+    for r in records:
+        if r["status"] != "ok":
+            rows.append([r["generator"], r["status"], "", r["reason"][:200]])
+            continue
+        top = ", ".join(f"{name} {n:.2f}" for name, n in list(r["per_resp_by_call"].items())[:6])
+        rows.append([r["generator"], f"{r['calls_per_resp']:.2f}", f"{r['responses']:,}", top])
+    return [bl.markdown_table(["Generator", "system calls per response", "responses (under strace)",
+                               "the most frequent, per response"], rows)]
 
 
 def _noise(records: list[dict], generators: list[gl.Generator], key: str) -> str:
@@ -144,7 +157,9 @@ def _noise(records: list[dict], generators: list[gl.Generator], key: str) -> str
 def report(records: list[dict], env: dict, args: argparse.Namespace, command: str,
            generators: list[gl.Generator]) -> str:
     startup = {r["generator"]: r["startup_cpu_s"] for r in records if r["part"] == "startup"}
-    records = [r for r in records if r["part"] != "startup"]
+    syscalls = [r for r in records if r["part"] == "syscalls"]
+    records = [r for r in records if r["part"] not in ("startup", "syscalls")]
+    before = any(g.name == "loadbench-before" for g in generators)
     concs = args.concurrencies
     servers = args.servers
     ka = [r for r in records if r["part"] == "keepalive"]
@@ -232,6 +247,31 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
         "",
         *_setup_ratio_lines(setup, servers),
         "",
+        *([] if not before else [
+            "## Before and after: loadbench (this build) vs loadbench-before (the --before build)",
+            "",
+            f"Generator CPU us per response, keep-alive, whole process: {env.get('Generator loadbench-before', '')}",
+            "",
+            *_ratio_lines(ka, servers, concs, mine="loadbench", other="loadbench-before"),
+            "",
+            "Engine threads only:",
+            "",
+            *_ratio_lines(ka, servers, concs, engine=True, mine="loadbench", other="loadbench-before"),
+            "",
+            "Connection setup, generator CPU per new connection / per handshake:",
+            "",
+            *_setup_ratio_lines(setup, servers, other="loadbench-before"),
+            ""]),
+        *([] if not syscalls else [
+            f"## System calls per response (keep-alive, c={syscalls[0]['connections']}, against "
+            f"{syscalls[0]['server']}, `strace -c -f`)",
+            "",
+            "Every thread's calls over the whole run, minus those of a one-request run of the same tool "
+            "(start-up and shutdown; wrk has none), / the responses it counted. strace slows each tool many "
+            "times over, so only the counts mean anything here, not the rates.",
+            "",
+            *_syscall_lines(syscalls),
+            ""]),
         "## Generator CPU us per response, keep-alive (median; lower is better)",
         "",
         *per_server("gen_cpu_us_per_resp", True, 2, True),

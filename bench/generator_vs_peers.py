@@ -10,12 +10,15 @@ Part 2 (connection setup): connection-per-request over http (wrk -H 'Connection:
 loadbench --disable-keepalive, ...) and over https (full TLS handshakes: nginx without session
 cache or tickets, loadbench-server --tls): each generator's CPU per new connection / handshake
 beside the server's, cells where the generator's core was saturated flagged.
-Part 3 (HTTP/2, keep-alive): loadbench --h2 -p M vs h2load -m M (nghttp2's own client) and oha
+Part 3 (system calls): loadbench (and --before's build) and wrk under `strace -c -f` for a few
+seconds at c=50 against loadbench-server: calls per response, start-up's calls left out.
+Part 4 (HTTP/2, keep-alive): loadbench --h2 -p M vs h2load -m M (nghttp2's own client) and oha
 --http2 -p M at c x m cells (default c=25 m=10, Zuri's setting, and c = 1/10/50 x m = 1/10),
 against nginx http2 (TLS, ALPN h2), loadbench-server and h2o (h2c, prior knowledge): req/s and
 generator CPU per response, median of the repeats.
 
     .venv/bin/python bench/generator_vs_peers.py                      # the issue's matrix (~40 min)
+    .venv/bin/python bench/generator_vs_peers.py --before /path/to/old-venv/bin/python   # + an older build
     .venv/bin/python bench/generator_vs_peers.py -d 2 -r 1 -c 50       # a quick look
     .venv/bin/python bench/generator_vs_peers.py --only-h2 -d 2 -r 1 --h2-cells 25x10   # HTTP/2 smoke
 
@@ -51,6 +54,14 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--no-setup", action="store_true", help="skip the connection-setup part")
     p.add_argument("--no-keepalive-part", action="store_true", help="skip the keep-alive part")
     p.add_argument("--no-h2-part", action="store_true", help="skip the HTTP/2 part")
+    p.add_argument("--no-syscalls", action="store_true", help="skip counting system calls (strace -c -f)")
+    p.add_argument("--syscall-generators", default="loadbench,loadbench-before,wrk",
+                   help="generators whose system calls per response are counted")
+    p.add_argument("--syscall-concurrency", type=int, default=50)
+    p.add_argument("--syscall-duration", type=int, default=3, help="seconds per strace run")
+    p.add_argument("--before", metavar="PYTHON",
+                   help="an interpreter holding another loadbench build (e.g. the engine before a redesign): "
+                        "measured as `loadbench-before` beside the installed one in the HTTP/1.1 parts")
     p.add_argument("--only-h2", action="store_true", help="only the HTTP/2 part")
     p.add_argument("--h2-cells", default="25x10,1x1,1x10,10x1,10x10,50x1,50x10",
                    help="HTTP/2 cells as CONNECTIONSxSTREAMS, comma-separated")
@@ -73,7 +84,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     args.h2_servers = [s.strip() for s in args.h2_servers.split(",") if s.strip()]
     args.h2_generators = [g.strip() for g in args.h2_generators.split(",") if g.strip()]
     if args.only_h2:
-        args.no_setup = args.no_keepalive_part = True
+        args.no_setup = args.no_keepalive_part = args.no_syscalls = True
         args.generators = []
     return args
 
@@ -151,6 +162,10 @@ def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, p
 
 
 def describe(record: dict) -> str:
+    if record["part"] == "syscalls" and record["status"] == "ok":
+        top = ", ".join(f"{k} {v:.2f}" for k, v in list(record["per_resp_by_call"].items())[:4])
+        return (f"  syscalls  {record['generator']:<16} {record['calls_per_resp']:.2f} calls per response "
+                f"({record['responses']} responses under strace; {top})")
     if record["part"] == "startup":
         return f"  startup   {record['generator']}: {record['startup_cpu_s'] * 1e3:.0f} ms CPU for a one-request run"
     cell = f"c={record['connections']}" + (f" m={record['streams']}" if "streams" in record else "")
@@ -164,8 +179,33 @@ def describe(record: dict) -> str:
             f"err {record['errors']} non2xx {record['non_2xx']}")
 
 
-def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]:
+def chosen_generators(args: argparse.Namespace) -> list[gl.Generator]:
     chosen = [g for g in gl.all_generators() if g.name.split()[0] in args.generators]
+    if args.before and not args.only_h2:
+        chosen.insert(1, gl.LoadbenchBuild(args.before, "loadbench-before"))
+    return chosen
+
+
+def count_syscalls(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace) -> dict:
+    record: dict = {"part": "syscalls", "generator": gen.name, "server": peer.spec.name, "scheme": "http",
+                    "connections": args.syscall_concurrency, "repeat": 1}
+    try:
+        result, calls, startup = gen.syscalls(peer.url(args.path), args.syscall_concurrency,
+                                              args.syscall_duration, [args.generator_cpu])
+    except (RuntimeError, ValueError, OSError) as exc:
+        return {**record, "status": "FAIL", "reason": f"{type(exc).__name__}: {exc}"[:1000]}
+    # A one-request run's calls are start-up and shutdown; what is left is the load's.
+    load = {name: n - startup.get(name, 0) for name, n in calls.items()}
+    responses = max(result.responses - (1 if startup else 0), 1)
+    return {**record, "status": "ok", "responses": result.responses, "errors": result.errors,
+            "calls": sum(calls.values()), "startup_calls": sum(startup.values()),
+            "calls_per_resp": sum(load.values()) / responses,
+            "per_resp_by_call": {k: v / responses for k, v in sorted(load.items(), key=lambda kv: -kv[1]) if v > 0},
+            "strace_calls": calls, "strace_startup_calls": startup}
+
+
+def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]:
+    chosen = chosen_generators(args)
     env = bl.environment()
     gate = bl.make_gate(args)
     first = bl.wait_quiet(gate)
@@ -214,6 +254,12 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]
                         for gen in runnable:
                             waited["gate"] = bl.wait_quiet(gate)
                             keep(measure(gen, peer, args, "keepalive", c, repeat, True))
+        if not args.no_syscalls:
+            beast = [p for p in http_peers if p.spec.name.startswith("loadbench-server")] or http_peers[:1]
+            for gen in runnable:
+                if gen.name in args.syscall_generators.split(",") and beast:
+                    waited["gate"] = bl.wait_quiet(gate)
+                    keep(count_syscalls(gen, beast[0], args))
         if not args.no_setup:
             for repeat in range(1, args.repeats + 1):
                 for peer in peers:
@@ -256,7 +302,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     started = time.monotonic()
     if args.report_only:
         records, env, command = bl.read_jsonl(Path(args.out).with_suffix(".jsonl"))
-        chosen = [g for g in gl.all_generators() if g.name.split()[0] in args.generators]
+        chosen = chosen_generators(args)
     else:
         records, env, chosen = run(args)
         command = args.command

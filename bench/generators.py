@@ -90,6 +90,44 @@ class Generator:
     def _nonzero_is_ok(self, child: ChildRun) -> bool:
         return False
 
+    def syscalls(self, url: str, connections: int, duration_s: int, cpus: Sequence[int]
+                 ) -> tuple[LoadResult, dict[str, int], dict[str, int]]:
+        """One keep-alive run under `strace -c -f` (every thread): the tool's result, the system
+        calls it made by name, and those of its one-request start-up run (empty when the tool
+        has none: its start-up is negligible), so calls per response can leave start-up out.
+        strace slows the tool many times over: only the counts mean anything here."""
+        def counted(argv: list[str], table: Path) -> tuple[ChildRun, dict[str, int]]:
+            child = run_child(taskset(cpus) + ["strace", "-c", "-f", "-o", str(table)] + argv,
+                              timeout_s=duration_s * 10 + 60)
+            if child.returncode != 0 and not self._nonzero_is_ok(child):
+                raise RuntimeError(f"{self.name} under strace exited {child.returncode}: "
+                                   f"{(child.stderr or child.stdout)[-600:]}")
+            return child, parse_strace_counts(table.read_text())
+
+        with tempfile.TemporaryDirectory(prefix=f"bench-{self.name}-strace-") as tmp:
+            out, table = Path(tmp) / "result.json", Path(tmp) / "strace.txt"
+            child, calls = counted(self.argv(url, connections, duration_s, True, out), table)
+            result = self.parse(child, out)
+            startup: dict[str, int] = {}
+            one = self.startup_argv(url, Path(tmp) / "one.json")
+            if one is not None:
+                startup = counted(one, Path(tmp) / "one.txt")[1]
+        return result, calls, startup
+
+
+def parse_strace_counts(text: str) -> dict[str, int]:
+    """`strace -c` table -> {syscall: calls}. Rows are `% time, seconds, usecs/call, calls,
+    [errors], name`; the total row is left out (the sum of the rows is the total)."""
+    calls: dict[str, int] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 5 or fields[-1] == "total" or not fields[0].replace(".", "", 1).isdigit():
+            continue
+        calls[fields[-1]] = calls.get(fields[-1], 0) + int(fields[3])
+    if not calls:
+        raise ValueError(f"no strace -c table in {text[-400:]!r}")
+    return calls
+
 
 def _first_line_version(argv: list[str], pattern: str) -> str:
     try:
@@ -316,6 +354,19 @@ class Loadbench(Generator):
                                  "self_cpu_s": generator.get("cpu_s"),
                                  "self_cpu_us_per_req": generator.get("cpu_us_per_req"),
                                  "self_saturated": generator.get("saturated")})
+
+
+class LoadbenchBuild(Loadbench):
+    """The same CLI from another interpreter holding another build of loadbench (e.g. the
+    engine from before a redesign), measured side by side with the installed one."""
+
+    def __init__(self, python: str, label: str) -> None:
+        Generator.__init__(self, label, python if os.access(python, os.X_OK) else None)
+        self.missing_reason = f"{python} is not an executable Python interpreter"
+
+    def version(self) -> str:
+        return _first_line_version([self.binary, "-c", "import loadbench, sys; print(loadbench.__version__, "
+                                    "'from', loadbench.__file__)"], r"(.+)")
 
 
 class H2loadH2(Generator):

@@ -112,6 +112,7 @@ have h2o || apt_missing+=(h2o)
 have curl || apt_missing+=(curl)
 have openssl || apt_missing+=(openssl)
 have taskset || apt_missing+=(util-linux)
+have strace || apt_missing+=(strace)  # generator_vs_peers.py counts system calls per response
 if [ "$dry_run" = 1 ]; then
   echo "install-peers: dry run: Debian packages it would install (nothing installed):" >&2
   if [ ${#apt_missing[@]} -gt 0 ]; then printf '%s\n' "${apt_missing[@]}"; fi
