@@ -315,6 +315,30 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str
     return "\n".join(lines)
 
 
+def best_table(header: Sequence[str], rows: list[list], lowest: Any, digits: Any) -> str:
+    """rows = [[name, value, ...]]: a markdown table with each column's best value in bold.
+    lowest / digits: one for every column, or a list with one per column."""
+    n = len(header) - 1
+    pick = lambda x, i: x[i] if isinstance(x, (list, tuple)) else x  # noqa: E731
+    columns = [bold_best([row[i + 1] for row in rows], pick(lowest, i), pick(digits, i)) for i in range(n)]
+    return markdown_table(header, [[row[0]] + [columns[i][j] for i in range(n)] for j, row in enumerate(rows)])
+
+
+def report_head(title: str, generated_by: str, env: dict, settings: dict, raw: str) -> list[str]:
+    """Every bench report opens the same way: title, where it came from, the settings and the
+    environment (load at start, outside CPU) - so a reader finds them in one place in each."""
+    return [f"# {title}", "",
+            f"Generated {env.get('Date (UTC)', '?')} UTC by `{generated_by}`; raw data ({raw}). Do not edit by hand.",
+            "", "## Settings", markdown_table(["Setting", "Value"], settings.items()),
+            "", "## Environment", markdown_table(["Item", "Value"], env.items()), ""]
+
+
+def versus(ours: str, a: float, theirs: str, b: float, unit: str = "us/req") -> str:
+    """`ours a vs theirs b: ratio, at or below / ABOVE theirs` (lower is better)."""
+    verdict = "at or below" if a <= b else "ABOVE"
+    return f"{ours} {a:.2f} {unit} vs {theirs} {b:.2f} {unit}: {a / b:.2f}x, {verdict} {theirs}"
+
+
 def bold_best(cells: list[Optional[float]], lowest: bool, digits: int) -> list[str]:
     """Format a row of numbers with the best one in bold (lowest or highest wins)."""
     present = [c for c in cells if c is not None]

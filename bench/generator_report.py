@@ -220,17 +220,9 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
         "Command": f"`{command}`",
     }
     parts = [
-        "# Load generators compared: loadbench vs wrk, h2load, hey, bombardier, oha, ab",
-        "",
-        f"Generated {env['Date (UTC)']} UTC by `bench/generator_vs_peers.py`; raw data (every run, with the "
-        f"tool's own output) in `{Path(args.out).name}.jsonl`. Do not edit by hand.",
-        "",
-        "## Settings",
-        bl.markdown_table(["Setting", "Value"], settings.items()),
-        "",
-        "## Environment",
-        bl.markdown_table(["Item", "Value"], env.items()),
-        "",
+        *bl.report_head("Load generators compared: loadbench vs wrk, h2load, hey, bombardier, oha, ab",
+                        "bench/generator_vs_peers.py", env, settings,
+                        f"every run, with the tool's own output, in `{Path(args.out).name}.jsonl`"),
         "## Headline: loadbench vs wrk, generator CPU us per response (keep-alive, median)",
         "",
         "Whole process (rusage, start-up included - the same figure as for every other tool):",

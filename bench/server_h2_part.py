@@ -186,9 +186,7 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, cells: list
 
     def table(key: str, lowest: bool, digits: int) -> str:
         rows = [[s] + [(x.median if (x := cell(s, c, m, key)) else None) for c, m in cells] for s in args.servers]
-        columns = [bl.bold_best([row[i + 1] for row in rows], lowest, digits) for i in range(len(cells))]
-        return bl.markdown_table(header, [[row[0]] + [columns[i][j] for i in range(len(cells))]
-                                          for j, row in enumerate(rows)])
+        return bl.best_table(header, rows, lowest, digits)
 
     def headline() -> list[str]:
         lines = []
@@ -198,9 +196,7 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, cells: list
                 if not (a and b):
                     lines.append(f"- c = {c}, m = {m}: {ours} vs {theirs}: n/a")
                     continue
-                verdict = "at or below" if a.median <= b.median else "ABOVE"
-                lines.append(f"- c = {c}, m = {m}: {ours} {a.median:.2f} us/req vs {theirs} {b.median:.2f} us/req: "
-                             f"{a.median / b.median:.2f}x, {verdict} {theirs}")
+                lines.append(f"- c = {c}, m = {m}: " + bl.versus(ours, a.median, theirs, b.median))
         return lines
 
     problems = [r for r in records if r["errors"] or r["non_2xx"]]
@@ -218,17 +214,9 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, cells: list
         "Command": f"`{command}`",
     }
     return "\n".join([
-        "# HTTP/2 servers: loadbench-server vs nginx, h2o, node:http2",
-        "",
-        f"Generated {env.get('Date (UTC)', '?')} UTC by `bench/server_vs_peers.py --protocol h2`; raw data "
-        f"(every repeat, with h2load's own output) in `{Path(args.out).name}.jsonl`. Do not edit by hand.",
-        "",
-        "## Settings",
-        bl.markdown_table(["Setting", "Value"], settings.items()),
-        "",
-        "## Environment",
-        bl.markdown_table(["Item", "Value"], env.items()),
-        "",
+        *bl.report_head("HTTP/2 servers: loadbench-server vs nginx, h2o, node:http2",
+                        "bench/server_vs_peers.py --protocol h2", env, settings,
+                        f"every repeat, with h2load's own output, in `{Path(args.out).name}.jsonl`"),
         "## Headline: server CPU us per HTTP/2 response (median)",
         "",
         *headline(),

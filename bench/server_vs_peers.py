@@ -207,12 +207,11 @@ def setup_lines(records: list[dict], servers: list[str]) -> list[str]:
     header = ["Server", "http conn/s", "http server us/conn", "http wrk us/conn",
               "https handshakes/s", "https server us/handshake", "https wrk us/handshake"]
     lowest = [False, True, True, False, True, True]
-    columns = [bl.bold_best([row[i + 1] for row in rows], lowest[i], 0 if i % 3 == 0 else 1) for i in range(6)]
     return ["## Connection setup: server CPU us per new connection / full TLS handshake (median)", "",
             f"wrk `-H 'Connection: close'`, c = {setup[0]['connections']}: one new connection per response; "
             "https: every handshake a full one (nginx without session cache and tickets, loadbench-server "
             "`--no-tls-resumption`). A wrk figure above the server's means wrk, not the server, set the rate.",
-            "", bl.markdown_table(header, [[row[0]] + [columns[i][j] for i in range(6)] for j, row in enumerate(rows)]), ""]
+            "", bl.best_table(header, rows, lowest, [0 if i % 3 == 0 else 1 for i in range(6)]), ""]
 
 
 def report(records: list[dict], env: dict, args: argparse.Namespace, command: str) -> str:
@@ -227,10 +226,7 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
                 s = cell(records, c_server, c, key)
                 medians.append(s.median * scale if s else None)
             rows.append([c_server] + medians)
-        # bold the best server per concurrency (column-wise)
-        columns = [bl.bold_best([row[i + 1] for row in rows], lowest, digits) for i in range(len(concs))]
-        return bl.markdown_table(header, [[row[0]] + [columns[i][j] for i in range(len(concs))]
-                                          for j, row in enumerate(rows)])
+        return bl.best_table(header, rows, lowest, digits)  # the best server per concurrency in bold
 
     def spread_table() -> str:
         rows = []
@@ -272,10 +268,8 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
             if not (beast and nginx and beast_rps and nginx_rps):
                 lines.append(f"- c = {c}: n/a")
                 continue
-            verdict = "at or below" if beast.median <= nginx.median else "ABOVE"
-            lines.append(f"- c = {c}: loadbench-server {beast.median:.2f} us/req ({bl.fmt_num(beast_rps.median)} req/s) "
-                         f"vs nginx {nginx.median:.2f} us/req ({bl.fmt_num(nginx_rps.median)} req/s): "
-                         f"{beast.median / nginx.median:.2f}x, {verdict} nginx")
+            lines.append(f"- c = {c}: " + bl.versus("loadbench-server", beast.median, "nginx", nginx.median) +
+                         f" (req/s: {bl.fmt_num(beast_rps.median)} vs {bl.fmt_num(nginx_rps.median)})")
         return lines
 
     problems = [r for r in records if r["errors"] or r["non_2xx"]]
@@ -296,17 +290,8 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
         "Command": f"`{command}`",
     }
     parts = [
-        "# Server baseline: loadbench-server vs nginx vs node:http",
-        "",
-        f"Generated {env['Date (UTC)']} UTC by `bench/server_vs_peers.py`; raw data (every repeat, "
-        f"with wrk's own output) in `{Path(args.out).name}.jsonl`. Do not edit by hand.",
-        "",
-        "## Settings",
-        bl.markdown_table(["Setting", "Value"], settings.items()),
-        "",
-        "## Environment",
-        bl.markdown_table(["Item", "Value"], env.items()),
-        "",
+        *bl.report_head("Server baseline: loadbench-server vs nginx vs node:http", "bench/server_vs_peers.py",
+                        env, settings, f"every repeat, with wrk's own output, in `{Path(args.out).name}.jsonl`"),
         "## Headline: loadbench-server vs nginx, server CPU us per response (median)",
         "",
         *headline(),

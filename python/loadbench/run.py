@@ -6,6 +6,7 @@ callers that want to poll progress themselves.
 """
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from dataclasses import dataclass, field
@@ -162,21 +163,10 @@ class RunningLoad:
         )
 
 
-def start(url: str, *, connections: int = 10, threads: int = 1, duration: Optional[float] = 10.0,
-          requests: Optional[int] = None, warmup: float = 0.0, method: str = "GET", headers: HeadersLike = None,
-          body: BodyLike = None, requests_list: Optional[Sequence[Union[Request, Mapping[str, Any]]]] = None,
-          keepalive: bool = True, timeout: float = 10.0, insecure: bool = True, verify: bool = False,
-          cacert: Union[str, os.PathLike, None] = None, tls_session_resumption: bool = False,
-          cpus: Optional[Sequence[int]] = None, interval: float = 1.0, rate: Optional[float] = None,
-          arrival: str = "constant", max_connections: Optional[int] = None, seed: int = 1,
-          protocol: str = "http/1.1", streams: int = 1) -> RunningLoad:
+def start(url: str, **options: Any) -> RunningLoad:
     """Start a run and return at once; see run() for the arguments."""
-    config, engine_kwargs = prepare(
-        url, connections=connections, threads=threads, duration=duration, requests=requests, warmup=warmup,
-        method=method, headers=headers, body=body, requests_list=requests_list, keepalive=keepalive,
-        timeout=timeout, insecure=insecure, verify=verify, cacert=cacert,
-        tls_session_resumption=tls_session_resumption, cpus=cpus, interval=interval, rate=rate,
-        arrival=arrival, max_connections=max_connections, seed=seed, protocol=protocol, streams=streams)
+    _known_options("start", options)
+    config, engine_kwargs = prepare(url, **options)
     try:
         engine = _core.Engine(**engine_kwargs)
     except ValueError as exc:
@@ -273,15 +263,8 @@ def prepare(url: str, *, connections: int = 10, threads: int = 1, duration: Opti
     return config, engine_kwargs
 
 
-def run(url: str, *, connections: int = 10, threads: int = 1, duration: Optional[float] = 10.0,
-        requests: Optional[int] = None, warmup: float = 0.0, method: str = "GET", headers: HeadersLike = None,
-        body: BodyLike = None, requests_list: Optional[Sequence[Union[Request, Mapping[str, Any]]]] = None,
-        keepalive: bool = True, timeout: float = 10.0, insecure: bool = True, verify: bool = False,
-        cacert: Union[str, os.PathLike, None] = None, tls_session_resumption: bool = False,
-        cpus: Optional[Sequence[int]] = None, interval: float = 1.0, rate: Optional[float] = None,
-        arrival: str = "constant", max_connections: Optional[int] = None, seed: int = 1,
-        protocol: str = "http/1.1", streams: int = 1,
-        progress: Optional[Callable[[dict], None]] = None, sample_pid: Optional[int] = None) -> Result:
+def run(url: str, *, progress: Optional[Callable[[dict], None]] = None, sample_pid: Optional[int] = None,
+        **options: Any) -> Result:
     """Load `url` and return what was measured.
 
     connections over threads (each thread one event loop); `duration` seconds of measured
@@ -306,17 +289,34 @@ def run(url: str, *, connections: int = 10, threads: int = 1, duration: Optional
     exactly at the edges of the measured window into the result's `server` block
     (cpu_us_per_req = server CPU in the window / exact responses).
     """
-    edges = _window_edges(sample_pid, warmup, None if requests is not None else duration)
+    given = {**_RUN_DEFAULTS, **_known_options("run", options)}
+    edges = _window_edges(sample_pid, given["warmup"], None if given["requests"] is not None else given["duration"])
     try:
-        return _run_with_edges(edges, progress, lambda: start(
-            url, connections=connections, threads=threads, duration=duration, requests=requests,
-            warmup=warmup, method=method, headers=headers, body=body, requests_list=requests_list,
-            keepalive=keepalive, timeout=timeout, insecure=insecure, verify=verify, cacert=cacert,
-            tls_session_resumption=tls_session_resumption, cpus=cpus, interval=interval, rate=rate,
-            arrival=arrival, max_connections=max_connections, seed=seed, protocol=protocol, streams=streams))
+        return _run_with_edges(edges, progress, lambda: start(url, **options))
     finally:
         if edges is not None:
             edges.close()  # the background series ends with the run, however it ends
+
+
+# prepare() holds the one list of run options and their defaults; start() and run() take the
+# same keywords and show prepare's signature (help(), IDEs), so the list is written once.
+_RUN_DEFAULTS = {name: p.default for name, p in inspect.signature(prepare).parameters.items()
+                 if p.kind is inspect.Parameter.KEYWORD_ONLY}
+start.__signature__ = inspect.signature(prepare).replace(return_annotation=RunningLoad)  # type: ignore[attr-defined]
+run.__signature__ = inspect.signature(prepare).replace(  # type: ignore[attr-defined]
+    parameters=[*inspect.signature(prepare).parameters.values(),
+                inspect.Parameter("progress", inspect.Parameter.KEYWORD_ONLY, default=None,
+                                  annotation=Optional[Callable[[dict], None]]),
+                inspect.Parameter("sample_pid", inspect.Parameter.KEYWORD_ONLY, default=None,
+                                  annotation=Optional[int])],
+    return_annotation=Result)
+
+
+def _known_options(caller: str, options: dict[str, Any]) -> dict[str, Any]:
+    for name in options:
+        if name not in _RUN_DEFAULTS:
+            raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}")
+    return options
 
 
 def _run_with_edges(edges: Optional["WindowEdges"], progress: Optional[Callable[[dict], None]],
