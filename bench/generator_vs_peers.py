@@ -62,6 +62,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--before", metavar="PYTHON",
                    help="an interpreter holding another loadbench build (e.g. the engine before a redesign): "
                         "measured as `loadbench-before` beside the installed one in the HTTP/1.1 parts")
+    p.add_argument("--before-note", default="", help="what the --before build is (e.g. its commit), for the report")
     p.add_argument("--only-h2", action="store_true", help="only the HTTP/2 part")
     p.add_argument("--h2-cells", default="25x10,1x1,1x10,10x1,10x10,50x1,50x10",
                    help="HTTP/2 cells as CONNECTIONSxSTREAMS, comma-separated")
@@ -212,6 +213,8 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]
     load_at_start = first["load1_at_start"]
     for gen in chosen:
         env[f"Generator {gen.name}"] = gen.version() if gen.available else f"n/a ({gen.missing_reason})"
+        if gen.name == "loadbench-before" and args.before_note:
+            env[f"Generator {gen.name}"] += f" - {args.before_note}"
     runnable = [g for g in chosen if g.available]
     out = Path(args.out)
     jsonl = bl.JsonlWriter(out.with_suffix(".jsonl"))
