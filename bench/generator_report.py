@@ -115,11 +115,14 @@ def _setup_ratio_lines(records: list[dict], servers: list[str], other: str = "wr
                              "gen_cpu_us_per_conn")
             srv = _median(_select(records, part="setup", generator="loadbench", server=server, scheme=scheme),
                           "server_cpu_us_per_conn")
+            engine = _median(_select(records, part="setup", generator="loadbench", server=server, scheme=scheme),
+                             "gen_engine_us_per_conn")
             if lb is None or theirs is None:
                 parts.append(f"{server}: n/a")
             else:
                 parts.append(f"{server}: loadbench {lb:.1f} vs {other} {theirs:.1f} us ({lb / theirs:.2f}x; "
-                             f"the server {srv:.1f} us)")
+                             + (f"loadbench's engine threads alone {engine:.1f} us, {engine / theirs:.2f}x; "
+                                if engine is not None else "") + f"the server {srv:.1f} us)")
         lines.append(f"- per {noun}: " + "; ".join(parts))
     return lines
 

@@ -159,6 +159,8 @@ def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, p
         record["gen_cpu_us_per_conn"] = child.cpu_s / new_connections * 1e6
         record["server_cpu_us_per_conn"] = server_cpu / new_connections * 1e6
         record["conn_per_s"] = new_connections / result.duration_s
+        if result.extra.get("self_cpu_s") is not None:  # loadbench's engine threads over the window alone
+            record["gen_engine_us_per_conn"] = result.extra["self_cpu_s"] / new_connections * 1e6
     return record
 
 
