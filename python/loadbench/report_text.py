@@ -63,7 +63,9 @@ def intro(generated: str, settings: dict, environment: dict, rows: list[dict]) -
         "of every thread of the server's process tree, read from /proc around exactly the measured "
         "window) divided by the exact number of responses in that window, so unlike req/s it does not "
         "move when the generator pushes harder or softer. It rises with the worker count and with an "
-        "unpinned generator; the Settings and Environment blocks state both.",
+        "unpinned generator; the Settings and Environment blocks state both. That is also why a "
+        "generator-bound cell (§), whose req/s and latency are the generator's limit and never ranked, "
+        "still ranks on CPU us/req and peak memory: those are the server's own at the load it got.",
         "",
     ]
     return lines
@@ -235,7 +237,8 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
     bound = sorted({_cell_name(a) for a in aggs.values() if a.generator_bound})
     if bound:
         out.append(f"- **Generator-bound cells ({len(bound)}, marked §):** {', '.join(bound)}. Their req/s is "
-                   "loadbench's ceiling on this machine, not the server's.")
+                   "loadbench's ceiling on this machine, not the server's, so neither it nor their latency is "
+                   "ranked; their CPU us/req and peak memory are the server's own and stay ranked.")
     starved = sorted(f"{_cell_name(a)} ({a.starved_cause})" for a in aggs.values() if a.starved)
     if starved:
         out.append(f"- **Under-driven cells ({len(starved)}, marked ‡):** {', '.join(starved)}. The server saw "
