@@ -400,6 +400,12 @@ class Model:
         values = [a.rps.median for a in self.cells(target, protocol, workload) if a.ranked and a.rps]
         return max(values) if values else None
 
+    def best_cpu(self, target: str, protocol: Protocols = None, workload: Optional[str] = None) -> Optional[float]:
+        """The lowest median CPU us/req of the server's closed-loop cells ranked for CPU us/req:
+        the CPU counterpart of :meth:`peak` (a generator-bound cell counts; see SERVER_COST_METRICS)."""
+        values = [a.cpu_us.median for a in self.cells(target, protocol, workload) if a.ranked_for("cpu_us") and a.cpu_us]
+        return min(values) if values else None
+
     def common(self, protocol: Protocols = None, workload: Optional[str] = None, metric: str = "rps") -> set[tuple]:
         """The cells the averages of ``metric`` run over (see :func:`common_closed_cells`)."""
         aggs = {k: a for k, a in self.aggs.items() if _matches(k[1], protocol) and (workload is None or k[2] == workload)}

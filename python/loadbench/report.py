@@ -236,23 +236,24 @@ def open_loop_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
 
 
 def summary_table(model: Model, baseline: str) -> str:
-    """Peak and average throughput, CPU, memory per server, each over the cells ranked for that
-    metric, with the ratio to the baseline, the measured cells left out (for req/s and for CPU)
-    and two rank orders: by peak req/s, and by average CPU us/req (lower first)."""
+    """Peak and average throughput, best and average CPU, memory per server, each over the cells
+    ranked for that metric, with the ratio to the baseline, the measured cells left out (for
+    req/s and for CPU) and two rank orders: by peak req/s, and by best CPU us/req (lowest first)."""
     targets = model.targets
     peak = {t: model.peak(t) for t in targets}
-    cpu = {t: model.average(t, metric="cpu_us") for t in targets}
+    best_cpu = {t: model.best_cpu(t) for t in targets}
     ratio = analysis.ratio_to_baseline(peak, baseline)
-    header = ["Server", "Peak req/s", "Average req/s", f"Peak vs {baseline}", "Average CPU us/req",
-              "Peak RSS (MiB)", "Cells excluded (req/s / CPU)", "Rank by peak req/s", "Rank by CPU us/req"]
+    header = ["Server", "Peak req/s", "Average req/s", f"Peak vs {baseline}", "Best CPU us/req",
+              "Average CPU us/req", "Peak RSS (MiB)", "Cells excluded (req/s / CPU)", "Rank by peak req/s",
+              "Rank by best CPU us/req"]
     order = sorted((t for t in targets if peak[t] is not None), key=lambda t: -peak[t])
-    cpu_order = sorted((t for t in targets if cpu[t] is not None), key=lambda t: cpu[t])
+    cpu_order = sorted((t for t in targets if best_cpu[t] is not None), key=lambda t: best_cpu[t])
     rows = []
     for t in targets:
-        avg, rss = model.average(t), model.rss(t)
+        avg, cpu, rss = model.average(t), model.average(t, metric="cpu_us"), model.rss(t)
         rows.append([t, fmt_int(peak[t]) or "n/a", fmt_int(avg) or "n/a",
-                     "n/a" if ratio[t] is None else f"{ratio[t]:.2f}x", fmt_us(cpu[t]) or "n/a",
-                     "n/a" if rss is None else f"{rss:.1f}",
+                     "n/a" if ratio[t] is None else f"{ratio[t]:.2f}x", fmt_us(best_cpu[t]) or "n/a",
+                     fmt_us(cpu) or "n/a", "n/a" if rss is None else f"{rss:.1f}",
                      f"{len(model.excluded(t))} / {len(model.excluded(t, 'cpu_us'))}",
                      str(order.index(t) + 1) if t in order else "not ranked",
                      str(cpu_order.index(t) + 1) if t in cpu_order else "not ranked"])
@@ -263,7 +264,9 @@ def summary_table(model: Model, baseline: str) -> str:
 
 def summary_note(model: Model, base: str) -> str:
     """How the summary's peaks, averages and ranks were chosen, per metric."""
-    return (f"Peak: the best closed-loop cell ranked for req/s of each server. Averages, per metric: req/s over "
+    return (f"Peak: the best closed-loop cell ranked for req/s of each server; best CPU us/req: the lowest of "
+            f"its closed-loop cells ranked for CPU us/req (each over the protocols and workloads the server "
+            f"serves). Averages, per metric: req/s over "
             f"the {len(model.common())} closed-loop cells (protocol x workload x C) ranked for req/s that every "
             f"server with such cells has; CPU us/req over the {len(model.common(metric='cpu_us'))} cells ranked "
             f"for CPU us/req that every server with such cells has; so no server gains from the cells it skipped "
@@ -275,9 +278,14 @@ def summary_note(model: Model, base: str) -> str:
             f"every measured cell.")
 
 
-def _why(cells: list[Aggregate]) -> str:
+def _why(cells: list[Aggregate], metric: str = "rps") -> str:
+    """'1 with > 1 % non-2xx/errors, 2 contended (...)': the reasons ``cells`` are not ranked
+    for ``metric`` (generator-bound is no reason for CPU us/req or memory)."""
+    from .model import SERVER_COST_METRICS
+
     dirty, contended, bound = (sum(1 for a in cells if flag(a)) for flag in
-                               (lambda a: a.dirty, lambda a: a.contended, lambda a: a.generator_bound))
+                               (lambda a: a.dirty, lambda a: a.contended,
+                                lambda a: a.generator_bound and metric not in SERVER_COST_METRICS))
     shares = [a.outside_share for a in cells if a.contended and a.outside_share is not None]
     why = [f"{dirty} with > {100 * analysis.DIRTY_SHARE:g} % non-2xx/errors" if dirty else "",
            f"{contended} contended" + (f" ({100 * min(shares):.0f}-{100 * max(shares):.0f} % outside CPU)"
@@ -311,7 +319,7 @@ def excluded_text(model: Model, list_up_to: int = 12) -> str:
     if bound_only:
         text += (f" Of those, the {bound_only} cell(s) excluded only as generator-bound stay ranked for CPU us/req "
                  f"and peak memory; excluded for CPU us/req too: {len(cpu_out)} cell(s)")
-        per = [f"{t}: {len(m)} ({_why(m)})" for t in model.targets if (m := model.excluded(t, "cpu_us"))]
+        per = [f"{t}: {len(m)} ({_why(m, 'cpu_us')})" for t in model.targets if (m := model.excluded(t, "cpu_us"))]
         text += (" - " + "; ".join(per) + ".") if per else "."
     return text
 
