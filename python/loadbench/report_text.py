@@ -195,9 +195,13 @@ def quiet_rows(gate: Optional[dict], rows: list[dict], settings: dict) -> list[t
         late = sum(1 for g in gates if g.get("timed_out"))
         waited = sum(g.get("waited_s") or 0 for g in gates)
         skipped = all(g.get("skipped") for g in gates)
+        vouched = sum(1 for g in gates if g.get("source") == "previous window")
+        by_window = (f"; {vouched} of them went ahead without a probe because the window just before showed "
+                     f"other processes below {100 * gates[0].get('quiet_outside', 0):g} % of the machine"
+                     if vouched else "")
         items.append(("Load gate before each cell", "not waited for (--no-wait)" if skipped else
                       f"waited {waited:.0f} s in all; {late} of {len(gates)} cell(s) proceeded after the timeout "
-                      "on a busy machine"))
+                      f"on a busy machine{by_window}"))
     elif not gate:
         items.append(("Load gate", "none (results from before the gate existed)"))
     outside = [r["outside_share"] for r in rows if r.get("outside_share") is not None]
