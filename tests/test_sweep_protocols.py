@@ -214,3 +214,16 @@ def test_small_real_sweep_over_all_four_protocols(tmp_path):
         assert f"{peak[h2] / peak[h1]:.2f}x" in section
     if all(peak.values()):  # a chart needs ranked values
         assert (tmp_path / "protocol_peak.png").exists() and (tmp_path / "latency_by_protocol.png").exists()
+
+
+def test_sweep_plan_prints_the_planned_time_and_measures_nothing(tmp_path, capsys, monkeypatch):
+    from loadbench.cli import main
+
+    monkeypatch.chdir(REPO)  # the default sweep finds its peers under ./bench/peers
+    out = tmp_path / "never"
+    assert main(["sweep", "--plan", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "planned" in captured.err and "min on a quiet machine" in captured.err
+    # every server gets its lines; beast serves all four protocols
+    assert all(f"beast            {p}" in captured.out for p in ("http", "https", "h2c", "h2"))
+    assert not out.exists()  # nothing measured, no results folder
