@@ -176,7 +176,7 @@ class LoadGate:
         return ((load is not None and load < self.load_threshold)
                 or (outside is not None and outside < self.quiet_outside))
 
-    def vouch(self, outside_share: float, timeout_s: Optional[float] = None) -> Optional[GateResult]:
+    def vouch(self, outside_share: Optional[float], timeout_s: Optional[float] = None) -> Optional[GateResult]:
         """A quiet result without probing, when ``outside_share`` - other processes' share of the
         machine's CPU over a measured window that just ended (the sweep's per-window figure) - is
         below the gate's outside threshold; else None (probe with :meth:`wait`). That window is a
