@@ -124,8 +124,13 @@ def test_summary_settings_environment_and_limits(report_text):
     # (http plaintext C = 1, 10, https plaintext C = 1: beast's https C = 10 cells are
     # generator-bound, py's http json sheds 30 % as 503s)
     assert beast[1:3] == ["51 000", "23 333"]
-    assert beast[6] == "2" and next(r for r in summary if r[0] == "py")[6] == "1"
-    assert [r[7] for r in summary[1:]] == ["1", "2", "not ranked"]  # beast, py, node
+    # excluded for req/s / for CPU: beast's two generator-bound cells still count for CPU us/req,
+    # py's 503-shedding cell counts for neither
+    assert beast[7] == "2 / 0" and next(r for r in summary if r[0] == "py")[7] == "1 / 1"
+    assert [r[8] for r in summary[1:]] == ["1", "2", "not ranked"]  # by peak req/s: beast, py, node
+    # CPU us/req over the 4 cells ranked for it that both have (beast's § https json C = 10 among
+    # them): beast (20 + 10 + 25 + 14.29) / 4; its best: 10.00 (http plaintext C = 10)
+    assert beast[4:6] == ["10.00", "17.32"] and [r[9] for r in summary[1:]] == ["1", "2", "not ranked"]
     assert "py http json C = 10 (30.0 % non-2xx/errors)" in report_text
     assert "beast https plaintext C = 10 (generator-bound)" in report_text
     settings = dict(table_after(report_text, "## Settings")[1:])

@@ -82,8 +82,12 @@ def test_default_sweep_covers_http2_and_fits_ten_minutes_on_two_cores():
     run = [c for c in cells if c.protocol in declared[c.target]
            and c.workload not in next(t for t in sweep.targets if t.name == c.target).unsupported_workloads]
     groups = {(c.target, c.protocol) for c in run}
-    planned = len(run) * sweep.cell_seconds() + 1.0 * len(groups)  # ~1 s per server start
-    assert planned <= DEFAULT_CELL_BUDGET_S * 1.05, f"{len(run)} cells, {planned:.0f} s"
+    # warm-up + window per repeat, a server start and one gate probe per (target, protocol): the
+    # costs the timestamps of the 2026-11-30 sweep show (a probe per cell cost it 320 s of 795)
+    planned = sweep.planned_seconds(run)
+    assert planned == pytest.approx(len(run) * (sweep.warmup + sweep.duration + 0.01) + len(groups) * 1.15)
+    assert planned <= DEFAULT_CELL_BUDGET_S, f"{len(run)} cells, {planned:.0f} s"
+    assert sweep.repeats >= 3  # a median and a spread per cell
     assert {t for t, p in groups if p in HTTP2} == set(declared) - {"python-asyncio"}
 
 
@@ -210,3 +214,16 @@ def test_small_real_sweep_over_all_four_protocols(tmp_path):
         assert f"{peak[h2] / peak[h1]:.2f}x" in section
     if all(peak.values()):  # a chart needs ranked values
         assert (tmp_path / "protocol_peak.png").exists() and (tmp_path / "latency_by_protocol.png").exists()
+
+
+def test_sweep_plan_prints_the_planned_time_and_measures_nothing(tmp_path, capsys, monkeypatch):
+    from loadbench.cli import main
+
+    monkeypatch.chdir(REPO)  # the default sweep finds its peers under ./bench/peers
+    out = tmp_path / "never"
+    assert main(["sweep", "--plan", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "planned" in captured.err and "min on a quiet machine" in captured.err
+    # every server gets its lines; beast serves all four protocols
+    assert all(f"beast            {p}" in captured.out for p in ("http", "https", "h2c", "h2"))
+    assert not out.exists()  # nothing measured, no results folder

@@ -17,8 +17,8 @@ pooled - and both sides are summarised by THE median (:func:`loadbench.analysis.
   with 3 per side the smallest exact two-sided p is 0.1, so no difference can be significant.
 - Open-loop cells compare only when both sides achieved their target rate within 1 %
   (``not comparable`` otherwise): a server that missed its rate was measured at another load.
-- Cells the report model does not rank (non-2xx/errors, contended, generator-bound) keep their
-  numbers and carry ``flags`` (``flags_base`` / ``flags_new``: the model's reasons);
+- Cells the report model does not rank for a metric (non-2xx/errors, contended; generator-bound
+  for req/s and latency but not CPU us/req) keep their numbers and carry that metric's ``flags`` (``flags_base`` / ``flags_new``: the model's reasons);
   ``FAIL in new`` when the new side's cell never measured.
 
 Inputs: a results folder (results.jsonl), a folder or glob of run JSON files (`loadbench run
@@ -210,8 +210,10 @@ def _rate_share(agg: Optional[_model.Aggregate]) -> Optional[float]:
     return agg.rps.median / agg.target_rate.median
 
 
-def _exclusions(agg: Optional[_model.Aggregate]) -> str:
-    return ", ".join(agg.exclusions()) if agg is not None and agg.status == "ok" else ""
+def _exclusions(agg: Optional[_model.Aggregate], column: str = "rps") -> str:
+    """The model's reasons not to rank ``agg`` for the metric in ``column`` (a generator-bound
+    cell is flagged for req/s and latency, not for CPU us/req)."""
+    return ", ".join(agg.exclusions(column)) if agg is not None and agg.status == "ok" else ""
 
 
 def _row(key: tuple, m: Metric, a: list[float], b: list[float], alpha: float, confidence: float) -> dict:
@@ -255,9 +257,9 @@ def compare(base: Source, new: Source, metrics: Optional[Sequence[str]] = None, 
     out = []
     for key in keys:
         agg_a, agg_b = ma.aggs.get(key), mb.aggs.get(key)
-        flags_a, flags_b = _exclusions(agg_a), _exclusions(agg_b)
-        flags = "; ".join(f"{side}: {f}" for side, f in (("base", flags_a), ("new", flags_b)) if f)
         for m in chosen:
+            flags_a, flags_b = _exclusions(agg_a, m.column), _exclusions(agg_b, m.column)
+            flags = "; ".join(f"{side}: {f}" for side, f in (("base", flags_a), ("new", flags_b)) if f)
             a, b = _values(ma.rows, key, m.column), _values(mb.rows, key, m.column)
             if not a and not b:
                 continue

@@ -123,6 +123,9 @@ class GateResult:
     quiet_load: float = 0.0
     quiet_outside: float = DEFAULT_QUIET_OUTSIDE
     timeout_s: float = DEFAULT_TIMEOUT_S
+    # "probe": the gate read the load / sampled the outside CPU itself; "previous window": the
+    # window measured just before showed a quiet machine, so no probe was taken (LoadGate.vouch)
+    source: str = "probe"
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -172,6 +175,21 @@ class LoadGate:
     def is_quiet(self, load: Optional[float], outside: Optional[float]) -> bool:
         return ((load is not None and load < self.load_threshold)
                 or (outside is not None and outside < self.quiet_outside))
+
+    def vouch(self, outside_share: Optional[float], timeout_s: Optional[float] = None) -> Optional[GateResult]:
+        """A quiet result without probing, when ``outside_share`` - other processes' share of the
+        machine's CPU over a measured window that just ended (the sweep's per-window figure) - is
+        below the gate's outside threshold; else None (probe with :meth:`wait`). That window is a
+        longer and fresher sample of the very quantity the probe would take. Without this, every
+        cell of a sweep idled a second in the probe: the sweep's own load keeps the 1-min load
+        average above the threshold, so each wait fell through to the 1 s outside-CPU sample
+        (320 s of the 13.3-min default sweep of 2026-11-30)."""
+        if not self.enabled or outside_share is None or outside_share >= self.quiet_outside:
+            return None
+        timeout = self.timeout_s if timeout_s is None else timeout_s
+        result = self._result(True, 0.0, _safe(self.read_load), outside_share, timeout)
+        result.source = "previous window"
+        return result
 
     def wait(self, timeout_s: Optional[float] = None) -> GateResult:
         """Block until the machine is quiet or ``timeout_s`` (default: the gate's) passed;

@@ -38,9 +38,10 @@ def _go():
     return go
 
 
-def _label(a: Aggregate) -> str:
+def _label(a: Aggregate, metric: str = "rps") -> str:
+    """Hover text; the exclusions are the ones of the chart's metric (model.SERVER_COST_METRICS)."""
     load = {"closed": f"C={a.load}", "connect": f"new-conn c={a.load}", "open": f"open {a.load} %"}.get(a.mode, "")
-    marks = "" if a.ranked else " (excluded: " + ", ".join(a.exclusions()) + ")"
+    marks = "" if a.ranked_for(metric) else " (excluded: " + ", ".join(a.exclusions(metric)) + ")"
     return f"{a.target} {a.protocol} {a.workload} {load}{marks}"
 
 
@@ -199,7 +200,7 @@ def timelines(m: Model) -> Optional[Chart]:
                  "in both panels.")
 
 
-def _bars(m: Model, value, title: str, axis: str, chart_id: str, note: str) -> Optional[Chart]:
+def _bars(m: Model, value, title: str, axis: str, chart_id: str, note: str, metric: str) -> Optional[Chart]:
     go = _go()
     fig = go.Figure()
     cells = [a for a in m.cells(mode=None) if a.status == "ok"]
@@ -211,7 +212,7 @@ def _bars(m: Model, value, title: str, axis: str, chart_id: str, note: str) -> O
         ys = [value(mine[k]) if k in mine else None for k in order]
         if all(y is None for y in ys):
             continue
-        fig.add_trace(go.Bar(x=names, y=ys, name=t, hovertext=[_label(mine[k]) if k in mine else "" for k in order],
+        fig.add_trace(go.Bar(x=names, y=ys, name=t, hovertext=[_label(mine[k], metric) if k in mine else "" for k in order],
                              hovertemplate="%{hovertext}<br>%{y:.2f}<extra></extra>"))
     if not fig.data:
         return None
@@ -222,12 +223,12 @@ def _bars(m: Model, value, title: str, axis: str, chart_id: str, note: str) -> O
 
 def cpu(m: Model) -> Optional[Chart]:
     return _bars(m, lambda a: a.cpu_us.median if a.cpu_us else None, "Server CPU per request", "CPU us/req (median)",
-                 "cpu", "Server CPU time in the window / exact responses, median of repeats.")
+                 "cpu", "Server CPU time in the window / exact responses, median of repeats.", "cpu_us")
 
 
 def rss(m: Model) -> Optional[Chart]:
     return _bars(m, lambda a: a.rss_peak_mib, "Server peak RSS", "peak RSS (MiB)", "rss",
-                 "The largest resident set the sampler saw over the cell's repeats.")
+                 "The largest resident set the sampler saw over the cell's repeats.", "rss_peak_mib")
 
 
 def comparison(frame, title: str = "Change new vs base") -> Optional[Chart]:

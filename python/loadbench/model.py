@@ -8,10 +8,14 @@ notebook and bench/ all draw from it, so a number means the same thing wherever 
 The arithmetic itself (median, Little's law, CPU/req, outside CPU, the flags' rules) lives in
 :mod:`loadbench.analysis`, each defined once; this module applies it to the records.
 
-A cell is *ranked* (may be bold, enters peaks and averages) only when it measured something
-(status ok), at most 1 % of its outcomes were non-2xx or errors, no other process took more
-than the contended share of the machine during its window, and the generator was not the
-bottleneck. Every other measured cell is still shown, with its marks, and listed as excluded.
+Ranking is decided per metric. A cell is *ranked* for a metric (may be bold for it, enters its
+peaks and averages) only when it measured something (status ok), at most 1 % of its outcomes
+were non-2xx or errors, and no other process took more than the contended share of the machine
+during its window. For req/s and latency the generator must also not have been the bottleneck
+(§): those numbers then measure our generator's limit. The server's CPU us per response and its
+peak memory stay ranked in a generator-bound cell: they are the server's own cost at the load it
+got (see :data:`SERVER_COST_METRICS`). Every other measured cell is still shown, with its marks,
+and listed as excluded.
 """
 from __future__ import annotations
 
@@ -31,6 +35,11 @@ PROTOCOL_ORDER = ("http", "https", "h2c", "h2")
 HTTP1_PROTOCOLS = ("http", "https")
 HTTP2_PROTOCOLS = ("h2c", "h2")
 PROTOCOL_PAIRS = (("cleartext", "http", "h2c"), ("TLS", "https", "h2"))
+# The metrics a generator-bound (§) cell still ranks on, under every name the code uses for them
+# (the Aggregate attribute, the tidy row's column, the comparison's short name): CPU per response
+# divides the server's own CPU by the responses it served, and memory is the server's, so neither
+# is the generator's limit - unlike req/s and latency, which are capped by it.
+SERVER_COST_METRICS = frozenset({"cpu_us", "server_cpu_us_per_req", "cpu", "rss_peak_mib", "rss"})
 Protocols = Any  # one protocol name, a tuple/list/set of them, or None (every protocol)
 
 
@@ -242,17 +251,26 @@ class Aggregate:
 
     @property
     def ranked(self) -> bool:
-        """May be bold and enters peaks, averages and the summary."""
-        return self.status == "ok" and not self.exclusions()
+        """Ranked for throughput (and so for latency): may be bold for req/s, enters peaks, req/s
+        averages and the rank order."""
+        return self.ranked_for("rps")
 
-    def exclusions(self) -> list[str]:
-        """Why a measured cell is not ranked (empty when it is)."""
+    def ranked_for(self, metric: str = "rps") -> bool:
+        """May be bold for ``metric`` (an Aggregate attribute such as rps, mean_ms, cpu_us,
+        rss_peak_mib) and enters its averages."""
+        return self.status == "ok" and not self.exclusions(metric)
+
+    def exclusions(self, metric: str = "rps") -> list[str]:
+        """Why a measured cell is not ranked for ``metric`` (empty when it is). A generator-bound
+        cell is excluded for req/s and latency only (see SERVER_COST_METRICS)."""
         out = []
         if self.dirty:
             out.append(f"{100 * self.bad_share:.1f} % non-2xx/errors")
         if self.contended:
             out.append("contended" + (f" ({100 * self.outside_share:.0f} % outside CPU)"
                                       if self.outside_share is not None else ""))
+        if metric in SERVER_COST_METRICS:
+            return out
         if self.setup_generator_bound and self.generator_cpu_us_per_conn and self.server_cpu_us_per_conn:
             out.append(f"generator-bound (generator {self.generator_cpu_us_per_conn.median:.0f} us > server "
                        f"{self.server_cpu_us_per_conn.median:.0f} us CPU per connection)")
@@ -330,13 +348,15 @@ def _fill(agg: Aggregate, ok: list[dict]) -> None:
     agg.reruns = sum(r.get("reruns") or 0 for r in ok)
 
 
-def common_closed_cells(aggs: dict[Key, Aggregate], targets: list[str]) -> set[tuple]:
-    """(protocol, workload, connections) of the ranked closed-loop cells that every server with
-    any ranked cell has: averages over them do not favour a server for the cells it skipped
-    (node without https, nginx without echo) or lost to errors or contention."""
+def common_closed_cells(aggs: dict[Key, Aggregate], targets: list[str], metric: str = "rps") -> set[tuple]:
+    """(protocol, workload, connections) of the closed-loop cells ranked for ``metric`` that
+    every server with any such cell has: averages over them do not favour a server for the cells
+    it skipped (node without https, nginx without echo) or lost to errors or contention. Per
+    metric, because a generator-bound cell is ranked for CPU us/req but not for req/s."""
     common: Optional[set] = None
     for t in targets:
-        mine = {(k[1], k[2], k[4]) for k, a in aggs.items() if k[0] == t and k[3] == "closed" and a.ranked}
+        mine = {(k[1], k[2], k[4]) for k, a in aggs.items()
+                if k[0] == t and k[3] == "closed" and a.ranked_for(metric)}
         if mine:
             common = mine if common is None else common & mine
     return common or set()
@@ -380,17 +400,24 @@ class Model:
         values = [a.rps.median for a in self.cells(target, protocol, workload) if a.ranked and a.rps]
         return max(values) if values else None
 
-    def common(self, protocol: Protocols = None, workload: Optional[str] = None) -> set[tuple]:
+    def best_cpu(self, target: str, protocol: Protocols = None, workload: Optional[str] = None) -> Optional[float]:
+        """The lowest median CPU us/req of the server's closed-loop cells ranked for CPU us/req:
+        the CPU counterpart of :meth:`peak` (a generator-bound cell counts; see SERVER_COST_METRICS)."""
+        values = [a.cpu_us.median for a in self.cells(target, protocol, workload) if a.ranked_for("cpu_us") and a.cpu_us]
+        return min(values) if values else None
+
+    def common(self, protocol: Protocols = None, workload: Optional[str] = None, metric: str = "rps") -> set[tuple]:
+        """The cells the averages of ``metric`` run over (see :func:`common_closed_cells`)."""
         aggs = {k: a for k, a in self.aggs.items() if _matches(k[1], protocol) and (workload is None or k[2] == workload)}
-        return common_closed_cells(aggs, self.targets)
+        return common_closed_cells(aggs, self.targets, metric)
 
     def average(self, target: str, protocol: Protocols = None, metric: str = "rps",
                 workload: Optional[str] = None) -> Optional[float]:
         """Mean of the median ``metric`` (rps, cpu_us, mean_ms) over the cells every server has
-        ranked (of ``protocol`` and ``workload`` when given)."""
-        common = self.common(protocol, workload)
+        ranked for that metric (of ``protocol`` and ``workload`` when given)."""
+        common = self.common(protocol, workload, metric)
         cells = [a for a in self.cells(target, protocol, workload)
-                 if a.ranked and (a.protocol, a.workload, a.load) in common]
+                 if a.ranked_for(metric) and (a.protocol, a.workload, a.load) in common]
         return analysis.arithmetic_mean([getattr(a, metric).median if getattr(a, metric) else None for a in cells])
 
     def mean_latency(self, target: str, protocol: Protocols = None) -> Optional[float]:
@@ -434,9 +461,10 @@ class Model:
         mem = [a.rss_peak_mib for a in self.aggs.values() if a.target == target and a.rss_peak_mib is not None]
         return max(mem) if mem else None
 
-    def excluded(self, target: Optional[str] = None) -> list[Aggregate]:
-        """Measured cells left out of bold marks, peaks and averages (see Aggregate.exclusions)."""
-        return [a for a in self.aggs.values() if a.status == "ok" and not a.ranked
+    def excluded(self, target: Optional[str] = None, metric: str = "rps") -> list[Aggregate]:
+        """Measured cells not ranked for ``metric`` (default req/s: left out of its bold marks,
+        peaks and averages; see Aggregate.exclusions)."""
+        return [a for a in self.aggs.values() if a.status == "ok" and not a.ranked_for(metric)
                 and (target is None or a.target == target)]
 
     def gap(self, cells: list[Aggregate]) -> str:
@@ -461,7 +489,7 @@ class Model:
             "contended": a.contended, "starved": a.starved, "generator_bound": a.generator_bound,
             "generator_cpu_us_per_conn": med(a.generator_cpu_us_per_conn),
             "server_cpu_us_per_conn": med(a.server_cpu_us_per_conn),
-            "ranked": a.ranked} for a in self.aggs.values()])
+            "ranked": a.ranked, "ranked_cpu": a.ranked_for("cpu_us")} for a in self.aggs.values()])
 
     @property
     def cores(self) -> Optional[int]:

@@ -35,7 +35,9 @@ LEGEND = (
     f"connections were lost to errors or reconnects, so the server saw less than the column's C and the "
     f"latency is never bold. {GENERATOR_BOUND} = generator-bound: loadbench's own threads were "
     f"saturated, or (connection setup) its CPU per new connection or handshake exceeded the "
-    f"server's, so the cell measures the generator: never bold, never ranked. "
+    f"server's, so the cell's req/s, connection rate and latency measure the generator's limit: "
+    f"never bold or ranked for those; its CPU us/req and peak memory are still the server's own "
+    f"at the load it got, so they stay bold-eligible and ranked (still shown with {GENERATOR_BOUND}). "
     f"{PARTIAL} = some repeats failed, the value is the median of the others. "
     f"FAIL = the server died or never became ready for that cell; n/a = not run (peer not "
     f"installed, or the peer does not serve that protocol/workload).)"
@@ -64,10 +66,13 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 
 
 class _Metric:
+    """One row of a table. ``rank``: the model metric whose ranking decides bold (a
+    generator-bound cell is ranked for CPU us/req, not for req/s or latency)."""
+
     def __init__(self, label: str, get: Callable[[Aggregate], Optional[float]], fmt: Callable,
-                 higher_is_better: Optional[bool], latency: bool) -> None:
+                 higher_is_better: Optional[bool], latency: bool, rank: str = "rps") -> None:
         self.label, self.get, self.fmt = label, get, fmt
-        self.higher_is_better, self.latency = higher_is_better, latency
+        self.higher_is_better, self.latency, self.rank = higher_is_better, latency, rank
 
 
 def _median(spread: Optional[analysis.Spread]) -> Optional[float]:
@@ -83,9 +88,9 @@ def fmt_share(value: Optional[float]) -> str:
 BAD = _Metric("non-2xx + errors", lambda a: a.bad_share, fmt_share, None, False)
 METRICS = [
     _Metric("req/s", lambda a: _median(a.rps), fmt_int, True, False),
-    _Metric("p50 (ms)", lambda a: _median(a.p50_ms), fmt_ms, False, True),
-    _Metric("p99 (ms)", lambda a: _median(a.p99_ms), fmt_ms, False, True),
-    _Metric("CPU us/req", lambda a: _median(a.cpu_us), fmt_us, False, False),
+    _Metric("p50 (ms)", lambda a: _median(a.p50_ms), fmt_ms, False, True, "p50_ms"),
+    _Metric("p99 (ms)", lambda a: _median(a.p99_ms), fmt_ms, False, True, "p99_ms"),
+    _Metric("CPU us/req", lambda a: _median(a.cpu_us), fmt_us, False, False, "cpu_us"),
     _Metric("in-flight", lambda a: _median(a.inflight), lambda v: "" if v is None else f"{v:.1f}", None, False),
     BAD,
 ]
@@ -117,8 +122,8 @@ def cell_text(agg: Optional[Aggregate], metric: _Metric, bold: bool) -> str:
 
 
 def best_target(aggs: dict[str, Optional[Aggregate]], metric: _Metric) -> Optional[str]:
-    """The bold cell of one column: best among ranked cells (clean, uncontended, not
-    generator-bound; for latency, not under-driven)."""
+    """The bold cell of one column: best among the cells ranked for the row's metric (clean,
+    uncontended; not generator-bound for req/s and latency; for latency, not under-driven)."""
     if metric.higher_is_better is None:
         return None
     values, excluded = {}, []
@@ -126,7 +131,7 @@ def best_target(aggs: dict[str, Optional[Aggregate]], metric: _Metric) -> Option
         if agg is None or agg.status != "ok":
             continue
         values[name] = metric.get(agg)
-        if not agg.ranked or (metric.latency and agg.starved):
+        if not agg.ranked_for(metric.rank) or (metric.latency and agg.starved):
             excluded.append(name)
     if len([v for v in values.values() if v is not None]) < 2:
         return None  # a single server is nobody's winner
@@ -231,52 +236,92 @@ def open_loop_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
 
 
 def summary_table(model: Model, baseline: str) -> str:
-    """Peak and average throughput, CPU, memory per server over ranked cells, with the ratio
-    to the baseline and the count of measured cells left out."""
+    """Peak and average throughput, best and average CPU, memory per server, each over the cells
+    ranked for that metric, with the ratio to the baseline, the measured cells left out (for
+    req/s and for CPU) and two rank orders: by peak req/s, and by best CPU us/req (lowest first)."""
     targets = model.targets
     peak = {t: model.peak(t) for t in targets}
+    best_cpu = {t: model.best_cpu(t) for t in targets}
     ratio = analysis.ratio_to_baseline(peak, baseline)
-    header = ["Server", "Peak req/s", "Average req/s", f"Peak vs {baseline}", "Average CPU us/req",
-              "Peak RSS (MiB)", "Cells excluded", "Rank"]
+    header = ["Server", "Peak req/s", "Average req/s", f"Peak vs {baseline}", "Best CPU us/req",
+              "Average CPU us/req", "Peak RSS (MiB)", "Cells excluded (req/s / CPU)", "Rank by peak req/s",
+              "Rank by best CPU us/req"]
     order = sorted((t for t in targets if peak[t] is not None), key=lambda t: -peak[t])
+    cpu_order = sorted((t for t in targets if best_cpu[t] is not None), key=lambda t: best_cpu[t])
     rows = []
     for t in targets:
         avg, cpu, rss = model.average(t), model.average(t, metric="cpu_us"), model.rss(t)
         rows.append([t, fmt_int(peak[t]) or "n/a", fmt_int(avg) or "n/a",
-                     "n/a" if ratio[t] is None else f"{ratio[t]:.2f}x", fmt_us(cpu) or "n/a",
-                     "n/a" if rss is None else f"{rss:.1f}", str(len(model.excluded(t))),
-                     str(order.index(t) + 1) if t in order else "not ranked"])
+                     "n/a" if ratio[t] is None else f"{ratio[t]:.2f}x", fmt_us(best_cpu[t]) or "n/a",
+                     fmt_us(cpu) or "n/a", "n/a" if rss is None else f"{rss:.1f}",
+                     f"{len(model.excluded(t))} / {len(model.excluded(t, 'cpu_us'))}",
+                     str(order.index(t) + 1) if t in order else "not ranked",
+                     str(cpu_order.index(t) + 1) if t in cpu_order else "not ranked"])
     sources = sorted({a.rss_source for a in model.aggs.values() if a.rss_source})
     note = f"\n\nPeak RSS: {'; '.join(sources)}." if sources else ""
     return table(header, rows) + note
 
 
+def summary_note(model: Model, base: str) -> str:
+    """How the summary's peaks, averages and ranks were chosen, per metric."""
+    return (f"Peak: the best closed-loop cell ranked for req/s of each server; best CPU us/req: the lowest of "
+            f"its closed-loop cells ranked for CPU us/req (each over the protocols and workloads the server "
+            f"serves). Averages, per metric: req/s over "
+            f"the {len(model.common())} closed-loop cells (protocol x workload x C) ranked for req/s that every "
+            f"server with such cells has; CPU us/req over the {len(model.common(metric='cpu_us'))} cells ranked "
+            f"for CPU us/req that every server with such cells has; so no server gains from the cells it skipped "
+            f"or lost. The ratio compares peaks with {base}. Ranked for every metric = at most "
+            f"{100 * analysis.DIRTY_SHARE:g} % non-2xx/errors and not contended; for req/s and latency also not "
+            f"generator-bound ({GENERATOR_BOUND}: those measure the generator's limit), while a "
+            f"generator-bound cell stays ranked for CPU us/req and peak memory (the server's own cost at the "
+            f"load it got). A server with no cell ranked for a metric is not ranked by it; peak RSS is over "
+            f"every measured cell.")
+
+
+def _why(cells: list[Aggregate], metric: str = "rps") -> str:
+    """'1 with > 1 % non-2xx/errors, 2 contended (...)': the reasons ``cells`` are not ranked
+    for ``metric`` (generator-bound is no reason for CPU us/req or memory)."""
+    from .model import SERVER_COST_METRICS
+
+    dirty, contended, bound = (sum(1 for a in cells if flag(a)) for flag in
+                               (lambda a: a.dirty, lambda a: a.contended,
+                                lambda a: a.generator_bound and metric not in SERVER_COST_METRICS))
+    shares = [a.outside_share for a in cells if a.contended and a.outside_share is not None]
+    why = [f"{dirty} with > {100 * analysis.DIRTY_SHARE:g} % non-2xx/errors" if dirty else "",
+           f"{contended} contended" + (f" ({100 * min(shares):.0f}-{100 * max(shares):.0f} % outside CPU)"
+                                       if shares else "") if contended else "",
+           f"{bound} generator-bound" if bound else ""]
+    return ", ".join(w for w in why if w)
+
+
 def excluded_text(model: Model, list_up_to: int = 12) -> str:
     """Which measured cells the summary and the bold marks leave out, and why (counted per
-    server and reason when there are more than ``list_up_to``)."""
+    server and reason when there are more than ``list_up_to``): first for req/s and latency,
+    then the (fewer) cells left out for CPU us/req too."""
     excluded = model.excluded()
     if not excluded:
         return "Every measured cell is ranked: none had more than 1 % non-2xx/errors, contention or a saturated generator."
-    head = (f"Excluded from peaks, averages and bold marks ({len(excluded)} measured cell(s); still shown in the "
-            "tables with their marks): ")
+    head = (f"Excluded from req/s and latency peaks, averages and bold marks ({len(excluded)} measured cell(s); "
+            "still shown in the tables with their marks): ")
     if len(excluded) <= list_up_to:
-        return head + "; ".join(f"{a.target} {a.protocol} {a.workload} {_load_name(a)} ({', '.join(a.exclusions())})"
+        text = head + "; ".join(f"{a.target} {a.protocol} {a.workload} {_load_name(a)} ({', '.join(a.exclusions())})"
                                 for a in excluded) + "."
-    parts = []
-    for t in model.targets:
-        mine = model.excluded(t)
-        if not mine:
-            continue
-        dirty, contended, bound = (sum(1 for a in mine if flag(a)) for flag in
-                                   (lambda a: a.dirty, lambda a: a.contended, lambda a: a.generator_bound))
-        shares = [a.outside_share for a in mine if a.contended and a.outside_share is not None]
-        why = [f"{dirty} with > {100 * analysis.DIRTY_SHARE:g} % non-2xx/errors" if dirty else "",
-               f"{contended} contended" + (f" ({100 * min(shares):.0f}-{100 * max(shares):.0f} % outside CPU)"
-                                           if shares else "") if contended else "",
-               f"{bound} generator-bound" if bound else ""]
-        parts.append(f"{t}: {len(mine)} of {sum(1 for a in model.cells(t, mode=None) if a.status == 'ok')} "
-                     f"({', '.join(w for w in why if w)})")
-    return head + "; ".join(parts) + ". The marks in the tables say which."
+    else:
+        parts = []
+        for t in model.targets:
+            mine = model.excluded(t)
+            if mine:
+                parts.append(f"{t}: {len(mine)} of {sum(1 for a in model.cells(t, mode=None) if a.status == 'ok')} "
+                             f"({_why(mine)})")
+        text = head + "; ".join(parts) + ". The marks in the tables say which."
+    cpu_out = model.excluded(metric="cpu_us")
+    bound_only = len(excluded) - len(cpu_out)
+    if bound_only:
+        text += (f" Of those, the {bound_only} cell(s) excluded only as generator-bound stay ranked for CPU us/req "
+                 f"and peak memory; excluded for CPU us/req too: {len(cpu_out)} cell(s)")
+        per = [f"{t}: {len(m)} ({_why(m, 'cpu_us')})" for t in model.targets if (m := model.excluded(t, "cpu_us"))]
+        text += (" - " + "; ".join(per) + ".") if per else "."
+    return text
 
 
 def workload_table(aggs: dict[tuple, Aggregate], targets: list[str], protocol: str, workloads: list[str]) -> str:
@@ -323,13 +368,7 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
     base = baseline or settings.get("baseline") or targets[0]
     if base not in targets:
         raise ConfigError(f"baseline {base!r} is not a server of this sweep ({', '.join(targets)})")
-    parts += ["## Summary", "", summary_table(model, base), "",
-              f"Peak: the best ranked closed-loop cell of each server. Averages: over the "
-              f"{len(model.common())} ranked closed-loop cells (protocol x workload x C) that every "
-              f"server with ranked cells has, so no server gains from the cells it skipped or lost. The ratio "
-              f"compares peaks with {base}; Rank orders the servers by peak. Ranked = at most "
-              f"{100 * analysis.DIRTY_SHARE:g} % non-2xx/errors, not contended, not generator-bound; a server "
-              "with no ranked cell is not ranked.", "", excluded_text(model), ""]
+    parts += ["## Summary", "", summary_table(model, base), "", summary_note(model, base), "", excluded_text(model), ""]
     from .report_protocols import sections
     from .targets import PROTOCOL_TITLES
 

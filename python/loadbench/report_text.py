@@ -63,7 +63,9 @@ def intro(generated: str, settings: dict, environment: dict, rows: list[dict]) -
         "of every thread of the server's process tree, read from /proc around exactly the measured "
         "window) divided by the exact number of responses in that window, so unlike req/s it does not "
         "move when the generator pushes harder or softer. It rises with the worker count and with an "
-        "unpinned generator; the Settings and Environment blocks state both.",
+        "unpinned generator; the Settings and Environment blocks state both. That is also why a "
+        "generator-bound cell (§), whose req/s and latency are the generator's limit and never ranked, "
+        "still ranks on CPU us/req and peak memory: those are the server's own at the load it got.",
         "",
     ]
     return lines
@@ -193,9 +195,13 @@ def quiet_rows(gate: Optional[dict], rows: list[dict], settings: dict) -> list[t
         late = sum(1 for g in gates if g.get("timed_out"))
         waited = sum(g.get("waited_s") or 0 for g in gates)
         skipped = all(g.get("skipped") for g in gates)
+        vouched = sum(1 for g in gates if g.get("source") == "previous window")
+        by_window = (f"; {vouched} of them went ahead without a probe because the window just before showed "
+                     f"other processes below {100 * gates[0].get('quiet_outside', 0):g} % of the machine"
+                     if vouched else "")
         items.append(("Load gate before each cell", "not waited for (--no-wait)" if skipped else
                       f"waited {waited:.0f} s in all; {late} of {len(gates)} cell(s) proceeded after the timeout "
-                      "on a busy machine"))
+                      f"on a busy machine{by_window}"))
     elif not gate:
         items.append(("Load gate", "none (results from before the gate existed)"))
     outside = [r["outside_share"] for r in rows if r.get("outside_share") is not None]
@@ -235,7 +241,8 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
     bound = sorted({_cell_name(a) for a in aggs.values() if a.generator_bound})
     if bound:
         out.append(f"- **Generator-bound cells ({len(bound)}, marked §):** {', '.join(bound)}. Their req/s is "
-                   "loadbench's ceiling on this machine, not the server's.")
+                   "loadbench's ceiling on this machine, not the server's, so neither it nor their latency is "
+                   "ranked; their CPU us/req and peak memory are the server's own and stay ranked.")
     starved = sorted(f"{_cell_name(a)} ({a.starved_cause})" for a in aggs.values() if a.starved)
     if starved:
         out.append(f"- **Under-driven cells ({len(starved)}, marked ‡):** {', '.join(starved)}. The server saw "

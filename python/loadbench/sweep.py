@@ -31,6 +31,12 @@ DEFAULT_H2_STREAMS = 10  # concurrent streams per HTTP/2 connection (seed report
 
 ECHO_BODY_BYTES = 4096
 
+# Measured per-step costs of a sweep (see Sweep.planned_seconds): 330 repeats of the 2026-11-30
+# default sweep took warm-up + window + 0.009 s (median), 30 server starts 4.1 s in all.
+REPEAT_OVERHEAD_S = 0.01
+SERVER_START_S = 0.15
+GATE_PROBE_S = 1.0
+
 
 @dataclass
 class Workload:
@@ -226,8 +232,21 @@ class Sweep:
         return int(self.streams) if self.streams is not None else DEFAULT_H2_STREAMS
 
     def cell_seconds(self) -> float:
-        """The planned wall time of one duration-based cell (progress bar, the 10-minute budget)."""
+        """The planned wall time of one duration-based cell (the progress bar's first estimate)."""
         return self.warmup + self.duration + 0.3
+
+    def planned_seconds(self, cells: Optional[list] = None) -> float:
+        """The planned wall time of ``cells`` (default: all) on a quiet machine, re-runs of
+        contended windows not included. From the timestamps of the 2026-11-30 default sweep (2
+        cores, 13.3 min): a repeat took warm-up + window + REPEAT_OVERHEAD_S (drain, sampler
+        edges, record); each (target, protocol) added a server start and, before its first cell,
+        the load gate's probe (GATE_PROBE_S: the sweep's own load keeps the 1-min load average
+        above the gate's threshold, so the probe samples other processes' CPU for 1 s); later
+        cells take the previous window's quiet figure instead (LoadGate.vouch)."""
+        cells = self.cells() if cells is None else cells
+        groups = {(c.target, c.protocol) for c in cells}
+        return (len(cells) * (self.warmup + self.duration + REPEAT_OVERHEAD_S)
+                + len(groups) * (SERVER_START_S + GATE_PROBE_S))
 
     # -- the matrix ----------------------------------------------------------------------
     def cells(self) -> list[Cell]:

@@ -33,6 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="generate every cell's load from Dask workers (tcp://HOST:8786, or 'local')")
     parser.add_argument("--shards", type=int, default=None, help="with --cluster: workers per cell (default: all)")
     parser.add_argument("--no-report", action="store_true", help="measure only; `loadbench report DIR` later")
+    parser.add_argument("--plan", action="store_true",
+                        help="print the cells that would run here and the planned time, then exit (measures nothing)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--no-wait", action="store_true",
                         help="do not wait for a quiet machine before the sweep and each cell (recorded as skipped)")
@@ -67,9 +69,22 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("--shards needs --cluster (a Dask scheduler address, or 'local')")
     out = Path(args.out) if args.out else default_out_dir(args.quick, args.config)
     cells = sweep.cells()
-    print(f"loadbench: sweep of {len(cells)} cells "
-          f"({len(sweep.targets)} servers: {', '.join(t.name for t in sweep.targets)}) -> {out}",
+    peers = Path(sweep.peers_dir) if sweep.peers_dir else None
+    by_target = {t.name: t for t in sweep.targets}
+    runnable = [c for c in cells if not by_target[c.target].unavailable_reason(c.protocol, peers)
+                and c.workload not in by_target[c.target].unsupported_workloads]
+    planned = (f"{len(runnable)} to measure here, planned {sweep.planned_seconds(runnable) / 60:.1f} min on a quiet "
+               "machine plus re-runs of contended windows")
+    print(f"loadbench: sweep of {len(cells)} cells ({planned}; "
+          f"{len(sweep.targets)} servers: {', '.join(t.name for t in sweep.targets)}) -> {out}",
           file=sys.stderr)
+    if args.plan:
+        groups: dict = {}
+        for c in runnable:
+            groups.setdefault((c.target, c.protocol), []).append(c)
+        for (target, protocol), group in groups.items():
+            print(f"  {target:<16} {protocol:<6} {len(group):>3} repeats, {sweep.planned_seconds(group):5.1f} s")
+        return 0
     from ..gate import LoadGate
 
     gate = LoadGate(quiet_load=args.quiet_load, timeout_s=args.wait_timeout, enabled=not args.no_wait,
