@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,6 +38,10 @@ PEERS = BENCH_DIR / "peers"
 
 import loadbench  # noqa: E402
 from loadbench.connections import raise_fd_limit  # noqa: E402
+from loadbench.gate import cpu_times  # noqa: E402
+
+sys.path.insert(0, str(BENCH_DIR))
+from benchgate import add_gate_args, make_gate, wait_quiet  # noqa: E402
 from loadbench.targets import Target, default_peer_targets, launch  # noqa: E402
 
 SERVERS = ("beast", "nginx", "node", "python-asyncio")
@@ -74,19 +80,64 @@ def server_targets(names: list[str], run_dir: Path, connections: int) -> list[Ta
     return out
 
 
-def measure_server(target: Target, connections: int, timeout: float) -> dict[str, Any]:
+def busy_jiffies() -> float:
+    times = cpu_times() or [0.0] * 8
+    return sum(times) - times[3] - times[4]  # all but idle and iowait
+
+
+def own_cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def measure_server(target: Target, connections: int, timeout: float, repeat: int) -> dict[str, Any]:
     why = target.unavailable_reason("http", PEERS)
     if why:
-        return {"kind": "server", "name": target.name, "skipped": why}
+        return {"kind": "server", "name": target.name, "repeat": repeat, "skipped": why}
     server = launch(target, "http", workers=1, cpus=None, peers_dir=PEERS)
     try:
+        tree = loadbench.Sampler(server.pid, tree=True)
+        server_cpu, mine, busy, started = tree.snapshot().cpu_s, own_cpu_s(), busy_jiffies(), time.monotonic()
         record = loadbench.hold_connections(server.base_url + "/", connections, sample_pid=server.pid,
                                             timeout=timeout)
+        # What other processes used meanwhile, as a share of the machine (busy jiffies minus the
+        # server tree's CPU and ours): memory does not depend on CPU, but the report says how
+        # quiet the machine was, as every report here does.
+        wall = time.monotonic() - started
+        others = ((busy_jiffies() - busy) / os.sysconf("SC_CLK_TCK") - (tree.snapshot().cpu_s - server_cpu)
+                  - (own_cpu_s() - mine))
         alive = server.alive()
     finally:
         server.stop()
-    record.update(kind="server", name=target.name, server_alive_after=alive)
+    record.update(kind="server", name=target.name, repeat=repeat, server_alive_after=alive,
+                  outside_share=max(0.0, others) / (wall * (os.cpu_count() or 1)), load1=os.getloadavg()[0])
     return record
+
+
+def median_server_rows(records: list[dict]) -> list[dict]:
+    """Per server: the repeats' median RSS and PSS per connection, their spread, the fewest held
+    and answered (a repeat that held fewer shows in the count)."""
+    by_name: dict[str, list[dict]] = {}
+    for r in records:
+        if r["kind"] == "server":
+            by_name.setdefault(r["name"], []).append(r)
+    rows = []
+    for name, group in by_name.items():
+        measured = [r for r in group if "skipped" not in r]
+        if not measured:
+            rows.append({"name": name, "skipped": group[0]["skipped"]})
+            continue
+        rss = sorted(r["server"]["rss_bytes_per_connection"] for r in measured)
+        pss = sorted(r["server"]["pss_bytes_per_connection"] for r in measured
+                     if r["server"]["pss_bytes_per_connection"] is not None)
+        rows.append({"name": name, "repeats": len(measured),
+                     "held": min(r["connections_held"] for r in measured),
+                     "ok": min(r["requests_ok"] for r in measured),
+                     "rss": statistics.median(rss), "rss_range": (rss[0], rss[-1]),
+                     "pss": statistics.median(pss) if pss else None,
+                     "processes": measured[-1]["server"]["processes"],
+                     "outside": max(r.get("outside_share", 0.0) for r in measured)})
+    return rows
 
 
 def peak_rss_kib(argv: list[str], duration_s: float) -> tuple[int, int, str]:
@@ -129,29 +180,35 @@ def loadbench_argv(url: str, connections: int, duration_s: float) -> list[str]:
     return [sys.executable, "-m", "loadbench", "run", url, "-c", str(connections), "-d", str(duration_s)]
 
 
-def write_report(records: list[dict], stem: Path, connections: int) -> None:
+def write_report(records: list[dict], stem: Path, connections: int, env: Any, gate: dict) -> None:
     stem.parent.mkdir(parents=True, exist_ok=True)
     with open(stem.with_suffix(".jsonl"), "w") as out:
         for r in records:
             out.write(json.dumps(r) + "\n")
-    env = loadbench.environment()
+        out.write(json.dumps({"kind": "environment", "environment": env.to_dict(), "gate": gate}, default=str) + "\n")
+    rows = median_server_rows(records)
+    repeats = max((r.get("repeats", 0) for r in rows), default=0)
     lines = [f"# Memory per idle keep-alive connection ({connections:,} connections)", "",
-             "Servers: RSS and PSS growth of the server's process tree / connections held, after the server "
-             "accepted every connection and before one request on each proved them live. Generators: "
-             "growth of their own memory per connection. nginx preallocates its connection array "
-             "(worker_connections) at start: its figure is what accepting the connections adds.", "",
-             "| Server | held | requests ok | RSS / conn | PSS / conn | processes |",
-             "|---|---:|---:|---:|---:|---:|"]
-    for r in records:
-        if r["kind"] != "server":
-            continue
+             "Generated by `bench/memory_per_connection.py`; raw data (every repeat) in "
+             f"`{stem.with_suffix('.jsonl').name}`. Do not edit by hand.", "",
+             "Servers (one worker each, started by loadbench): RSS and PSS growth of the server's process tree / "
+             "connections held, after the server accepted every connection and before one request on each "
+             "proved them live; median of the repeats, the RSS range beside it. Generators: growth of "
+             "their own memory per connection. nginx preallocates its connection array (worker_connections) "
+             "at start: its figure is what accepting the connections adds.", "",
+             f"| Server | held | requests ok | RSS / conn (median of {repeats}) | RSS range | PSS / conn | "
+             "processes | others' CPU (max) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    best = min((r["rss"] for r in rows if "rss" in r), default=None)
+    for r in rows:
         if "skipped" in r:
-            lines.append(f"| {r['name']} | skipped: {r['skipped']} | | | | |")
+            lines.append(f"| {r['name']} | skipped: {r['skipped']} | | | | | | |")
             continue
-        s = r["server"]
-        pss = f"{s['pss_bytes_per_connection']:,.0f} B" if s["pss_bytes_per_connection"] is not None else "n/a"
-        lines.append(f"| {r['name']} | {r['connections_held']:,} | {r['requests_ok']:,} | "
-                     f"{s['rss_bytes_per_connection']:,.0f} B | {pss} | {s['processes']} |")
+        rss = f"{r['rss']:,.0f} B"
+        pss = f"{r['pss']:,.0f} B" if r["pss"] is not None else "n/a"
+        lines.append(f"| {r['name']} | {r['held']:,} | {r['ok']:,} | {'**' + rss + '**' if r['rss'] == best else rss} | "
+                     f"{r['rss_range'][0]:,.0f}-{r['rss_range'][1]:,.0f} B | {pss} | {r['processes']} | "
+                     f"{100 * r['outside']:.1f} % |")
     lines += ["", "| Generator | bytes / connection | how |", "|---|---:|---|"]
     holders = [r["generator"] for r in records if r["kind"] == "server" and "generator" in r]
     if holders:
@@ -162,7 +219,11 @@ def write_report(records: list[dict], stem: Path, connections: int) -> None:
         if r["kind"] == "generator":
             per = f"{r['bytes_per_connection']:,.0f} B" if r["bytes_per_connection"] is not None else "n/a"
             lines.append(f"| {r['name']} | {per} | (peak RSS at N - at 1) / (N - 1), under load |")
-    lines += ["", "## Environment", "", env.to_markdown(), ""]
+    before = "skipped (--no-wait)" if gate.get("skipped") else (
+        "proceeded on a busy machine after the gate timed out" if gate.get("timed_out")
+        else f"quiet after {gate.get('waited_s', 0):.0f} s")
+    lines += ["", "## Environment", "", env.to_markdown().rstrip("\n"),
+              f"| Load gate | {before} (load {gate.get('load1_at_start', 0):.2f} at start) |", ""]
     stem.with_suffix(".md").write_text("\n".join(lines))
 
 
@@ -174,7 +235,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--duration", type=float, default=3.0, help="seconds of load per generator run")
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--out", type=Path, help="STEM of STEM.md and STEM.jsonl (default reports/memory-per-connection)")
+    p.add_argument("-r", "--repeats", type=int, default=3, help="holds per server; the median is reported")
     p.add_argument("--smoke", action="store_true", help="200 connections (unless -c), 1 s, into a temp dir (unless --out)")
+    add_gate_args(p)
     args = p.parse_args(argv)
     if args.smoke:
         if "-c" not in (argv or sys.argv) and "--connections" not in (argv or sys.argv):
@@ -186,12 +249,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     _, note = raise_fd_limit(args.connections + 1024)
     if note:
         print(note, file=sys.stderr)
+    gate = wait_quiet(make_gate(args))
+    env = loadbench.environment()  # at the start: its load figure is the machine's before we ran
     records = []
     with tempfile.TemporaryDirectory(prefix="loadbench-mem-nginx-") as run_dir:
-        for target in server_targets([s for s in args.servers.split(",") if s], Path(run_dir), args.connections):
-            print(f"server {target.name} ...", file=sys.stderr, flush=True)
-            records.append(measure_server(target, args.connections, args.timeout))
-            print(f"  {json.dumps(records[-1].get('server') or records[-1].get('skipped'))}", file=sys.stderr)
+        targets = server_targets([s for s in args.servers.split(",") if s], Path(run_dir), args.connections)
+        for repeat in range(1, args.repeats + 1):  # repeats outermost: drift hits every server alike
+            for target in targets:
+                print(f"server {target.name} (repeat {repeat}) ...", file=sys.stderr, flush=True)
+                records.append(measure_server(target, args.connections, args.timeout, repeat))
+                print(f"  {json.dumps(records[-1].get('server') or records[-1].get('skipped'))}", file=sys.stderr)
     generators = [g for g in args.generators.split(",") if g]
     if generators:
         beast = loadbench.ServerProcess().start()
@@ -208,7 +275,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         finally:
             beast.stop()
             beast.kill()
-    write_report(records, args.out, args.connections)
+    write_report(records, args.out, args.connections, env, gate)
     print(f"wrote {args.out.with_suffix('.md')} and {args.out.with_suffix('.jsonl')}")
     return 0
 
