@@ -236,13 +236,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--out", type=Path, help="STEM of STEM.md and STEM.jsonl (default reports/memory-per-connection)")
     p.add_argument("-r", "--repeats", type=int, default=3, help="holds per server; the median is reported")
-    p.add_argument("--smoke", action="store_true", help="200 connections (unless -c), 1 s, into a temp dir (unless --out)")
+    p.add_argument("--smoke", action="store_true", help="200 connections (unless -c), 1 s, one repeat, no quiet-machine wait, into a temp dir (unless --out)")
     add_gate_args(p)
     args = p.parse_args(argv)
     if args.smoke:
         if "-c" not in (argv or sys.argv) and "--connections" not in (argv or sys.argv):
             args.connections = 200
         args.duration = 1.0
+        args.repeats, args.no_wait = 1, True  # a quick look, never a report to commit
         args.out = args.out or Path(tempfile.mkdtemp(prefix="loadbench-mem-")) / "memory-per-connection"
     args.out = args.out or REPO_DIR / "reports" / "memory-per-connection"
     # Servers and generators started from here inherit the raised limit: each holds N sockets.
