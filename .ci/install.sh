@@ -42,6 +42,7 @@ need_tool make make
 need_tool pkg-config pkg-config
 need_lib libssl-dev
 need_lib libnghttp2-dev
+need_lib libwolfssl-dev   # the generator's opt-in --tls-library wolfssl (cheaper full handshakes)
 # Debian 12 ships Boost 1.81 beside its 1.74 default: prefer the newer Beast when apt has it.
 if ! installed libboost1.81-dev && ! installed libboost-dev && ! installed libboost1.74-dev; then
   if in_apt libboost1.81-dev || ! have apt-cache; then need libboost1.81-dev; else need libboost-dev; fi

@@ -211,7 +211,9 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
                           "is a full one for every client, against both servers. loadbench: "
                           f"{ssl_version()}, X25519 key share, certificate not verified (the chain walk "
                           "skipped; the CertificateVerify signature is checked), certificate keys decoded in a "
-                          "library context offering only the SubjectPublicKeyInfo decoders (tls_library.cpp)",
+                          "library context offering only the SubjectPublicKeyInfo decoders (tls_library.cpp); "
+                          "loadbench-wolfssl (where measured): the same run with `--tls-library wolfssl` "
+                          "(Debian's wolfSSL 5.5, X25519 key share, certificate not verified, signature checked)",
         "Generator CPU": "ru_utime+ru_stime of the generator process from os.wait4() (its whole life, start-up "
                          "included) / the exact responses (or new connections) the generator itself reports",
         "Server CPU": "utime+stime of the server's process tree from /proc/<pid>/stat right before and after "

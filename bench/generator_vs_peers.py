@@ -47,8 +47,9 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("-c", "--concurrencies", default="1,10,50,200", help="comma-separated connection counts")
     p.add_argument("-d", "--duration", type=int, default=10, help="seconds per run (default 10)")
     p.add_argument("-r", "--repeats", type=int, default=3, help="runs per cell; the median is reported")
-    p.add_argument("--generators", default=",".join(g.name.split()[0] for g in gl.all_generators()),
-                   help="comma-separated subset (names: loadbench,wrk,h2load,hey,bombardier,oha,ab)")
+    p.add_argument("--generators", default=",".join(g.name.split()[0] for g in gl.all_generators()
+                                                   if not getattr(g, "optional", False)),
+                   help="comma-separated subset (names: loadbench,wrk,h2load,hey,bombardier,oha,ab; opt-in: loadbench-wolfssl)")
     p.add_argument("--servers", default="nginx,loadbench-server")
     p.add_argument("--setup-concurrency", type=int, default=20, help="connections in the setup part")
     p.add_argument("--no-setup", action="store_true", help="skip the connection-setup part")

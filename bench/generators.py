@@ -424,5 +424,26 @@ def h2_generators() -> list[Generator]:
     return [LoadbenchH2(), H2loadH2(), OhaH2()]
 
 
+class LoadbenchWolfssl(Loadbench):
+    """loadbench with `--tls-library wolfssl` (https only; opt-in: `--generators loadbench-wolfssl`)."""
+
+    optional = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.name = "loadbench-wolfssl"
+        if self.binary is not None:
+            from loadbench import _core
+
+            if "wolfssl" not in _core.tls_libraries():
+                self.binary = None
+                self.missing_reason = "this loadbench was built without wolfSSL (apt-get install libwolfssl-dev)"
+
+    def argv(self, url, connections, duration_s, keepalive, out):
+        if not url.startswith("https://"):
+            raise UnsupportedMode("wolfSSL: https only")
+        return super().argv(url, connections, duration_s, keepalive, out) + ["--tls-library", "wolfssl"]
+
+
 def all_generators() -> list[Generator]:
-    return [Loadbench(), Wrk(), H2load(), Hey(), Bombardier(), Oha(), Ab()]
+    return [Loadbench(), Wrk(), H2load(), Hey(), Bombardier(), Oha(), Ab(), LoadbenchWolfssl()]

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 BASE_TOOLS = ["bash", "env", "sed", "grep", "head", "id", "uname", "cat", "dirname", "mkdir", "rm",
               "sort", "tr", "apt-cache"]
 BUILD_PACKAGES = {"g++", "cmake", "ninja-build", "make", "pkg-config", "libssl-dev",
-                  "libnghttp2-dev"}
+                  "libnghttp2-dev", "libwolfssl-dev"}
 TEST_PACKAGES = BUILD_PACKAGES | {"libgtest-dev", "clang", "openssl", "curl", "nghttp2-client",
                                   "nodejs", "nginx-light", "iproute2", "chromium", "nghttp2-server", "h2o"}
 PYTHON_PACKAGES = {"python3", "python3-dev", "python3-pip", "python3-venv"}

@@ -129,7 +129,8 @@ void register_generator(py::module_& m) {
                          double duration_s, int64_t total_requests, double warmup_s, double timeout_s, bool keepalive,
                          bool tls_verify, const std::string& tls_cacert, bool tls_session_resumption,
                          const std::vector<int>& cpus, double interval_s, double rate, bool poisson, uint64_t seed,
-                         int max_connections, const std::string& protocol, int streams) {
+                         int max_connections, const std::string& protocol, int streams,
+                         const std::string& tls_library) {
                  EngineConfig c;
                  c.url = url;
                  for (const auto& item : requests) {
@@ -150,6 +151,7 @@ void register_generator(py::module_& m) {
                  c.tls_verify = tls_verify;
                  c.tls_cacert = tls_cacert;
                  c.tls_session_resumption = tls_session_resumption;
+                 c.tls_library = tls_library;
                  c.cpus = cpus;
                  c.interval_s = interval_s;
                  c.rate = rate;
@@ -166,7 +168,8 @@ void register_generator(py::module_& m) {
              py::arg("total_requests"), py::arg("warmup_s"), py::arg("timeout_s"), py::arg("keepalive"),
              py::arg("tls_verify"), py::arg("tls_cacert"), py::arg("tls_session_resumption"), py::arg("cpus"),
              py::arg("interval_s"), py::arg("rate") = 0.0, py::arg("poisson") = false, py::arg("seed") = 1,
-             py::arg("max_connections") = 0, py::arg("protocol") = "http/1.1", py::arg("streams") = 1)
+             py::arg("max_connections") = 0, py::arg("protocol") = "http/1.1", py::arg("streams") = 1,
+             py::arg("tls_library") = "openssl")
         .def("start", &Engine::start, py::call_guard<py::gil_scoped_release>())
         .def("wait", &Engine::wait_for, py::arg("seconds"), py::call_guard<py::gil_scoped_release>(),
              "Wait up to `seconds` with the GIL released; True once the run is over.")
@@ -189,6 +192,7 @@ void register_generator(py::module_& m) {
             }
             return result_to_dict(r);
         });
+    m.def("tls_libraries", &generator::tls_libraries, "The TLS libraries this build can use, the default first");
 }
 
 }  // namespace loadbench::bindings

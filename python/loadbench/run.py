@@ -181,6 +181,7 @@ def prepare(url: str, *, connections: int = 10, threads: int = 1, duration: Opti
             body: BodyLike = None, requests_list: Optional[Sequence[Union[Request, Mapping[str, Any]]]] = None,
             keepalive: bool = True, timeout: float = 10.0, insecure: bool = True, verify: bool = False,
             cacert: Union[str, os.PathLike, None] = None, tls_session_resumption: bool = False,
+        tls_library: str = "openssl",
             cpus: Optional[Sequence[int]] = None, interval: float = 1.0, rate: Optional[float] = None,
             arrival: str = "constant", max_connections: Optional[int] = None,
             seed: int = 1, protocol: str = "http/1.1", streams: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -230,6 +231,13 @@ def prepare(url: str, *, connections: int = 10, threads: int = 1, duration: Opti
     if streams > 1 and protocol != "h2":
         raise ConfigError("streams > 1 needs HTTP/2 (protocol='h2'): HTTP/1.1 carries one request at a time")
     timeout_s = _number("timeout", timeout)
+    if tls_library not in ("openssl", "wolfssl"):
+        raise ConfigError(f"tls_library must be 'openssl' or 'wolfssl', not {tls_library!r}")
+    if tls_library not in _core.tls_libraries():
+        raise ConfigError(f"this loadbench was built without {tls_library} (apt-get install libwolfssl-dev, "
+                          "then reinstall loadbench)")
+    if tls_library == "wolfssl" and tls_session_resumption:
+        raise ConfigError("TLS session resumption is implemented for tls_library='openssl' only")
     if cacert is not None and not Path(cacert).is_file():
         raise ConfigError(f"CA file {os.fspath(cacert)!r} does not exist")
     templates = [Request(method, None, headers, body)] if requests_list is None else [_as_request(r) for r in requests_list]
@@ -248,6 +256,7 @@ def prepare(url: str, *, connections: int = 10, threads: int = 1, duration: Opti
         "requests": requests, "warmup_s": warmup_s, "method": wire[0][0] if len(wire) == 1 else None,
         "request_templates": len(wire), "keepalive": bool(keepalive), "timeout_s": timeout_s,
         "tls_verify": tls_verify, "tls_session_resumption": bool(tls_session_resumption),
+        "tls_library": tls_library,
         "cpus": cpu_list or None, "interval_s": float(interval),
         "protocol": protocol, "streams": streams,
     }
@@ -259,7 +268,7 @@ def prepare(url: str, *, connections: int = 10, threads: int = 1, duration: Opti
         tls_verify=tls_verify, tls_cacert=os.fspath(cacert) if cacert is not None else "",
         tls_session_resumption=bool(tls_session_resumption), cpus=cpu_list, interval_s=float(interval),
         rate=rate_value, poisson=arrival == "poisson", seed=int(seed), max_connections=max_connections or 0,
-        protocol=protocol, streams=streams)
+        protocol=protocol, streams=streams, tls_library=tls_library)
     return config, engine_kwargs
 
 

@@ -17,7 +17,7 @@ Connection::Connection(const RunPlan& plan, EventLoop& loop, Recorder& recorder,
                        char* read_buffer, size_t read_capacity)
     : plan_(plan), loop_(loop), recorder_(recorder), owner_(owner), read_buffer_(read_buffer),
       read_capacity_(read_capacity) {
-    transport_ = plan.tls ? make_tls_transport(*plan.tls, plan.url.host, plan.url.host_is_ip_literal)
+    transport_ = plan.tls ? plan.tls->make_transport(plan.url.host, plan.url.host_is_ip_literal)
                           : make_plain_transport();
     // The protocol is the run's choice, never negotiated down: over TLS, HTTP/2 offers only
     // ALPN "h2" and a server that does not select it fails the connection (handshake()).

@@ -115,7 +115,7 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
             plan_.h2_requests.push_back(make_h2_request(r, plan_.url.target, host_header, plan_.url.tls));
     }
     if (plan_.url.tls) {
-        tls_ = std::make_unique<TlsContext>(config_.tls_verify, config_.tls_cacert, config_.tls_session_resumption);
+        tls_ = make_tls_context(config_.tls_library, config_.tls_verify, config_.tls_cacert, config_.tls_session_resumption);
         if (config_.h2) tls_->offer_alpn(std::string_view("\x02h2", 3));  // h2 only: never a silent fallback
     }
     plan_.tls = tls_.get();

@@ -1,6 +1,7 @@
 #include "core/generator/transport.hpp"
 
 #include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -62,9 +63,28 @@ std::string take_openssl_errors() {
     return out;
 }
 
+// OpenSSL 3.0, the default library.
+class OpenSslContext final : public TlsContext {
+public:
+    OpenSslContext(bool verify, const std::string& cacert, bool session_resumption);
+    ~OpenSslContext() override;
+    OpenSslContext(const OpenSslContext&) = delete;
+    OpenSslContext& operator=(const OpenSslContext&) = delete;
+    SSL_CTX* native() const noexcept { return ctx_; }
+    bool verify() const noexcept { return verify_; }
+    bool session_resumption() const noexcept { return session_resumption_; }
+    void offer_alpn(std::string_view protocols) override;
+    std::unique_ptr<Transport> make_transport(const std::string& server_name, bool server_name_is_ip) const override;
+
+private:
+    SSL_CTX* ctx_ = nullptr;
+    bool verify_;
+    bool session_resumption_;
+};
+
 class TlsTransport final : public Transport {
 public:
-    TlsTransport(const TlsContext& context, const std::string& server_name, bool server_name_is_ip)
+    TlsTransport(const OpenSslContext& context, const std::string& server_name, bool server_name_is_ip)
         : context_(context), server_name_(server_name), server_name_is_ip_(server_name_is_ip) {
         ssl_ = SSL_new(context.native());
         if (!ssl_) throw std::runtime_error("SSL_new failed: " + take_openssl_errors());
@@ -177,7 +197,7 @@ private:
         }
     }
 
-    const TlsContext& context_;
+    const OpenSslContext& context_;
     std::string server_name_;
     bool server_name_is_ip_;
     SSL* ssl_ = nullptr;
@@ -198,9 +218,7 @@ int on_new_session(SSL* ssl, SSL_SESSION* session) {
     return transport && transport->keep_session(session) ? 1 : 0;
 }
 
-}  // namespace
-
-TlsContext::TlsContext(bool verify, const std::string& cacert, bool session_resumption)
+OpenSslContext::OpenSslContext(bool verify, const std::string& cacert, bool session_resumption)
     : verify_(verify || !cacert.empty()), session_resumption_(session_resumption) {
     ctx_ = SSL_CTX_new_ex(tls_client_library(), nullptr, TLS_client_method());
     if (!ctx_) throw std::runtime_error("SSL_CTX_new failed: " + take_openssl_errors());
@@ -238,21 +256,60 @@ TlsContext::TlsContext(bool verify, const std::string& cacert, bool session_resu
     }
 }
 
-void TlsContext::offer_alpn(std::string_view protocols) {
+void OpenSslContext::offer_alpn(std::string_view protocols) {
     if (SSL_CTX_set_alpn_protos(ctx_, reinterpret_cast<const unsigned char*>(protocols.data()),
                                 static_cast<unsigned int>(protocols.size())) != 0)
         throw std::runtime_error("SSL_CTX_set_alpn_protos failed: " + take_openssl_errors());
 }
 
-TlsContext::~TlsContext() {
+OpenSslContext::~OpenSslContext() {
     if (ctx_) SSL_CTX_free(ctx_);
+}
+
+std::unique_ptr<Transport> OpenSslContext::make_transport(const std::string& server_name, bool server_name_is_ip) const {
+    return std::make_unique<TlsTransport>(*this, server_name, server_name_is_ip);
+}
+
+}  // namespace
+
+bool certificate_names_ip(const unsigned char* der, size_t size, const std::string& ip) {
+    const unsigned char* p = der;
+    X509* cert = d2i_X509(nullptr, &p, static_cast<long>(size));
+    if (!cert) return false;
+    const bool ok = X509_check_ip_asc(cert, ip.c_str(), 0) == 1;
+    X509_free(cert);
+    return ok;
+}
+
+#ifdef LOADBENCH_HAVE_WOLFSSL
+std::unique_ptr<TlsContext> make_wolfssl_context(bool verify, const std::string& cacert, bool session_resumption);
+#endif
+
+std::vector<std::string> tls_libraries() {
+#ifdef LOADBENCH_HAVE_WOLFSSL
+    return {"openssl", "wolfssl"};
+#else
+    return {"openssl"};
+#endif
+}
+
+std::unique_ptr<TlsContext> make_tls_context(const std::string& library, bool verify, const std::string& cacert,
+                                             bool session_resumption) {
+    if (library.empty() || library == "openssl")
+        return std::make_unique<OpenSslContext>(verify, cacert, session_resumption);
+    if (library == "wolfssl") {
+#ifdef LOADBENCH_HAVE_WOLFSSL
+        return make_wolfssl_context(verify, cacert, session_resumption);
+#else
+        throw ConfigError(
+            "this loadbench was built without wolfSSL: install libwolfssl-dev (apt-get install libwolfssl-dev) "
+            "and reinstall loadbench");
+#endif
+    }
+    throw ConfigError("tls library must be 'openssl' or 'wolfssl', not '" + library + "'");
 }
 
 std::unique_ptr<Transport> make_plain_transport() { return std::make_unique<PlainTransport>(); }
 
-std::unique_ptr<Transport> make_tls_transport(const TlsContext& context, const std::string& server_name,
-                                              bool server_name_is_ip) {
-    return std::make_unique<TlsTransport>(context, server_name, server_name_is_ip);
-}
 
 }  // namespace loadbench::generator

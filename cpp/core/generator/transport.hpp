@@ -1,12 +1,11 @@
 #pragma once
 // The byte stream under a Connection: plain TCP or TLS behind one small interface (the model
 // is wrk's sock vtable), so the connection state machine is written once.
-#include <openssl/ssl.h>
-
 #include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace loadbench::generator {
 
@@ -34,29 +33,26 @@ public:
     virtual std::string_view alpn() const { return {}; }
 };
 
-// One per engine: shared by every worker (SSL_CTX is thread safe for SSL_new).
+// One per engine, shared by every worker (each library's context is thread safe for creating
+// per-connection objects). The TLS library behind it is chosen per run: OpenSSL (the default)
+// or, where the build found it, wolfSSL (a cheaper full handshake: see wolfssl_transport.cpp).
 class TlsContext {
 public:
-    TlsContext(bool verify, const std::string& cacert, bool session_resumption);
-    ~TlsContext();
-    TlsContext(const TlsContext&) = delete;
-    TlsContext& operator=(const TlsContext&) = delete;
-    SSL_CTX* native() const noexcept { return ctx_; }
-    bool verify() const noexcept { return verify_; }
-    bool session_resumption() const noexcept { return session_resumption_; }
+    virtual ~TlsContext() = default;
     // Offer exactly these protocols with ALPN (wire format: length-prefixed names), e.g. "\x02h2".
-    void offer_alpn(std::string_view protocols);
-
-private:
-    SSL_CTX* ctx_ = nullptr;
-    bool verify_;
-    bool session_resumption_;
+    virtual void offer_alpn(std::string_view protocols) = 0;
+    // server_name: sent as SNI unless it is an IP literal (RFC 6066 forbids literals there) and,
+    // when verifying, checked against the certificate.
+    virtual std::unique_ptr<Transport> make_transport(const std::string& server_name, bool server_name_is_ip) const = 0;
 };
 
+// library: "openssl" or "wolfssl"; verify is implied by a cacert file. ConfigError when the
+// library is unknown or not in this build, or the CA file cannot be loaded.
+std::unique_ptr<TlsContext> make_tls_context(const std::string& library, bool verify, const std::string& cacert,
+                                             bool session_resumption);
+// The TLS libraries this build can use, the default first.
+std::vector<std::string> tls_libraries();
+
 std::unique_ptr<Transport> make_plain_transport();
-// server_name: sent as SNI unless it is an IP literal (RFC 6066 forbids literals there) and, when
-// verifying, checked against the certificate.
-std::unique_ptr<Transport> make_tls_transport(const TlsContext& context, const std::string& server_name,
-                                              bool server_name_is_ip);
 
 }  // namespace loadbench::generator

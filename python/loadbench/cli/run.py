@@ -58,6 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="do not check TLS certificates (the default)")
     p.add_argument("--verify", action="store_true", help="check TLS certificates against the system CAs")
     p.add_argument("--cacert", default=None, help="check TLS certificates against this CA file")
+    p.add_argument("--tls-library", choices=("openssl", "wolfssl"), default="openssl",
+                   help="TLS library for the generator's connections (default openssl; wolfssl: a cheaper full "
+                        "handshake, where the build found libwolfssl)")
     p.add_argument("--tls-resume", action="store_true", help="resume TLS sessions (default: full handshakes)")
     p.add_argument("--timeout", default="10s", help="per-request timeout (default 10s)")
     p.add_argument("--warmup", default="0s", help="warm-up excluded from every figure (default 0s)")
@@ -145,7 +148,7 @@ def main(args: argparse.Namespace) -> int:
         connections=args.connections, threads=args.threads, duration=duration, requests=args.requests,
         warmup=parse_duration(args.warmup, "warm-up"), method=args.method, headers=args.header, body=body,
         keepalive=not args.disable_keepalive, timeout=parse_duration(args.timeout, "timeout"),
-        verify=args.verify, cacert=args.cacert, tls_session_resumption=args.tls_resume,
+        verify=args.verify, cacert=args.cacert, tls_session_resumption=args.tls_resume, tls_library=args.tls_library,
         cpus=parse_cpu_list(args.cpus) if args.cpus else None,
         sample_pid=args.sample_pid, rate=args.rate, arrival=args.arrival,
         max_connections=args.max_connections, seed=args.seed)
