@@ -176,3 +176,28 @@ def hold_connections(url: str, connections: int = 10_000, *, sample_pid: Optiona
                                          if pss_before is not None and pss_after is not None else None),
         }
     return record
+
+
+def hold_shortfall(record: dict[str, Any]) -> Optional[str]:
+    """Why a hold record falls short of what was asked, in one line (None when every asked
+    connection was held and answered 2xx): the fd limit, failed connects, connections the
+    server dropped, non-2xx answers or failed requests."""
+    asked, held = record["connections"], record["connections_held"]
+    reasons = []
+    note = (record.get("fd_limit") or {}).get("note") or ""
+    if "instead of" in note:  # raise_fd_limit could not make room for every connection
+        reasons.append(f"fd limit: {note}")
+    if record.get("connect_failed"):
+        reasons.append(f"{record['connect_failed']} of {asked} connects failed")
+    lost = asked - held - int(record.get("connect_failed") or 0)
+    if lost > 0 and "instead of" not in note:
+        reasons.append(f"{lost} connection(s) closed by the server before the measurement")
+    if record["requests_ok"] < held:
+        reasons.append(f"{record['requests_ok']} of {held} answered 2xx ({record.get('requests_non_2xx', 0)} non-2xx, "
+                       f"{record.get('requests_failed', 0)} failed)")
+    if held == 0 and not reasons:
+        reasons.append("no connection held")
+    if not reasons:
+        return None
+    first = record.get("first_error")
+    return "; ".join(reasons) + (f" (first error: {first})" if first else "")
