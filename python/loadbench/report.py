@@ -361,7 +361,7 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     parts = [f"# loadbench sweep report: {name}", ""]
     parts += intro(generated, settings, environment, rows)
-    parts += ["## Settings", "", settings_table(settings, rows, aggs), "",
+    parts += ["## Settings", "", settings_table(settings, rows, aggs, model.hold_records), "",
               "## Environment", "", environment_table(environment, rows, settings), ""]
     if not targets:
         raise ConfigError("the results hold no cells")
@@ -407,6 +407,9 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
                   "uncorrected p99 from the actual send, for comparison. A server that cannot keep up shows an "
                   "achieved rate below its target and a corrected tail far above the uncorrected one.", "",
                   open_loop_table(aggs, targets), ""]
+    from .report_memory import section as memory_section
+
+    parts += memory_section(model)
     if charts:
         parts += ["## Charts", ""] + [f"![{Path(c).stem.replace('_', ' ')}]({c})\n" for c in charts]
     parts += ["## Known limits", ""] + known_limits(settings, environment, rows, aggs) + [""]
