@@ -139,7 +139,7 @@ def test_html_report_and_comparison_take_a_sweep_with_hold_cells(hold_sweep):
 def _hold_record(target: str, repeat: int, status: str, held: int, ok: int, rss: float, error=None) -> dict:
     return {"id": f"{target}|http|plaintext|hold{N}|r{repeat}", "target": target, "protocol": "http",
             "workload": "plaintext", "mode": "hold", "connections": N, "repeat": repeat, "status": status,
-            "error": error, "wall_s": 1.0,
+            "error": error, "wall_s": 1.0, "started": f"2026-11-30T10:0{5 + repeat}:00+00:00",
             "result": {"connections": N, "connections_held": held, "requests_ok": ok,
                        "generator": {"bytes_per_connection": 1.0},
                        "server": {"rss_bytes_per_connection": rss, "pss_bytes_per_connection": rss / 2}}}
@@ -148,7 +148,7 @@ def _hold_record(target: str, repeat: int, status: str, held: int, ok: int, rss:
 def _closed_record(target: str) -> dict:
     return {"id": f"{target}|http|plaintext|c2|r0", "target": target, "protocol": "http", "workload": "plaintext",
             "mode": "closed", "connections": 2, "repeat": 0, "status": "ok", "error": None,
-            "result": {"rps": 1000.0, "responses": 1000, "duration_s": 1.0, "status_codes": {"200": 1000},
+            "started": "2026-11-30T10:00:00+00:00", "result": {"rps": 1000.0, "responses": 1000, "duration_s": 1.0, "status_codes": {"200": 1000},
                        "errors": {}, "latency_us": {"p50": 900, "p99": 1500, "mean": 1000}}}
 
 
@@ -170,6 +170,9 @@ def test_failed_hold_repeats_are_kept_out_of_the_medians_and_named_in_the_report
     assert rows[2] == ["b", "120", "100", "FAIL", "FAIL", "FAIL"]
     assert "b: fd limit: holding 120 connections instead of 200" in text
     assert "a: 1 of 2 repeats fell short (50 connection(s) closed by the server)" in text
+    # the settings count the hold cells, and the run's span runs to the last one's start
+    assert "| Cells | 2 (2 measured, 0 FAIL, 0 not run) + 3 hold cell(s) (1 ok) |" in text
+    assert "to 2026-11-30T10:06:00+00:00" in text.split("## Settings")[0]
 
 
 @pytest.mark.parametrize("changes, reason", [

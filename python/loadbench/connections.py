@@ -80,9 +80,10 @@ def _server_reading(sampler: Any) -> dict[str, Any]:
 
 def hold_connections(url: str, connections: int = 10_000, *, sample_pid: Optional[int] = None,
                      timeout: float = 60.0, accept_timeout: float = 30.0,
-                     progress: Optional[Callable[[str], None]] = None) -> dict[str, Any]:
+                     progress: Optional[Callable[[str], None]] = None, tree: bool = True) -> dict[str, Any]:
     """Holds `connections` idle keep-alive connections to `url`; returns the JSON-ready record
-    described in the module docstring."""
+    described in the module docstring. `tree`: sample `sample_pid` with its descendants (a
+    sweep passes its target's setting, as for the load cells)."""
     if isinstance(connections, bool) or not isinstance(connections, int) or connections < 1:
         raise ConfigError(f"connections must be an integer >= 1, not {connections!r}")
     say = progress or (lambda message: None)
@@ -100,7 +101,7 @@ def hold_connections(url: str, connections: int = 10_000, *, sample_pid: Optiona
     if sample_pid is not None:
         from .sampler import Sampler
 
-        sampler = Sampler(sample_pid)
+        sampler = Sampler(sample_pid, tree=tree)
         server_before = _server_reading(sampler)
 
     request = f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: loadbench\r\n\r\n".encode()

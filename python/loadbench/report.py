@@ -360,7 +360,8 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
     name = model.directory.resolve().name if model.directory else "results"
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     parts = [f"# loadbench sweep report: {name}", ""]
-    parts += intro(generated, settings, environment, rows)
+    # the hold cells' records too: their servers and start times belong to the run
+    parts += intro(generated, settings, environment, rows + model.hold_records)
     parts += ["## Settings", "", settings_table(settings, rows, aggs, model.hold_records), "",
               "## Environment", "", environment_table(environment, rows, settings), ""]
     if not targets:

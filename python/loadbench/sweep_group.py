@@ -220,7 +220,7 @@ class _Group:
         self.last_outside = None
         url = self.server.base_url + self.sweep.hold_workload().path
         try:
-            record = hold_connections(url, cell.load, sample_pid=self.server.pid)
+            record = hold_connections(url, cell.load, sample_pid=self.server.pid, tree=self.target.tree)
         except Exception as exc:  # noqa: BLE001 - any failure of one cell must not end the sweep
             if not self.server.alive():
                 return "fail", f"server died during the cell: {self.server.death_note()}", None
