@@ -10,6 +10,7 @@ from pathlib import Path
 import loadbench
 import pytest
 from loadbench.cli import main
+from loadbench.connections import hold_shortfall
 from loadbench.errors import ConfigError
 
 N = 200
@@ -51,6 +52,8 @@ def test_connections_the_server_dropped_are_not_counted_as_held(server_factory):
     # The server closes idle connections after 100 ms; the 0.2 s settle before measuring sees it.
     assert record["connections_held"] < 20
     assert record["requests_ok"] == record["connections_held"]
+    # a sweep's hold cell would be FAIL, and say why in one line
+    assert "connection(s) closed by the server before the measurement" in hold_shortfall(record)
 
 
 def test_refused_connections_are_reported_not_raised():

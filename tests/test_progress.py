@@ -26,3 +26,19 @@ def test_format_seconds():
     assert format_seconds(59.4) == "59s"
     assert format_seconds(200) == "3m20s"
     assert format_seconds(3 * 3600 + 120) == "3h02m"
+
+
+def test_eta_weights_cells_by_their_planned_seconds(monkeypatch):
+    """A sweep mixing 1 s windows with a hold cell planned at 4 s: the ETA is the planned time
+    left scaled by how the measured cells kept to their plan, not a count x a mean cell."""
+    clock = iter([0.0, 2.0, 2.0, 10.0])
+    monkeypatch.setattr("loadbench.progress.time.monotonic", lambda: next(clock))
+    out = io.StringIO()
+    bar = ProgressBar(total=3, estimate_s=1.0, stream=out, width=3, to_measure_s=1.0 + 1.0 + 4.0)
+    bar.start_cell("beast http plaintext c=1 #1", 1.0)    # nothing measured: the plan, 6 s
+    bar.end_cell()                                        # took 2 s of a planned 1 s: pace 2
+    bar.start_cell("beast http plaintext c=1 #2", 1.0)    # (1 + 4) s planned x 2
+    bar.end_cell()                                        # took 8 s: pace (2 + 8) / 2 = 5
+    bar.finish("beast http plaintext 200 idle connections held #1")  # 4 s planned x 5
+    lines = out.getvalue().splitlines()
+    assert lines[0].endswith("ETA 6s") and lines[1].endswith("ETA 10s") and lines[2].endswith("ETA 20s")

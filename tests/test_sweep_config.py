@@ -32,6 +32,41 @@ def test_example_file_builds_the_documented_sweep():
     assert len(ids) == len(set(ids))
     assert "beast|https|plaintext|connect20|r2" in ids
     assert "beast|h2|mixed|c10|r2" in ids and "beast|h2c|plaintext|connect20|r0" not in ids
+    # memory per idle connection: 3 hold cells per server, over http only, at C10k
+    assert sweep.hold_connections == 10_000
+    hold = [c for c in sweep.cells() if c.mode == "hold"]
+    assert len(hold) == 3 * len(sweep.targets) and {c.protocol for c in hold} == {"http"}
+    assert "python-asyncio|http|plaintext|hold10000|r2" in ids
+
+
+def test_hold_cells_per_target_over_http_after_its_http_cells():
+    sweep = sweep_from_dict({"hold_connections": 200, "repeats": 2, "concurrencies": [1, 4],
+                             "protocols": ["http", "https"], "targets": [{"name": "a", "kind": "beast"},
+                                                                         {"name": "b", "kind": "beast"}]})
+    ids = [c.id for c in sweep.cells()]
+    # in execution order: each target's http load cells, then its hold cells (same server group)
+    assert ids[:6] == ["a|http|plaintext|c1|r0", "a|http|plaintext|c1|r1", "a|http|plaintext|c4|r0",
+                       "a|http|plaintext|c4|r1", "a|http|plaintext|hold200|r0", "a|http|plaintext|hold200|r1"]
+    assert ids.count("b|http|plaintext|hold200|r1") == 1 and len(ids) == 2 * (2 * 2 * 2 + 2)
+    hold = sweep.cells()[4]
+    assert hold.label() == "a http plaintext 200 idle connections held #1"
+    # a hold cell's plan: its own server start + the measured cost per connection, no window
+    load_only = sweep_from_dict({"repeats": 2, "concurrencies": [1, 4], "protocols": ["http", "https"],
+                                 "targets": [{"name": "a", "kind": "beast"}, {"name": "b", "kind": "beast"}]})
+    assert sweep.planned_seconds() == pytest.approx(load_only.planned_seconds() + 4 * sweep.hold_cell_seconds())
+    assert sweep.hold_cell_seconds() == pytest.approx(0.15 + 0.25 + 200 * 75e-6)
+    # without http among the load protocols the hold cells still run, over http
+    tls_only = sweep_from_dict({"hold_connections": 10, "protocols": ["https"]})
+    assert [c.id for c in tls_only.cells() if c.mode == "hold"] == ["beast|http|plaintext|hold10|r0"]
+    assert sweep_from_dict({}).hold_connections == 0
+    assert not [c for c in sweep_from_dict({}).cells() if c.mode == "hold"]
+
+
+def test_the_default_sweep_has_no_hold_cells():
+    from loadbench.sweep_config import default_sweep
+
+    sweep = default_sweep(peers_dir=REPO / "bench" / "peers")
+    assert sweep.hold_connections == 0 and all(c.mode != "hold" for c in sweep.cells())
 
 
 def test_full_sweep_from_dict_values():
@@ -76,6 +111,13 @@ def test_full_sweep_from_dict_values():
     ("open_fractions = [0.5, 3]", "open_fractions: 3 is not a fraction of capacity in (0, 2]"),
     ("open_fractions = 0.5", "open_fractions: expected a list of fractions"),
     ("baseline = 'nginx'", "baseline 'nginx' is not one of the targets (beast)"),
+    ("hold_connections = -5", "hold_connections: -5 is not a number of connections"),
+    ("hold_connections = '200'", "hold_connections: expected idle keep-alive connections"),
+    ("hold_connections = 2.5", "hold_connections: expected idle keep-alive connections"),
+    ("hold_connections = true", "hold_connections: expected idle keep-alive connections"),
+    ("hold_connections = 10\nconnection_setup_workload = 'echo'", "'echo' is not a plain GET"),
+    ("hold_connections = 10\nconnection_setup_workload = 'nope'",
+     "connection_setup_workload 'nope' (the hold cells' request) is neither"),
 ])
 def test_bad_key_or_value_is_named(tmp_path, text, named):
     with pytest.raises(ConfigError) as info:

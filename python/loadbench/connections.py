@@ -80,9 +80,10 @@ def _server_reading(sampler: Any) -> dict[str, Any]:
 
 def hold_connections(url: str, connections: int = 10_000, *, sample_pid: Optional[int] = None,
                      timeout: float = 60.0, accept_timeout: float = 30.0,
-                     progress: Optional[Callable[[str], None]] = None) -> dict[str, Any]:
+                     progress: Optional[Callable[[str], None]] = None, tree: bool = True) -> dict[str, Any]:
     """Holds `connections` idle keep-alive connections to `url`; returns the JSON-ready record
-    described in the module docstring."""
+    described in the module docstring. `tree`: sample `sample_pid` with its descendants (a
+    sweep passes its target's setting, as for the load cells)."""
     if isinstance(connections, bool) or not isinstance(connections, int) or connections < 1:
         raise ConfigError(f"connections must be an integer >= 1, not {connections!r}")
     say = progress or (lambda message: None)
@@ -100,7 +101,7 @@ def hold_connections(url: str, connections: int = 10_000, *, sample_pid: Optiona
     if sample_pid is not None:
         from .sampler import Sampler
 
-        sampler = Sampler(sample_pid)
+        sampler = Sampler(sample_pid, tree=tree)
         server_before = _server_reading(sampler)
 
     request = f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: loadbench\r\n\r\n".encode()
@@ -176,3 +177,28 @@ def hold_connections(url: str, connections: int = 10_000, *, sample_pid: Optiona
                                          if pss_before is not None and pss_after is not None else None),
         }
     return record
+
+
+def hold_shortfall(record: dict[str, Any]) -> Optional[str]:
+    """Why a hold record falls short of what was asked, in one line (None when every asked
+    connection was held and answered 2xx): the fd limit, failed connects, connections the
+    server dropped, non-2xx answers or failed requests."""
+    asked, held = record["connections"], record["connections_held"]
+    reasons = []
+    note = (record.get("fd_limit") or {}).get("note") or ""
+    if "instead of" in note:  # raise_fd_limit could not make room for every connection
+        reasons.append(f"fd limit: {note}")
+    if record.get("connect_failed"):
+        reasons.append(f"{record['connect_failed']} of {asked} connects failed")
+    lost = asked - held - int(record.get("connect_failed") or 0)
+    if lost > 0 and "instead of" not in note:
+        reasons.append(f"{lost} connection(s) closed by the server before the measurement")
+    if record["requests_ok"] < held:
+        reasons.append(f"{record['requests_ok']} of {held} answered 2xx ({record.get('requests_non_2xx', 0)} non-2xx, "
+                       f"{record.get('requests_failed', 0)} failed)")
+    if held == 0 and not reasons:
+        reasons.append("no connection held")
+    if not reasons:
+        return None
+    first = record.get("first_error")
+    return "; ".join(reasons) + (f" (first error: {first})" if first else "")

@@ -4,6 +4,7 @@ notebook and bench/ all draw from it, so a number means the same thing wherever 
 
     m = loadbench.model.load("reports/2026-11-29-host")
     m.peak("beast"), m.average("beast"), m.rss("beast"), m.excluded("py")
+    m.memory_per_connection()["beast"].rss_bytes_per_connection   # hold cells, apart from the load
 
 The arithmetic itself (median, Little's law, CPU/req, outside CPU, the flags' rules) lives in
 :mod:`loadbench.analysis`, each defined once; this module applies it to the records.
@@ -26,6 +27,8 @@ from typing import Any, Optional
 
 from . import analysis
 from .analysis import Spread
+from .idle_memory import IdleMemory, is_hold
+from .idle_memory import fold as fold_idle_memory
 
 Key = tuple  # (target, protocol, workload, mode, load): load = C, or % of capacity (open)
 
@@ -376,7 +379,11 @@ def _ordered(declared: Optional[list], seen: list[str]) -> list[str]:
 
 @dataclass
 class Model:
-    """Everything a report, chart or notebook shows about one results folder."""
+    """Everything a report, chart or notebook shows about one results folder.
+
+    ``records``, ``rows`` and ``aggs`` are the load cells (closed, connect, open) only: hold
+    cells (memory per idle connection) measure no req/s or latency, so they are kept in
+    ``hold_records`` and shown by :meth:`memory_per_connection`, never in a load aggregate."""
 
     settings: dict
     environment: dict
@@ -387,6 +394,16 @@ class Model:
     workloads: list[str]
     protocols: list[str]
     directory: Optional[Path] = None
+    hold_records: list[dict] = field(default_factory=list)
+
+    def memory_per_connection(self) -> dict[str, IdleMemory]:
+        """Per server, its hold cells folded: medians over repeats of the server's RSS and PSS
+        growth per idle connection, connections held, 2xx answers and the generator's growth
+        per connection (see :class:`loadbench.idle_memory.IdleMemory`). Servers in report
+        order, then any that had hold cells only."""
+        folded = fold_idle_memory(self.hold_records)
+        order = [t for t in self.targets if t in folded] + [t for t in folded if t not in self.targets]
+        return {t: folded[t] for t in order}
 
     def cells(self, target: Optional[str] = None, protocol: Protocols = None,
               workload: Optional[str] = None, mode: Optional[str] = "closed") -> list[Aggregate]:
@@ -500,13 +517,15 @@ class Model:
 def build(settings: dict, environment: dict, records: list[dict], directory: Optional[Path] = None) -> Model:
     cores = environment.get("logical_cores") or _get(environment, "cpu", "logical_cores")
     share = settings.get("contended_share") or analysis.CONTENDED_SHARE
+    held = [r for r in records if is_hold(r)]
+    records = [r for r in records if not is_hold(r)]
     rows = [flatten(r, cores, share) for r in records]
     aggs = aggregate(rows)
     return Model(settings, environment, records, rows, aggs,
                  targets=_ordered(settings.get("targets"), [r["target"] for r in rows]),
                  workloads=_ordered(settings.get("workloads"), [r["workload"] for r in rows]),
                  protocols=[p for p in PROTOCOL_ORDER if any(r["protocol"] == p for r in rows)],
-                 directory=directory)
+                 directory=directory, hold_records=held)
 
 
 def load(results_dir) -> Model:

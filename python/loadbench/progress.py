@@ -19,13 +19,17 @@ class ProgressBar:
     """``[#####.....] 12/48 25% | beast https plaintext c=50 #2 | ETA 3m20s``
 
     The ETA uses the mean wall time of the cells measured so far in this invocation (before the
-    first one ends: ``estimate_s`` per cell). On a terminal the line redraws in place; into a
-    file or pipe it prints one line per cell, so logs stay readable.
+    first one ends: ``estimate_s`` per cell). With ``to_measure_s`` (the planned seconds of the
+    cells left, each cell's share passed to start_cell) it is instead the planned time left,
+    scaled by how long the measured cells took against their plan: cells of different kinds (a
+    1 s window, a hold cell of 10 000 idle connections) then each count for what they cost. On a
+    terminal the line redraws in place; into a file or pipe it prints one line per cell, so logs
+    stay readable.
     """
 
     def __init__(self, total: int, done: int = 0, estimate_s: float = 1.0,
                  stream: Optional[TextIO] = None, width: int = 24, show_bar: bool = True,
-                 to_measure: Optional[int] = None) -> None:
+                 to_measure: Optional[int] = None, to_measure_s: Optional[float] = None) -> None:
         self.total = total
         # cells that will really run (skipped ones take no time); default: all that are left
         self.to_measure = total - done if to_measure is None else to_measure
@@ -37,9 +41,15 @@ class ProgressBar:
         self._measured = 0
         self._measured_s = 0.0
         self._cell_started: Optional[float] = None
+        self.to_measure_s = to_measure_s
+        self._cell_planned_s = 0.0
+        self._measured_planned_s = 0.0
         self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
 
     def eta_s(self) -> float:
+        if self.to_measure_s is not None:
+            pace = self._measured_s / self._measured_planned_s if self._measured_planned_s > 0 else 1.0
+            return max(0.0, self.to_measure_s) * pace
         per_cell = self._measured_s / self._measured if self._measured else self.estimate_s
         return per_cell * max(0, self.to_measure)
 
@@ -50,8 +60,10 @@ class ProgressBar:
         return (f"[{bar}] {self.done}/{self.total} {pct:3d}% | {current} | "
                 f"ETA {format_seconds(self.eta_s())}")
 
-    def start_cell(self, label: str) -> None:
+    def start_cell(self, label: str, planned_s: float = 0.0) -> None:
+        """``planned_s``: this cell's planned seconds (its part of ``to_measure_s``)."""
         self._cell_started = time.monotonic()
+        self._cell_planned_s = planned_s
         self._emit(self.line(label))
 
     def end_cell(self, measured: bool = True, planned: Optional[bool] = None) -> None:
@@ -61,10 +73,14 @@ class ProgressBar:
         self.done += 1
         if measured if planned is None else planned:
             self.to_measure -= 1
+            if self.to_measure_s is not None:
+                self.to_measure_s -= self._cell_planned_s
         if measured and self._cell_started is not None:
             self._measured += 1
             self._measured_s += time.monotonic() - self._cell_started
+            self._measured_planned_s += self._cell_planned_s
         self._cell_started = None
+        self._cell_planned_s = 0.0
 
     def note(self, text: str) -> None:
         """A line that stays (skips, failures) above the redrawn bar; shown even without the bar."""

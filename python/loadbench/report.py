@@ -360,8 +360,9 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
     name = model.directory.resolve().name if model.directory else "results"
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     parts = [f"# loadbench sweep report: {name}", ""]
-    parts += intro(generated, settings, environment, rows)
-    parts += ["## Settings", "", settings_table(settings, rows, aggs), "",
+    # the hold cells' records too: their servers and start times belong to the run
+    parts += intro(generated, settings, environment, rows + model.hold_records)
+    parts += ["## Settings", "", settings_table(settings, rows, aggs, model.hold_records), "",
               "## Environment", "", environment_table(environment, rows, settings), ""]
     if not targets:
         raise ConfigError("the results hold no cells")
@@ -407,6 +408,9 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
                   "uncorrected p99 from the actual send, for comparison. A server that cannot keep up shows an "
                   "achieved rate below its target and a corrected tail far above the uncorrected one.", "",
                   open_loop_table(aggs, targets), ""]
+    from .report_memory import section as memory_section
+
+    parts += memory_section(model)
     if charts:
         parts += ["## Charts", ""] + [f"![{Path(c).stem.replace('_', ' ')}]({c})\n" for c in charts]
     parts += ["## Known limits", ""] + known_limits(settings, environment, rows, aggs) + [""]

@@ -5,7 +5,7 @@ setting the run did not use or hides a measurement it did not make.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 from . import analysis
 from .model import Aggregate
@@ -71,7 +71,8 @@ def intro(generated: str, settings: dict, environment: dict, rows: list[dict]) -
     return lines
 
 
-def settings_table(settings: dict, rows: list[dict], aggs: dict) -> str:
+def settings_table(settings: dict, rows: list[dict], aggs: dict, held: Sequence[dict] = ()) -> str:
+    """``held``: the hold cells' records (memory per idle connection), counted beside the load cells."""
     from .report import table
 
     repeats, duration, warmup = settings.get("repeats"), settings.get("duration"), settings.get("warmup")
@@ -101,6 +102,11 @@ def settings_table(settings: dict, rows: list[dict], aggs: dict) -> str:
         items.append(("HTTP/2", "; ".join(f"{p}: {per[p]} concurrent streams per connection" for p in h2)
                       + " (h2c: prior knowledge on the plain port; h2: ALPN over TLS); HTTP/1.1: one request "
                         "in flight per connection"))
+    if held:
+        asked = sorted({r.get("connections") for r in held if r.get("connections")})
+        items.append(("Memory per idle connection", (f"{', '.join(str(n) for n in asked)} idle keep-alive "
+                      f"connections held per server, {repeats} repeat(s), each on a freshly started server; plain "
+                      "http only (the holder speaks cleartext HTTP/1.1)")))
     if any(p in ("https", "h2") for p in settings.get("protocols", [])):
         items.append(("TLS", "self-signed EC P-256 certificate (CN=localhost); the generator does not verify it "
                              "and resumes no sessions, so every new connection is a full handshake"))
@@ -111,8 +117,11 @@ def settings_table(settings: dict, rows: list[dict], aggs: dict) -> str:
                            + "; ".join(_worker_passing(t, settings.get("workers")) for t in settings.get("targets", []))),
         ("Generator threads", str(settings.get("generator_threads") or len(settings.get("generator_cpus") or [1]))),
         ("Per-request timeout", f"{settings.get('timeout') or 0:g} s"),
-        ("Cells", f"{len(rows)} ({status['ok']} measured, {status['fail']} FAIL, {status['skipped']} not run)"),
-        ("Sweep wall time", f"{sum(r.get('wall_s') or 0 for r in rows) / 60:.1f} min of cells, server starts included"),
+        ("Cells", f"{len(rows)} ({status['ok']} measured, {status['fail']} FAIL, {status['skipped']} not run)"
+                  + (f" + {len(held)} hold cell(s) ({sum(1 for r in held if r.get('status') == 'ok')} ok)"
+                     if held else "")),
+        ("Sweep wall time", (f"{sum(r.get('wall_s') or 0 for r in list(rows) + list(held)) / 60:.1f} min of "
+                             "cells, server starts included")),
     ]
     return table(["Setting", "Value"], [[k, v] for k, v in items])
 

@@ -36,6 +36,11 @@ ECHO_BODY_BYTES = 4096
 REPEAT_OVERHEAD_S = 0.01
 SERVER_START_S = 0.15
 GATE_PROBE_S = 1.0
+# A hold cell (memory per idle connection) on this machine with the Beast server (2026-11-30):
+# 0.22 s for 200 connections, 0.38 s for 2 000, 0.93 s for 10 000 - the 0.2 s settle before
+# measuring, then about 70 us per connection to open, accept, measure and answer.
+HOLD_FIXED_S = 0.25
+HOLD_PER_CONNECTION_S = 75e-6
 
 
 @dataclass
@@ -81,22 +86,24 @@ class Cell:
     target: str
     protocol: str
     workload: str
-    # "closed" (keep-alive, closed loop), "connect" (a new connection per request) or "open"
-    # (open loop at a fixed rate)
+    # "closed" (keep-alive, closed loop), "connect" (a new connection per request), "open"
+    # (open loop at a fixed rate) or "hold" (N idle keep-alive connections held: memory per
+    # connection, no load)
     mode: str
-    # connections (closed, connect), or for "open" the rate as a percent of the target's
+    # connections (closed, connect, hold), or for "open" the rate as a percent of the target's
     # closed-loop capacity measured earlier in the same sweep (the record's `load_pct`)
     load: int
     repeat: int
 
     @property
     def id(self) -> str:
-        load = {"closed": "c", "connect": "connect", "open": "open"}[self.mode] + str(self.load)
+        load = {"closed": "c", "connect": "connect", "open": "open", "hold": "hold"}[self.mode] + str(self.load)
         return f"{self.target}|{self.protocol}|{self.workload}|{load}|r{self.repeat}"
 
     def label(self) -> str:
         load = {"closed": f"c={self.load}", "connect": f"new-conn c={self.load}",
-                "open": f"open loop {self.load}% of capacity"}[self.mode]
+                "open": f"open loop {self.load}% of capacity",
+                "hold": f"{self.load} idle connections held"}[self.mode]
         return f"{self.target} {self.protocol} {self.workload} {load} #{self.repeat + 1}"
 
 
@@ -123,6 +130,11 @@ class Sweep:
     # best closed-loop req/s for open_loop_workload, measured earlier in the same sweep.
     open_fractions: list = field(default_factory=list)
     open_loop_workload: str = "plaintext"
+    # Memory per idle connection: for each target, `repeats` cells that hold this many idle
+    # keep-alive connections (loadbench.hold_connections) on a freshly started server and
+    # measure its RSS/PSS growth per connection (0: none). Plain http only (the holder speaks
+    # cleartext HTTP/1.1); the request is connection_setup_workload's GET.
+    hold_connections: int = 0
     repeats: int = 1
     duration: float = 2.0
     warmup: float = 0.5
@@ -196,6 +208,7 @@ class Sweep:
             raise ConfigError(f"open_loop_workload {self.open_loop_workload!r} is not a workload of this sweep")
         if self.connection_setup and self.connection_setup_workload not in wnames:
             raise ConfigError(f"connection_setup_workload {self.connection_setup_workload!r} is not a workload of this sweep")
+        self._check_hold()
         available = sorted(os.sched_getaffinity(0))
         for key in ("server_cpus", "generator_cpus"):
             for cpu in getattr(self, key) or []:
@@ -223,6 +236,34 @@ class Sweep:
                 raise ConfigError(f"streams.{p}: HTTP/1.1 has one request in flight per connection "
                                   f"(no pipelining), so it must be 1, not {n}")
 
+    def _check_hold(self) -> None:
+        n = self.hold_connections
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ConfigError(f"hold_connections: {n!r} is not a number of connections (an integer >= 1, or 0 for none)")
+        if not n:
+            return
+        w = self.hold_workload()
+        # the holder sends one fixed GET on each connection (no body, no request list)
+        if w.requests is not None or w.method != "GET" or w.body:
+            raise ConfigError(f"hold_connections: the held connections each send one GET of connection_setup_workload, "
+                              f"and {w.name!r} is not a plain GET; set connection_setup_workload to one "
+                              "(e.g. plaintext)")
+
+    def hold_workload(self) -> Workload:
+        """The request of the hold cells: connection_setup_workload's (one of this sweep's
+        workloads, or a built-in of that name even when the sweep does not sweep it)."""
+        name = self.connection_setup_workload
+        found = {w.name: w for w in self.workloads}.get(name) or builtin_workloads().get(name)
+        if found is None:
+            raise ConfigError(f"connection_setup_workload {name!r} (the hold cells' request) is neither a workload "
+                              f"of this sweep nor a built-in ({', '.join(builtin_workloads())})")
+        return found
+
+    def hold_cell_seconds(self) -> float:
+        """The planned wall time of one hold cell: its own server start (each hold cell gets a
+        fresh server) plus the measured cost of holding ``hold_connections``."""
+        return SERVER_START_S + HOLD_FIXED_S + HOLD_PER_CONNECTION_S * self.hold_connections
+
     def streams_for(self, protocol: str) -> int:
         """Concurrent streams per connection for ``protocol`` (1 for HTTP/1.1)."""
         if protocol not in HTTP2:
@@ -242,11 +283,19 @@ class Sweep:
         edges, record); each (target, protocol) added a server start and, before its first cell,
         the load gate's probe (GATE_PROBE_S: the sweep's own load keeps the 1-min load average
         above the gate's threshold, so the probe samples other processes' CPU for 1 s); later
-        cells take the previous window's quiet figure instead (LoadGate.vouch)."""
+        cells take the previous window's quiet figure instead (LoadGate.vouch). A hold cell
+        takes hold_cell_seconds() instead (no window, no gate)."""
         cells = self.cells() if cells is None else cells
-        groups = {(c.target, c.protocol) for c in cells}
-        return (len(cells) * (self.warmup + self.duration + REPEAT_OVERHEAD_S)
+        loaded = [c for c in cells if c.mode != "hold"]
+        groups = {(c.target, c.protocol) for c in loaded}
+        return (len(loaded) * (self.warmup + self.duration + REPEAT_OVERHEAD_S)
+                + (len(cells) - len(loaded)) * self.hold_cell_seconds()
                 + len(groups) * (SERVER_START_S + GATE_PROBE_S))
+
+    def planned_cell_seconds(self, cell: Cell) -> float:
+        """One cell's share of planned_seconds() without the per-server costs (the progress
+        bar's weight for it)."""
+        return self.hold_cell_seconds() if cell.mode == "hold" else self.warmup + self.duration + REPEAT_OVERHEAD_S
 
     # -- the matrix ----------------------------------------------------------------------
     def cells(self) -> list[Cell]:
@@ -264,7 +313,17 @@ class Sweep:
                     if detail and w.name == self.open_loop_workload:
                         out += [Cell(target.name, protocol, w.name, "open", round(100 * f), r)
                                 for f in self.open_fractions for r in range(self.repeats)]
+                if protocol == "http":
+                    out += self._hold_cells(target)
+            if "http" not in self.protocols:  # hold cells are http whatever the load protocols are
+                out += self._hold_cells(target)
         return out
+
+    def _hold_cells(self, target: Target) -> list[Cell]:
+        if not self.hold_connections:
+            return []
+        name = self.hold_workload().name
+        return [Cell(target.name, "http", name, "hold", self.hold_connections, r) for r in range(self.repeats)]
 
     def settings(self) -> dict:
         """What was asked for, as plain data (sweep.json; the report's settings table)."""
@@ -306,6 +365,7 @@ class Sweep:
                     and c.workload not in by_target[c.target].unsupported_workloads]
         bar = ProgressBar(len(cells), done=len(cells) - len(pending), to_measure=len(runnable),
                           estimate_s=self.cell_seconds(),
+                          to_measure_s=sum(self.planned_cell_seconds(c) for c in runnable),
                           stream=None if notes else io.StringIO(), show_bar=progress)
         if gate is not None and runnable:
             gate.on_wait = gate.on_wait or bar.note

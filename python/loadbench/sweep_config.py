@@ -47,6 +47,8 @@ SWEEP_KEYS = {
     "peers_dir": (_STR, "a directory"),
     "open_fractions": (_LIST, "a list of fractions of capacity, e.g. [0.5, 0.8, 0.95]"),
     "open_loop_workload": (_STR, "a workload name"),
+    "hold_connections": (_INT, ("idle keep-alive connections to hold per server for memory per connection "
+                                "(an integer >= 1; 0 or absent: no hold cells)")),
     "baseline": (_STR, "a target name (the report's ratios divide by it)"),
     "contended_share": (_NUM, "a share of the machine's CPU in (0, 1], e.g. 0.05"),
     "contended_reruns": (_INT, "how often a contended cell is re-run (0 or more)"),
@@ -202,7 +204,7 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
     for key in ("repeats", "connection_setup", "connection_setup_concurrency",
                 "connection_setup_workload", "workers", "generator_threads", "baseline",
                 "open_fractions", "open_loop_workload", "contended_reruns", "cluster", "shards",
-                "streams", "requests"):
+                "streams", "requests", "hold_connections"):
         if key in data:
             kwargs[key] = data[key]
     for key in ("concurrencies", "server_cpus", "generator_cpus"):

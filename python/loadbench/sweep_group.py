@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 from . import analysis
 from . import results as rs
+from .connections import FD_MARGIN, hold_connections, hold_shortfall, raise_fd_limit
 from .errors import LoadbenchError
 from .gate import LoadGate, cpu_times, irq_share
 from .progress import ProgressBar
@@ -68,16 +69,28 @@ class _Group:
                     self._record(cell, "skipped", why, None, 0.0)
                     self.bar.end_cell(measured=False)
                     continue
-                self.bar.start_cell(cell.label())
+                self.bar.start_cell(cell.label(), self.sweep.planned_cell_seconds(cell))
                 started = time.monotonic()
                 self.started_at = _now()
+                if cell.mode == "hold" and launch_error is None:
+                    # Each hold cell on a fresh server: the growth per connection is then not
+                    # hidden by buffers the load cells left in its allocator, and repeats are
+                    # repeats. The open-file limit is raised first, so the server inherits it.
+                    raise_fd_limit(cell.load + FD_MARGIN)
+                    launch_error = self._start()
                 if launch_error is None and (self.server is None or not self.server.alive()):
                     launch_error = self._start()
                 if launch_error is not None:
                     self._record(cell, "fail", launch_error, None, time.monotonic() - started)
                     self.bar.end_cell(measured=False, planned=True)
                     continue
-                status, error, result, extra = self._measure_quiet(cell)
+                if cell.mode == "hold":
+                    status, error, result = self._hold(cell)
+                    extra = {}
+                    if self.sweep.cluster is not None:
+                        extra["note"] = "held from this machine: hold cells do not use the cluster's generators"
+                else:
+                    status, error, result, extra = self._measure_quiet(cell)
                 self._record(cell, status, error, result, time.monotonic() - started, extra)
                 if status == "fail":
                     self.bar.note(f"FAIL {cell.label()}: {error}")
@@ -197,6 +210,26 @@ class _Group:
             return "fail", f"no responses in the window (errors: {errors})", result
         return "ok", None, result
 
+    def _hold(self, cell: Cell) -> tuple[str, Optional[str], Optional[dict]]:
+        """Hold ``cell.load`` idle connections to the fresh server and measure its memory per
+        connection. No load gate and no contention re-runs: memory growth does not depend on
+        the CPU other processes use, and there is no window to contend."""
+        assert self.server is not None
+        self.sampled = None
+        # the server was restarted: the next load cell probes the machine again
+        self.last_outside = None
+        url = self.server.base_url + self.sweep.hold_workload().path
+        try:
+            record = hold_connections(url, cell.load, sample_pid=self.server.pid, tree=self.target.tree)
+        except Exception as exc:  # noqa: BLE001 - any failure of one cell must not end the sweep
+            if not self.server.alive():
+                return "fail", f"server died during the cell: {self.server.death_note()}", None
+            return "fail", f"{type(exc).__name__}: {exc}", None
+        if not self.server.alive():
+            return "fail", f"server died during the cell: {self.server.death_note()}", record
+        reason = hold_shortfall(record)
+        return ("fail" if reason else "ok"), reason, record
+
     def _capacity(self, cell: Cell) -> Optional[tuple[float, int]]:
         """(best median req/s, its concurrency) of this target/protocol/workload's closed cells."""
         by_c: dict[int, list[float]] = {}
@@ -225,7 +258,7 @@ class _Group:
             record["load_pct"] = cell.load
         if cell.protocol in HTTP2:
             record["streams"] = self.sweep.streams_for(cell.protocol)
-        if self.sweep.requests is not None and cell.mode != "open":
+        if self.sweep.requests is not None and cell.mode not in ("open", "hold"):
             record["requests"] = self.sweep.requests
         record.update(extra or {})
         if result is not None:
