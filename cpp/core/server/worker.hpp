@@ -2,6 +2,7 @@
 // One worker: one thread, one io_context, its own listeners (or a share of accepted
 // connections), its own Date/response cache and counters. Nothing on the request path is
 // shared with another worker.
+#include "core/server/buffer_pool.hpp"
 #include "core/server/config.hpp"
 #include "core/server/counters.hpp"
 #include "core/server/handler_context.hpp"
@@ -90,6 +91,9 @@ public:
     // worker's list; `from` is destroyed as usual once its handler returns, not counted as closed.
     void hand_over(ConnectionBase* from, ConnectionBase* to);
     void destroy(ConnectionBase* connection);                   // unlinks and deletes
+    // Buffers an HTTP/1.1 connection holds only while it has bytes to read or to send.
+    ReadBufferPool& read_buffers() { return read_buffers_; }
+    OutputBufferPool& output_buffers() { return output_buffers_; }
 
 private:
     class Listener;
@@ -108,6 +112,8 @@ private:
     std::size_t connection_count_ = 0;
     std::atomic<bool> stop_requested_{false};
     HandlerContext context_;
+    ReadBufferPool read_buffers_;
+    OutputBufferPool output_buffers_;
 };
 
 }  // namespace loadbench::server
