@@ -40,7 +40,7 @@ public:
     static constexpr std::size_t read_buffer_size = RequestProcessor::max_buffered_bytes;
     static constexpr auto linger_time = std::chrono::seconds(1);
 
-    Connection(Worker& worker, boost::asio::ip::tcp::socket socket, boost::asio::ssl::context* tls)
+    Connection(Worker& worker, ServerSocket socket, boost::asio::ssl::context* tls)
         : ConnectionBase(worker), stream_(std::move(socket), tls), edge_read_(make_edge_read()) {
         protocol_known_ = !worker.config().h2;
     }

@@ -22,6 +22,8 @@
 #include <boost/asio/detail/socket_ops.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include "core/server/socket.hpp"
+
 #include <boost/version.hpp>
 
 #include <cstddef>
@@ -37,10 +39,10 @@
 
 namespace loadbench::server {
 
-// A tcp::socket whose reactor registration (file descriptor, per-descriptor data) is reachable.
-class ReactiveSocket : public boost::asio::ip::tcp::socket {
+// A ServerSocket whose reactor registration (file descriptor, per-descriptor data) is reachable.
+class ReactiveSocket : public ServerSocket {
 public:
-    explicit ReactiveSocket(boost::asio::ip::tcp::socket&& socket) : boost::asio::ip::tcp::socket(std::move(socket)) {}
+    explicit ReactiveSocket(ServerSocket&& socket) : ServerSocket(std::move(socket)) {}
     auto& implementation() { return impl_.get_implementation(); }
 };
 

@@ -40,7 +40,7 @@ private:
     void accept_next() {
         Worker* target = targets_[next_target_];
         next_target_ = (next_target_ + 1) % targets_.size();
-        acceptor_.async_accept(target->io(), [this, target](boost::system::error_code ec, tcp::socket socket) {
+        acceptor_.async_accept(target->io(), [this, target](boost::system::error_code ec, ServerSocket socket) {
             if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
             if (ec) {
                 retry_timer_.expires_after(accept_retry_delay);
@@ -133,7 +133,7 @@ void Worker::on_tick() {
     if (!(context_.stopping && connection_count_ == 0)) start_tick();
 }
 
-void Worker::adopt(tcp::socket socket, bool tls) {
+void Worker::adopt(ServerSocket socket, bool tls) {
     boost::system::error_code ignored;
     if (context_.stopping) {
         socket.close(ignored);

@@ -6,6 +6,7 @@
 #include "core/server/config.hpp"
 #include "core/server/counters.hpp"
 #include "core/server/handler_context.hpp"
+#include "core/server/socket.hpp"
 
 #include <boost/asio/io_context.hpp>
 // After io_context.hpp: the reactor header needs the scheduler's declarations first.
@@ -86,7 +87,7 @@ public:
     // Refreshed on every housekeeping tick: deadlines are coarse on purpose (no clock read per request).
     clock::time_point now() const { return context_.now; }
     bool stopping() const { return context_.stopping; }
-    void adopt(boost::asio::ip::tcp::socket socket, bool tls);  // starts a connection
+    void adopt(ServerSocket socket, bool tls);  // starts a connection
     // `from` gives its socket to `to` (a new connection of another protocol), which joins the
     // worker's list; `from` is destroyed as usual once its handler returns, not counted as closed.
     void hand_over(ConnectionBase* from, ConnectionBase* to);
