@@ -96,8 +96,6 @@ private:
     }
 
     // --- buffers -----------------------------------------------------------------------
-    static_assert(read_buffer_size == 16 * 1024);  // the worker's ReadBufferPool hands out this size
-
     void take_input() {
         if (!in_) in_ = worker_.read_buffers().take();
     }

@@ -80,9 +80,10 @@ void RequestProcessor::encode(HandlerContext& ctx, const Answer& answer, Connect
         case RequestKind::plaintext: out += ctx.responses.plaintext(ch); break;
         case RequestKind::json: out += ctx.responses.json(ch); break;
         case RequestKind::echo: {
+            const RequestScratch& request = state_->scratch;
             const std::string_view type =
-                state_->scratch.content_type.empty() ? default_echo_type : std::string_view(state_->scratch.content_type);
-            append_response(out, {answer.status, ctx.date_value(), type, ch, {}}, state_->scratch.body);
+                request.content_type.empty() ? default_echo_type : std::string_view(request.content_type);
+            append_response(out, {answer.status, ctx.date_value(), type, ch, {}}, request.body);
             break;
         }
         default: {
