@@ -11,9 +11,9 @@ from __future__ import annotations
 import loadbench
 
 N = 500
-# Measured after the change: ~500 B per connection (the 312-byte Connection object and Asio's
-# 168-byte per-descriptor state); before it: ~9,090 B. 4 KiB leaves room for page-granular noise on a
-# busy machine and still fails the old code by a factor of two.
+# Measured after the change: ~500 B per connection (the 312-byte Connection object and
+# Asio's 168-byte per-descriptor state); before it: ~9,090 B. 4 KiB leaves room for
+# page-granular noise on a busy machine and still fails the old code by a factor of two.
 BOUND_BYTES = 4096
 
 
