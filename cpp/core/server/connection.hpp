@@ -2,7 +2,12 @@
 // One client connection: read, parse, answer, repeat - a small state machine per socket.
 //
 // Why it looks the way it does (each point is measured user-space cost on the request path):
-//  - one read buffer and one output buffer per connection, allocated once;
+//  - an idle plain-TCP connection holds no buffer (C10k memory, as nginx): the read buffer is
+//    taken from the worker's free list only when the socket has bytes, the output buffer
+//    only when there is a response to write, and both go back when the connection waits for
+//    a next request with nothing pending (buffer_pool.hpp; a free list, so keep-alive under
+//    load allocates nothing per request). TLS connections keep their read buffer (Asio's
+//    SSL stream buffers are far larger anyway, and the read is in flight while idle);
 //  - parsing and answering live in RequestProcessor (no I/O, so it can be fuzzed): a
 //    field-less parser (RequestParser) re-emplaced per request into reused storage;
 //  - the constant responses are pre-serialised bytes (ResponseCache), copied into the
@@ -24,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 namespace loadbench::server {
@@ -34,11 +40,14 @@ public:
     static constexpr std::size_t read_buffer_size = RequestProcessor::max_buffered_bytes;
     static constexpr auto linger_time = std::chrono::seconds(1);
 
-    Connection(Worker& worker, boost::asio::ip::tcp::socket socket, boost::asio::ssl::context* tls)
-        : ConnectionBase(worker), stream_(std::move(socket), tls), edge_read_(make_edge_read()),
-          in_(new char[read_buffer_size]) {
-        out_.reserve(4096);
+    Connection(Worker& worker, ServerSocket socket, boost::asio::ssl::context* tls)
+        : ConnectionBase(worker), stream_(std::move(socket), tls), edge_read_(make_edge_read()) {
         protocol_known_ = !worker.config().h2;
+    }
+
+    ~Connection() override {
+        release_input();
+        worker_.output_buffers().give(out_);
     }
 
     void start() override {
@@ -86,12 +95,43 @@ private:
         return std::chrono::milliseconds(worker_.config().idle_timeout_ms);
     }
 
+    // --- buffers -----------------------------------------------------------------------
+    void take_input() {
+        if (!in_) in_ = worker_.read_buffers().take();
+    }
+    void release_input() {
+        worker_.read_buffers().give(in_);
+        in_ = nullptr;
+        in_begin_ = in_end_ = 0;
+    }
+    // Waiting for a next request with nothing buffered or to send: give both buffers back.
+    void go_idle() {
+        if constexpr (!Stream::is_tls && LOADBENCH_EDGE_READ) release_input();
+        if (out_.capacity() != 0) worker_.output_buffers().give(out_);
+    }
+    void take_output() {
+        if (out_.capacity() < 256) out_ = worker_.output_buffers().take();
+    }
+
+#if LOADBENCH_EDGE_READ
+    // For EdgeRead::perform: the free space to read into, taking a buffer first if needed.
+    std::pair<char*, std::size_t> read_buffer() {
+        take_input();
+        return {in_ + in_end_, read_buffer_size - in_end_};
+    }
+    // The recv found nothing: an idle connection gives its buffer back until bytes arrive.
+    void read_would_block() {
+        if (in_begin_ == in_end_) release_input();
+    }
+#endif
+
     // --- reading -----------------------------------------------------------------------
     void read_more() {
         if (in_begin_ == in_end_) {
             in_begin_ = in_end_ = 0;
+            if (out_.empty()) go_idle();
         } else if (in_begin_ > 0) {
-            std::memmove(in_.get(), in_.get() + in_begin_, in_end_ - in_begin_);
+            std::memmove(in_, in_ + in_begin_, in_end_ - in_begin_);
             in_end_ -= in_begin_;
             in_begin_ = 0;
         }
@@ -103,18 +143,20 @@ private:
         } else {
             deadline_ = worker_.now() + idle_timeout();  // body: must keep moving
         }
-        start_read(in_.get() + in_end_, read_buffer_size - in_end_);
+        start_read();
     }
 
-    void start_read(char* data, std::size_t size) {
+    // Reads into the buffer after in_end_ (lingering reads too: their bytes are discarded).
+    void start_read() {
         reading_ = true;
-        read_asked_ = size;
+        read_asked_ = read_buffer_size - in_end_;
         if constexpr (Stream::is_tls || !LOADBENCH_EDGE_READ) {
-            stream_.async_read_some(boost::asio::buffer(data, size),
+            take_input();
+            stream_.async_read_some(boost::asio::buffer(in_ + in_end_, read_asked_),
                                     [this](error_code ec, std::size_t n) { on_read(ec, n); });
         } else {
 #if LOADBENCH_EDGE_READ
-            edge_read_.start(worker_.reactor(), stream_.tcp(), data, size);
+            edge_read_.start(worker_.reactor(), stream_.tcp());  // the buffer is taken when bytes are there
 #endif
         }
     }
@@ -165,12 +207,14 @@ private:
     Sniff sniff() const {
         const std::size_t available = in_end_ - in_begin_;
         const std::size_t n = std::min(available, http2_preface.size());
-        if (std::memcmp(in_.get() + in_begin_, http2_preface.data(), n) != 0) return Sniff::http1;
+        if (available == 0) return Sniff::need_more;
+        if (std::memcmp(in_ + in_begin_, http2_preface.data(), n) != 0) return Sniff::http1;
         return n == http2_preface.size() ? Sniff::http2 : Sniff::need_more;
     }
 
     void hand_over_to_h2() {
-        auto* next = new Http2Connection<Stream>(worker_, std::move(stream_), in_.get() + in_begin_, in_end_ - in_begin_);
+        auto* next = new Http2Connection<Stream>(worker_, std::move(stream_), in_ ? in_ + in_begin_ : nullptr,
+                                                 in_end_ - in_begin_);
         worker_.hand_over(this, next);
         closed_ = true;  // this object is done (its socket moved); finish_handler deletes it
         next->start();
@@ -187,7 +231,10 @@ private:
                 case Sniff::http1: protocol_known_ = true; break;
             }
         }
-        in_begin_ += requests_.process(worker_.context(), in_.get() + in_begin_, in_end_ - in_begin_, out_);
+        if (in_end_ > in_begin_) {
+            take_output();
+            in_begin_ += requests_.process(worker_.context(), in_ + in_begin_, in_end_ - in_begin_, out_);
+        }
         if (requests_.close_after_write()) drop_unread_input();
         if (!out_.empty()) return write_out();
         if (requests_.awaiting_delay()) return start_delay_timer();
@@ -196,7 +243,7 @@ private:
 
     // --- /delay ------------------------------------------------------------------------
     void start_delay_timer() {
-        if (!delay_timer_) delay_timer_.emplace(worker_.io());
+        if (!delay_timer_) delay_timer_ = std::make_unique<boost::asio::steady_timer>(worker_.io());
         deadline_ = no_deadline;  // the server, not the client, is what we wait for
         pending_ += 1;
         delay_timer_->expires_after(std::chrono::milliseconds(requests_.delay_ms()));
@@ -206,6 +253,7 @@ private:
                 if (ec) {
                     close();
                 } else {
+                    take_output();
                     requests_.finish_delay(worker_.context(), out_);
                     if (requests_.close_after_write()) drop_unread_input();
                     process();
@@ -298,7 +346,8 @@ private:
     }
 
     void read_more_discarding() {
-        start_read(in_.get(), read_buffer_size);
+        in_begin_ = in_end_ = 0;
+        start_read();
     }
 
     void close() {
@@ -317,12 +366,12 @@ private:
     Stream stream_;
     // Plain TCP reads go through a preallocated reactor operation (see edge_read.hpp).
     [[no_unique_address]] std::conditional_t<Stream::is_tls, std::monostate, PlainRead> edge_read_;
-    std::unique_ptr<char[]> in_;
+    char* in_ = nullptr;  // from worker_.read_buffers(), read_buffer_size bytes; null while idle
     std::size_t in_begin_ = 0;
     std::size_t in_end_ = 0;
-    std::string out_;
+    std::string out_;  // from worker_.output_buffers() while a response is built or written
     RequestProcessor requests_;
-    std::optional<boost::asio::steady_timer> delay_timer_;
+    std::unique_ptr<boost::asio::steady_timer> delay_timer_;  // only /delay needs one: not inline
     int pending_ = 0;  // handshake, delay timer, TLS shutdown
     bool reading_ = false;
     bool writing_ = false;

@@ -9,7 +9,8 @@
 // for the next epoll edge. This operation gives Asio's reactor the same hint: it reports a
 // short read as "done and exhausted", which makes the reactor skip the speculative recv for
 // the next read and wait for readiness instead. It is also preallocated per connection, so a
-// read allocates nothing.
+// read allocates nothing, and it takes its buffer only when the socket has bytes (nginx's
+// idle connections hold no buffer either).
 //
 // It uses Asio's reactor interface (boost/asio/detail), which is not public API: its
 // start_op() signature is the same from Boost 1.74 to 1.82 (1.83 added immediate-completion
@@ -20,6 +21,8 @@
 #include <boost/asio/detail/reactor_op.hpp>
 #include <boost/asio/detail/socket_ops.hpp>
 #include <boost/asio/ip/tcp.hpp>
+
+#include "core/server/socket.hpp"
 
 #include <boost/version.hpp>
 
@@ -36,15 +39,15 @@
 
 namespace loadbench::server {
 
-// A tcp::socket whose reactor registration (file descriptor, per-descriptor data) is reachable.
-class ReactiveSocket : public boost::asio::ip::tcp::socket {
+// A ServerSocket whose reactor registration (file descriptor, per-descriptor data) is reachable.
+class ReactiveSocket : public ServerSocket {
 public:
-    explicit ReactiveSocket(boost::asio::ip::tcp::socket&& socket) : boost::asio::ip::tcp::socket(std::move(socket)) {}
+    explicit ReactiveSocket(ServerSocket&& socket) : ServerSocket(std::move(socket)) {}
     auto& implementation() { return impl_.get_implementation(); }
 };
 
 #if LOADBENCH_EDGE_READ
-// One read at a time into [data, data + size); completes with target.on_read(ec, bytes).
+// One read at a time into the target's buffer; completes with target.on_edge_read(ec, bytes).
 template <class Target>
 class EdgeRead final : public boost::asio::detail::reactor_op {
 public:
@@ -53,11 +56,13 @@ public:
     explicit EdgeRead(Target& target)
         : reactor_op(boost::system::error_code(), &EdgeRead::perform, &EdgeRead::complete), target_(target) {}
 
-    void start(reactor& reactor, ReactiveSocket& socket, char* data, std::size_t size) {
+    // The buffer is not given here: perform() asks the target for one (read_buffer()) only
+    // when it is about to recv, and tells it when the recv found nothing (read_would_block()),
+    // so an idle connection waiting for its next request holds no buffer (see buffer_pool.hpp).
+    void start(reactor& reactor, ReactiveSocket& socket) {
         ec_ = boost::system::error_code();
         bytes_transferred_ = 0;
-        data_ = data;
-        size_ = size;
+        size_ = 0;
         auto& impl = socket.implementation();
         descriptor_ = impl.socket_;
         reactor.start_op(reactor::read_op, impl.socket_, impl.reactor_data_, this, /*is_continuation=*/true,
@@ -67,9 +72,14 @@ public:
 private:
     static status perform(reactor_op* base) {
         auto* self = static_cast<EdgeRead*>(base);
+        const auto [data, size] = self->target_.read_buffer();
+        self->size_ = size;
         const bool finished = boost::asio::detail::socket_ops::non_blocking_recv1(
-            self->descriptor_, self->data_, self->size_, 0, /*is_stream=*/true, self->ec_, self->bytes_transferred_);
-        if (!finished) return not_done;
+            self->descriptor_, data, size, 0, /*is_stream=*/true, self->ec_, self->bytes_transferred_);
+        if (!finished) {
+            self->target_.read_would_block();
+            return not_done;
+        }
         // A short read drained the socket: the next read should wait for the next edge.
         return self->bytes_transferred_ < self->size_ ? done_and_exhausted : done;
     }
@@ -83,7 +93,6 @@ private:
 
     Target& target_;
     boost::asio::detail::socket_type descriptor_ = boost::asio::detail::invalid_socket;
-    char* data_ = nullptr;
     std::size_t size_ = 0;
 };
 #endif

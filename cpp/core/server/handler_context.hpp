@@ -9,6 +9,7 @@
 #include "core/server/config.hpp"
 #include "core/server/counters.hpp"
 #include "core/server/http_date.hpp"
+#include "core/server/request_parser.hpp"
 #include "core/server/responses.hpp"
 
 #include <chrono>
@@ -39,6 +40,8 @@ struct HandlerContext {
     // Refreshed on every tick: deadlines are coarse on purpose (no clock read per request).
     clock::time_point now = clock::now();
     bool stopping = false;
+    // Parsers for the HTTP/1.1 requests in progress (RequestProcessor takes and gives back).
+    RequestStatePool request_states;
 };
 
 }  // namespace loadbench::server

@@ -10,8 +10,12 @@
 
 #include <boost/beast/http/basic_parser.hpp>
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace loadbench::server {
 
@@ -57,6 +61,39 @@ private:
     verb method_ = verb::unknown;
     int version_ = 11;
     bool expect_continue_ = false;
+};
+
+// What a request in progress needs (the parser and the fields it keeps): a connection holds
+// one only from a request's first byte until it is answered, taken from its worker's
+// RequestStatePool, so an idle keep-alive connection does not carry ~200 bytes it is not using
+// (C10k memory) and keep-alive load allocates nothing per request.
+struct RequestState {
+    RequestScratch scratch;
+    std::optional<RequestParser> parser;
+};
+
+// Single-threaded free list (one per worker, in its HandlerContext).
+class RequestStatePool {
+public:
+    static constexpr std::size_t keep = 16;
+    // A state whose body grew past this (a large echo) is freed, not kept.
+    static constexpr std::size_t max_kept_body = 64 * 1024;
+
+    std::unique_ptr<RequestState> take() {
+        if (free_.empty()) return std::make_unique<RequestState>();
+        auto state = std::move(free_.back());
+        free_.pop_back();
+        return state;
+    }
+    void give(std::unique_ptr<RequestState>& state) {
+        if (!state) return;
+        state->parser.reset();
+        if (free_.size() < keep && state->scratch.body.capacity() <= max_kept_body) free_.push_back(std::move(state));
+        state.reset();
+    }
+
+private:
+    std::vector<std::unique_ptr<RequestState>> free_;
 };
 
 }  // namespace loadbench::server

@@ -11,14 +11,16 @@ namespace loadbench::server {
 std::size_t RequestProcessor::process(HandlerContext& ctx, const char* data, std::size_t size, std::string& out) {
     std::size_t consumed = 0;
     while (consumed < size && !awaiting_delay_ && !close_after_write_) {
-        if (!parser_) {
-            parser_.emplace(scratch_, ctx.config.max_body_bytes,
-                            static_cast<std::uint32_t>(ctx.config.max_header_bytes));
+        if (!state_) {
+            state_ = ctx.request_states.take();
+            state_->parser.emplace(state_->scratch, ctx.config.max_body_bytes,
+                                   static_cast<std::uint32_t>(ctx.config.max_header_bytes));
             request_started_ = ctx.now;
             continue_sent_ = false;
         }
         boost::beast::error_code ec;
-        const std::size_t used = parser_->put(boost::asio::const_buffer(data + consumed, size - consumed), ec);
+        RequestParser& parser = *state_->parser;
+        const std::size_t used = parser.put(boost::asio::const_buffer(data + consumed, size - consumed), ec);
         consumed += used;
         if (ec == boost::beast::http::error::need_more) {
             maybe_send_continue(out);
@@ -28,7 +30,7 @@ std::size_t RequestProcessor::process(HandlerContext& ctx, const char* data, std
             answer_parse_error(ctx, ec, out);
             break;
         }
-        if (parser_->is_done()) {
+        if (parser.is_done()) {
             answer_request(ctx, out);
         } else {
             maybe_send_continue(out);
@@ -43,8 +45,9 @@ std::size_t RequestProcessor::process(HandlerContext& ctx, const char* data, std
 
 // curl and others wait for "100 Continue" before sending a body they announced.
 void RequestProcessor::maybe_send_continue(std::string& out) {
-    if (parser_ && parser_->is_header_done() && !parser_->is_done() && parser_->expects_continue() &&
-        !continue_sent_) {
+    if (!state_) return;
+    const RequestParser& parser = *state_->parser;
+    if (parser.is_header_done() && !parser.is_done() && parser.expects_continue() && !continue_sent_) {
         continue_sent_ = true;
         out += "HTTP/1.1 100 Continue\r\n\r\n";
     }
@@ -52,13 +55,13 @@ void RequestProcessor::maybe_send_continue(std::string& out) {
 
 ConnectionHeader RequestProcessor::connection_header(bool keep_alive) const {
     if (!keep_alive) return ConnectionHeader::close;
-    return parser_->version() < 11 ? ConnectionHeader::keep_alive : ConnectionHeader::none;
+    return state_->parser->version() < 11 ? ConnectionHeader::keep_alive : ConnectionHeader::none;
 }
 
 void RequestProcessor::answer_request(HandlerContext& ctx, std::string& out) {
-    const bool keep_alive = parser_->keep_alive() && !ctx.stopping;
+    const bool keep_alive = state_->parser->keep_alive() && !ctx.stopping;
     const ConnectionHeader ch = connection_header(keep_alive);
-    const Answer answer = answer_for(match_route(parser_->method(), scratch_.target));
+    const Answer answer = answer_for(match_route(state_->parser->method(), state_->scratch.target));
     if (answer.delayed) {
         awaiting_delay_ = true;
         delay_ms_ = answer.delay_ms;
@@ -66,7 +69,7 @@ void RequestProcessor::answer_request(HandlerContext& ctx, std::string& out) {
     } else {
         encode(ctx, answer, ch, out);
     }
-    parser_.reset();
+    end_request(ctx);
     if (!keep_alive) close_after_write_ = true;
 }
 
@@ -77,9 +80,10 @@ void RequestProcessor::encode(HandlerContext& ctx, const Answer& answer, Connect
         case RequestKind::plaintext: out += ctx.responses.plaintext(ch); break;
         case RequestKind::json: out += ctx.responses.json(ch); break;
         case RequestKind::echo: {
+            const RequestScratch& request = state_->scratch;
             const std::string_view type =
-                scratch_.content_type.empty() ? default_echo_type : std::string_view(scratch_.content_type);
-            append_response(out, {answer.status, ctx.date_value(), type, ch, {}}, scratch_.body);
+                request.content_type.empty() ? default_echo_type : std::string_view(request.content_type);
+            append_response(out, {answer.status, ctx.date_value(), type, ch, {}}, request.body);
             break;
         }
         default: {
@@ -101,14 +105,14 @@ void RequestProcessor::answer_parse_error(HandlerContext& ctx, const boost::beas
         kind = RequestKind::body_too_large;
     }
     encode(ctx, limit_answer(kind), ConnectionHeader::close, out);
-    parser_.reset();
+    end_request(ctx);
     close_after_write_ = true;
     error_close_ = true;
 }
 
 void RequestProcessor::answer_bad_request(HandlerContext& ctx, std::string& out) {
     encode(ctx, limit_answer(RequestKind::bad_request), ConnectionHeader::close, out);
-    parser_.reset();
+    end_request(ctx);
     close_after_write_ = true;
     error_close_ = true;
 }

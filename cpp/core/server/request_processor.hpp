@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -45,8 +46,8 @@ public:
     // of an error that may have left part of a request unread.
     bool closes_after_complete_request() const { return close_after_write_ && !error_close_; }
     // A request has begun (some of it is parsed) and is not answered yet.
-    bool in_request() const { return parser_.has_value(); }
-    bool header_done() const { return parser_ && parser_->is_header_done(); }
+    bool in_request() const { return state_ != nullptr; }
+    bool header_done() const { return state_ && state_->parser->is_header_done(); }
     // When the request in progress began (the worker's coarse clock): the header deadline.
     clock::time_point request_started() const { return request_started_; }
 
@@ -57,9 +58,10 @@ private:
     void encode(HandlerContext& ctx, const Answer& answer, ConnectionHeader ch, std::string& out);
     void answer_parse_error(HandlerContext& ctx, const boost::beast::error_code& ec, std::string& out);
     void answer_bad_request(HandlerContext& ctx, std::string& out);
+    void end_request(HandlerContext& ctx) { ctx.request_states.give(state_); }
 
-    RequestScratch scratch_;
-    std::optional<RequestParser> parser_;
+    // The request in progress (from ctx.request_states), null between requests.
+    std::unique_ptr<RequestState> state_;
     clock::time_point request_started_{};
     std::uint32_t delay_ms_ = 0;
     ConnectionHeader delay_connection_header_ = ConnectionHeader::none;

@@ -13,7 +13,7 @@ namespace loadbench::server {
 class PlainStream {
 public:
     static constexpr bool is_tls = false;
-    PlainStream(boost::asio::ip::tcp::socket socket, boost::asio::ssl::context*) : socket_(std::move(socket)) {}
+    PlainStream(ServerSocket socket, boost::asio::ssl::context*) : socket_(std::move(socket)) {}
 
     ReactiveSocket& tcp() { return socket_; }
     template <class Buffer, class Handler>
@@ -32,11 +32,11 @@ private:
 class TlsStream {
 public:
     static constexpr bool is_tls = true;
-    TlsStream(boost::asio::ip::tcp::socket socket, boost::asio::ssl::context* context)
+    TlsStream(ServerSocket socket, boost::asio::ssl::context* context)
         : stream_(std::move(socket), *context) {}
 
-    boost::asio::ip::tcp::socket& tcp() { return stream_.next_layer(); }
-    boost::asio::ssl::stream<boost::asio::ip::tcp::socket>& tls() { return stream_; }
+    ServerSocket& tcp() { return stream_.next_layer(); }
+    boost::asio::ssl::stream<ServerSocket>& tls() { return stream_; }
     template <class Buffer, class Handler>
     void async_read_some(const Buffer& buffer, Handler&& handler) {
         stream_.async_read_some(buffer, std::forward<Handler>(handler));
@@ -47,7 +47,7 @@ public:
     }
 
 private:
-    boost::asio::ssl::stream<boost::asio::ip::tcp::socket> stream_;
+    boost::asio::ssl::stream<ServerSocket> stream_;
 };
 
 }  // namespace loadbench::server

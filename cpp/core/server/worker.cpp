@@ -14,6 +14,12 @@ namespace {
 constexpr auto tick_interval = std::chrono::milliseconds(100);
 // After a failed accept (e.g. out of file descriptors) wait before trying again.
 constexpr auto accept_retry_delay = std::chrono::milliseconds(50);
+// Free buffers a worker keeps for reuse. One thread serves one connection at a time, so a
+// few suffice for keep-alive load; more would only stay resident after a burst.
+constexpr std::size_t buffers_kept = 16;
+// A response buffer's first size (the routes' answers fit), and the largest kept for reuse.
+constexpr std::size_t output_initial_capacity = 4096;
+constexpr std::size_t output_max_kept_capacity = 64 * 1024;
 }  // namespace
 
 // Accepts on one listening socket and hands each connection to the next target worker.
@@ -34,7 +40,7 @@ private:
     void accept_next() {
         Worker* target = targets_[next_target_];
         next_target_ = (next_target_ + 1) % targets_.size();
-        acceptor_.async_accept(target->io(), [this, target](boost::system::error_code ec, tcp::socket socket) {
+        acceptor_.async_accept(target->io(), [this, target](boost::system::error_code ec, ServerSocket socket) {
             if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
             if (ec) {
                 retry_timer_.expires_after(accept_retry_delay);
@@ -64,7 +70,9 @@ private:
 
 Worker::Worker(const ServerConfig& config, unsigned index, asio::ssl::context* tls_context)
     : config_(config), index_(index), tls_context_(tls_context),
-      reactor_(asio::use_service<asio::detail::reactor>(io_)), tick_timer_(io_), context_(config) {}
+      reactor_(asio::use_service<asio::detail::reactor>(io_)), tick_timer_(io_), context_(config),
+      read_buffers_(Connection<PlainStream>::read_buffer_size, buffers_kept),
+      output_buffers_(output_initial_capacity, output_max_kept_capacity, buffers_kept) {}
 
 Worker::~Worker() {
     // Only reached after run() returned or never ran: delete whatever is left.
@@ -125,7 +133,7 @@ void Worker::on_tick() {
     if (!(context_.stopping && connection_count_ == 0)) start_tick();
 }
 
-void Worker::adopt(tcp::socket socket, bool tls) {
+void Worker::adopt(ServerSocket socket, bool tls) {
     boost::system::error_code ignored;
     if (context_.stopping) {
         socket.close(ignored);

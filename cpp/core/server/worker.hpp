@@ -2,9 +2,11 @@
 // One worker: one thread, one io_context, its own listeners (or a share of accepted
 // connections), its own Date/response cache and counters. Nothing on the request path is
 // shared with another worker.
+#include "core/server/buffer_pool.hpp"
 #include "core/server/config.hpp"
 #include "core/server/counters.hpp"
 #include "core/server/handler_context.hpp"
+#include "core/server/socket.hpp"
 
 #include <boost/asio/io_context.hpp>
 // After io_context.hpp: the reactor header needs the scheduler's declarations first.
@@ -85,11 +87,14 @@ public:
     // Refreshed on every housekeeping tick: deadlines are coarse on purpose (no clock read per request).
     clock::time_point now() const { return context_.now; }
     bool stopping() const { return context_.stopping; }
-    void adopt(boost::asio::ip::tcp::socket socket, bool tls);  // starts a connection
+    void adopt(ServerSocket socket, bool tls);  // starts a connection
     // `from` gives its socket to `to` (a new connection of another protocol), which joins the
     // worker's list; `from` is destroyed as usual once its handler returns, not counted as closed.
     void hand_over(ConnectionBase* from, ConnectionBase* to);
     void destroy(ConnectionBase* connection);                   // unlinks and deletes
+    // Buffers an HTTP/1.1 connection holds only while it has bytes to read or to send.
+    ReadBufferPool& read_buffers() { return read_buffers_; }
+    OutputBufferPool& output_buffers() { return output_buffers_; }
 
 private:
     class Listener;
@@ -108,6 +113,8 @@ private:
     std::size_t connection_count_ = 0;
     std::atomic<bool> stop_requested_{false};
     HandlerContext context_;
+    ReadBufferPool read_buffers_;
+    OutputBufferPool output_buffers_;
 };
 
 }  // namespace loadbench::server
