@@ -113,3 +113,16 @@ def write_results_dir(directory: Path) -> Path:
                 rs.append_record(path, record("node", p, "plaintext", "closed", c, r, status="skipped",
                                               error="node is not installed"))
     return directory
+
+
+def table_rows(text: str, heading: str) -> list[list[str]]:
+    """The cells of the first markdown table after `heading` in a report, header row included."""
+    rows, seen = [], False
+    for line in text[text.index(heading):].splitlines()[1:]:
+        if line.startswith("|"):
+            seen = True
+            if not set(line.replace("|", "").strip()) <= {"-"}:
+                rows.append([c.strip() for c in line.strip("|").split("|")])
+        elif seen:
+            break
+    return rows

@@ -18,6 +18,7 @@ import pytest
 
 from loadbench import Sweep, Target, Workload, model, report, results
 from loadbench.targets import default_peer_targets
+from sweep_data import table_rows
 
 REPO = Path(__file__).resolve().parent.parent
 PEERS = REPO / "bench" / "peers"
@@ -72,18 +73,6 @@ def test_every_cell_measured_once_with_exact_counts(real_sweep):
     assert env["generator_cpus"] and env["server_cpus"]
 
 
-def _rows(text: str, heading: str) -> list[list[str]]:
-    rows, seen = [], False
-    for line in text[text.index(heading):].splitlines()[1:]:
-        if line.startswith("|"):
-            seen = True
-            if not set(line.replace("|", "").strip()) <= {"-"}:
-                rows.append([c.strip() for c in line.strip("|").split("|")])
-        elif seen:
-            break
-    return rows
-
-
 def _plain(cell: str) -> str:
     for mark in ("**", " ‡", " §", " †", " ⚑", " ✗"):
         cell = cell.replace(mark, "")
@@ -97,7 +86,7 @@ def test_report_tables_match_the_raw_numbers(real_sweep):
     raw = {(r["target"], r["protocol"], r["workload"], r["mode"], r.get("load_pct") or r["connections"]): r["result"]
            for r in records}
     for protocol, title in (("http", "HTTP/1.1 (http)"), ("https", "HTTP/1.1 over TLS (https)")):
-        rows = _rows(text, f"## {title}, plaintext, keep-alive")
+        rows = table_rows(text, f"## {title}, plaintext, keep-alive")
         assert rows[0] == ["Metric", "Server", "C = 1", "C = 4"]
         metric = None
         for row in rows[1:]:
@@ -113,13 +102,13 @@ def test_report_tables_match_the_raw_numbers(real_sweep):
                     "non-2xx + errors": "0 %",
                 }[metric]
                 assert _plain(cell) == expected, (protocol, metric, row[1], c)
-    conn = _rows(text, "## Connection setup")
+    conn = table_rows(text, "## Connection setup")
     assert conn[0][:3] == ["Server", "http conn/s", "https handshakes/s"]
     for row in conn[1:]:
         for protocol, cell in zip(("http", "https"), row[1:3]):
             res = raw[(row[0], protocol, "plaintext", "connect", 2)]
             assert _plain(cell) == report.fmt_int(res["connections_opened"] / res["duration_s"])
-    for row in _rows(text, "## Open loop")[1:]:
+    for row in table_rows(text, "## Open loop")[1:]:
         res = raw[(row[0], row[1], "plaintext", "open", 50)]
         assert row[2] == "50 % of capacity"
         assert [_plain(c) for c in row[3:7]] == [report.fmt_int(res["rate"]["target"]), report.fmt_int(res["rps"]),
@@ -227,7 +216,7 @@ def test_peer_that_dies_mid_sweep_gives_fail_cells_and_the_sweep_completes(tmp_p
         assert "no config file" in never["error"]
         assert by_id[f"beast|http|plaintext|c{c}|r0"]["status"] == "ok"
     text = report.render(out)
-    rows = _rows(text, "## HTTP/1.1 (http), plaintext, keep-alive")
+    rows = table_rows(text, "## HTTP/1.1 (http), plaintext, keep-alive")
     req = {r[1]: r[2:] for r in rows[1:4]}
     assert req["dying"] == ["FAIL", "FAIL"] and req["broken"] == ["FAIL", "FAIL"]
     assert "FAIL = the server died or never became ready" in text

@@ -10,6 +10,7 @@ import pytest
 
 from loadbench import Sweep, Target, comparison, html_charts, html_report, model, report, results
 from loadbench.connections import hold_shortfall
+from sweep_data import table_rows
 
 N = 200
 
@@ -67,23 +68,11 @@ def test_the_model_figures_are_the_medians_of_the_raw_records(hold_sweep):
             x["generator"]["bytes_per_connection"] for x in raw)
 
 
-def _section_rows(text: str, heading: str) -> list[list[str]]:
-    rows, seen = [], False
-    for line in text[text.index(heading):].splitlines()[1:]:
-        if line.startswith("|"):
-            seen = True
-            if not set(line.replace("|", "").strip()) <= {"-"}:
-                rows.append([c.strip() for c in line.strip("|").split("|")])
-        elif seen:
-            break
-    return rows
-
-
 def test_the_report_section_shows_the_model_figures_with_the_lowest_in_bold(hold_sweep):
     _, out = hold_sweep
     text = (out / "report.md").read_text()
     cells = model.load(out).memory_per_connection()
-    rows = _section_rows(text, f"## Memory per idle connection ({N} held)")
+    rows = table_rows(text, f"## Memory per idle connection ({N} held)")
     assert rows[0] == ["Server", "Held", "Answered 2xx", "RSS B/conn", "PSS B/conn", "Generator B/conn"]
     assert [r[0] for r in rows[1:]] == ["beast", "beast-2w"]
     for column, attr in ((3, "rss_bytes_per_connection"), (4, "pss_bytes_per_connection")):
@@ -165,7 +154,7 @@ def test_failed_hold_repeats_are_kept_out_of_the_medians_and_named_in_the_report
     assert (cells["b"].status, cells["b"].held, cells["b"].answered) == ("fail", 120, 100)
     assert cells["b"].rss_bytes_per_connection is None and "fd limit" in cells["b"].note
     text = report.render(m)
-    rows = _section_rows(text, f"## Memory per idle connection ({N} held)")
+    rows = table_rows(text, f"## Memory per idle connection ({N} held)")
     assert rows[1] == ["a", "200", "200", "9 000 †", "4 500 †", "1 †"]  # one ok server: nobody's winner
     assert rows[2] == ["b", "120", "100", "FAIL", "FAIL", "FAIL"]
     assert "b: fd limit: holding 120 connections instead of 200" in text
