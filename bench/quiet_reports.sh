@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Re-measures every report in reports/ that the open issues rest on, one after another, with
+# nothing else running: the exact commands behind the committed figures, so anyone can rerun
+# them. About an hour on 2 cores. Each driver waits for a quiet machine (load gate) first and
+# states in its environment block how quiet it was; run nothing else meanwhile (no builds, no
+# tests, no other sessions).
+#
+#   bash bench/quiet_reports.sh                      # everything below
+#   BEFORE_PYTHON=/path/venv/bin/python bash bench/quiet_reports.sh
+#       ... and measure an older loadbench build beside this one in the generator comparison
+#       (BEFORE_NOTE says what it is, e.g. its commit)
+#   ONLY="memory sweep" bash bench/quiet_reports.sh   # a subset: generators memory sweep servers
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+ONLY=${ONLY:-"generators memory servers sweep"}
+want() { [[ " $ONLY " == *" $1 "* ]]; }
+
+if want generators; then
+  # Issues 11, 12, 19: every generator pinned to CPU 1 against servers on CPU 0 - keep-alive at
+  # c = 1/10/50/200, a new connection (and a full TLS handshake) per request, system calls per
+  # response, and the HTTP/2 part (loadbench --h2 vs h2load and oha --http2). 5 s x 3 repeats.
+  before=()
+  if [ -n "${BEFORE_PYTHON:-}" ]; then before=(--before "$BEFORE_PYTHON" --before-note "${BEFORE_NOTE:-}"); fi
+  "$PY" bench/generator_vs_peers.py -d 5 -r 3 --generators loadbench,wrk,h2load,oha,loadbench-wolfssl \
+    --h2-cells 25x10,1x1,10x10,50x10 "${before[@]}"
+fi
+if want memory; then
+  # Issue 16: memory per idle keep-alive connection at 10,000 connections, 3 repeats.
+  "$PY" bench/memory_per_connection.py -c 10000 -r 3
+fi
+if want servers; then
+  # Issue 19: the Beast server's CPU per response, per new connection and per full TLS handshake
+  # beside nginx's and node's (wrk on CPU 1).
+  "$PY" bench/server_vs_peers.py --setup -d 5
+fi
+if want sweep; then
+  # Issue 14: the default sweep (every installed peer, http/https/h2c/h2) into a fresh folder.
+  out="reports/$(date -u +%Y-%m-%d)-$(hostname -s)"
+  if [ -e "$out" ]; then
+    echo "quiet_reports: $out exists; move it away first (a sweep resumes in a folder it finds)" >&2
+    exit 1
+  fi
+  "$PY" -m loadbench sweep --out "$out"
+fi
