@@ -26,7 +26,9 @@ NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
 
 def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=20)
+    done = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=20)
+    if done.returncode != 0:  # say what ip said: a bare exit status 255 tells nothing
+        raise RuntimeError(f"ip {' '.join(args)} exited {done.returncode}: {done.stderr.strip()}")
 
 
 class Topology:
