@@ -398,10 +398,17 @@ def environment() -> dict[str, str]:
     }
 
 
-def machine_note(load1: float) -> str:
+def machine_note(load1: float, gate: Optional[dict] = None) -> str:
+    """The load average at start, read with the gate's verdict: the 1-min average trails for a
+    minute after earlier work ended, so a high figure with a gate that measured other processes
+    quiet is that trail, not work running beside the measurement."""
     cores = os.cpu_count() or 1
     if load1 < 0.25 * cores:
         return f"quiet (load {load1:.2f} on {cores} cores)"
+    if gate and not gate.get("skipped") and not gate.get("timed_out") and gate.get("quiet", True):
+        return (f"load {load1:.2f} on {cores} cores at start is the 1-min average trailing earlier work: the "
+                "gate measured other processes below its threshold before the run (see Load gate, and the "
+                "outside-CPU figures per run)")
     return (f"SHARED: load {load1:.2f} on {cores} cores at start - other work was running on the "
             "machine, so absolute numbers carry that noise; the ranking within one repeat is fairer "
             "than across repeats")

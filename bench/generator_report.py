@@ -240,7 +240,7 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
         *_ratio_lines(ka, servers, concs, engine=True),
         "",
         "Connection setup, generator CPU per new connection / per handshake (whole process, median; against "
-        "nginx every handshake is a full one for both tools, against loadbench-server wrk resumes):",
+        "nginx and loadbench-server every handshake is a full one for every tool: no session cache, no tickets):",
         "",
         *_setup_ratio_lines(setup, servers),
         "",

@@ -295,7 +295,7 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]
     finally:
         for peer in peers:
             peer.stop()
-        env["Load average at start"] += f" - {bl.machine_note(load_at_start)}"
+        env["Load average at start"] += f" - {bl.machine_note(load_at_start, first)}"
         env["Load gate"] = bl.gate_note(first, records)
         jsonl.write({"record": "environment", "environment": env, "command": args.command})
         jsonl.close()

@@ -169,7 +169,7 @@ def run(args: argparse.Namespace, cells: list[tuple[int, int]]) -> tuple[list[di
         finally:
             for peer in peers:
                 peer.stop()
-            env["Load average at start"] += f" - {bl.machine_note(first['load1_at_start'])}"
+            env["Load average at start"] += f" - {bl.machine_note(first['load1_at_start'], first)}"
             env["Load gate"] = bl.gate_note(first, records)
             jsonl.write({"record": "environment", "environment": env, "command": args.command})
             jsonl.close()

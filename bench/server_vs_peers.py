@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict]:
         if args.setup:
             run_setup(args, wrk, env, gate, jsonl, records)
     finally:
-        env["Load average at start"] += f" - {bl.machine_note(load_at_start)}"
+        env["Load average at start"] += f" - {bl.machine_note(load_at_start, first)}"
         env["Load gate"] = bl.gate_note(first, records)
         jsonl.write({"record": "environment", "environment": env, "command": args.command})
         jsonl.close()
