@@ -183,3 +183,16 @@ def test_sweep_peer_answers_every_route_over_each_declared_protocol(tmp_path, na
         assert _curl(base + "/missing", protocol)[1] == 404
     finally:
         server.stop()
+
+
+def test_the_load_note_calls_a_machine_shared_only_when_the_gate_did_not_find_it_quiet():
+    # A 1-min load average of 0.66 right after a test run is that run's trail: the gate that
+    # sampled other processes' CPU and found it quiet decides, not the average.
+    cores = __import__("os").cpu_count() or 1
+    high = 0.5 * cores
+    assert "SHARED" not in benchlib.machine_note(high, {"quiet": True, "timed_out": False, "skipped": False})
+    assert "trailing" in benchlib.machine_note(high, {"quiet": True, "timed_out": False, "skipped": False})
+    assert "SHARED" in benchlib.machine_note(high, {"quiet": False, "timed_out": True, "skipped": False})
+    assert "SHARED" in benchlib.machine_note(high, {"quiet": True, "skipped": True})  # --no-wait: nothing measured
+    assert "SHARED" in benchlib.machine_note(high)
+    assert benchlib.machine_note(0.0).startswith("quiet")
