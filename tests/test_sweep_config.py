@@ -142,3 +142,22 @@ def test_a_folder_of_another_sweep_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="holds results of a different sweep"):
         Sweep(concurrencies=[2]).run(tmp_path, progress=False)
     assert not (tmp_path / "results.jsonl").exists()
+
+
+def test_the_default_folder_of_another_sweep_is_kept_and_the_next_free_name_used(tmp_path):
+    # The main command (`loadbench sweep`, no --out) on a fresh clone of this repository on the
+    # day and host of a committed report found that report's folder and exited 2: it now keeps
+    # that folder and writes beside it.
+    from loadbench import Sweep
+    from loadbench.cli.sweep import free_out_dir
+
+    base = tmp_path / "2026-11-30-vm"
+    base.mkdir()
+    Sweep(concurrencies=[1])._check_same_sweep(base)
+    (tmp_path / "2026-11-30-vm-2").mkdir()
+    Sweep(concurrencies=[3])._check_same_sweep(tmp_path / "2026-11-30-vm-2")
+    mine = Sweep(concurrencies=[2])
+    assert free_out_dir(mine, base) == tmp_path / "2026-11-30-vm-3"
+    assert free_out_dir(Sweep(concurrencies=[1]), base) == base  # the same sweep resumes in its folder
+    assert free_out_dir(mine, tmp_path / "new") == tmp_path / "new"
+    assert not Sweep(concurrencies=[1]).holds_other_sweep(base)  # its settings were left as they were

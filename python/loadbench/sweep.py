@@ -411,13 +411,18 @@ class Sweep:
             for (name, protocol), group in groups.items():
                 _Group(self, by_target[name], protocol, group, path, bar, runner, Path(certs), gate).run()
 
+    def holds_other_sweep(self, out: Union[str, Path]) -> bool:
+        """Whether OUT already holds the results of a sweep with other settings (resuming
+        into it would mix two sweeps)."""
+        settings_path = Path(out) / rs.SETTINGS_FILE
+        if not settings_path.exists():
+            return False
+        theirs = json.loads(settings_path.read_text())
+        # a key this version added (e.g. contended_share) is not a different sweep
+        return theirs != {k: v for k, v in self.settings().items() if k in theirs}
+
     def _check_same_sweep(self, out: Path) -> None:
-        settings_path = out / rs.SETTINGS_FILE
-        mine = self.settings()
-        if settings_path.exists():
-            theirs = json.loads(settings_path.read_text())
-            # a key this version added (e.g. contended_share) is not a different sweep
-            if theirs != {k: v for k, v in mine.items() if k in theirs}:
-                raise ConfigError(f"{out} holds results of a different sweep (its {rs.SETTINGS_FILE} differs); "
-                                  "choose another output folder to start a new one")
-        settings_path.write_text(json.dumps(mine, indent=2) + "\n")
+        if self.holds_other_sweep(out):
+            raise ConfigError(f"{out} holds results of a different sweep (its {rs.SETTINGS_FILE} differs); "
+                              "choose another output folder to start a new one")
+        (out / rs.SETTINGS_FILE).write_text(json.dumps(self.settings(), indent=2) + "\n")

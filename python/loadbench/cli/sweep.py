@@ -13,7 +13,10 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from ..sweep import Sweep
 
 from ..errors import ConfigError
 
@@ -56,6 +59,16 @@ def default_out_dir(quick: bool = False, config: Optional[str] = None) -> Path:
     return Path("reports") / f"{date}-{host}{suffix}"
 
 
+def free_out_dir(sweep: "Sweep", base: Path) -> Path:
+    """The default folder, or BASE-2, BASE-3, ... when BASE holds another sweep's results (a
+    sweep committed from another machine or checkout, or one with other peers installed): the
+    main command never fails or mixes results for a folder the user did not name."""
+    out, n = base, 2
+    while sweep.holds_other_sweep(out):
+        out, n = base.with_name(f"{base.name}-{n}"), n + 1
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from ..sweep_config import default_sweep, load_sweep
 
@@ -68,6 +81,10 @@ def run(args: argparse.Namespace) -> int:
         if sweep.shards is not None and sweep.cluster is None:
             raise ConfigError("--shards needs --cluster (a Dask scheduler address, or 'local')")
     out = Path(args.out) if args.out else default_out_dir(args.quick, args.config)
+    if not args.out and (free := free_out_dir(sweep, out)) != out:
+        print(f"loadbench: {out} holds another sweep's results (left as they are); writing to {free}",
+              file=sys.stderr)
+        out = free
     cells = sweep.cells()
     peers = Path(sweep.peers_dir) if sweep.peers_dir else None
     by_target = {t.name: t for t in sweep.targets}
