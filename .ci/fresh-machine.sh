@@ -41,12 +41,16 @@ fi
 
 cleanup() {
   for m in dev/pts dev sys proc; do mountpoint -q "$root/$m" 2>/dev/null && umount -l "$root/$m" || true; done
+  mountpoint -q "$root" 2>/dev/null && umount -l "$root" || true
 }
 trap cleanup EXIT
 
 run_in_fresh_root() {  # $1: label, $2: the README command
   cleanup
   rm -rf "$root"; mkdir -p "$root"
+  # A real machine's / is a mount point; a bare chroot directory is not, and `ip -n NS` (network
+  # namespace tests) then fails with '"mount --make-rslave /" failed'. Bind it onto itself.
+  mount --bind "$root" "$root"
   say "[$1] unpacking a clean Debian 12 root"
   debootstrap --variant=minbase --include=python3,python3-pip,python3-venv,git,ca-certificates \
     --unpack-tarball="$base_tar" bookworm "$root" "$mirror" >"$fresh_dir/unpack.log" 2>&1 \
