@@ -38,7 +38,7 @@ PEERS = BENCH_DIR / "peers"
 
 import loadbench  # noqa: E402
 from loadbench.connections import raise_fd_limit  # noqa: E402
-from loadbench.gate import cpu_times  # noqa: E402
+from loadbench.gate import cpu_snapshot, outside_share_between  # noqa: E402
 
 sys.path.insert(0, str(BENCH_DIR))
 from benchgate import add_gate_args, make_gate, wait_quiet  # noqa: E402
@@ -80,16 +80,6 @@ def server_targets(names: list[str], run_dir: Path, connections: int) -> list[Ta
     return out
 
 
-def busy_jiffies() -> float:
-    times = cpu_times() or [0.0] * 8
-    return sum(times) - times[3] - times[4]  # all but idle and iowait
-
-
-def own_cpu_s() -> float:
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
-
-
 def measure_server(target: Target, connections: int, timeout: float, repeat: int) -> dict[str, Any]:
     why = target.unavailable_reason("http", PEERS)
     if why:
@@ -97,20 +87,18 @@ def measure_server(target: Target, connections: int, timeout: float, repeat: int
     server = launch(target, "http", workers=1, cpus=None, peers_dir=PEERS)
     try:
         tree = loadbench.Sampler(server.pid, tree=True)
-        server_cpu, mine, busy, started = tree.snapshot().cpu_s, own_cpu_s(), busy_jiffies(), time.monotonic()
+        server_cpu, before = tree.snapshot().cpu_s, cpu_snapshot()
         record = loadbench.hold_connections(server.base_url + "/", connections, sample_pid=server.pid,
                                             timeout=timeout)
-        # What other processes used meanwhile, as a share of the machine (busy jiffies minus the
-        # server tree's CPU and ours): memory does not depend on CPU, but the report says how
-        # quiet the machine was, as every report here does.
-        wall = time.monotonic() - started
-        others = ((busy_jiffies() - busy) / os.sysconf("SC_CLK_TCK") - (tree.snapshot().cpu_s - server_cpu)
-                  - (own_cpu_s() - mine))
+        # What other processes used meanwhile (the gate's rule: machine busy time minus ours and
+        # the server tree's): memory does not depend on CPU, but the report says how quiet the
+        # machine was, as every report here does.
+        outside = outside_share_between(before, cpu_snapshot(), also_ours_s=tree.snapshot().cpu_s - server_cpu)
         alive = server.alive()
     finally:
         server.stop()
     record.update(kind="server", name=target.name, repeat=repeat, server_alive_after=alive,
-                  outside_share=max(0.0, others) / (wall * (os.cpu_count() or 1)), load1=os.getloadavg()[0])
+                  outside_share=outside or 0.0, load1=os.getloadavg()[0])
     return record
 
 

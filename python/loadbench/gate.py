@@ -88,22 +88,35 @@ def _own_cpu_s() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def outside_share_now(interval_s: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> Optional[float]:
-    """Share of the machine's CPU that processes other than this one used over ``interval_s``."""
-    try:
-        busy0, total0 = _proc_stat()
-        own0 = _own_cpu_s()
-        sleep(interval_s)
-        busy1, total1 = _proc_stat()
-        own1 = _own_cpu_s()
-    except (OSError, ValueError, IndexError):
-        return None
-    total = total1 - total0
+def cpu_snapshot() -> tuple[float, float, float]:
+    """(machine busy jiffies, machine total jiffies, this process's CPU seconds incl. reaped
+    children): the two ends of an outside-CPU measurement (:func:`outside_share_between`)."""
+    busy, total = _proc_stat()
+    return busy, total, _own_cpu_s()
+
+
+def outside_share_between(before: tuple[float, float, float], after: tuple[float, float, float],
+                          also_ours_s: float = 0.0) -> Optional[float]:
+    """Share of the machine's CPU that other processes used between two :func:`cpu_snapshot`
+    readings: busy time minus this process's and ``also_ours_s`` more seconds (e.g. a server
+    we started and measured ourselves)."""
+    total = after[1] - before[1]
     if total <= 0:
         return None
     tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    own = (own1 - own0) * tick
-    return max(0.0, (busy1 - busy0 - own) / total)
+    own = (after[2] - before[2] + also_ours_s) * tick
+    return max(0.0, (after[0] - before[0] - own) / total)
+
+
+def outside_share_now(interval_s: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> Optional[float]:
+    """Share of the machine's CPU that processes other than this one used over ``interval_s``."""
+    try:
+        before = cpu_snapshot()
+        sleep(interval_s)
+        after = cpu_snapshot()
+    except (OSError, ValueError, IndexError):
+        return None
+    return outside_share_between(before, after)
 
 
 def load_1m() -> float:
