@@ -15,8 +15,17 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 ONLY=${ONLY:-"generators memory servers sweep"}
 want() { [[ " $ONLY " == *" $1 "* ]]; }
+# Each step starts only once the 1-min load average has settled to 0.25 or less (at most 5 min):
+# the step before leaves a trail that the load at start would otherwise report, and a report
+# whose environment shows load 1.5 at start reads as measured busy.
+settle() {
+  local waited=0
+  while awk '{exit !($1 > 0.25)}' /proc/loadavg && [ $waited -lt 300 ]; do sleep 5; waited=$((waited + 5)); done
+  echo "quiet_reports: $1 starts at load $(cut -d' ' -f1-3 /proc/loadavg) after waiting ${waited} s" >&2
+}
 
 if want generators; then
+  settle generators
   # Issues 11, 12, 19: every generator pinned to CPU 1 against servers on CPU 0 - keep-alive at
   # c = 1/10/50/200, a new connection (and a full TLS handshake) per request, system calls per
   # response, and the HTTP/2 part (loadbench --h2 vs h2load and oha --http2). 5 s x 3 repeats.
@@ -26,15 +35,18 @@ if want generators; then
     --h2-cells 25x10,1x1,10x10,50x10 "${before[@]}"
 fi
 if want memory; then
+  settle memory
   # Issue 16: memory per idle keep-alive connection at 10,000 connections, 3 repeats.
   "$PY" bench/memory_per_connection.py -c 10000 -r 3
 fi
 if want servers; then
+  settle servers
   # Issue 19: the Beast server's CPU per response, per new connection and per full TLS handshake
   # beside nginx's and node's (wrk on CPU 1).
   "$PY" bench/server_vs_peers.py --setup -d 5
 fi
 if want sweep; then
+  settle sweep
   # Issue 14: the default sweep (every installed peer, http/https/h2c/h2) into a fresh folder.
   out="reports/$(date -u +%Y-%m-%d)-$(hostname -s)"
   if [ -e "$out" ]; then
