@@ -7,6 +7,7 @@ from typing import Callable, Optional
 
 import benchlib as bl
 import generators as gl
+import profiles as pf
 
 BUSY_LIMIT = 0.95  # a generator using >= 95 % of its one pinned core is saturated
 SAT = "†"
@@ -127,17 +128,24 @@ def _setup_ratio_lines(records: list[dict], servers: list[str], other: str = "wr
     return lines
 
 
-def _syscall_lines(records: list[dict]) -> list[str]:
-    """System calls per response under strace -c -f (start-up's calls taken out)."""
+def _syscall_lines(records: list[dict], setup: bool = False) -> list[str]:
+    """System calls per response (keep-alive) or per new connection / handshake (setup) under
+    strace -c -f, start-up's calls taken out; a tool that cannot do a mode is left out."""
+    unit, count = ("conn", "new_connections") if setup else ("resp", "responses")
     rows = []
     for r in records:
-        if r["status"] != "ok":
-            rows.append([r["generator"], r["status"], "", r["reason"][:200]])
+        label = f"{r['generator']} ({r['scheme']})" if setup else r["generator"]
+        if r["status"] == "n/a" and setup:
             continue
-        top = ", ".join(f"{name} {n:.2f}" for name, n in list(r["per_resp_by_call"].items())[:6])
-        rows.append([r["generator"], f"{r['calls_per_resp']:.2f}", f"{r['responses']:,}", top])
-    return [bl.markdown_table(["Generator", "system calls per response", "responses (under strace)",
-                               "the most frequent, per response"], rows)]
+        if r["status"] != "ok":
+            rows.append([label, r["status"], "", r["reason"][:200]])
+            continue
+        top = ", ".join(f"{name} {n:.2f}" for name, n in list(r[f"per_{unit}_by_call"].items())[:6])
+        rows.append([label, f"{r[f'calls_per_{unit}']:.2f}", f"{r[count]:,}", top])
+    what = ("per new connection (http) / handshake (https)", "new connections") if setup else \
+        ("per response", "responses")
+    return [bl.markdown_table(["Generator", f"system calls {what[0]}", f"{what[1]} (under strace)",
+                               f"the most frequent, {what[0].split(' (')[0]}"], rows)]
 
 
 def _noise(records: list[dict], generators: list[gl.Generator], key: str) -> str:
@@ -160,13 +168,18 @@ def _noise(records: list[dict], generators: list[gl.Generator], key: str) -> str
 def report(records: list[dict], env: dict, args: argparse.Namespace, command: str,
            generators: list[gl.Generator]) -> str:
     startup = {r["generator"]: r["startup_cpu_s"] for r in records if r["part"] == "startup"}
-    syscalls = [r for r in records if r["part"] == "syscalls"]
-    records = [r for r in records if r["part"] not in ("startup", "syscalls")]
+    syscalls = [r for r in records if r["part"] == "syscalls" and r.get("mode", "keepalive") == "keepalive"]
+    setup_calls = [r for r in records if r["part"] == "syscalls" and r.get("mode") == "setup"]
+    profiled = [r for r in records if r["part"] == "profile"]
+    records = [r for r in records if r["part"] not in ("startup", "syscalls", "profile")]
     before = any(g.name == "loadbench-before" for g in generators)
     concs = args.concurrencies
     servers = args.servers
     ka = [r for r in records if r["part"] == "keepalive"]
     setup = [r for r in records if r["part"] == "setup"]
+
+    def ka_only(lines: list[str]) -> list[str]:  # --only-setup / --no-keepalive-part: no empty tables
+        return lines if ka else []
 
     def per_server(key: str, lowest: bool, digits: int, mark: bool) -> list[str]:
         out = []
@@ -228,17 +241,18 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
         *bl.report_head("Load generators compared: loadbench vs wrk, h2load, hey, bombardier, oha, ab",
                         "bench/generator_vs_peers.py", env, settings,
                         f"every run, with the tool's own output, in `{Path(args.out).name}.jsonl`"),
-        "## Headline: loadbench vs wrk, generator CPU us per response (keep-alive, median)",
+        "## Headline: loadbench vs wrk, generator CPU us per response (keep-alive, median)" if ka else
+        "## Headline: loadbench vs wrk, generator CPU us per new connection / handshake (median)",
         "",
-        "Whole process (rusage, start-up included - the same figure as for every other tool):",
-        "",
-        *_ratio_lines(ka, servers, concs),
-        "",
-        "loadbench's engine threads only (its own `generator.cpu_s` over the measured window) vs wrk (rusage, "
-        "whose start-up is a few ms):",
-        "",
-        *_ratio_lines(ka, servers, concs, engine=True),
-        "",
+        *ka_only(["Whole process (rusage, start-up included - the same figure as for every other tool):",
+                  "",
+                  *_ratio_lines(ka, servers, concs),
+                  "",
+                  "loadbench's engine threads only (its own `generator.cpu_s` over the measured window) vs wrk "
+                  "(rusage, whose start-up is a few ms):",
+                  "",
+                  *_ratio_lines(ka, servers, concs, engine=True),
+                  ""]),
         "Connection setup, generator CPU per new connection / per handshake (whole process, median; against "
         "nginx and loadbench-server every handshake is a full one for every tool: no session cache, no tickets):",
         "",
@@ -247,14 +261,16 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
         *([] if not before else [
             "## Before and after: loadbench (this build) vs loadbench-before (the --before build)",
             "",
-            f"Generator CPU us per response, keep-alive, whole process: {env.get('Generator loadbench-before', '')}",
+            f"The --before build: {env.get('Generator loadbench-before', '')}",
             "",
-            *_ratio_lines(ka, servers, concs, mine="loadbench", other="loadbench-before"),
-            "",
-            "Engine threads only:",
-            "",
-            *_ratio_lines(ka, servers, concs, engine=True, mine="loadbench", other="loadbench-before"),
-            "",
+            *ka_only(["Generator CPU us per response, keep-alive, whole process:",
+                      "",
+                      *_ratio_lines(ka, servers, concs, mine="loadbench", other="loadbench-before"),
+                      "",
+                      "Engine threads only:",
+                      "",
+                      *_ratio_lines(ka, servers, concs, engine=True, mine="loadbench", other="loadbench-before"),
+                      ""]),
             "Connection setup, generator CPU per new connection / per handshake:",
             "",
             *_setup_ratio_lines(setup, servers, other="loadbench-before"),
@@ -269,31 +285,43 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
             "",
             *_syscall_lines(syscalls),
             ""]),
-        "## Generator CPU us per response, keep-alive (median; lower is better)",
-        "",
-        *per_server("gen_cpu_us_per_resp", True, 2, True),
-        "## Throughput, req/s as each generator counted it (median; higher is better)",
-        "",
-        *per_server("rps", False, 0, True),
-        "## Server CPU us per response under each generator (median)",
-        "",
-        "The server's cost should not depend on who loads it; where it does, the generator shaped the "
-        "traffic (pacing, batching, connection reuse).",
-        "",
-        *per_server("server_cpu_us_per_resp", True, 2, False),
-        "## Generator core use (fraction of CPU 1 over the run, median)",
-        "",
-        *per_server("gen_busy", True, 2, False),
-        "## Other work on the machine during the runs (cores busy outside server and generator, median)",
-        "",
-        "Machine busy time (/proc/stat) minus the server's and the generator's own CPU. Near 0 means the "
-        "two pinned cores were ours; above that, other processes competed for them.",
-        "",
-        *per_server("foreign_cores", True, 2, False),
+        *ka_only([
+            "## Generator CPU us per response, keep-alive (median; lower is better)",
+            "",
+            *per_server("gen_cpu_us_per_resp", True, 2, True),
+            "## Throughput, req/s as each generator counted it (median; higher is better)",
+            "",
+            *per_server("rps", False, 0, True),
+            "## Server CPU us per response under each generator (median)",
+            "",
+            "The server's cost should not depend on who loads it; where it does, the generator shaped the "
+            "traffic (pacing, batching, connection reuse).",
+            "",
+            *per_server("server_cpu_us_per_resp", True, 2, False),
+            "## Generator core use (fraction of CPU 1 over the run, median)",
+            "",
+            *per_server("gen_busy", True, 2, False),
+            "## Other work on the machine during the runs (cores busy outside server and generator, median)",
+            "",
+            "Machine busy time (/proc/stat) minus the server's and the generator's own CPU. Near 0 means the "
+            "two pinned cores were ours; above that, other processes competed for them.",
+            "",
+            *per_server("foreign_cores", True, 2, False)]),
     ]
     if setup:
         parts += ["## Connection setup: http, one connection per request", "", *setup_table("http"),
                   "## Connection setup: https, one full TLS handshake per request", "", *setup_table("https")]
+    if any(r["status"] != "n/a" for r in setup_calls):
+        parts += [f"## System calls per new connection and per full TLS handshake (c={setup_calls[0]['connections']}, "
+                  f"against {setup_calls[0]['server']}, `strace -c -f`)", "",
+                  "One connection per request, as in the setup part (https: loadbench-server "
+                  "`--no-tls-resumption`, a full handshake each). Every thread's calls over the whole run, minus "
+                  "those of a one-request run of the same tool against the same URL (start-up, shutdown and its "
+                  "one connection; wrk has none), / the new connections it counted (loadbench: its "
+                  "`connections_opened`; the others: one per response). Only the counts mean anything under "
+                  "strace, not the rates.", "",
+                  *_syscall_lines(setup_calls, setup=True), ""]
+    parts += pf.report_lines(profiled, setup)
     if lb_self:
         fixed = startup.get("loadbench")
         parts += ["## loadbench: engine CPU vs whole-process CPU", "",

@@ -11,16 +11,24 @@ loadbench --disable-keepalive, ...) and over https (full TLS handshakes: nginx w
 cache or tickets, loadbench-server --tls): each generator's CPU per new connection / handshake
 beside the server's, cells where the generator's core was saturated flagged.
 Part 3 (system calls): loadbench (and --before's build) and wrk under `strace -c -f` for a few
-seconds at c=50 against loadbench-server: calls per response, start-up's calls left out.
+seconds against loadbench-server: calls per response (keep-alive, c=50) and per new connection /
+full TLS handshake (connection per request, the setup part's c), start-up's calls left out.
 Part 4 (HTTP/2, keep-alive): loadbench --h2 -p M vs h2load -m M (nghttp2's own client) and oha
 --http2 -p M at c x m cells (default c=25 m=10, Zuri's setting, and c = 1/10/50 x m = 1/10),
 against nginx http2 (TLS, ALPN h2), loadbench-server and h2o (h2c, prior knowledge): req/s and
 generator CPU per response, median of the repeats.
+Profiles (after every measured run; on when `perf record` works, --no-profiles to skip):
+loadbench, loadbench-wolfssl and wrk (and --before's build) under `perf record -F 2000
+--call-graph dwarf`, one connection per request over http and https (full handshakes) against
+loadbench-server: the top entries (self %, shared object, symbol), the shares by shared object
+and the inclusive time of the TLS library's exported functions and of the system calls.
 
     .venv/bin/python bench/generator_vs_peers.py                      # the issue's matrix (~40 min)
     .venv/bin/python bench/generator_vs_peers.py --before /path/to/old-venv/bin/python   # + an older build
     .venv/bin/python bench/generator_vs_peers.py -d 2 -r 1 -c 50       # a quick look
     .venv/bin/python bench/generator_vs_peers.py --only-h2 -d 2 -r 1 --h2-cells 25x10   # HTTP/2 smoke
+    .venv/bin/python bench/generator_vs_peers.py --only-setup -d 5 -r 3 --generators loadbench,wrk,loadbench-wolfssl
+        # issue 19: connection setup, its system calls per connection and the profiles, alone
 
 Writes reports/generator-vs-peers.md and every run to reports/generator-vs-peers.jsonl.
 A generator that is not installed is reported n/a, never dropped.
@@ -30,15 +38,17 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import benchlib as bl  # noqa: E402
 import generators as gl  # noqa: E402
+import profiles  # noqa: E402
 from generator_report import h2_report, report  # noqa: E402
 
 
@@ -53,18 +63,29 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--servers", default="nginx,loadbench-server")
     p.add_argument("--setup-concurrency", type=int, default=20, help="connections in the setup part")
     p.add_argument("--no-setup", action="store_true", help="skip the connection-setup part")
-    p.add_argument("--no-keepalive-part", action="store_true", help="skip the keep-alive part")
+    p.add_argument("--no-keepalive-part", action="store_true",
+                   help="skip the keep-alive part (and its system calls per response)")
     p.add_argument("--no-h2-part", action="store_true", help="skip the HTTP/2 part")
     p.add_argument("--no-syscalls", action="store_true", help="skip counting system calls (strace -c -f)")
-    p.add_argument("--syscall-generators", default="loadbench,loadbench-before,wrk",
-                   help="generators whose system calls per response are counted")
-    p.add_argument("--syscall-concurrency", type=int, default=50)
+    p.add_argument("--syscall-generators", default="loadbench,loadbench-before,loadbench-wolfssl,wrk",
+                   help="generators whose system calls are counted: per response with the keep-alive part, "
+                        "per new connection / handshake with the setup part (those in --generators)")
+    p.add_argument("--syscall-concurrency", type=int, default=50, help="connections, keep-alive syscall count")
     p.add_argument("--syscall-duration", type=int, default=3, help="seconds per strace run")
     p.add_argument("--before", metavar="PYTHON",
                    help="an interpreter holding another loadbench build (e.g. the engine before a redesign): "
                         "measured as `loadbench-before` beside the installed one in the HTTP/1.1 parts")
     p.add_argument("--before-note", default="", help="what the --before build is (e.g. its commit), for the report")
+    p.add_argument("--profiles", action=argparse.BooleanOptionalAction, default=None,
+                   help="perf profiles of the generators, connection per request, after the measured runs "
+                        "(default: on when `perf record` works here)")
+    p.add_argument("--profile-generators", default="loadbench,loadbench-before,loadbench-wolfssl,wrk",
+                   help="generators profiled (those in --generators; loadbench-before with --before)")
+    p.add_argument("--profile-duration", type=int, default=4,
+                   help=f"seconds per profiled run (the first {profiles.DELAY_MS} ms are not sampled)")
     p.add_argument("--only-h2", action="store_true", help="only the HTTP/2 part")
+    p.add_argument("--only-setup", action="store_true",
+                   help="only the connection-setup part, its system calls per connection and the profiles")
     p.add_argument("--h2-cells", default="25x10,1x1,1x10,10x1,10x10,50x1,50x10",
                    help="HTTP/2 cells as CONNECTIONSxSTREAMS, comma-separated")
     p.add_argument("--h2-servers", default="nginx,loadbench-server,h2o",
@@ -85,9 +106,16 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     args.h2_cells = [tuple(int(x) for x in cell.lower().split("x")) for cell in args.h2_cells.split(",") if cell]
     args.h2_servers = [s.strip() for s in args.h2_servers.split(",") if s.strip()]
     args.h2_generators = [g.strip() for g in args.h2_generators.split(",") if g.strip()]
+    args.syscall_generators = [g.strip() for g in args.syscall_generators.split(",") if g.strip()]
+    args.profile_generators = [g.strip() for g in args.profile_generators.split(",") if g.strip()]
+    if args.only_h2 and args.only_setup:
+        p.error("--only-h2 and --only-setup exclude each other")
     if args.only_h2:
         args.no_setup = args.no_keepalive_part = args.no_syscalls = True
+        args.profiles = False
         args.generators = []
+    if args.only_setup:
+        args.no_setup, args.no_keepalive_part, args.no_h2_part = False, True, True
     return args
 
 
@@ -123,53 +151,69 @@ def server_specs(args: argparse.Namespace, https: bool) -> list[tuple[str, Optio
     return [(name, make[name]()) for name in args.servers]
 
 
+def _attempt(record: dict, work: Callable[[], dict]) -> dict:
+    """record + work()'s fields with status ok; n/a when the tool cannot do the mode, else FAIL."""
+    try:
+        return {**record, "status": "ok", **work()}
+    except gl.UnsupportedMode as exc:
+        return {**record, "status": "n/a", "reason": str(exc)}
+    except (RuntimeError, ValueError, KeyError, StopIteration, OSError, subprocess.TimeoutExpired) as exc:
+        return {**record, "status": "FAIL", "reason": f"{type(exc).__name__}: {exc}"[:1000]}
+
+
 def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, part: str, c: int,
             repeat: int, keepalive: bool) -> dict:
     record: dict = {"part": part, "generator": gen.name, "server": peer.spec.name,
                     "scheme": "https" if peer.spec.https else "http", "connections": c, "repeat": repeat}
     if part == "h2":
         record["streams"] = getattr(gen, "streams", 1)
-    before, stat_before = peer.snapshot(), bl.cpu_times()
-    try:
+
+    def work() -> dict:
+        before, stat_before = peer.snapshot(), bl.cpu_times()
         child, result = gen.run(peer.url(args.path), c, args.duration, keepalive, [args.generator_cpu])
-    except gl.UnsupportedMode as exc:
-        return {**record, "status": "n/a", "reason": str(exc)}
-    except (RuntimeError, ValueError, KeyError, StopIteration) as exc:
-        return {**record, "status": "FAIL", "reason": f"{type(exc).__name__}: {exc}"[:1000]}
-    server = bl.server_window(before, peer.snapshot(), result.responses)
-    irq = bl.irq_share(stat_before, bl.cpu_times())
-    server_cpu = server["cpu_s"]
-    per = result.responses or None
-    # Connection-per-request: one new connection per response unless the tool counted them itself.
-    new_connections = None if keepalive else (result.connections or result.responses)
-    record.update({
-        "status": "ok", "argv": shlex.join(child.argv),
-        "responses": result.responses, "non_2xx": result.non_2xx, "errors": result.errors,
-        "duration_s": result.duration_s, "rps": result.rps, "new_connections": new_connections,
-        "gen_cpu_s": child.cpu_s, "gen_user_s": child.user_s, "gen_sys_s": child.sys_s, "wall_s": child.wall_s,
-        "gen_busy": child.busy, "gen_cpu_us_per_resp": child.cpu_s / per * 1e6 if per else None,
-        "server_cpu_s": server_cpu, "server_busy": server_cpu / server["window_s"],
-        "server_cpu_us_per_resp": server["cpu_us_per_req"], "server_window": server,
-        "foreign_cores": bl.foreign_cores(server, child.cpu_s, irq),
-        "outside_share": bl.outside_share(server, child.cpu_s, irq), "irq_share": irq,
-        "load1": os.getloadavg()[0],
-        "latency_us": result.latency_us, "extra": result.extra,
-        "raw_output": (child.stdout[-4000:] + ("\n[stderr]\n" + child.stderr[-2000:] if child.stderr else "")),
-    })
-    if new_connections:
-        record["gen_cpu_us_per_conn"] = child.cpu_s / new_connections * 1e6
-        record["server_cpu_us_per_conn"] = server_cpu / new_connections * 1e6
-        record["conn_per_s"] = new_connections / result.duration_s
-        if result.extra.get("self_cpu_s") is not None:  # loadbench's engine threads over the window alone
-            record["gen_engine_us_per_conn"] = result.extra["self_cpu_s"] / new_connections * 1e6
-    return record
+        server = bl.server_window(before, peer.snapshot(), result.responses)
+        irq = bl.irq_share(stat_before, bl.cpu_times())
+        server_cpu = server["cpu_s"]
+        per = result.responses or None
+        # Connection-per-request: one new connection per response unless the tool counted them itself.
+        new_connections = None if keepalive else (result.connections or result.responses)
+        fields = {
+            "argv": shlex.join(child.argv),
+            "responses": result.responses, "non_2xx": result.non_2xx, "errors": result.errors,
+            "duration_s": result.duration_s, "rps": result.rps, "new_connections": new_connections,
+            "gen_cpu_s": child.cpu_s, "gen_user_s": child.user_s, "gen_sys_s": child.sys_s, "wall_s": child.wall_s,
+            "gen_busy": child.busy, "gen_cpu_us_per_resp": child.cpu_s / per * 1e6 if per else None,
+            "server_cpu_s": server_cpu, "server_busy": server_cpu / server["window_s"],
+            "server_cpu_us_per_resp": server["cpu_us_per_req"], "server_window": server,
+            "foreign_cores": bl.foreign_cores(server, child.cpu_s, irq),
+            "outside_share": bl.outside_share(server, child.cpu_s, irq), "irq_share": irq,
+            "load1": os.getloadavg()[0],
+            "latency_us": result.latency_us, "extra": result.extra,
+            "raw_output": (child.stdout[-4000:] + ("\n[stderr]\n" + child.stderr[-2000:] if child.stderr else "")),
+        }
+        if new_connections:
+            fields["gen_cpu_us_per_conn"] = child.cpu_s / new_connections * 1e6
+            fields["server_cpu_us_per_conn"] = server_cpu / new_connections * 1e6
+            fields["conn_per_s"] = new_connections / result.duration_s
+            if result.extra.get("self_cpu_s") is not None:  # loadbench's engine threads over the window alone
+                fields["gen_engine_us_per_conn"] = result.extra["self_cpu_s"] / new_connections * 1e6
+        return fields
+
+    return _attempt(record, work)
 
 
 def describe(record: dict) -> str:
-    if record["part"] == "syscalls" and record["status"] == "ok":
-        top = ", ".join(f"{k} {v:.2f}" for k, v in list(record["per_resp_by_call"].items())[:4])
-        return (f"  syscalls  {record['generator']:<16} {record['calls_per_resp']:.2f} calls per response "
-                f"({record['responses']} responses under strace; {top})")
+    if record["part"] == "profile":
+        return profiles.describe(record)
+    if record["part"] == "syscalls" and record["status"] != "ok":
+        return (f"  syscalls  {record['scheme']:<5} {record['generator']:<16} {record['status']}: "
+                f"{record['reason'][:160]}")
+    if record["part"] == "syscalls":
+        unit = "resp" if record.get("mode", "keepalive") == "keepalive" else "conn"
+        noun = "response" if unit == "resp" else ("handshake" if record["scheme"] == "https" else "new connection")
+        top = ", ".join(f"{k} {v:.2f}" for k, v in list(record[f"per_{unit}_by_call"].items())[:4])
+        return (f"  syscalls  {record['scheme']:<5} {record['generator']:<16} {record[f'calls_per_{unit}']:.2f} "
+                f"calls per {noun} ({record['responses']} responses under strace; {top})")
     if record["part"] == "startup":
         return f"  startup   {record['generator']}: {record['startup_cpu_s'] * 1e3:.0f} ms CPU for a one-request run"
     cell = f"c={record['connections']}" + (f" m={record['streams']}" if "streams" in record else "")
@@ -190,22 +234,63 @@ def chosen_generators(args: argparse.Namespace) -> list[gl.Generator]:
     return chosen
 
 
-def count_syscalls(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace) -> dict:
-    record: dict = {"part": "syscalls", "generator": gen.name, "server": peer.spec.name, "scheme": "http",
-                    "connections": args.syscall_concurrency, "repeat": 1}
+def _per(calls: dict[str, int], n: int) -> dict[str, float]:
+    return {k: v / n for k, v in sorted(calls.items(), key=lambda kv: -kv[1]) if v > 0}
+
+
+def count_syscalls(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, keepalive: bool = True) -> dict:
+    """System calls per response (keep-alive) or per new connection / full handshake (setup)."""
+    c = args.syscall_concurrency if keepalive else args.setup_concurrency
+    record: dict = {"part": "syscalls", "mode": "keepalive" if keepalive else "setup", "generator": gen.name,
+                    "server": peer.spec.name, "scheme": "https" if peer.spec.https else "http",
+                    "connections": c, "repeat": 1}
+
+    def work() -> dict:
+        result, calls, startup = gen.syscalls(peer.url(args.path), c, args.syscall_duration,
+                                              [args.generator_cpu], keepalive)
+        # A one-request run's calls are start-up and shutdown (and its one connection); what is
+        # left is the load's.
+        load = {name: n - startup.get(name, 0) for name, n in calls.items()}
+        one = 1 if startup else 0
+        responses = max(result.responses - one, 1)
+        fields = {"responses": result.responses, "errors": result.errors,
+                  "calls": sum(calls.values()), "startup_calls": sum(startup.values()),
+                  "calls_per_resp": sum(load.values()) / responses, "per_resp_by_call": _per(load, responses),
+                  "strace_calls": calls, "strace_startup_calls": startup}
+        if not keepalive:
+            opened = result.connections or result.responses
+            conns = max(opened - one, 1)
+            fields.update(new_connections=opened, calls_per_conn=sum(load.values()) / conns,
+                          per_conn_by_call=_per(load, conns))
+        return fields
+
+    return _attempt(record, work)
+
+
+def profile(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace) -> dict:
+    record = {"part": "profile", "mode": "setup", "generator": gen.name, "server": peer.spec.name,
+              "scheme": "https" if peer.spec.https else "http", "connections": args.setup_concurrency, "repeat": 1}
+    return _attempt(record, lambda: profiles.record(gen, peer.url(args.path), args.setup_concurrency,
+                                                    args.profile_duration, [args.generator_cpu]))
+
+
+def run_profiles(args: argparse.Namespace, runnable: list[gl.Generator], env: dict,
+                 keep: Callable[[dict], None]) -> None:
+    """After every measured run, on servers of their own: http and https (full handshakes)
+    connection-per-request runs of each profiled generator under perf record."""
+    gens = [g for g in runnable if g.name in args.profile_generators]
+    beast = bl.beast_binary(args.beast_bin)
+    if not gens or beast is None:
+        return
+    specs = [s for s in (bl.beast_peer(beast, False), bl.beast_peer(beast, True)) if s is not None]
+    peers = bl.start_peers(specs, [args.server_cpu], env)
     try:
-        result, calls, startup = gen.syscalls(peer.url(args.path), args.syscall_concurrency,
-                                              args.syscall_duration, [args.generator_cpu])
-    except (RuntimeError, ValueError, OSError) as exc:
-        return {**record, "status": "FAIL", "reason": f"{type(exc).__name__}: {exc}"[:1000]}
-    # A one-request run's calls are start-up and shutdown; what is left is the load's.
-    load = {name: n - startup.get(name, 0) for name, n in calls.items()}
-    responses = max(result.responses - (1 if startup else 0), 1)
-    return {**record, "status": "ok", "responses": result.responses, "errors": result.errors,
-            "calls": sum(calls.values()), "startup_calls": sum(startup.values()),
-            "calls_per_resp": sum(load.values()) / responses,
-            "per_resp_by_call": {k: v / responses for k, v in sorted(load.items(), key=lambda kv: -kv[1]) if v > 0},
-            "strace_calls": calls, "strace_startup_calls": startup}
+        for peer in peers:
+            for gen in gens:
+                keep(profile(gen, peer, args))
+    finally:
+        for peer in peers:
+            peer.stop()
 
 
 def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]:
@@ -219,6 +304,12 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]
         if gen.name == "loadbench-before" and args.before_note:
             env[f"Generator {gen.name}"] += f" - {args.before_note}"
     runnable = [g for g in chosen if g.available]
+    if args.profiles is not False:
+        why_not = profiles.unavailable()
+        if why_not and args.profiles:
+            raise SystemExit(f"--profiles: {why_not}")
+        args.profiles = why_not is None
+        env["Profiles"] = why_not or f"`{profiles.command()}` ({profiles.perf_version()})"
     out = Path(args.out)
     jsonl = bl.JsonlWriter(out.with_suffix(".jsonl"))
     records: list[dict] = []
@@ -260,18 +351,23 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]
                         for gen in runnable:
                             waited["gate"] = bl.wait_quiet(gate)
                             keep(measure(gen, peer, args, "keepalive", c, repeat, True))
-        if not args.no_syscalls:
-            beast = [p for p in http_peers if p.spec.name.startswith("loadbench-server")] or http_peers[:1]
-            for gen in runnable:
-                if gen.name in args.syscall_generators.split(",") and beast:
+        counted = [g for g in runnable if g.name in args.syscall_generators] if not args.no_syscalls else []
+        beast = [p for p in peers if p.spec.name.startswith("loadbench-server")]
+        if not args.no_keepalive_part:
+            for peer in ([p for p in beast if not p.spec.https] or http_peers)[:1]:
+                for gen in counted:
                     waited["gate"] = bl.wait_quiet(gate)
-                    keep(count_syscalls(gen, beast[0], args))
+                    keep(count_syscalls(gen, peer, args))
         if not args.no_setup:
             for repeat in range(1, args.repeats + 1):
                 for peer in peers:
                     for gen in runnable:
                         waited["gate"] = bl.wait_quiet(gate)
                         keep(measure(gen, peer, args, "setup", args.setup_concurrency, repeat, False))
+            for peer in beast:  # per new connection (http) and per full handshake (https)
+                for gen in counted:
+                    waited["gate"] = bl.wait_quiet(gate)
+                    keep(count_syscalls(gen, peer, args, keepalive=False))
         if not args.no_h2_part:
             for peer in peers:
                 peer.stop()
@@ -292,6 +388,12 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]
                             gen.streams = m
                             waited["gate"] = bl.wait_quiet(gate)
                             keep(measure(gen, peer, args, "h2", c, repeat, True))
+        for peer in peers:
+            peer.stop()
+        peers.clear()
+        if args.profiles:
+            waited.clear()  # no gate: a profile is a share of the tool's own CPU, not a measurement
+            run_profiles(args, runnable, env, keep)
     finally:
         for peer in peers:
             peer.stop()

@@ -77,41 +77,49 @@ class Generator:
         ok = sorted(r.cpu_s for r in runs if r.returncode == 0)
         return ok[len(ok) // 2] if ok else None
 
-    def run(self, url: str, connections: int, duration_s: int, keepalive: bool, cpus: Sequence[int]
+    def run(self, url: str, connections: int, duration_s: int, keepalive: bool, cpus: Sequence[int],
+            wrap: Sequence[str] = (), pinned_wrap: Sequence[str] = (), timeout_s: Optional[float] = None
             ) -> tuple[ChildRun, LoadResult]:
+        """One run of the tool pinned to `cpus`. wrap: a command the pinned tool runs under, itself
+        not pinned (`perf record ... --`); pinned_wrap: one pinned with it (`strace -c -f ...`)."""
         with tempfile.TemporaryDirectory(prefix=f"bench-{self.name}-") as tmp:
             out = Path(tmp) / "result.json"
-            argv = taskset(cpus) + self.argv(url, connections, duration_s, keepalive, out)
-            child = run_child(argv, timeout_s=duration_s * 3 + 30)
-            if child.returncode != 0 and not self._nonzero_is_ok(child):
-                raise RuntimeError(f"{self.name} exited {child.returncode}: {(child.stderr or child.stdout)[-600:]}")
+            argv = list(wrap) + taskset(cpus) + list(pinned_wrap) + \
+                self.argv(url, connections, duration_s, keepalive, out)
+            child = self._checked(argv, timeout_s or duration_s * 3 + 30, wrap or pinned_wrap)
             return child, self.parse(child, out)
+
+    def _checked(self, argv: list[str], timeout_s: float, wrap: Sequence[str] = ()) -> ChildRun:
+        child = run_child(argv, timeout_s=timeout_s)
+        if child.returncode != 0 and not self._nonzero_is_ok(child):
+            under = f" under {wrap[0]}" if wrap else ""
+            raise RuntimeError(f"{self.name}{under} exited {child.returncode}: {(child.stderr or child.stdout)[-600:]}")
+        return child
 
     def _nonzero_is_ok(self, child: ChildRun) -> bool:
         return False
 
-    def syscalls(self, url: str, connections: int, duration_s: int, cpus: Sequence[int]
+    def syscalls(self, url: str, connections: int, duration_s: int, cpus: Sequence[int], keepalive: bool = True
                  ) -> tuple[LoadResult, dict[str, int], dict[str, int]]:
-        """One keep-alive run under `strace -c -f` (every thread): the tool's result, the system
-        calls it made by name, and those of its one-request start-up run (empty when the tool
-        has none: its start-up is negligible), so calls per response can leave start-up out.
-        strace slows the tool many times over: only the counts mean anything here."""
-        def counted(argv: list[str], table: Path) -> tuple[ChildRun, dict[str, int]]:
-            child = run_child(taskset(cpus) + ["strace", "-c", "-f", "-o", str(table)] + argv,
-                              timeout_s=duration_s * 10 + 60)
-            if child.returncode != 0 and not self._nonzero_is_ok(child):
-                raise RuntimeError(f"{self.name} under strace exited {child.returncode}: "
-                                   f"{(child.stderr or child.stdout)[-600:]}")
-            return child, parse_strace_counts(table.read_text())
+        """One run (keep-alive, or a new connection per request) under `strace -c -f` (every
+        thread): the tool's result, the system calls it made by name, and those of its one-request
+        start-up run against the same URL (empty when the tool has none: its start-up is
+        negligible), so calls per response can leave start-up out. strace slows the tool many
+        times over: only the counts mean anything here."""
+        def strace(table: Path) -> list[str]:
+            return ["strace", "-c", "-f", "-o", str(table)]
 
+        timeout_s = duration_s * 10 + 60
         with tempfile.TemporaryDirectory(prefix=f"bench-{self.name}-strace-") as tmp:
-            out, table = Path(tmp) / "result.json", Path(tmp) / "strace.txt"
-            child, calls = counted(self.argv(url, connections, duration_s, True, out), table)
-            result = self.parse(child, out)
+            table = Path(tmp) / "strace.txt"
+            result = self.run(url, connections, duration_s, keepalive, cpus, pinned_wrap=strace(table),
+                              timeout_s=timeout_s)[1]
+            calls = parse_strace_counts(table.read_text())
             startup: dict[str, int] = {}
             one = self.startup_argv(url, Path(tmp) / "one.json")
             if one is not None:
-                startup = counted(one, Path(tmp) / "one.txt")[1]
+                self._checked(taskset(cpus) + strace(Path(tmp) / "one.txt") + one, timeout_s, ["strace"])
+                startup = parse_strace_counts((Path(tmp) / "one.txt").read_text())
         return result, calls, startup
 
 
@@ -443,6 +451,9 @@ class LoadbenchWolfssl(Loadbench):
         if not url.startswith("https://"):
             raise UnsupportedMode("wolfSSL: https only")
         return super().argv(url, connections, duration_s, keepalive, out) + ["--tls-library", "wolfssl"]
+
+    def startup_argv(self, url, out):
+        return super().startup_argv(url, out) + ["--tls-library", "wolfssl"]
 
 
 def all_generators() -> list[Generator]:

@@ -7,6 +7,8 @@
 #                  the Go module proxy, go build)
 #   generators   : wrk, h2load (nghttp2-client), hey, ab (apache2-utils),
 #                  oha (cargo, crates.io), bombardier (go, Go module proxy)
+#   measuring    : strace (system calls per response / connection) and perf (linux-perf: the
+#                  generators' CPU profiles) for bench/generator_vs_peers.py
 # Debian's `bombardier` package is an unrelated game: the HTTP tool comes from Go only.
 # oha, bombardier and the Rust peer compile for minutes, so they start first, in the background,
 # and the script waits for them at the end. Idempotent: a second run installs nothing.
@@ -112,7 +114,8 @@ have h2o || apt_missing+=(h2o)
 have curl || apt_missing+=(curl)
 have openssl || apt_missing+=(openssl)
 have taskset || apt_missing+=(util-linux)
-have strace || apt_missing+=(strace)  # generator_vs_peers.py counts system calls per response
+have strace || apt_missing+=(strace)  # generator_vs_peers.py counts system calls per response / connection
+have perf || apt_missing+=(linux-perf)  # generator_vs_peers.py profiles the generators (perf record)
 if [ "$dry_run" = 1 ]; then
   echo "install-peers: dry run: Debian packages it would install (nothing installed):" >&2
   if [ ${#apt_missing[@]} -gt 0 ]; then printf '%s\n' "${apt_missing[@]}"; fi
@@ -152,7 +155,7 @@ if [ -n "$bombardier_pid" ]; then
 fi
 
 echo "install-peers: tools"
-for tool in wrk h2load hey ab oha bombardier nginx node h2o openssl taskset curl; do
+for tool in wrk h2load hey ab oha bombardier nginx node h2o openssl taskset curl strace perf; do
   path="$(command -v "$tool" 2>/dev/null || true)"
   [ -z "$path" ] && [ "$tool" = nginx ] && [ -x /usr/sbin/nginx ] && path=/usr/sbin/nginx
   printf '  %-11s %s\n' "$tool" "${path:-n/a (not installed)}"

@@ -28,7 +28,11 @@ if want generators; then
   settle generators
   # Issues 11, 12, 19: every generator pinned to CPU 1 against servers on CPU 0 - keep-alive at
   # c = 1/10/50/200, a new connection (and a full TLS handshake) per request, system calls per
-  # response, and the HTTP/2 part (loadbench --h2 vs h2load and oha --http2). 5 s x 3 repeats.
+  # response and per new connection / handshake, and the HTTP/2 part (loadbench --h2 vs h2load
+  # and oha --http2). 5 s x 3 repeats. Then, after every measured run, the perf profiles of
+  # loadbench, loadbench-wolfssl, wrk (and the --before build) per connection and per handshake
+  # (on whenever `perf record` works: bash bench/install-peers.sh installs linux-perf).
+  # Issue 19's setup numbers alone: add --only-setup.
   before=()
   if [ -n "${BEFORE_PYTHON:-}" ]; then before=(--before "$BEFORE_PYTHON" --before-note "${BEFORE_NOTE:-}"); fi
   "$PY" bench/generator_vs_peers.py -d 5 -r 3 --generators loadbench,wrk,h2load,oha,loadbench-wolfssl \

@@ -80,7 +80,7 @@ def test_install_script_rejects_an_unknown_argument():
 def test_install_peers_dry_run_names_the_peer_packages(tmp_path):
     packages, err = _dry_run("bench/install-peers.sh", [], _bare_path(tmp_path, with_python=False))
     expected = {"wrk", "nghttp2-client", "apache2-utils", "nginx-light", "nodejs", "openssl",
-                "util-linux", "hey", "h2o", "curl"}
+                "util-linux", "hey", "h2o", "curl", "strace", "linux-perf"}
     assert not expected - packages, f"named: {sorted(packages)}"
     # oha and bombardier build from the Rust and Go registries: said, not installed.
     assert "oha" in err and "bombardier" in err

@@ -1,0 +1,85 @@
+"""bench/profiles.py reads `perf report` right, and bench/generator_vs_peers.py --report-only
+renders the system calls per connection and the profiles - and records from before they existed."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import generator_vs_peers  # noqa: E402
+import profiles  # noqa: E402
+
+SELF = """\
+# Samples: 4K of event 'cpu-clock:ppp'
+#
+# Overhead       Samples  Shared Object                                      Symbol
+# ........  ............  .................................................  ......
+#
+    17.20%           714  [kernel.kallsyms]                                  [k] _raw_spin_unlock_irqrestore
+     3.34%           139  libc.so.6                                          [.] malloc
+     1.09%            45  libcrypto.so.3                                     [.] 0x000000000023f64f
+     1.00%            41  libcrypto.so.3                                     [.] 0x000000000022f925
+     0.84%            35  libcrypto.so.3                                     [.] OPENSSL_cleanse
+     0.35%            14  _core.cpython-311-x86_64-linux-gnu.so  [.] loadbench::generator::Connection::handshake
+"""
+CHILDREN = """\
+    56.72%     0.00%             0  libc.so.6                                          [.] start_thread
+    13.74%     0.00%             0  libcrypto.so.3                                     [.] ASN1_item_d2i_ex
+    13.66%     0.00%             0  libcrypto.so.3                                     [.] 0x00007f6a948fb1d7
+     5.61%     0.00%             0  [kernel.kallsyms]                                  [k] __x64_sys_connect
+     1.70%     0.00%             0  [kernel.kallsyms]                                  [k] do_syscall_64
+"""
+
+
+def test_perf_report_self_and_children_entries_are_read_and_unexported_addresses_summed():
+    entries = profiles.parse_report(SELF)
+    assert [e["samples"] for e in entries] == [714, 139, 45, 41, 35, 14]
+    assert entries[-1]["symbol"] == "[.] loadbench::generator::Connection::handshake"
+    top = profiles.top_entries(entries, 3)
+    assert (top[0]["dso"], top[0]["percent"]) == ("[kernel.kallsyms]", 17.2)
+    folded = next(e for e in profiles.top_entries(entries) if e["symbol"] == profiles.UNEXPORTED)
+    assert (round(folded["percent"], 2), folded["addresses"]) == (2.09, 2)
+    points = profiles.entry_points(profiles.parse_report(CHILDREN))
+    assert [(e["symbol"], e["percent"]) for e in points] == [("[.] ASN1_item_d2i_ex", 13.74),
+                                                              ("[k] __x64_sys_connect", 5.61)]
+    assert points[0]["self"] == 0.0
+    assert {profiles.dso_group(d) for d in ("[kernel.kallsyms]", "libcrypto.so.3", "libwolfssl.so.35.3.0",
+                                            "_core.cpython-311-x86_64-linux-gnu.so", "libpython3.11.so.1.0",
+                                            "wrk", "libluajit-5.1.so.2")} == \
+        {"kernel", "libcrypto", "libwolfssl", "loadbench _core", "python", "wrk", "other"}
+
+
+def _setup_record(**extra) -> dict:
+    return {"part": "setup", "generator": "loadbench", "server": "loadbench-server", "scheme": "https",
+            "connections": 20, "repeat": 1, "status": "ok", "responses": 100, "non_2xx": 0, "errors": 0,
+            "duration_s": 1.0, "rps": 100.0, "new_connections": 100, "gen_cpu_s": 0.04, "gen_busy": 1.0,
+            "gen_cpu_us_per_resp": 400.0, "gen_cpu_us_per_conn": 400.0, "server_cpu_us_per_conn": 200.0,
+            "server_cpu_us_per_resp": 200.0, "server_busy": 0.5, "conn_per_s": 100.0, "foreign_cores": 0.0,
+            "extra": {}, **extra}
+
+
+def test_report_only_renders_old_and_new_records(tmp_path, capsys):
+    old_syscalls = {"part": "syscalls", "generator": "loadbench", "server": "loadbench-server", "scheme": "http",
+                    "connections": 50, "repeat": 1, "status": "ok", "responses": 1000, "calls_per_resp": 0.5,
+                    "per_resp_by_call": {"sendto": 0.25, "recvfrom": 0.25}}
+    new_syscalls = {**old_syscalls, "mode": "setup", "scheme": "https", "connections": 20, "new_connections": 300,
+                    "calls_per_conn": 14.27, "per_conn_by_call": {"getpid": 3.0, "connect": 1.0}}
+    profile = {"part": "profile", "mode": "setup", "generator": "loadbench", "server": "loadbench-server",
+               "scheme": "https", "connections": 20, "repeat": 1, "status": "ok", "samples": 4000,
+               "event": "cpu-clock:ppp", "by_group": {"libcrypto": 56.0, "kernel": 19.0},
+               "top": profiles.top_entries(profiles.parse_report(SELF)),
+               "entry_points": profiles.entry_points(profiles.parse_report(CHILDREN))}
+    stem = tmp_path / "gvp"
+    lines = [_setup_record(), old_syscalls, new_syscalls, profile,
+             {"record": "environment", "environment": {"Date (UTC)": "today"}, "command": "test"}]
+    stem.with_suffix(".jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert generator_vs_peers.main(["--report-only", "--out", str(stem), "--generators", "loadbench",
+                                    "--no-h2-part"]) == 0
+    text = stem.with_suffix(".md").read_text()
+    assert "## System calls per response (keep-alive, c=50" in text
+    assert "| loadbench (https) | 14.27 | 300 | getpid 3.00, connect 1.00 |" in text
+    assert "| loadbench, https (full handshake) | 4,000 | 400.0 |" in text
+    assert "`(not exported)` (2 addresses)" in text and "`[.] ASN1_item_d2i_ex`" in text
+    capsys.readouterr()
