@@ -40,7 +40,7 @@ class Server:
     def __exit__(self, *exc: object) -> None: ...
 
 def clock_ticks_per_second() -> float: ...
-def tls_libraries() -> list[str]: ...  # "openssl" first, "wolfssl" where the build found it
+def tls_libraries() -> list[str]: ...  # "openssl" first, then "wolfssl" / "rustls" where the build has them
 
 class Sampler:
     """A process (with its descendants when tree=True) and the machine, read from /proc.

@@ -176,6 +176,14 @@ def start(url: str, **options: Any) -> RunningLoad:
     return RunningLoad(url=url, config=config, engine=engine)
 
 
+# The generator's TLS libraries and what a build needs for each (OpenSSL is always built).
+TLS_LIBRARIES = {
+    "openssl": "apt-get install libssl-dev",
+    "wolfssl": "apt-get install libwolfssl-dev",
+    "rustls": "it is built by cargo from the Rust crate registry: put a Rust toolchain >= 1.78 (rustup) on PATH",
+}
+
+
 def prepare(url: str, *, connections: int = 10, threads: int = 1, duration: Optional[float] = 10.0,
             requests: Optional[int] = None, warmup: float = 0.0, method: str = "GET", headers: HeadersLike = None,
             body: BodyLike = None, requests_list: Optional[Sequence[Union[Request, Mapping[str, Any]]]] = None,
@@ -231,10 +239,10 @@ def prepare(url: str, *, connections: int = 10, threads: int = 1, duration: Opti
     if streams > 1 and protocol != "h2":
         raise ConfigError("streams > 1 needs HTTP/2 (protocol='h2'): HTTP/1.1 carries one request at a time")
     timeout_s = _number("timeout", timeout)
-    if tls_library not in ("openssl", "wolfssl"):
-        raise ConfigError(f"tls_library must be 'openssl' or 'wolfssl', not {tls_library!r}")
+    if tls_library not in TLS_LIBRARIES:
+        raise ConfigError(f"tls_library must be one of {', '.join(map(repr, TLS_LIBRARIES))}, not {tls_library!r}")
     if tls_library not in _core.tls_libraries():
-        raise ConfigError(f"this loadbench was built without {tls_library} (apt-get install libwolfssl-dev, "
+        raise ConfigError(f"this loadbench was built without {tls_library} ({TLS_LIBRARIES[tls_library]}, "
                           "then reinstall loadbench)")
     if tls_library == "wolfssl" and tls_session_resumption:
         raise ConfigError("TLS session resumption is implemented for tls_library='openssl' only")

@@ -25,7 +25,7 @@ struct EngineConfig {
     bool tls_verify = false;
     std::string tls_cacert;       // implies verification
     bool tls_session_resumption = false;
-    std::string tls_library = "openssl";  // or "wolfssl" where the build has it
+    std::string tls_library = "openssl";  // or "wolfssl" / "rustls" where the build has them
     std::vector<int> cpus;        // worker i runs on cpus[i % size]
     double interval_s = 1.0;      // timeline resolution
     double connect_retry_delay_s = 0.005;  // after a failed connect, so a refused port is not a busy loop

@@ -284,13 +284,19 @@ bool certificate_names_ip(const unsigned char* der, size_t size, const std::stri
 #ifdef LOADBENCH_HAVE_WOLFSSL
 std::unique_ptr<TlsContext> make_wolfssl_context(bool verify, const std::string& cacert, bool session_resumption);
 #endif
+#ifdef LOADBENCH_HAVE_RUSTLS
+std::unique_ptr<TlsContext> make_rustls_context(bool verify, const std::string& cacert, bool session_resumption);
+#endif
 
 std::vector<std::string> tls_libraries() {
+    std::vector<std::string> libraries{"openssl"};
 #ifdef LOADBENCH_HAVE_WOLFSSL
-    return {"openssl", "wolfssl"};
-#else
-    return {"openssl"};
+    libraries.push_back("wolfssl");
 #endif
+#ifdef LOADBENCH_HAVE_RUSTLS
+    libraries.push_back("rustls");
+#endif
+    return libraries;
 }
 
 std::unique_ptr<TlsContext> make_tls_context(const std::string& library, bool verify, const std::string& cacert,
@@ -306,7 +312,16 @@ std::unique_ptr<TlsContext> make_tls_context(const std::string& library, bool ve
             "and reinstall loadbench");
 #endif
     }
-    throw ConfigError("tls library must be 'openssl' or 'wolfssl', not '" + library + "'");
+    if (library == "rustls") {
+#ifdef LOADBENCH_HAVE_RUSTLS
+        return make_rustls_context(verify, cacert, session_resumption);
+#else
+        throw ConfigError(
+            "this loadbench was built without rustls: it needs a Rust toolchain (cargo, rustc >= 1.79, e.g. from "
+            "rustup) when loadbench is installed; reinstall loadbench with cargo on PATH");
+#endif
+    }
+    throw ConfigError("tls library must be 'openssl', 'wolfssl' or 'rustls', not '" + library + "'");
 }
 
 std::unique_ptr<Transport> make_plain_transport() { return std::make_unique<PlainTransport>(); }

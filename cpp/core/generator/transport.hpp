@@ -35,7 +35,8 @@ public:
 
 // One per engine, shared by every worker (each library's context is thread safe for creating
 // per-connection objects). The TLS library behind it is chosen per run: OpenSSL (the default)
-// or, where the build found it, wolfSSL (a cheaper full handshake: see wolfssl_transport.cpp).
+// or, where the build found them, wolfSSL (wolfssl_transport.cpp) or rustls (rustls_transport.cpp),
+// both cheaper per full handshake.
 class TlsContext {
 public:
     virtual ~TlsContext() = default;
@@ -46,7 +47,7 @@ public:
     virtual std::unique_ptr<Transport> make_transport(const std::string& server_name, bool server_name_is_ip) const = 0;
 };
 
-// library: "openssl" or "wolfssl"; verify is implied by a cacert file. ConfigError when the
+// library: "openssl", "wolfssl" or "rustls"; verify is implied by a cacert file. ConfigError when the
 // library is unknown or not in this build, or the CA file cannot be loaded.
 std::unique_ptr<TlsContext> make_tls_context(const std::string& library, bool verify, const std::string& cacert,
                                              bool session_resumption);

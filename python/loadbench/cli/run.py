@@ -58,9 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="do not check TLS certificates (the default)")
     p.add_argument("--verify", action="store_true", help="check TLS certificates against the system CAs")
     p.add_argument("--cacert", default=None, help="check TLS certificates against this CA file")
-    p.add_argument("--tls-library", choices=("openssl", "wolfssl"), default="openssl",
-                   help="TLS library for the generator's connections (default openssl; wolfssl: a cheaper full "
-                        "handshake, where the build found libwolfssl)")
+    p.add_argument("--tls-library", choices=("openssl", "wolfssl", "rustls"), default="openssl",
+                   help="TLS library for the generator's connections (default openssl; wolfssl and rustls: "
+                        "cheaper full handshakes, where the build has them)")
     p.add_argument("--tls-resume", action="store_true", help="resume TLS sessions (default: full handshakes)")
     p.add_argument("--timeout", default="10s", help="per-request timeout (default 10s)")
     p.add_argument("--warmup", default="0s", help="warm-up excluded from every figure (default 0s)")
