@@ -226,7 +226,10 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
                           "skipped; the CertificateVerify signature is checked), certificate keys decoded in a "
                           "library context offering only the SubjectPublicKeyInfo decoders (tls_library.cpp); "
                           "loadbench-wolfssl (where measured): the same run with `--tls-library wolfssl` "
-                          "(Debian's wolfSSL 5.5, X25519 key share, certificate not verified, signature checked)",
+                          "(Debian's wolfSSL 5.5, X25519 key share, certificate not verified, signature checked); "
+                          "loadbench-rustls (where measured): `--tls-library rustls` (rustls 0.23 with ring's "
+                          "assembly crypto, linked into loadbench; X25519 key share, certificate not verified, "
+                          "signature checked, resumption off)",
         "Generator CPU": "ru_utime+ru_stime of the generator process from os.wait4() (its whole life, start-up "
                          "included) / the exact responses (or new connections) the generator itself reports",
         "Server CPU": "utime+stime of the server's process tree from /proc/<pid>/stat right before and after "

@@ -59,7 +59,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("-r", "--repeats", type=int, default=3, help="runs per cell; the median is reported")
     p.add_argument("--generators", default=",".join(g.name.split()[0] for g in gl.all_generators()
                                                    if not getattr(g, "optional", False)),
-                   help="comma-separated subset (names: loadbench,wrk,h2load,hey,bombardier,oha,ab; opt-in: loadbench-wolfssl)")
+                   help="comma-separated subset (names: loadbench,wrk,h2load,hey,bombardier,oha,ab; opt-in: loadbench-wolfssl, loadbench-rustls)")
     p.add_argument("--servers", default="nginx,loadbench-server")
     p.add_argument("--setup-concurrency", type=int, default=20, help="connections in the setup part")
     p.add_argument("--no-setup", action="store_true", help="skip the connection-setup part")
@@ -67,7 +67,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                    help="skip the keep-alive part (and its system calls per response)")
     p.add_argument("--no-h2-part", action="store_true", help="skip the HTTP/2 part")
     p.add_argument("--no-syscalls", action="store_true", help="skip counting system calls (strace -c -f)")
-    p.add_argument("--syscall-generators", default="loadbench,loadbench-before,loadbench-wolfssl,wrk",
+    p.add_argument("--syscall-generators", default="loadbench,loadbench-before,loadbench-wolfssl,loadbench-rustls,wrk",
                    help="generators whose system calls are counted: per response with the keep-alive part, "
                         "per new connection / handshake with the setup part (those in --generators)")
     p.add_argument("--syscall-concurrency", type=int, default=50, help="connections, keep-alive syscall count")
@@ -79,7 +79,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--profiles", action=argparse.BooleanOptionalAction, default=None,
                    help="perf profiles of the generators, connection per request, after the measured runs "
                         "(default: on when `perf record` works here)")
-    p.add_argument("--profile-generators", default="loadbench,loadbench-before,loadbench-wolfssl,wrk",
+    p.add_argument("--profile-generators", default="loadbench,loadbench-before,loadbench-wolfssl,loadbench-rustls,wrk",
                    help="generators profiled (those in --generators; loadbench-before with --before)")
     p.add_argument("--profile-duration", type=int, default=4,
                    help=f"seconds per profiled run (the first {profiles.DELAY_MS} ms are not sampled)")

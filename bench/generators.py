@@ -432,29 +432,33 @@ def h2_generators() -> list[Generator]:
     return [LoadbenchH2(), H2loadH2(), OhaH2()]
 
 
-class LoadbenchWolfssl(Loadbench):
-    """loadbench with `--tls-library wolfssl` (https only; opt-in: `--generators loadbench-wolfssl`)."""
+class LoadbenchTls(Loadbench):
+    """loadbench with `--tls-library LIBRARY` (https only; opt-in: `--generators loadbench-LIBRARY`)."""
 
     optional = True
+    NEEDS = {"wolfssl": "apt-get install libwolfssl-dev",
+             "rustls": "a Rust toolchain >= 1.78 (cargo) on PATH when loadbench is installed"}
 
-    def __init__(self) -> None:
+    def __init__(self, library: str) -> None:
         super().__init__()
-        self.name = "loadbench-wolfssl"
+        self.library = library
+        self.name = f"loadbench-{library}"
         if self.binary is not None:
             from loadbench import _core
 
-            if "wolfssl" not in _core.tls_libraries():
+            if library not in _core.tls_libraries():
                 self.binary = None
-                self.missing_reason = "this loadbench was built without wolfSSL (apt-get install libwolfssl-dev)"
+                self.missing_reason = f"this loadbench was built without {library} ({self.NEEDS[library]})"
 
     def argv(self, url, connections, duration_s, keepalive, out):
         if not url.startswith("https://"):
-            raise UnsupportedMode("wolfSSL: https only")
-        return super().argv(url, connections, duration_s, keepalive, out) + ["--tls-library", "wolfssl"]
+            raise UnsupportedMode(f"{self.library}: https only")
+        return super().argv(url, connections, duration_s, keepalive, out) + ["--tls-library", self.library]
 
     def startup_argv(self, url, out):
-        return super().startup_argv(url, out) + ["--tls-library", "wolfssl"]
+        return super().startup_argv(url, out) + ["--tls-library", self.library]
 
 
 def all_generators() -> list[Generator]:
-    return [Loadbench(), Wrk(), H2load(), Hey(), Bombardier(), Oha(), Ab(), LoadbenchWolfssl()]
+    return [Loadbench(), Wrk(), H2load(), Hey(), Bombardier(), Oha(), Ab(), LoadbenchTls("wolfssl"),
+            LoadbenchTls("rustls")]

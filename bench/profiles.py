@@ -46,6 +46,9 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 _EVENT = re.compile(r"^# Samples: .* of event '([^']+)'", re.M)
 _ENTRY = re.compile(r"^\s*(?:([\d.]+)%\s+)?([\d.]+)%\s+(?:(\d+)\s+)?(\S+)(?:\s+\[(.)\]\s+(.*?))?\s*$")
 TLS_GROUPS = ("libcrypto", "libssl", "libwolfssl")
+# loadbench-rustls: rustls and ring are linked into loadbench's _core, so their functions are
+# told apart from the engine's by name (perf demangles Rust symbols).
+RUSTLS_SYMBOLS = ("rustls::", "ring::", "ring_core_", "lb_rustls_")
 
 
 def unavailable() -> Optional[str]:
@@ -99,6 +102,8 @@ def entry_points(inclusive: list[dict], n: int = INCLUSIVE_TOP) -> list[dict]:
     def wanted(e: dict) -> bool:
         if dso_group(e["dso"]) in TLS_GROUPS:
             return _named(e)
+        if dso_group(e["dso"]) == "loadbench _core":  # rustls and ring are linked into it
+            return any(k in e["symbol"] for k in RUSTLS_SYMBOLS)
         return dso_group(e["dso"]) == "kernel" and e["symbol"].startswith("[k] __x64_sys_")
     return [e for e in inclusive if wanted(e)][:n]
 
