@@ -138,6 +138,25 @@ def test_runner_gets_protocol_and_streams_only_for_http2_cells(tmp_path):
     assert "| beast | 1 000 | 1 000 | 2 000 | 2 000 | 2.00x |" in text
 
 
+def test_tls_library_goes_to_the_tls_cells_only_and_is_checked(tmp_path):
+    from loadbench import _core
+
+    with pytest.raises(ConfigError, match="tls_library: 'gnutls' is not one of openssl, wolfssl, rustls"):
+        Sweep(protocols=["https"], tls_library="gnutls")
+    assert sweep_from_dict({"tls_library": "wolfssl", "protocols": ["http"]}).tls_library == "wolfssl"
+    library = next((name for name in ("rustls", "wolfssl") if name in _core.tls_libraries()), None)
+    if library is None:
+        pytest.skip("built without rustls and wolfSSL")
+    fake = FakeRun()
+    sweep = Sweep(targets=[Target("beast")], protocols=["http", "https", "h2c", "h2"], concurrencies=[2],
+                  requests=50, repeats=1, contended_reruns=0, tls_library=library)
+    sweep.run(tmp_path, progress=False, notes=False, runner=fake, environment=False)
+    by_scheme = {(url.split(":")[0], kwargs.get("protocol")): kwargs.get("tls_library") for url, kwargs in fake.calls}
+    assert by_scheme == {("http", None): None, ("https", None): library, ("http", "h2"): None,
+                         ("https", "h2"): library}
+    assert f"the generator's TLS library: {library}" in report.render(tmp_path)
+
+
 def test_http2_cells_are_na_with_the_reason_while_run_speaks_no_http2(tmp_path):
     def old_run(url, *, connections=1, threads=1, duration=None, requests=None, warmup=0.0, timeout=5.0,
                 keepalive=True, insecure=True, cpus=None, sample_pid=None, method="GET", headers=None, body=None):

@@ -108,8 +108,10 @@ def settings_table(settings: dict, rows: list[dict], aggs: dict, held: Sequence[
                       f"connections held per server, {repeats} repeat(s), each on a freshly started server; plain "
                       "http only (the holder speaks cleartext HTTP/1.1)")))
     if any(p in ("https", "h2") for p in settings.get("protocols", [])):
+        library = settings.get("tls_library") or "openssl"
         items.append(("TLS", "self-signed EC P-256 certificate (CN=localhost); the generator does not verify it "
-                             "and resumes no sessions, so every new connection is a full handshake"))
+                             "and resumes no sessions, so every new connection is a full handshake; the "
+                             f"generator's TLS library: {library}"))
     items += [
         ("Core isolation", f"servers on {_cpus(settings.get('server_cpus'))}, generator on "
                            f"{_cpus(settings.get('generator_cpus'))} (sched_setaffinity, taskset semantics)"),

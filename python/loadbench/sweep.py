@@ -25,7 +25,7 @@ from . import results as rs
 from .errors import ConfigError
 from .gate import LoadGate
 from .progress import ProgressBar
-from .targets import HTTP2, PROTOCOLS, Target, default_cpu_split
+from .targets import HTTP2, PROTOCOLS, TLS_PROTOCOLS, Target, default_cpu_split
 
 DEFAULT_H2_STREAMS = 10  # concurrent streams per HTTP/2 connection (seed report 001: 10)
 
@@ -153,6 +153,9 @@ class Sweep:
     # scheduler (an address, or "local" for worker processes on this machine).
     cluster: Optional[str] = None
     shards: Optional[int] = None
+    # The generator's TLS library for https and h2 cells (loadbench.run's tls_library): a cheaper
+    # client handshake ("rustls") keeps connection-setup cells measuring the server, not us.
+    tls_library: str = "openssl"
 
     def __post_init__(self) -> None:
         self.workloads = [builtin_workloads()[w] if isinstance(w, str) and w in builtin_workloads()
@@ -209,6 +212,7 @@ class Sweep:
         if self.connection_setup and self.connection_setup_workload not in wnames:
             raise ConfigError(f"connection_setup_workload {self.connection_setup_workload!r} is not a workload of this sweep")
         self._check_hold()
+        self.check_tls_library()
         available = sorted(os.sched_getaffinity(0))
         for key in ("server_cpus", "generator_cpus"):
             for cpu in getattr(self, key) or []:
@@ -324,6 +328,16 @@ class Sweep:
             return []
         name = self.hold_workload().name
         return [Cell(target.name, "http", name, "hold", self.hold_connections, r) for r in range(self.repeats)]
+
+    def check_tls_library(self) -> None:
+        from . import _core
+        from .run import TLS_LIBRARIES
+        if self.tls_library not in TLS_LIBRARIES:
+            raise ConfigError(f"tls_library: {self.tls_library!r} is not one of {', '.join(TLS_LIBRARIES)}")
+        if self.tls_library != "openssl" and any(p in TLS_PROTOCOLS for p in self.protocols):
+            if self.tls_library not in _core.tls_libraries():
+                raise ConfigError(f"tls_library: this loadbench was built without {self.tls_library} "
+                                  f"({TLS_LIBRARIES[self.tls_library]}, then reinstall loadbench)")
 
     def settings(self) -> dict:
         """What was asked for, as plain data (sweep.json; the report's settings table)."""

@@ -55,6 +55,7 @@ SWEEP_KEYS = {
     "default_peers": (_BOOL, "true or false (add the installed peers of peers_dir)"),
     "cluster": (_STR, "a Dask scheduler address (tcp://HOST:8786) or 'local'"),
     "shards": (_INT, "a positive integer (generator shards per cell, with cluster)"),
+    "tls_library": (_STR, 'the generator\'s TLS library for https/h2 cells: "openssl" (default), "wolfssl" or "rustls"'),
     "targets": (_LIST, "an array of [[targets]] tables"),
     "workloads": (_LIST, "an array of [[workloads]] tables or workload names"),
 }
@@ -204,7 +205,7 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
     for key in ("repeats", "connection_setup", "connection_setup_concurrency",
                 "connection_setup_workload", "workers", "generator_threads", "baseline",
                 "open_fractions", "open_loop_workload", "contended_reruns", "cluster", "shards",
-                "streams", "requests", "hold_connections"):
+                "streams", "requests", "hold_connections", "tls_library"):
         if key in data:
             kwargs[key] = data[key]
     for key in ("concurrencies", "server_cpus", "generator_cpus"):

@@ -15,7 +15,7 @@ from .errors import LoadbenchError
 from .gate import LoadGate, cpu_times, irq_share
 from .progress import ProgressBar
 from .sampler import Sampler
-from .targets import HTTP2, RunningServer, Target, launch, wire_protocol
+from .targets import HTTP2, TLS_PROTOCOLS, RunningServer, Target, launch, wire_protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     from .sweep import Cell, Sweep
@@ -163,6 +163,8 @@ class _Group:
         if cell.protocol in HTTP2:
             # Only HTTP/2 cells name the protocol: an HTTP/1.1 cell's call is what it always was.
             kwargs.update(protocol=wire_protocol(cell.protocol), streams=self.sweep.streams_for(cell.protocol))
+        if cell.protocol in TLS_PROTOCOLS and self.sweep.tls_library != "openssl":
+            kwargs.update(tls_library=self.sweep.tls_library)
         if cell.mode == "open":
             capacity = self._capacity(cell)
             if capacity is None:

@@ -54,6 +54,7 @@ from .errors import ConfigError, ServerError
 KINDS = ("beast", "command", "url")
 PROTOCOLS = ("http", "https", "h2c", "h2")
 HTTP2 = ("h2c", "h2")  # the protocols whose cells run HTTP/2 (streams per connection)
+TLS_PROTOCOLS = ("https", "h2")  # the protocols whose cells make TLS handshakes
 TLS = ("https", "h2")
 PROTOCOL_TITLES = {"http": "HTTP/1.1", "https": "HTTP/1.1 over TLS",
                    "h2c": "HTTP/2 cleartext (h2c, prior knowledge)", "h2": "HTTP/2 over TLS (ALPN h2)"}

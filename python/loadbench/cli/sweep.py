@@ -35,6 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--cluster", metavar="ADDRESS", default=None,
                         help="generate every cell's load from Dask workers (tcp://HOST:8786, or 'local')")
     parser.add_argument("--shards", type=int, default=None, help="with --cluster: workers per cell (default: all)")
+    parser.add_argument("--tls-library", choices=("openssl", "wolfssl", "rustls"), default=None,
+                        help="the generator's TLS library for https/h2 cells (default: the sweep file's, else "
+                             "openssl; rustls: the cheapest client handshake, where the build has it)")
     parser.add_argument("--no-report", action="store_true", help="measure only; `loadbench report DIR` later")
     parser.add_argument("--plan", action="store_true",
                         help="print the cells that would run here and the planned time, then exit (measures nothing)")
@@ -80,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
         sweep.shards = args.shards or sweep.shards
         if sweep.shards is not None and sweep.cluster is None:
             raise ConfigError("--shards needs --cluster (a Dask scheduler address, or 'local')")
+    if args.tls_library is not None:
+        sweep.tls_library = args.tls_library
+        sweep.check_tls_library()
     out = Path(args.out) if args.out else default_out_dir(args.quick, args.config)
     if not args.out and (free := free_out_dir(sweep, out)) != out:
         print(f"loadbench: {out} holds another sweep's results (left as they are); writing to {free}",
