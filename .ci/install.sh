@@ -104,6 +104,16 @@ if [ "$extras" = test ]; then
   need_tool chromium chromium      # the HTML report is checked in a real (headless) browser
 fi
 
+# rustls (the generator's opt-in --tls-library rustls) is built by cargo from the crate registry
+# when a Rust toolchain is on PATH; Debian 12's own rustc (1.63) is too old, so none is installed
+# here: without one, loadbench builds without rustls and says so.
+cargo_bin="$(command -v cargo || { [ -x "$HOME/.cargo/bin/cargo" ] && echo "$HOME/.cargo/bin/cargo"; } || true)"
+if [ -n "$cargo_bin" ]; then
+  say "rustls: $("$cargo_bin" --version 2>/dev/null || echo cargo) found - the build includes --tls-library rustls (needs >= 1.78)"
+else
+  say "rustls: no cargo on PATH - the build leaves out --tls-library rustls (optional; a Rust toolchain from rustup adds it)"
+fi
+
 if [ "$dry_run" = 1 ]; then
   say "dry run: the Debian packages this machine lacks for '${extras:-build}' (nothing installed):"
   if [ ${#packages[@]} -gt 0 ]; then printf '%s\n' "${packages[@]}"; fi
