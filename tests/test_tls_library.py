@@ -116,6 +116,36 @@ def test_rustls_says_why_it_refuses_a_ca_certificate_as_the_servers_own(server_f
 
 @needs_openssl_cli
 @pytest.mark.parametrize("library", LIBRARIES)
+def test_a_server_that_signs_with_another_key_than_its_certificates_is_refused(tmp_path, library):
+    """Not verifying the chain (the default) never means not checking the server's signature:
+    a server presenting a certificate whose private key it does not hold is refused by every
+    library, while the same server with the right key is answered (so the refusal is the
+    signature's, not the test server's)."""
+    pytest.importorskip("tlslite")
+    cert, right_key = make_cert(tmp_path, "server", "/CN=localhost")
+    other_key = tmp_path / "other.key"
+    subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out",
+                    str(other_key)], check=True, capture_output=True, timeout=60)
+    for key, refused in ((right_key, False), (other_key, True)):
+        proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("forged_tls_server.py")), str(cert),
+                                 str(key)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            port = int(proc.stdout.readline())
+            r = loadbench.run(f"https://127.0.0.1:{port}/", connections=1, requests=2, keepalive=False, timeout=10,
+                              tls_library=library)
+        finally:
+            proc.kill()
+            _, err = proc.communicate(timeout=10)
+        if refused:
+            assert r.responses == 0 and r.errors["connect"] == 2, r.first_error
+            assert "signature" in r.first_error.lower(), r.first_error
+            assert "decrypt_error" in err  # the alert the client sent: the signature did not verify
+        else:
+            assert r.responses == 2 and r.error_count == 0, (r.first_error, err)
+
+
+@needs_openssl_cli
+@pytest.mark.parametrize("library", LIBRARIES)
 def test_a_certificate_for_another_address_is_refused(server_factory, tmp_path, library):
     """Signed by the trusted CA (self-signed, given as the CA file) but naming another host."""
     cert, key = make_cert(tmp_path, "elsewhere", "/CN=elsewhere.example", "DNS:elsewhere.example,IP:10.1.2.3")
