@@ -59,8 +59,12 @@ public:
     // The buffer is not given here: perform() asks the target for one (read_buffer()) only
     // when it is about to recv, and tells it when the recv found nothing (read_would_block()),
     // so an idle connection waiting for its next request holds no buffer (see buffer_pool.hpp).
-    void start(reactor& reactor, ReactiveSocket& socket) {
+    // Not `speculative`: no recv until the reactor reports the socket readable. (Asio's own
+    // non-speculative start re-arms the descriptor with an epoll_ctl MOD; instead the
+    // operation is started speculatively and its first perform() declines without a recv.)
+    void start(reactor& reactor, ReactiveSocket& socket, bool speculative = true) {
         ec_ = boost::system::error_code();
+        wait_for_edge_ = !speculative;
         bytes_transferred_ = 0;
         size_ = 0;
         auto& impl = socket.implementation();
@@ -72,6 +76,7 @@ public:
 private:
     static status perform(reactor_op* base) {
         auto* self = static_cast<EdgeRead*>(base);
+        if (std::exchange(self->wait_for_edge_, false)) return not_done;
         const auto [data, size] = self->target_.read_buffer();
         self->size_ = size;
         const bool finished = boost::asio::detail::socket_ops::non_blocking_recv1(
@@ -94,6 +99,7 @@ private:
     Target& target_;
     boost::asio::detail::socket_type descriptor_ = boost::asio::detail::invalid_socket;
     std::size_t size_ = 0;
+    bool wait_for_edge_ = false;
 };
 #endif
 

@@ -3,8 +3,8 @@
 //
 // tcp::socket carries a type-erased any_io_executor (56 bytes); a socket bound to the
 // io_context's own executor carries one pointer, 48 bytes less per connection (C10k memory:
-// an idle plain connection costs ~500 bytes in all). Accepting with
-// acceptor.async_accept(io_context&, ...) yields this type directly, so nothing is converted.
+// an idle plain connection costs ~500 bytes in all). An accepted connection becomes this type
+// directly (AcceptedSocket::into_server_socket), so nothing is converted.
 #include <boost/asio/basic_stream_socket.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>

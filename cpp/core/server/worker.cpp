@@ -1,5 +1,6 @@
 #include "core/server/worker.hpp"
 
+#include "core/server/accept_loop.hpp"
 #include "core/server/connection.hpp"
 
 #include <boost/asio/post.hpp>
@@ -12,8 +13,6 @@ using tcp = asio::ip::tcp;
 namespace {
 // Deadlines, the Date header and stop progress are checked this often.
 constexpr auto tick_interval = std::chrono::milliseconds(100);
-// After a failed accept (e.g. out of file descriptors) wait before trying again.
-constexpr auto accept_retry_delay = std::chrono::milliseconds(50);
 // Free buffers a worker keeps for reuse. One thread serves one connection at a time, so a
 // few suffice for keep-alive load; more would only stay resident after a burst.
 constexpr std::size_t buffers_kept = 16;
@@ -21,52 +20,6 @@ constexpr std::size_t buffers_kept = 16;
 constexpr std::size_t output_initial_capacity = 4096;
 constexpr std::size_t output_max_kept_capacity = 64 * 1024;
 }  // namespace
-
-// Accepts on one listening socket and hands each connection to the next target worker.
-class Worker::Listener {
-public:
-    Listener(Worker& owner, tcp::acceptor acceptor, bool tls, std::vector<Worker*> targets)
-        : owner_(owner), acceptor_(std::move(acceptor)), retry_timer_(owner.io()), tls_(tls),
-          targets_(std::move(targets)) {}
-
-    void start() { accept_next(); }
-    void close() {
-        boost::system::error_code ignored;
-        acceptor_.close(ignored);
-        retry_timer_.cancel();
-    }
-
-private:
-    void accept_next() {
-        Worker* target = targets_[next_target_];
-        next_target_ = (next_target_ + 1) % targets_.size();
-        acceptor_.async_accept(target->io(), [this, target](boost::system::error_code ec, ServerSocket socket) {
-            if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
-            if (ec) {
-                retry_timer_.expires_after(accept_retry_delay);
-                retry_timer_.async_wait([this](boost::system::error_code wait_ec) {
-                    if (!wait_ec && acceptor_.is_open()) accept_next();
-                });
-                return;
-            }
-            if (target == &owner_) {
-                target->adopt(std::move(socket), tls_);
-            } else {
-                asio::post(target->io(), [target, tls = tls_, s = std::move(socket)]() mutable {
-                    target->adopt(std::move(s), tls);
-                });
-            }
-            accept_next();
-        });
-    }
-
-    Worker& owner_;
-    tcp::acceptor acceptor_;
-    asio::steady_timer retry_timer_;
-    bool tls_;
-    std::vector<Worker*> targets_;
-    std::size_t next_target_ = 0;
-};
 
 Worker::Worker(const ServerConfig& config, unsigned index, asio::ssl::context* tls_context)
     : config_(config), index_(index), tls_context_(tls_context),
@@ -85,7 +38,7 @@ Worker::~Worker() {
 }
 
 void Worker::add_listener(tcp::acceptor acceptor, bool tls, std::vector<Worker*> targets) {
-    listeners_.push_back(std::make_unique<Listener>(*this, std::move(acceptor), tls, std::move(targets)));
+    listeners_.push_back(std::make_unique<AcceptLoop>(*this, std::move(acceptor), tls, std::move(targets)));
 }
 
 void Worker::run() {
@@ -133,16 +86,15 @@ void Worker::on_tick() {
     if (!(context_.stopping && connection_count_ == 0)) start_tick();
 }
 
-void Worker::adopt(ServerSocket socket, bool tls) {
-    boost::system::error_code ignored;
-    if (context_.stopping) {
-        socket.close(ignored);
-        return;
-    }
+void Worker::adopt(AcceptedSocket accepted, const tcp& protocol, bool tls) {
+    if (context_.stopping) return;  // the accepted socket closes itself
     // TCP_NODELAY comes from the listener (bind_one): Linux accepted sockets inherit it.
     // Plain connections write synchronously first (see Connection::write_out): that needs
-    // a non-blocking socket so a full send buffer returns would_block instead of waiting.
-    if (!tls) socket.non_blocking(true, ignored);
+    // would_block from a full send buffer instead of a wait (the socket is non-blocking
+    // from accept4; into_server_socket tells Asio so).
+    boost::system::error_code ec;
+    ServerSocket socket = std::move(accepted).into_server_socket(io_, protocol, /*sync_writes=*/!tls, ec);
+    if (ec) return;  // epoll_ctl failed (out of memory): drop the connection
     ConnectionBase* connection = nullptr;
     if (tls) {
         connection = new Connection<TlsStream>(*this, std::move(socket), tls_context_);

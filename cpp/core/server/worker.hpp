@@ -2,6 +2,7 @@
 // One worker: one thread, one io_context, its own listeners (or a share of accepted
 // connections), its own Date/response cache and counters. Nothing on the request path is
 // shared with another worker.
+#include "core/server/accepted_socket.hpp"
 #include "core/server/buffer_pool.hpp"
 #include "core/server/config.hpp"
 #include "core/server/counters.hpp"
@@ -22,6 +23,7 @@
 
 namespace loadbench::server {
 
+class AcceptLoop;
 class Worker;
 
 // What the worker needs from a connection, whatever its stream type. Connections live in an
@@ -87,7 +89,8 @@ public:
     // Refreshed on every housekeeping tick: deadlines are coarse on purpose (no clock read per request).
     clock::time_point now() const { return context_.now; }
     bool stopping() const { return context_.stopping; }
-    void adopt(ServerSocket socket, bool tls);  // starts a connection
+    // Registers the socket with this worker's reactor and starts a connection on it.
+    void adopt(AcceptedSocket socket, const boost::asio::ip::tcp& protocol, bool tls);
     // `from` gives its socket to `to` (a new connection of another protocol), which joins the
     // worker's list; `from` is destroyed as usual once its handler returns, not counted as closed.
     void hand_over(ConnectionBase* from, ConnectionBase* to);
@@ -97,7 +100,6 @@ public:
     OutputBufferPool& output_buffers() { return output_buffers_; }
 
 private:
-    class Listener;
     void start_tick();
     void on_tick();
     void begin_stop();
@@ -108,7 +110,7 @@ private:
     boost::asio::io_context io_{1};  // concurrency hint 1: one thread, lighter locking
     boost::asio::detail::reactor& reactor_;
     boost::asio::steady_timer tick_timer_;
-    std::vector<std::unique_ptr<Listener>> listeners_;
+    std::vector<std::unique_ptr<AcceptLoop>> listeners_;
     ConnectionBase* connections_ = nullptr;  // intrusive list head
     std::size_t connection_count_ = 0;
     std::atomic<bool> stop_requested_{false};
