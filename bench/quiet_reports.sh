@@ -46,7 +46,7 @@ fi
 if want servers; then
   settle servers
   # Issue 19: the Beast server's CPU per response, per new connection and per full TLS handshake
-  # beside nginx's and node's (wrk on CPU 1).
+  # beside nginx's and node's (wrk on CPU 1), and both servers' system calls per new connection (strace).
   "$PY" bench/server_vs_peers.py --setup -d 5
 fi
 if want sweep; then

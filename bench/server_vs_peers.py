@@ -23,7 +23,11 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Optional
@@ -31,7 +35,7 @@ from typing import Optional
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import benchlib as bl  # noqa: E402
-from generators import Wrk  # noqa: E402
+from generators import Wrk, parse_strace_counts  # noqa: E402
 
 BUSY_LIMIT = 0.95  # a process using >= 95 % of its one pinned core is saturated
 
@@ -52,6 +56,9 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--setup", action="store_true",
                    help="also measure connection setup (a new connection / TLS handshake per request)")
     p.add_argument("--setup-concurrency", type=int, default=20, help="connections in the setup part")
+    p.add_argument("--no-syscalls", action="store_true",
+                   help="--setup: skip counting the servers' system calls (strace -c -f -p, after the measured runs)")
+    p.add_argument("--syscall-duration", type=int, default=3, help="seconds of wrk per strace run")
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--generator-cpu", type=int, default=1)
     p.add_argument("--path", default="/plaintext")
@@ -134,6 +141,84 @@ def run_setup(args: argparse.Namespace, wrk: Wrk, env: dict, gate, jsonl, record
                 peer.stop()
 
 
+def tree_pids(pid: int) -> list[int]:
+    """The process and its descendants (nginx: master and worker), from /proc's children lists."""
+    pids, i = [pid], 0
+    while i < len(pids):
+        for task in os.listdir(f"/proc/{pids[i]}/task"):
+            try:
+                with open(f"/proc/{pids[i]}/task/{task}/children") as f:
+                    pids += [int(child) for child in f.read().split()]
+            except OSError:
+                pass
+        i += 1
+    return pids
+
+
+def count_server_syscalls(peer: bl.RunningPeer, wrk: Wrk, args: argparse.Namespace, keepalive: bool) -> dict:
+    """The server's system calls per response under wrk (setup: one new connection per response),
+    counted by `strace -c -f` attached to its whole process tree. strace slows the server, so this
+    runs apart from the measured runs and only its counts are used."""
+    with tempfile.TemporaryDirectory(prefix="bench-server-strace-") as tmp:
+        table = Path(tmp) / "strace.txt"
+        attach = [arg for pid in tree_pids(peer.pid) for arg in ("-p", str(pid))]
+        tracer = subprocess.Popen(["strace", "-c", "-f", "-o", str(table), *attach],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(1.0)  # attached to every thread before the load starts
+            _, result = wrk.run(peer.url(args.path), args.setup_concurrency, args.syscall_duration, keepalive,
+                                [args.generator_cpu])
+        finally:
+            tracer.send_signal(signal.SIGINT)
+            _, err = tracer.communicate(timeout=60)
+        calls = parse_strace_counts(table.read_text() if table.exists() else err)
+    n = max(result.responses, 1)
+    return {"part": "server_syscalls", "mode": "keepalive" if keepalive else "setup", "server": peer.spec.name,
+            "scheme": "https" if peer.spec.https else "http", "connections": args.setup_concurrency,
+            "responses": result.responses, "errors": result.errors, "calls": sum(calls.values()),
+            "calls_per_resp": sum(calls.values()) / n,
+            "per_resp_by_call": {name: count / n for name, count in sorted(calls.items(), key=lambda kv: -kv[1])},
+            "strace_calls": calls}
+
+
+def run_server_syscalls(args: argparse.Namespace, wrk: Wrk, jsonl, records: list[dict]) -> None:
+    """Per plain-http server: calls per new connection, and per keep-alive response beside it."""
+    peers = bl.start_peers([spec for spec in setup_specs(args, False).values() if spec is not None],
+                           [args.server_cpu], {})
+    try:
+        for peer in peers:
+            for keepalive in (False, True):
+                try:
+                    record = count_server_syscalls(peer, wrk, args, keepalive)
+                except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as exc:
+                    print(f"  strace {peer.spec.name}: not counted ({exc})", file=sys.stderr, flush=True)
+                    continue
+                jsonl.write(record)
+                records.append(record)
+                print(f"  strace {record['mode']:<9} {peer.spec.name:<17} {record['calls_per_resp']:6.2f} calls/response",
+                      flush=True)
+    finally:
+        for peer in peers:
+            peer.stop()
+
+
+def syscall_lines(records: list[dict]) -> list[str]:
+    counted = [r for r in records if r.get("part") == "server_syscalls"]
+    if not counted:
+        return []
+    rows = []
+    for r in counted:
+        top = ", ".join(f"{name} {per:.2f}" for name, per in list(r["per_resp_by_call"].items())[:7])
+        what = "per new connection" if r["mode"] == "setup" else "per keep-alive response"
+        rows.append(f"| {r['server']} | {what} | {r['calls_per_resp']:.2f} | {r['responses']:,} | {top} |")
+    return ["## The servers' system calls (strace -c -f on the server's process tree)", "",
+            f"wrk c = {counted[0]['connections']}, plain http; `-H 'Connection: close'` for one new connection "
+            "per response. Counted in separate runs after the measured ones (strace slows the server); all calls "
+            "of the window divided by wrk's responses.", "",
+            "| Server | | system calls | responses (under strace) | the most frequent, per response |",
+            "|---|---|---|---|---|", *rows, ""]
+
+
 def run(args: argparse.Namespace) -> tuple[list[dict], dict]:
     wrk = Wrk()
     if not wrk.available:
@@ -174,6 +259,8 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict]:
     try:
         if args.setup:
             run_setup(args, wrk, env, gate, jsonl, records)
+            if not args.no_syscalls and shutil.which("strace"):
+                run_server_syscalls(args, wrk, jsonl, records)
     finally:
         env["Load average at start"] += f" - {bl.machine_note(load_at_start, first)}"
         env["Load gate"] = bl.gate_note(first, records)
@@ -215,6 +302,7 @@ def setup_lines(records: list[dict], servers: list[str]) -> list[str]:
 
 
 def report(records: list[dict], env: dict, args: argparse.Namespace, command: str) -> str:
+    counted, records = records, [r for r in records if r.get("part") != "server_syscalls"]
     servers, concs = args.servers, args.concurrencies
     header = ["Server"] + [f"c = {c}" for c in concs]
 
@@ -332,6 +420,7 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
         foreign_table(),
         "",
         *setup_lines(records, servers),
+        *syscall_lines(counted),
         "## Errors",
         "none: every run answered every request with 200" if not problems else
         "\n".join(f"- {r['server']} c={r['connections']} repeat {r['repeat']}: {r['errors']} socket errors, "
