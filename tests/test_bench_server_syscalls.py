@@ -1,0 +1,57 @@
+"""bench/server_vs_peers.py counts a server's own system calls (strace -c -f on its process tree)
+per new connection and per keep-alive response: the tree is found, the counts are per response,
+and for the Beast server a new connection costs no FIONBIO ioctl and no EPOLL_CTL_DEL (the
+accept path of cpp/core/server/accept_loop.cpp) - which the old Asio accept made every time."""
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import server_vs_peers  # noqa: E402
+from generators import Wrk  # noqa: E402
+
+
+def test_tree_pids_follows_children():
+    proc = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30 & wait"])
+    try:
+        deadline = time.monotonic() + 10
+        while len(server_vs_peers.tree_pids(proc.pid)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pids = server_vs_peers.tree_pids(proc.pid)
+        assert pids[0] == proc.pid and len(pids) == 3
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_syscall_section_renders_per_connection_and_per_response():
+    record = {"part": "server_syscalls", "mode": "setup", "server": "nginx", "connections": 20, "responses": 6364,
+              "calls_per_resp": 6.01, "per_resp_by_call": {"accept4": 1.0, "epoll_ctl": 1.0, "close": 1.0}}
+    text = "\n".join(server_vs_peers.syscall_lines([record, {**record, "mode": "keepalive", "calls_per_resp": 2.06}]))
+    assert "| nginx | per new connection | 6.01 | 6,364 | accept4 1.00, epoll_ctl 1.00, close 1.00 |" in text
+    assert "| nginx | per keep-alive response | 2.06 |" in text
+    assert server_vs_peers.syscall_lines([{"part": "setup"}]) == []
+
+
+@pytest.mark.skipif(shutil.which("strace") is None or not Wrk().available, reason="needs strace and wrk")
+def test_beast_makes_no_ioctl_and_no_epoll_del_per_new_connection(server_factory):
+    server = server_factory()
+    peer = SimpleNamespace(pid=server.pid, url=server.url, spec=SimpleNamespace(name="loadbench-server", https=False))
+    args = argparse.Namespace(path="/plaintext", setup_concurrency=4, syscall_duration=1, generator_cpu=0)
+    setup = server_vs_peers.count_server_syscalls(peer, Wrk(), args, keepalive=False)
+    per = setup["per_resp_by_call"]
+    assert setup["responses"] > 100 and not setup["errors"]
+    assert "ioctl" not in per, per                    # accept4(SOCK_NONBLOCK): no FIONBIO per socket
+    assert per["epoll_ctl"] < 1.05, per                # the ADD only: closing removes it from epoll
+    assert 1.0 <= per.get("accept4", 0) <= 2.0, per    # one per connection, plus an empty one per batch at most
+    kept = server_vs_peers.count_server_syscalls(peer, Wrk(), args, keepalive=True)
+    assert kept["calls_per_resp"] < 2.3, kept["per_resp_by_call"]  # keep-alive: a read and a write per response
