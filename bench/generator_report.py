@@ -105,6 +105,31 @@ def _ratio_lines(records: list[dict], servers: list[str], concs: list[int], engi
     return lines
 
 
+HANDSHAKE_TOOLS = (("loadbench", "loadbench (OpenSSL)"), ("loadbench-rustls", "loadbench-rustls"),
+                   ("loadbench-wolfssl", "loadbench-wolfssl"), ("oha", "oha (rustls)"), ("wrk", "wrk (OpenSSL)"))
+
+
+def _handshake_lines(records: list[dict], servers: list[str], reference: str = "oha") -> list[str]:
+    """Generator CPU per full TLS handshake of each of loadbench's TLS libraries beside oha's and
+    wrk's, against each server (whole process, median), and the server's own per handshake."""
+    lines = []
+    for server in servers:
+        def us(gen: str, key: str = "gen_cpu_us_per_conn") -> Optional[float]:
+            return _median(_select(records, part="setup", generator=gen, server=server, scheme="https"), key)
+        ref = us(reference)
+        parts = []
+        for gen, label in HANDSHAKE_TOOLS:
+            value = us(gen)
+            if value is not None:
+                ratio = f" ({value / ref:.2f}x {reference})" if ref and gen != reference else ""
+                parts.append(f"{label} {value:.1f} us{ratio}")
+        srv = us("loadbench", "server_cpu_us_per_conn")
+        if parts:
+            lines.append(f"- against {server}: " + ", ".join(parts)
+                         + (f"; the server {srv:.1f} us per handshake" if srv is not None else ""))
+    return lines
+
+
 def _setup_ratio_lines(records: list[dict], servers: list[str], other: str = "wrk") -> list[str]:
     lines = []
     for scheme, noun in (("http", "new connection"), ("https", "TLS handshake")):
@@ -261,6 +286,9 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
         "",
         *_setup_ratio_lines(setup, servers),
         "",
+        *([] if not _handshake_lines(setup, servers) else [
+            "Full TLS handshake, generator CPU per handshake by TLS library (whole process, median):", "",
+            *_handshake_lines(setup, servers), ""]),
         *([] if not before else [
             "## Before and after: loadbench (this build) vs loadbench-before (the --before build)",
             "",
