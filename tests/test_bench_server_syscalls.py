@@ -53,5 +53,8 @@ def test_beast_makes_no_ioctl_and_no_epoll_del_per_new_connection(server_factory
     assert "ioctl" not in per, per                    # accept4(SOCK_NONBLOCK): no FIONBIO per socket
     assert per["epoll_ctl"] < 1.05, per                # the ADD only: closing removes it from epoll
     assert 1.0 <= per.get("accept4", 0) <= 2.0, per    # one per connection, plus an empty one per batch at most
-    kept = server_vs_peers.count_server_syscalls(peer, Wrk(), args, keepalive=True)
-    assert kept["calls_per_resp"] < 2.3, kept["per_resp_by_call"]  # keep-alive: a read and a write per response
+    kept = server_vs_peers.count_server_syscalls(peer, Wrk(), args, keepalive=True)["per_resp_by_call"]
+    # Keep-alive: a read and a write per response and nothing per request besides (how often the
+    # loop waits in epoll_wait depends on timing, so it is not asserted).
+    assert kept["recvfrom"] < 1.05 and kept["sendto"] < 1.05, kept
+    assert kept.get("epoll_ctl", 0) < 0.05 and kept.get("ioctl", 0) < 0.05 and kept.get("accept4", 0) < 0.05, kept
