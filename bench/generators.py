@@ -436,19 +436,20 @@ class LoadbenchTls(Loadbench):
     """loadbench with `--tls-library LIBRARY` (https only; opt-in: `--generators loadbench-LIBRARY`)."""
 
     optional = True
-    NEEDS = {"wolfssl": "apt-get install libwolfssl-dev",
-             "rustls": "a Rust toolchain >= 1.78 (cargo) on PATH when loadbench is installed"}
 
     def __init__(self, library: str) -> None:
         super().__init__()
         self.library = library
         self.name = f"loadbench-{library}"
         if self.binary is not None:
-            from loadbench import _core
+            from loadbench import ConfigError
+            from loadbench.run import check_tls_library
 
-            if library not in _core.tls_libraries():
+            try:
+                check_tls_library(library)
+            except ConfigError as exc:
                 self.binary = None
-                self.missing_reason = f"this loadbench was built without {library} ({self.NEEDS[library]})"
+                self.missing_reason = str(exc)
 
     def argv(self, url, connections, duration_s, keepalive, out):
         if not url.startswith("https://"):

@@ -141,27 +141,14 @@ def run_setup(args: argparse.Namespace, wrk: Wrk, env: dict, gate, jsonl, record
                 peer.stop()
 
 
-def tree_pids(pid: int) -> list[int]:
-    """The process and its descendants (nginx: master and worker), from /proc's children lists."""
-    pids, i = [pid], 0
-    while i < len(pids):
-        for task in os.listdir(f"/proc/{pids[i]}/task"):
-            try:
-                with open(f"/proc/{pids[i]}/task/{task}/children") as f:
-                    pids += [int(child) for child in f.read().split()]
-            except OSError:
-                pass
-        i += 1
-    return pids
-
-
 def count_server_syscalls(peer: bl.RunningPeer, wrk: Wrk, args: argparse.Namespace, keepalive: bool) -> dict:
     """The server's system calls per response under wrk (setup: one new connection per response),
     counted by `strace -c -f` attached to its whole process tree. strace slows the server, so this
     runs apart from the measured runs and only its counts are used."""
     with tempfile.TemporaryDirectory(prefix="bench-server-strace-") as tmp:
         table = Path(tmp) / "strace.txt"
-        attach = [arg for pid in tree_pids(peer.pid) for arg in ("-p", str(pid))]
+        # The tree's members as the sampler finds them (nginx: master and worker).
+        attach = [arg for pid in peer.snapshot().pids for arg in ("-p", str(pid))]
         tracer = subprocess.Popen(["strace", "-c", "-f", "-o", str(table), *attach],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:

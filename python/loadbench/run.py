@@ -184,6 +184,16 @@ TLS_LIBRARIES = {
 }
 
 
+def check_tls_library(name: str, built: bool = True) -> None:
+    """ConfigError unless `name` is one of the generator's TLS libraries and (with `built`) one
+    this build has - the one rule for run(), start() and sweeps."""
+    if name not in TLS_LIBRARIES:
+        raise ConfigError(f"tls_library: {name!r} is not one of {', '.join(TLS_LIBRARIES)}")
+    if built and name not in _core.tls_libraries():
+        raise ConfigError(f"tls_library: this loadbench was built without {name} ({TLS_LIBRARIES[name]}, "
+                          "then reinstall loadbench)")
+
+
 def prepare(url: str, *, connections: int = 10, threads: int = 1, duration: Optional[float] = 10.0,
             requests: Optional[int] = None, warmup: float = 0.0, method: str = "GET", headers: HeadersLike = None,
             body: BodyLike = None, requests_list: Optional[Sequence[Union[Request, Mapping[str, Any]]]] = None,
@@ -239,13 +249,10 @@ def prepare(url: str, *, connections: int = 10, threads: int = 1, duration: Opti
     if streams > 1 and protocol != "h2":
         raise ConfigError("streams > 1 needs HTTP/2 (protocol='h2'): HTTP/1.1 carries one request at a time")
     timeout_s = _number("timeout", timeout)
-    if tls_library not in TLS_LIBRARIES:
-        raise ConfigError(f"tls_library must be one of {', '.join(map(repr, TLS_LIBRARIES))}, not {tls_library!r}")
-    if tls_library not in _core.tls_libraries():
-        raise ConfigError(f"this loadbench was built without {tls_library} ({TLS_LIBRARIES[tls_library]}, "
-                          "then reinstall loadbench)")
+    check_tls_library(tls_library)
     if tls_library == "wolfssl" and tls_session_resumption:
-        raise ConfigError("TLS session resumption is implemented for tls_library='openssl' only")
+        raise ConfigError("TLS session resumption is implemented for tls_library='openssl' and 'rustls', "
+                          "not 'wolfssl'")
     if cacert is not None and not Path(cacert).is_file():
         raise ConfigError(f"CA file {os.fspath(cacert)!r} does not exist")
     templates = [Request(method, None, headers, body)] if requests_list is None else [_as_request(r) for r in requests_list]

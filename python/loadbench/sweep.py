@@ -330,14 +330,9 @@ class Sweep:
         return [Cell(target.name, "http", name, "hold", self.hold_connections, r) for r in range(self.repeats)]
 
     def check_tls_library(self) -> None:
-        from . import _core
-        from .run import TLS_LIBRARIES
-        if self.tls_library not in TLS_LIBRARIES:
-            raise ConfigError(f"tls_library: {self.tls_library!r} is not one of {', '.join(TLS_LIBRARIES)}")
-        if self.tls_library != "openssl" and any(p in TLS_PROTOCOLS for p in self.protocols):
-            if self.tls_library not in _core.tls_libraries():
-                raise ConfigError(f"tls_library: this loadbench was built without {self.tls_library} "
-                                  f"({TLS_LIBRARIES[self.tls_library]}, then reinstall loadbench)")
+        from .run import check_tls_library
+        # The build matters only where a cell makes TLS handshakes.
+        check_tls_library(self.tls_library, built=any(p in TLS_PROTOCOLS for p in self.protocols))
 
     def settings(self) -> dict:
         """What was asked for, as plain data (sweep.json; the report's settings table)."""

@@ -81,7 +81,6 @@ public:
     }
     // No close_notify (as the OpenSSL transport): the socket is closed right after.
     void detach() override { release(); }
-    bool has_buffered_input() const override { return conn_ && lb_rustls_has_buffered_input(conn_); }
     bool needs_handshake() const override { return true; }
     bool resumed() const override { return conn_ && lb_rustls_resumed(conn_); }
     std::string last_error() const override { return conn_ ? lb_rustls_last_error(conn_) : attach_error_; }

@@ -44,7 +44,6 @@ public:
         return IoStatus::Error;
     }
     void detach() override { fd_ = -1; }
-    bool has_buffered_input() const override { return false; }
     bool needs_handshake() const override { return false; }
 
 private:
@@ -160,7 +159,6 @@ public:
         SSL_set_quiet_shutdown(ssl_, 1);
         SSL_shutdown(ssl_);
     }
-    bool has_buffered_input() const override { return SSL_pending(ssl_) > 0; }
     bool needs_handshake() const override { return true; }
     bool resumed() const override { return SSL_session_reused(ssl_) == 1; }
     std::string last_error() const override { return error_; }

@@ -22,8 +22,6 @@ public:
     virtual IoStatus write(const char* data, size_t len, size_t& n) = 0;
     // Forget the connection (before the fd is closed); the object is reused for the next one.
     virtual void detach() = 0;
-    // Whether bytes already decrypted are waiting (the socket will not signal them again).
-    virtual bool has_buffered_input() const = 0;
     virtual bool needs_handshake() const = 0;
     // The last handshake resumed an earlier session (abbreviated, no certificate exchange).
     virtual bool resumed() const { return false; }

@@ -187,7 +187,6 @@ public:
     }
     // No close_notify (as the OpenSSL transport): the socket is closed right after.
     void detach() override { release(); }
-    bool has_buffered_input() const override { return ssl_ && wolfSSL_pending(ssl_) > 0; }
     bool needs_handshake() const override { return true; }
     bool resumed() const override { return false; }
     std::string last_error() const override { return error_; }
@@ -250,7 +249,7 @@ std::unique_ptr<Transport> WolfContext::make_transport(const std::string& server
 
 std::unique_ptr<TlsContext> make_wolfssl_context(bool verify, const std::string& cacert, bool session_resumption) {
     if (session_resumption)
-        throw ConfigError("TLS session resumption is implemented for --tls-library openssl only");
+        throw ConfigError("TLS session resumption is implemented for --tls-library openssl and rustls, not wolfssl");
     return std::make_unique<WolfContext>(verify, cacert);
 }
 

@@ -20,7 +20,6 @@ void lb_rustls_conn_free(LbConn* conn);
 LbRustlsStatus lb_rustls_handshake(LbConn* conn, int fd);
 LbRustlsStatus lb_rustls_read(LbConn* conn, int fd, unsigned char* buffer, size_t capacity, size_t* n);
 LbRustlsStatus lb_rustls_write(LbConn* conn, int fd, const unsigned char* data, size_t len, size_t* n);
-bool lb_rustls_has_buffered_input(LbConn* conn);
 const unsigned char* lb_rustls_alpn(const LbConn* conn, size_t* len);
 bool lb_rustls_resumed(const LbConn* conn);
 const char* lb_rustls_last_error(const LbConn* conn);

@@ -413,13 +413,6 @@ pub unsafe extern "C" fn lb_rustls_write(conn: *mut LbConn, fd: c_int, data: *co
     }
 }
 
-/// Decrypted bytes are waiting (the socket will not signal them again).
-#[no_mangle]
-pub unsafe extern "C" fn lb_rustls_has_buffered_input(conn: *mut LbConn) -> bool {
-    let Some(c) = conn.as_mut() else { return false };
-    c.conn.process_new_packets().map(|s| s.plaintext_bytes_to_read() > 0).unwrap_or(false)
-}
-
 /// The protocol the server selected with ALPN (null: none).
 #[no_mangle]
 pub unsafe extern "C" fn lb_rustls_alpn(conn: *const LbConn, len: *mut usize) -> *const u8 {
