@@ -80,6 +80,20 @@ def _grid(records: list[dict], generators: list[gl.Generator], columns: list[tup
     return bl.markdown_table(["Generator"] + [title for title, _ in columns], body)
 
 
+def _pair_grid(records: list[dict], generators: list[gl.Generator], columns: list[tuple[str, dict]],
+               keys: tuple[str, str]) -> str:
+    """Rows = generators, columns = (title, record filter); each cell the medians of two keys."""
+    body = []
+    for gen in generators:
+        row = [gen.name]
+        for _, match in columns:
+            rows = _select(records, generator=gen.name, **match)
+            values = [_median(rows, key) for key in keys]
+            row.append("n/a" if None in values else " / ".join(f"{v:.2f}" for v in values))
+        body.append(row)
+    return bl.markdown_table(["Generator"] + [title for title, _ in columns], body)
+
+
 def _engine_us(r: dict) -> Optional[float]:
     return r["extra"].get("self_cpu_us_per_req") if r["status"] == "ok" else None
 
@@ -130,23 +144,21 @@ def _handshake_lines(records: list[dict], servers: list[str], reference: str = "
     return lines
 
 
-def _setup_ratio_lines(records: list[dict], servers: list[str], other: str = "wrk") -> list[str]:
+def _setup_ratio_lines(records: list[dict], servers: list[str], other: str = "wrk",
+                       mine: str = "loadbench") -> list[str]:
     lines = []
     for scheme, noun in (("http", "new connection"), ("https", "TLS handshake")):
         parts = []
         for server in servers:
-            lb = _median(_select(records, part="setup", generator="loadbench", server=server, scheme=scheme),
-                         "gen_cpu_us_per_conn")
+            rows = _select(records, part="setup", generator=mine, server=server, scheme=scheme)
+            lb, srv, engine = (_median(rows, key) for key in ("gen_cpu_us_per_conn", "server_cpu_us_per_conn",
+                                                              "gen_engine_us_per_conn"))
             theirs = _median(_select(records, part="setup", generator=other, server=server, scheme=scheme),
                              "gen_cpu_us_per_conn")
-            srv = _median(_select(records, part="setup", generator="loadbench", server=server, scheme=scheme),
-                          "server_cpu_us_per_conn")
-            engine = _median(_select(records, part="setup", generator="loadbench", server=server, scheme=scheme),
-                             "gen_engine_us_per_conn")
             if lb is None or theirs is None:
                 parts.append(f"{server}: n/a")
             else:
-                parts.append(f"{server}: loadbench {lb:.1f} vs {other} {theirs:.1f} us ({lb / theirs:.2f}x; "
+                parts.append(f"{server}: {mine} {lb:.1f} vs {other} {theirs:.1f} us ({lb / theirs:.2f}x; "
                              + (f"loadbench's engine threads alone {engine:.1f} us, {engine / theirs:.2f}x; "
                                 if engine is not None else "") + f"the server {srv:.1f} us)")
         lines.append(f"- per {noun}: " + "; ".join(parts))
@@ -222,6 +234,11 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
                                            ("server_cpu_us_per_conn", f"server us/{noun}", True, 1)):
             cols = [(f"{server}: {title}", {"server": server, "scheme": scheme}) for server in servers]
             out += [f"{title}:", "", _grid(setup, generators, cols, key, lowest, digits, key != "server_cpu_us_per_conn"), ""]
+        if any(r.get("tcp_segments_per_conn") is not None for r in setup):
+            cols = [(f"{server}: segments / resets", {"server": server, "scheme": scheme}) for server in servers]
+            out += ["TCP segments and resets sent per new connection, both ends together, by the kernel's own "
+                    "counters (/proc/net/snmp `Tcp: OutSegs`, `OutRsts`: what `nstat` shows) over each run:", "",
+                    _pair_grid(setup, generators, cols, ("tcp_segments_per_conn", "tcp_resets_per_conn")), ""]
         return out
 
     failures = [r for r in records if r["status"] == "FAIL"]
@@ -255,6 +272,11 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
                           "loadbench-rustls (where measured): `--tls-library rustls` (rustls 0.23 with ring's "
                           "assembly crypto, linked into loadbench; X25519 key share, certificate not verified, "
                           "signature checked, resumption off)",
+        "TCP exchange": "every tool's default (the handshake's last ACK sent alone, FIN close); "
+                        "loadbench-lean-tcp (where measured): loadbench with `--ack-with-request --rst-close` - the "
+                        "last ACK rides on the request (TCP_QUICKACK off before connect) and a connection the "
+                        "server has closed is closed with RST (SO_LINGER 0): the kernel counters' table shows "
+                        "the packets each tool's exchange took",
         "Generator CPU": "ru_utime+ru_stime of the generator process from os.wait4() (its whole life, start-up "
                          "included) / the exact responses (or new connections) the generator itself reports",
         "Server CPU": "utime+stime of the server's process tree from /proc/<pid>/stat right before and after "
@@ -286,6 +308,10 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
         "",
         *_setup_ratio_lines(setup, servers),
         "",
+        *([] if not _select(setup, generator="loadbench-lean-tcp") else [
+            "The same with loadbench's opt-in TCP exchange (`--ack-with-request --rst-close`: fewer packets per "
+            "connection, so the server's kernel sees another exchange than wrk's - compare its server column too):",
+            "", *_setup_ratio_lines(setup, servers, mine="loadbench-lean-tcp"), ""]),
         *([] if not _handshake_lines(setup, servers) else [
             "Full TLS handshake, generator CPU per handshake by TLS library (whole process, median):", "",
             *_handshake_lines(setup, servers), ""]),

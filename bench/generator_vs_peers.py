@@ -59,7 +59,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("-r", "--repeats", type=int, default=3, help="runs per cell; the median is reported")
     p.add_argument("--generators", default=",".join(g.name.split()[0] for g in gl.all_generators()
                                                    if not getattr(g, "optional", False)),
-                   help="comma-separated subset (names: loadbench,wrk,h2load,hey,bombardier,oha,ab; opt-in: loadbench-wolfssl, loadbench-rustls)")
+                   help="comma-separated subset (names: loadbench,wrk,h2load,hey,bombardier,oha,ab; opt-in: "
+                        "loadbench-wolfssl, loadbench-rustls, loadbench-lean-tcp)")
     p.add_argument("--servers", default="nginx,loadbench-server")
     p.add_argument("--setup-concurrency", type=int, default=20, help="connections in the setup part")
     p.add_argument("--no-setup", action="store_true", help="skip the connection-setup part")
@@ -79,7 +80,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--profiles", action=argparse.BooleanOptionalAction, default=None,
                    help="perf profiles of the generators, connection per request, after the measured runs "
                         "(default: on when `perf record` works here)")
-    p.add_argument("--profile-generators", default="loadbench,loadbench-before,loadbench-wolfssl,loadbench-rustls,wrk",
+    p.add_argument("--profile-generators",
+                   default="loadbench,loadbench-before,loadbench-lean-tcp,loadbench-wolfssl,loadbench-rustls,wrk",
                    help="generators profiled (those in --generators; loadbench-before with --before)")
     p.add_argument("--profile-duration", type=int, default=4,
                    help=f"seconds per profiled run (the first {profiles.DELAY_MS} ms are not sampled)")
@@ -169,8 +171,9 @@ def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, p
         record["streams"] = getattr(gen, "streams", 1)
 
     def work() -> dict:
-        before, stat_before = peer.snapshot(), bl.cpu_times()
+        before, stat_before, tcp_before = peer.snapshot(), bl.cpu_times(), bl.tcp_counters()
         child, result = gen.run(peer.url(args.path), c, args.duration, keepalive, [args.generator_cpu])
+        tcp_after = bl.tcp_counters()
         server = bl.server_window(before, peer.snapshot(), result.responses)
         irq = bl.irq_share(stat_before, bl.cpu_times())
         server_cpu = server["cpu_s"]
@@ -195,6 +198,11 @@ def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, p
             fields["gen_cpu_us_per_conn"] = child.cpu_s / new_connections * 1e6
             fields["server_cpu_us_per_conn"] = server_cpu / new_connections * 1e6
             fields["conn_per_s"] = new_connections / result.duration_s
+            # What went over loopback per connection, by the kernel's count (both ends together):
+            # checks each tool's TCP exchange with counters no one here wrote.
+            fields["tcp_per_conn"] = bl.tcp_per_connection(tcp_before, tcp_after, new_connections)
+            fields["tcp_segments_per_conn"] = fields["tcp_per_conn"].get("segments")
+            fields["tcp_resets_per_conn"] = fields["tcp_per_conn"].get("resets")
             if result.extra.get("self_cpu_s") is not None:  # loadbench's engine threads over the window alone
                 fields["gen_engine_us_per_conn"] = result.extra["self_cpu_s"] / new_connections * 1e6
         return fields

@@ -460,6 +460,26 @@ class LoadbenchTls(Loadbench):
         return super().startup_argv(url, out) + ["--tls-library", self.library]
 
 
+class LoadbenchLeanTcp(Loadbench):
+    """loadbench with `--ack-with-request --rst-close`: the connection-setup part only (both act on
+    opening and closing a connection); opt-in: `--generators loadbench-lean-tcp`."""
+
+    optional = True
+    OPTIONS = ["--ack-with-request", "--rst-close"]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.name = "loadbench-lean-tcp"
+
+    def argv(self, url, connections, duration_s, keepalive, out):
+        if keepalive:
+            raise UnsupportedMode("connection setup only: its options act on opening and closing connections")
+        return super().argv(url, connections, duration_s, keepalive, out) + self.OPTIONS
+
+    def startup_argv(self, url, out):
+        return super().startup_argv(url, out) + self.OPTIONS
+
+
 def all_generators() -> list[Generator]:
     return [Loadbench(), Wrk(), H2load(), Hey(), Bombardier(), Oha(), Ab(), LoadbenchTls("wolfssl"),
-            LoadbenchTls("rustls")]
+            LoadbenchTls("rustls"), LoadbenchLeanTcp()]

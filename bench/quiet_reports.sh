@@ -30,12 +30,12 @@ if want generators; then
   # c = 1/10/50/200, a new connection (and a full TLS handshake) per request, system calls per
   # response and per new connection / handshake, and the HTTP/2 part (loadbench --h2 vs h2load
   # and oha --http2). 5 s x 3 repeats. Then, after every measured run, the perf profiles of
-  # loadbench, loadbench-wolfssl, loadbench-rustls, wrk (and the --before build) per connection and per handshake
+  # loadbench, loadbench-lean-tcp, loadbench-wolfssl, loadbench-rustls, wrk (and the --before build) per connection and per handshake
   # (on whenever `perf record` works: bash bench/install-peers.sh installs linux-perf).
   # Issue 19's setup numbers alone: add --only-setup.
   before=()
   if [ -n "${BEFORE_PYTHON:-}" ]; then before=(--before "$BEFORE_PYTHON" --before-note "${BEFORE_NOTE:-}"); fi
-  "$PY" bench/generator_vs_peers.py -d 5 -r 3 --generators loadbench,wrk,h2load,oha,loadbench-wolfssl,loadbench-rustls \
+  "$PY" bench/generator_vs_peers.py -d 5 -r 3 --generators loadbench,wrk,h2load,oha,loadbench-wolfssl,loadbench-rustls,loadbench-lean-tcp \
     --h2-cells 25x10,1x1,10x10,50x10 "${before[@]}"
 fi
 if want memory; then

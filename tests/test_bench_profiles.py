@@ -83,3 +83,58 @@ def test_report_only_renders_old_and_new_records(tmp_path, capsys):
     assert "| loadbench, https (full handshake) | 4,000 | 400.0 |" in text
     assert "`(not exported)` (2 addresses)" in text and "`[.] ASN1_item_d2i_ex`" in text
     capsys.readouterr()
+
+
+SNMP = """\
+Ip: Forwarding DefaultTTL InReceives
+Ip: 1 64 100
+Tcp: RtoAlgorithm RtoMin ActiveOpens PassiveOpens OutSegs OutRsts
+Tcp: 1 200 1000 1000 20000 5
+"""
+NETSTAT = """\
+TcpExt: SyncookiesSent TW TWRecycled
+TcpExt: 0 3000 0
+"""
+
+
+def test_kernel_tcp_counters_are_read_and_divided_per_connection(tmp_path):
+    (tmp_path / "net").mkdir()
+    (tmp_path / "net" / "snmp").write_text(SNMP)
+    (tmp_path / "net" / "netstat").write_text(NETSTAT)
+    before = generator_vs_peers.bl.tcp_counters(tmp_path)
+    assert before == {"opens": 1000, "segments": 20000, "resets": 5, "time_waits": 3000}
+    after = {"opens": 1100, "segments": 20700, "resets": 105, "time_waits": 3000}
+    assert generator_vs_peers.bl.tcp_per_connection(before, after, 100) == \
+        {"opens": 1.0, "segments": 7.0, "resets": 1.0, "time_waits": 0.0}
+    assert generator_vs_peers.bl.tcp_per_connection(before, after, 0) == {}
+    live = generator_vs_peers.bl.tcp_counters()
+    assert set(live) == {"opens", "segments", "resets", "time_waits"}
+
+
+def test_lean_tcp_generator_is_setup_only_and_its_rows_are_reported(tmp_path, capsys):
+    import generators
+
+    lean = generators.LoadbenchLeanTcp()
+    argv = lean.argv("http://127.0.0.1:1/", 20, 5, False, tmp_path / "o.json")
+    assert argv[-2:] == ["--ack-with-request", "--rst-close"] and "--disable-keepalive" in argv
+    try:
+        lean.argv("http://127.0.0.1:1/", 20, 5, True, tmp_path / "o.json")
+        raise AssertionError("keep-alive must be refused")
+    except generators.UnsupportedMode as exc:
+        assert "connection setup only" in str(exc)
+    http = dict(scheme="http", gen_cpu_us_per_conn=44.0, server_cpu_us_per_conn=22.0)
+    records = [_setup_record(**http, tcp_segments_per_conn=10.0, tcp_resets_per_conn=0.0),
+               _setup_record(**{**http, "generator": "wrk", "gen_cpu_us_per_conn": 45.0},
+                             tcp_segments_per_conn=10.0, tcp_resets_per_conn=0.0),
+               _setup_record(**{**http, "generator": "loadbench-lean-tcp", "gen_cpu_us_per_conn": 33.75,
+                                "server_cpu_us_per_conn": 18.0}, tcp_segments_per_conn=7.0, tcp_resets_per_conn=1.0),
+               {"record": "environment", "environment": {"Date (UTC)": "today"}, "command": "test"}]
+    stem = tmp_path / "gvp"
+    stem.with_suffix(".jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert generator_vs_peers.main(["--report-only", "--out", str(stem), "--generators",
+                                    "loadbench,wrk,loadbench-lean-tcp", "--servers", "loadbench-server",
+                                    "--no-h2-part"]) == 0
+    text = stem.with_suffix(".md").read_text()
+    assert "loadbench-server: loadbench-lean-tcp 33.8 vs wrk 45.0 us (0.75x;" in text
+    assert "| loadbench-lean-tcp | 7.00 / 1.00 |" in text and "| wrk | 10.00 / 0.00 |" in text
+    capsys.readouterr()

@@ -130,7 +130,7 @@ void register_generator(py::module_& m) {
                          bool tls_verify, const std::string& tls_cacert, bool tls_session_resumption,
                          const std::vector<int>& cpus, double interval_s, double rate, bool poisson, uint64_t seed,
                          int max_connections, const std::string& protocol, int streams,
-                         const std::string& tls_library) {
+                         const std::string& tls_library, bool ack_with_request, bool rst_close) {
                  EngineConfig c;
                  c.url = url;
                  for (const auto& item : requests) {
@@ -152,6 +152,8 @@ void register_generator(py::module_& m) {
                  c.tls_cacert = tls_cacert;
                  c.tls_session_resumption = tls_session_resumption;
                  c.tls_library = tls_library;
+                 c.ack_with_request = ack_with_request;
+                 c.rst_close = rst_close;
                  c.cpus = cpus;
                  c.interval_s = interval_s;
                  c.rate = rate;
@@ -169,7 +171,7 @@ void register_generator(py::module_& m) {
              py::arg("tls_verify"), py::arg("tls_cacert"), py::arg("tls_session_resumption"), py::arg("cpus"),
              py::arg("interval_s"), py::arg("rate") = 0.0, py::arg("poisson") = false, py::arg("seed") = 1,
              py::arg("max_connections") = 0, py::arg("protocol") = "http/1.1", py::arg("streams") = 1,
-             py::arg("tls_library") = "openssl")
+             py::arg("tls_library") = "openssl", py::arg("ack_with_request") = false, py::arg("rst_close") = false)
         .def("start", &Engine::start, py::call_guard<py::gil_scoped_release>())
         .def("wait", &Engine::wait_for, py::arg("seconds"), py::call_guard<py::gil_scoped_release>(),
              "Wait up to `seconds` with the GIL released; True once the run is over.")

@@ -9,6 +9,7 @@ from typing import Optional, Sequence
 
 from . import analysis
 from .model import Aggregate
+from .tcp_exchange import tcp_exchange_text
 
 
 def _cpus(cpus: Optional[list]) -> str:
@@ -94,7 +95,7 @@ def settings_table(settings: dict, rows: list[dict], aggs: dict, held: Sequence[
     if settings.get("connection_setup"):
         items.append(("Connection-setup rate", f"a new connection per request (no keep-alive) at "
                       f"c = {settings.get('connection_setup_concurrency')}, {settings.get('connection_setup_workload')}, "
-                      f"{repeats} x {duration:g} s"))
+                      f"{repeats} x {duration:g} s; " + tcp_exchange_text(settings)))
     h2 = [p for p in settings.get("protocols", []) if p in ("h2c", "h2")]
     if h2:
         streams = settings.get("streams")

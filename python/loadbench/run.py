@@ -199,7 +199,7 @@ def prepare(url: str, *, connections: int = 10, threads: int = 1, duration: Opti
             body: BodyLike = None, requests_list: Optional[Sequence[Union[Request, Mapping[str, Any]]]] = None,
             keepalive: bool = True, timeout: float = 10.0, insecure: bool = True, verify: bool = False,
             cacert: Union[str, os.PathLike, None] = None, tls_session_resumption: bool = False,
-        tls_library: str = "openssl",
+            tls_library: str = "openssl", ack_with_request: bool = False, rst_close: bool = False,
             cpus: Optional[Sequence[int]] = None, interval: float = 1.0, rate: Optional[float] = None,
             arrival: str = "constant", max_connections: Optional[int] = None,
             seed: int = 1, protocol: str = "http/1.1", streams: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -253,6 +253,9 @@ def prepare(url: str, *, connections: int = 10, threads: int = 1, duration: Opti
     if tls_library == "wolfssl" and tls_session_resumption:
         raise ConfigError("TLS session resumption is implemented for tls_library='openssl' and 'rustls', "
                           "not 'wolfssl'")
+    if ack_with_request and rate is not None:
+        raise ConfigError("ack_with_request needs a closed loop: an open-loop pool opens connections ahead of "
+                          "their requests, and the handshake's last ACK would wait for the delayed-ACK timer (40 ms)")
     if cacert is not None and not Path(cacert).is_file():
         raise ConfigError(f"CA file {os.fspath(cacert)!r} does not exist")
     templates = [Request(method, None, headers, body)] if requests_list is None else [_as_request(r) for r in requests_list]
@@ -271,7 +274,7 @@ def prepare(url: str, *, connections: int = 10, threads: int = 1, duration: Opti
         "requests": requests, "warmup_s": warmup_s, "method": wire[0][0] if len(wire) == 1 else None,
         "request_templates": len(wire), "keepalive": bool(keepalive), "timeout_s": timeout_s,
         "tls_verify": tls_verify, "tls_session_resumption": bool(tls_session_resumption),
-        "tls_library": tls_library,
+        "tls_library": tls_library, "ack_with_request": bool(ack_with_request), "rst_close": bool(rst_close),
         "cpus": cpu_list or None, "interval_s": float(interval),
         "protocol": protocol, "streams": streams,
     }
@@ -283,7 +286,8 @@ def prepare(url: str, *, connections: int = 10, threads: int = 1, duration: Opti
         tls_verify=tls_verify, tls_cacert=os.fspath(cacert) if cacert is not None else "",
         tls_session_resumption=bool(tls_session_resumption), cpus=cpu_list, interval_s=float(interval),
         rate=rate_value, poisson=arrival == "poisson", seed=int(seed), max_connections=max_connections or 0,
-        protocol=protocol, streams=streams, tls_library=tls_library)
+        protocol=protocol, streams=streams, tls_library=tls_library, ack_with_request=bool(ack_with_request),
+        rst_close=bool(rst_close))
     return config, engine_kwargs
 
 
@@ -308,6 +312,9 @@ def run(url: str, *, progress: Optional[Callable[[dict], None]] = None, sample_p
     connection (h2load's -m). `progress`, if given, is called about every 0.1 s with
     a dict (elapsed_s, warming_up, responses, errors, rps, ...). Ctrl-C ends the run early and
     still returns the result (with `interrupted=True`).
+    `ack_with_request=True` sends the TCP handshake's last ACK on the request (closed loop only)
+    and `rst_close=True` closes with RST a connection the server has closed: fewer packets per
+    new connection (README, "Connection setup").
     `sample_pid` names the server process: its CPU time (with all its descendants), memory,
     fds and context switches, and the machine's steal and idle shares, are read from /proc
     exactly at the edges of the measured window into the result's `server` block

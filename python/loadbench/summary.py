@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import analysis
+from .tcp_exchange import tcp_exchange_text, uses_lean_exchange
 
 if TYPE_CHECKING:  # pragma: no cover
     from .result import Result
@@ -81,6 +82,8 @@ def summary_lines(r: "Result") -> list[str]:
             conn += f", {r.tls_resumed:,} resumed"
     if r.reconnects:
         conn += f", {r.reconnects:,} reopened after the server closed"
+    if uses_lean_exchange(r.config):
+        conn += "; " + tcp_exchange_text(r.config)
     lines.append(f"  connections   {conn}")
     if r.goaways or r.retried or r.streams_reset:
         resets = ", ".join(f"{name} {n:,}" for name, n in sorted(r.streams_reset.items())) or "none"

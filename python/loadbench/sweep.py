@@ -156,6 +156,10 @@ class Sweep:
     # The generator's TLS library for https and h2 cells (loadbench.run's tls_library): a cheaper
     # client handshake ("rustls") keeps connection-setup cells measuring the server, not us.
     tls_library: str = "openssl"
+    # Opt-in TCP exchanges for the connection-setup cells (loadbench.run's ack_with_request and
+    # rst_close): fewer packets per new connection, stated in the report's settings.
+    ack_with_request: bool = False
+    rst_close: bool = False
 
     def __post_init__(self) -> None:
         self.workloads = [builtin_workloads()[w] if isinstance(w, str) and w in builtin_workloads()

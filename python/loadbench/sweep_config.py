@@ -55,6 +55,8 @@ SWEEP_KEYS = {
     "default_peers": (_BOOL, "true or false (add the installed peers of peers_dir)"),
     "cluster": (_STR, "a Dask scheduler address (tcp://HOST:8786) or 'local'"),
     "shards": (_INT, "a positive integer (generator shards per cell, with cluster)"),
+    "ack_with_request": (_BOOL, "true or false (connection-setup cells: the handshake's last ACK rides on the request)"),
+    "rst_close": (_BOOL, "true or false (connection-setup cells: close a connection the server closed with RST)"),
     "tls_library": (_STR, 'the generator\'s TLS library for https/h2 cells: "openssl" (default), "wolfssl" or "rustls"'),
     "targets": (_LIST, "an array of [[targets]] tables"),
     "workloads": (_LIST, "an array of [[workloads]] tables or workload names"),
@@ -205,7 +207,8 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
     for key in ("repeats", "connection_setup", "connection_setup_concurrency",
                 "connection_setup_workload", "workers", "generator_threads", "baseline",
                 "open_fractions", "open_loop_workload", "contended_reruns", "cluster", "shards",
-                "streams", "requests", "hold_connections", "tls_library"):
+                "streams", "requests", "hold_connections", "tls_library",
+                "ack_with_request", "rst_close"):
         if key in data:
             kwargs[key] = data[key]
     for key in ("concurrencies", "server_cpus", "generator_cpus"):

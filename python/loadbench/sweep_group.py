@@ -165,6 +165,9 @@ class _Group:
             kwargs.update(protocol=wire_protocol(cell.protocol), streams=self.sweep.streams_for(cell.protocol))
         if cell.protocol in TLS_PROTOCOLS and self.sweep.tls_library != "openssl":
             kwargs.update(tls_library=self.sweep.tls_library)
+        if cell.mode == "connect":
+            # Only when asked: a connection-setup cell's call is otherwise what it always was.
+            kwargs.update({k: True for k in ("ack_with_request", "rst_close") if getattr(self.sweep, k)})
         if cell.mode == "open":
             capacity = self._capacity(cell)
             if capacity is None:

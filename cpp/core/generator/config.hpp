@@ -26,6 +26,10 @@ struct EngineConfig {
     std::string tls_cacert;       // implies verification
     bool tls_session_resumption = false;
     std::string tls_library = "openssl";  // or "wolfssl" / "rustls" where the build has them
+    // Opt-in TCP exchanges for connection-setup runs (each changes the packets the server's
+    // kernel sees, never what its application sees; see Connection::open / close):
+    bool ack_with_request = false;  // the handshake's last ACK rides on the first request (closed loop)
+    bool rst_close = false;         // a connection the server already closed is closed with RST
     std::vector<int> cpus;        // worker i runs on cpus[i % size]
     double interval_s = 1.0;      // timeline resolution
     double connect_retry_delay_s = 0.005;  // after a failed connect, so a refused port is not a busy loop

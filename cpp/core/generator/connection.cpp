@@ -43,6 +43,15 @@ bool Connection::open(std::string& why) noexcept {
     }
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (plan_.ack_with_request) {
+        // Quick-ACK mode off before connect: the kernel delays the handshake's last ACK and sends
+        // it on the first bytes written - the request or the ClientHello, written as soon as the
+        // connect completes (closed loop only, see Engine). One packet fewer per connection, and
+        // the server's kernel completes the connection and queues its first bytes at once (what
+        // a server listening with TCP_DEFER_ACCEPT waits for). Its application sees no difference.
+        const int zero = 0;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof zero);
+    }
     if (::connect(fd, reinterpret_cast<const sockaddr*>(&plan_.address), plan_.address_len) != 0 &&
         errno != EINPROGRESS) {
         why = std::string("connect: ") + std::strerror(errno);
@@ -61,6 +70,14 @@ bool Connection::open(std::string& why) noexcept {
 void Connection::close() noexcept {
     if (fd_ >= 0) {
         transport_->detach();
+        if (plan_.rst_close && peer_closed_) {
+            // The server has closed its side (its FIN is here) and nothing more is wanted from
+            // it: an abortive close sends one RST instead of our FIN and the server's last ACK,
+            // and leaves no TIME_WAIT on the server's side. Its application closed its socket
+            // already, so it never sees the reset. One the server still holds closes with FIN.
+            const linger abortive{1, 0};
+            ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &abortive, sizeof abortive);
+        }
         ::close(fd_);  // also removes it from the epoll set
         fd_ = -1;
     }
@@ -171,6 +188,7 @@ void Connection::read_available() {
         size_t n = 0;
         const IoStatus status = transport_->read(read_buffer_, read_capacity_, n);
         if (status == IoStatus::WantRead || status == IoStatus::WantWrite) return;
+        if (status == IoStatus::Eof) peer_closed_ = true;
         close();
         owner_.on_idle_closed(*this, monotonic_ns());
         return;
@@ -195,6 +213,7 @@ void Connection::read_available() {
         }
         if (status == IoStatus::WantRead || status == IoStatus::WantWrite) break;
         if (status == IoStatus::Eof) {
+            peer_closed_ = true;
             now = monotonic_ns();
             const bool idle = session_->in_flight() == 0;
             if (session_->input_eof(now) == InputResult::Ok && session_->in_flight() == 0) {

@@ -62,6 +62,9 @@ void validate(const EngineConfig& c) {
         throw ConfigError("max connections (" + std::to_string(c.max_connections) + ") must be >= connections (" +
                           std::to_string(c.connections) + ")");
     if (c.rate == 0.0 && c.max_connections > 0) throw ConfigError("max connections needs an open-loop rate");
+    if (c.ack_with_request && c.rate > 0.0)
+        throw ConfigError("ack with request needs a closed loop: an open-loop pool opens connections ahead of their "
+                          "requests, and the handshake's last ACK would wait for the delayed-ACK timer (40 ms)");
     if (!c.cpus.empty()) {
         cpu_set_t allowed;
         CPU_ZERO(&allowed);
@@ -120,6 +123,8 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
     }
     plan_.tls = tls_.get();
     plan_.keepalive = config_.keepalive;
+    plan_.ack_with_request = config_.ack_with_request;
+    plan_.rst_close = config_.rst_close;
     plan_.count_mode = config_.total_requests > 0;
     plan_.timeout_ns = seconds_to_ns(config_.timeout_s);
     plan_.connect_retry_delay_ns = seconds_to_ns(config_.connect_retry_delay_s);

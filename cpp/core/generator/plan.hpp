@@ -35,6 +35,8 @@ struct RunPlan {
     std::vector<H2Request> h2_requests;      // HTTP/2: the templates as header fields, built once
     const TlsContext* tls = nullptr;         // null: plain TCP
     bool keepalive = true;
+    bool ack_with_request = false;           // TCP_QUICKACK off before connect (EngineConfig)
+    bool rst_close = false;                  // SO_LINGER 0 on connections the server closed (EngineConfig)
     bool count_mode = false;
     int64_t timeout_ns = 0;                  // per request; also how long the run drains after the window
     int64_t connect_retry_delay_ns = 0;

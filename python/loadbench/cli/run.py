@@ -54,6 +54,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-b", "--body", default=None, help="request body")
     p.add_argument("--body-file", default=None, help="send this file as the request body")
     p.add_argument("--disable-keepalive", action="store_true", help="a new connection (and TLS handshake) per request")
+    p.add_argument("--ack-with-request", action="store_true",
+                   help="TCP: the handshake's last ACK rides on the first request (quick ACK off before connect): "
+                        "one packet fewer per new connection; closed loop only")
+    p.add_argument("--rst-close", action="store_true",
+                   help="TCP: close a connection the server has already closed with RST, not FIN: "
+                        "no FIN/ACK exchange and no TIME_WAIT on the server's side")
     p.add_argument("--insecure", action="store_true", default=True,
                    help="do not check TLS certificates (the default)")
     p.add_argument("--verify", action="store_true", help="check TLS certificates against the system CAs")
@@ -149,6 +155,7 @@ def main(args: argparse.Namespace) -> int:
         warmup=parse_duration(args.warmup, "warm-up"), method=args.method, headers=args.header, body=body,
         keepalive=not args.disable_keepalive, timeout=parse_duration(args.timeout, "timeout"),
         verify=args.verify, cacert=args.cacert, tls_session_resumption=args.tls_resume, tls_library=args.tls_library,
+        ack_with_request=args.ack_with_request, rst_close=args.rst_close,
         cpus=parse_cpu_list(args.cpus) if args.cpus else None,
         sample_pid=args.sample_pid, rate=args.rate, arrival=args.arrival,
         max_connections=args.max_connections, seed=args.seed)

@@ -38,6 +38,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--tls-library", choices=("openssl", "wolfssl", "rustls"), default=None,
                         help="the generator's TLS library for https/h2 cells (default: the sweep file's, else "
                              "openssl; rustls: the cheapest client handshake, where the build has it)")
+    parser.add_argument("--ack-with-request", action="store_true", default=None,
+                        help="connection-setup cells: the handshake's last ACK rides on the request (see run --help)")
+    parser.add_argument("--rst-close", action="store_true", default=None,
+                        help="connection-setup cells: close connections the server closed with RST (see run --help)")
     parser.add_argument("--no-report", action="store_true", help="measure only; `loadbench report DIR` later")
     parser.add_argument("--plan", action="store_true",
                         help="print the cells that would run here and the planned time, then exit (measures nothing)")
@@ -83,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
         sweep.shards = args.shards or sweep.shards
         if sweep.shards is not None and sweep.cluster is None:
             raise ConfigError("--shards needs --cluster (a Dask scheduler address, or 'local')")
+    for option in ("ack_with_request", "rst_close"):
+        if getattr(args, option):
+            setattr(sweep, option, True)
     if args.tls_library is not None:
         sweep.tls_library = args.tls_library
         sweep.check_tls_library()
