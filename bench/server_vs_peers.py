@@ -96,8 +96,9 @@ def setup_specs(args: argparse.Namespace, https: bool) -> dict[str, Optional[bl.
 
 def measure(peer: bl.RunningPeer, wrk: Wrk, args: argparse.Namespace, c: int, repeat: int,
             keepalive: bool = True) -> dict:
-    before, stat_before = peer.snapshot(), bl.cpu_times()
+    before, stat_before, tcp_before = peer.snapshot(), bl.cpu_times(), bl.tcp_counters()
     child, result = wrk.run(peer.url(args.path), c, args.duration, keepalive, [args.generator_cpu])
+    tcp_after = bl.tcp_counters()
     server = bl.server_window(before, peer.snapshot(), result.responses)
     irq = bl.irq_share(stat_before, bl.cpu_times())
     return {
@@ -116,7 +117,9 @@ def measure(peer: bl.RunningPeer, wrk: Wrk, args: argparse.Namespace, c: int, re
             "part": "setup", "scheme": "https" if peer.spec.https else "http",
             "server_cpu_us_per_conn": server["cpu_s"] / result.responses * 1e6 if result.responses else None,
             "wrk_cpu_us_per_conn": child.cpu_s / result.responses * 1e6 if result.responses else None,
-            "conn_per_s": result.rps}),
+            "conn_per_s": result.rps,
+            # The kernel's own count of what each connection took on loopback (both ends).
+            "tcp_segments_per_conn": bl.tcp_per_connection(tcp_before, tcp_after, result.responses).get("segments")}),
     }
 
 
@@ -273,19 +276,21 @@ def setup_lines(records: list[dict], servers: list[str]) -> list[str]:
     for server in servers:
         row: list = [server]
         for scheme in ("http", "https"):
-            for key in ("conn_per_s", "server_cpu_us_per_conn", "wrk_cpu_us_per_conn"):
+            for key in ("conn_per_s", "server_cpu_us_per_conn", "wrk_cpu_us_per_conn", "tcp_segments_per_conn"):
                 s = bl.summarize(r.get(key) for r in setup if r["server"] == server and r["scheme"] == scheme)
                 row.append(None if s is None else s.median)
         if any(v is not None for v in row[1:]):
             rows.append(row)
-    header = ["Server", "http conn/s", "http server us/conn", "http wrk us/conn",
-              "https handshakes/s", "https server us/handshake", "https wrk us/handshake"]
-    lowest = [False, True, True, False, True, True]
+    header = ["Server", "http conn/s", "http server us/conn", "http wrk us/conn", "http TCP segments/conn",
+              "https handshakes/s", "https server us/handshake", "https wrk us/handshake", "https TCP segments/conn"]
+    lowest = [False, True, True, True, False, True, True, True]
     return ["## Connection setup: server CPU us per new connection / full TLS handshake (median)", "",
             f"wrk `-H 'Connection: close'`, c = {setup[0]['connections']}: one new connection per response; "
             "https: every handshake a full one (nginx without session cache and tickets, loadbench-server "
-            "`--no-tls-resumption`). A wrk figure above the server's means wrk, not the server, set the rate.",
-            "", bl.best_table(header, rows, lowest, [0 if i % 3 == 0 else 1 for i in range(6)]), ""]
+            "`--no-tls-resumption`). A wrk figure above the server's means wrk, not the server, set the rate. "
+            "TCP segments: sent per new connection by both ends together, from the kernel's own counters "
+            "(/proc/net/snmp `Tcp: OutSegs`, as `nstat` shows it) over each run.",
+            "", bl.best_table(header, rows, lowest, [(0, 1, 1, 2)[i % 4] for i in range(8)]), ""]
 
 
 def report(records: list[dict], env: dict, args: argparse.Namespace, command: str) -> str:
@@ -354,7 +359,9 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
                      "(+ a Lua `done` hook that prints wrk's exact counts, no per-request Lua)",
         "Servers": f"each pinned to CPU {args.server_cpu} with taskset, one worker: loadbench-server "
                    "`--workers 1`, nginx `worker_processes 1` (bench/peers/nginx), node:http "
-                   "single process (bench/peers/node)",
+                   "single process (bench/peers/node). On a connection it closes after the response, "
+                   "loadbench-server sends the response's tail and its FIN in one segment (MSG_MORE before the "
+                   "close); nginx sends them apart - the setup part's segment column counts it",
         "Concurrencies": ", ".join(str(c) for c in concs),
         "Repeats": f"median of {args.repeats} x {args.duration} s per cell; repeats outermost, servers "
                    "innermost (interleaved), all servers running throughout; "

@@ -29,6 +29,20 @@ def test_syscall_section_renders_per_connection_and_per_response():
     assert server_vs_peers.syscall_lines([{"part": "setup"}]) == []
 
 
+def test_setup_section_shows_the_kernels_segment_count_per_connection():
+    def rec(server, scheme, us, segments):
+        return {"part": "setup", "server": server, "scheme": scheme, "connections": 20, "conn_per_s": 20000.0,
+                "server_cpu_us_per_conn": us, "wrk_cpu_us_per_conn": 44.0, "tcp_segments_per_conn": segments}
+    text = "\n".join(server_vs_peers.setup_lines([rec("loadbench-server", "http", 18.0, 8.0),
+                                                  rec("nginx", "http", 20.0, 10.0),
+                                                  rec("nginx", "https", 200.0, 17.0)], ["loadbench-server", "nginx"]))
+    assert "http TCP segments/conn" in text and "`Tcp: OutSegs`" in text
+    beast, nginx = (next(line for line in text.splitlines() if line.startswith(f"| {name} |"))
+                    for name in ("loadbench-server", "nginx"))
+    assert beast.split(" | ")[2] == "**18.0**" and beast.split(" | ")[4] == "**8.00**" and beast.endswith("| n/a |")
+    assert nginx.split(" | ")[4] == "10.00" and nginx.endswith("| 17.00 |")
+
+
 @pytest.mark.skipif(shutil.which("strace") is None or not Wrk().available, reason="needs strace and wrk")
 def test_beast_makes_no_ioctl_and_no_epoll_del_per_new_connection(server_factory):
     server = server_factory()
