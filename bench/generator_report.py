@@ -7,6 +7,7 @@ from typing import Callable, Optional
 
 import benchlib as bl
 import generators as gl
+import handshake_proof
 import profiles as pf
 
 BUSY_LIMIT = 0.95  # a generator using >= 95 % of its one pinned core is saturated
@@ -208,7 +209,8 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
     syscalls = [r for r in records if r["part"] == "syscalls" and r.get("mode", "keepalive") == "keepalive"]
     setup_calls = [r for r in records if r["part"] == "syscalls" and r.get("mode") == "setup"]
     profiled = [r for r in records if r["part"] == "profile"]
-    records = [r for r in records if r["part"] not in ("startup", "syscalls", "profile")]
+    proof, proof_headline = handshake_proof.report_lines(records), handshake_proof.headline(records)
+    records = [r for r in records if r["part"] not in ("startup", "syscalls", "profile", "proof")]
     before = any(g.name == "loadbench-before" for g in generators)
     concs = args.concurrencies
     servers = args.servers
@@ -314,7 +316,7 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
             "", *_setup_ratio_lines(setup, servers, mine="loadbench-lean-tcp"), ""]),
         *([] if not _handshake_lines(setup, servers) else [
             "Full TLS handshake, generator CPU per handshake by TLS library (whole process, median):", "",
-            *_handshake_lines(setup, servers), ""]),
+            *_handshake_lines(setup, servers), "", *proof_headline]),
         *([] if not before else [
             "## Before and after: loadbench (this build) vs loadbench-before (the --before build)",
             "",
@@ -378,6 +380,7 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
                   "`connections_opened`; the others: one per response). Only the counts mean anything under "
                   "strace, not the rates.", "",
                   *_syscall_lines(setup_calls, setup=True), ""]
+    parts += proof
     parts += pf.report_lines(profiled, setup)
     if lb_self:
         fixed = startup.get("loadbench")

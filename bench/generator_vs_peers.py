@@ -48,6 +48,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import benchlib as bl  # noqa: E402
 import generators as gl  # noqa: E402
+import handshake_proof  # noqa: E402
 import profiles  # noqa: E402
 from generator_report import h2_report, report  # noqa: E402
 
@@ -68,6 +69,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                    help="skip the keep-alive part (and its system calls per response)")
     p.add_argument("--no-h2-part", action="store_true", help="skip the HTTP/2 part")
     p.add_argument("--no-syscalls", action="store_true", help="skip counting system calls (strace -c -f)")
+    p.add_argument("--no-proof", action="store_true",
+                   help="skip checking which generators refuse a forged handshake signature (setup part)")
     p.add_argument("--syscall-generators", default="loadbench,loadbench-before,loadbench-wolfssl,loadbench-rustls,wrk",
                    help="generators whose system calls are counted: per response with the keep-alive part, "
                         "per new connection / handshake with the setup part (those in --generators)")
@@ -213,6 +216,8 @@ def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, p
 def describe(record: dict) -> str:
     if record["part"] == "profile":
         return profiles.describe(record)
+    if record["part"] == "proof":
+        return handshake_proof.describe(record)
     if record["part"] == "syscalls" and record["status"] != "ok":
         return (f"  syscalls  {record['scheme']:<5} {record['generator']:<16} {record['status']}: "
                 f"{record['reason'][:160]}")
@@ -376,6 +381,8 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]
                 for gen in counted:
                     waited["gate"] = bl.wait_quiet(gate)
                     keep(count_syscalls(gen, peer, args, keepalive=False))
+            if not args.no_proof and any(p.spec.https for p in peers):
+                handshake_proof.check(runnable, [args.generator_cpu], keep)
         if not args.no_h2_part:
             for peer in peers:
                 peer.stop()

@@ -138,3 +138,4 @@ def test_lean_tcp_generator_is_setup_only_and_its_rows_are_reported(tmp_path, ca
     assert "loadbench-server: loadbench-lean-tcp 33.8 vs wrk 45.0 us (0.75x;" in text
     assert "| loadbench-lean-tcp | 7.00 / 1.00 |" in text and "| wrk | 10.00 / 0.00 |" in text
     capsys.readouterr()
+

@@ -121,6 +121,29 @@ def test_ack_with_request_over_tls_the_client_hello_completes_the_handshake(tmp_
     assert all(s["data_at_accept"] for s in seen)
 
 
+def test_ack_with_request_does_not_stall_a_server_that_writes_in_pieces(tmp_path: Path):
+    """Quick-ACK off is the kernel's interactive mode, which delays every later ACK by 40 ms or
+    more. A server with Nagle's algorithm on that writes its TLS flight record by record (tlslite-ng
+    does) cannot send the next record before the last one is ACKed: the generator turns quick ACKs
+    back on once the ClientHello has carried the handshake's ACK, so no handshake waits for a
+    delayed ACK."""
+    pytest.importorskip("tlslite")
+    cert, key = make_cert(tmp_path, "server", "/CN=localhost")
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("forged_tls_server.py")), str(cert),
+                             str(key)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        url = f"https://localhost:{int(proc.stdout.readline())}/"
+        r = loadbench.run(url, connections=1, requests=10, keepalive=False, ack_with_request=True, timeout=10)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    assert r.responses == 10, r.first_error
+    # A delayed ACK is >= 40 ms on Linux, and this server's flight would wait for two of them;
+    # its handshake takes a few ms otherwise.
+    latency = r.latency_summary()
+    assert latency["p50"] < 30_000, latency
+
+
 def test_rst_close_resets_only_connections_the_server_has_closed():
     n = 40
     for rst_close, end in ((False, "eof"), (True, "reset")):

@@ -36,6 +36,7 @@ bool Connection::open(std::string& why) noexcept {
     session_->reset();
     reused_ = false;
     peer_closed_ = false;
+    delaying_acks_ = false;
     const int fd = ::socket(plan_.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         why = std::string("socket: ") + std::strerror(errno);
@@ -51,6 +52,7 @@ bool Connection::open(std::string& why) noexcept {
         // a server listening with TCP_DEFER_ACCEPT waits for). Its application sees no difference.
         const int zero = 0;
         ::setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof zero);
+        delaying_acks_ = true;
     }
     if (::connect(fd, reinterpret_cast<const sockaddr*>(&plan_.address), plan_.address_len) != 0 &&
         errno != EINPROGRESS) {
@@ -65,6 +67,16 @@ bool Connection::open(std::string& why) noexcept {
     fd_ = fd;
     state_ = State::Connecting;
     return true;
+}
+
+// Quick-ACK mode off is the kernel's interactive (pingpong) mode: it would go on delaying every
+// ACK by up to 40 ms, and a server that writes one response (or TLS flight) in pieces with
+// Nagle's algorithm on waits for each ACK before its next piece. Once the handshake's last ACK
+// has left with the first bytes, ACKs go out at once again.
+void Connection::quick_acks_again() noexcept {
+    delaying_acks_ = false;
+    const int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
 }
 
 void Connection::close() noexcept {
@@ -116,7 +128,8 @@ void Connection::connect_done(uint32_t events) {
     owner_.on_tcp_connected(*this, monotonic_ns());
     if (transport_->needs_handshake()) {
         state_ = State::Handshaking;
-        handshake();
+        handshake();  // the ClientHello is out, with the handshake's last ACK
+        if (delaying_acks_ && fd_ >= 0) quick_acks_again();
         return;
     }
     state_ = State::Open;
@@ -166,6 +179,7 @@ bool Connection::flush() noexcept {
             case IoStatus::Ok:
                 if (session_->carries_counted()) recorder_.bytes_written(n);
                 session_->wrote(n, handed_at);
+                if (delaying_acks_) quick_acks_again();  // the request is out, with the last ACK
                 break;
             case IoStatus::WantWrite:
             case IoStatus::WantRead:

@@ -97,6 +97,8 @@ private:
     State state_ = State::Closed;
     bool reused_ = false;
     bool peer_closed_ = false;
+    bool delaying_acks_ = false;  // ack_with_request: quick-ACK mode still off (see quick_acks_again)
+    void quick_acks_again() noexcept;
     uint64_t settled_ = 0;  // requests the session settled (answered, refused, failed): slots freed
 };
 

@@ -1,0 +1,131 @@
+"""What each generator's full TLS handshake proves, for bench/generator_vs_peers.py.
+
+Every tool runs https without verifying the certificate chain there (loadbench's default, wrk,
+`oha --insecure`). A client that still checks the server's CertificateVerify signature refuses a
+server that presents a certificate and signs with another key; one that answers it has skipped
+that check, and its CPU per handshake is for less work than the others'. The server is
+tests/forged_tls_server.py (tlslite-ng, pure Python: it signs with whatever key it is given),
+run once with the certificate's own key (the control: every tool must be answered) and once
+with another key.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import benchlib as bl
+import generators as gl
+
+FORGED_SERVER = bl.BENCH_DIR.parent / "tests" / "forged_tls_server.py"
+SECONDS = 2  # per run: tlslite-ng signs in pure Python, a few handshakes a second are plenty
+
+
+def unavailable() -> Optional[str]:
+    try:
+        import tlslite  # noqa: F401
+    except ImportError:
+        return "tlslite-ng is not installed (pip install .[test])"
+    return None
+
+
+def _keys(tmp: Path) -> tuple[Path, Path, Path]:
+    cert, key, other = tmp / "server.pem", tmp / "server.key", tmp / "other.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "basicConstraints=critical,CA:FALSE"], check=True, capture_output=True, timeout=60)
+    subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-out", str(other)], check=True, capture_output=True, timeout=60)
+    return cert, key, other
+
+
+def _answered(gen: gl.Generator, url: str, cpus: Sequence[int]) -> tuple[int, str]:
+    """Responses the tool counted against `url` (0 when it refused every handshake), and why not."""
+    try:
+        _, result = gen.run(url, 1, SECONDS, False, cpus)
+    except (RuntimeError, ValueError, KeyError, OSError, subprocess.TimeoutExpired) as exc:
+        return 0, f"{type(exc).__name__}: {exc}"[:300]
+    return result.responses, ""
+
+
+def check(gens: Sequence[gl.Generator], cpus: Sequence[int], keep: Callable[[dict], None]) -> None:
+    """One `proof` record per https-capable generator: responses with the right key and with
+    another; `checks_signature` is true when the control was answered and the forgery was not."""
+    def speaks_https(gen: gl.Generator) -> bool:
+        try:
+            gen.argv("https://127.0.0.1:1/", 1, SECONDS, False, Path("unused.json"))
+            return gen.available
+        except gl.UnsupportedMode:
+            return False
+
+    gens = [g for g in gens if speaks_https(g)]
+    why = unavailable()
+    with tempfile.TemporaryDirectory(prefix="bench-forged-") as tmp:
+        keys = None if why else _keys(Path(tmp))
+        answered: dict[str, dict] = {g.name: {} for g in gens}
+        for label, key in ((("right", keys[1]), ("forged", keys[2])) if keys else ()):
+            server = subprocess.Popen([sys.executable, str(FORGED_SERVER), str(keys[0]), str(key)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            try:
+                # A name, not 127.0.0.1: wrk sends the host as SNI, and an address is no valid one.
+                url = f"https://localhost:{int(server.stdout.readline())}/"
+                for gen in gens:
+                    answered[gen.name][label] = _answered(gen, url, cpus)
+            finally:
+                server.kill()
+                server.wait(timeout=10)
+    for gen in gens:
+        record = {"part": "proof", "generator": gen.name, "scheme": "https"}
+        if why:
+            keep({**record, "status": "n/a", "reason": why})
+            continue
+        (right, right_why), (forged, forged_why) = answered[gen.name]["right"], answered[gen.name]["forged"]
+        keep({**record, "status": "ok" if right else "FAIL", "answered_right_key": right,
+              "answered_forged_signature": forged, "checks_signature": bool(right) and not forged,
+              "reason": right_why if not right else forged_why})
+
+
+def describe(r: dict) -> str:
+    if r["status"] == "n/a":
+        return f"  proof     {r['generator']}: n/a ({r['reason']})"
+    return (f"  proof     {r['generator']}: {r['answered_right_key']} responses with the certificate's key, "
+            f"{r['answered_forged_signature']} with a forged signature")
+
+
+def headline(records: list[dict]) -> list[str]:
+    """One line for the handshake headline: which tools' figures are for a handshake that does
+    not check the server's signature."""
+    proofs = [r for r in records if r["part"] == "proof" and r["status"] == "ok"]
+    if not proofs:
+        return []
+    skip = [r["generator"] for r in proofs if not r["checks_signature"]]
+    checked = [r["generator"] for r in proofs if r["checks_signature"]]
+    return [("Not the same work: " + ", ".join(skip) + " answered a server that signed with another key than its "
+             "certificate's (no CertificateVerify check); " if skip else "")
+            + (", ".join(checked) + " refused it" if checked else "no tool refused it")
+            + " (\"What each generator's full handshake proves\" below).", ""]
+
+
+def report_lines(records: list[dict]) -> list[str]:
+    proofs = [r for r in records if r["part"] == "proof"]
+    if not proofs:
+        return []
+    rows = []
+    for r in proofs:
+        if r["status"] == "n/a":
+            rows.append([r["generator"], "n/a", "n/a", r["reason"]])
+            continue
+        verdict = ("yes: refused the forgery" if r["checks_signature"] else
+                   "NO: answered a server that signed with another key" if r["answered_right_key"] else
+                   f"unknown: not even the control was answered ({r['reason'][:120]})")
+        rows.append([r["generator"], f"{r['answered_right_key']:,}", f"{r['answered_forged_signature']:,}", verdict])
+    return ["## What each generator's full handshake proves (https, certificate chain not verified)", "",
+            "Each tool as the setup part runs it, for "
+            f"{SECONDS} s at c = 1 against `tests/forged_tls_server.py` (tlslite-ng): once signing its "
+            "CertificateVerify with the certificate's own key, once with another P-256 key. A client that "
+            "checks the server's signature refuses the second; one that answers it does one signature "
+            "verification less per handshake, so its CPU per handshake above is for less work.", "",
+            bl.markdown_table(["Generator", "responses, right key", "responses, forged signature",
+                               "checks the server's signature"], rows), ""]
