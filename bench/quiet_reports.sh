@@ -37,6 +37,12 @@ if want generators; then
   if [ -n "${BEFORE_PYTHON:-}" ]; then before=(--before "$BEFORE_PYTHON" --before-note "${BEFORE_NOTE:-}"); fi
   "$PY" bench/generator_vs_peers.py -d 5 -r 3 --generators loadbench,wrk,h2load,oha,loadbench-wolfssl,loadbench-rustls,loadbench-lean-tcp \
     --h2-cells 25x10,1x1,10x10,50x10 "${before[@]}"
+  # Issue 19's connection-setup figures again with 5 repeats (the setup cells are the noisiest):
+  # loadbench (default and lean TCP exchange, OpenSSL and rustls) beside wrk and oha.
+  settle generators-setup
+  "$PY" bench/generator_vs_peers.py --only-setup -d 5 -r 5 \
+    --generators loadbench,wrk,oha,loadbench-rustls,loadbench-lean-tcp --no-profiles --no-syscalls --no-proof \
+    --out reports/generator-vs-peers-setup
 fi
 if want memory; then
   settle memory
