@@ -62,29 +62,33 @@ def check(gens: Sequence[gl.Generator], cpus: Sequence[int], keep: Callable[[dic
 
     gens = [g for g in gens if speaks_https(g)]
     why = unavailable()
+    if why:
+        for gen in gens:
+            keep({"part": "proof", "generator": gen.name, "scheme": "https", "status": "n/a", "reason": why})
+        return
     with tempfile.TemporaryDirectory(prefix="bench-forged-") as tmp:
-        keys = None if why else _keys(Path(tmp))
-        answered: dict[str, dict] = {g.name: {} for g in gens}
-        for label, key in ((("right", keys[1]), ("forged", keys[2])) if keys else ()):
-            server = subprocess.Popen([sys.executable, str(FORGED_SERVER), str(keys[0]), str(key)],
-                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-            try:
-                # A name, not 127.0.0.1: wrk sends the host as SNI, and an address is no valid one.
-                url = f"https://localhost:{int(server.stdout.readline())}/"
-                for gen in gens:
-                    answered[gen.name][label] = _answered(gen, url, cpus)
-            finally:
-                server.kill()
-                server.wait(timeout=10)
+        cert, right_key, other_key = _keys(Path(tmp))
+        right, forged = (_serve_and_run(gens, cert, key, cpus) for key in (right_key, other_key))
     for gen in gens:
-        record = {"part": "proof", "generator": gen.name, "scheme": "https"}
-        if why:
-            keep({**record, "status": "n/a", "reason": why})
-            continue
-        (right, right_why), (forged, forged_why) = answered[gen.name]["right"], answered[gen.name]["forged"]
-        keep({**record, "status": "ok" if right else "FAIL", "answered_right_key": right,
-              "answered_forged_signature": forged, "checks_signature": bool(right) and not forged,
-              "reason": right_why if not right else forged_why})
+        (right_n, right_why), (forged_n, forged_why) = right[gen.name], forged[gen.name]
+        keep({"part": "proof", "generator": gen.name, "scheme": "https",
+              "status": "ok" if right_n else "FAIL", "answered_right_key": right_n,
+              "answered_forged_signature": forged_n, "checks_signature": bool(right_n) and not forged_n,
+              "reason": forged_why if right_n else right_why})
+
+
+def _serve_and_run(gens: Sequence[gl.Generator], cert: Path, key: Path, cpus: Sequence[int]
+                   ) -> dict[str, tuple[int, str]]:
+    """Each generator's (responses, why not) against the forged server signing with `key`."""
+    server = subprocess.Popen([sys.executable, str(FORGED_SERVER), str(cert), str(key)],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        # A name, not 127.0.0.1: wrk sends the host as SNI, and an address is no valid one.
+        url = f"https://localhost:{int(server.stdout.readline())}/"
+        return {gen.name: _answered(gen, url, cpus) for gen in gens}
+    finally:
+        server.kill()
+        server.wait(timeout=10)
 
 
 def describe(r: dict) -> str:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 from . import analysis
 from . import results as rs
+from . import tcp_exchange
 from .connections import FD_MARGIN, hold_connections, hold_shortfall, raise_fd_limit
 from .errors import LoadbenchError
 from .gate import LoadGate, cpu_times, irq_share
@@ -167,7 +168,7 @@ class _Group:
             kwargs.update(tls_library=self.sweep.tls_library)
         if cell.mode == "connect":
             # Only when asked: a connection-setup cell's call is otherwise what it always was.
-            kwargs.update({k: True for k in ("ack_with_request", "rst_close") if getattr(self.sweep, k)})
+            kwargs.update({k: True for k in tcp_exchange.OPTIONS if getattr(self.sweep, k)})
         if cell.mode == "open":
             capacity = self._capacity(cell)
             if capacity is None:

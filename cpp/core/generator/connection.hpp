@@ -83,6 +83,7 @@ private:
     void handshake();
     void read_available();
     void lose(ErrorKind kind, const std::string& why);
+    void quick_acks_again() noexcept;
     std::string io_error(const char* what) const;
 
     const RunPlan& plan_;
@@ -98,7 +99,6 @@ private:
     bool reused_ = false;
     bool peer_closed_ = false;
     bool delaying_acks_ = false;  // ack_with_request: quick-ACK mode still off (see quick_acks_again)
-    void quick_acks_again() noexcept;
     uint64_t settled_ = 0;  // requests the session settled (answered, refused, failed): slots freed
 };
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..sweep import Sweep
 
 from ..errors import ConfigError
+from ..tcp_exchange import OPTIONS as TCP_OPTIONS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         sweep.shards = args.shards or sweep.shards
         if sweep.shards is not None and sweep.cluster is None:
             raise ConfigError("--shards needs --cluster (a Dask scheduler address, or 'local')")
-    for option in ("ack_with_request", "rst_close"):
+    for option in TCP_OPTIONS:
         if getattr(args, option):
             setattr(sweep, option, True)
     if args.tls_library is not None:
