@@ -121,15 +121,56 @@ def test_flagged_cells_are_shown_and_make_the_gate_inconclusive(tmp_path):
     base = write_side(tmp_path / "a", SAME_A)
     bound = write_side(tmp_path / "b", SLOW, saturated=True)
     rows = by_metric(comparison.compare(base, bound))
-    assert rows["rps"]["verdict"] == "worse" and rows["rps"]["flags"] == "new: generator-bound"
+    # the new side is generator-bound: its req/s is a lower bound below the base, so the new
+    # server may be as fast - uncertain; its p99 measured the generator - flagged
+    assert rows["rps"]["verdict"] == "uncertain" and rows["rps"]["verdict_figures"] == "worse"
+    assert rows["rps"]["bounds"].startswith("new is a lower bound") and rows["rps"]["flags"] == ""
+    assert rows["p99"]["flags"] == "new: generator-bound"
     assert main(["compare", str(base), str(bound), "--fail", "rps:-5%"]) == 2
     assert main(["compare", str(base), str(bound), "--fail", "rps:-5%", "--judge-flagged"]) == 1
+    assert main(["compare", str(base), str(bound), "--fail", "p99:+10%"]) == 2
     # the new build answers 5 % 503s: a regression whatever its speed
     dirty = write_side(tmp_path / "c", SAME_B, shed=0.05)
     assert main(["compare", str(base), str(dirty), "--fail", "rps:-5%"]) == 1
     failed = write_side(tmp_path / "d", SAME_B, status="fail")
     assert by_metric(comparison.compare(base, failed))["rps"]["verdict"] == "FAIL in new"
     assert main(["compare", str(base), str(failed), "--fail", "rps:-5%"]) == 1
+
+
+FAST = [(rps * 6, p50, p99, cpu) for rps, p50, p99, cpu in SAME_A]  # a server 6x beyond the generator
+
+
+def test_below_a_base_lower_bound_is_a_certain_regression(tmp_path, capsys):
+    """The CI gate on a fast server: the base sweep is generator-bound (§) at ~60 000 req/s; a new
+    build that answers 10x slower is a regression for sure - the base server did at least 60 000."""
+    base = write_side(tmp_path / "a", FAST, saturated=True)
+    slow = write_side(tmp_path / "b", [(rps / 10, p50 * 10, p99 * 10, cpu) for rps, p50, p99, cpu in FAST])
+    rows = by_metric(comparison.compare(base, slow))
+    assert rows["rps"]["verdict"] == "worse" and rows["rps"]["bounds"].startswith("base is a lower bound")
+    assert main(["compare", str(base), str(slow), "--fail", "rps:-5%"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "certain regression" in out and "≥ 60 300" in out  # the base median, as a bound
+    # a new build above the base lower bound: the base server may have been as fast - uncertain
+    faster = write_side(tmp_path / "c", [(rps * 1.2, p50, p99, cpu) for rps, p50, p99, cpu in FAST])
+    rows = by_metric(comparison.compare(base, faster))
+    assert rows["rps"]["verdict"] == "uncertain" and rows["rps"]["verdict_figures"] == "better"
+    assert main(["compare", str(base), str(faster), "--fail", "rps:-5%"]) == 2
+    # both sides generator-bound: the order is open whatever the figures
+    same = write_side(tmp_path / "d", FAST, saturated=True)
+    assert by_metric(comparison.compare(base, same))["rps"]["verdict"] == "uncertain"
+    assert main(["compare", str(base), str(same), "--fail", "rps:-5%"]) == 2
+
+
+def test_a_new_lower_bound_above_the_base_is_a_certain_improvement(tmp_path):
+    base = write_side(tmp_path / "a", SAME_A)
+    bound = write_side(tmp_path / "b", FAST, saturated=True)
+    rows = by_metric(comparison.compare(base, bound))
+    assert rows["rps"]["verdict"] == "better" and rows["rps"]["bounds"].startswith("new is a lower bound above")
+    # level with the base: the new server is at least as fast - not a regression
+    level = write_side(tmp_path / "c", SAME_B, saturated=True)
+    rows = by_metric(comparison.compare(base, level))
+    assert rows["rps"]["verdict"] == "~" and "at least as good" in rows["rps"]["bounds"]
+    assert main(["compare", str(base), str(level), "--fail", "rps:-5%"]) == 0
 
 
 def test_sets_of_run_json_files_compare(tmp_path):

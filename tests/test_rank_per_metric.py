@@ -1,5 +1,6 @@
-"""Ranking is per metric: a generator-bound (§) cell measured the generator's limit for req/s
-and latency, but its CPU us/req and memory are still the server's own, so they stay ranked.
+"""Ranking is per metric: a generator-bound (§) cell measured the generator's limit, so its req/s
+is a lower bound on the server's (ranked as one: "≥"), its latency percentiles prove nothing
+(never ranked), and its CPU us/req and memory are still the server's own (ranked as measured).
 
 The hand-made sweep (two servers, C = 10, three identical repeats per cell):
 
@@ -8,9 +9,9 @@ The hand-made sweep (two servers, C = 10, three identical repeats per cell):
     http json             60 000 req/s, 3 us/req             40 000 req/s, 6 us/req
     https plaintext       30 000 req/s, 1 us/req, 30 % 503   20 000 req/s, 4 us/req
 
-Under the old rule (a § cell is unranked for every metric) a's CPU average would be over
-http json only (3.00, b 6.00) and b's CPU would be bold in http plaintext; every assertion
-on CPU below fails there.
+Under the old rules (a § cell is unranked for every metric, then for req/s and latency) a's
+CPU average would be over http json only (3.00, b 6.00) and b's CPU would be bold in http
+plaintext; then a's peak would be 60 000 - its one slow cell - and its summary ranked by it.
 """
 import copy
 import json
@@ -72,26 +73,36 @@ def directory(tmp_path_factory):
     return d
 
 
-def test_a_generator_bound_cell_is_ranked_for_cpu_and_memory_only(directory):
+def test_a_generator_bound_cell_is_ranked_as_a_bound_and_never_for_percentiles(directory):
     m = model.load(directory)
     bound = m.aggs[("a", "http", "plaintext", "closed", 10)]
     assert bound.generator_bound
-    assert not bound.ranked and not bound.ranked_for("rps")
-    assert not bound.ranked_for("p50_ms") and not bound.ranked_for("mean_ms")
-    assert bound.ranked_for("cpu_us") and bound.ranked_for("rss_peak_mib")
-    assert bound.exclusions("rps") == ["generator-bound"] and bound.exclusions("cpu_us") == []
+    # req/s: a lower bound; mean latency: an upper bound (Little's law); percentiles: nothing
+    assert bound.ranked and bound.ranked_for("rps") and bound.bound_for("rps") == "lower"
+    assert bound.ranked_for("mean_ms") and bound.bound_for("mean_ms") == "upper"
+    assert not bound.ranked_for("p50_ms") and not bound.ranked_for("p99_ms")
+    assert bound.ranked_for("cpu_us") and bound.ranked_for("rss_peak_mib") and bound.bound_for("cpu_us") is None
+    assert bound.exclusions("rps") == [] and bound.exclusions("p50_ms") == ["generator-bound"]
+    assert bound.figure("rps") == pytest.approx(100_000) and bound.figure("rps").bound == "lower"
     # non-2xx/errors (and contention) still exclude a cell from every metric
     dirty = m.aggs[("a", "https", "plaintext", "closed", 10)]
     assert not dirty.ranked_for("rps") and not dirty.ranked_for("cpu_us")
-    assert len(m.excluded("a")) == 2 and len(m.excluded("a", "cpu_us")) == 1
+    assert len(m.excluded("a")) == 1 and len(m.excluded("a", "cpu_us")) == 1
+    assert [a.key for a in m.bounded("a")] == [bound.key]
 
 
 def test_averages_run_over_the_cells_ranked_for_each_metric(directory):
     m = model.load(directory)
-    # req/s: a is ranked only in http json, so both servers average that one cell
-    assert m.common() == {("http", "json", 10)}
-    assert m.average("a") == pytest.approx(60_000) and m.average("b") == pytest.approx(40_000)
-    assert m.peak("a") == pytest.approx(60_000)  # not the generator-bound 100 000
+    # req/s: a's § cell enters as a lower bound, so both servers average http plaintext and json
+    assert m.common() == {("http", "plaintext", 10), ("http", "json", 10)}
+    avg = m.average("a")
+    assert avg == pytest.approx(80_000) and avg.bound == "lower" and (avg.bounded, avg.cells) == (1, 2)
+    assert m.average("b") == pytest.approx(45_000) and m.average("b").bound is None
+    # the generator-bound 100 000, as the lower bound it is - not the 60 000 of a's one slow cell
+    assert m.peak("a") == pytest.approx(100_000) and m.peak("a").bound == "lower"
+    assert m.peak("b") == pytest.approx(50_000) and m.peak("b").bound is None
+    ranks = m.peak_ranks()
+    assert (ranks["a"].text(), ranks["b"].text()) == ("1", "2")  # ≥ 100 000 is certainly above 50 000
     # CPU us/req: the § cell counts, the 503-shedding one does not (b's https is a's gap)
     assert m.average("a", metric="cpu_us") == pytest.approx(2.5)  # (2 + 3) / 2; the old rule: 3
     assert m.average("b", metric="cpu_us") == pytest.approx(5.5)
@@ -102,30 +113,34 @@ def test_bold_per_metric_in_the_tables(directory):
     text = report.render(directory)
     rows = table_after(text, "## HTTP/1.1 (http), plaintext, keep-alive")
     by = by_metric(rows)
-    assert by[("req/s", "a")] == ["100 000 §"] and by[("req/s", "b")] == ["**50 000**"]
+    # even a's lower bound beats b's measured 50 000: a is certainly the faster, bold
+    assert by[("req/s", "a")] == ["**≥ 100 000** §"] and by[("req/s", "b")] == ["50 000"]
     assert by[("p50 (ms)", "a")] == ["0.10 §"] and by[("p50 (ms)", "b")] == ["**0.20**"]
     assert by[("CPU us/req", "a")] == ["**2.00** §"] and by[("CPU us/req", "b")] == ["5.00"]
     rows = table_after(text, "## HTTP/1.1 over TLS (https), plaintext, keep-alive")
     by = by_metric(rows)
     assert by[("CPU us/req", "a")] == ["1.00 ✗"] and by[("CPU us/req", "b")] == ["**4.00**"]
-    assert "its CPU us/req and peak memory are still the server's own" in text
+    assert "its CPU us/req and peak memory are the server's own at the load it got" in text
 
 
 def test_summary_ranks_and_averages_per_metric(directory):
     text = report.render(directory)
     summary = table_after(text, "## Summary")
     assert summary[0] == ["Server", "Peak req/s", "Average req/s", "Peak vs a", "Best CPU us/req",
-                          "Average CPU us/req", "Peak RSS (MiB)", "Cells excluded (req/s / CPU)",
+                          "Average CPU us/req", "Peak RSS (MiB)", "Cells left out (req/s / CPU) / lower bounds §",
                           "Rank by peak req/s", "Rank by best CPU us/req"]
     rows = {r[0]: r for r in summary[1:]}
-    # a's best CPU is its § cell (2.00), not its dirty https cell (1.00)
-    assert rows["a"][1:] == ["60 000", "60 000", "1.00x", "2.00", "2.50", "8.0", "2 / 1", "1", "1"]
-    assert rows["b"][1:] == ["50 000", "40 000", "0.83x", "4.00", "5.50", "4.0", "0 / 0", "2", "2"]
-    assert "req/s over the 1 closed-loop cells" in text and "CPU us/req over the 2 cells" in text
+    # a's best CPU is its § cell (2.00), not its dirty https cell (1.00); b's peak over a's lower
+    # bound is an upper bound: b is at most half as fast
+    assert rows["a"][1:] == ["≥ 100 000", "≥ 80 000 (1 of 2 §)", "1.00x", "2.00", "2.50", "8.0", "1 / 1 / 1",
+                             "1", "1"]
+    assert rows["b"][1:] == ["50 000", "45 000", "≤ 0.50x", "4.00", "5.50", "4.0", "0 / 0 / 0", "2", "2"]
+    assert "req/s over the 2 closed-loop cells" in text and "CPU us/req over the 2 cells" in text
 
 
-def test_comparison_flags_a_generator_bound_cell_for_req_s_not_for_cpu(directory):
-    df = comparison.compare(directory, directory, metrics=["rps", "cpu"])
+def test_comparison_bounds_a_generator_bound_cell_for_req_s_and_judges_its_cpu(directory):
+    df = comparison.compare(directory, directory, metrics=["rps", "cpu", "p99"])
     cell = df[(df.target == "a") & (df.protocol == "http") & (df.workload == "plaintext")].set_index("metric")
-    assert "generator-bound" in cell.loc["rps", "flags"]
-    assert cell.loc["cpu", "flags"] == ""
+    assert cell.loc["rps", "flags"] == "" and cell.loc["rps", "bounds"].startswith("both lower bounds")
+    assert cell.loc["p99", "flags"] == "base: generator-bound; new: generator-bound"
+    assert cell.loc["cpu", "flags"] == "" and cell.loc["cpu", "bounds"] == ""

@@ -52,7 +52,9 @@ def test_http_plaintext_table_medians_bold_and_marks(report_text):
 def test_https_table_fail_and_generator_bound(report_text):
     rows = table_after(report_text, "## HTTP/1.1 over TLS (https), plaintext, keep-alive")
     by = {(r[0] or prev, r[1]): r[2:] for r, prev in _with_metric(rows[1:])}
-    assert by[("req/s", "beast")] == ["**8 000**", "40 000 §"]
+    # the generator-bound cell's req/s is a lower bound, shown as one (not bold: py FAILed, so
+    # no other server was measured there)
+    assert by[("req/s", "beast")] == ["**8 000**", "≥ 40 000 §"]
     assert by[("req/s", "py")] == ["4 000", "FAIL"]
 
 
@@ -62,10 +64,11 @@ def test_workload_breakdown_with_partial_repeats(report_text):
     assert rows[0][:3] == ["Server", "plaintext req/s", "json req/s"]
     py = next(r for r in rows if r[0] == "py")
     assert py[1] == "FAIL"
-    # median of 13 000 and 14 000 (one repeat failed); bold because beast's cell is generator-bound
-    assert py[2] == "**13 500** †"
+    # median of 13 000 and 14 000 (one repeat failed); not bold: beast's generator-bound json cell
+    # proves beast did at least 35 000, certainly more than py's 13 500
+    assert py[2] == "13 500 †"
     beast = next(r for r in rows if r[0] == "beast")
-    assert beast[1:3] == ["40 000 §", "35 000 §"]
+    assert beast[1:3] == ["≥ 40 000 §", "**≥ 35 000** §"]
 
 
 def test_connection_setup_table(report_text):
@@ -102,37 +105,44 @@ def test_connection_setup_cell_where_the_generator_costs_more_is_generator_bound
         results.append_record(path, record("py", "https", "plaintext", "connect", 20, r, result=cheap_gen))
     aggs = model.load(directory).aggs
     flagged, clean = aggs[("beast", "https", "plaintext", "connect", 20)], aggs[("py", "https", "plaintext", "connect", 20)]
-    assert flagged.setup_generator_bound and flagged.generator_bound and not flagged.ranked
+    # ranked as the lower bound it is: the server set up at least that many connections
+    assert flagged.setup_generator_bound and flagged.generator_bound and flagged.ranked
+    assert flagged.bound_for("conn_per_s") == "lower" and flagged.figure("conn_per_s").prefix == "≥ "
     assert flagged.generator_cpu_us_per_conn.median == pytest.approx(500)
     assert flagged.server_cpu_us_per_conn.median == pytest.approx(250)
-    assert "generator 500 us > server 250 us CPU per connection" in flagged.exclusions()[0]
+    # its latency measured the generator
+    assert "generator 500 us > server 250 us CPU per connection" in flagged.exclusions("p99_ms")[0]
     assert not clean.setup_generator_bound and not clean.generator_bound and clean.ranked
     text = report.render(directory)
     rows = table_after(text, "## Connection setup")
     beast, py = next(r for r in rows if r[0] == "beast"), next(r for r in rows if r[0] == "py")
     # only https has connection-setup cells: Server | https handshakes/s | https CPU | https non-2xx
-    assert beast[1] == "1 000 §" and beast[2] == "500 / 250 §"  # never bold, both figures shown
-    # the same rate, but the server's limit: bold, because beast's equal rate is the generator's
-    assert py[1] == "**1 000**" and py[2] == "100 / 250"
+    assert beast[1] == "≥ 1 000 §" and beast[2] == "500 / 250 §"  # a lower bound, both figures shown
+    # the same rate, but the server's limit: not bold either - beast's equal rate is a lower
+    # bound, so which server is faster is open
+    assert py[1] == "1 000" and py[2] == "100 / 250"
     assert "in a connection-setup cell" in text
 
 
 def test_summary_settings_environment_and_limits(report_text):
     summary = table_after(report_text, "## Summary")
     beast = next(r for r in summary if r[0] == "beast")
-    # peak of the per-cell medians; mean over the 3 ranked cells both measured servers share
-    # (http plaintext C = 1, 10, https plaintext C = 1: beast's https C = 10 cells are
-    # generator-bound, py's http json sheds 30 % as 503s)
-    assert beast[1:3] == ["51 000", "23 333"]
-    # excluded for req/s / for CPU: beast's two generator-bound cells still count for CPU us/req,
-    # py's 503-shedding cell counts for neither
-    assert beast[7] == "2 / 0" and next(r for r in summary if r[0] == "py")[7] == "1 / 1"
-    assert [r[8] for r in summary[1:]] == ["1", "2", "not ranked"]  # by peak req/s: beast, py, node
+    # peak of the per-cell medians, a lower bound because two of beast's cells are generator-bound
+    # (either could hide more than 51 000); mean over the 4 cells both measured servers share
+    # (http plaintext C = 1, 10, https plaintext C = 1, https json C = 10: py's http json sheds 30 %
+    # as 503s, py's https plaintext C = 10 FAILed), of which beast's https json C = 10 is a lower
+    # bound: (11 000 + 51 000 + 8 000 + 35 000) / 4
+    assert beast[1:3] == ["≥ 51 000", "≥ 26 250 (1 of 4 §)"]
+    # left out for req/s / for CPU / lower bounds: beast's two generator-bound cells enter as
+    # bounds, py's 503-shedding cell counts for neither
+    assert beast[7] == "0 / 0 / 2" and next(r for r in summary if r[0] == "py")[7] == "1 / 1 / 0"
+    # by peak req/s: beast's lower bound is above py's measured peak, so the order is certain
+    assert [r[8] for r in summary[1:]] == ["1", "2", "not ranked"]
     # CPU us/req over the 4 cells ranked for it that both have (beast's § https json C = 10 among
     # them): beast (20 + 10 + 25 + 14.29) / 4; its best: 10.00 (http plaintext C = 10)
     assert beast[4:6] == ["10.00", "17.32"] and [r[9] for r in summary[1:]] == ["1", "2", "not ranked"]
     assert "py http json C = 10 (30.0 % non-2xx/errors)" in report_text
-    assert "beast https plaintext C = 10 (generator-bound)" in report_text
+    assert "Lower bounds (§, 2 cell(s) - beast: 2)" in report_text
     settings = dict(table_after(report_text, "## Settings")[1:])
     assert settings["Concurrencies"] == "1, 10"
     assert "servers on CPU 0, generator on CPU 1" in settings["Core isolation"]
@@ -244,7 +254,8 @@ def test_baseline_changes_the_ratio_column(tmp_path, capsys):
     directory = write_results_dir(tmp_path / "b")
     rows = table_after(report.render(directory, baseline="py"), "## Summary")
     assert rows[0][3] == "Peak vs py"
-    assert {r[0]: r[3] for r in rows[1:]} == {"beast": "2.55x", "py": "1.00x", "node": "n/a"}  # 51 000 / 20 000
+    # ≥ 51 000 / 20 000: a lower bound over a measured peak is a lower bound
+    assert {r[0]: r[3] for r in rows[1:]} == {"beast": "≥ 2.55x", "py": "1.00x", "node": "n/a"}
     assert main(["report", str(directory), "--no-charts", "--baseline", "nope"]) == 2
     assert "baseline 'nope' is not a server of this sweep (beast, py, node)" in capsys.readouterr().err
 

@@ -17,15 +17,27 @@ Definitions used throughout:
   cause (errors or reconnects), and names the cause: the column's C was not the concurrency
   the server saw. (The old rule, L < 0.5 C "queued outside the server", could not fire on
   loadbench's data; a healthy cell sits at 0.97-1.0 C.)
-- **Outside CPU / contended (⚑)**: machine busy share in the window minus what the server
-  tree and the generator used and minus irq/softirq time (mostly the benchmark's own loopback
-  packets, charged to no task), as a share of all the machine's CPU time. Above
-  ``CONTENDED_SHARE`` (5 %) other processes competed for the CPUs during the window.
+- **Outside CPU / contended (⚑)**: the CPU that processes other than the run's used in the
+  window - every user-space process on the machine but the server tree and the measuring
+  process (its generator, sampler and Python threads), read per process at the window's edges
+  (``server.others_cpu_s``; kernel threads apart, ``kernel_threads_cpu_s``) - as a share of all
+  the machine's CPU time. Above ``CONTENDED_SHARE`` (5 %) other processes competed for the CPUs
+  during the window. Results from before that reading were judged on /proc/stat's busy share
+  (:func:`outside_cpu_share`), whose tick sampling and short column sum read 5-8 % on quiet
+  windows (bench/contention_accounting.py).
 - **Clean**: at most ``DIRTY_SHARE`` (1 %) of outcomes were non-2xx answers or errors.
 - **Server CPU us/req**: server CPU seconds (utime+stime, all threads) in the measured window
   / exact responses in the window - never rps x duration.
-- **Generator-bound**: the generator's own threads were busy nearly all the window
-  (``generator.saturated``); the cell measures loadbench, not the server.
+- **Generator-bound (§)**: the generator's own threads were busy nearly all the window
+  (``generator.saturated``), or (connection setup) it spent more CPU per new connection than
+  the server. The cell's req/s is the generator's ceiling, so the server's own figure is *at
+  least* that: a lower bound (``Figure`` with ``bound="lower"``, shown "≥ N"). Its mean latency
+  is, by Little's law (C = req/s x mean latency in a closed loop), at most what was measured:
+  an upper bound ("≤"). Its percentiles prove nothing and are never ranked.
+- **Certain ranks**: with bounds in play an order is only claimed where it is certain: X is
+  certainly better than Y when X's figure is better than Y's and Y's figure is exact (not
+  open towards better values). Everything else between two servers is *uncertain*, and a rank
+  becomes a range (:func:`certain_ranks`).
 """
 from __future__ import annotations
 
@@ -41,6 +53,129 @@ STARVED_FRACTION = UNDERDRIVEN_FRACTION  # the old name (notebooks, older script
 DIRTY_SHARE = 0.01
 # Outside CPU above this share of the whole machine marks a window as contended.
 CONTENDED_SHARE = 0.05
+
+
+class Figure(float):
+    """A report number and what it proves about the server: a float (arithmetic, formatting
+    and comparisons work as on the value) carrying its bound.
+
+    ``bound``: None - measured; "lower" - the true value is at least this (a generator-bound
+    cell entered it: "≥"); "upper" - at most this ("≤", e.g. the mean latency of such a cell,
+    or a ratio over a lower bound); "unknown" - a ratio of two bounds in the same direction,
+    which bounds nothing. ``bounded`` of ``cells``: how many of the cells behind the figure
+    are bounds (an average names them)."""
+
+    bound: Optional[str]
+    bounded: int
+    cells: int
+
+    def __new__(cls, value: float, bound: Optional[str] = None, bounded: int = 0, cells: int = 1) -> "Figure":
+        if bound not in (None, "lower", "upper", "unknown"):
+            raise ValueError(f"bound must be None, 'lower', 'upper' or 'unknown', not {bound!r}")
+        obj = super().__new__(cls, value)
+        obj.bound, obj.bounded, obj.cells = bound, bounded, cells
+        return obj
+
+    def __reduce__(self):
+        return (Figure, (float(self), self.bound, self.bounded, self.cells))
+
+    def __repr__(self) -> str:
+        return f"Figure({float(self)!r}, bound={self.bound!r})" if self.bound else f"Figure({float(self)!r})"
+
+    @property
+    def prefix(self) -> str:
+        """What a table or chart writes before the number: "≥ ", "≤ ", "? " or nothing."""
+        return {"lower": "≥ ", "upper": "≤ ", "unknown": "? "}.get(self.bound or "", "")
+
+
+def bound_of(value: object) -> Optional[str]:
+    """The bound of a number (None for a plain float or a measured Figure)."""
+    return getattr(value, "bound", None)
+
+
+def open_ended(value: object, higher_is_better: bool) -> bool:
+    """Whether the true value may be *better* than the figure: a lower bound of a
+    higher-is-better metric (req/s), an upper bound of a lower-is-better one (latency), or a
+    figure whose bound is unknown."""
+    bound = bound_of(value)
+    return bound == "unknown" or bound == ("lower" if higher_is_better else "upper")
+
+
+_FLIP = {"lower": "upper", "upper": "lower"}
+
+
+def figure_ratio(top: Optional[float], bottom: Optional[float]) -> Optional[Figure]:
+    """top / bottom with the bound that follows from theirs: a lower bound over a measured
+    value (or over an upper bound) is a lower bound, a measured value over a lower bound an
+    upper bound; two bounds in the same direction give "unknown". None when undefined."""
+    if top is None or not bottom or math.isnan(top) or math.isnan(bottom):
+        return None
+    a, b = bound_of(top), bound_of(bottom)
+    if "unknown" in (a, b) or (a is not None and a == b):
+        bound: Optional[str] = "unknown"
+    else:
+        bound = a or (_FLIP[b] if b else None)
+    return Figure(float(top) / float(bottom), bound)
+
+
+@dataclass(frozen=True)
+class Rank:
+    """A server's place by one metric, as far as the figures make it certain: ``best`` and
+    ``worst`` possible places (equal when the place is certain; tied measured figures share a
+    place) and the servers the order against which is ``uncertain``."""
+
+    best: int
+    worst: int
+    uncertain: tuple = ()
+    open_ended: bool = False  # the server's own figure is a bound that may hide a better value
+
+    @property
+    def certain(self) -> bool:
+        return self.best == self.worst
+
+    def text(self) -> str:
+        """'3', 'at least 2nd (uncertain against h2o)', '1st-2nd (uncertain against beast)'."""
+        if self.certain:
+            return str(self.best)
+        against = f" (uncertain against {', '.join(self.uncertain)})"
+        if self.open_ended and self.best == 1:
+            return f"at least {ordinal(self.worst)}{against}"
+        return f"{ordinal(self.best)}-{ordinal(self.worst)}{against}"
+
+
+def ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def certainly_better(x: float, y: float, higher_is_better: bool) -> bool:
+    """X's true value is better than Y's for sure: X's figure is better and Y's is not open
+    towards better values (X's own bound only makes X better still)."""
+    better = x > y if higher_is_better else x < y
+    return better and not open_ended(y, higher_is_better)
+
+
+def certain_ranks(values: Mapping[str, Optional[float]], *, higher_is_better: bool) -> dict[str, Rank]:
+    """The :class:`Rank` of every key with a value (bounds read from :class:`Figure` values):
+    best = 1 + the keys certainly better, worst = best + the keys whose order against it is
+    uncertain. Keys without a value are left out."""
+    have = {k: v for k, v in values.items() if v is not None and not math.isnan(float(v))}
+    out = {}
+    for k, v in have.items():
+        above, unsure = 0, []
+        for other, w in have.items():
+            if other == k:
+                continue
+            if certainly_better(w, v, higher_is_better):
+                above += 1
+            elif certainly_better(v, w, higher_is_better):
+                continue
+            elif float(w) == float(v) and not open_ended(v, higher_is_better) and not open_ended(w, higher_is_better):
+                continue  # measured and equal: a shared place
+            else:
+                unsure.append(other)
+        out[k] = Rank(1 + above, 1 + above + len(unsure), tuple(unsure), open_ended(v, higher_is_better))
+    return out
 
 
 @dataclass(frozen=True)
@@ -127,8 +262,9 @@ def non_2xx(status_codes: Mapping[str, int]) -> int:
 def outside_cpu_share(busy_share: Optional[float], window_s: Optional[float], cores: Optional[int],
                       server_cpu_s: Optional[float], generator_cpu_s: Optional[float],
                       irq_share: Optional[float] = None) -> Optional[float]:
-    """CPU used by everything but the server tree and the generator in a window, as a share of
-    the whole machine (0.05 = 5 % of all cores). None when a term is unknown.
+    """The old rule, for results without ``others_cpu_s``: CPU used by everything but the server
+    tree and the generator in a window, as a share of the whole machine (0.05 = 5 % of all
+    cores), from the machine's busy time. None when a term is unknown.
 
     ``irq_share``: the machine's irq + softirq share over the run that no task was charged for
     (:func:`loadbench.gate.irq_share`). On loopback most of it is the benchmark's own packets,
@@ -138,6 +274,21 @@ def outside_cpu_share(busy_share: Optional[float], window_s: Optional[float], co
         return None
     ours = ((server_cpu_s or 0.0) + (generator_cpu_s or 0.0)) / (window_s * cores)
     return max(0.0, busy_share - (irq_share or 0.0) - ours)
+
+
+def outside_share(server: Mapping, cores: Optional[int], generator_cpu_s: Optional[float] = None,
+                  irq_share: Optional[float] = None, duration_s: Optional[float] = None) -> Optional[float]:
+    """THE outside-CPU share of a window, from a run's ``server`` block: other processes' CPU
+    (``others_cpu_s``) over the window's CPU time (window x ``cores``). A block from before that
+    reading existed is judged by :func:`outside_cpu_share` (busy time minus ours)."""
+    window_s = server.get("window_s") or duration_s
+    if not window_s or window_s <= 0 or not cores:
+        return None
+    if server.get("others_cpu_s") is not None:
+        return max(0.0, float(server["others_cpu_s"])) / (window_s * cores)
+    machine = server.get("machine") if isinstance(server.get("machine"), Mapping) else {}
+    return outside_cpu_share(machine.get("busy_share"), window_s, cores, server.get("cpu_s"), generator_cpu_s,
+                             irq_share)
 
 
 def cpu_us_per_request(cpu_seconds: float, responses: int) -> Optional[float]:

@@ -18,8 +18,16 @@ pooled - and both sides are summarised by THE median (:func:`loadbench.analysis.
 - Open-loop cells compare only when both sides achieved their target rate within 1 %
   (``not comparable`` otherwise): a server that missed its rate was measured at another load.
 - Cells the report model does not rank for a metric (non-2xx/errors, contended; generator-bound
-  for req/s and latency but not CPU us/req) keep their numbers and carry that metric's ``flags`` (``flags_base`` / ``flags_new``: the model's reasons);
-  ``FAIL in new`` when the new side's cell never measured.
+  for latency percentiles but not req/s or CPU us/req) keep their numbers and carry that
+  metric's ``flags`` (``flags_base`` / ``flags_new``: the model's reasons); ``FAIL in new`` when
+  the new side's cell never measured.
+- A generator-bound (§) cell's req/s is a lower bound on the server's (the report model's rule),
+  and the verdict uses only what that makes certain (``bounds`` says which case applied): a new
+  figure significantly *below* a base lower bound is a certain regression (``worse``) - the base
+  server was at least that fast; a new lower bound significantly *above* the base figure a
+  certain improvement (``better``); a new lower bound not significantly different from the base
+  is at least as good (``~``). Whatever else a bound leaves open - the new side above a base
+  lower bound, below a new lower bound, or two lower bounds - is ``uncertain``, never a pass.
 
 Inputs: a results folder (results.jsonl), a folder or glob of run JSON files (`loadbench run
 --json`), a list of such files, a :class:`loadbench.model.Model`, or a list of records.
@@ -216,13 +224,35 @@ def _exclusions(agg: Optional[_model.Aggregate], column: str = "rps") -> str:
     return ", ".join(agg.exclusions(column)) if agg is not None and agg.status == "ok" else ""
 
 
+def bound_case(verdict: str, base_bound: bool, new_bound: bool) -> tuple[str, str]:
+    """(verdict, what the bounds made of it) for a higher-is-better metric whose base and/or new
+    figure is a lower bound (see the module docstring). The text starts with the side(s) that
+    are bounds: "base ...", "new ..." or "both ..."."""
+    if not base_bound and not new_bound:
+        return verdict, ""
+    if base_bound and new_bound:
+        return ("uncertain" if verdict in ("better", "worse", "~") else verdict,
+                "both lower bounds (generator-bound on both sides): the order is open")
+    if verdict not in ("better", "worse", "~"):
+        return verdict, f"{'base' if base_bound else 'new'} is a lower bound (generator-bound)"
+    if base_bound:
+        if verdict == "worse":
+            return verdict, "base is a lower bound: new is below even that - a certain regression"
+        return "uncertain", "base is a lower bound (generator-bound): the base server may have been faster than new"
+    if verdict == "better":
+        return verdict, "new is a lower bound above the base figure: a certain improvement"
+    if verdict == "~":
+        return verdict, "new is a lower bound (generator-bound) level with the base figure: at least as good"
+    return "uncertain", "new is a lower bound (generator-bound) below the base: the new server may be as fast"
+
+
 def _row(key: tuple, m: Metric, a: list[float], b: list[float], alpha: float, confidence: float) -> dict:
     med_a, med_b = analysis.median(a), analysis.median(b)
     change = (100.0 * (med_b - med_a) / med_a if med_a not in (None, 0) and med_b is not None else None)
     row = {"target": key[0], "protocol": key[1], "workload": key[2], "mode": key[3], "load": key[4],
            "metric": m.name, "label": m.label, "n_base": len(a), "n_new": len(b),
            "base": med_a, "new": med_b, "change_pct": change, "ci_low_pct": None, "ci_high_pct": None,
-           "ci_level": None, "p_value": None, "verdict": None, "flags": "", "note": ""}
+           "ci_level": None, "p_value": None, "verdict": None, "bounds": "", "flags": "", "note": ""}
     if len(a) < MIN_REPEATS or len(b) < MIN_REPEATS:
         row["verdict"] = "too few repeats"
         row["note"] = f"{len(a)} vs {len(b)} repeats; at least {MIN_REPEATS} per side are needed"
@@ -264,7 +294,13 @@ def compare(base: Source, new: Source, metrics: Optional[Sequence[str]] = None, 
             if not a and not b:
                 continue
             row = _row(key, m, a, b, alpha, confidence)
+            verdict_figures = row["verdict"]
             row.update(flags=flags, flags_base=flags_a, flags_new=flags_b)
+            bounded = [agg is not None and agg.status == "ok" and agg.ranked_for(m.column)
+                       and agg.bound_for(m.column) == "lower" for agg in (agg_a, agg_b)]
+            if any(bounded):
+                row["verdict"], row["bounds"] = bound_case(row["verdict"], *bounded)
+            row["verdict_figures"] = verdict_figures  # on the figures alone, as if no side were a bound
             if agg_a is None or agg_b is None:
                 row.update(verdict="missing", note=f"only in {'new' if agg_a is None else 'base'}")
             elif agg_b.status == "fail" and agg_a.status == "ok":
@@ -279,5 +315,5 @@ def compare(base: Source, new: Source, metrics: Optional[Sequence[str]] = None, 
             out.append(row)
     columns = ["target", "protocol", "workload", "mode", "load", "metric", "label", "n_base", "n_new", "base",
                "new", "change_pct", "ci_low_pct", "ci_high_pct", "ci_level", "p_value", "verdict",
-               "flags", "flags_base", "flags_new", "note"]
+               "bounds", "verdict_figures", "flags", "flags_base", "flags_new", "note"]
     return pd.DataFrame(out, columns=columns)

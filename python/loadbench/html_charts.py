@@ -42,6 +42,8 @@ def _label(a: Aggregate, metric: str = "rps") -> str:
     """Hover text; the exclusions are the ones of the chart's metric (model.SERVER_COST_METRICS)."""
     load = {"closed": f"C={a.load}", "connect": f"new-conn c={a.load}", "open": f"open {a.load} %"}.get(a.mode, "")
     marks = "" if a.ranked_for(metric) else " (excluded: " + ", ".join(a.exclusions(metric)) + ")"
+    if a.ranked_for(metric) and a.bound_for(metric):
+        marks = " (generator-bound: " + ("at least" if a.bound_for(metric) == "lower" else "at most") + " this)"
     return f"{a.target} {a.protocol} {a.workload} {load}{marks}"
 
 
@@ -118,16 +120,20 @@ def throughput(m: Model) -> Optional[Chart]:
         fig.add_trace(go.Scatter(
             x=[a.load for a in cells], y=[a.rps.median for a in cells], name=f"{t} {p} {w}",
             mode="lines+markers", line={"dash": "dash" if p == "https" else "solid"},
-            marker={"symbol": ["circle" if a.ranked else "x" for a in cells], "size": 9},
+            marker={"symbol": [("triangle-up-open" if a.bound_for("rps") else "circle") if a.ranked else "x"
+                               for a in cells], "size": 9},
             error_y={"type": "data", "symmetric": False, "array": [a.rps.max - a.rps.median for a in cells],
                      "arrayminus": [a.rps.median - a.rps.min for a in cells]},
-            text=[_label(a) for a in cells], hovertemplate="%{text}<br>%{y:,.0f} req/s<extra></extra>"))
+            text=[_label(a) for a in cells],
+            customdata=["≥ " if a.bound_for("rps") else "" for a in cells],
+            hovertemplate="%{text}<br>%{customdata}%{y:,.0f} req/s<extra></extra>"))
     if not groups:
         return None
     fig.update_xaxes(type="log", title="concurrency (connections)")
     fig.update_yaxes(title="median req/s (bars: min-max of repeats)", rangemode="tozero")
     fig.update_layout(title="Throughput vs concurrency (closed loop)", **LAYOUT)
-    return Chart("throughput", "Throughput", fig, "Median of repeats; x marks a cell the model does not rank.")
+    return Chart("throughput", "Throughput", fig, "Median of repeats; x marks a cell the model does not rank; an open "
+                 "triangle a lower bound (≥: generator-bound, the server did at least this).")
 
 
 def latency_spectrum(m: Model) -> Optional[Chart]:
@@ -238,7 +244,7 @@ def comparison(frame, title: str = "Change new vs base") -> Optional[Chart]:
         return None
     colours = {"worse": "#c0392b", "better": "#27ae60"}
     fig = go.Figure()
-    for verdict in ("worse", "better", "~", "too few repeats", "not comparable"):
+    for verdict in ("worse", "better", "~", "uncertain", "too few repeats", "not comparable"):
         part = frame[(frame.verdict == verdict) & frame.change_pct.notna()]
         if part.empty:
             continue

@@ -1,22 +1,29 @@
 """The ONE report model of a sweep: rows, cells (median of repeats), peaks, averages over the
-cells every server shares, RSS, flags. report.md (report.py), the charts (plots.py), the
-notebook and bench/ all draw from it, so a number means the same thing wherever it appears.
+cells every server shares, RSS, flags, and what each figure proves. report.md (report.py), the
+charts (plots.py, html_charts.py), the notebook, `loadbench compare` and bench/ all draw from it,
+so a number means the same thing wherever it appears.
 
     m = loadbench.model.load("reports/2026-11-29-host")
     m.peak("beast"), m.average("beast"), m.rss("beast"), m.excluded("py")
+    m.peak_ranks()["beast"].text()      # '2', or 'at least 2nd (uncertain against h2o)'
     m.memory_per_connection()["beast"].rss_bytes_per_connection   # hold cells, apart from the load
 
-The arithmetic itself (median, Little's law, CPU/req, outside CPU, the flags' rules) lives in
-:mod:`loadbench.analysis`, each defined once; this module applies it to the records.
+The arithmetic itself (median, Little's law, CPU/req, outside CPU, the flags' rules, certain
+ranks) lives in :mod:`loadbench.analysis`, each defined once; this module applies it to the
+records.
 
-Ranking is decided per metric. A cell is *ranked* for a metric (may be bold for it, enters its
-peaks and averages) only when it measured something (status ok), at most 1 % of its outcomes
-were non-2xx or errors, and no other process took more than the contended share of the machine
-during its window. For req/s and latency the generator must also not have been the bottleneck
-(§): those numbers then measure our generator's limit. The server's CPU us per response and its
-peak memory stay ranked in a generator-bound cell: they are the server's own cost at the load it
-got (see :data:`SERVER_COST_METRICS`). Every other measured cell is still shown, with its marks,
-and listed as excluded.
+A cell *enters* a metric's peaks, averages and rankings (``ranked_for``) when it measured
+something (status ok), at most 1 % of its outcomes were non-2xx or errors, and no other process
+took more than the contended share of the machine during its window. A generator-bound cell (§:
+loadbench's own threads were the limit) enters them too, for what it proves (see
+:data:`BOUNDED_METRICS`): its req/s and connection rate are lower bounds ("≥", the server did at
+least that), its mean latency an upper bound ("≤", Little's law). Its latency percentiles prove
+nothing, so it is excluded from those. Its CPU us per response and peak memory are the server's
+own cost at the load it got (:data:`SERVER_COST_METRICS`). A peak, average or ratio built from a
+bound is a bound itself (:class:`loadbench.analysis.Figure`), and rankings claim only the order
+that is certain (:func:`loadbench.analysis.certain_ranks`): a lower bound above another server's
+measured value ranks above it; otherwise the rank is a range that names the servers it is
+uncertain against. Excluding a lower bound would turn a fast server into a slow one.
 """
 from __future__ import annotations
 
@@ -26,7 +33,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from . import analysis
-from .analysis import Spread
+from .analysis import Figure, Rank, Spread
 from .idle_memory import IdleMemory, is_hold
 from .idle_memory import fold as fold_idle_memory
 
@@ -43,6 +50,11 @@ PROTOCOL_PAIRS = (("cleartext", "http", "h2c"), ("TLS", "https", "h2"))
 # divides the server's own CPU by the responses it served, and memory is the server's, so neither
 # is the generator's limit - unlike req/s and latency, which are capped by it.
 SERVER_COST_METRICS = frozenset({"cpu_us", "server_cpu_us_per_req", "cpu", "rss_peak_mib", "rss"})
+# What a generator-bound cell's figure proves for the metrics it bounds (the same names' rule):
+# req/s and the connection rate are at least what was measured (the server would have done more
+# for a faster generator); the mean latency of a closed loop is at most what was measured (C =
+# req/s x mean latency, Little's law, with req/s only higher). Percentiles are bounded by nothing.
+BOUNDED_METRICS = {"rps": "lower", "conn_per_s": "lower", "mean_ms": "upper"}
 Protocols = Any  # one protocol name, a tuple/list/set of them, or None (every protocol)
 
 
@@ -128,8 +140,7 @@ def flatten(record: dict, cores: Optional[int] = None,
     non2xx = analysis.non_2xx(codes)
     generator_cpu_s = _get(result, "generator", "cpu_s")
     cores = record.get("machine_cores") or cores
-    outside = analysis.outside_cpu_share(_get(server, "machine", "busy_share"), server.get("window_s") or duration,
-                                         cores, server.get("cpu_s"), generator_cpu_s, record.get("irq_share"))
+    outside = analysis.outside_share(server, cores, generator_cpu_s, record.get("irq_share"), duration)
     if "contended" in record:
         contended = bool(record["contended"])
     else:  # a record from before the contended rule: judged on its window now
@@ -162,7 +173,8 @@ def flatten(record: dict, cores: Optional[int] = None,
         "pss_mib": _mib(server.get("pss_kib")),
         "steal_share": _get(server, "machine", "steal_share"),
         "idle_share": _get(server, "machine", "idle_share"),
-        "outside_share": outside, "contended": contended, "reruns": int(record.get("reruns") or 0),
+        "outside_share": outside, "contended": contended,
+        "outside_source": "processes" if server.get("others_cpu_s") is not None else "busy time", "reruns": int(record.get("reruns") or 0),
         "gate": record.get("gate"),
         # share of the server's pinned CPUs it used in the window (1.0 = all of them busy)
         "server_cpu_share": (server["cpu_s"] / duration / len(_get(record, "server", "cpus") or [1])
@@ -259,20 +271,38 @@ class Aggregate:
         return self.ranked_for("rps")
 
     def ranked_for(self, metric: str = "rps") -> bool:
-        """May be bold for ``metric`` (an Aggregate attribute such as rps, mean_ms, cpu_us,
-        rss_peak_mib) and enters its averages."""
+        """Enters the peaks, averages and rankings of ``metric`` (an Aggregate attribute such as
+        rps, mean_ms, cpu_us, rss_peak_mib) - as a bound when :meth:`bound_for` says so."""
         return self.status == "ok" and not self.exclusions(metric)
+
+    @property
+    def bounded_by_generator(self) -> bool:
+        """The generator was the limit (§): closed loop saturated, or connection setup where the
+        generator's CPU per connection exceeded the server's."""
+        return self.generator_bound or self.setup_generator_bound
+
+    def bound_for(self, metric: str = "rps") -> Optional[str]:
+        """"lower" / "upper" when this cell's ``metric`` is a bound on the server's (§ cells, see
+        BOUNDED_METRICS), else None (measured)."""
+        return BOUNDED_METRICS.get(metric) if self.bounded_by_generator else None
+
+    def figure(self, metric: str = "rps") -> Optional[Figure]:
+        """The cell's median ``metric`` as a :class:`Figure` that carries its bound."""
+        spread = getattr(self, metric, None)
+        value = spread.median if isinstance(spread, Spread) else spread
+        return None if value is None else Figure(value, self.bound_for(metric), int(bool(self.bound_for(metric))))
 
     def exclusions(self, metric: str = "rps") -> list[str]:
         """Why a measured cell is not ranked for ``metric`` (empty when it is). A generator-bound
-        cell is excluded for req/s and latency only (see SERVER_COST_METRICS)."""
+        cell is excluded only for the metrics it bounds nothing of (latency percentiles): see
+        SERVER_COST_METRICS and BOUNDED_METRICS."""
         out = []
         if self.dirty:
             out.append(f"{100 * self.bad_share:.1f} % non-2xx/errors")
         if self.contended:
             out.append("contended" + (f" ({100 * self.outside_share:.0f} % outside CPU)"
                                       if self.outside_share is not None else ""))
-        if metric in SERVER_COST_METRICS:
+        if metric in SERVER_COST_METRICS or metric in BOUNDED_METRICS:
             return out
         if self.setup_generator_bound and self.generator_cpu_us_per_conn and self.server_cpu_us_per_conn:
             out.append(f"generator-bound (generator {self.generator_cpu_us_per_conn.median:.0f} us > server "
@@ -280,6 +310,10 @@ class Aggregate:
         elif self.generator_bound:
             out.append("generator-bound")
         return out
+
+    def exclusion_words(self, metric: str = "rps") -> list[str]:
+        """:meth:`exclusions` in a word each (for a chart's gap label)."""
+        return [("errors" if "non-2xx" in r else r.split(" (")[0]) for r in self.exclusions(metric)]
 
     def top_outcomes(self, n: int = 3) -> str:
         """'503 x 3 000, timeout x 12': the most frequent non-2xx codes and error kinds."""
@@ -365,10 +399,6 @@ def common_closed_cells(aggs: dict[Key, Aggregate], targets: list[str], metric: 
     return common or set()
 
 
-def _ratio(top: Optional[float], bottom: Optional[float]) -> Optional[float]:
-    return top / bottom if top is not None and bottom else None
-
-
 def _ordered(declared: Optional[list], seen: list[str]) -> list[str]:
     names = [d["name"] for d in declared or [] if isinstance(d, dict) and "name" in d]
     for s in seen:
@@ -412,16 +442,28 @@ class Model:
                 and _matches(a.protocol, protocol) and (workload is None or a.workload == workload)
                 and (mode is None or a.mode == mode)]
 
-    def peak(self, target: str, protocol: Protocols = None, workload: Optional[str] = None) -> Optional[float]:
-        """The best median req/s of the server's ranked closed-loop cells."""
-        values = [a.rps.median for a in self.cells(target, protocol, workload) if a.ranked and a.rps]
-        return max(values) if values else None
+    def peak(self, target: str, protocol: Protocols = None, workload: Optional[str] = None) -> Optional[Figure]:
+        """The best median req/s of the server's ranked closed-loop cells. A lower bound ("≥")
+        when any of those cells is generator-bound: such a cell may hide a higher value than the
+        best measured one, whichever cell the best figure came from."""
+        return self._best(target, protocol, workload, "rps", higher_is_better=True)
 
-    def best_cpu(self, target: str, protocol: Protocols = None, workload: Optional[str] = None) -> Optional[float]:
+    def best_cpu(self, target: str, protocol: Protocols = None, workload: Optional[str] = None) -> Optional[Figure]:
         """The lowest median CPU us/req of the server's closed-loop cells ranked for CPU us/req:
         the CPU counterpart of :meth:`peak` (a generator-bound cell counts; see SERVER_COST_METRICS)."""
-        values = [a.cpu_us.median for a in self.cells(target, protocol, workload) if a.ranked_for("cpu_us") and a.cpu_us]
-        return min(values) if values else None
+        return self._best(target, protocol, workload, "cpu_us", higher_is_better=False)
+
+    def _best(self, target: str, protocol: Protocols, workload: Optional[str], metric: str,
+              higher_is_better: bool) -> Optional[Figure]:
+        figures = [f for a in self.cells(target, protocol, workload) if a.ranked_for(metric)
+                   and (f := a.figure(metric)) is not None]
+        if not figures:
+            return None
+        best = (max if higher_is_better else min)(figures, key=float)
+        bounded = sum(1 for f in figures if f.bound)
+        # the bound of an extreme over cells of which some are bounds: any of them may be better
+        bound = next((f.bound for f in figures if f.bound), None) if bounded else None
+        return Figure(float(best), bound, bounded, len(figures))
 
     def common(self, protocol: Protocols = None, workload: Optional[str] = None, metric: str = "rps") -> set[tuple]:
         """The cells the averages of ``metric`` run over (see :func:`common_closed_cells`)."""
@@ -429,22 +471,39 @@ class Model:
         return common_closed_cells(aggs, self.targets, metric)
 
     def average(self, target: str, protocol: Protocols = None, metric: str = "rps",
-                workload: Optional[str] = None) -> Optional[float]:
+                workload: Optional[str] = None) -> Optional[Figure]:
         """Mean of the median ``metric`` (rps, cpu_us, mean_ms) over the cells every server has
-        ranked for that metric (of ``protocol`` and ``workload`` when given)."""
+        ranked for that metric (of ``protocol`` and ``workload`` when given). A bound when any
+        averaged cell is one (``bounded`` of ``cells`` say how many)."""
         common = self.common(protocol, workload, metric)
         cells = [a for a in self.cells(target, protocol, workload)
                  if a.ranked_for(metric) and (a.protocol, a.workload, a.load) in common]
-        return analysis.arithmetic_mean([getattr(a, metric).median if getattr(a, metric) else None for a in cells])
+        figures = [f for a in cells if (f := a.figure(metric)) is not None]
+        mean = analysis.arithmetic_mean(figures)
+        if mean is None:
+            return None
+        bounded = sum(1 for f in figures if f.bound)
+        return Figure(mean, next((f.bound for f in figures if f.bound), None), bounded, len(figures))
 
-    def mean_latency(self, target: str, protocol: Protocols = None) -> Optional[float]:
+    def mean_latency(self, target: str, protocol: Protocols = None) -> Optional[Figure]:
         """Mean latency (ms): the mean of the cells' median mean latency over the same cells as
-        :meth:`average` (seed report 001's "mean latency", per protocol or overall)."""
+        :meth:`average` (seed report 001's "mean latency", per protocol or overall); an upper
+        bound ("≤") when generator-bound cells entered it."""
         return self.average(target, protocol, metric="mean_ms")
 
-    def h2_h1_ratio(self, target: str, http1: str, http2: str) -> Optional[float]:
-        """Peak over ``http2`` / peak over ``http1`` (seed 001's H2 / H1 peak ratio)."""
-        return _ratio(self.peak(target, http2), self.peak(target, http1))
+    def peak_ranks(self, protocol: Protocols = None, workload: Optional[str] = None) -> dict[str, Rank]:
+        """Each server's place by peak req/s, as far as the figures make it certain."""
+        return analysis.certain_ranks({t: self.peak(t, protocol, workload) for t in self.targets},
+                                      higher_is_better=True)
+
+    def ranks(self, values: dict[str, Optional[float]], higher_is_better: bool) -> dict[str, Rank]:
+        """Certain ranks of any per-server figures (averages, mean latency, CPU us/req)."""
+        return analysis.certain_ranks(values, higher_is_better=higher_is_better)
+
+    def h2_h1_ratio(self, target: str, http1: str, http2: str) -> Optional[Figure]:
+        """Peak over ``http2`` / peak over ``http1`` (seed 001's H2 / H1 peak ratio), with the
+        bound that follows from the peaks' (see :func:`loadbench.analysis.figure_ratio`)."""
+        return analysis.figure_ratio(self.peak(target, http2), self.peak(target, http1))
 
     def pairs(self) -> list[tuple[str, str, str]]:
         """(label, HTTP/1.1 protocol, HTTP/2 protocol) for each pair this sweep measured at least half of."""
@@ -466,12 +525,12 @@ class Model:
         return out
 
     def speedup(self, base: str, variant: str, protocol: Protocols = None, workload: Optional[str] = None,
-                kind: str = "peak") -> Optional[float]:
+                kind: str = "peak") -> Optional[Figure]:
         """``variant`` over ``base``: peaks (kind="peak") or averages (kind="average")."""
         if kind == "peak":
-            return _ratio(self.peak(variant, protocol, workload), self.peak(base, protocol, workload))
-        return _ratio(self.average(variant, protocol, workload=workload),
-                      self.average(base, protocol, workload=workload))
+            return analysis.figure_ratio(self.peak(variant, protocol, workload), self.peak(base, protocol, workload))
+        return analysis.figure_ratio(self.average(variant, protocol, workload=workload),
+                                     self.average(base, protocol, workload=workload))
 
     def rss(self, target: str) -> Optional[float]:
         """Peak RSS (MiB) over every measured cell of the server (contention does not move it)."""
@@ -484,10 +543,19 @@ class Model:
         return [a for a in self.aggs.values() if a.status == "ok" and not a.ranked_for(metric)
                 and (target is None or a.target == target)]
 
-    def gap(self, cells: list[Aggregate]) -> str:
-        """What a chart prints where a server has no ranked value."""
-        if any(a.status == "ok" for a in cells):
-            return "excluded"
+    def bounded(self, target: Optional[str] = None, metric: str = "rps") -> list[Aggregate]:
+        """Ranked cells whose ``metric`` is a bound (generator-bound, §): they enter peaks,
+        averages and rankings as what they prove."""
+        return [a for a in self.aggs.values() if a.ranked_for(metric) and a.bound_for(metric)
+                and (target is None or a.target == target)]
+
+    def gap(self, cells: list[Aggregate], metric: str = "rps") -> str:
+        """What a chart prints where a server has no ranked value: why, in a word or two."""
+        measured = [a for a in cells if a.status == "ok"]
+        if measured:
+            words = sorted({w for a in measured for w in a.exclusion_words(metric)})
+            # measured and ranked, but none of the cells is one every server has (an average)
+            return "excluded: " + ", ".join(words) if words else "no cell all servers share"
         return "FAIL" if any(a.status == "fail" for a in cells) else "n/a"
 
     def cells_frame(self):
@@ -506,7 +574,9 @@ class Model:
             "contended": a.contended, "starved": a.starved, "generator_bound": a.generator_bound,
             "generator_cpu_us_per_conn": med(a.generator_cpu_us_per_conn),
             "server_cpu_us_per_conn": med(a.server_cpu_us_per_conn),
-            "ranked": a.ranked, "ranked_cpu": a.ranked_for("cpu_us")} for a in self.aggs.values()])
+            "ranked": a.ranked, "ranked_cpu": a.ranked_for("cpu_us"),
+            # the req/s of a generator-bound cell is a lower bound on the server's ("≥")
+            "rps_lower_bound": a.ranked and a.bound_for("rps") == "lower"} for a in self.aggs.values()])
 
     @property
     def cores(self) -> Optional[int]:

@@ -3,8 +3,10 @@
 Every chart has a title, axis labels with units and a legend; bar charts print their values
 on the bars, and a server that was not measured shows "n/a" / "FAIL" where its bar would be.
 All figures come from the same report model as report.md (loadbench.model): peaks and
-averages over ranked cells only (a cell with > 1 % non-2xx/errors, a contended or a
-generator-bound cell shows "excluded" where its bar would be).
+averages over ranked cells only (a cell with > 1 % non-2xx/errors or a contended one shows
+"excluded: why" where its bar would be). A figure that is a bound (a generator-bound cell
+entered it) is drawn as a hatched, outlined bar labelled "≥ N" (or "≤ N"): the server's value
+is at least (at most) the bar, never exactly it.
 
     loadbench.plots.write_charts("reports/2026-11-29-host")  # -> [Path(...png), ...]
 """
@@ -43,13 +45,33 @@ def _plt():
 
 
 def _fmt(value: float) -> str:
+    """A bar's label; a bound keeps its sign ("≥ 264,590", see analysis.Figure)."""
+    sign = getattr(value, "prefix", "")
     if value >= 100:
-        return f"{value:,.0f}"
+        return sign + f"{value:,.0f}"
     if value >= 10:
-        return f"{value:.1f}"
+        return sign + f"{value:.1f}"
     if value >= 1:
-        return f"{value:.2f}"
-    return f"{value:.3f}"
+        return sign + f"{value:.2f}"
+    return sign + f"{value:.3f}"
+
+
+BOUND_HATCH = "///"
+BOUND_NOTE = "hatched: a bound, ≥ at least / ≤ at most - the generator was the limit"
+
+
+def mark_bounds(bars, values) -> bool:
+    """Hatch and outline the bars whose value is a bound (a Figure with ``bound``): the
+    server's value is beyond the bar, not on it. True when any was."""
+    marked = False
+    for bar, value in zip(bars, values):
+        if getattr(value, "bound", None):
+            bar.set_hatch(BOUND_HATCH)
+            bar.set_edgecolor("#222222")
+            bar.set_linewidth(1.0)
+            bar.set_alpha(0.55)
+            marked = True
+    return marked
 
 
 def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series: dict[str, list],
@@ -74,12 +96,18 @@ def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series:
     bottom = min(values_all or [1.0])
     log = log_if_spread is not None and top / bottom > log_if_spread
     floor = bottom / 2 if log else 0.0
+    bounded = False
+    from matplotlib.patches import Patch
+
+    legend = []  # plain colour patches: a hatched first bar must not make a series look like a bound
     for i, (label, values) in enumerate(series.items()):
         xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
         color = (colors or PALETTE)[i % len(colors or PALETTE)]
         heights = [v if v is not None else 0 for v in values]
         bars = ax.bar(xs, heights, width * 0.95, label=label,
                       color=group_colors if group_colors and n == 1 else color)
+        bounded = mark_bounds(bars, values) or bounded
+        legend.append(Patch(facecolor=color, label=label))
         for j, (bar, value) in enumerate(zip(bars, values)):
             if value is None:
                 text = (missing or {}).get(label, ["n/a"] * len(values))[j] or "n/a"
@@ -91,7 +119,7 @@ def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series:
                         va="bottom", fontsize=8)
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(groups)
-    ax.set_title(title)
+    ax.set_title(title + (f"\n({BOUND_NOTE})" if bounded else ""), fontsize=11 if bounded else None)
     ax.set_xlabel(xlabel)
     if log:
         _plain_log_axis(ax)
@@ -105,7 +133,7 @@ def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series:
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}".replace(",", " ") if top >= 100 else f"{v:g}"))
     if not (group_colors and n == 1):  # the x labels already name a server's bar
         # outside the axes: it never hides a bar's value
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
+        ax.legend(handles=legend, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -123,14 +151,14 @@ def _plain_log_axis(ax) -> None:
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
-def _status(agg: Optional[Aggregate]) -> str:
+def _status(agg: Optional[Aggregate], metric: str = "rps") -> str:
     """What a chart prints where this cell's bar would be."""
     if agg is None or agg.status == "skipped":
         return "n/a"
     if agg.status == "fail":
         return "FAIL"
-    if not agg.ranked:
-        return "excluded"
+    if not agg.ranked_for(metric):
+        return "excluded: " + ", ".join(agg.exclusion_words(metric))
     return "under-driven" if agg.starved else "n/a"
 
 
@@ -154,7 +182,7 @@ def write_charts(source) -> list[Path]:
     by_server = [colors[t] for t in targets]
     peaks = [model.peak(t) for t in targets]
     gaps = [model.gap(model.cells(t)) for t in targets]
-    out.append(grouped_bars(d / "throughput_peak.png", "Peak throughput per server (best ranked closed-loop cell)",
+    out.append(grouped_bars(d / "throughput_peak.png", "Peak throughput per server (best closed-loop cell)",
                             "Throughput (req/s)", targets, {"peak req/s": peaks}, {"peak req/s": gaps},
                             group_colors=by_server))
     means = [model.average(t) for t in targets]
@@ -180,12 +208,12 @@ def write_charts(source) -> list[Path]:
     if ref is not None:
         protocol, workload, c = ref
         cells = [aggs.get((t, protocol, workload, "closed", c)) for t in targets]
-        usable = [a if a is not None and a.ranked and not a.starved else None for a in cells]
+        usable = [a if a is not None and a.ranked_for("p99_ms") and not a.starved else None for a in cells]
         series = {"p50": [a.p50_ms.median if a and a.p50_ms else None for a in usable],
                   "p99": [a.p99_ms.median if a and a.p99_ms else None for a in usable]}
         out.append(grouped_bars(d / "latency.png", f"Latency at C = {c} ({protocol}, {workload}; lower is better)",
                                 "Latency (ms)", targets, series,
-                                {k: [_status(a) for a in cells] for k in series}, log_if_spread=20,
+                                {k: [_status(a, "p99_ms") for a in cells] for k in series}, log_if_spread=20,
                                 colors=NEUTRAL))
     rss = [model.rss(t) for t in targets]
     if any(v is not None for v in rss):
@@ -202,7 +230,7 @@ def write_charts(source) -> list[Path]:
                 continue
             label = f"{p} handshakes/s" if p in ("https", "h2") else f"{p} conn/s"
             keys = [next((k for k in aggs if k[0] == t and k[1] == p and k[3] == "connect"), None) for t in targets]
-            series[label] = [aggs[k].conn_per_s.median if k and aggs[k].ranked and aggs[k].conn_per_s else None
+            series[label] = [aggs[k].figure("conn_per_s") if k and aggs[k].ranked_for("conn_per_s") else None
                              for k in keys]
             missing[label] = [_status(aggs[k]) if k else "n/a" for k in keys]
         out.append(grouped_bars(d / "connection_setup.png", "Connection setup: a new connection per request",
@@ -215,14 +243,14 @@ def write_charts(source) -> list[Path]:
 
 
 def _latency_reference(aggs: dict, targets: list[str], protocol: str, workload: str) -> Optional[tuple]:
-    """The highest concurrency at which every measured server is ranked and not under-driven
-    (else the highest)."""
+    """The highest concurrency at which every measured server is ranked for latency and not
+    under-driven (else the highest)."""
     cs = sorted({k[4] for k in aggs if k[1] == protocol and k[2] == workload and k[3] == "closed"})
     if not cs:
         return None
     for c in reversed(cs):
         cells = [aggs.get((t, protocol, workload, "closed", c)) for t in targets]
-        if not any(a is not None and a.status == "ok" and (a.starved or not a.ranked) for a in cells):
+        if not any(a is not None and a.status == "ok" and (a.starved or not a.ranked_for("p99_ms")) for a in cells):
             return protocol, workload, c
     return protocol, workload, cs[-1]
 
@@ -256,11 +284,15 @@ def throughput_vs_concurrency(path: Path, aggs: dict, targets: list[str], protoc
             err = [[a.rps.median - a.rps.min for a in cells], [a.rps.max - a.rps.median for a in cells]]
             ax.errorbar(xs, ys, yerr=err, color=colors[t], linestyle="none", capsize=3)
             (line,) = ax.plot(xs, ys, label=t, color=colors[t], marker="o")
+            bound = [(x, y) for x, y, a in zip(xs, ys, cells) if a.bound_for("rps")]
+            if bound:  # a lower bound: the server's value is above the point
+                ax.plot([x for x, _ in bound], [y for _, y in bound], linestyle="none", marker="^",
+                        markersize=10, markerfacecolor="white", markeredgecolor=colors[t])
             handles.setdefault(t, line)
             all_cs.update(xs)
             top = max([top] + [a.rps.max for a in cells])
             for x, y, a in zip(xs, ys, cells):
-                marks = ("‡" if a.starved else "") + ("" if a.ranked else "x")
+                marks = ("‡" if a.starved else "") + ("≥" if a.bound_for("rps") else "") + ("" if a.ranked else "x")
                 if marks:
                     ax.annotate(marks, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=9)
         ax.set_xscale("log")
@@ -277,7 +309,8 @@ def throughput_vs_concurrency(path: Path, aggs: dict, targets: list[str], protoc
         ax.set_ylim(0, max(top, 1.0) * 1.08)
     for ax in list(axes.flat)[len(shown):]:
         ax.axis("off")
-    fig.suptitle(f"Throughput vs concurrency ({workload}; median, min-max of repeats; x = excluded)")
+    fig.suptitle(f"Throughput vs concurrency ({workload}; median, min-max of repeats; x = excluded; "
+                 "open triangle ≥ = a lower bound, the generator was the limit)", fontsize=10)
     fig.legend(list(handles.values()), list(handles), loc="center left", bbox_to_anchor=(1 - 1.6 / fig.get_figwidth(), 0.5),
                fontsize=8)
     fig.tight_layout(rect=(0, 0, 1 - 1.7 / fig.get_figwidth(), 0.95))

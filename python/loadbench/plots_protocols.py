@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Optional
 
 from .model import HTTP1_PROTOCOLS, HTTP2_PROTOCOLS, Model
-from .plots import _fmt, _plt
+from .plots import BOUND_NOTE, _fmt, _plt, mark_bounds
 
 NAMES = {"http": "HTTP/1.1\n(http)", "https": "HTTP/1.1 TLS\n(https)", "h2c": "HTTP/2\n(h2c)", "h2": "HTTP/2 TLS\n(h2)"}
 Panel = tuple  # (title, groups, {series: [value per group]}, {series: [gap text per group]})
@@ -20,13 +20,15 @@ def panel_bars(path: Path, title: str, ylabel: str, panels: list[Panel], colors:
                fmt=None) -> Optional[Path]:
     """Grouped bars in one panel per entry of ``panels`` (same y axis), a legend of the series
     (servers) at the right, values above the bars (vertical when the bars are narrow), gaps
-    labelled (n/a, FAIL, excluded). No file (and any old one removed) when nothing has a value."""
+    labelled (n/a, FAIL, excluded), bounds hatched and labelled "≥". No file (and any old one
+    removed) when nothing has a value."""
     values = [v for _, _, series, _ in panels for vs in series.values() for v in vs if v is not None]
     if not values:
         path.unlink(missing_ok=True)
         return None
     fmt = fmt or (lambda v: _fmt(v).replace(",", " "))  # 12 345, as in the tables
     plt = _plt()
+    from matplotlib.patches import Patch
     from matplotlib.ticker import FuncFormatter
 
     top = max(values)
@@ -39,6 +41,7 @@ def panel_bars(path: Path, title: str, ylabel: str, panels: list[Panel], colors:
     fig, axes = plt.subplots(nrows, ncols, figsize=(width_in * ncols + legend_in, 4.0 * nrows + 0.7),
                              squeeze=False, sharey=True)
     handles: dict = {}
+    bounded = False
     vertical = n_series > 2
     for ax, (sub, groups, series, missing) in zip(axes.flat, panels):
         n = max(1, len(series))
@@ -47,7 +50,9 @@ def panel_bars(path: Path, title: str, ylabel: str, panels: list[Panel], colors:
             xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
             bars = ax.bar(xs, [v if v is not None else 0 for v in vals], width * 0.92, label=label,
                           color=colors.get(label, "#7f7f7f"))
-            handles.setdefault(label, bars)
+            bounded = mark_bounds(bars, vals) or bounded
+            # the legend names the server's colour, never a hatch one of its bars happens to have
+            handles.setdefault(label, Patch(facecolor=colors.get(label, "#7f7f7f")))
             for j, (bar, value) in enumerate(zip(bars, vals)):
                 x = bar.get_x() + bar.get_width() / 2
                 if value is None:
@@ -66,7 +71,7 @@ def panel_bars(path: Path, title: str, ylabel: str, panels: list[Panel], colors:
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}".replace(",", " ") if top >= 100 else f"{v:g}"))
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
-    fig.suptitle(title, fontsize=11)
+    fig.suptitle(title + (f" ({BOUND_NOTE})" if bounded else ""), fontsize=11)
     fig.legend(list(handles.values()), list(handles), loc="center left", fontsize=8,
                bbox_to_anchor=(1 - (legend_in - 0.1) / fig.get_figwidth(), 0.5))
     fig.tight_layout(rect=(0, 0, 1 - legend_in / fig.get_figwidth(), 0.95))

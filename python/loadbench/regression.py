@@ -7,7 +7,9 @@ A threshold ``METRIC:[+|-]N%`` fails the gate when, in any compared cell, that m
 direction (without a sign: the metric's worse direction: down for rps, up for latency and CPU).
 Exit status: 1 when a threshold failed (or a cell FAILed / turned non-2xx in the new results),
 else 2 when some judged cell was inconclusive (too few repeats, an open-loop cell off its rate,
-a contended or generator-bound cell unless ``judge_flagged``), else 0.
+a contended cell or a generator-bound latency, or a req/s whose lower bound leaves the verdict
+``uncertain`` - each unless ``judge_flagged``, which judges the figures as if measured), else 0. A new req/s significantly below a base lower
+bound is a certain regression and fails like any other (see loadbench.comparison).
 """
 from __future__ import annotations
 
@@ -93,15 +95,20 @@ def evaluate(frame, thresholds: Sequence[Threshold], judge_flagged: bool = False
         for row in mine:
             where = f"{_cell(row)} {t.metric.label}"
             verdict, flagged = row["verdict"], bool(row["flags"])
+            if judge_flagged and verdict == "uncertain":  # judged on the figures, as if measured
+                verdict = row["verdict_figures"]
             if verdict in ("missing", "FAIL in new"):
                 continue
             if verdict in ("too few repeats", "not comparable"):
                 result.inconclusive.append(f"{where}: {verdict} ({row['note']})")
+            elif verdict == "uncertain":
+                result.inconclusive.append(f"{where}: uncertain ({row['bounds']})")
             elif flagged and not judge_flagged and _cell(row) not in dirty:
                 result.inconclusive.append(f"{where}: flagged ({row['flags']})")
             elif verdict == "worse" and t.crossed(row["change_pct"]):
+                why = f"; {row['bounds']}" if row.get("bounds") else ""
                 result.failures.append(f"{where}: {_pct(row['change_pct'])} (p = {row['p_value']:.3f}), "
-                                       f"beyond {t.text}")
+                                       f"beyond {t.text}{why}")
             else:
                 result.passed.append(f"{where}: {verdict} {_pct(row['change_pct'])}")
     if result.failures:
@@ -137,11 +144,20 @@ def _verdict(row) -> str:
 HEADER = ["Cell", "Metric", "base", "new", "change", "interval of the change", "n", "verdict", "flags"]
 
 
+def _lower(row, side: str) -> str:
+    """'≥ ' before a side's median when it is a lower bound (the bounds note names the side)."""
+    bounds = row.get("bounds") or ""
+    return "≥ " if bounds.startswith("both") or bounds.startswith(f"{side} ") else ""
+
+
 def rows_text(frame) -> list[list[str]]:
-    return [[_cell(r), r["label"], _num(r["base"]), _num(r["new"]), _pct(r["change_pct"]), _ci(r),
-             f"{r['n_base']}+{r['n_new']}", _verdict(r), (r["flags"] or "") + (f" {r['note']}" if r["note"] and
-                                                                             r["verdict"] != "too few repeats" else "")]
-            for r in frame.to_dict("records")]
+    out = []
+    for r in frame.to_dict("records"):
+        notes = [n for n in (r["flags"] or "", r.get("bounds") or "",
+                             r["note"] if r["note"] and r["verdict"] != "too few repeats" else "") if n]
+        out.append([_cell(r), r["label"], _lower(r, "base") + _num(r["base"]), _lower(r, "new") + _num(r["new"]),
+                    _pct(r["change_pct"]), _ci(r), f"{r['n_base']}+{r['n_new']}", _verdict(r), "; ".join(notes)])
+    return out
 
 
 def _gate_lines(gate: Optional[GateResult]) -> list[str]:
@@ -154,7 +170,9 @@ def _gate_lines(gate: Optional[GateResult]) -> list[str]:
 
 
 LEGEND = ("median of repeats per side; change = (new - base) / base; interval: Hodges-Lehmann, exact "
-          "coverage in brackets; ~ = no significant difference (exact Mann-Whitney U, p >= 0.05)")
+          "coverage in brackets; ~ = no significant difference (exact Mann-Whitney U, p >= 0.05); ≥ = a "
+          "lower bound (generator-bound: the server did at least this); uncertain = a significant change a lower "
+          "bound leaves open")
 
 
 def format_table(frame, gate: Optional[GateResult] = None) -> str:

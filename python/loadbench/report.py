@@ -26,7 +26,8 @@ CONTENDED = "⚑"
 
 LEGEND = (
     f"(Best server per column in bold, per metric: highest req/s, lowest latency and CPU us/req, "
-    f"among ranked cells only. {DIRTY} = more than {100 * analysis.DIRTY_SHARE:g} % of the cell's outcomes "
+    f"among ranked cells only, and only where it is certainly best. {DIRTY} = more than "
+    f"{100 * analysis.DIRTY_SHARE:g} % of the cell's outcomes "
     f"were non-2xx answers or errors (the non-2xx + errors row; codes in the note under the table): "
     f"never bold, never ranked. {CONTENDED} = contended: other processes used more than "
     f"{{contended}} % of the machine's CPU during the window even after re-runs: never bold, never "
@@ -35,28 +36,52 @@ LEGEND = (
     f"connections were lost to errors or reconnects, so the server saw less than the column's C and the "
     f"latency is never bold. {GENERATOR_BOUND} = generator-bound: loadbench's own threads were "
     f"saturated, or (connection setup) its CPU per new connection or handshake exceeded the "
-    f"server's, so the cell's req/s, connection rate and latency measure the generator's limit: "
-    f"never bold or ranked for those; its CPU us/req and peak memory are still the server's own "
-    f"at the load it got, so they stay bold-eligible and ranked (still shown with {GENERATOR_BOUND}). "
+    f"server's, so the cell's req/s and connection rate are the generator's limit and the server's "
+    f"own is at least that: a lower bound, written \"≥ N\", ranked as one (bold only when even the bound "
+    f"beats every other server's value). Its latency percentiles are the generator's, never bold; its CPU "
+    f"us/req and peak memory are the server's own at the load it got, ranked as measured. "
     f"{PARTIAL} = some repeats failed, the value is the median of the others. "
     f"FAIL = the server died or never became ready for that cell; n/a = not run (peer not "
     f"installed, or the peer does not serve that protocol/workload).)"
 )
 
 
+# Every number formatter writes a Figure's bound before it ("≥ 193 883"): the one place where a
+# lower bound becomes visible, so no table can show one as a measured value.
+def prefix(value: Optional[float]) -> str:
+    return getattr(value, "prefix", "")
+
+
 def fmt_int(value: Optional[float]) -> str:
     """39 999 - thousands separated by a space, like the seed report."""
-    return "" if value is None else f"{value:,.0f}".replace(",", " ")
+    return "" if value is None else prefix(value) + f"{value:,.0f}".replace(",", " ")
 
 
 def fmt_ms(value: Optional[float]) -> str:
     if value is None:
         return ""
-    return f"{value:.2f}" if value >= 0.1 else f"{value:.3f}"
+    return prefix(value) + (f"{value:.2f}" if value >= 0.1 else f"{value:.3f}")
 
 
 def fmt_us(value: Optional[float]) -> str:
-    return "" if value is None else f"{value:.2f}"
+    return "" if value is None else prefix(value) + f"{value:.2f}"
+
+
+def fmt_ratio(value: Optional[float]) -> str:
+    """'1.32x', '≥ 6.10x'; a ratio of two bounds in the same direction bounds nothing."""
+    if value is None:
+        return "n/a"
+    if getattr(value, "bound", None) == "unknown":
+        return f"uncertain (~{value:.2f}x of two bounds)"
+    return f"{prefix(value)}{value:.2f}x"
+
+
+def fmt_average(value: Optional[float], fmt: Callable[[Optional[float]], str]) -> str:
+    """An average with how many of its cells were bounds: '≥ 150 003 (5 of 9 §)'."""
+    text = fmt(value)
+    if text and getattr(value, "bounded", 0):
+        text += f" ({value.bounded} of {value.cells} {GENERATOR_BOUND})"
+    return text
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
@@ -96,13 +121,21 @@ METRICS = [
 ]
 
 
+def _cell_value(agg: Aggregate, metric: _Metric) -> Optional[float]:
+    """The cell's value for a row, as a Figure carrying its bound for the rows that rank."""
+    value = metric.get(agg)
+    bound = agg.bound_for(metric.rank) if metric.higher_is_better is not None else None
+    return analysis.Figure(value, bound, 1) if value is not None and bound else value
+
+
 def cell_text(agg: Optional[Aggregate], metric: _Metric, bold: bool) -> str:
-    """One table cell: value, bold when best, with its marks; FAIL / n/a when not measured."""
+    """One table cell: value ("≥ N" when a lower bound), bold when certainly best, with its
+    marks; FAIL / n/a when not measured."""
     if agg is None or agg.status == "skipped":
         return "n/a"
     if agg.status == "fail":
         return "FAIL"
-    value = metric.get(agg)
+    value = _cell_value(agg, metric)
     if value is None:
         return "n/a"
     text = metric.fmt(value)
@@ -114,7 +147,7 @@ def cell_text(agg: Optional[Aggregate], metric: _Metric, bold: bool) -> str:
         text += f" {CONTENDED}"
     if agg.starved and (metric.latency or metric is METRICS[-2]):
         text += f" {STARVED}"
-    if agg.generator_bound:
+    if agg.bounded_by_generator:
         text += f" {GENERATOR_BOUND}"
     if agg.failed:
         text += f" {PARTIAL}"
@@ -122,20 +155,22 @@ def cell_text(agg: Optional[Aggregate], metric: _Metric, bold: bool) -> str:
 
 
 def best_target(aggs: dict[str, Optional[Aggregate]], metric: _Metric) -> Optional[str]:
-    """The bold cell of one column: best among the cells ranked for the row's metric (clean,
-    uncontended; not generator-bound for req/s and latency; for latency, not under-driven)."""
+    """The bold cell of one column: the one certainly best among the cells ranked for the row's
+    metric (clean, uncontended; for latency, not under-driven), a lower bound counting as what it
+    proves. None when no cell is certainly best (e.g. two lower bounds, or a lower bound below
+    another server's measured value)."""
     if metric.higher_is_better is None:
         return None
-    values, excluded = {}, []
+    values = {}
     for name, agg in aggs.items():
-        if agg is None or agg.status != "ok":
+        if agg is None or agg.status != "ok" or not agg.ranked_for(metric.rank) or (metric.latency and agg.starved):
             continue
-        values[name] = metric.get(agg)
-        if not agg.ranked_for(metric.rank) or (metric.latency and agg.starved):
-            excluded.append(name)
-    if len([v for v in values.values() if v is not None]) < 2:
+        values[name] = _cell_value(agg, metric)
+    measured = sum(1 for a in aggs.values() if a is not None and a.status == "ok" and metric.get(a) is not None)
+    if measured < 2:
         return None  # a single server is nobody's winner
-    return analysis.best_of(values, higher_is_better=metric.higher_is_better, excluded=excluded)
+    ranks = analysis.certain_ranks(values, higher_is_better=metric.higher_is_better)
+    return next((name for name, r in ranks.items() if r.worst == 1), None)
 
 
 def _load_name(a: Aggregate) -> str:
@@ -210,7 +245,8 @@ def connection_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
     if any(aggs[k].setup_generator_bound for ks in keys.values() for k in ks):
         note = (f"\n\n{GENERATOR_BOUND} in a connection-setup cell: the generator spent more CPU per new "
                 f"connection (or TLS handshake) than the server, so with a core each the generator ran out "
-                f"first and the rate is the generator's limit, not the server's: never bold, never ranked.")
+                f"first and the rate is the generator's limit: the server's own rate is at least the figure (\"≥\"), "
+                f"bold only where even that beats every other server's rate.")
     return table(header, rows) + note + outcome_note([aggs[k] for ks in keys.values() for k in ks])
 
 
@@ -237,29 +273,63 @@ def open_loop_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
 
 def summary_table(model: Model, baseline: str) -> str:
     """Peak and average throughput, best and average CPU, memory per server, each over the cells
-    ranked for that metric, with the ratio to the baseline, the measured cells left out (for
-    req/s and for CPU) and two rank orders: by peak req/s, and by best CPU us/req (lowest first)."""
+    ranked for that metric (a generator-bound cell's req/s as the lower bound it is: "≥"), with
+    the ratio to the baseline, the cells left out and the lower bounds, and two rank orders - by
+    peak req/s (certain places only: a range where a lower bound leaves the order open), and by
+    best CPU us/req (lowest first)."""
     targets = model.targets
     peak = {t: model.peak(t) for t in targets}
     best_cpu = {t: model.best_cpu(t) for t in targets}
-    ratio = analysis.ratio_to_baseline(peak, baseline)
     header = ["Server", "Peak req/s", "Average req/s", f"Peak vs {baseline}", "Best CPU us/req",
-              "Average CPU us/req", "Peak RSS (MiB)", "Cells excluded (req/s / CPU)", "Rank by peak req/s",
-              "Rank by best CPU us/req"]
-    order = sorted((t for t in targets if peak[t] is not None), key=lambda t: -peak[t])
-    cpu_order = sorted((t for t in targets if best_cpu[t] is not None), key=lambda t: best_cpu[t])
+              "Average CPU us/req", "Peak RSS (MiB)", f"Cells left out (req/s / CPU) / lower bounds {GENERATOR_BOUND}",
+              "Rank by peak req/s", "Rank by best CPU us/req"]
+    order = model.peak_ranks()
+    cpu_order = model.ranks(best_cpu, higher_is_better=False)
     rows = []
     for t in targets:
         avg, cpu, rss = model.average(t), model.average(t, metric="cpu_us"), model.rss(t)
-        rows.append([t, fmt_int(peak[t]) or "n/a", fmt_int(avg) or "n/a",
-                     "n/a" if ratio[t] is None else f"{ratio[t]:.2f}x", fmt_us(best_cpu[t]) or "n/a",
+        rows.append([t, fmt_int(peak[t]) or "n/a", fmt_average(avg, fmt_int) or "n/a",
+                     fmt_ratio(peak_ratio(peak, t, baseline)), fmt_us(best_cpu[t]) or "n/a",
                      fmt_us(cpu) or "n/a", "n/a" if rss is None else f"{rss:.1f}",
-                     f"{len(model.excluded(t))} / {len(model.excluded(t, 'cpu_us'))}",
-                     str(order.index(t) + 1) if t in order else "not ranked",
-                     str(cpu_order.index(t) + 1) if t in cpu_order else "not ranked"])
+                     f"{len(model.excluded(t))} / {len(model.excluded(t, 'cpu_us'))} / {len(model.bounded(t))}",
+                     order[t].text() if t in order else "not ranked",
+                     cpu_order[t].text() if t in cpu_order else "not ranked"])
     sources = sorted({a.rss_source for a in model.aggs.values() if a.rss_source})
     note = f"\n\nPeak RSS: {'; '.join(sources)}." if sources else ""
     return table(header, rows) + note
+
+
+def peak_ratio(peaks: dict, target: str, baseline: str) -> Optional[analysis.Figure]:
+    """A server's peak over the baseline's, with its bound; the baseline over itself is 1."""
+    if target == baseline and peaks.get(target) is not None:
+        return analysis.Figure(1.0)
+    return analysis.figure_ratio(peaks.get(target), peaks.get(baseline))
+
+
+def by_rank(targets: list[str], values: dict, ranks: dict) -> list[str]:
+    """Servers by their figure, best first (the certain ranks never contradict that order), those
+    without a figure last."""
+    ranked = sorted((t for t in targets if t in ranks), key=lambda t: -float(values[t]))
+    return ranked + [t for t in targets if t not in ranks]
+
+
+def headline_lines(model: Model, baseline: Optional[str] = None) -> list[str]:
+    """The few lines a sweep prints when it ends: each server's peak req/s and its certain place,
+    its best CPU us/req; lower bounds said in words. The same figures as the summary table."""
+    base = baseline or model.settings.get("baseline") or (model.targets[0] if model.targets else None)
+    peak = {t: model.peak(t) for t in model.targets}
+    ranks = model.peak_ranks()
+    lines = ["Peak req/s per server (closed loop; ≥ = a lower bound: loadbench's generator was the limit, the "
+             "server did at least this):"]
+    width = max((len(t) for t in model.targets), default=0)
+    for t in by_rank(model.targets, peak, ranks):
+        rank = ranks[t].text() if t in ranks else "not ranked"
+        cpu = model.best_cpu(t)
+        ratio = peak_ratio(peak, t, base) if base and t != base else None
+        lines.append(f"  {t:<{width}}  {fmt_int(peak[t]) or 'n/a':>11}  rank {rank}"
+                     + (f"; {fmt_ratio(ratio)} {base}" if ratio is not None else "")
+                     + (f"; best CPU {fmt_us(cpu)} us/req" if cpu is not None else ""))
+    return lines
 
 
 def summary_note(model: Model, base: str) -> str:
@@ -271,21 +341,25 @@ def summary_note(model: Model, base: str) -> str:
             f"server with such cells has; CPU us/req over the {len(model.common(metric='cpu_us'))} cells ranked "
             f"for CPU us/req that every server with such cells has; so no server gains from the cells it skipped "
             f"or lost. The ratio compares peaks with {base}. Ranked for every metric = at most "
-            f"{100 * analysis.DIRTY_SHARE:g} % non-2xx/errors and not contended; for req/s and latency also not "
-            f"generator-bound ({GENERATOR_BOUND}: those measure the generator's limit), while a "
-            f"generator-bound cell stays ranked for CPU us/req and peak memory (the server's own cost at the "
-            f"load it got). A server with no cell ranked for a metric is not ranked by it; peak RSS is over "
-            f"every measured cell.")
+            f"{100 * analysis.DIRTY_SHARE:g} % non-2xx/errors and not contended. A generator-bound cell "
+            f"({GENERATOR_BOUND}: loadbench's generator, not the server, was the limit) is ranked as what it proves: "
+            f"its req/s is a lower bound, so a peak or average it enters is written \"≥\" (with how many of the "
+            f"averaged cells were bounds), and a ratio over it is a bound too; its CPU us/req and peak memory are "
+            f"the server's own. Ranks claim only the order that is certain: a lower bound above another server's "
+            f"measured value ranks above it, while against a higher measured value or another lower bound the "
+            f"order is open, so the rank is a range naming the servers it is uncertain against. A server with no "
+            f"cell ranked for a metric is not ranked by it; peak RSS is over every measured cell.")
 
 
 def _why(cells: list[Aggregate], metric: str = "rps") -> str:
     """'1 with > 1 % non-2xx/errors, 2 contended (...)': the reasons ``cells`` are not ranked
-    for ``metric`` (generator-bound is no reason for CPU us/req or memory)."""
-    from .model import SERVER_COST_METRICS
+    for ``metric`` (generator-bound is a reason only for the metrics it bounds nothing of)."""
+    from .model import BOUNDED_METRICS, SERVER_COST_METRICS
 
     dirty, contended, bound = (sum(1 for a in cells if flag(a)) for flag in
                                (lambda a: a.dirty, lambda a: a.contended,
-                                lambda a: a.generator_bound and metric not in SERVER_COST_METRICS))
+                                lambda a: a.generator_bound and metric not in SERVER_COST_METRICS
+                                and metric not in BOUNDED_METRICS))
     shares = [a.outside_share for a in cells if a.contended and a.outside_share is not None]
     why = [f"{dirty} with > {100 * analysis.DIRTY_SHARE:g} % non-2xx/errors" if dirty else "",
            f"{contended} contended" + (f" ({100 * min(shares):.0f}-{100 * max(shares):.0f} % outside CPU)"
@@ -296,31 +370,32 @@ def _why(cells: list[Aggregate], metric: str = "rps") -> str:
 
 def excluded_text(model: Model, list_up_to: int = 12) -> str:
     """Which measured cells the summary and the bold marks leave out, and why (counted per
-    server and reason when there are more than ``list_up_to``): first for req/s and latency,
-    then the (fewer) cells left out for CPU us/req too."""
+    server and reason when there are more than ``list_up_to``), then which enter only as
+    lower bounds (generator-bound)."""
     excluded = model.excluded()
+    bounded = model.bounded()
     if not excluded:
-        return "Every measured cell is ranked: none had more than 1 % non-2xx/errors, contention or a saturated generator."
-    head = (f"Excluded from req/s and latency peaks, averages and bold marks ({len(excluded)} measured cell(s); "
-            "still shown in the tables with their marks): ")
-    if len(excluded) <= list_up_to:
-        text = head + "; ".join(f"{a.target} {a.protocol} {a.workload} {_load_name(a)} ({', '.join(a.exclusions())})"
-                                for a in excluded) + "."
+        text = "Every measured cell is ranked for req/s: none had more than 1 % non-2xx/errors or contention."
     else:
-        parts = []
-        for t in model.targets:
-            mine = model.excluded(t)
-            if mine:
-                parts.append(f"{t}: {len(mine)} of {sum(1 for a in model.cells(t, mode=None) if a.status == 'ok')} "
-                             f"({_why(mine)})")
-        text = head + "; ".join(parts) + ". The marks in the tables say which."
-    cpu_out = model.excluded(metric="cpu_us")
-    bound_only = len(excluded) - len(cpu_out)
-    if bound_only:
-        text += (f" Of those, the {bound_only} cell(s) excluded only as generator-bound stay ranked for CPU us/req "
-                 f"and peak memory; excluded for CPU us/req too: {len(cpu_out)} cell(s)")
-        per = [f"{t}: {len(m)} ({_why(m, 'cpu_us')})" for t in model.targets if (m := model.excluded(t, "cpu_us"))]
-        text += (" - " + "; ".join(per) + ".") if per else "."
+        head = (f"Left out of req/s peaks, averages, ranks and bold marks ({len(excluded)} measured cell(s); "
+                "still shown in the tables with their marks): ")
+        if len(excluded) <= list_up_to:
+            text = head + "; ".join(f"{a.target} {a.protocol} {a.workload} {_load_name(a)} ({', '.join(a.exclusions())})"
+                                    for a in excluded) + "."
+        else:
+            parts = []
+            for t in model.targets:
+                mine = model.excluded(t)
+                if mine:
+                    parts.append(f"{t}: {len(mine)} of {sum(1 for a in model.cells(t, mode=None) if a.status == 'ok')} "
+                                 f"({_why(mine)})")
+            text = head + "; ".join(parts) + ". The marks in the tables say which."
+    if bounded:
+        per = [f"{t}: {len(m)}" for t in model.targets if (m := model.bounded(t))]
+        text += (f" Lower bounds ({GENERATOR_BOUND}, {len(bounded)} cell(s) - {'; '.join(per)}): the generator was "
+                 "the limit, so the server's req/s is at least the figure shown (\"≥\"); they enter peaks, "
+                 "averages and ranks as lower bounds, and their CPU us/req and peak memory as measured. Their "
+                 "latency percentiles are the generator's and are not ranked.")
     return text
 
 

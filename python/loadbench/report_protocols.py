@@ -9,13 +9,9 @@ from __future__ import annotations
 from typing import Optional
 
 from .model import HTTP1_PROTOCOLS, HTTP2_PROTOCOLS, Model
-from .report import fmt_int, fmt_ms, table
+from .report import GENERATOR_BOUND, by_rank, fmt_average, fmt_int, fmt_ms, fmt_ratio, table
 
 PROTOCOL_NAMES = {"http": "HTTP/1.1", "https": "HTTP/1.1 TLS", "h2c": "HTTP/2 h2c", "h2": "HTTP/2 TLS"}
-
-
-def fmt_ratio(value: Optional[float]) -> str:
-    return "n/a" if value is None else f"{value:.2f}x"
 
 
 class _Gaps:
@@ -24,9 +20,10 @@ class _Gaps:
     def __init__(self, model: Model) -> None:
         self.model, self.notes = model, {}
 
-    def text(self, target: str, protocol, value: Optional[float], fmt=fmt_int, workload: Optional[str] = None) -> str:
+    def text(self, target: str, protocol, value: Optional[float], fmt=fmt_int, workload: Optional[str] = None,
+             average: bool = False) -> str:
         if value is not None:
-            return fmt(value)
+            return fmt_average(value, fmt) if average else fmt(value)
         cells = self.model.cells(target, protocol, workload, mode=None)
         gap = self.model.gap(cells)
         if gap == "n/a":
@@ -43,24 +40,26 @@ class _Gaps:
         return "\n\nn/a: " + "; ".join(f"{t} {p}: {why}" for (t, p), why in self.notes.items()) + "."
 
 
-def _by_peak(model: Model) -> list[str]:
-    peaks = {t: model.peak(t) for t in model.targets}
-    ranked = sorted((t for t in model.targets if peaks[t] is not None), key=lambda t: -peaks[t])
-    return ranked + [t for t in model.targets if peaks[t] is None]
-
-
 def ranking_table(model: Model) -> str:
-    """Rank, peak req/s, average req/s, mean latency, peak RSS (seed 001 section 2)."""
+    """Rank, peak req/s, average req/s, mean latency, peak RSS (seed 001 section 2). The rank is
+    the certain place by peak req/s (a range where a lower bound leaves the order open)."""
     gaps = _Gaps(model)
     header = ["Rank", "Server", "Peak req/s", "Average req/s", "Mean latency (ms)", "Peak RSS (MiB)"]
+    peaks = {t: model.peak(t) for t in model.targets}
+    ranks = model.peak_ranks()
     rows = []
-    for i, t in enumerate(_by_peak(model)):
-        peak = model.peak(t)
+    for t in by_rank(model.targets, peaks, ranks):
         rss = model.rss(t)
-        rows.append([str(i + 1) if peak is not None else "not ranked", t, gaps.text(t, None, peak),
-                     gaps.text(t, None, model.average(t)), gaps.text(t, None, model.mean_latency(t), fmt_ms),
+        rows.append([ranks[t].text() if t in ranks else "not ranked", t, gaps.text(t, None, peaks[t]),
+                     gaps.text(t, None, model.average(t), average=True),
+                     gaps.text(t, None, model.mean_latency(t), fmt_ms, average=True),
                      "n/a" if rss is None else f"{rss:.1f}"])
-    return table(header, rows) + gaps.note()
+    note = ""
+    if any(getattr(v, "bound", None) for v in peaks.values()):
+        note = (f"\n\n≥: a lower bound - some of the server's cells were generator-bound ({GENERATOR_BOUND}), so it "
+                "did at least this; ≤ (mean latency): an upper bound from the same cells (Little's law); "
+                f"(k of n {GENERATOR_BOUND}): k of the n averaged cells were such bounds.")
+    return table(header, rows) + note + gaps.note()
 
 
 def protocol_table(model: Model, http1: str, http2: str) -> str:
@@ -70,8 +69,10 @@ def protocol_table(model: Model, http1: str, http2: str) -> str:
               f"{PROTOCOL_NAMES[http2]} peak (req/s)", f"{PROTOCOL_NAMES[http2]} mean (req/s)", "H2 / H1 peak ratio"]
     rows = []
     for t in model.targets:
-        rows.append([t, gaps.text(t, http1, model.peak(t, http1)), gaps.text(t, http1, model.average(t, http1)),
-                     gaps.text(t, http2, model.peak(t, http2)), gaps.text(t, http2, model.average(t, http2)),
+        rows.append([t, gaps.text(t, http1, model.peak(t, http1)),
+                     gaps.text(t, http1, model.average(t, http1), average=True),
+                     gaps.text(t, http2, model.peak(t, http2)),
+                     gaps.text(t, http2, model.average(t, http2), average=True),
                      fmt_ratio(model.h2_h1_ratio(t, http1, http2))])
     return table(header, rows) + gaps.note()
 
@@ -85,7 +86,7 @@ def workload_peak_mean_table(model: Model, protocol: str, workloads: list[str]) 
         row = [t]
         for w in workloads:
             row += [gaps.text(t, protocol, model.peak(t, protocol, w), workload=w),
-                    gaps.text(t, protocol, model.average(t, protocol, workload=w), workload=w)]
+                    gaps.text(t, protocol, model.average(t, protocol, workload=w), workload=w, average=True)]
         rows.append(row)
     return table(header, rows) + gaps.note()
 
@@ -100,8 +101,8 @@ def latency_table(model: Model) -> str:
     order = sorted(model.targets, key=lambda t: (overall[t] is None, overall[t] or 0.0))
     rows = []
     for t in order:
-        rows.append([t] + [gaps.text(t, ps, model.mean_latency(t, ps), fmt_ms) for _, ps in families]
-                    + [gaps.text(t, None, overall[t], fmt_ms)])
+        rows.append([t] + [gaps.text(t, ps, model.mean_latency(t, ps), fmt_ms, average=True) for _, ps in families]
+                    + [gaps.text(t, None, overall[t], fmt_ms, average=True)])
     return table(header, rows) + gaps.note()
 
 
@@ -116,7 +117,8 @@ def variant_table(model: Model, base: str, variant: str) -> str:
                 continue
             rows.append([f"{PROTOCOL_NAMES[p]} {w}", fmt_int(a) or "n/a", fmt_int(b) or "n/a",
                          fmt_ratio(model.speedup(base, variant, p, w))])
-    rows.append(["Overall mean", fmt_int(model.average(base)) or "n/a", fmt_int(model.average(variant)) or "n/a",
+    rows.append(["Overall mean", fmt_average(model.average(base), fmt_int) or "n/a",
+                 fmt_average(model.average(variant), fmt_int) or "n/a",
                  fmt_ratio(model.speedup(base, variant, kind="average"))])
     rows.append(["Overall peak", fmt_int(model.peak(base)) or "n/a", fmt_int(model.peak(variant)) or "n/a",
                  fmt_ratio(model.speedup(base, variant))])

@@ -64,9 +64,16 @@ def intro(generated: str, settings: dict, environment: dict, rows: list[dict]) -
         "of every thread of the server's process tree, read from /proc around exactly the measured "
         "window) divided by the exact number of responses in that window, so unlike req/s it does not "
         "move when the generator pushes harder or softer. It rises with the worker count and with an "
-        "unpinned generator; the Settings and Environment blocks state both. That is also why a "
-        "generator-bound cell (§), whose req/s and latency are the generator's limit and never ranked, "
-        "still ranks on CPU us/req and peak memory: those are the server's own at the load it got.",
+        "unpinned generator; the Settings and Environment blocks state both.",
+        "",
+        "A generator-bound cell (§) is one where loadbench's own generator, not the server, was the limit - "
+        "common on a small machine, where a non-pipelined HTTP/1.1 request costs the generator about what it "
+        "costs a fast server. Its req/s is then a lower bound on the server's: the server answered at least "
+        "that many, written \"≥ N\" in every table and hatched in the charts. It enters peaks, averages and "
+        "ranks as a lower bound, and a rank claims only what is certain (a lower bound above another server's "
+        "measured value ranks above it; otherwise the rank is a range). Its CPU us/req and peak memory are "
+        "the server's own at the load it got and rank as measured; its latency percentiles are the "
+        "generator's and are not ranked.",
         "",
     ]
     return lines
@@ -222,9 +229,15 @@ def quiet_rows(gate: Optional[dict], rows: list[dict], settings: dict) -> list[t
         contended = sum(1 for r in rows if r.get("contended") and r["status"] == "ok")
         reran = sum(1 for r in rows if r.get("reruns"))
         reruns = sum(r.get("reruns") or 0 for r in rows)
+        per_process = all(r.get("outside_source") == "processes" for r in rows if r.get("outside_share") is not None)
+        how = ("CPU of every process other than the server tree and loadbench itself, read per process at each "
+               "window's edges" if per_process else
+               "machine busy time not used by the server tree or the generator - results from before loadbench "
+               "read other processes' CPU per process; that busy time also holds kernel work no process is "
+               "charged for, a few % on a busy loopback")
         items.append(("Outside CPU during windows",
                       f"median {100 * analysis.median(outside):.1f} %, max {100 * max(outside):.1f} % of the machine "
-                      "(busy time not used by the server tree or the generator)"))
+                      f"({how})"))
         if "contended_reruns" in settings:
             rerun_text = (f"{reran} cell(s) re-run ({reruns} re-runs, up to {settings['contended_reruns']} each) "
                           f"because other processes took more than {100 * share:g} % of the machine; ")
@@ -250,10 +263,12 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
         out.append(f"- **Few cores.** Servers and generator shared {len(cpus)} CPU(s) "
                    f"(servers {_cpus(settings.get('server_cpus'))}, generator {_cpus(settings.get('generator_cpus'))}); "
                    "multi-worker scaling was not measured, and one generator core caps every req/s figure.")
-    bound = sorted({_cell_name(a) for a in aggs.values() if a.generator_bound})
+    bound = sorted({_cell_name(a) for a in aggs.values() if a.bounded_by_generator and a.status == "ok"})
     if bound:
         out.append(f"- **Generator-bound cells ({len(bound)}, marked §):** {', '.join(bound)}. Their req/s is "
-                   "loadbench's ceiling on this machine, not the server's, so neither it nor their latency is "
+                   "loadbench's ceiling on this machine, so the server's own is only known to be at least that "
+                   "(\"≥\"): their peaks and ranks are lower bounds, and a faster generator (more generator "
+                   "cores) is needed to measure the servers' real limits. Their latency percentiles are not "
                    "ranked; their CPU us/req and peak memory are the server's own and stay ranked.")
     starved = sorted(f"{_cell_name(a)} ({a.starved_cause})" for a in aggs.values() if a.starved)
     if starved:

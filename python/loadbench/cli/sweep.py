@@ -142,4 +142,8 @@ def run(args: argparse.Namespace) -> int:
 
         report = write_report(out)
         print(f"loadbench: wrote {report}")
+        from ..model import load as load_model
+        from ..report import headline_lines
+
+        print("\n".join(headline_lines(load_model(out))))
     return 0
