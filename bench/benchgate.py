@@ -10,19 +10,19 @@ from loadbench import analysis
 from loadbench.gate import LoadGate
 
 
-def outside_share(server: dict, generator_cpu_s: float, irq: Optional[float] = None) -> Optional[float]:
-    """CPU the rest of the machine used during a run, as a share of all its cores: machine
-    busy time minus what the server and the generator spent and minus irq/softirq time
-    (``irq``, from :func:`loadbench.gate.irq_share` around the run) - loadbench.analysis, the
-    same rule a sweep uses to re-run and mark contended cells."""
-    return analysis.outside_cpu_share((server.get("machine") or {}).get("busy_share"), server.get("window_s"),
-                                      os.cpu_count() or 1, server.get("cpu_s"), generator_cpu_s, irq)
+def outside_share(server: dict, generator_cpu_s: Optional[float] = None) -> Optional[float]:
+    """CPU the rest of the machine used during a run, as a share of all its cores: the CPU of
+    every process other than this one (the driver, and the generators it started and reaped) and
+    the server tree, read per process at the window's edges (``server["others_cpu_s"]``, from
+    loadbench.sampler.window) - loadbench.analysis.outside_share, the rule a sweep uses to re-run
+    and mark contended cells. ``generator_cpu_s`` only serves a block from before that reading."""
+    return analysis.outside_share(server, os.cpu_count() or 1, generator_cpu_s)
 
 
-def foreign_cores(server: dict, generator_cpu_s: float, irq: Optional[float] = None) -> Optional[float]:
+def foreign_cores(server: dict, generator_cpu_s: Optional[float] = None) -> Optional[float]:
     """:func:`outside_share` in cores. Near 0 on a quiet machine; on a shared one it says how
     much other work competed for the two pinned cores."""
-    share = outside_share(server, generator_cpu_s, irq)
+    share = outside_share(server, generator_cpu_s)
     return None if share is None else share * (os.cpu_count() or 1)
 
 

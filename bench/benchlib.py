@@ -31,7 +31,6 @@ REPORTS_DIR = REPO_DIR / "reports"
 import loadbench  # noqa: E402
 from loadbench import analysis  # noqa: E402
 from loadbench.environment import environment as probe_environment  # noqa: E402
-from loadbench.gate import cpu_times, irq_share  # noqa: F401  (the drivers read them through bl.)
 
 
 def server_window(before: Any, after: Any, responses: int) -> dict:

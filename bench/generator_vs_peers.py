@@ -174,11 +174,10 @@ def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, p
         record["streams"] = getattr(gen, "streams", 1)
 
     def work() -> dict:
-        before, stat_before, tcp_before = peer.snapshot(), bl.cpu_times(), bl.tcp_counters()
+        before, tcp_before = peer.snapshot(), bl.tcp_counters()
         child, result = gen.run(peer.url(args.path), c, args.duration, keepalive, [args.generator_cpu])
         tcp_after = bl.tcp_counters()
         server = bl.server_window(before, peer.snapshot(), result.responses)
-        irq = bl.irq_share(stat_before, bl.cpu_times())
         server_cpu = server["cpu_s"]
         per = result.responses or None
         # Connection-per-request: one new connection per response unless the tool counted them itself.
@@ -191,8 +190,8 @@ def measure(gen: gl.Generator, peer: bl.RunningPeer, args: argparse.Namespace, p
             "gen_busy": child.busy, "gen_cpu_us_per_resp": child.cpu_s / per * 1e6 if per else None,
             "server_cpu_s": server_cpu, "server_busy": server_cpu / server["window_s"],
             "server_cpu_us_per_resp": server["cpu_us_per_req"], "server_window": server,
-            "foreign_cores": bl.foreign_cores(server, child.cpu_s, irq),
-            "outside_share": bl.outside_share(server, child.cpu_s, irq), "irq_share": irq,
+            "foreign_cores": bl.foreign_cores(server, child.cpu_s),
+            "outside_share": bl.outside_share(server, child.cpu_s),
             "load1": os.getloadavg()[0],
             "latency_us": result.latency_us, "extra": result.extra,
             "raw_output": (child.stdout[-4000:] + ("\n[stderr]\n" + child.stderr[-2000:] if child.stderr else "")),

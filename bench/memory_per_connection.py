@@ -87,13 +87,13 @@ def measure_server(target: Target, connections: int, timeout: float, repeat: int
     server = launch(target, "http", workers=1, cpus=None, peers_dir=PEERS)
     try:
         tree = loadbench.Sampler(server.pid, tree=True)
-        server_cpu, before = tree.snapshot().cpu_s, cpu_snapshot()
+        pids, before = set(tree.snapshot().pids), cpu_snapshot()
         record = loadbench.hold_connections(server.base_url + "/", connections, sample_pid=server.pid,
                                             timeout=timeout)
-        # What other processes used meanwhile (the gate's rule: machine busy time minus ours and
-        # the server tree's): memory does not depend on CPU, but the report says how quiet the
-        # machine was, as every report here does.
-        outside = outside_share_between(before, cpu_snapshot(), also_ours_s=tree.snapshot().cpu_s - server_cpu)
+        # What other processes used meanwhile (the gate's and the sweep's rule: every process but
+        # this one and the server tree): memory does not depend on CPU, but the report says how
+        # quiet the machine was, as every report here does.
+        outside = outside_share_between(before, cpu_snapshot(), ours=pids | set(tree.snapshot().pids))
         alive = server.alive()
     finally:
         server.stop()

@@ -106,18 +106,17 @@ def h2load_run(h2load: str, url: str, c: int, m: int, duration: int, cpu: int) -
 
 
 def measure(peer: H2RunningPeer, h2load: str, args: argparse.Namespace, c: int, m: int, repeat: int) -> dict:
-    before, stat_before = peer.snapshot(), bl.cpu_times()
+    before = peer.snapshot()
     child, result = h2load_run(h2load, peer.url(args.path), c, m, args.duration, args.generator_cpu)
     server = bl.server_window(before, peer.snapshot(), result["responses"])
-    irq = bl.irq_share(stat_before, bl.cpu_times())
     rps = result["responses"] / result["duration_s"] if result["duration_s"] > 0 else 0.0
     return {
         "server": peer.spec.name, "connections": c, "streams": m, "repeat": repeat, "path": args.path,
         **result, "rps": rps, "server_cpu_s": server["cpu_s"], "server_cpu_us_per_req": server["cpu_us_per_req"],
         "server_busy": server["cpu_s"] / server["window_s"], "server_window": server,
         "h2load_cpu_s": child.cpu_s, "h2load_busy": child.busy, "wall_s": child.wall_s,
-        "foreign_cores": bl.foreign_cores(server, child.cpu_s, irq),
-        "outside_share": bl.outside_share(server, child.cpu_s, irq), "irq_share": irq, "load1": os.getloadavg()[0],
+        "foreign_cores": bl.foreign_cores(server, child.cpu_s),
+        "outside_share": bl.outside_share(server, child.cpu_s), "load1": os.getloadavg()[0],
         "argv": shlex.join(child.argv), "h2load_stdout": child.stdout,
     }
 

@@ -96,11 +96,10 @@ def setup_specs(args: argparse.Namespace, https: bool) -> dict[str, Optional[bl.
 
 def measure(peer: bl.RunningPeer, wrk: Wrk, args: argparse.Namespace, c: int, repeat: int,
             keepalive: bool = True) -> dict:
-    before, stat_before, tcp_before = peer.snapshot(), bl.cpu_times(), bl.tcp_counters()
+    before, tcp_before = peer.snapshot(), bl.tcp_counters()
     child, result = wrk.run(peer.url(args.path), c, args.duration, keepalive, [args.generator_cpu])
     tcp_after = bl.tcp_counters()
     server = bl.server_window(before, peer.snapshot(), result.responses)
-    irq = bl.irq_share(stat_before, bl.cpu_times())
     return {
         "server": peer.spec.name, "connections": c, "repeat": repeat, "path": args.path,
         "responses": result.responses, "duration_s": result.duration_s, "rps": result.rps,
@@ -108,8 +107,8 @@ def measure(peer: bl.RunningPeer, wrk: Wrk, args: argparse.Namespace, c: int, re
         "server_cpu_s": server["cpu_s"], "server_cpu_us_per_req": server["cpu_us_per_req"],
         "server_busy": server["cpu_s"] / server["window_s"], "server_window": server,
         "wrk_cpu_s": child.cpu_s, "wrk_busy": child.busy, "wall_s": child.wall_s,
-        "foreign_cores": bl.foreign_cores(server, child.cpu_s, irq),
-        "outside_share": bl.outside_share(server, child.cpu_s, irq), "irq_share": irq,
+        "foreign_cores": bl.foreign_cores(server, child.cpu_s),
+        "outside_share": bl.outside_share(server, child.cpu_s),
         "latency_us": result.latency_us, "load1": os.getloadavg()[0],
         "argv": shlex.join(child.argv), "wrk_stdout": child.stdout,
         # Connection: close - one new connection (https: one full handshake) per response

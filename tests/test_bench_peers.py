@@ -97,14 +97,17 @@ def test_bench_drivers_share_the_gate_median_and_outside_cpu_rule() -> None:
     # --no-wait: the gate is skipped but the load at start is still recorded
     first = benchlib.wait_quiet(benchlib.make_gate(SimpleNamespace(no_wait=True, wait_timeout=1.0)))
     assert first["skipped"] and first["load1_at_start"] >= 0
-    # outside CPU per repeat: 2 s x cores, busy share minus server + generator
+    # outside CPU per repeat: other processes' CPU over 2 s x cores
     import os
 
     cores = os.cpu_count() or 1
-    server = {"machine": {"busy_share": 0.5}, "window_s": 2.0, "cpu_s": 0.5}
+    server = {"machine": {"busy_share": 0.5}, "window_s": 2.0, "cpu_s": 0.5, "others_cpu_s": 0.3}
     share = benchlib.outside_share(server, 0.5)
-    assert share == max(0.0, 0.5 - 1.0 / (2.0 * cores))
-    assert benchlib.foreign_cores(server, 0.5) == share * cores
+    assert share == pytest.approx(0.3 / (2.0 * cores))
+    assert benchlib.foreign_cores(server, 0.5) == pytest.approx(0.3 / 2.0)  # cores, over the 2 s
+    # a block from before the per-process reading: busy share minus server + generator
+    old = {"machine": {"busy_share": 0.5}, "window_s": 2.0, "cpu_s": 0.5}
+    assert benchlib.outside_share(old, 0.5) == max(0.0, 0.5 - 1.0 / (2.0 * cores))
     records = [{"status": "ok", "outside_share": 0.2, "gate": {"timed_out": True}},
                {"status": "ok", "outside_share": 0.01, "gate": {"timed_out": False}}]
     note = benchlib.gate_note(first, records)

@@ -7,11 +7,13 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import loadbench
 import pytest
-from loadbench import Sweep, Target, model, report
+from loadbench import Sweep, Target, analysis, model, report
+from loadbench.targets import default_peer_targets
 from loadbench.gate import LoadGate
 from sweep_data import result_dict
 
@@ -71,21 +73,30 @@ def test_gate_skipped_and_default_threshold():
     assert LoadGate().load_threshold == pytest.approx(0.25 * (os.cpu_count() or 1))
 
 
-def test_outside_share_and_irq_readers_are_shares(monkeypatch):
-    from loadbench import gate
-    from loadbench.gate import cpu_times, irq_share, outside_share_now
+def test_outside_share_counts_other_processes_not_this_one():
+    from loadbench.gate import cpu_snapshot, outside_share_between, outside_share_now
 
+    cores = os.cpu_count() or 1
     share = outside_share_now(0.2)
-    assert share is None or 0.0 <= share <= 1.0
-    # user nice system idle iowait irq softirq steal: 10 of 100 jiffies in irq + softirq, which
-    # no task was charged for only where the kernel accounts irq time on its own
-    monkeypatch.setattr(gate, "_IRQ_TIME_SEPARATE", True)
-    assert irq_share([0] * 8, [50, 0, 20, 20, 0, 4, 6, 0]) == pytest.approx(0.1)
-    monkeypatch.setattr(gate, "_IRQ_TIME_SEPARATE", False)  # already in the interrupted tasks' time
-    assert irq_share([0] * 8, [50, 0, 20, 20, 0, 4, 6, 0]) == 0.0
-    assert irq_share(None, [1] * 8) is None and irq_share([1] * 8, [1] * 8) is None
-    assert gate.irq_time_is_separate() in (True, False)
-    assert len(cpu_times()) == 8
+    assert share is not None and 0.0 <= share <= 1.0
+    # this process burning a core for 0.3 s is the run's own work, not "outside"
+    before = cpu_snapshot()
+    end = time.monotonic() + 0.3
+    while time.monotonic() < end:
+        pass
+    assert outside_share_between(before, cpu_snapshot()) < 0.25 / cores
+    # another process burning a core over the same span is: about one core of the machine
+    child = burn(min(os.sched_getaffinity(0)), seconds=1.5)
+    try:
+        time.sleep(0.2)  # past the interpreter's start
+        before = cpu_snapshot()
+        time.sleep(0.5)
+        after = cpu_snapshot()
+    finally:
+        child.kill()
+        child.wait()
+    assert outside_share_between(before, after) > 0.6 / cores
+    assert outside_share_between(before, after, ours=[child.pid]) < 0.25 / cores  # unless it is ours
 
 
 # -- contended cells -----------------------------------------------------------------------
@@ -102,8 +113,8 @@ class ScriptedRunner:
         cores = os.cpu_count() or 1
         res = result_dict(1000, 1000, 900, 2000, 0.2, duration=1.0)
         res["server"]["window_s"] = 1.0
-        # server 0.2 s + generator 0.1 s of cores x 1 s, plus what "others" used
-        res["server"]["machine"]["busy_share"] = 0.3 / cores + share
+        # what other processes used in the 1 s window, as a share of the machine
+        res["server"]["others_cpu_s"] = share * cores * 1.0
 
         class R:
             def to_dict(self) -> dict:
@@ -165,9 +176,10 @@ def test_a_sweep_probes_once_per_server_and_after_a_contended_window(tmp_path):
     assert "1 of them went ahead without a probe" in report.render(tmp_path)
 
 
-def burn(cpu: int) -> subprocess.Popen:
-    """A child python busy loop pinned to one CPU, bounded to 60 s whatever happens."""
-    code = f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.time() + 60\nwhile time.time() < end: pass\n"
+def burn(cpu: int, seconds: float = 60) -> subprocess.Popen:
+    """A child python busy loop pinned to one CPU, bounded to ``seconds`` whatever happens."""
+    code = (f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.time() + {seconds}\n"
+            "while time.time() < end: pass\n")
     return subprocess.Popen([sys.executable, "-c", code])
 
 
@@ -187,6 +199,30 @@ def test_a_sweep_while_a_process_burns_the_server_core_marks_the_cells(tmp_path)
     # well above the contended threshold is asserted, not a fair half
     assert cell.outside_share is not None and cell.outside_share > 0.25 / (os.cpu_count() or 1)
     assert cell.contended and cell.reruns == 1 and not cell.ranked
+
+
+def test_cells_with_no_other_process_are_not_marked_contended(tmp_path):
+    """The run's own work is never another process's: closed- and open-loop cells against a
+    server that saturates its core while the generator idles between responses (the python
+    peer; tens of thousands of wake-ups a second) and against Beast. Judged on the machine's
+    busy time these read 4-8 % "outside CPU" on a quiet 2-core machine - the CPUs' wake-up work
+    that no task is charged for - and were re-run and marked; counted per process they are not.
+    Re-runs stay on, so a real but passing competitor (this machine's own agent) cannot fail it;
+    the median shows the rule itself."""
+    peers = Path(__file__).resolve().parents[1] / "bench" / "peers"
+    python_peer = next(t for t in default_peer_targets(peers) if t.name == "python-asyncio")
+    sweep = Sweep(targets=[Target("beast", kind="beast"), python_peer], concurrencies=[25], protocols=["http"],
+                  duration=0.5, warmup=0.2, repeats=3, open_fractions=[0.5], connection_setup=False,
+                  peers_dir=str(peers), contended_reruns=2)
+    sweep.run(tmp_path, progress=False, notes=False, environment=False, gate=None)
+    m = model.load(tmp_path)
+    cells = [a for a in m.aggs.values() if a.status == "ok"]
+    assert {(a.target, a.mode) for a in cells} == {("beast", "closed"), ("beast", "open"),
+                                                   ("python-asyncio", "closed"), ("python-asyncio", "open")}
+    assert all(r["outside_source"] == "processes" for r in m.rows)
+    assert not [a.key for a in cells if a.contended], [(a.key, a.outside_share) for a in cells]
+    shares = [r["outside_share"] for r in m.rows]
+    assert analysis.median(shares) < 0.01, shares
 
 
 # -- a server that sheds load --------------------------------------------------------------
@@ -210,7 +246,8 @@ def test_a_server_shedding_503s_ranks_below_one_that_serves_everything(tmp_path)
     # sheds is ranked neither by peak req/s nor by CPU us/req: a dirty cell counts for no metric
     sheds_row = next(line for line in summary.splitlines() if line.startswith("| sheds |"))
     assert sheds_row.startswith("| sheds | n/a | n/a |") and sheds_row.endswith("| not ranked | not ranked |")
-    assert "| 0 / 0 | 1 | 1 |" in summary  # serves: no cell excluded, rank 1 by both
+    # serves: no cell left out (a generator-bound cell would count as a lower bound), rank 1 by both
+    assert re.search(r"\| 0 / 0 / [01] \| 1 \| 1 \|", summary), summary
 
 
 # -- the under-driven flag (‡) --------------------------------------------------------------

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings/registry.hpp"
+#include "core/sampler/machine_processes.hpp"
 #include "core/sampler/sampler.hpp"
 
 namespace py = pybind11;
@@ -101,6 +102,19 @@ void register_sampler(py::module_& m) {
         if (!usage) return py::none();
         return py::int_(usage->usage_ns);
     }, py::arg("dir"));
+    m.def("machine_processes", [] {
+        // [(pid, start_ticks, cpu_s, comm, kernel_thread)] of every process on the machine: the
+        // two ends of an "other processes' CPU" measurement (loadbench.sampler.others_cpu).
+        std::vector<sampler::ProcessCpu> processes;
+        {
+            py::gil_scoped_release release;
+            std::vector<char> buffer(4096);
+            processes = sampler::read_machine_processes(buffer);
+        }
+        py::list out;
+        for (const auto& p : processes) out.append(py::make_tuple(p.pid, p.start_ticks, ns_to_s(p.cpu_ns), p.comm, p.kernel_thread));
+        return out;
+    });
     py::class_<Sampler>(m, "Sampler", "A process (tree) and the machine, read from /proc")
         .def(py::init<int, bool, const std::string&>(), py::arg("pid"), py::arg("tree") = true,
              py::arg("cgroup") = std::string())

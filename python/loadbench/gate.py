@@ -7,7 +7,8 @@ it, and (opt-in) before ``loadbench run``, the gate polls until
 - the 1-minute load average is below ``quiet_load`` (default: 0.25 x logical cores, e.g. 0.5 on
   2 cores - one busy core on a 2-core machine is a load of ~1), **or**
 - the CPU used by other processes over the last second is below ``quiet_outside`` (default 5 %
-  of the machine; the load average lags a finished build by minutes, this does not),
+  of the machine, summed per process as a window's outside CPU is: loadbench.sampler.others_cpu;
+  the load average lags a finished build by minutes, this does not),
 
 or until ``timeout_s`` passes (120 s before a sweep or run, ``cell_timeout_s`` = 20 s before
 each cell): then it proceeds and says so (``GateResult.timed_out``), and the report's
@@ -22,7 +23,9 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional
+
+from .sampler import MachineProcesses, others_cpu
 
 DEFAULT_LOAD_PER_CORE = 0.25
 DEFAULT_QUIET_OUTSIDE = 0.05
@@ -30,82 +33,20 @@ DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_CELL_TIMEOUT_S = 20.0
 
 
-def _proc_stat() -> tuple[float, float]:
-    """(busy, total) CPU jiffies of the whole machine from /proc/stat's first line."""
-    with open("/proc/stat", encoding="ascii") as fh:
-        fields = [float(x) for x in fh.readline().split()[1:]]
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
-    steal = fields[7] if len(fields) > 7 else 0.0
-    total = sum(fields[:8])
-    return total - idle - steal, total
+def cpu_snapshot() -> MachineProcesses:
+    """Every process's CPU now: one end of an outside-CPU measurement (:func:`outside_share_between`)."""
+    return MachineProcesses.read()
 
 
-def cpu_times() -> Optional[list[float]]:
-    """The machine's CPU jiffies from /proc/stat (user nice system idle iowait irq softirq steal)."""
-    try:
-        with open("/proc/stat", encoding="ascii") as fh:
-            return [float(x) for x in fh.readline().split()[1:9]]
-    except (OSError, ValueError):
+def outside_share_between(before: MachineProcesses, after: MachineProcesses, ours: Iterable[int] = ()) -> Optional[float]:
+    """Share of the machine's CPU that processes other than this one and ``ours`` (e.g. a server
+    tree we started and measure ourselves) used between two :func:`cpu_snapshot` readings: the
+    sampler's rule for a window's outside CPU (loadbench.sampler.others_cpu)."""
+    elapsed = after.t - before.t
+    cores = os.cpu_count() or 1
+    if elapsed <= 0:
         return None
-
-
-def irq_time_is_separate() -> bool:
-    """Whether this kernel keeps irq/softirq time out of the tasks' own CPU time
-    (CONFIG_IRQ_TIME_ACCOUNTING). Without it, a softirq tick is charged both to /proc/stat's
-    softirq column and to the task it interrupted (the server or the generator, on loopback),
-    so subtracting it again would hide another process's CPU. Unknown config: not separate."""
-    import gzip
-
-    sources = [("/proc/config.gz", True), (f"/boot/config-{os.uname().release}", False)]
-    for path, zipped in sources:
-        try:
-            opener = gzip.open if zipped else open
-            with opener(path, "rt") as fh:  # type: ignore[operator]
-                return any(line.strip() == "CONFIG_IRQ_TIME_ACCOUNTING=y" for line in fh)
-        except OSError:
-            continue
-    return False
-
-
-def irq_share(before: Optional[list[float]], after: Optional[list[float]]) -> Optional[float]:
-    """Share of all CPU time spent in irq + softirq between two :func:`cpu_times` readings that
-    no task was charged for: all of it where the kernel accounts irq time separately, none
-    where it charges it to the interrupted task (see :func:`irq_time_is_separate`)."""
-    if not before or not after or len(before) < 7 or len(after) < 7:
-        return None
-    delta = [b - a for a, b in zip(before, after)]
-    total = sum(delta)
-    if total <= 0:
-        return None
-    return (delta[5] + delta[6]) / total if _IRQ_TIME_SEPARATE else 0.0
-
-
-_IRQ_TIME_SEPARATE = irq_time_is_separate()
-
-
-def _own_cpu_s() -> float:
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
-
-
-def cpu_snapshot() -> tuple[float, float, float]:
-    """(machine busy jiffies, machine total jiffies, this process's CPU seconds incl. reaped
-    children): the two ends of an outside-CPU measurement (:func:`outside_share_between`)."""
-    busy, total = _proc_stat()
-    return busy, total, _own_cpu_s()
-
-
-def outside_share_between(before: tuple[float, float, float], after: tuple[float, float, float],
-                          also_ours_s: float = 0.0) -> Optional[float]:
-    """Share of the machine's CPU that other processes used between two :func:`cpu_snapshot`
-    readings: busy time minus this process's and ``also_ours_s`` more seconds (e.g. a server
-    we started and measured ourselves)."""
-    total = after[1] - before[1]
-    if total <= 0:
-        return None
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    own = (after[2] - before[2] + also_ours_s) * tick
-    return max(0.0, (after[0] - before[0] - own) / total)
+    return others_cpu(before, after, ours).cpu_s / (elapsed * cores)
 
 
 def outside_share_now(interval_s: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> Optional[float]:
@@ -114,7 +55,7 @@ def outside_share_now(interval_s: float = 1.0, sleep: Callable[[float], None] = 
         before = cpu_snapshot()
         sleep(interval_s)
         after = cpu_snapshot()
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError, RuntimeError):
         return None
     return outside_share_between(before, after)
 

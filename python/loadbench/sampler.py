@@ -22,6 +22,15 @@ rps x duration. Where the tree's CPU comes from is `cpu_source`, best first:
   is counted once, through its parent.
 - "proc-ticks": the same from utime/stime ticks when the kernel gives no CPU clock.
 
+Other processes: each snapshot also reads the CPU of every process on the machine
+(:class:`MachineProcesses`), and a window's `others_cpu_s` is what the processes that are not
+the run's - not the sampled tree, not the measuring process with its generator and sampler
+threads - used between its edges (:func:`others_cpu`). That, not the machine's busy time, is
+what marks a window contended: /proc/stat's busy time is sampled by the tick against a precise
+idle time, its columns do not add up to wall time, and busy as a share of them minus our
+precise CPU read as 5-8 % "other processes" on a quiet 2-core machine
+(bench/contention_accounting.py). Kernel threads are reported apart (`kernel_threads_cpu_s`).
+
 Memory: `rss_kib` (the tree's summed RSS now), `rss_max_kib` (the largest summed RSS of all
 readings since the previous snapshot - with a background series running, the peak of the
 window as sampled), `pss_kib` (summed proportional set size, /proc/PID/smaps_rollup: shared
@@ -32,8 +41,8 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Iterable, Optional
 
 from . import _core
 from .cgroup import cgroup_of
@@ -62,6 +71,58 @@ class MachineSnapshot:
 
 
 @dataclass(frozen=True)
+class MachineProcesses:
+    """Every process on the machine and the CPU it has used, at one instant: pid -> (start
+    ticks, CPU seconds of its own and of the children it reaped, command name, kernel thread)."""
+
+    t: float
+    cpu: dict
+
+    @classmethod
+    def read(cls) -> "MachineProcesses":
+        rows = _core.machine_processes()
+        return cls(time.monotonic(), {pid: (start, cpu_s, comm, kernel) for pid, start, cpu_s, comm, kernel in rows})
+
+
+@dataclass(frozen=True)
+class OthersCpu:
+    """What processes other than the run's used between two :class:`MachineProcesses` readings.
+
+    ``cpu_s`` counts user-space processes: a busy loop, a build (its compilers, once reaped by
+    make, in make's time), a browser. ``kernel_cpu_s`` is the kernel's own threads, apart: on a
+    benchmark's loopback they do its work (softirq packets that spill over to ksoftirqd, RCU
+    frees of the sockets a connection-per-request cell closes), so they are shown, not counted
+    as competition. ``top``: the user-space commands that used the most, largest first."""
+
+    cpu_s: float
+    kernel_cpu_s: float
+    top: list
+
+
+def others_cpu(before: MachineProcesses, after: MachineProcesses, ours: Iterable[int] = ()) -> OthersCpu:
+    """The CPU that processes other than ``ours`` and this one used between two readings. A
+    process seen at both is counted by its growth, one born in between with all it used (its
+    whole life lies in between); one that exited in between is counted through its parent's
+    reaped-children time when the parent reaped it."""
+    mine = set(ours) | {os.getpid()}
+    user = kernel = 0.0
+    by: dict[str, float] = {}
+    for pid, (start, cpu_s, comm, is_kernel) in after.cpu.items():
+        if pid in mine:
+            continue
+        prev = before.cpu.get(pid)
+        used = cpu_s - prev[1] if prev is not None and prev[0] == start else cpu_s
+        if used <= 0:
+            continue
+        if is_kernel:
+            kernel += used
+        else:
+            user += used
+            by[comm] = by.get(comm, 0.0) + used
+    return OthersCpu(user, kernel, sorted(by.items(), key=lambda item: -item[1]))
+
+
+@dataclass(frozen=True)
 class ProcSnapshot:
     """The sampled process (tree) at one instant. Counters (cpu, ctx) are totals since start
     of each process and include members that have left the tree; the rest are gauges."""
@@ -83,6 +144,8 @@ class ProcSnapshot:
     cpu_source: str = "proc-ticks"  # see the module docstring
     rss_max_kib: int = 0  # largest summed RSS of the readings since the previous snapshot
     pss_kib: Optional[int] = None  # summed Pss of the live members; None when unreadable
+    # every process's CPU, read right after the tree and the machine (None: not read)
+    processes: Optional[MachineProcesses] = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_core(cls, raw: dict, pid: int) -> ProcSnapshot:
@@ -92,7 +155,9 @@ class ProcSnapshot:
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out.pop("processes", None)
+        return out
 
 
 def machine_shares(start: MachineSnapshot, end: MachineSnapshot) -> dict[str, Optional[float]]:
@@ -113,9 +178,17 @@ def machine_shares(start: MachineSnapshot, end: MachineSnapshot) -> dict[str, Op
     }
 
 
-def window(start: ProcSnapshot, end: ProcSnapshot, responses: int) -> dict[str, Any]:
-    """The `server` block of a run: what the server spent between two snapshots."""
+def window(start: ProcSnapshot, end: ProcSnapshot, responses: int, also_ours: Iterable[int] = ()) -> dict[str, Any]:
+    """The `server` block of a run: what the server spent between two snapshots, and what
+    processes other than the run's used meanwhile (``also_ours``: more pids of the run, e.g. the
+    local shards of a distributed run)."""
     cpu_s = max(0.0, end.cpu_s - start.cpu_s)
+    others: dict[str, Any] = {}
+    if start.processes is not None and end.processes is not None:
+        ours = set(start.pids) | set(end.pids) | set(also_ours)
+        found = others_cpu(start.processes, end.processes, ours)
+        others = {"others_cpu_s": found.cpu_s, "kernel_threads_cpu_s": found.kernel_cpu_s,
+                  "others_top": [{"command": comm, "cpu_s": round(used, 6)} for comm, used in found.top[:3]]}
     return {
         "pid": start.pid or end.pid,
         "pids": sorted(set(start.pids) | set(end.pids)),
@@ -135,6 +208,7 @@ def window(start: ProcSnapshot, end: ProcSnapshot, responses: int) -> dict[str, 
         "exited": end.exited,
         "window_s": end.t - start.t,
         "machine": machine_shares(start.machine, end.machine),
+        **others,
     }
 
 
@@ -173,8 +247,9 @@ class Sampler:
 
     # -- exact readings --------------------------------------------------------------
     def snapshot(self) -> ProcSnapshot:
-        """Reads the process (tree) and the machine now, synchronously."""
-        return ProcSnapshot.from_core(self._core.snapshot(), self.pid)
+        """Reads the process (tree), the machine and every process's CPU now, synchronously."""
+        snap = ProcSnapshot.from_core(self._core.snapshot(), self.pid)
+        return replace(snap, processes=MachineProcesses.read())
 
     # -- background series ---------------------------------------------------------------
     def start(self) -> Sampler:
@@ -313,12 +388,13 @@ class WindowEdges:
         if self.end is None and self.closes_at is not None and now >= self.closes_at:
             self.end = self.sampler.snapshot()
 
-    def block(self, responses: int) -> Optional[dict[str, Any]]:
-        """The `server` block; None when the run ended before its window opened."""
+    def block(self, responses: int, also_ours: Iterable[int] = ()) -> Optional[dict[str, Any]]:
+        """The `server` block; None when the run ended before its window opened. ``also_ours``:
+        pids of the run besides this process and the sampled tree (see :func:`window`)."""
         if self.start is None:
             self.close()
             return None
         if self.end is None:
             self.end = self.sampler.snapshot()
         self.close()
-        return window(self.start, self.end, responses)
+        return window(self.start, self.end, responses, also_ours)

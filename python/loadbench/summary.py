@@ -1,6 +1,7 @@
 """The human-readable summary of a Result (CLI output and notebook display)."""
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from . import analysis
@@ -121,4 +122,10 @@ def server_lines(server: dict) -> list[str]:
     if machine.get("idle_share") is not None:
         lines.append(f"  machine       idle {machine['idle_share'] * 100:.1f} %, steal {machine['steal_share'] * 100:.1f} %"
                      " of all CPU time in the window")
+    outside = analysis.outside_share(server, os.cpu_count())
+    if server.get("others_cpu_s") is not None and outside is not None:
+        top = ", ".join(f"{o['command']} {o['cpu_s']:.2f} s" for o in server.get("others_top") or [] if o.get("cpu_s"))
+        lines.append(f"  others        {outside * 100:.1f} % of the machine used by other processes"
+                     + (f" ({top})" if top else "")
+                     + ("  CONTENDED: a sweep would re-run this window" if outside > analysis.CONTENDED_SHARE else ""))
     return lines

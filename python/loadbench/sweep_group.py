@@ -13,7 +13,7 @@ from . import results as rs
 from . import tcp_exchange
 from .connections import FD_MARGIN, hold_connections, hold_shortfall, raise_fd_limit
 from .errors import LoadbenchError
-from .gate import LoadGate, cpu_times, irq_share
+from .gate import LoadGate
 from .progress import ProgressBar
 from .sampler import Sampler
 from .targets import HTTP2, TLS_PROTOCOLS, RunningServer, Target, launch, wire_protocol
@@ -124,29 +124,24 @@ class _Group:
                 vouched = self.gate.vouch(self.last_outside, self.gate.cell_timeout_s)
                 extra["gate"] = (vouched or self.gate.wait(self.gate.cell_timeout_s)).to_dict()
             self.last_outside = None  # until this window proves quiet
-            before = cpu_times()
             status, error, result = self._measure(cell)
-            irq = irq_share(before, cpu_times())  # over warm-up + window + drain: the same traffic
             server = (result or {}).get("server") or {}
-            outside = analysis.outside_cpu_share(
-                (server.get("machine") or {}).get("busy_share"), server.get("window_s"), cores,
-                server.get("cpu_s"), ((result or {}).get("generator") or {}).get("cpu_s"), irq)
+            outside = analysis.outside_share(server, cores)
             contended = status == "ok" and outside is not None and outside > self.sweep.contended_share
             if status == "ok":
                 self.last_outside = outside
             if contended and reruns < self.sweep.contended_reruns:
                 reruns += 1
                 self.bar.note(f"re-running {cell.label()}: other processes used {100 * outside:.0f} % of the "
-                              f"machine's CPU in its window (re-run {reruns} of {self.sweep.contended_reruns})")
+                              f"machine's CPU in its window{_who(server)} (re-run {reruns} of "
+                              f"{self.sweep.contended_reruns})")
                 continue
             if outside is not None:
                 extra.update(outside_share=round(outside, 4), contended=contended)
-            if irq is not None:
-                extra["irq_share"] = round(irq, 4)
             extra["reruns"] = reruns
             if contended:
-                self.bar.note(f"CONTENDED {cell.label()}: still {100 * outside:.0f} % outside CPU after "
-                              f"{reruns} re-run(s); marked and left out of peaks")
+                self.bar.note(f"CONTENDED {cell.label()}: still {100 * outside:.0f} % outside CPU{_who(server)} "
+                              f"after {reruns} re-run(s); marked and left out of peaks")
             return status, error, result, extra
 
     def _measure(self, cell: Cell) -> tuple[str, Optional[str], Optional[dict]]:
@@ -273,3 +268,9 @@ class _Group:
             record["sampler"] = self.sampled
             self.sampled = None
         rs.append_record(self.path, record)
+
+
+def _who(server: dict) -> str:
+    """' (cc1plus 0.41 s, chromium 0.05 s)': the other processes that used the most CPU."""
+    top = [f"{o['command']} {o['cpu_s']:.2f} s" for o in server.get("others_top") or [] if o.get("cpu_s")]
+    return f" ({', '.join(top)})" if top else ""

@@ -14,6 +14,7 @@ LocalCluster of `shards` worker processes on this machine.
 """
 from __future__ import annotations
 
+import socket
 import time
 import uuid
 from typing import Any, Callable, Optional
@@ -174,7 +175,10 @@ def _run_shards(client: Any, url: str, run_kwargs: dict[str, Any], plan: list, p
                     clock_tolerance_ms, lost, interrupted) if measured else None
     if result is not None and edges is not None:
         edges.poll()
-        result.extras["server"] = edges.block(result.responses)
+        # shards on this machine are the run's generator, not other processes
+        here = socket.gethostname()
+        local = [p["pid"] for p in measured if p.get("host") == here and p.get("pid")]
+        result.extras["server"] = edges.block(result.responses, also_ours=local)
     if lost:
         what = "; ".join(f"shard {i} on {picked[i]}: {why}" for i, why in sorted(lost.items()))
         message = f"{len(lost)} of {len(futures)} shards lost ({what})"
