@@ -9,11 +9,11 @@
 #   BEFORE_PYTHON=/path/venv/bin/python bash bench/quiet_reports.sh
 #       ... and measure an older loadbench build beside this one in the generator comparison
 #       (BEFORE_NOTE says what it is, e.g. its commit)
-#   ONLY="memory sweep" bash bench/quiet_reports.sh   # a subset: generators memory sweep servers
+#   ONLY="memory sweep" bash bench/quiet_reports.sh   # a subset: generators memory servers contention sweep
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-ONLY=${ONLY:-"generators memory servers sweep"}
+ONLY=${ONLY:-"generators memory servers contention sweep"}
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 # Each step starts only once the 1-min load average has settled to 0.25 or less (at most 5 min):
 # the step before leaves a trail that the load at start would otherwise report, and a report
@@ -54,6 +54,12 @@ if want servers; then
   # Issue 19: the Beast server's CPU per response, per new connection and per full TLS handshake
   # beside nginx's and node's (wrk on CPU 1), and both servers' system calls per new connection (strace).
   "$PY" bench/server_vs_peers.py --setup -d 5
+fi
+if want contention; then
+  settle contention
+  # Issue 25: what a quiet window's "outside CPU" was - /proc/stat's busy share against every
+  # process's CPU over the same edges - for Beast and the peers, closed and open loop, 5 x 1 s.
+  "$PY" bench/contention_accounting.py --repeats 5
 fi
 if want sweep; then
   settle sweep
