@@ -145,7 +145,8 @@ def share(record: dict, key: str) -> float:
 
 def render(records: list[dict], env: dict, command: str) -> str:
     rows = [r for r in records if "mode" in r]
-    columns = [("outside_share_busy_rule", "outside, busy-time rule"), ("outside_share", "outside, per-process rule"),
+    columns = [("outside_share_busy_rule", "outside, busy-time rule"),
+               ("outside_share", "outside, per-process rule (other processes + steal)"), ("steal_s", "steal"),
                ("busy_share_of_stat", "busy / /proc/stat sum"), ("busy_share_of_wall", "busy / wall"),
                ("every_process_share_of_wall", "every process / wall"), ("stat_missing_s", "/proc/stat short of wall"),
                ("server", "server"), ("run", "run process"), ("kernel", "kernel threads"),
@@ -188,8 +189,9 @@ def render(records: list[dict], env: dict, command: str) -> str:
         "it reached the 5 % mark in windows where no other process ran: most often where a server saturates "
         "its core while the generator idles between responses (python-asyncio, node) and in open-loop cells.",
         "- **other processes**: the per-process rule (loadbench.sampler.others_cpu) counts only user-space "
-        "processes that are not the run's; kernel threads (RCU, ksoftirqd, kworkers: on loopback mostly the "
-        "benchmark's own socket work) are shown beside it, not counted.",
+        "processes that are not the run's, plus the hypervisor's **steal** (CPU other guests took while ours "
+        "wanted to run); kernel threads (RCU, ksoftirqd, kworkers: on loopback mostly the benchmark's own "
+        "socket work) are shown beside it, not counted.",
         "", "Only the per-process rule marks cells now; `tests/test_honest.py` checks that cells with no other "
         "process stay unmarked and that a busy loop on the server's core is still marked.", ""]
     return "\n".join(lines)

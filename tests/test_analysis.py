@@ -97,3 +97,13 @@ def test_generator_bound_flag_and_mean():
     assert an.arithmetic_mean([1.0, None, 2.0, 6.0]) == 3.0
     assert an.arithmetic_mean([None]) is None
     assert math.isinf(an.Spread(0.0, -1.0, 1.0, 2).relative_range)
+
+
+def test_outside_share_counts_other_processes_and_steal_over_the_window():
+    server = {"window_s": 2.0, "cpu_s": 1.9, "others_cpu_s": 0.1, "steal_s": 0.3,
+              "machine": {"busy_share": 0.99}}  # the busy share is not read when others_cpu_s is there
+    assert an.outside_share(server, 2) == pytest.approx(0.4 / 4.0)
+    assert an.outside_share({**server, "steal_s": None}, 2) == pytest.approx(0.1 / 4.0)
+    old = {"window_s": 2.0, "cpu_s": 1.0, "machine": {"busy_share": 0.75}}  # a block from before
+    assert an.outside_share(old, 2, generator_cpu_s=1.0) == pytest.approx(0.25)
+    assert an.outside_share(server, None) is None and an.outside_share({"window_s": 0}, 2) is None

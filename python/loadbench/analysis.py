@@ -20,8 +20,9 @@ Definitions used throughout:
 - **Outside CPU / contended (⚑)**: the CPU that processes other than the run's used in the
   window - every user-space process on the machine but the server tree and the measuring
   process (its generator, sampler and Python threads), read per process at the window's edges
-  (``server.others_cpu_s``; kernel threads apart, ``kernel_threads_cpu_s``) - as a share of all
-  the machine's CPU time. Above ``CONTENDED_SHARE`` (5 %) other processes competed for the CPUs
+  (``server.others_cpu_s``; kernel threads apart, ``kernel_threads_cpu_s``) - plus the
+  hypervisor's steal in the window (``server.steal_s``: CPU other guests took while ours wanted
+  to run), as a share of all the machine's CPU time. Above ``CONTENDED_SHARE`` (5 %) other processes competed for the CPUs
   during the window. Results from before that reading were judged on /proc/stat's busy share
   (:func:`outside_cpu_share`), whose tick sampling and short column sum read 5-8 % on quiet
   windows (bench/contention_accounting.py).
@@ -279,13 +280,15 @@ def outside_cpu_share(busy_share: Optional[float], window_s: Optional[float], co
 def outside_share(server: Mapping, cores: Optional[int], generator_cpu_s: Optional[float] = None,
                   irq_share: Optional[float] = None, duration_s: Optional[float] = None) -> Optional[float]:
     """THE outside-CPU share of a window, from a run's ``server`` block: other processes' CPU
-    (``others_cpu_s``) over the window's CPU time (window x ``cores``). A block from before that
-    reading existed is judged by :func:`outside_cpu_share` (busy time minus ours)."""
+    (``others_cpu_s``) and the hypervisor's steal (``steal_s``) over the window's CPU time
+    (window x ``cores``). A block from before that reading existed is judged by
+    :func:`outside_cpu_share` (busy time minus ours)."""
     window_s = server.get("window_s") or duration_s
     if not window_s or window_s <= 0 or not cores:
         return None
     if server.get("others_cpu_s") is not None:
-        return max(0.0, float(server["others_cpu_s"])) / (window_s * cores)
+        taken = float(server["others_cpu_s"]) + float(server.get("steal_s") or 0.0)
+        return max(0.0, taken) / (window_s * cores)
     machine = server.get("machine") if isinstance(server.get("machine"), Mapping) else {}
     return outside_cpu_share(machine.get("busy_share"), window_s, cores, server.get("cpu_s"), generator_cpu_s,
                              irq_share)

@@ -40,13 +40,14 @@ def cpu_snapshot() -> MachineProcesses:
 
 def outside_share_between(before: MachineProcesses, after: MachineProcesses, ours: Iterable[int] = ()) -> Optional[float]:
     """Share of the machine's CPU that processes other than this one and ``ours`` (e.g. a server
-    tree we started and measure ourselves) used between two :func:`cpu_snapshot` readings: the
-    sampler's rule for a window's outside CPU (loadbench.sampler.others_cpu)."""
+    tree we started and measure ourselves), and the hypervisor's steal, took between two
+    :func:`cpu_snapshot` readings: the sampler's rule for a window's outside CPU
+    (loadbench.sampler.others_cpu)."""
     elapsed = after.t - before.t
     cores = os.cpu_count() or 1
     if elapsed <= 0:
         return None
-    return others_cpu(before, after, ours).cpu_s / (elapsed * cores)
+    return others_cpu(before, after, ours).competing_s / (elapsed * cores)
 
 
 def outside_share_now(interval_s: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> Optional[float]:

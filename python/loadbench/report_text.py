@@ -231,7 +231,7 @@ def quiet_rows(gate: Optional[dict], rows: list[dict], settings: dict) -> list[t
         reruns = sum(r.get("reruns") or 0 for r in rows)
         per_process = all(r.get("outside_source") == "processes" for r in rows if r.get("outside_share") is not None)
         how = ("CPU of every process other than the server tree and loadbench itself, read per process at each "
-               "window's edges" if per_process else
+               "window's edges, plus the hypervisor's steal" if per_process else
                "machine busy time not used by the server tree or the generator - results from before loadbench "
                "read other processes' CPU per process; that busy time also holds kernel work no process is "
                "charged for, a few % on a busy loopback")

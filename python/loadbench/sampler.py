@@ -73,15 +73,28 @@ class MachineSnapshot:
 @dataclass(frozen=True)
 class MachineProcesses:
     """Every process on the machine and the CPU it has used, at one instant: pid -> (start
-    ticks, CPU seconds of its own and of the children it reaped, command name, kernel thread)."""
+    ticks, CPU seconds of its own and of the children it reaped, command name, kernel thread);
+    and the machine's steal time so far (CPU the hypervisor gave to other guests while ours
+    wanted to run: another machine's process, for a benchmark)."""
 
     t: float
     cpu: dict
+    steal_s: Optional[float] = None
 
     @classmethod
     def read(cls) -> "MachineProcesses":
         rows = _core.machine_processes()
-        return cls(time.monotonic(), {pid: (start, cpu_s, comm, kernel) for pid, start, cpu_s, comm, kernel in rows})
+        return cls(time.monotonic(), {pid: (start, cpu_s, comm, kernel) for pid, start, cpu_s, comm, kernel in rows},
+                   _steal_s())
+
+
+def _steal_s() -> Optional[float]:
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            fields = fh.readline().split()
+        return float(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else None
+    except (OSError, ValueError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -89,14 +102,22 @@ class OthersCpu:
     """What processes other than the run's used between two :class:`MachineProcesses` readings.
 
     ``cpu_s`` counts user-space processes: a busy loop, a build (its compilers, once reaped by
-    make, in make's time), a browser. ``kernel_cpu_s`` is the kernel's own threads, apart: on a
-    benchmark's loopback they do its work (softirq packets that spill over to ksoftirqd, RCU
-    frees of the sockets a connection-per-request cell closes), so they are shown, not counted
-    as competition. ``top``: the user-space commands that used the most, largest first."""
+    make, in make's time), a browser. ``steal_s``: the hypervisor's steal meanwhile (other
+    guests on the host), which takes CPU from the run as surely. ``kernel_cpu_s`` is the
+    kernel's own threads, apart: on a benchmark's loopback they do its work (softirq packets
+    that spill over to ksoftirqd, RCU frees of the sockets a connection-per-request cell
+    closes), so they are shown, not counted as competition. ``top``: the user-space commands
+    that used the most, largest first."""
 
     cpu_s: float
     kernel_cpu_s: float
     top: list
+    steal_s: float = 0.0
+
+    @property
+    def competing_s(self) -> float:
+        """What competed with the run: other processes and the hypervisor's steal."""
+        return self.cpu_s + self.steal_s
 
 
 def others_cpu(before: MachineProcesses, after: MachineProcesses, ours: Iterable[int] = ()) -> OthersCpu:
@@ -119,7 +140,8 @@ def others_cpu(before: MachineProcesses, after: MachineProcesses, ours: Iterable
         else:
             user += used
             by[comm] = by.get(comm, 0.0) + used
-    return OthersCpu(user, kernel, sorted(by.items(), key=lambda item: -item[1]))
+    steal = (after.steal_s - before.steal_s) if after.steal_s is not None and before.steal_s is not None else 0.0
+    return OthersCpu(user, kernel, sorted(by.items(), key=lambda item: -item[1]), max(0.0, steal))
 
 
 @dataclass(frozen=True)
@@ -187,7 +209,7 @@ def window(start: ProcSnapshot, end: ProcSnapshot, responses: int, also_ours: It
     if start.processes is not None and end.processes is not None:
         ours = set(start.pids) | set(end.pids) | set(also_ours)
         found = others_cpu(start.processes, end.processes, ours)
-        others = {"others_cpu_s": found.cpu_s, "kernel_threads_cpu_s": found.kernel_cpu_s,
+        others = {"others_cpu_s": found.cpu_s, "steal_s": found.steal_s, "kernel_threads_cpu_s": found.kernel_cpu_s,
                   "others_top": [{"command": comm, "cpu_s": round(used, 6)} for comm, used in found.top[:3]]}
     return {
         "pid": start.pid or end.pid,

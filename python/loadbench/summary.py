@@ -124,8 +124,9 @@ def server_lines(server: dict) -> list[str]:
                      " of all CPU time in the window")
     outside = analysis.outside_share(server, os.cpu_count())
     if server.get("others_cpu_s") is not None and outside is not None:
-        top = ", ".join(f"{o['command']} {o['cpu_s']:.2f} s" for o in server.get("others_top") or [] if o.get("cpu_s"))
-        lines.append(f"  others        {outside * 100:.1f} % of the machine used by other processes"
+        top = ", ".join([f"{o['command']} {o['cpu_s']:.2f} s" for o in server.get("others_top") or [] if o.get("cpu_s")]
+                        + ([f"steal {server['steal_s']:.2f} s"] if (server.get("steal_s") or 0) >= 0.005 else []))
+        lines.append(f"  others        {outside * 100:.1f} % of the machine taken by other processes and steal"
                      + (f" ({top})" if top else "")
                      + ("  CONTENDED: a sweep would re-run this window" if outside > analysis.CONTENDED_SHARE else ""))
     return lines

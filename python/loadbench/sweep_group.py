@@ -132,7 +132,7 @@ class _Group:
                 self.last_outside = outside
             if contended and reruns < self.sweep.contended_reruns:
                 reruns += 1
-                self.bar.note(f"re-running {cell.label()}: other processes used {100 * outside:.0f} % of the "
+                self.bar.note(f"re-running {cell.label()}: other processes took {100 * outside:.0f} % of the "
                               f"machine's CPU in its window{_who(server)} (re-run {reruns} of "
                               f"{self.sweep.contended_reruns})")
                 continue
@@ -271,6 +271,9 @@ class _Group:
 
 
 def _who(server: dict) -> str:
-    """' (cc1plus 0.41 s, chromium 0.05 s)': the other processes that used the most CPU."""
+    """' (cc1plus 0.41 s, chromium 0.05 s, steal 0.30 s)': who took the CPU: the other processes
+    that used the most, and the hypervisor's steal."""
     top = [f"{o['command']} {o['cpu_s']:.2f} s" for o in server.get("others_top") or [] if o.get("cpu_s")]
+    if (server.get("steal_s") or 0) >= 0.005:
+        top.append(f"hypervisor steal {server['steal_s']:.2f} s")
     return f" ({', '.join(top)})" if top else ""
