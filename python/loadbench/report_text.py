@@ -240,7 +240,8 @@ def quiet_rows(gate: Optional[dict], rows: list[dict], settings: dict) -> list[t
                       f"({how})"))
         if "contended_reruns" in settings:
             rerun_text = (f"{reran} cell(s) re-run ({reruns} re-runs, up to {settings['contended_reruns']} each) "
-                          f"because other processes took more than {100 * share:g} % of the machine; ")
+                          f"because other processes (or the hypervisor, as steal) took more than {100 * share:g} % of "
+                          "the machine; ")
         else:
             rerun_text = (f"none re-run (measured before loadbench re-ran contended cells); judged now at "
                           f"{100 * share:g} % of the machine, without the irq/softirq correction those results "
@@ -290,9 +291,14 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
     if contended:
         ok = sum(1 for a in aggs.values() if a.status == "ok")
         which = ", ".join(contended) if len(contended) <= 12 else f"{len(contended)} of the {ok} measured cells"
+        stolen = sorted({_cell_name(a) for a in aggs.values() if a.contended and a.status == "ok"
+                         and a.steal_share is not None and a.outside_share is not None
+                         and a.steal_share >= a.outside_share / 2})
+        by_steal = (f" In {len(stolen)} of them the hypervisor's steal was most of it: this virtual machine did "
+                    "not get the CPU it asked for (other guests, or its own CPU quota)." if stolen else "")
         out.append(f"- **Contended cells ({len(contended)}, marked ⚑):** {which}. Other processes "
-                   "used the machine's CPUs during their windows; their numbers understate the server and are "
-                   "not ranked. Re-measure on a quiet machine.")
+                   "or the hypervisor took the machine's CPUs during their windows; their numbers understate the "
+                   f"server and are not ranked.{by_steal} Re-measure on a quiet machine.")
     dirty = sorted({_cell_name(a) for a in aggs.values() if a.dirty and a.status == "ok"})
     if dirty:
         out.append(f"- **Cells with non-2xx answers or errors ({len(dirty)}, marked ✗):** {', '.join(dirty)}. "

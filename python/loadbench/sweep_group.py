@@ -132,7 +132,7 @@ class _Group:
                 self.last_outside = outside
             if contended and reruns < self.sweep.contended_reruns:
                 reruns += 1
-                self.bar.note(f"re-running {cell.label()}: other processes took {100 * outside:.0f} % of the "
+                self.bar.note(f"re-running {cell.label()}: other processes and steal took {100 * outside:.0f} % of the "
                               f"machine's CPU in its window{_who(server)} (re-run {reruns} of "
                               f"{self.sweep.contended_reruns})")
                 continue
