@@ -205,10 +205,12 @@ def test_cells_with_no_other_process_are_not_marked_contended(tmp_path):
     """The run's own work is never another process's: closed- and open-loop cells against a
     server that saturates its core while the generator idles between responses (the python
     peer; tens of thousands of wake-ups a second) and against Beast. Judged on the machine's
-    busy time these read 4-8 % "outside CPU" on a quiet 2-core machine - the CPUs' wake-up work
-    that no task is charged for - and were re-run and marked; counted per process they are not.
+    busy share these read 4-8 % "outside CPU" on a quiet 2-core machine (tick-sampled busy time
+    over a column sum short of wall time; reports/contention-accounting.md) and were re-run and
+    marked; counted per process they are not.
     Re-runs stay on, so a real but passing competitor (this machine's own agent) cannot fail it;
-    the median shows the rule itself."""
+    the median shows the rule itself. Steal is the hypervisor's and is checked apart: a VM that
+    does not get its CPU is contended, whatever runs inside it."""
     peers = Path(__file__).resolve().parents[1] / "bench" / "peers"
     python_peer = next(t for t in default_peer_targets(peers) if t.name == "python-asyncio")
     sweep = Sweep(targets=[Target("beast", kind="beast"), python_peer], concurrencies=[25], protocols=["http"],
@@ -220,9 +222,16 @@ def test_cells_with_no_other_process_are_not_marked_contended(tmp_path):
     assert {(a.target, a.mode) for a in cells} == {("beast", "closed"), ("beast", "open"),
                                                    ("python-asyncio", "closed"), ("python-asyncio", "open")}
     assert all(r["outside_source"] == "processes" for r in m.rows)
-    assert not [a.key for a in cells if a.contended], [(a.key, a.outside_share) for a in cells]
-    shares = [r["outside_share"] for r in m.rows]
-    assert analysis.median(shares) < 0.01, shares
+    cores = os.cpu_count() or 1
+    blocks = [rec["result"]["server"] for rec in m.records]
+    others = [b["others_cpu_s"] / (b["window_s"] * cores) for b in blocks]
+    # no window saw another process near the mark, and the typical one saw next to nothing
+    assert max(others) <= analysis.CONTENDED_SHARE and analysis.median(others) < 0.01, others
+    # a cell still marked was marked for the hypervisor's steal (this VM not getting its CPU),
+    # which the rule counts as it should - never for the run's own work
+    for b, row in zip(blocks, m.rows):
+        if row["contended"]:
+            assert b["steal_s"] >= b["others_cpu_s"], b
 
 
 # -- a server that sheds load --------------------------------------------------------------
