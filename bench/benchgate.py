@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Any, Optional
 
 from loadbench import analysis
-from loadbench.gate import LoadGate
+from loadbench.core.gate import LoadGate
 
 
 def outside_share(server: dict, generator_cpu_s: Optional[float] = None) -> Optional[float]:

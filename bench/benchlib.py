@@ -30,7 +30,7 @@ REPORTS_DIR = REPO_DIR / "reports"
 # native server is one of the peers, and its sampler does the /proc arithmetic for every peer.
 import loadbench  # noqa: E402
 from loadbench import analysis  # noqa: E402
-from loadbench.environment import environment as probe_environment  # noqa: E402
+from loadbench.core.environment import environment as probe_environment  # noqa: E402
 
 
 def server_window(before: Any, after: Any, responses: int) -> dict:

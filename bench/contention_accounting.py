@@ -36,7 +36,8 @@ import benchlib as bl
 import loadbench
 from loadbench import analysis
 from loadbench import sampler as sampler_module
-from loadbench.targets import Target, default_peer_targets, launch
+from loadbench.core.sampler import used_between
+from loadbench.sweep.targets import Target, default_peer_targets, launch
 
 SERVERS = ("beast", "python-asyncio", "node", "h2o")
 MACHINE_BUSY = ("user_s", "nice_s", "system_s", "irq_s", "softirq_s")
@@ -64,14 +65,11 @@ class EdgeRecorder:
 
 
 def split_processes(start: Any, end: Any, server_pids: set[int]) -> dict[str, float]:
-    """CPU seconds between two snapshots per kind of process (the per-process rule of
-    loadbench.sampler.others_cpu, without leaving anything out)."""
+    """CPU seconds between two snapshots per kind of process (loadbench.sampler.used_between, the
+    per-process rule, without leaving anything out)."""
     out = {"server": 0.0, "run": 0.0, "kernel": 0.0, "others": 0.0}
-    for pid, (started, cpu_s, _comm, kernel) in end.processes.cpu.items():
-        prev = start.processes.cpu.get(pid)
-        used = cpu_s - prev[1] if prev is not None and prev[0] == started else cpu_s
-        if used <= 0:
-            continue
+    for pid, used in used_between(start.processes, end.processes).items():
+        kernel = end.processes.cpu[pid].kernel_thread
         kind = ("server" if pid in server_pids else "run" if pid == os.getpid() else
                 "kernel" if kernel else "others")
         out[kind] += used

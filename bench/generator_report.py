@@ -17,7 +17,7 @@ GEN_BOUND = "§"  # connection setup: the generator's CPU per connection / hands
 
 def ssl_version() -> str:
     """The OpenSSL loadbench's core runs with (not the Python ssl module's)."""
-    from loadbench import _core
+    from loadbench.core import _core
 
     return _core.build_info()["openssl"]
 

@@ -443,7 +443,7 @@ class LoadbenchTls(Loadbench):
         self.name = f"loadbench-{library}"
         if self.binary is not None:
             from loadbench import ConfigError
-            from loadbench.run import check_tls_library
+            from loadbench.core.run import check_tls_library
 
             try:
                 check_tls_library(library)

@@ -37,12 +37,12 @@ REPO_DIR = BENCH_DIR.parent
 PEERS = BENCH_DIR / "peers"
 
 import loadbench  # noqa: E402
-from loadbench.connections import raise_fd_limit  # noqa: E402
-from loadbench.gate import cpu_snapshot, outside_share_between  # noqa: E402
+from loadbench.core.connections import raise_fd_limit  # noqa: E402
+from loadbench.core.gate import cpu_snapshot, outside_share_between  # noqa: E402
 
 sys.path.insert(0, str(BENCH_DIR))
 from benchgate import add_gate_args, make_gate, wait_quiet  # noqa: E402
-from loadbench.targets import Target, default_peer_targets, launch  # noqa: E402
+from loadbench.sweep.targets import Target, default_peer_targets, launch  # noqa: E402
 
 SERVERS = ("beast", "nginx", "node", "python-asyncio")
 

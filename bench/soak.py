@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import loadbench
-from loadbench.environment import environment
+from loadbench.core.environment import environment
 
 REPORTS_DIR = Path(__file__).resolve().parent.parent / "reports"
 FDS_SETTLE_S = 5.0

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from loadbench import results as rs
+from loadbench.sweep import results_folder as rs
 
 
 def result_dict(rps: float, mean_us: float, p50_us: float, p99_us: float, cpu_s: Optional[float],

@@ -142,7 +142,7 @@ def test_h2_peers_answer_over_http2(tmp_path: Path) -> None:
 # -- every peer of the default sweep over every protocol it declares ---------------------------
 import subprocess  # noqa: E402
 
-from loadbench.targets import HTTP2, default_peer_targets, launch  # noqa: E402
+from loadbench.sweep.targets import HTTP2, default_peer_targets, launch  # noqa: E402
 
 PEERS_DIR = Path(__file__).resolve().parent.parent / "bench" / "peers"
 SWEEP_PEERS = {t.name: t for t in default_peer_targets(PEERS_DIR)}

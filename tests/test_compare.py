@@ -9,10 +9,11 @@ import pytest
 
 pytest.importorskip("scipy")
 
-from loadbench import comparison, regression
-from loadbench import results as rs
+from loadbench.report import comparison
+from loadbench.report import regression
+from loadbench.sweep import results_folder as rs
 from loadbench.cli import main
-from loadbench.errors import ConfigError
+from loadbench.core.errors import ConfigError
 from sweep_data import record, result_dict
 
 # (rps, p50_us, p99_us, cpu_s) per repeat: the same distribution, interleaved between sides

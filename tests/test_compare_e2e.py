@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("scipy")
 
 from loadbench import Sweep, Target, Workload, compare
-from loadbench import results as rs
+from loadbench.sweep import results_folder as rs
 from loadbench.cli import main
 
 REPEATS = 4

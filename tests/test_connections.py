@@ -10,8 +10,8 @@ from pathlib import Path
 import loadbench
 import pytest
 from loadbench.cli import main
-from loadbench.connections import hold_shortfall
-from loadbench.errors import ConfigError
+from loadbench.core.connections import hold_shortfall
+from loadbench.core.errors import ConfigError
 
 N = 200
 
@@ -74,7 +74,7 @@ def test_bad_urls_are_config_errors(url):
 
 
 def test_an_fd_limit_that_cannot_be_raised_is_said():
-    code = ("import json, loadbench.connections as c; "
+    code = ("import json, loadbench.core.connections as c; "
             "need = int(open('/proc/sys/fs/nr_open').read()) + 10; "
             "print(json.dumps(c.raise_fd_limit(need)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -20,8 +20,8 @@ import loadbench  # noqa: E402
 import loadbench.distributed as lbd  # noqa: E402
 from loadbench.distributed.merge import add_histograms  # noqa: E402
 from loadbench.distributed.plan import plan_shards, split_exact  # noqa: E402
-from loadbench.errors import ConfigError, LoadbenchError  # noqa: E402
-from loadbench.result import LatencyHistogram  # noqa: E402
+from loadbench.core.errors import ConfigError, LoadbenchError  # noqa: E402
+from loadbench.core.result import LatencyHistogram  # noqa: E402
 
 
 def _decode(h: HdrHistogram) -> LatencyHistogram:

@@ -11,7 +11,7 @@ from pathlib import Path
 import loadbench
 import pytest
 from loadbench.cli import main
-from loadbench.environment import format_cpus
+from loadbench.core.environment import format_cpus
 
 
 def test_environment_states_the_machine_and_toolchain():

@@ -172,7 +172,7 @@ def test_bad_arguments() -> None:
         loadbench.run("http://127.0.0.1:1/", requests=1, protocol="h2", streams=0)
     with pytest.raises(ConfigError, match="HTTP/2"):
         loadbench.run("http://127.0.0.1:1/", requests=1, streams=4)
-    prepare = importlib.import_module("loadbench.run").prepare
+    prepare = importlib.import_module("loadbench.core.run").prepare
     config, kwargs = prepare("http://127.0.0.1:1/", requests=1, protocol="h2", streams=3)
     assert config["protocol"] == "h2" and kwargs["protocol"] == "h2" and kwargs["streams"] == 3
 

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import loadbench
 import pytest
-from loadbench import Sweep, Target, analysis, model, report
-from loadbench.targets import default_peer_targets
-from loadbench.gate import LoadGate
+from loadbench import Sweep, Target, analysis, model
+from loadbench.report import document as report
+from loadbench.sweep.targets import default_peer_targets
+from loadbench.core.gate import LoadGate
 from sweep_data import result_dict
 
 HERE = Path(__file__).resolve().parent
@@ -74,7 +75,7 @@ def test_gate_skipped_and_default_threshold():
 
 
 def test_outside_share_counts_other_processes_not_this_one():
-    from loadbench.gate import cpu_snapshot, outside_share_between, outside_share_now
+    from loadbench.core.gate import cpu_snapshot, outside_share_between, outside_share_now
 
     cores = os.cpu_count() or 1
     share = outside_share_now(0.2)
@@ -267,7 +268,7 @@ def _closed_row(url: str, connections: int) -> dict:
 
 @pytest.fixture
 def shed_server():
-    from loadbench.targets import launch
+    from loadbench.sweep.targets import launch
 
     started = []
 
@@ -334,3 +335,34 @@ def test_gate_before_a_cell_waits_less_than_before_a_sweep():
     g = gate.wait(gate.cell_timeout_s)
     assert g.timed_out and g.waited_s == 4 and g.timeout_s == 4
     assert gate.wait().waited_s == 120
+
+
+def test_a_child_reaped_inside_the_window_adds_only_what_it_used_there():
+    """A build's compiler that ran long before a window and is reaped by make inside it moves its
+    whole life into make's reaped-children time; only what it used between the readings counts
+    (this read 326 % of the machine while a build ran, before the correction)."""
+    from loadbench.core.sampler import MachineProcesses, ProcessCpu, others_cpu
+
+    make = ProcessCpu(ppid=1, start_ticks=100, cpu_s=0.5, command="make", kernel_thread=False)
+    cc1 = ProcessCpu(ppid=10, start_ticks=200, cpu_s=20.0, command="cc1plus", kernel_thread=False)
+    before = MachineProcesses(t=0.0, cpu={10: make, 11: cc1}, steal_s=0.0, uptime_s=50.0)
+    # 1 s later: cc1plus used 0.3 s more, exited, and make reaped it (0.5 + 20.3 + 0.01 of its own)
+    after = MachineProcesses(t=1.0, cpu={10: ProcessCpu(1, 100, 20.81, "make", False)}, steal_s=0.0, uptime_s=51.0)
+    found = others_cpu(before, after)
+    assert found.cpu_s == pytest.approx(0.31) and found.top[0][0] == "make"
+    # the same through a gcc driver that waits for cc1plus and is reaped by make in turn: the
+    # compiler's earlier 20 s is taken off make, its nearest ancestor alive at both readings
+    gcc = ProcessCpu(ppid=10, start_ticks=150, cpu_s=0.02, command="gcc", kernel_thread=False)
+    cc1 = ProcessCpu(ppid=12, start_ticks=200, cpu_s=20.0, command="cc1plus", kernel_thread=False)
+    before = MachineProcesses(t=0.0, cpu={10: make, 12: gcc, 11: cc1}, steal_s=0.0, uptime_s=50.0)
+    after = MachineProcesses(t=1.0, cpu={10: ProcessCpu(1, 100, 0.5 + 0.02 + 20.3, "make", False)}, steal_s=0.0,
+                             uptime_s=51.0)
+    assert others_cpu(before, after).cpu_s == pytest.approx(0.3)
+    # a process born in between counts whole; one running at the first reading but not read then
+    # (a failed read) at most one CPU over the span
+    born = ProcessCpu(1, int(50.5 * os.sysconf("SC_CLK_TCK")), 0.4, "gcc", False)
+    missed = ProcessCpu(1, 10, 90.0, "chromium", False)
+    after = MachineProcesses(t=1.0, cpu={10: make, 20: born, 30: missed}, steal_s=0.2, uptime_s=51.0)
+    found = others_cpu(MachineProcesses(t=0.0, cpu={10: make}, steal_s=0.0, uptime_s=50.0), after)
+    assert found.cpu_s == pytest.approx(1.4) and found.steal_s == pytest.approx(0.2)
+    assert found.competing_s == pytest.approx(1.6)

@@ -23,7 +23,7 @@ pytest.importorskip("scipy")
 
 from loadbench import Sweep, Target
 from loadbench.cli import main
-from loadbench.html_report import CSP
+from loadbench.report.html import CSP
 
 CHARTS = {"comparison", "throughput", "latency_spectrum", "open_loop", "timelines", "cpu", "rss"}
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from loadbench import analysis, model, report, results
+from loadbench import analysis, model
+from loadbench.report import document as report
+from loadbench.sweep import results_folder as results
 from sweep_data import SETTINGS, record, result_dict, table_rows
 
 # (target, protocol, workload) -> (rps, generator saturated)
@@ -106,7 +108,7 @@ def test_the_headline_a_sweep_prints_and_the_charts_say_the_same(directory):
     py = next(line for line in lines if line.strip().startswith("py"))
     assert "42 591" in py and "rank 3" in py and "≤ 0.16x beast" in py
     pytest.importorskip("matplotlib")
-    from loadbench.plots import write_charts
+    from loadbench.report.charts import write_charts
 
     names = {p.name for p in write_charts(model.load(directory))}
     assert "throughput_peak.png" in names and "protocol_peak.png" in names
@@ -115,10 +117,10 @@ def test_the_headline_a_sweep_prints_and_the_charts_say_the_same(directory):
 def test_hatched_bars_for_bounds(directory, monkeypatch):
     """The PNG bars of lower bounds are hatched and labelled "≥" (read back from matplotlib)."""
     pytest.importorskip("matplotlib")
-    from loadbench import plots
+    from loadbench.report import bars, charts as plots
 
     seen: dict = {}
-    real = plots.mark_bounds
+    real = bars.mark_bounds
 
     def spy(bars, values):
         marked = real(bars, values)
@@ -126,10 +128,10 @@ def test_hatched_bars_for_bounds(directory, monkeypatch):
             seen[float(value) if value is not None else None] = bar.get_hatch()
         return marked
 
-    monkeypatch.setattr(plots, "mark_bounds", spy)
+    monkeypatch.setattr(bars, "mark_bounds", spy)
     plots.write_charts(model.load(directory))
-    assert seen[264_590.0] == plots.BOUND_HATCH and seen[42_591.0] is None
-    assert plots._fmt(model.load(directory).peak("beast")) == "≥ 264,590"
+    assert seen[264_590.0] == bars.BOUND_HATCH and seen[42_591.0] is None
+    assert bars._fmt(model.load(directory).peak("beast")) == "≥ 264,590"
 
 
 def test_committed_sweep_reports_never_rank_a_server_below_one_it_measured_slower():

@@ -1,12 +1,12 @@
 """The sweep progress bar: cells done, the current cell, an ETA from measured cells."""
 import io
 
-from loadbench.progress import ProgressBar, format_seconds
+from loadbench.core.progress import ProgressBar, format_seconds
 
 
 def test_progress_lines_count_cells_and_estimate_eta(monkeypatch):
     clock = iter([100.0, 104.0, 104.0, 110.0])
-    monkeypatch.setattr("loadbench.progress.time.monotonic", lambda: next(clock))
+    monkeypatch.setattr("loadbench.core.progress.time.monotonic", lambda: next(clock))
     out = io.StringIO()
     bar = ProgressBar(total=4, done=1, estimate_s=3.0, stream=out, width=8)
     bar.start_cell("beast http plaintext c=1 #1")        # nothing measured yet: 3 cells x 3 s
@@ -32,7 +32,7 @@ def test_eta_weights_cells_by_their_planned_seconds(monkeypatch):
     """A sweep mixing 1 s windows with a hold cell planned at 4 s: the ETA is the planned time
     left scaled by how the measured cells kept to their plan, not a count x a mean cell."""
     clock = iter([0.0, 2.0, 2.0, 10.0])
-    monkeypatch.setattr("loadbench.progress.time.monotonic", lambda: next(clock))
+    monkeypatch.setattr("loadbench.core.progress.time.monotonic", lambda: next(clock))
     out = io.StringIO()
     bar = ProgressBar(total=3, estimate_s=1.0, stream=out, width=3, to_measure_s=1.0 + 1.0 + 4.0)
     bar.start_cell("beast http plaintext c=1 #1", 1.0)    # nothing measured: the plan, 6 s

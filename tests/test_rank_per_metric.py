@@ -17,7 +17,10 @@ import copy
 import json
 
 import pytest
-from loadbench import comparison, model, report, results
+from loadbench import model
+from loadbench.report import comparison
+from loadbench.report import document as report
+from loadbench.sweep import results_folder as results
 from sweep_data import SETTINGS, record, result_dict
 
 

@@ -4,7 +4,9 @@ import re
 
 import pytest
 
-from loadbench import report, results
+from loadbench.report import document as report
+from loadbench.sweep import results_folder as results
+from loadbench.report import model
 from sweep_data import write_results_dir
 
 
@@ -219,9 +221,9 @@ def _with_metric(rows):
 def test_aggregate_spread_and_littles_law():
     from sweep_data import CLOSED, record, result_dict
 
-    rows = [results.flatten(record("beast", "http", "plaintext", "closed", 1, i, result=result_dict(*v)))
+    rows = [model.flatten(record("beast", "http", "plaintext", "closed", 1, i, result=result_dict(*v)))
             for i, v in enumerate(CLOSED[("beast", "http", "plaintext", 1)])]
-    agg = results.aggregate(rows)[("beast", "http", "plaintext", "closed", 1)]
+    agg = model.aggregate(rows)[("beast", "http", "plaintext", "closed", 1)]
     assert agg.bad_share == 0 and agg.ranked
     assert (agg.rps.median, agg.rps.min, agg.rps.max) == (11000, 10000, 12000)
     assert agg.inflight.median == pytest.approx(1.0, abs=0.01)

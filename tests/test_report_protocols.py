@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from loadbench import model as lm
-from loadbench import report
-from loadbench import results as rs
-from loadbench.report_protocols import PROTOCOL_NAMES
+from loadbench.report import document as report
+from loadbench.sweep import results_folder as rs
+from loadbench.report.seed_sections import PROTOCOL_NAMES
 from sweep_data import result_dict
 
 PROTOCOLS = ("http", "https", "h2c", "h2")

@@ -13,8 +13,8 @@ from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
 import loadbench
-from loadbench import hdrlog
-from loadbench.result import LatencyHistogram
+from loadbench.core import hdrlog
+from loadbench.core.result import LatencyHistogram
 
 from http_test_servers import ScriptedServer
 

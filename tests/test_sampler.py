@@ -9,7 +9,7 @@ from pathlib import Path
 
 import loadbench
 import pytest
-from loadbench.errors import ConfigError
+from loadbench.core.errors import ConfigError
 from sampler_helpers.child import (
     Child,
     proc_cpu_s,

@@ -9,7 +9,7 @@ from pathlib import Path
 import loadbench
 import pytest
 from loadbench.cli import main
-from loadbench.result import Result
+from loadbench.core.result import Result
 from sampler_helpers.child import proc_cpu_s, proc_stat_fields, proc_status_value
 
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")

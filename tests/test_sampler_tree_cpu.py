@@ -16,8 +16,8 @@ from pathlib import Path
 
 import loadbench
 import pytest
-from loadbench.cgroup import PREFIX, ServerCgroup, cgroup_of, hierarchies
-from loadbench.targets import Target, launch
+from loadbench.core.cgroup import PREFIX, ServerCgroup, cgroup_of, hierarchies
+from loadbench.sweep.targets import Target, launch
 
 HELPER = Path(__file__).resolve().parent / "sampler_helpers" / "forking_server.py"
 MIB_KIB = 1024
@@ -233,7 +233,7 @@ def test_stale_cgroup_of_a_dead_launcher_is_removed():
 
 
 def test_no_cgroup_is_a_clear_fallback_never_a_crash(monkeypatch, server_factory):
-    import loadbench.cgroup as cg
+    import loadbench.core.cgroup as cg
 
     monkeypatch.setattr(cg, "hierarchies", lambda: [])
     beast = server_factory()

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from loadbench.cli._cpus import parse_cpu_list as parse_cpus
-from loadbench.errors import ConfigError
+from loadbench.core.errors import ConfigError
 
 
 def _start(*args: str) -> tuple[subprocess.Popen, list[str]]:

@@ -1,4 +1,4 @@
-"""loadbench._core.Server: the same Beast server inside the Python process."""
+"""loadbench.core._core.Server: the same Beast server inside the Python process."""
 from __future__ import annotations
 
 import http.client
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from loadbench import _core
+from loadbench.core import _core
 
 
 def _get(port: int, path: str = "/") -> tuple[int, bytes]:

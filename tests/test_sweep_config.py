@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from loadbench import ConfigError
-from loadbench.sweep_config import load_sweep, parse_seconds, sweep_from_dict
+from loadbench.sweep.file import load_sweep, parse_seconds, sweep_from_dict
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -63,7 +63,7 @@ def test_hold_cells_per_target_over_http_after_its_http_cells():
 
 
 def test_the_default_sweep_has_no_hold_cells():
-    from loadbench.sweep_config import default_sweep
+    from loadbench.sweep.file import default_sweep
 
     sweep = default_sweep(peers_dir=REPO / "bench" / "peers")
     assert sweep.hold_connections == 0 and all(c.mode != "hold" for c in sweep.cells())

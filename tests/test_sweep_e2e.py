@@ -16,8 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from loadbench import Sweep, Target, Workload, model, report, results
-from loadbench.targets import default_peer_targets
+from loadbench.report import markdown
+from loadbench import Sweep, Target, Workload, model
+from loadbench.report import document as report
+from loadbench.sweep import results_folder as results
+from loadbench.sweep.targets import default_peer_targets
 from sweep_data import table_rows
 
 REPO = Path(__file__).resolve().parent.parent
@@ -98,10 +101,10 @@ def test_report_tables_match_the_raw_numbers(real_sweep):
             for c, cell in zip((1, 4), row[2:]):
                 res = raw[(row[1], protocol, "plaintext", "closed", c)]
                 expected = {
-                    "req/s": report.fmt_int(res["rps"]),
-                    "p50 (ms)": report.fmt_ms(res["latency_us"]["p50"] / 1000),
-                    "p99 (ms)": report.fmt_ms(res["latency_us"]["p99"] / 1000),
-                    "CPU us/req": report.fmt_us(res["server"]["cpu_s"] * 1e6 / res["responses"]),
+                    "req/s": markdown.fmt_int(res["rps"]),
+                    "p50 (ms)": markdown.fmt_ms(res["latency_us"]["p50"] / 1000),
+                    "p99 (ms)": markdown.fmt_ms(res["latency_us"]["p99"] / 1000),
+                    "CPU us/req": markdown.fmt_us(res["server"]["cpu_s"] * 1e6 / res["responses"]),
                     "in-flight": f"{res['rps'] * res['latency_us']['mean'] / 1e6:.1f}",
                     "non-2xx + errors": "0 %",
                 }[metric]
@@ -111,13 +114,13 @@ def test_report_tables_match_the_raw_numbers(real_sweep):
     for row in conn[1:]:
         for protocol, cell in zip(("http", "https"), row[1:3]):
             res = raw[(row[0], protocol, "plaintext", "connect", 2)]
-            assert _plain(cell) == report.fmt_int(res["connections_opened"] / res["duration_s"])
+            assert _plain(cell) == markdown.fmt_int(res["connections_opened"] / res["duration_s"])
     for row in table_rows(text, "## Open loop")[1:]:
         res = raw[(row[0], row[1], "plaintext", "open", 50)]
         assert row[2] == "50 % of capacity"
-        assert [_plain(c) for c in row[3:7]] == [report.fmt_int(res["rate"]["target"]), report.fmt_int(res["rps"]),
-                            report.fmt_ms(res["latency_us"]["p50"] / 1000), report.fmt_ms(res["latency_us"]["p99"] / 1000)]
-        assert row[9] == report.fmt_ms(res["latency_uncorrected_us"]["p99"] / 1000)
+        assert [_plain(c) for c in row[3:7]] == [markdown.fmt_int(res["rate"]["target"]), markdown.fmt_int(res["rps"]),
+                            markdown.fmt_ms(res["latency_us"]["p50"] / 1000), markdown.fmt_ms(res["latency_us"]["p99"] / 1000)]
+        assert row[9] == markdown.fmt_ms(res["latency_uncorrected_us"]["p99"] / 1000)
     for png in ("latency_vs_throughput.png", "memory_peak_rss.png", "throughput_vs_concurrency.png"):
         assert (out / png).stat().st_size > 10_000 and f"]({png})" in text
     # bar charts of ranked cells only: on a busy machine every cell may be contended (then no chart)

@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from loadbench import Sweep, Target, comparison, html_charts, html_report, model, report, results
-from loadbench.connections import hold_shortfall
+from loadbench.report import markdown
+from loadbench import Sweep, Target, model
+from loadbench.report import comparison
+from loadbench.report import html_charts
+from loadbench.report import html as html_report
+from loadbench.report import document as report
+from loadbench.sweep import results_folder as results
+from loadbench.core.connections import hold_shortfall
 from sweep_data import table_rows
 
 N = 200
@@ -79,7 +85,7 @@ def test_the_report_section_shows_the_model_figures_with_the_lowest_in_bold(hold
         values = {t: getattr(c, attr) for t, c in cells.items()}
         lowest = min(values, key=lambda t: values[t])  # ties: the first, as every bold mark
         for row in rows[1:]:
-            expected = report.fmt_int(values[row[0]])
+            expected = markdown.fmt_int(values[row[0]])
             assert row[column] == (f"**{expected}**" if row[0] == lowest else expected), (row, attr)
     for row in rows[1:]:
         assert row[1:3] == [str(N), str(N)]

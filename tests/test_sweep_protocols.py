@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 import loadbench
-from loadbench import Sweep, Target, model, report, results
-from loadbench.errors import ConfigError
-from loadbench.sweep_config import DEFAULT_CELL_BUDGET_S, default_sweep, sweep_from_dict
-from loadbench.targets import HTTP2, default_peer_targets
+from loadbench import Sweep, Target, model
+from loadbench.report import document as report
+from loadbench.sweep import results_folder as results
+from loadbench.core.errors import ConfigError
+from loadbench.sweep.file import DEFAULT_CELL_BUDGET_S, default_sweep, sweep_from_dict
+from loadbench.sweep.targets import HTTP2, default_peer_targets
 from sweep_data import result_dict
 
 REPO = Path(__file__).resolve().parent.parent
@@ -139,7 +141,7 @@ def test_runner_gets_protocol_and_streams_only_for_http2_cells(tmp_path):
 
 
 def test_tls_library_goes_to_the_tls_cells_only_and_is_checked(tmp_path):
-    from loadbench import _core
+    from loadbench.core import _core
 
     with pytest.raises(ConfigError, match="tls_library: 'gnutls' is not one of openssl, wolfssl, rustls"):
         Sweep(protocols=["https"], tls_library="gnutls")
@@ -155,17 +157,6 @@ def test_tls_library_goes_to_the_tls_cells_only_and_is_checked(tmp_path):
     assert by_scheme == {("http", None): None, ("https", None): library, ("http", "h2"): None,
                          ("https", "h2"): library}
     assert f"the generator's TLS library: {library}" in report.render(tmp_path)
-
-
-def test_http2_cells_are_na_with_the_reason_while_run_speaks_no_http2(tmp_path):
-    def old_run(url, *, connections=1, threads=1, duration=None, requests=None, warmup=0.0, timeout=5.0,
-                keepalive=True, insecure=True, cpus=None, sample_pid=None, method="GET", headers=None, body=None):
-        return FakeRun()(url)
-
-    sweep = Sweep(protocols=["h2c"], concurrencies=[2], repeats=1, contended_reruns=0)
-    sweep.run(tmp_path, progress=False, notes=False, runner=old_run, environment=False)
-    (record,) = results.read_records(tmp_path / "results.jsonl")
-    assert record["status"] == "skipped" and "does not speak HTTP/2 yet" in record["error"]
 
 
 def _check_exact(records, n):

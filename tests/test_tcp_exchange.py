@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 import loadbench
-from loadbench import Sweep, Target, report
-from loadbench.errors import ConfigError
-from loadbench.sweep_config import sweep_from_dict
+from loadbench import Sweep, Target
+from loadbench.report import document as report
+from loadbench.core.errors import ConfigError
+from loadbench.sweep.file import sweep_from_dict
 from test_sweep_protocols import FakeRun
 from test_tls_library import make_cert
 

@@ -12,7 +12,8 @@ from typing import Callable
 import pytest
 
 import loadbench
-from loadbench import ConfigError, ServerProcess, _core
+from loadbench import ConfigError, ServerProcess
+from loadbench.core import _core
 
 OPTIONAL = {"wolfssl": "built without wolfSSL (apt-get install libwolfssl-dev)",
             "rustls": "built without rustls (needs cargo from a Rust toolchain >= 1.78 at install time)"}

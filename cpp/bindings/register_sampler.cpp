@@ -103,7 +103,7 @@ void register_sampler(py::module_& m) {
         return py::int_(usage->usage_ns);
     }, py::arg("dir"));
     m.def("machine_processes", [] {
-        // [(pid, start_ticks, cpu_s, comm, kernel_thread)] of every process on the machine: the
+        // [(pid, ppid, start_ticks, cpu_s, comm, kernel_thread)] of every process on the machine: the
         // two ends of an "other processes' CPU" measurement (loadbench.sampler.others_cpu).
         std::vector<sampler::ProcessCpu> processes;
         {
@@ -112,7 +112,7 @@ void register_sampler(py::module_& m) {
             processes = sampler::read_machine_processes(buffer);
         }
         py::list out;
-        for (const auto& p : processes) out.append(py::make_tuple(p.pid, p.start_ticks, ns_to_s(p.cpu_ns), p.comm, p.kernel_thread));
+        for (const auto& p : processes) out.append(py::make_tuple(p.pid, p.ppid, p.start_ticks, ns_to_s(p.cpu_ns), p.comm, p.kernel_thread));
         return out;
     });
     py::class_<Sampler>(m, "Sampler", "A process (tree) and the machine, read from /proc")

@@ -3,35 +3,38 @@
 One obvious entry per job:
   loadbench.run(...)          one load run against a URL
   loadbench.Sweep(...)        a matrix of servers x workloads x loads x protocols x repeats
-  loadbench.report / plots    markdown reports and charts from results
+  loadbench.report            report.md, charts and report.html from a results folder
   loadbench.compare(a, b)     two results compared with statistics (a pandas DataFrame)
   loadbench.ServerProcess     the native Beast reference server as a child process
-  loadbench.InProcessServer   the same server on threads of this process (_core.Server)
+  loadbench.InProcessServer   the same server on threads of this process (core._core.Server)
   loadbench.Sampler(pid)      server CPU time, memory, fds and machine noise from /proc
   loadbench.environment()     the Environment block of a report
+
+The package is layered, each layer importing only the ones below it:
+  loadbench.core       one run: options, the engine, Result, sampler, servers, the load gate
+  loadbench.distributed  one run split over Dask workers
+  loadbench.sweep      the matrix: config, planner, runner, targets (the peer registry), results folder
+  loadbench.report     the one report model, markdown, charts, HTML, compare and the CI gate
+  loadbench.cli        the `loadbench` command: a thin shell over the same API
 """
 from __future__ import annotations
 
-from ._core import Server as InProcessServer
-from ._core import build_info
-from . import sampler
-from .environment import Environment
-from .environment import environment as _environment
-from .connections import hold_connections
-from .errors import ConfigError, LoadbenchError, ServerError
-from .paths import server_binary
-from .sampler import MachineSnapshot, ProcSnapshot, Sampler
-from .result import LatencyHistogram, Result
-from .run import Request, RunningLoad, run, start
-from .server import ServerProcess
-from . import analysis, gate, model, report, results
-from .comparison import compare
-from .sweep import Sweep, Workload
-from .sweep_config import load_sweep
-from .targets import Target
-
-# `loadbench.environment(...)` is the function (the module stays importable by its full name).
-environment = _environment
+from .core._core import Server as InProcessServer
+from .core._core import build_info
+from .core import analysis, gate, sampler
+from .core.connections import hold_connections
+from .core.environment import Environment, environment
+from .core.errors import ConfigError, LoadbenchError, ServerError
+from .core.paths import server_binary
+from .core.result import LatencyHistogram, Result
+from .core.run import Request, RunningLoad, run, start
+from .core.sampler import MachineSnapshot, ProcSnapshot, Sampler
+from .core.server import ServerProcess
+from .report import model
+from .report.comparison import compare
+from .sweep.file import load_sweep
+from .sweep.runner import Sweep, Workload
+from .sweep.targets import Target
 
 __version__ = build_info()["version"]
 
@@ -39,29 +42,30 @@ __all__ = [
     "ConfigError",
     "Environment",
     "InProcessServer",
+    "LatencyHistogram",
+    "LoadbenchError",
     "MachineSnapshot",
     "ProcSnapshot",
-    "Sampler",
-    "environment",
-    "hold_connections",
-    "sampler",
-    "LatencyHistogram",
     "Request",
     "Result",
     "RunningLoad",
-    "LoadbenchError",
+    "Sampler",
     "ServerError",
     "ServerProcess",
     "Sweep",
     "Target",
     "Workload",
     "__version__",
+    "analysis",
     "build_info",
     "compare",
+    "environment",
     "gate",
-    "model",
+    "hold_connections",
     "load_sweep",
+    "model",
     "run",
-    "start",
+    "sampler",
     "server_binary",
+    "start",
 ]

@@ -34,13 +34,15 @@ std::vector<ProcessCpu> read_machine_processes(std::vector<char>& buffer) {
         const FileDescriptor file = open_read_only(proc.get(), path);
         const ReadResult read = read_whole(file, buffer);
         const auto stat = read.ok ? parse_proc_stat(read.text) : std::nullopt;
-        if (!stat || stat->has_exited()) continue;
-        const std::uint64_t own = clock_ok ? static_cast<std::uint64_t>(now.tv_sec) * 1000000000ull +
+        // A zombie is kept: its counters are final, and the window that sees its parent reap it
+        // must know what it had used already (else the parent's cutime jump counts it twice).
+        if (!stat || stat->state == 'X' || stat->state == 'x') continue;
+        const std::uint64_t own = clock_ok && !stat->has_exited() ? static_cast<std::uint64_t>(now.tv_sec) * 1000000000ull +
                                                  static_cast<std::uint64_t>(now.tv_nsec)
                                            : (stat->utime_ticks + stat->stime_ticks) * tick_ns;
         const auto reaped = static_cast<std::uint64_t>(stat->cutime_ticks + stat->cstime_ticks);
-        out.push_back(ProcessCpu{pid, stat->starttime_ticks, own + reaped * tick_ns, std::string(stat->comm),
-                                 stat->is_kernel_thread()});
+        out.push_back(ProcessCpu{pid, stat->ppid, stat->starttime_ticks, own + reaped * tick_ns,
+                                 std::string(stat->comm), stat->is_kernel_thread()});
     }
     return out;
 }

@@ -13,7 +13,7 @@ import pkgutil
 import sys
 from typing import Optional, Sequence
 
-from ..errors import LoadbenchError
+from ..core.errors import LoadbenchError
 
 
 def build_parser() -> argparse.ArgumentParser:

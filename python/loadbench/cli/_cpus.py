@@ -1,7 +1,7 @@
 """The one parser of CPU lists on the command line (run, serve, env): the `taskset -c` form."""
 from __future__ import annotations
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 
 def parse_cpu_list(text: str, flag: str = "--cpus") -> list[int]:

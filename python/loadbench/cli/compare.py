@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..core.errors import ConfigError
+from ..report.comparison import compare
+from ..report.regression import FORMATS, evaluate, parse_threshold
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -35,10 +39,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..comparison import compare
-    from ..errors import ConfigError
-    from ..regression import FORMATS, evaluate, parse_threshold
-
     thresholds = [parse_threshold(t) for t in args.fail]
     if not 0 < args.alpha < 1:
         raise ConfigError(f"--alpha {args.alpha}: must be between 0 and 1")

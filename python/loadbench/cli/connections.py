@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..connections import hold_connections
-from ..errors import ConfigError
+from ..core.connections import hold_connections
+from ..core.errors import ConfigError
 
 
 def register(subparsers: Any) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..environment import environment
+from ..core.environment import environment
 from ._cpus import parse_cpu_list
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
+from ..report.document import write_report
+from ..report.html import write_html
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,8 +28,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report import write_report
-
     directory = Path(args.results_dir)
     if not directory.is_dir():
         raise ConfigError(f"{directory} is not a directory")
@@ -36,7 +36,5 @@ def run(args: argparse.Namespace) -> int:
     out = write_report(directory, charts=not args.no_charts, baseline=args.baseline)
     print(f"loadbench: wrote {out}")
     if args.html:
-        from ..html_report import write_html
-
         print(f"loadbench: wrote {write_html(directory, compare_with=args.compare, baseline=args.baseline)}")
     return 0

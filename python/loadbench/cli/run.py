@@ -8,7 +8,10 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from ..errors import ConfigError, LoadbenchError
+from .. import distributed
+from ..core.errors import ConfigError, LoadbenchError
+from ..core.gate import LoadGate
+from ..core.run import run
 from ._cpus import parse_cpu_list
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(us|ms|s|m|h)?\s*$")
@@ -126,8 +129,6 @@ class _ProgressLine:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..run import run
-
     if args.requests is not None and args.duration is not None:
         raise ConfigError("give either -z/--duration or -n/--requests, not both")
     if args.body is not None and args.body_file is not None:
@@ -141,8 +142,6 @@ def main(args: argparse.Namespace) -> int:
         body = Path(args.body_file)
     gate = None
     if args.wait_quiet is not None:
-        from ..gate import LoadGate
-
         gate = LoadGate(timeout_s=args.wait_quiet,
                         on_wait=lambda text: print(f"loadbench: {text}", file=sys.stderr)).wait()
     progress: Optional[_ProgressLine] = None
@@ -164,8 +163,6 @@ def main(args: argparse.Namespace) -> int:
     lost: Optional[LoadbenchError] = None
     try:
         if args.cluster is not None:
-            from .. import distributed
-
             try:
                 result = distributed.run(args.url, cluster=args.cluster, shards=args.shards, **kwargs)
             except distributed.ShardLostError as exc:

@@ -9,8 +9,8 @@ import argparse
 import signal
 from typing import Any, Optional
 
-from ..errors import ConfigError, ServerError
-from ..server import ServerProcess
+from ..core.errors import ConfigError, ServerError
+from ..core.server import ServerProcess
 from ._cpus import parse_cpu_list
 
 

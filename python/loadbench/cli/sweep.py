@@ -13,13 +13,15 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
-if TYPE_CHECKING:
-    from ..sweep import Sweep
-
-from ..errors import ConfigError
-from ..tcp_exchange import OPTIONS as TCP_OPTIONS
+from ..core.errors import ConfigError
+from ..core.tcp_exchange import OPTIONS as TCP_OPTIONS
+from ..core.gate import LoadGate
+from ..report.document import headline_lines, write_report
+from ..report.model import load as load_model
+from ..sweep.file import default_sweep, load_sweep
+from ..sweep.runner import Sweep
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -78,8 +80,6 @@ def free_out_dir(sweep: "Sweep", base: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..sweep_config import default_sweep, load_sweep
-
     if args.config and args.quick:
         raise ConfigError("--quick shortens the default sweep; edit the file's duration/repeats instead")
     sweep = load_sweep(args.config) if args.config else default_sweep(quick=args.quick)
@@ -116,8 +116,6 @@ def run(args: argparse.Namespace) -> int:
         for (target, protocol), group in groups.items():
             print(f"  {target:<16} {protocol:<6} {len(group):>3} repeats, {sweep.planned_seconds(group):5.1f} s")
         return 0
-    from ..gate import LoadGate
-
     gate = LoadGate(quiet_load=args.quiet_load, timeout_s=args.wait_timeout, enabled=not args.no_wait,
                     cell_timeout_s=min(args.wait_timeout, 20.0))
     started = time.monotonic()
@@ -138,12 +136,7 @@ def run(args: argparse.Namespace) -> int:
     took = time.monotonic() - started
     print(f"loadbench: measured in {took / 60:.1f} min; raw results {results}", file=sys.stderr)
     if not args.no_report:
-        from ..report import write_report
-
         report = write_report(out)
         print(f"loadbench: wrote {report}")
-        from ..model import load as load_model
-        from ..report import headline_lines
-
         print("\n".join(headline_lines(load_model(out))))
     return 0

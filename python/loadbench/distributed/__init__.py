@@ -19,9 +19,10 @@ import time
 import uuid
 from typing import Any, Callable, Optional
 
-from ..errors import ConfigError, LoadbenchError
-from ..result import Result
-from ..run import POLL_INTERVAL_S, prepare
+from ..core.errors import ConfigError, LoadbenchError
+from ..core.result import Result
+from ..core.run import POLL_INTERVAL_S, prepare
+from ..core.sampler import Sampler, WindowEdges
 from .clock import ClockOffset, measure_offsets
 from .merge import merge_shards, shard_figures
 from .plan import plan_shards
@@ -210,8 +211,6 @@ def _collect(client: Any, futures: list, picked: list[str], parts: dict[int, dic
 def _window_edges(sample_pid: Optional[int], run_kwargs: dict[str, Any]) -> Any:
     if sample_pid is None:
         return None
-    from ..sampler import Sampler, WindowEdges
-
     duration = None if run_kwargs.get("requests") is not None else run_kwargs.get("duration", 10.0)
     edges = WindowEdges(Sampler(sample_pid, tree=True), run_kwargs.get("warmup", 0.0), duration)
     edges.before_start()

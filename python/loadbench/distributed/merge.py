@@ -7,7 +7,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..result import LatencyHistogram, Result
+from ..core.result import LatencyHistogram, Result
 
 
 def add_histograms(histograms: Sequence[Optional[LatencyHistogram]]) -> Optional[LatencyHistogram]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 
 def split_exact(total: int, parts: int) -> list[int]:

@@ -13,6 +13,8 @@ import socket
 import time
 from typing import Any, Optional
 
+from ..core.run import start
+
 POLL_S = 0.1
 STOP_CHECK_UNTIL_S = 0.25  # no scheduler round trips this close to the instant
 
@@ -27,8 +29,6 @@ def _stop_event(name: Optional[str]) -> Any:
 
 def run_shard(index: int, url: str, run_kwargs: dict[str, Any], start_at: float,
               stop_event: Optional[str] = None) -> dict[str, Any]:
-    from ..run import start
-
     stop = _stop_event(stop_event)
     # Wait for the instant, unless the run is stopped first. Asking the scheduler about the stop
     # takes a round trip, so the last stretch is a plain sleep that ends on the instant.

@@ -12,6 +12,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from . import hdrlog
+from .summary import summary_lines
 
 FORMAT = "loadbench.result/1"
 SATURATION_THRESHOLD = 0.90  # generator threads busy above this share of the window
@@ -382,8 +383,6 @@ class Result:
 
     # -- display --------------------------------------------------------------------------
     def summary_lines(self) -> list[str]:
-        from .summary import summary_lines
-
         return summary_lines(self)
 
     def __repr__(self) -> str:

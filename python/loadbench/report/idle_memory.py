@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from . import analysis
+from ..core import analysis
 
 HOLD_MODE = "hold"
 

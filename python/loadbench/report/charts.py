@@ -15,141 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+from ..sweep.targets import PROTOCOL_TITLES
+from .bars import LINESTYLES, NEUTRAL, PALETTE, _plain_log_axis, _plt, grouped_bars, server_colors
 from .model import Aggregate, Model
 from .model import load as load_model
-
-# One colour per server, by its place in the sweep's target list, in every chart (tab10, then
-# the lighter tab20 shades for sweeps of more than ten servers).
-PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-           "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94"]
-
-
-# Series that are not servers (workloads, protocols) get neutral tones, so a colour always means
-# the same server.
-NEUTRAL = ["#3b3b3b", "#8c8c8c", "#c8c8c8", "#5e5e5e", "#aaaaaa", "#e0e0e0"]
-LINESTYLES = {"http": "-", "https": "--", "h2c": ":", "h2": "-."}
-
-
-def server_colors(targets: list[str]) -> dict[str, str]:
-    """The colour of each server, the same in every chart of a report."""
-    return {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(targets)}
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _fmt(value: float) -> str:
-    """A bar's label; a bound keeps its sign ("≥ 264,590", see analysis.Figure)."""
-    sign = getattr(value, "prefix", "")
-    if value >= 100:
-        return sign + f"{value:,.0f}"
-    if value >= 10:
-        return sign + f"{value:.1f}"
-    if value >= 1:
-        return sign + f"{value:.2f}"
-    return sign + f"{value:.3f}"
-
-
-BOUND_HATCH = "///"
-BOUND_NOTE = "hatched: a bound, ≥ at least / ≤ at most - the generator was the limit"
-
-
-def mark_bounds(bars, values) -> bool:
-    """Hatch and outline the bars whose value is a bound (a Figure with ``bound``): the
-    server's value is beyond the bar, not on it. True when any was."""
-    marked = False
-    for bar, value in zip(bars, values):
-        if getattr(value, "bound", None):
-            bar.set_hatch(BOUND_HATCH)
-            bar.set_edgecolor("#222222")
-            bar.set_linewidth(1.0)
-            bar.set_alpha(0.55)
-            marked = True
-    return marked
-
-
-def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series: dict[str, list],
-                 missing: Optional[dict[str, list]] = None, xlabel: str = "Server",
-                 colors: Optional[list[str]] = None, log_if_spread: Optional[float] = None,
-                 group_colors: Optional[list[str]] = None) -> Optional[Path]:
-    """Bars for each series within each group, value on each bar, "n/a"/"FAIL"/"excluded" for
-    gaps; no chart (None, and any old file of that name removed) when there is no value at all.
-    ``group_colors``: one colour per group (a single series over the servers, each in its colour).
-
-    ``log_if_spread``: use a log value axis when max/min of the values exceeds it (latency
-    bars spanning 0.05 ms to 200 ms are unreadable on a linear axis)."""
-    if not any(v is not None for values in series.values() for v in values):
-        path.unlink(missing_ok=True)  # e.g. every cell contended: a chart of empty bars says nothing
-        return None
-    plt = _plt()
-    n = max(1, len(series))
-    width = 0.8 / n
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(groups) * max(1, n / 2)), 4.5))
-    values_all = [v for vals in series.values() for v in vals if v is not None and v > 0]
-    top = max(values_all or [1.0])
-    bottom = min(values_all or [1.0])
-    log = log_if_spread is not None and top / bottom > log_if_spread
-    floor = bottom / 2 if log else 0.0
-    bounded = False
-    from matplotlib.patches import Patch
-
-    legend = []  # plain colour patches: a hatched first bar must not make a series look like a bound
-    for i, (label, values) in enumerate(series.items()):
-        xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
-        color = (colors or PALETTE)[i % len(colors or PALETTE)]
-        heights = [v if v is not None else 0 for v in values]
-        bars = ax.bar(xs, heights, width * 0.95, label=label,
-                      color=group_colors if group_colors and n == 1 else color)
-        bounded = mark_bounds(bars, values) or bounded
-        legend.append(Patch(facecolor=color, label=label))
-        for j, (bar, value) in enumerate(zip(bars, values)):
-            if value is None:
-                text = (missing or {}).get(label, ["n/a"] * len(values))[j] or "n/a"
-                ax.text(bar.get_x() + bar.get_width() / 2, floor * 1.1 if log else top * 0.01, text,
-                        ha="center", va="bottom",
-                        fontsize=8, color="#555555", rotation=90)
-            else:
-                ax.text(bar.get_x() + bar.get_width() / 2, value, _fmt(value).replace(",", " "), ha="center",
-                        va="bottom", fontsize=8)
-    ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels(groups)
-    ax.set_title(title + (f"\n({BOUND_NOTE})" if bounded else ""), fontsize=11 if bounded else None)
-    ax.set_xlabel(xlabel)
-    if log:
-        _plain_log_axis(ax)
-        ax.set_ylim(floor, top * 2.0)
-        ax.set_ylabel(ylabel + ", log scale")
-    else:
-        from matplotlib.ticker import FuncFormatter
-
-        ax.set_ylabel(ylabel)
-        ax.set_ylim(0, top * 1.15)
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}".replace(",", " ") if top >= 100 else f"{v:g}"))
-    if not (group_colors and n == 1):  # the x labels already name a server's bar
-        # outside the axes: it never hides a bar's value
-        ax.legend(handles=legend, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
-def _plain_log_axis(ax) -> None:
-    """A log y axis labelled 0.5, 1, 2, 5, 10 ... instead of 5x10^-1."""
-    from matplotlib.ticker import FuncFormatter, LogLocator
-
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-
+from .protocol_charts import protocol_charts
 
 def _status(agg: Optional[Aggregate], metric: str = "rps") -> str:
     """What a chart prints where this cell's bar would be."""
@@ -220,8 +90,6 @@ def write_charts(source) -> list[Path]:
         out.append(grouped_bars(d / "memory_peak_rss.png", "Peak RSS per server (lower is better)",
                                 "Peak RSS (MiB)", targets, {"peak RSS": rss},
                                 {"peak RSS": gaps}, group_colors=by_server))
-    from .plots_protocols import protocol_charts
-
     out += protocol_charts(model, colors)
     if any(k[3] == "connect" for k in aggs):
         series, missing = {}, {}
@@ -261,8 +129,6 @@ def throughput_vs_concurrency(path: Path, aggs: dict, targets: list[str], protoc
     import math
 
     from matplotlib.ticker import FuncFormatter
-
-    from .targets import PROTOCOL_TITLES
 
     plt = _plt()
     shown = [p for p in protocols if any(a.status == "ok" for t in targets for a in _closed(aggs, t, p, workload))]

@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Optional, Union
 
 from . import html_charts
+from .comparison import compare
+from .document import render
+from .regression import HEADER, LEGEND, evaluate, rows_text
 from .model import Model
 from .model import load as load_model
 
@@ -99,8 +102,6 @@ def markdown_to_html(text: str) -> str:
 
 # -- the comparison as an HTML table -----------------------------------------------------------
 def comparison_html(frame, gate=None) -> str:
-    from .regression import HEADER, LEGEND, rows_text
-
     verdicts = list(frame.verdict)
     rows = rows_text(frame)
     out = ["<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in HEADER) + "</tr></thead><tbody>"]
@@ -121,16 +122,11 @@ def render_html(source: Union[str, Path, Model], compare_with: Union[str, Path, 
                 baseline: Optional[str] = None, thresholds: Optional[list] = None) -> str:
     """The HTML text of the report of ``source``; with ``compare_with`` (the *base*), a
     comparison section of ``source`` (new) against it comes first."""
-    from .report import render
-
     m = source if isinstance(source, Model) else load_model(source)
     name = m.directory.resolve().name if m.directory else "results"
     charts = html_charts.all_charts(m)
     sections: list[tuple[str, str, str]] = []  # (id, title, html)
     if compare_with is not None:
-        from .comparison import compare
-        from .regression import evaluate
-
         frame = compare(compare_with, m)
         gate = evaluate(frame, thresholds or [])
         base_name = Path(str(compare_with)).name if not isinstance(compare_with, Model) else "base"

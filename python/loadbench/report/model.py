@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from . import analysis
-from .analysis import Figure, Rank, Spread
+from ..core import analysis
+from ..core.analysis import Figure, Rank, Spread
+from ..sweep.results_folder import ResultsFolder
 from .idle_memory import IdleMemory, is_hold
 from .idle_memory import fold as fold_idle_memory
 
@@ -600,7 +601,5 @@ def build(settings: dict, environment: dict, records: list[dict], directory: Opt
 
 def load(results_dir) -> Model:
     """The model of a results folder (sweep.json, environment.json, results.jsonl)."""
-    from .results import load_dir
-
-    settings, environment, records = load_dir(Path(results_dir))
+    settings, environment, records = ResultsFolder(results_dir).load()
     return build(settings, environment, records, Path(results_dir))

@@ -6,44 +6,33 @@ import datetime as _dt
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import Callable, Optional
 
-from . import analysis
-from . import results as rs
-from . import tcp_exchange
-from .connections import FD_MARGIN, hold_connections, hold_shortfall, raise_fd_limit
-from .errors import LoadbenchError
-from .gate import LoadGate
-from .progress import ProgressBar
-from .sampler import Sampler
+from ..core import analysis
+from ..core import tcp_exchange
+from ..core.connections import FD_MARGIN, hold_connections, hold_shortfall, raise_fd_limit
+from ..core.errors import LoadbenchError
+from ..core.gate import LoadGate
+from ..core.progress import ProgressBar
+from ..core.sampler import Sampler
+from .plan import Cell, SweepPlan
+from .results_folder import ResultsFolder
 from .targets import HTTP2, TLS_PROTOCOLS, RunningServer, Target, launch, wire_protocol
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .sweep import Cell, Sweep
-
-
-def runner_speaks_http2(runner: Callable) -> bool:
-    """Whether ``runner`` (loadbench.run or a stand-in) takes protocol= and streams=."""
-    import inspect
-
-    try:
-        params = inspect.signature(runner).parameters.values()
-    except (TypeError, ValueError):
-        return True  # cannot tell (a C callable): let the call itself say
-    return any(p.name == "protocol" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-class _Group:
-    """The pending cells of one (target, protocol): one server lifecycle, restarted if it dies."""
+class ServerGroup:
+    """The pending cells of one (target, protocol): one server lifecycle, restarted if it dies.
+    ``runner`` is loadbench.run, a distributed SweepRunner, or a test's stand-in with run()'s
+    keywords."""
 
-    def __init__(self, sweep: Sweep, target: Target, protocol: str, cells: list, path: Path,
+    def __init__(self, sweep: SweepPlan, target: Target, protocol: str, cells: list[Cell], folder: ResultsFolder,
                  bar: ProgressBar, runner: Callable, cert_dir: Path, gate: Optional[LoadGate] = None) -> None:
         self.sweep, self.target, self.protocol = sweep, target, protocol
-        self.cells, self.path, self.bar, self.runner = cells, path, bar, runner
+        self.cells, self.folder, self.bar, self.runner = cells, folder, bar, runner
         self.cert_dir = cert_dir
         self.workloads = {w.name: w for w in sweep.workloads}
         self.server: Optional[RunningServer] = None
@@ -58,8 +47,6 @@ class _Group:
 
     def run(self) -> None:
         reason = self.target.unavailable_reason(self.protocol, self.peers_dir)
-        if reason is None and self.protocol in HTTP2 and not runner_speaks_http2(self.runner):
-            reason = "this loadbench's generator does not speak HTTP/2 yet (loadbench.run has no protocol=)"
         if reason:
             self.bar.note(f"skipping {self.target.name} {self.protocol}: {reason}")
         launch_error: Optional[str] = None
@@ -234,7 +221,7 @@ class _Group:
     def _capacity(self, cell: Cell) -> Optional[tuple[float, int]]:
         """(best median req/s, its concurrency) of this target/protocol/workload's closed cells."""
         by_c: dict[int, list[float]] = {}
-        for r in rs.read_records(self.path):
+        for r in self.folder.records():
             if (r.get("target"), r.get("protocol"), r.get("workload"), r.get("mode"), r.get("status")) == \
                     (cell.target, cell.protocol, cell.workload, "closed", "ok"):
                 by_c.setdefault(r["connections"], []).append(r["result"]["rps"])
@@ -267,7 +254,7 @@ class _Group:
         if self.sampled and status != "skipped":
             record["sampler"] = self.sampled
             self.sampled = None
-        rs.append_record(self.path, record)
+        self.folder.append(record)
 
 
 def _who(server: dict) -> str:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Optional
 
 from .model import HTTP1_PROTOCOLS, HTTP2_PROTOCOLS, Model
-from .report import GENERATOR_BOUND, by_rank, fmt_average, fmt_int, fmt_ms, fmt_ratio, table
+from .markdown import GENERATOR_BOUND, fmt_average, fmt_int, fmt_ms, fmt_ratio, table
+from .tables import by_rank
 
 PROTOCOL_NAMES = {"http": "HTTP/1.1", "https": "HTTP/1.1 TLS", "h2c": "HTTP/2 h2c", "h2": "HTTP/2 TLS"}
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from . import analysis
+from ..core import analysis
 from .idle_memory import IdleMemory
 from .model import Model
-from .report import fmt_int, table
+from .markdown import fmt_int, table
 
 
 def _bytes(value: Optional[float]) -> str:

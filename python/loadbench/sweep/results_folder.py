@@ -1,4 +1,4 @@
-"""A sweep's results folder on disk, and the tidy table made from it.
+"""A sweep's results folder on disk: :class:`ResultsFolder` owns its three files.
 
     RESULTS_DIR/
       sweep.json         the sweep's settings (what was asked for)
@@ -22,7 +22,7 @@ import json
 import os
 from pathlib import Path
 
-from .errors import ConfigError
+from ..core.errors import ConfigError
 
 RESULTS_FILE = "results.jsonl"
 SETTINGS_FILE = "sweep.json"
@@ -68,15 +68,69 @@ def read_records(path: Path) -> list[dict]:
     return records
 
 
-def load_dir(results_dir: Path) -> tuple[dict, dict, list[dict]]:
+class ResultsFolder:
+    """The files of one sweep's results folder, and the only code that writes them.
+
+        folder = ResultsFolder("reports/2026-12-01-vm")
+        folder.records()                      # every complete line of results.jsonl
+        folder.append(record)                 # one cell, fsynced
+        folder.update_environment(gate=...)   # add keys to environment.json
+    """
+
+    def __init__(self, path: "str | os.PathLike") -> None:
+        self.path = Path(path)
+
+    @property
+    def results(self) -> Path:
+        return self.path / RESULTS_FILE
+
+    @property
+    def settings_path(self) -> Path:
+        return self.path / SETTINGS_FILE
+
+    @property
+    def environment_path(self) -> Path:
+        return self.path / ENVIRONMENT_FILE
+
+    def create(self) -> "ResultsFolder":
+        self.path.mkdir(parents=True, exist_ok=True)
+        return self
+
+    def records(self) -> list[dict]:
+        return read_records(self.results)
+
+    def append(self, record: dict) -> None:
+        append_record(self.results, record)
+
+    def repair_tail(self) -> None:
+        repair_tail(self.results)
+
+    def settings(self) -> dict:
+        return _read_json(self.settings_path)
+
+    def write_settings(self, settings: dict) -> None:
+        self.settings_path.write_text(json.dumps(settings, indent=2) + "\n")
+
+    def environment(self) -> dict:
+        return _read_json(self.environment_path)
+
+    def write_environment(self, environment: dict) -> None:
+        self.environment_path.write_text(json.dumps(environment, indent=2, default=str) + "\n")
+
+    def update_environment(self, **blocks: object) -> None:
+        """Add or replace top-level blocks of environment.json (the load gate, the generator hosts)."""
+        self.write_environment({**self.environment(), **blocks})
+
+    def load(self) -> tuple[dict, dict, list[dict]]:
+        """(settings, environment, records); a clear error when this is no results folder."""
+        if not self.results.exists():
+            raise ConfigError(f"{self.path} holds no {RESULTS_FILE}: not a sweep results folder")
+        return self.settings(), self.environment(), self.records()
+
+
+def load_dir(results_dir: "str | os.PathLike") -> tuple[dict, dict, list[dict]]:
     """(settings, environment, records) of a results folder; a clear error if it is not one."""
-    results_dir = Path(results_dir)
-    results = results_dir / RESULTS_FILE
-    if not results.exists():
-        raise ConfigError(f"{results_dir} holds no {RESULTS_FILE}: not a sweep results folder")
-    settings = _read_json(results_dir / SETTINGS_FILE)
-    environment = _read_json(results_dir / ENVIRONMENT_FILE)
-    return settings, environment, read_records(results)
+    return ResultsFolder(results_dir).load()
 
 
 def _read_json(path: Path) -> dict:
@@ -86,8 +140,3 @@ def _read_json(path: Path) -> dict:
         return json.loads(path.read_text(encoding="utf-8"))
     except ValueError:
         raise ConfigError(f"{path} is not valid JSON") from None
-
-
-# The tidy rows and the cells are the report model's (one definition); re-exported for the
-# callers that knew them here.
-from .model import Aggregate, aggregate, common_closed_cells, flatten, frame  # noqa: F401

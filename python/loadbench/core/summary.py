@@ -1,14 +1,15 @@
-"""The human-readable summary of a Result (CLI output and notebook display)."""
+"""The human-readable summary of a Result (CLI output and notebook display).
+
+It reads a Result's attributes only, so result.py can offer it as Result.summary_lines()
+without this module importing that one."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import Any
 
 from . import analysis
 from .tcp_exchange import tcp_exchange_text, uses_lean_exchange
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .result import Result
 
 
 def format_us(us: float) -> str:
@@ -27,7 +28,8 @@ def format_bytes(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
-def summary_lines(r: "Result") -> list[str]:
+def summary_lines(r: Any) -> list[str]:
+    """The lines `loadbench run` prints for a loadbench.Result ``r``."""
     cfg = r.config
     lat = r.latency
     mode = (f"{cfg.get('requests'):,} requests" if cfg.get("requests") else f"{cfg.get('duration_s', r.duration_s):g} s")

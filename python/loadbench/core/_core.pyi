@@ -64,7 +64,7 @@ class Sampler:
     def proc_listings(self) -> int: ...
 
 def cgroup_cpu_ns(dir: str) -> Optional[int]: ...  # one reading of a cgroup's CPU usage; None if unreadable
-def machine_processes() -> list[tuple[int, int, float, str, bool]]: ...  # (pid, start_ticks, cpu_s, comm, kernel_thread)
+def machine_processes() -> list[tuple[int, int, int, float, str, bool]]: ...  # (pid, ppid, start_ticks, cpu_s, comm, kernel_thread)
 
 class ConnectionHolder:
     """N idle keep-alive connections at an fd and a state byte each (loadbench.hold_connections)."""

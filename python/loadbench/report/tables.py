@@ -1,191 +1,17 @@
-"""report.md from a results folder, shaped like the seed reports: how it was generated, the
-settings and environment blocks (with the load gate and contended cells), per-protocol tables
-(req/s, p50, p99, CPU us/req, in-flight and non-2xx + errors by server x concurrency) with the
-best *ranked* server per column in bold, ✗ / ⚑ / ‡ / § / † / FAIL marks with their legend, the
-connection-setup and open-loop tables, and the limits of what the run measured. Every figure
-comes from one :class:`loadbench.model.Model`.
-
-    loadbench.report.write_report("reports/2026-11-29-host")   # -> report.md (+ charts)
+"""The tables of report.md that show cells and servers: per protocol and workload (req/s, p50,
+p99, CPU us/req, in-flight, non-2xx + errors by server x concurrency), connection setup, open
+loop, the workload breakdown, and the summary with its peaks, averages, certain ranks and the
+headline a sweep prints. Every figure is a :class:`loadbench.report.model.Model` method or an
+:class:`Aggregate`'s median.
 """
 from __future__ import annotations
 
-import datetime as _dt
-from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
-from . import analysis
-from .errors import ConfigError
-from .model import Aggregate, Model
-from .model import load as load_model
-
-STARVED = "‡"
-GENERATOR_BOUND = "§"
-PARTIAL = "†"
-DIRTY = "✗"
-CONTENDED = "⚑"
-
-LEGEND = (
-    f"(Best server per column in bold, per metric: highest req/s, lowest latency and CPU us/req, "
-    f"among ranked cells only, and only where it is certainly best. {DIRTY} = more than "
-    f"{100 * analysis.DIRTY_SHARE:g} % of the cell's outcomes "
-    f"were non-2xx answers or errors (the non-2xx + errors row; codes in the note under the table): "
-    f"never bold, never ranked. {CONTENDED} = contended: other processes used more than "
-    f"{{contended}} % of the machine's CPU during the window even after re-runs: never bold, never "
-    f"ranked. {STARVED} = under-driven: the closed loop held fewer than "
-    f"{analysis.UNDERDRIVEN_FRACTION:g} x C requests in flight (req/s x mean latency) because "
-    f"connections were lost to errors or reconnects, so the server saw less than the column's C and the "
-    f"latency is never bold. {GENERATOR_BOUND} = generator-bound: loadbench's own threads were "
-    f"saturated, or (connection setup) its CPU per new connection or handshake exceeded the "
-    f"server's, so the cell's req/s and connection rate are the generator's limit and the server's "
-    f"own is at least that: a lower bound, written \"≥ N\", ranked as one (bold only when even the bound "
-    f"beats every other server's value). Its latency percentiles are the generator's, never bold; its CPU "
-    f"us/req and peak memory are the server's own at the load it got, ranked as measured. "
-    f"{PARTIAL} = some repeats failed, the value is the median of the others. "
-    f"FAIL = the server died or never became ready for that cell; n/a = not run (peer not "
-    f"installed, or the peer does not serve that protocol/workload).)"
-)
-
-
-# Every number formatter writes a Figure's bound before it ("≥ 193 883"): the one place where a
-# lower bound becomes visible, so no table can show one as a measured value.
-def prefix(value: Optional[float]) -> str:
-    return getattr(value, "prefix", "")
-
-
-def fmt_int(value: Optional[float]) -> str:
-    """39 999 - thousands separated by a space, like the seed report."""
-    return "" if value is None else prefix(value) + f"{value:,.0f}".replace(",", " ")
-
-
-def fmt_ms(value: Optional[float]) -> str:
-    if value is None:
-        return ""
-    return prefix(value) + (f"{value:.2f}" if value >= 0.1 else f"{value:.3f}")
-
-
-def fmt_us(value: Optional[float]) -> str:
-    return "" if value is None else prefix(value) + f"{value:.2f}"
-
-
-def fmt_ratio(value: Optional[float]) -> str:
-    """'1.32x', '≥ 6.10x'; a ratio of two bounds in the same direction bounds nothing."""
-    if value is None:
-        return "n/a"
-    if getattr(value, "bound", None) == "unknown":
-        return f"uncertain (~{value:.2f}x of two bounds)"
-    return f"{prefix(value)}{value:.2f}x"
-
-
-def fmt_average(value: Optional[float], fmt: Callable[[Optional[float]], str]) -> str:
-    """An average with how many of its cells were bounds: '≥ 150 003 (5 of 9 §)'."""
-    text = fmt(value)
-    if text and getattr(value, "bounded", 0):
-        text += f" ({value.bounded} of {value.cells} {GENERATOR_BOUND})"
-    return text
-
-
-def table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-class _Metric:
-    """One row of a table. ``rank``: the model metric whose ranking decides bold (a
-    generator-bound cell is ranked for CPU us/req, not for req/s or latency)."""
-
-    def __init__(self, label: str, get: Callable[[Aggregate], Optional[float]], fmt: Callable,
-                 higher_is_better: Optional[bool], latency: bool, rank: str = "rps") -> None:
-        self.label, self.get, self.fmt = label, get, fmt
-        self.higher_is_better, self.latency, self.rank = higher_is_better, latency, rank
-
-
-def _median(spread: Optional[analysis.Spread]) -> Optional[float]:
-    return None if spread is None else spread.median
-
-
-def fmt_share(value: Optional[float]) -> str:
-    if value is None:
-        return ""
-    return "0 %" if value == 0 else f"{100 * value:.2f} %" if value < 0.1 else f"{100 * value:.1f} %"
-
-
-BAD = _Metric("non-2xx + errors", lambda a: a.bad_share, fmt_share, None, False)
-METRICS = [
-    _Metric("req/s", lambda a: _median(a.rps), fmt_int, True, False),
-    _Metric("p50 (ms)", lambda a: _median(a.p50_ms), fmt_ms, False, True, "p50_ms"),
-    _Metric("p99 (ms)", lambda a: _median(a.p99_ms), fmt_ms, False, True, "p99_ms"),
-    _Metric("CPU us/req", lambda a: _median(a.cpu_us), fmt_us, False, False, "cpu_us"),
-    _Metric("in-flight", lambda a: _median(a.inflight), lambda v: "" if v is None else f"{v:.1f}", None, False),
-    BAD,
-]
-
-
-def _cell_value(agg: Aggregate, metric: _Metric) -> Optional[float]:
-    """The cell's value for a row, as a Figure carrying its bound for the rows that rank."""
-    value = metric.get(agg)
-    bound = agg.bound_for(metric.rank) if metric.higher_is_better is not None else None
-    return analysis.Figure(value, bound, 1) if value is not None and bound else value
-
-
-def cell_text(agg: Optional[Aggregate], metric: _Metric, bold: bool) -> str:
-    """One table cell: value ("≥ N" when a lower bound), bold when certainly best, with its
-    marks; FAIL / n/a when not measured."""
-    if agg is None or agg.status == "skipped":
-        return "n/a"
-    if agg.status == "fail":
-        return "FAIL"
-    value = _cell_value(agg, metric)
-    if value is None:
-        return "n/a"
-    text = metric.fmt(value)
-    if bold:
-        text = f"**{text}**"
-    if agg.dirty:
-        text += f" {DIRTY}"
-    if agg.contended:
-        text += f" {CONTENDED}"
-    if agg.starved and (metric.latency or metric is METRICS[-2]):
-        text += f" {STARVED}"
-    if agg.bounded_by_generator:
-        text += f" {GENERATOR_BOUND}"
-    if agg.failed:
-        text += f" {PARTIAL}"
-    return text
-
-
-def best_target(aggs: dict[str, Optional[Aggregate]], metric: _Metric) -> Optional[str]:
-    """The bold cell of one column: the one certainly best among the cells ranked for the row's
-    metric (clean, uncontended; for latency, not under-driven), a lower bound counting as what it
-    proves. None when no cell is certainly best (e.g. two lower bounds, or a lower bound below
-    another server's measured value)."""
-    if metric.higher_is_better is None:
-        return None
-    values = {}
-    for name, agg in aggs.items():
-        if agg is None or agg.status != "ok" or not agg.ranked_for(metric.rank) or (metric.latency and agg.starved):
-            continue
-        values[name] = _cell_value(agg, metric)
-    measured = sum(1 for a in aggs.values() if a is not None and a.status == "ok" and metric.get(a) is not None)
-    if measured < 2:
-        return None  # a single server is nobody's winner
-    ranks = analysis.certain_ranks(values, higher_is_better=metric.higher_is_better)
-    return next((name for name, r in ranks.items() if r.worst == 1), None)
-
-
-def _load_name(a: Aggregate) -> str:
-    return {"closed": f"C = {a.load}", "connect": f"new-conn c = {a.load}",
-            "open": f"open loop {a.load} %"}.get(a.mode, str(a.load))
-
-
-def outcome_note(cells: list[Optional[Aggregate]]) -> str:
-    """The footnote under a table: the top non-2xx codes / error kinds of its cells that had any."""
-    parts = [f"{a.target} {a.protocol} {a.workload} {_load_name(a)}: {a.top_outcomes()}"
-             for a in cells if a is not None and a.status == "ok" and a.top_outcomes()]
-    if not parts:
-        return ""
-    return "\n\nNon-2xx answers and errors (top kinds, summed over repeats): " + "; ".join(parts) + "."
-
+from ..core import analysis
+from .markdown import (BAD, CONTENDED, GENERATOR_BOUND, PARTIAL, METRICS, _load_name, _median, _Metric, best_target, cell_text, fmt_average,
+                       fmt_int, fmt_ms, fmt_ratio, fmt_us, outcome_note, table)
+from .model import BOUNDED_METRICS, PROTOCOL_ORDER, SERVER_COST_METRICS, Aggregate, Model
 
 def load_table(aggs: dict[tuple, Aggregate], targets: list[str], protocol: str, workload: str) -> str:
     """req/s, p50, p99, CPU us/req, in-flight and non-2xx + errors by server x concurrency (closed loop)."""
@@ -220,8 +46,6 @@ def connection_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
     """Connections (cleartext) or full TLS handshakes (https, h2) per second, one column per
     protocol that has connection-setup cells, the generator's and the server's CPU per new
     connection (or handshake), then their non-2xx + errors."""
-    from .model import PROTOCOL_ORDER
-
     protocols = [p for p in PROTOCOL_ORDER if any(k[1] == p and k[3] == "connect" for k in aggs)] or ["http", "https"]
     tls = ("https", "h2")
     header = (["Server"] + [f"{p} handshakes/s" if p in tls else f"{p} conn/s" for p in protocols]
@@ -354,8 +178,6 @@ def summary_note(model: Model, base: str) -> str:
 def _why(cells: list[Aggregate], metric: str = "rps") -> str:
     """'1 with > 1 % non-2xx/errors, 2 contended (...)': the reasons ``cells`` are not ranked
     for ``metric`` (generator-bound is a reason only for the metrics it bounds nothing of)."""
-    from .model import BOUNDED_METRICS, SERVER_COST_METRICS
-
     dirty, contended, bound = (sum(1 for a in cells if flag(a)) for flag in
                                (lambda a: a.dirty, lambda a: a.contended,
                                 lambda a: a.generator_bound and metric not in SERVER_COST_METRICS
@@ -422,87 +244,3 @@ def workload_table(aggs: dict[tuple, Aggregate], targets: list[str], protocol: s
         rows.append(row)
     cells = [aggs.get((t, protocol, w, "closed", c)) for t in targets for w in workloads]
     return f"At C = {c}.\n\n" + table(header, rows) + outcome_note(cells)
-
-
-def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] = None) -> str:
-    """The markdown text of report.md for a results folder or a :class:`Model`; ratios divide
-    by ``baseline`` (default: the sweep's baseline setting, else its first target)."""
-    from .report_text import environment_table, intro, known_limits, settings_table
-
-    model = source if isinstance(source, Model) else load_model(source)
-    settings, environment, rows, aggs = model.settings, model.environment, model.rows, model.aggs
-    targets, workloads, protocols = model.targets, model.workloads, model.protocols
-    name = model.directory.resolve().name if model.directory else "results"
-    generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    parts = [f"# loadbench sweep report: {name}", ""]
-    # the hold cells' records too: their servers and start times belong to the run
-    parts += intro(generated, settings, environment, rows + model.hold_records)
-    parts += ["## Settings", "", settings_table(settings, rows, aggs, model.hold_records), "",
-              "## Environment", "", environment_table(environment, rows, settings), ""]
-    if not targets:
-        raise ConfigError("the results hold no cells")
-    base = baseline or settings.get("baseline") or targets[0]
-    if base not in targets:
-        raise ConfigError(f"baseline {base!r} is not a server of this sweep ({', '.join(targets)})")
-    parts += ["## Summary", "", summary_table(model, base), "", summary_note(model, base), "", excluded_text(model), ""]
-    from .report_protocols import sections
-    from .targets import PROTOCOL_TITLES
-
-    streams = {r["protocol"]: r.get("streams") or 1 for r in rows if r.get("status") == "ok"}
-    parts += sections(model, streams)
-    for protocol in protocols:
-        for w in workloads:
-            if any(k[1] == protocol and k[2] == w and k[3] == "closed" for k in aggs):
-                title = PROTOCOL_TITLES.get(protocol, protocol)
-                more = f", {streams[protocol]} streams per connection" if streams.get(protocol, 1) > 1 else ""
-                parts += [f"## {title} ({protocol}), {w}, keep-alive{more}", "",
-                          load_table(aggs, targets, protocol, w), ""]
-    share = settings.get("contended_share") or analysis.CONTENDED_SHARE
-    parts += [LEGEND.replace("{contended}", f"{100 * share:g}"), ""]
-    multi = [w for w in workloads if sum(1 for k in aggs if k[2] == w and k[3] == "closed") > 0]
-    if len(multi) > 1:
-        parts += ["## Workload breakdown", ""]
-        for protocol in protocols:
-            text = workload_table(aggs, targets, protocol, multi)
-            if text:
-                parts += [f"### {protocol}", "", text, ""]
-    if any(k[3] == "connect" for k in aggs):
-        parts += ["## Connection setup", "",
-                  "No keep-alive: every request pays a fresh connection. For http that is the "
-                  "accept/teardown rate; for https it is full TLS handshakes per second (no session "
-                  "resumption), the cost a short-lived-connection deployment pays and the keep-alive "
-                  "tables above amortise to nothing. Marks as in the tables above.", "",
-                  connection_table(aggs, targets), ""]
-    if any(k[3] == "open" for k in aggs):
-        parts += ["## Open loop: latency at fixed rates", "",
-                  "Requests sent at a constant rate, a fixed fraction of each server's best closed-loop req/s "
-                  f"({settings.get('open_loop_workload', 'plaintext')}, same protocol) measured earlier in this "
-                  "sweep, over the fixed connection count of that best cell (a request that finds every "
-                  "connection busy waits, and the wait counts). Latency runs from each request's intended send time, so a stalled server is charged "
-                  "for the requests that waited (coordinated omission corrected); the last column is the "
-                  "uncorrected p99 from the actual send, for comparison. A server that cannot keep up shows an "
-                  "achieved rate below its target and a corrected tail far above the uncorrected one.", "",
-                  open_loop_table(aggs, targets), ""]
-    from .report_memory import section as memory_section
-
-    parts += memory_section(model)
-    if charts:
-        parts += ["## Charts", ""] + [f"![{Path(c).stem.replace('_', ' ')}]({c})\n" for c in charts]
-    parts += ["## Known limits", ""] + known_limits(settings, environment, rows, aggs) + [""]
-    return "\n".join(parts)
-
-
-def write_report(results_dir, charts: bool = True, baseline: Optional[str] = None) -> Path:
-    """Write report.md (and, unless charts=False, the PNG charts) into ``results_dir``; both
-    are drawn from one :class:`loadbench.model.Model` of the folder."""
-    results_dir = Path(results_dir)
-    model = load_model(results_dir)
-    names: list[str] = []
-    if charts:
-        from .plots import write_charts
-
-        names = [p.name for p in write_charts(model)]
-    text = render(model, names, baseline=baseline)
-    out = results_dir / "report.md"
-    out.write_text(text, encoding="utf-8")
-    return out

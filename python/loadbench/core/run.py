@@ -11,14 +11,13 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _core
 from .errors import ConfigError, LoadbenchError
 from .result import LatencyHistogram, Result
+from .sampler import Sampler, WindowEdges
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .sampler import WindowEdges
 
 HeadersLike = Union[Mapping[str, str], Iterable[tuple[str, str]], Iterable[str], None]
 BodyLike = Union[bytes, str, os.PathLike, None]
@@ -350,7 +349,7 @@ def _known_options(caller: str, options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
-def _run_with_edges(edges: Optional["WindowEdges"], progress: Optional[Callable[[dict], None]],
+def _run_with_edges(edges: Optional[WindowEdges], progress: Optional[Callable[[dict], None]],
                     begin: Callable[[], RunningLoad]) -> Result:
     handle = begin()
     if edges is not None:
@@ -374,13 +373,11 @@ def _run_with_edges(edges: Optional["WindowEdges"], progress: Optional[Callable[
     return result
 
 
-def _window_edges(sample_pid: Optional[int], warmup: Any, duration: Any) -> Optional["WindowEdges"]:
+def _window_edges(sample_pid: Optional[int], warmup: Any, duration: Any) -> Optional[WindowEdges]:
     """Opens the sampler before any load, so a bad pid fails first; without warm-up the
     window opens with the engine, so its first snapshot is taken now, on an idle server."""
     if sample_pid is None:
         return None
-    from .sampler import Sampler, WindowEdges
-
     edges = WindowEdges(Sampler(sample_pid, tree=True), _number("warmup", warmup),
                         _number("duration", duration) if duration is not None else None)
     edges.before_start()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from .errors import ServerError
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]  # python/loadbench: bin/ is installed beside core/
 
 
 def server_binary() -> Path:

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from ._process import die_with_parent
+from .process import die_with_parent
 from .cgroup import ServerCgroup
 from .errors import ConfigError, ServerError
 from .paths import server_binary

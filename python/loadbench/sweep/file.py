@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from .errors import ConfigError
-from .sweep import Sweep, Workload, builtin_workloads
+from ..core.errors import ConfigError
+from .runner import Sweep, Workload, builtin_workloads
 from .targets import Target, default_peer_targets
 
 if sys.version_info >= (3, 11):

@@ -71,21 +71,42 @@ class MachineSnapshot:
 
 
 @dataclass(frozen=True)
+class ProcessCpu:
+    """One process at one reading: CPU seconds of its own (every thread, live and exited) and of
+    the children it reaped, and who it is."""
+
+    ppid: int
+    start_ticks: int  # with the pid, identifies the process across readings
+    cpu_s: float
+    command: str
+    kernel_thread: bool
+
+
+@dataclass(frozen=True)
 class MachineProcesses:
-    """Every process on the machine and the CPU it has used, at one instant: pid -> (start
-    ticks, CPU seconds of its own and of the children it reaped, command name, kernel thread);
-    and the machine's steal time so far (CPU the hypervisor gave to other guests while ours
-    wanted to run: another machine's process, for a benchmark)."""
+    """Every process on the machine and the CPU it has used, at one instant (pid ->
+    :class:`ProcessCpu`); the seconds since boot then, and the machine's steal time so far (CPU
+    the hypervisor gave to other guests while ours wanted to run: another machine's process,
+    for a benchmark)."""
 
     t: float
     cpu: dict
     steal_s: Optional[float] = None
+    uptime_s: Optional[float] = None
 
     @classmethod
     def read(cls) -> "MachineProcesses":
         rows = _core.machine_processes()
-        return cls(time.monotonic(), {pid: (start, cpu_s, comm, kernel) for pid, start, cpu_s, comm, kernel in rows},
-                   _steal_s())
+        return cls(time.monotonic(), {pid: ProcessCpu(ppid, start, cpu_s, comm, kernel)
+                                      for pid, ppid, start, cpu_s, comm, kernel in rows}, _steal_s(), _uptime_s())
+
+
+def _uptime_s() -> Optional[float]:
+    try:
+        with open("/proc/uptime", encoding="ascii") as fh:
+            return float(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _steal_s() -> Optional[float]:
@@ -120,26 +141,68 @@ class OthersCpu:
         return self.cpu_s + self.steal_s
 
 
+CPUS = os.cpu_count() or 1
+
+
+def used_between(before: MachineProcesses, after: MachineProcesses) -> dict[int, float]:
+    """pid -> CPU seconds each process of ``after`` used between the two readings.
+
+    A process seen at both is counted by its growth. Its growth includes the whole life of the
+    descendants it reaped meanwhile (cutime/cstime, theirs included), so what they had used by the
+    first reading is taken off again: a build's compiler that ran 20 s and exits inside a 1 s
+    window adds only its last second to make's figure. A process born in between is counted with all it
+    used (its whole life lies in between); one that the first reading missed although it was
+    already running (a read that failed) with at most one CPU over the span. No process is
+    counted with more than every CPU of the machine over the span."""
+    elapsed = max(0.0, after.t - before.t)
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def alive(pid: int) -> bool:
+        return pid in before.cpu and pid in after.cpu and after.cpu[pid].start_ticks == before.cpu[pid].start_ticks
+
+    def reaper(proc: ProcessCpu) -> int:
+        """The nearest ancestor alive at both readings: a compiler reaped by its gcc driver, which
+        make reaps in turn, ends in make's time; an orphan's in init's."""
+        parent, seen = proc.ppid, set()
+        while parent in before.cpu and not alive(parent) and parent not in seen:
+            seen.add(parent)
+            parent = before.cpu[parent].ppid
+        return parent if alive(parent) else 1
+
+    reaped_before: dict[int, float] = {}  # reaper -> what its descendants that left had used by `before`
+    for pid, proc in before.cpu.items():
+        if not alive(pid):
+            who = reaper(proc)
+            reaped_before[who] = reaped_before.get(who, 0.0) + proc.cpu_s
+    out: dict[int, float] = {}
+    for pid, proc in after.cpu.items():
+        prev = before.cpu.get(pid)
+        if prev is not None and prev.start_ticks == proc.start_ticks:
+            used = proc.cpu_s - prev.cpu_s - reaped_before.get(pid, 0.0)
+        elif before.uptime_s is not None and proc.start_ticks / ticks < before.uptime_s - 0.05:
+            used = min(proc.cpu_s, elapsed)  # running at the first reading, but not read then
+        else:
+            used = proc.cpu_s
+        # no process uses more than every CPU for the whole span, whatever its counters said
+        out[pid] = min(max(0.0, used), elapsed * CPUS)
+    return out
+
+
 def others_cpu(before: MachineProcesses, after: MachineProcesses, ours: Iterable[int] = ()) -> OthersCpu:
-    """The CPU that processes other than ``ours`` and this one used between two readings. A
-    process seen at both is counted by its growth, one born in between with all it used (its
-    whole life lies in between); one that exited in between is counted through its parent's
-    reaped-children time when the parent reaped it."""
+    """The CPU that processes other than ``ours`` and this one used between two readings
+    (per process as :func:`used_between` counts it)."""
     mine = set(ours) | {os.getpid()}
     user = kernel = 0.0
     by: dict[str, float] = {}
-    for pid, (start, cpu_s, comm, is_kernel) in after.cpu.items():
-        if pid in mine:
+    for pid, used in used_between(before, after).items():
+        if pid in mine or used <= 0:
             continue
-        prev = before.cpu.get(pid)
-        used = cpu_s - prev[1] if prev is not None and prev[0] == start else cpu_s
-        if used <= 0:
-            continue
-        if is_kernel:
+        proc = after.cpu[pid]
+        if proc.kernel_thread:
             kernel += used
         else:
             user += used
-            by[comm] = by.get(comm, 0.0) + used
+            by[proc.command] = by.get(proc.command, 0.0) + used
     steal = (after.steal_s - before.steal_s) if after.steal_s is not None and before.steal_s is not None else 0.0
     return OthersCpu(user, kernel, sorted(by.items(), key=lambda item: -item[1]), max(0.0, steal))
 

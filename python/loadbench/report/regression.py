@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 from .comparison import Metric, metric
-from .errors import ConfigError
+from ..core.errors import ConfigError
 
 PASS, FAIL, INCONCLUSIVE = 0, 1, 2
 _THRESHOLD = re.compile(r"^\s*([A-Za-z0-9./_]+)\s*:\s*([+-]?)\s*(\d+(?:\.\d+)?)\s*%?\s*$")

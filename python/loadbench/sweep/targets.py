@@ -47,9 +47,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ._process import die_with_parent
-from .cgroup import ServerCgroup
-from .errors import ConfigError, ServerError
+from ..core.process import die_with_parent
+from ..core.cgroup import ServerCgroup
+from ..core.errors import ConfigError, ServerError
+from ..core.server import ServerProcess
 
 KINDS = ("beast", "command", "url")
 PROTOCOLS = ("http", "https", "h2c", "h2")
@@ -364,8 +365,6 @@ def launch(
             raise ConfigError(f"target {target.name!r} has no {protocol} URL")
         return RunningServer(target, protocol, url.rstrip("/"), target.pid, cpus=None)
     if target.kind == "beast":
-        from .server import ServerProcess
-
         https = is_tls(protocol)
         # TLS: full handshakes only, like the nginx peer (ssl_session_cache off, tickets off)
         beast = ServerProcess(workers=workers, host=host, tls=https, http=not https, cpus=cpu_list,

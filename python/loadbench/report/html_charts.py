@@ -15,7 +15,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .model import Aggregate, Model
-from .result import LatencyHistogram
+from ..core.result import LatencyHistogram
 
 LAYOUT = {"template": "plotly_white", "height": 460, "margin": {"l": 70, "r": 20, "t": 50, "b": 60},
           "legend": {"font": {"size": 11}}, "hovermode": "closest"}

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from . import analysis
+from ..core import analysis
+from ..core.environment import Environment
+from ..core.tcp_exchange import tcp_exchange_text
+from .markdown import table
 from .model import Aggregate
-from .tcp_exchange import tcp_exchange_text
 
 
 def _cpus(cpus: Optional[list]) -> str:
@@ -81,8 +83,6 @@ def intro(generated: str, settings: dict, environment: dict, rows: list[dict]) -
 
 def settings_table(settings: dict, rows: list[dict], aggs: dict, held: Sequence[dict] = ()) -> str:
     """``held``: the hold cells' records (memory per idle connection), counted beside the load cells."""
-    from .report import table
-
     repeats, duration, warmup = settings.get("repeats"), settings.get("duration"), settings.get("warmup")
     cs = settings.get("concurrencies") or []
     status = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "fail", "skipped")}
@@ -163,13 +163,9 @@ def _flatten_env(data: dict, prefix: str = "") -> list[tuple[str, str]]:
 
 
 def environment_table(environment: dict, rows: list[dict], settings: Optional[dict] = None) -> str:
-    from .report import table
-
     settings = settings or {}
     gate = environment.get("gate") if isinstance(environment.get("gate"), dict) else None
     try:
-        from .environment import Environment
-
         env = {k: v for k, v in environment.items() if k != "gate"}
         env["loadavg_at_start"] = tuple(env.get("loadavg_at_start") or (0.0, 0.0, 0.0))
         items = list(Environment(**env).rows())

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from . import _core
 from .errors import ConfigError, LoadbenchError
+from .sampler import Sampler
 
 FD_MARGIN = 256  # descriptors this process needs beside the held connections
 STABLE_S = 2.0  # the server's descriptor count unchanged this long: it accepted what it will
@@ -99,8 +100,6 @@ def hold_connections(url: str, connections: int = 10_000, *, sample_pid: Optiona
     sampler = None
     server_before: dict[str, Any] = {}
     if sample_pid is not None:
-        from .sampler import Sampler
-
         sampler = Sampler(sample_pid, tree=tree)
         server_before = _server_reading(sampler)
 

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from . import _core
+
 PREFIX = "loadbench-"
 _counter = itertools.count(1)
 
@@ -146,8 +148,6 @@ class ServerCgroup:
     @classmethod
     def create(cls, label: str = "server") -> tuple[Optional["ServerCgroup"], str]:
         """A new, empty cgroup, or None and one sentence saying why none could be made."""
-        from . import _core
-
         reasons = []
         found = hierarchies()
         if not found:
@@ -197,8 +197,6 @@ class ServerCgroup:
         return False
 
     def cpu_ns(self) -> Optional[int]:
-        from . import _core
-
         return _core.cgroup_cpu_ns(str(self.path))
 
     def pids(self) -> list[int]:

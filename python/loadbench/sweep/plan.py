@@ -1,30 +1,16 @@
-"""A sweep: targets x workloads x loads x protocols x repeats, run cell by cell.
-
-    sweep = loadbench.Sweep(targets=[Target("beast")], concurrencies=[1, 10], duration=2.0)
-    sweep.run("reports/my-run")      # results.jsonl grows one line per cell; resumable
-
-Each cell is one ``loadbench.run`` with its own warm-up and measured window, the server
-sampled around exactly that window (``sample_pid``), and its record appended and fsynced to
-results.jsonl the moment it ends. Re-running the same sweep into the same folder skips the
-cells already recorded. A server is started once per (target, protocol) and restarted if it
-dies; a cell during which it died, or for which it never became ready, is recorded as FAIL
-and the sweep goes on.
+"""What a sweep runs: its settings (validated once, here), its workloads, and the plan - every
+cell in execution order and the time it should take. Nothing here measures; runner.py does.
 """
 from __future__ import annotations
 
-import io
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Callable, Optional, Union
+from typing import Optional, Union
 
-from . import analysis
-from . import results as rs
-from .errors import ConfigError
-from .gate import LoadGate
-from .progress import ProgressBar
+from ..core import analysis
+from ..core.run import check_tls_library
+from ..core.errors import ConfigError
 from .targets import HTTP2, PROTOCOLS, TLS_PROTOCOLS, Target, default_cpu_split
 
 DEFAULT_H2_STREAMS = 10  # concurrent streams per HTTP/2 connection (seed report 001: 10)
@@ -108,8 +94,10 @@ class Cell:
 
 
 @dataclass
-class Sweep:
-    """The matrix to run. Everything has a default; see bench/sweeps/example.toml for TOML."""
+class SweepPlan:
+    """The matrix to run: settings, validated on construction, and the cells they make. Every
+    field has a default; see bench/sweeps/example.toml for the TOML form. loadbench.Sweep adds
+    ``run()``."""
 
     targets: list = field(default_factory=lambda: [Target("beast")])
     workloads: list = field(default_factory=lambda: [builtin_workloads()["plaintext"]])
@@ -334,7 +322,6 @@ class Sweep:
         return [Cell(target.name, "http", name, "hold", self.hold_connections, r) for r in range(self.repeats)]
 
     def check_tls_library(self) -> None:
-        from .run import check_tls_library
         # The build matters only where a cell makes TLS handshakes.
         check_tls_library(self.tls_library, built=any(p in TLS_PROTOCOLS for p in self.protocols))
 
@@ -347,95 +334,3 @@ class Sweep:
             if w["body"] is not None and len(w["body"]) > 64:
                 w["body"] = {"bytes": len(w["body"])}
         return json.loads(json.dumps(data, default=str))
-
-    # -- running -------------------------------------------------------------------------
-    def run(self, out_dir: Union[str, Path], *, progress: bool = True, notes: bool = True,
-            runner: Optional[Callable] = None, environment: bool = True,
-            gate: Optional[LoadGate] = None) -> Path:
-        """Run every cell not yet in OUT_DIR/results.jsonl; returns the results file.
-
-        ``progress``: the bar on stderr; ``notes``: skip/FAIL lines on stderr (even without the bar).
-        ``gate``: wait for a quiet machine before the sweep and before each cell (the CLI's
-        default; None here: no waiting, nothing recorded; ``LoadGate(enabled=False)``: skipped
-        and recorded as skipped).
-        """
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        self._check_same_sweep(out)
-        if environment and not (out / rs.ENVIRONMENT_FILE).exists():
-            import loadbench
-
-            env = loadbench.environment(generator_cpus=self.generator_cpus, server_cpus=self.server_cpus).to_dict()
-            (out / rs.ENVIRONMENT_FILE).write_text(json.dumps(env, indent=2, default=str) + "\n")
-        path = out / rs.RESULTS_FILE
-        rs.repair_tail(path)
-        done = {r.get("id") for r in rs.read_records(path)}
-        cells = self.cells()
-        by_target = {t.name: t for t in self.targets}
-        pending = [c for c in cells if c.id not in done]
-        peers = Path(self.peers_dir) if self.peers_dir else None
-        runnable = [c for c in pending if not by_target[c.target].unavailable_reason(c.protocol, peers)
-                    and c.workload not in by_target[c.target].unsupported_workloads]
-        bar = ProgressBar(len(cells), done=len(cells) - len(pending), to_measure=len(runnable),
-                          estimate_s=self.cell_seconds(),
-                          to_measure_s=sum(self.planned_cell_seconds(c) for c in runnable),
-                          stream=None if notes else io.StringIO(), show_bar=progress)
-        if gate is not None and runnable:
-            gate.on_wait = gate.on_wait or bar.note
-            before = gate.wait()
-            if before.timed_out:
-                bar.note(before.describe())
-            if environment:
-                env_path = out / rs.ENVIRONMENT_FILE
-                env_data = json.loads(env_path.read_text()) if env_path.exists() else {}
-                env_data["gate"] = before.to_dict()
-                env_path.write_text(json.dumps(env_data, indent=2, default=str) + "\n")
-        closing: Optional[Callable] = None
-        if runner is None and self.cluster is not None and runnable:
-            from .distributed import SweepRunner
-
-            runner = SweepRunner(self.cluster, self.shards)
-            closing = runner.close
-            if environment:  # the report's environment block lists the generator hosts
-                env_path = out / rs.ENVIRONMENT_FILE
-                env_data = json.loads(env_path.read_text()) if env_path.exists() else {}
-                env_data["generators"] = {"cluster": self.cluster, "shards": self.shards,
-                                          "hosts": runner.generator_hosts}
-                env_path.write_text(json.dumps(env_data, indent=2, default=str) + "\n")
-        if runner is None:
-            from . import run as runner
-        try:
-            self._run_groups(pending, by_target, path, bar, runner, gate)
-        finally:
-            if closing is not None:
-                closing()
-        bar.finish("done")
-        return path
-
-    def _run_groups(self, pending: list, by_target: dict, path: Path, bar: ProgressBar, runner: Callable,
-                    gate: Optional[LoadGate]) -> None:
-        groups: dict = {}
-        for cell in pending:
-            groups.setdefault((cell.target, cell.protocol), []).append(cell)
-        from .sweep_group import _Group
-
-        # One self-signed pair per invocation, outside the results folder (never committed).
-        with tempfile.TemporaryDirectory(prefix="loadbench-certs-") as certs:
-            for (name, protocol), group in groups.items():
-                _Group(self, by_target[name], protocol, group, path, bar, runner, Path(certs), gate).run()
-
-    def holds_other_sweep(self, out: Union[str, Path]) -> bool:
-        """Whether OUT already holds the results of a sweep with other settings (resuming
-        into it would mix two sweeps)."""
-        settings_path = Path(out) / rs.SETTINGS_FILE
-        if not settings_path.exists():
-            return False
-        theirs = json.loads(settings_path.read_text())
-        # a key this version added (e.g. contended_share) is not a different sweep
-        return theirs != {k: v for k, v in self.settings().items() if k in theirs}
-
-    def _check_same_sweep(self, out: Path) -> None:
-        if self.holds_other_sweep(out):
-            raise ConfigError(f"{out} holds results of a different sweep (its {rs.SETTINGS_FILE} differs); "
-                              "choose another output folder to start a new one")
-        (out / rs.SETTINGS_FILE).write_text(json.dumps(self.settings(), indent=2) + "\n")

@@ -43,10 +43,10 @@ from pathlib import Path
 from typing import Any, Optional, Union
 from urllib.parse import urlsplit
 
-from . import analysis
+from ..core import analysis
 from . import model as _model
-from .errors import ConfigError
-from .results import read_records
+from ..core.errors import ConfigError
+from ..sweep.results_folder import read_records
 
 MIN_REPEATS = 4  # per side, to detect a difference at 0.05 (exact U: 2/70 = 0.029 at 4 + 4)
 CI_REPEATS = 6  # benchstat's count for a 95 % interval of one median; see ci_level

@@ -1,0 +1,179 @@
+"""The markdown vocabulary of report.md: the marks (‡ § † ✗ ⚑) and their legend, number
+formats (every one writes a bound's "≥"/"≤" before the number), the table helper, the rows a
+load table shows and how one cell of it is written and made bold. The sections (tables.py,
+prose.py, seed_sections.py, memory.py) are built from these.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from ..core import analysis
+from .model import Aggregate
+
+STARVED = "‡"
+GENERATOR_BOUND = "§"
+PARTIAL = "†"
+DIRTY = "✗"
+CONTENDED = "⚑"
+
+LEGEND = (
+    f"(Best server per column in bold, per metric: highest req/s, lowest latency and CPU us/req, "
+    f"among ranked cells only, and only where it is certainly best. {DIRTY} = more than "
+    f"{100 * analysis.DIRTY_SHARE:g} % of the cell's outcomes "
+    f"were non-2xx answers or errors (the non-2xx + errors row; codes in the note under the table): "
+    f"never bold, never ranked. {CONTENDED} = contended: other processes used more than "
+    f"{{contended}} % of the machine's CPU during the window even after re-runs: never bold, never "
+    f"ranked. {STARVED} = under-driven: the closed loop held fewer than "
+    f"{analysis.UNDERDRIVEN_FRACTION:g} x C requests in flight (req/s x mean latency) because "
+    f"connections were lost to errors or reconnects, so the server saw less than the column's C and the "
+    f"latency is never bold. {GENERATOR_BOUND} = generator-bound: loadbench's own threads were "
+    f"saturated, or (connection setup) its CPU per new connection or handshake exceeded the "
+    f"server's, so the cell's req/s and connection rate are the generator's limit and the server's "
+    f"own is at least that: a lower bound, written \"≥ N\", ranked as one (bold only when even the bound "
+    f"beats every other server's value). Its latency percentiles are the generator's, never bold; its CPU "
+    f"us/req and peak memory are the server's own at the load it got, ranked as measured. "
+    f"{PARTIAL} = some repeats failed, the value is the median of the others. "
+    f"FAIL = the server died or never became ready for that cell; n/a = not run (peer not "
+    f"installed, or the peer does not serve that protocol/workload).)"
+)
+
+
+# Every number formatter writes a Figure's bound before it ("≥ 193 883"): the one place where a
+# lower bound becomes visible, so no table can show one as a measured value.
+def prefix(value: Optional[float]) -> str:
+    return getattr(value, "prefix", "")
+
+
+def fmt_int(value: Optional[float]) -> str:
+    """39 999 - thousands separated by a space, like the seed report."""
+    return "" if value is None else prefix(value) + f"{value:,.0f}".replace(",", " ")
+
+
+def fmt_ms(value: Optional[float]) -> str:
+    if value is None:
+        return ""
+    return prefix(value) + (f"{value:.2f}" if value >= 0.1 else f"{value:.3f}")
+
+
+def fmt_us(value: Optional[float]) -> str:
+    return "" if value is None else prefix(value) + f"{value:.2f}"
+
+
+def fmt_ratio(value: Optional[float]) -> str:
+    """'1.32x', '≥ 6.10x'; a ratio of two bounds in the same direction bounds nothing."""
+    if value is None:
+        return "n/a"
+    if getattr(value, "bound", None) == "unknown":
+        return f"uncertain (~{value:.2f}x of two bounds)"
+    return f"{prefix(value)}{value:.2f}x"
+
+
+def fmt_average(value: Optional[float], fmt: Callable[[Optional[float]], str]) -> str:
+    """An average with how many of its cells were bounds: '≥ 150 003 (5 of 9 §)'."""
+    text = fmt(value)
+    if text and getattr(value, "bounded", 0):
+        text += f" ({value.bounded} of {value.cells} {GENERATOR_BOUND})"
+    return text
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+class _Metric:
+    """One row of a table. ``rank``: the model metric whose ranking decides bold (a
+    generator-bound cell is ranked for CPU us/req, not for req/s or latency)."""
+
+    def __init__(self, label: str, get: Callable[[Aggregate], Optional[float]], fmt: Callable,
+                 higher_is_better: Optional[bool], latency: bool, rank: str = "rps") -> None:
+        self.label, self.get, self.fmt = label, get, fmt
+        self.higher_is_better, self.latency, self.rank = higher_is_better, latency, rank
+
+
+def _median(spread: Optional[analysis.Spread]) -> Optional[float]:
+    return None if spread is None else spread.median
+
+
+def fmt_share(value: Optional[float]) -> str:
+    if value is None:
+        return ""
+    return "0 %" if value == 0 else f"{100 * value:.2f} %" if value < 0.1 else f"{100 * value:.1f} %"
+
+
+BAD = _Metric("non-2xx + errors", lambda a: a.bad_share, fmt_share, None, False)
+METRICS = [
+    _Metric("req/s", lambda a: _median(a.rps), fmt_int, True, False),
+    _Metric("p50 (ms)", lambda a: _median(a.p50_ms), fmt_ms, False, True, "p50_ms"),
+    _Metric("p99 (ms)", lambda a: _median(a.p99_ms), fmt_ms, False, True, "p99_ms"),
+    _Metric("CPU us/req", lambda a: _median(a.cpu_us), fmt_us, False, False, "cpu_us"),
+    _Metric("in-flight", lambda a: _median(a.inflight), lambda v: "" if v is None else f"{v:.1f}", None, False),
+    BAD,
+]
+
+
+def _cell_value(agg: Aggregate, metric: _Metric) -> Optional[float]:
+    """The cell's value for a row, as a Figure carrying its bound for the rows that rank."""
+    value = metric.get(agg)
+    bound = agg.bound_for(metric.rank) if metric.higher_is_better is not None else None
+    return analysis.Figure(value, bound, 1) if value is not None and bound else value
+
+
+def cell_text(agg: Optional[Aggregate], metric: _Metric, bold: bool) -> str:
+    """One table cell: value ("≥ N" when a lower bound), bold when certainly best, with its
+    marks; FAIL / n/a when not measured."""
+    if agg is None or agg.status == "skipped":
+        return "n/a"
+    if agg.status == "fail":
+        return "FAIL"
+    value = _cell_value(agg, metric)
+    if value is None:
+        return "n/a"
+    text = metric.fmt(value)
+    if bold:
+        text = f"**{text}**"
+    if agg.dirty:
+        text += f" {DIRTY}"
+    if agg.contended:
+        text += f" {CONTENDED}"
+    if agg.starved and (metric.latency or metric is METRICS[-2]):
+        text += f" {STARVED}"
+    if agg.bounded_by_generator:
+        text += f" {GENERATOR_BOUND}"
+    if agg.failed:
+        text += f" {PARTIAL}"
+    return text
+
+
+def best_target(aggs: dict[str, Optional[Aggregate]], metric: _Metric) -> Optional[str]:
+    """The bold cell of one column: the one certainly best among the cells ranked for the row's
+    metric (clean, uncontended; for latency, not under-driven), a lower bound counting as what it
+    proves. None when no cell is certainly best (e.g. two lower bounds, or a lower bound below
+    another server's measured value)."""
+    if metric.higher_is_better is None:
+        return None
+    values = {}
+    for name, agg in aggs.items():
+        if agg is None or agg.status != "ok" or not agg.ranked_for(metric.rank) or (metric.latency and agg.starved):
+            continue
+        values[name] = _cell_value(agg, metric)
+    measured = sum(1 for a in aggs.values() if a is not None and a.status == "ok" and metric.get(a) is not None)
+    if measured < 2:
+        return None  # a single server is nobody's winner
+    ranks = analysis.certain_ranks(values, higher_is_better=metric.higher_is_better)
+    return next((name for name, r in ranks.items() if r.worst == 1), None)
+
+
+def _load_name(a: Aggregate) -> str:
+    return {"closed": f"C = {a.load}", "connect": f"new-conn c = {a.load}",
+            "open": f"open loop {a.load} %"}.get(a.mode, str(a.load))
+
+
+def outcome_note(cells: list[Optional[Aggregate]]) -> str:
+    """The footnote under a table: the top non-2xx codes / error kinds of its cells that had any."""
+    parts = [f"{a.target} {a.protocol} {a.workload} {_load_name(a)}: {a.top_outcomes()}"
+             for a in cells if a is not None and a.status == "ok" and a.top_outcomes()]
+    if not parts:
+        return ""
+    return "\n\nNon-2xx answers and errors (top kinds, summed over repeats): " + "; ".join(parts) + "."
