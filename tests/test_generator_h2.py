@@ -173,8 +173,8 @@ def test_bad_arguments() -> None:
     with pytest.raises(ConfigError, match="HTTP/2"):
         loadbench.run("http://127.0.0.1:1/", requests=1, streams=4)
     prepare = importlib.import_module("loadbench.core.run").prepare
-    config, kwargs = prepare("http://127.0.0.1:1/", requests=1, protocol="h2", streams=3)
-    assert config["protocol"] == "h2" and kwargs["protocol"] == "h2" and kwargs["streams"] == 3
+    config, engine_config = prepare("http://127.0.0.1:1/", requests=1, protocol="h2", streams=3)
+    assert config["protocol"] == "h2" and engine_config.h2 and engine_config.streams == 3
 
 
 def test_cli_h2_flags(server_factory, tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-// Thin binding of the load engine: convert arguments, release the GIL, call the core.
+// Thin binding of the load engine: its config and result structs as classes, field by field
+// (def_readwrite / def_readonly), the GIL released around every call into the engine.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -28,81 +29,32 @@ auto translating(F&& f) {
     }
 }
 
-py::dict histogram_to_dict(const stats::HdrHistogram& h) {
-    py::dict hist;
-    hist["lowest"] = h.lowest_discernible();
-    hist["highest"] = h.highest_trackable();
-    hist["significant_figures"] = h.significant_figures();
-    hist["counts"] = py::array_t<int64_t>(static_cast<py::ssize_t>(h.counts().size()), h.counts().data());
-    hist["min"] = h.min();
-    hist["max"] = h.max();
-    return hist;
+// A histogram's buckets as a numpy array (a copy: the result outlives nothing).
+py::array_t<int64_t> counts_of(const stats::HdrHistogram& h) {
+    return py::array_t<int64_t>(static_cast<py::ssize_t>(h.counts().size()), h.counts().data());
 }
 
-py::dict result_to_dict(const generator::RunResult& r) {
-    const auto& t = r.totals;
-    py::dict d;
-    d["duration_s"] = r.duration_s;
-    d["warmup_s"] = r.warmup_s;
-    d["interval_s"] = r.interval_s;
-    d["threads"] = r.threads;
-    d["interrupted"] = r.interrupted;
-    d["cpu_s"] = r.cpu_s;
-    d["responses"] = t.responses;
-    d["unfinished"] = t.unfinished;
-    py::dict codes;
-    for (size_t code = 0; code < t.status_codes.size(); ++code)
-        if (t.status_codes[code]) codes[py::int_(code)] = t.status_codes[code];
-    d["status_codes"] = codes;
-    py::dict errors;
-    for (int k = 0; k < generator::kErrorKinds; ++k) errors[generator::kErrorKindNames[static_cast<size_t>(k)]] = t.errors[static_cast<size_t>(k)];
-    d["errors"] = errors;
-    d["first_error"] = t.first_error;
-    d["bytes_read"] = t.bytes_read;
-    d["bytes_written"] = t.bytes_written;
-    d["connections_opened"] = t.connections_opened;
-    d["tls_handshakes"] = t.tls_handshakes;
-    d["tls_resumed"] = t.tls_resumed;
-    d["reconnects"] = t.reconnects;
-    d["goaways"] = t.goaways;
-    d["retried"] = t.retried;
-    py::dict resets;
-    for (size_t code = 0; code < t.streams_reset.size(); ++code) {
-        if (!t.streams_reset[code]) continue;
-        const char* name = code + 1 < t.streams_reset.size() ? nghttp2_http2_strerror(static_cast<uint32_t>(code)) : "unknown";
-        resets[name] = t.streams_reset[code];
-    }
-    d["streams_reset"] = resets;
-    d["histogram"] = histogram_to_dict(t.latency_us);
-    d["open_loop"] = r.open_loop;
-    if (r.open_loop) {
-        d["target_rate"] = r.target_rate;
-        d["max_connections"] = r.max_connections;
-        d["due"] = t.due;
-        d["sends"] = t.sends;
-        d["late_sends"] = t.late_sends;
-        d["histogram_uncorrected"] = histogram_to_dict(t.latency_uncorrected_us);
-        d["lateness"] = histogram_to_dict(t.lateness_us);
-    }
-    const size_t n = r.timeline.size();
+// The timeline as numpy columns, and each interval's histogram sparse: bucket indexes and
+// counts, concatenated, with offsets (what loadbench.Result.interval_histograms() unpacks).
+py::dict timeline_columns(const std::vector<stats::TimelineRow>& rows) {
+    const size_t n = rows.size();
     py::array_t<int64_t> responses(static_cast<py::ssize_t>(n)), errs(static_cast<py::ssize_t>(n)),
         p50(static_cast<py::ssize_t>(n)), p99(static_cast<py::ssize_t>(n));
     for (size_t i = 0; i < n; ++i) {
-        responses.mutable_at(i) = static_cast<int64_t>(r.timeline[i].responses);
-        errs.mutable_at(i) = static_cast<int64_t>(r.timeline[i].errors);
-        p50.mutable_at(i) = r.timeline[i].p50_us;
-        p99.mutable_at(i) = r.timeline[i].p99_us;
+        responses.mutable_at(i) = static_cast<int64_t>(rows[i].responses);
+        errs.mutable_at(i) = static_cast<int64_t>(rows[i].errors);
+        p50.mutable_at(i) = rows[i].p50_us;
+        p99.mutable_at(i) = rows[i].p99_us;
     }
-    // Each interval's histogram, sparse: bucket indexes and counts, concatenated, with offsets.
     size_t nonzero = 0;
-    for (const auto& row : r.timeline) nonzero += row.latency.size();
+    for (const auto& row : rows) nonzero += row.latency.size();
     py::array_t<int32_t> bucket_index(static_cast<py::ssize_t>(nonzero));
     py::array_t<int64_t> bucket_count(static_cast<py::ssize_t>(nonzero));
     py::array_t<int64_t> offsets(static_cast<py::ssize_t>(n + 1));
     size_t at = 0;
     for (size_t i = 0; i < n; ++i) {
         offsets.mutable_at(i) = static_cast<int64_t>(at);
-        for (const auto& [index, count] : r.timeline[i].latency) {
+        for (const auto& [index, count] : rows[i].latency) {
             bucket_index.mutable_at(at) = index;
             bucket_count.mutable_at(at) = count;
             ++at;
@@ -117,83 +69,130 @@ py::dict result_to_dict(const generator::RunResult& r) {
     timeline["errors"] = errs;
     timeline["p50_us"] = p50;
     timeline["p99_us"] = p99;
-    d["timeline"] = timeline;
-    return d;
+    return timeline;
+}
+
+py::tuple counter_names() {
+    py::list names;
+#define LOADBENCH_COUNTER_NAME(name, doc) names.append(#name);
+    LOADBENCH_COUNTERS(LOADBENCH_COUNTER_NAME)
+#undef LOADBENCH_COUNTER_NAME
+    return py::tuple(names);
 }
 
 }  // namespace
 
 void register_generator(py::module_& m) {
+    py::class_<http::RequestTemplate>(m, "RequestTemplate", "One request template: method, target, headers, body")
+        .def(py::init<>())
+        .def_readwrite("method", &http::RequestTemplate::method)
+        .def_readwrite("target", &http::RequestTemplate::target, "empty: the URL's path + query")
+        .def_readwrite("headers", &http::RequestTemplate::headers)
+        .def_property(
+            "body", [](const http::RequestTemplate& r) { return py::bytes(r.body); },
+            [](http::RequestTemplate& r, const py::bytes& body) { r.body = body; });
+
+    // What a run is asked to do: the engine's own struct, field by field (core/generator/config.hpp
+    // says what each means). loadbench.core.options.RunOptions fills it.
+    py::class_<EngineConfig>(m, "EngineConfig", "A run's configuration (core/generator/config.hpp)")
+        .def(py::init<>())
+        .def_readwrite("url", &EngineConfig::url)
+        .def_readwrite("requests", &EngineConfig::requests)
+        .def_readwrite("connections", &EngineConfig::connections)
+        .def_readwrite("threads", &EngineConfig::threads)
+        .def_readwrite("duration_s", &EngineConfig::duration_s)
+        .def_readwrite("total_requests", &EngineConfig::total_requests)
+        .def_readwrite("warmup_s", &EngineConfig::warmup_s)
+        .def_readwrite("timeout_s", &EngineConfig::timeout_s)
+        .def_readwrite("keepalive", &EngineConfig::keepalive)
+        .def_readwrite("tls_verify", &EngineConfig::tls_verify)
+        .def_readwrite("tls_cacert", &EngineConfig::tls_cacert)
+        .def_readwrite("tls_session_resumption", &EngineConfig::tls_session_resumption)
+        .def_readwrite("tls_library", &EngineConfig::tls_library)
+        .def_readwrite("ack_with_request", &EngineConfig::ack_with_request)
+        .def_readwrite("rst_close", &EngineConfig::rst_close)
+        .def_readwrite("cpus", &EngineConfig::cpus)
+        .def_readwrite("interval_s", &EngineConfig::interval_s)
+        .def_readwrite("rate", &EngineConfig::rate)
+        .def_readwrite("poisson", &EngineConfig::poisson)
+        .def_readwrite("seed", &EngineConfig::seed)
+        .def_readwrite("max_connections", &EngineConfig::max_connections)
+        .def_readwrite("h2", &EngineConfig::h2)
+        .def_readwrite("streams", &EngineConfig::streams);
+
+    py::class_<stats::HdrHistogram>(m, "HdrHistogram", "Latency in microseconds, HdrHistogram's bucket layout")
+        .def_property_readonly("counts", &counts_of)
+        .def_property_readonly("lowest", &stats::HdrHistogram::lowest_discernible)
+        .def_property_readonly("highest", &stats::HdrHistogram::highest_trackable)
+        .def_property_readonly("significant_figures", &stats::HdrHistogram::significant_figures)
+        .def_property_readonly("min", &stats::HdrHistogram::min)
+        .def_property_readonly("max", &stats::HdrHistogram::max);
+
+    // What the run measured: the engine's own structs, read-only.
+    auto measurements =
+        py::class_<generator::Measurements>(m, "Measurements", "What a run measured (core/generator/config.hpp)")
+            .def_readonly("latency_us", &generator::Measurements::latency_us)
+            .def_readonly("latency_uncorrected_us", &generator::Measurements::latency_uncorrected_us)
+            .def_readonly("lateness_us", &generator::Measurements::lateness_us)
+            .def_readonly("first_error", &generator::Measurements::first_error)
+            .def_property_readonly("status_codes", [](const generator::Measurements& t) {
+                py::dict codes;  // the codes that occurred
+                for (size_t code = 0; code < t.status_codes.size(); ++code)
+                    if (t.status_codes[code]) codes[py::int_(code)] = t.status_codes[code];
+                return codes;
+            })
+            .def_property_readonly("errors", [](const generator::Measurements& t) {
+                py::dict errors;  // every kind, by name
+                for (size_t k = 0; k < t.errors.size(); ++k) errors[generator::kErrorKindNames[k]] = t.errors[k];
+                return errors;
+            })
+            .def_property_readonly("streams_reset", [](const generator::Measurements& t) {
+                py::dict resets;  // by HTTP/2 error code name
+                for (size_t code = 0; code < t.streams_reset.size(); ++code) {
+                    if (!t.streams_reset[code]) continue;
+                    const char* name = code + 1 < t.streams_reset.size()
+                                           ? nghttp2_http2_strerror(static_cast<uint32_t>(code))
+                                           : "unknown";
+                    resets[name] = t.streams_reset[code];
+                }
+                return resets;
+            });
+#define LOADBENCH_BIND_COUNTER(name, doc) measurements.def_readonly(#name, &generator::Measurements::name, doc);
+    LOADBENCH_COUNTERS(LOADBENCH_BIND_COUNTER)
+#undef LOADBENCH_BIND_COUNTER
+    m.attr("COUNTERS") = counter_names();
+
+    py::class_<generator::RunResult>(m, "RunResult", "A finished run (core/generator/config.hpp)")
+        .def_readonly("totals", &generator::RunResult::totals)
+        .def_readonly("interval_s", &generator::RunResult::interval_s)
+        .def_readonly("duration_s", &generator::RunResult::duration_s)
+        .def_readonly("warmup_s", &generator::RunResult::warmup_s)
+        .def_readonly("cpu_s", &generator::RunResult::cpu_s)
+        .def_readonly("threads", &generator::RunResult::threads)
+        .def_readonly("interrupted", &generator::RunResult::interrupted)
+        .def_readonly("open_loop", &generator::RunResult::open_loop)
+        .def_readonly("target_rate", &generator::RunResult::target_rate)
+        .def_readonly("max_connections", &generator::RunResult::max_connections)
+        .def_property_readonly("timeline", [](const generator::RunResult& r) { return timeline_columns(r.timeline); });
+
+    py::class_<generator::Progress>(m, "Progress", "A run's live counters")
+        .def_readonly("elapsed_s", &generator::Progress::elapsed_s)
+        .def_readonly("warming_up", &generator::Progress::warming_up)
+        .def_readonly("finished", &generator::Progress::finished)
+        .def_readonly("responses", &generator::Progress::responses)
+        .def_readonly("errors", &generator::Progress::errors);
+
     py::class_<Engine>(m, "Engine", "The native load engine (use loadbench.run instead)")
-        .def(py::init([](const std::string& url, const std::vector<py::tuple>& requests, int connections, int threads,
-                         double duration_s, int64_t total_requests, double warmup_s, double timeout_s, bool keepalive,
-                         bool tls_verify, const std::string& tls_cacert, bool tls_session_resumption,
-                         const std::vector<int>& cpus, double interval_s, double rate, bool poisson, uint64_t seed,
-                         int max_connections, const std::string& protocol, int streams,
-                         const std::string& tls_library, bool ack_with_request, bool rst_close) {
-                 EngineConfig c;
-                 c.url = url;
-                 for (const auto& item : requests) {
-                     http::RequestTemplate r;
-                     r.method = item[0].cast<std::string>();
-                     r.target = item[1].cast<std::string>();
-                     r.headers = item[2].cast<std::vector<std::pair<std::string, std::string>>>();
-                     r.body = item[3].cast<std::string>();  // bytes
-                     c.requests.push_back(std::move(r));
-                 }
-                 c.connections = connections;
-                 c.threads = threads;
-                 c.duration_s = duration_s;
-                 c.total_requests = total_requests;
-                 c.warmup_s = warmup_s;
-                 c.timeout_s = timeout_s;
-                 c.keepalive = keepalive;
-                 c.tls_verify = tls_verify;
-                 c.tls_cacert = tls_cacert;
-                 c.tls_session_resumption = tls_session_resumption;
-                 c.tls_library = tls_library;
-                 c.ack_with_request = ack_with_request;
-                 c.rst_close = rst_close;
-                 c.cpus = cpus;
-                 c.interval_s = interval_s;
-                 c.rate = rate;
-                 c.poisson = poisson;
-                 c.seed = seed;
-                 c.max_connections = max_connections;
-                 if (protocol != "http/1.1" && protocol != "h2")
-                     throw py::value_error("config: protocol must be 'http/1.1' or 'h2' (got '" + protocol + "')");
-                 c.h2 = protocol == "h2";
-                 c.streams = streams;
-                 return translating([&] { return std::make_unique<Engine>(std::move(c)); });
+        .def(py::init([](EngineConfig config) {
+                 return translating([&] { return std::make_unique<Engine>(std::move(config)); });
              }),
-             py::arg("url"), py::arg("requests"), py::arg("connections"), py::arg("threads"), py::arg("duration_s"),
-             py::arg("total_requests"), py::arg("warmup_s"), py::arg("timeout_s"), py::arg("keepalive"),
-             py::arg("tls_verify"), py::arg("tls_cacert"), py::arg("tls_session_resumption"), py::arg("cpus"),
-             py::arg("interval_s"), py::arg("rate") = 0.0, py::arg("poisson") = false, py::arg("seed") = 1,
-             py::arg("max_connections") = 0, py::arg("protocol") = "http/1.1", py::arg("streams") = 1,
-             py::arg("tls_library") = "openssl", py::arg("ack_with_request") = false, py::arg("rst_close") = false)
+             py::arg("config"))
         .def("start", &Engine::start, py::call_guard<py::gil_scoped_release>())
         .def("wait", &Engine::wait_for, py::arg("seconds"), py::call_guard<py::gil_scoped_release>(),
              "Wait up to `seconds` with the GIL released; True once the run is over.")
         .def("stop", &Engine::stop, py::call_guard<py::gil_scoped_release>())
-        .def("progress", [](const Engine& e) {
-            const auto p = e.progress();
-            py::dict d;
-            d["elapsed_s"] = p.elapsed_s;
-            d["warming_up"] = p.warming_up;
-            d["finished"] = p.finished;
-            d["responses"] = p.responses;
-            d["errors"] = p.errors;
-            return d;
-        })
-        .def("result", [](Engine& e) {
-            generator::RunResult r;
-            {
-                py::gil_scoped_release release;
-                r = e.result();
-            }
-            return result_to_dict(r);
-        });
+        .def("progress", &Engine::progress)
+        .def("result", &Engine::result, py::call_guard<py::gil_scoped_release>());
     m.def("tls_libraries", &generator::tls_libraries, "The TLS libraries this build can use, the default first");
 }
 

@@ -27,7 +27,8 @@ from .core.environment import Environment, environment
 from .core.errors import ConfigError, LoadbenchError, ServerError
 from .core.paths import server_binary
 from .core.result import LatencyHistogram, Result
-from .core.run import Request, RunningLoad, run, start
+from .core.options import Request, RunOptions
+from .core.run import RunningLoad, run, start
 from .core.sampler import MachineSnapshot, ProcSnapshot, Sampler
 from .core.server import ServerProcess
 from .report import model
@@ -48,6 +49,7 @@ __all__ = [
     "ProcSnapshot",
     "Request",
     "Result",
+    "RunOptions",
     "RunningLoad",
     "Sampler",
     "ServerError",

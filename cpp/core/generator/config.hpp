@@ -54,26 +54,35 @@ inline constexpr size_t kH2ErrorCodes = 15;
 enum ErrorKind : int { kConnect = 0, kRead, kWrite, kTimeout, kParse, kErrorKinds };
 inline constexpr std::array<const char*, kErrorKinds> kErrorKindNames = {"connect", "read", "write", "timeout", "parse"};
 
+// The run's plain counters, one line each: the Measurements field, its merge across workers and
+// its Python binding (bindings/register_generator.cpp) all come from this list, so a new counter
+// is recorded by the Recorder, declared here, and shown where a reader sees it - nothing else.
+// The order is the order of the Result JSON's keys for the counters it does not place itself.
+#define LOADBENCH_COUNTERS(X)                                                                              \
+    X(responses, "responses inside the window")                                                          \
+    X(unfinished, "counted requests without a response or an error when the drain ended")               \
+    X(bytes_read, "bytes read inside the window")                                                        \
+    X(bytes_written, "bytes written inside the window")                                                  \
+    X(connections_opened, "connections opened inside the window")                                        \
+    X(tls_handshakes, "TLS handshakes completed inside the window")                                      \
+    X(tls_resumed, "of those, abbreviated (the session was resumed)")                                    \
+    X(reconnects, "connections the server closed (or asked to close) that were reopened")               \
+    X(goaways, "HTTP/2 GOAWAY frames received")                                                          \
+    X(retried, "HTTP/2 requests the server refused unprocessed, sent again")                             \
+    X(due, "open loop: requests due inside the window")                                                  \
+    X(sends, "open loop: of those, requests written (each once)")                                        \
+    X(late_sends, "open loop: sends more than kLateSendNs after their intended time")
+
 // Everything one worker measured inside the window; merged into the run's result.
 struct Measurements {
     stats::HdrHistogram latency_us;              // closed loop: service time; open loop: from the intended time
     stats::HdrHistogram latency_uncorrected_us;  // open loop only: from the actual send
     stats::HdrHistogram lateness_us;             // open loop only: actual send - intended send
-    uint64_t due = 0;                            // open loop: requests due inside the window
-    uint64_t sends = 0;                          // open loop: of those, requests written (each once)
-    uint64_t late_sends = 0;
+#define LOADBENCH_COUNTER_FIELD(name, doc) uint64_t name = 0;
+    LOADBENCH_COUNTERS(LOADBENCH_COUNTER_FIELD)
+#undef LOADBENCH_COUNTER_FIELD
     std::array<uint64_t, 1000> status_codes{};
     std::array<uint64_t, kErrorKinds> errors{};
-    uint64_t responses = 0;
-    uint64_t unfinished = 0;  // counted requests without a response or an error when the drain ended
-    uint64_t bytes_read = 0;
-    uint64_t bytes_written = 0;
-    uint64_t connections_opened = 0;
-    uint64_t tls_handshakes = 0;
-    uint64_t tls_resumed = 0;  // of those, abbreviated (the session was resumed)
-    uint64_t reconnects = 0;  // connections the server closed (or asked to close) that were reopened
-    uint64_t goaways = 0;     // HTTP/2 GOAWAY frames received
-    uint64_t retried = 0;     // HTTP/2 requests the server refused unprocessed, sent again
     // HTTP/2 RST_STREAM frames received, by error code (the last entry: codes above 0xd).
     std::array<uint64_t, kH2ErrorCodes> streams_reset{};
     std::string first_error;  // the first error message seen, for the summary

@@ -48,7 +48,7 @@ void validate(const EngineConfig& c) {
     if (c.threads > c.connections)
         throw ConfigError("threads (" + std::to_string(c.threads) + ") must not exceed connections (" +
                           std::to_string(c.connections) + "): every thread needs at least one connection");
-    if (c.total_requests < 0) throw ConfigError("requests must be >= 1");
+    if (c.total_requests < 0) throw ConfigError("requests must be an integer >= 1");
     if (c.total_requests == 0 && !(c.duration_s > 0.0 && std::isfinite(c.duration_s)))
         throw ConfigError("duration must be > 0 seconds");
     if (!(c.warmup_s >= 0.0 && std::isfinite(c.warmup_s))) throw ConfigError("warm-up must be >= 0 seconds");
@@ -56,14 +56,15 @@ void validate(const EngineConfig& c) {
     if (!(c.interval_s > 0.0 && std::isfinite(c.interval_s))) throw ConfigError("timeline interval must be > 0 seconds");
     if (c.rate < 0.0 || !std::isfinite(c.rate)) throw ConfigError("rate must be > 0 requests per second");
     if (c.streams < 1) throw ConfigError("streams must be >= 1 (got " + std::to_string(c.streams) + ")");
-    if (c.streams > 1 && !c.h2) throw ConfigError("streams > 1 needs HTTP/2 (--h2): HTTP/1.1 carries one request at a time");
-    if (c.max_connections < 0) throw ConfigError("max connections must be >= 0");
+    if (c.streams > 1 && !c.h2)
+        throw ConfigError("streams > 1 needs HTTP/2 (protocol='h2', --h2): HTTP/1.1 carries one request at a time");
+    if (c.max_connections < 0) throw ConfigError("max_connections must be >= 0");
     if (c.rate > 0.0 && c.max_connections > 0 && c.max_connections < c.connections)
-        throw ConfigError("max connections (" + std::to_string(c.max_connections) + ") must be >= connections (" +
-                          std::to_string(c.connections) + ")");
-    if (c.rate == 0.0 && c.max_connections > 0) throw ConfigError("max connections needs an open-loop rate");
+        throw ConfigError("max_connections must be an integer >= connections (" + std::to_string(c.connections) +
+                          "), not " + std::to_string(c.max_connections));
+    if (c.rate == 0.0 && c.max_connections > 0) throw ConfigError("max_connections needs an open-loop rate");
     if (c.ack_with_request && c.rate > 0.0)
-        throw ConfigError("ack with request needs a closed loop: an open-loop pool opens connections ahead of their "
+        throw ConfigError("ack_with_request needs a closed loop: an open-loop pool opens connections ahead of their "
                           "requests, and the handshake's last ACK would wait for the delayed-ACK timer (40 ms)");
     if (!c.cpus.empty()) {
         cpu_set_t allowed;
@@ -258,21 +259,11 @@ void Measurements::add(const Measurements& other) {
     latency_us.add(other.latency_us);
     latency_uncorrected_us.add(other.latency_uncorrected_us);
     lateness_us.add(other.lateness_us);
-    due += other.due;
-    sends += other.sends;
-    unfinished += other.unfinished;
-    tls_resumed += other.tls_resumed;
-    late_sends += other.late_sends;
+#define LOADBENCH_ADD_COUNTER(name, doc) name += other.name;
+    LOADBENCH_COUNTERS(LOADBENCH_ADD_COUNTER)
+#undef LOADBENCH_ADD_COUNTER
     for (size_t i = 0; i < status_codes.size(); ++i) status_codes[i] += other.status_codes[i];
     for (size_t i = 0; i < errors.size(); ++i) errors[i] += other.errors[i];
-    responses += other.responses;
-    bytes_read += other.bytes_read;
-    bytes_written += other.bytes_written;
-    connections_opened += other.connections_opened;
-    tls_handshakes += other.tls_handshakes;
-    reconnects += other.reconnects;
-    goaways += other.goaways;
-    retried += other.retried;
     for (size_t i = 0; i < streams_reset.size(); ++i) streams_reset[i] += other.streams_reset[i];
     if (first_error.empty()) first_error = other.first_error;
 }

@@ -5,12 +5,14 @@ import argparse
 import os
 import re
 import sys
+from dataclasses import fields
 from pathlib import Path
 from typing import Optional
 
 from .. import distributed
 from ..core.errors import ConfigError, LoadbenchError
 from ..core.gate import LoadGate
+from ..core.options import FIELD_HELP, RunOptions
 from ..core.run import run
 from ._cpus import parse_cpu_list
 
@@ -38,49 +40,52 @@ def check_writable(flag: str, path: str) -> None:
         raise ConfigError(f"{flag} {path!r} is not writable")
 
 
+def _help(name: str, more: str = "") -> str:
+    """A flag's help: the option's own text (RunOptions, written once) and its default."""
+    default = next(f.default for f in fields(RunOptions) if f.name == name)
+    shown = "" if default is None else f"; default {default:g}" if isinstance(default, float) else f"; default {default}"
+    return f"{FIELD_HELP[name]}{shown}" + (f" ({more})" if more else "")
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("run", help="load a URL and report throughput, latency and errors",
                               description="Load a URL (closed loop) and print req/s, latency percentiles, "
                                           "status codes, errors and the generator's own CPU cost.")
     p.add_argument("url", help="http:// or https:// URL")
-    p.add_argument("-c", "--connections", type=int, default=10, help="concurrent connections (default 10)")
-    p.add_argument("-t", "--threads", type=int, default=1, help="generator threads (default 1)")
-    p.add_argument("-z", "-d", "--duration", default=None, help="measured duration, e.g. 10s (default 10s)")
-    p.add_argument("-n", "--requests", type=int, default=None, help="exactly this many requests instead of a duration")
-    p.add_argument("-m", "--method", default="GET", help="HTTP method (default GET)")
+    p.add_argument("-c", "--connections", type=int, default=10, help=_help("connections"))
+    p.add_argument("-t", "--threads", type=int, default=1, help=_help("threads"))
+    p.add_argument("-z", "-d", "--duration", default=None, help=_help("duration", "e.g. 10s, 500ms, 2m"))
+    p.add_argument("-n", "--requests", type=int, default=None, help=_help("requests"))
+    p.add_argument("-m", "--method", default="GET", help=_help("method"))
     p.add_argument("--h2", "--http2", dest="h2", action="store_true",
                    help="HTTP/2: h2c with prior knowledge for http://, ALPN h2 (only) for https://")
     p.add_argument("-p", "--streams", type=int, default=1, metavar="N",
-                   help="HTTP/2 streams in flight per connection (default 1; h2load calls it -m, "
-                        "but -m is --method here, as in oha)")
+                   help=_help("streams", "-m is --method here, as in oha"))
     p.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'", help="header (repeatable)")
     p.add_argument("-b", "--body", default=None, help="request body")
     p.add_argument("--body-file", default=None, help="send this file as the request body")
-    p.add_argument("--disable-keepalive", action="store_true", help="a new connection (and TLS handshake) per request")
+    p.add_argument("--disable-keepalive", action="store_true", help=_help("keepalive", "this flag sets it false"))
     p.add_argument("--ack-with-request", action="store_true",
-                   help="TCP: the handshake's last ACK rides on the first request (quick ACK off before connect): "
-                        "one packet fewer per new connection; closed loop only")
+                   help=_help("ack_with_request"))
     p.add_argument("--rst-close", action="store_true",
-                   help="TCP: close a connection the server has already closed with RST, not FIN: "
-                        "no FIN/ACK exchange and no TIME_WAIT on the server's side")
+                   help=_help("rst_close"))
     p.add_argument("--insecure", action="store_true", default=True,
-                   help="do not check TLS certificates (the default)")
-    p.add_argument("--verify", action="store_true", help="check TLS certificates against the system CAs")
-    p.add_argument("--cacert", default=None, help="check TLS certificates against this CA file")
+                   help=_help("insecure"))
+    p.add_argument("--verify", action="store_true", help=_help("verify"))
+    p.add_argument("--cacert", default=None, help=_help("cacert"))
     p.add_argument("--tls-library", choices=("openssl", "wolfssl", "rustls"), default="openssl",
-                   help="TLS library for the generator's connections (default openssl; wolfssl and rustls: "
-                        "cheaper full handshakes, where the build has them)")
-    p.add_argument("--tls-resume", action="store_true", help="resume TLS sessions (default: full handshakes)")
-    p.add_argument("--timeout", default="10s", help="per-request timeout (default 10s)")
-    p.add_argument("--warmup", default="0s", help="warm-up excluded from every figure (default 0s)")
-    p.add_argument("--cpus", default=None, help="pin generator threads to these CPUs, e.g. 1 or 2-3")
+                   help=_help("tls_library"))
+    p.add_argument("--tls-resume", action="store_true", help=_help("tls_session_resumption"))
+    p.add_argument("--timeout", default="10s", help=_help("timeout", "e.g. 10s"))
+    p.add_argument("--warmup", default="0s", help=_help("warmup", "e.g. 2s"))
+    p.add_argument("--cpus", default=None, help=_help("cpus", "e.g. 1 or 2-3"))
     p.add_argument("-q", "-R", "--rate", type=float, default=None, metavar="RATE",
-                   help="open loop: RATE requests/s in total, latency corrected for coordinated omission")
+                   help=_help("rate"))
     p.add_argument("--arrival", choices=("constant", "poisson"), default="constant",
-                   help="open-loop arrivals (default constant)")
+                   help=_help("arrival"))
     p.add_argument("--max-connections", type=int, default=None,
-                   help="open loop: grow the pool up to this many connections when all are busy")
-    p.add_argument("--seed", type=int, default=1, help="seed of the Poisson schedule (default 1)")
+                   help=_help("max_connections"))
+    p.add_argument("--seed", type=int, default=1, help=_help("seed"))
     p.add_argument("--json", default=None, metavar="FILE", help="write the result as JSON (see README, Result JSON)")
     p.add_argument("--hdr-log", default=None, metavar="FILE", help="write the latency histogram as an HdrHistogram log")
     p.add_argument("--sample-pid", type=int, default=None, metavar="PID",

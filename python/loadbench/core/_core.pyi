@@ -1,4 +1,4 @@
-"""Type stubs for the native extension `loadbench._core` (partial: each part adds its own)."""
+"""Type stubs for the native extension `loadbench.core._core` (partial: each part adds its own)."""
 from typing import Any, Optional
 
 def build_info() -> dict[str, str]: ...
@@ -79,43 +79,90 @@ class ConnectionHolder:
 
 def __getattr__(name: str) -> Any: ...  # the other parts' bindings
 
-class Engine:
-    """The native load engine (use loadbench.run / loadbench.start). Raises ValueError
-    ("config: ...") for bad input; loadbench.run turns it into ConfigError."""
+class RequestTemplate:
+    method: str
+    target: str  # empty: the URL's path + query
+    headers: list[tuple[str, str]]
+    body: bytes
+    def __init__(self) -> None: ...
 
-    def __init__(
-        self,
-        url: str,
-        requests: list[tuple[str, str, list[tuple[str, str]], bytes]],
-        connections: int,
-        threads: int,
-        duration_s: float,
-        total_requests: int,
-        warmup_s: float,
-        timeout_s: float,
-        keepalive: bool,
-        tls_verify: bool,
-        tls_cacert: str,
-        tls_session_resumption: bool,
-        cpus: list[int],
-        interval_s: float,
-        rate: float = 0.0,
-        poisson: bool = False,
-        seed: int = 1,
-        max_connections: int = 0,
-        protocol: str = "http/1.1",
-        streams: int = 1,
-        tls_library: str = "openssl",
-    ) -> None: ...
+class EngineConfig:
+    """A run's configuration, field by field (core/generator/config.hpp)."""
+
+    url: str
+    requests: list[RequestTemplate]
+    connections: int
+    threads: int
+    duration_s: float
+    total_requests: int
+    warmup_s: float
+    timeout_s: float
+    keepalive: bool
+    tls_verify: bool
+    tls_cacert: str
+    tls_session_resumption: bool
+    tls_library: str
+    ack_with_request: bool
+    rst_close: bool
+    cpus: list[int]
+    interval_s: float
+    rate: float
+    poisson: bool
+    seed: int
+    max_connections: int
+    h2: bool
+    streams: int
+    def __init__(self) -> None: ...
+
+class HdrHistogram:
+    counts: Any  # numpy int64 array
+    lowest: int
+    highest: int
+    significant_figures: int
+    min: int
+    max: int
+
+# The engine's plain counters, in order (LOADBENCH_COUNTERS in core/generator/config.hpp); each is
+# an int attribute of Measurements.
+COUNTERS: tuple[str, ...]
+
+class Measurements:
+    latency_us: HdrHistogram
+    latency_uncorrected_us: HdrHistogram
+    lateness_us: HdrHistogram
+    first_error: str
+    status_codes: dict[int, int]
+    errors: dict[str, int]
+    streams_reset: dict[str, int]  # HTTP/2 RST_STREAM error code name -> count
+    def __getattr__(self, counter: str) -> int: ...  # every name of COUNTERS
+
+class RunResult:
+    totals: Measurements
+    interval_s: float
+    duration_s: float
+    warmup_s: float
+    cpu_s: float
+    threads: int
+    interrupted: bool
+    open_loop: bool
+    target_rate: float
+    max_connections: int
+    timeline: dict[str, Any]  # numpy columns + each interval's sparse histogram
+
+class Progress:
+    elapsed_s: float
+    warming_up: bool
+    finished: bool
+    responses: int
+    errors: int
+
+class Engine:
+    """The native load engine (use loadbench.run instead). Raises ValueError("config: ...") for a
+    configuration it refuses."""
+
+    def __init__(self, config: EngineConfig) -> None: ...
     def start(self) -> None: ...
     def wait(self, seconds: float) -> bool: ...
     def stop(self) -> None: ...
-    def progress(self) -> dict[str, Any]: ...
-    def result(self) -> dict[str, Any]:
-        """After the run (window + drain): duration_s, warmup_s, interval_s, threads, interrupted,
-        cpu_s, responses, unfinished, status_codes, errors, first_error, bytes_read, bytes_written,
-        connections_opened, tls_handshakes, tls_resumed, reconnects, goaways, retried,
-        streams_reset (HTTP/2 RST_STREAM error code name -> count), histogram, open_loop, timeline;
-        open loop adds target_rate, max_connections, due, sends, late_sends,
-        histogram_uncorrected, lateness."""
-        ...
+    def progress(self) -> Progress: ...
+    def result(self) -> RunResult: ...

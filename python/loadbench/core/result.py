@@ -7,11 +7,11 @@ import html
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
-from . import hdrlog
+from . import _core, hdrlog
 from .summary import summary_lines
 
 FORMAT = "loadbench.result/1"
@@ -104,6 +104,14 @@ class LatencyHistogram:
         return cls(counts, layout.lowest, layout.highest, layout.significant_figures, min_us, max_us)
 
 
+# The engine's plain counters, in its order (core/generator/config.hpp, LOADBENCH_COUNTERS):
+# responses, unfinished, bytes_read, ..., late_sends. A Result holds them in `counters` and
+# answers each as an attribute (r.goaways); a counter the engine gains appears in the JSON by
+# itself, after the ones LAYOUT places.
+COUNTERS: tuple[str, ...] = tuple(_core.COUNTERS)
+OPEN_LOOP_COUNTERS = ("due", "sends", "late_sends")  # written under "rate", for open-loop runs only
+
+
 @dataclass
 class Result:
     """One run. Figures cover the measured window only (warm-up excluded from all of them)."""
@@ -111,24 +119,15 @@ class Result:
     url: str
     config: dict
     duration_s: float
-    responses: int
     status_codes: dict[int, int]
     errors: dict[str, int]
     latency: LatencyHistogram
-    bytes_read: int = 0
-    bytes_written: int = 0
-    connections_opened: int = 0
-    tls_handshakes: int = 0
-    tls_resumed: int = 0
-    reconnects: int = 0
-    # HTTP/2: GOAWAY frames received, requests the server refused unprocessed and that were
-    # sent again, RST_STREAM frames received by error code name.
-    goaways: int = 0
-    retried: int = 0
+    # Every plain counter of the engine by name (COUNTERS): responses, unfinished (requests of
+    # the window without an outcome when the drain ended), bytes, connections, TLS handshakes,
+    # reconnects, HTTP/2 GOAWAYs and re-sent refusals, open-loop due / sends / late_sends.
+    counters: dict[str, int] = field(default_factory=dict)
+    # HTTP/2 RST_STREAM frames received, by error code name.
     streams_reset: dict[str, int] = field(default_factory=dict)
-    # Requests of the window still without a response or an error when the drain after the
-    # window ended (open loop: also those due and never sent).
-    unfinished: int = 0
     cpu_s: float = 0.0
     threads: int = 1
     interrupted: bool = False
@@ -139,13 +138,16 @@ class Result:
     # (coordinated-omission corrected); `latency_uncorrected` from its actual send.
     open_loop: bool = False
     target_rate: float = 0.0
-    due: int = 0
-    sends: int = 0
-    late_sends: int = 0
     latency_uncorrected: Optional[LatencyHistogram] = None
     lateness: Optional[LatencyHistogram] = None
     # Blocks other parts attach (e.g. "server" from the sampler); written into to_dict() as-is.
     extras: dict[str, Any] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> int:
+        # only reached when no field or property has the name: the counters
+        if name in COUNTERS or name in self.__dict__.get("counters", {}):
+            return int(self.__dict__.get("counters", {}).get(name, 0))
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- derived figures -------------------------------------------------------------
     @property
@@ -229,59 +231,17 @@ class Result:
 
     # -- plain data ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "format": FORMAT,
-            "url": self.url,
-            "config": dict(self.config),
-            "duration_s": self.duration_s,
-            "responses": self.responses,
-            "unfinished": self.unfinished,
-            "rps": self.rps,
-            "status_codes": {str(k): v for k, v in sorted(self.status_codes.items())},
-            "errors": dict(self.errors),
-            "first_error": self.first_error,
-            "latency_us": self.latency_summary(),
-            "in_flight": self.in_flight,
-            "bytes_read": self.bytes_read,
-            "bytes_written": self.bytes_written,
-            "connections_opened": self.connections_opened,
-            "connections_per_s": self.connections_per_s,
-            "tls_handshakes": self.tls_handshakes,
-            "tls_handshakes_per_s": self.tls_handshakes_per_s,
-            "tls_resumed": self.tls_resumed,
-            "reconnects": self.reconnects,
-            "goaways": self.goaways,
-            "retried": self.retried,
-            "streams_reset": dict(self.streams_reset),
-            "interrupted": self.interrupted,
-            "generator": {
-                "threads": self.threads,
-                "cpu_s": self.cpu_s,
-                "cpu_us_per_req": self.cpu_us_per_req,
-                "utilisation": self.cpu_utilisation,
-                "saturated": self.saturated,
-            },
-            "histogram": _histogram_block(self.latency),
-            "interval_s": self.interval_s,
-            "timeline": self._timeline_rows(),
-        }
-        if self.open_loop:
-            d["latency_uncorrected_us"] = self.latency_summary(self.latency_uncorrected)
-            lateness = self.lateness
-            d["rate"] = {
-                "target": self.target_rate,
-                "achieved": self.achieved_rate,
-                "arrival": self.config.get("arrival", "constant"),
-                "due": self.due,
-                "sends": self.sends,
-                "late_sends": self.late_sends,
-                "late_threshold_us": LATE_THRESHOLD_US,
-                "lateness_us": {"p50": lateness.percentile(50), "p90": lateness.percentile(90),
-                                "p99": lateness.percentile(99), "p99.9": lateness.percentile(99.9),
-                                "max": lateness.max} if lateness is not None else {},
-            }
-            d["histogram_uncorrected"] = _histogram_block(self.latency_uncorrected)
-            d["histogram_lateness"] = _histogram_block(self.lateness)
+        """The Result JSON (README, "Result JSON"): LAYOUT's keys in order, then the blocks other
+        parts attached (extras)."""
+        d: dict[str, Any] = {}
+        for key, kind, source in LAYOUT:
+            if kind == OPEN_LOOP and not self.open_loop:
+                continue
+            if kind == COUNTERS_HERE:
+                d.update({name: self.counters.get(name, 0) for name in COUNTERS
+                          if name not in PLACED_COUNTERS and name not in OPEN_LOOP_COUNTERS})
+                continue
+            d[key] = source(self)
         d.update(self.extras)
         return d
 
@@ -299,13 +259,15 @@ class Result:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Result":
+        """A Result read back from its JSON (to_dict's inverse for every stored figure; derived
+        ones - rps, in_flight, percentiles - are recomputed, blocks LAYOUT does not know are
+        kept as extras)."""
         h = d["histogram"]
-        latency = LatencyHistogram.decode(h["hdr"], int(h.get("min", 0)), int(h.get("max", 0)))
         timeline = d.get("timeline", [])
-        cols = {k: np.array([row[k] for row in timeline], dtype=np.int64)
-                for k in ("responses", "errors", "p50_us", "p99_us")}
         rate = d.get("rate") or {}
-        open_loop = "rate" in d
+        gen = d.get("generator", {})
+        counters = {name: int(d.get(name, 0)) for name in COUNTERS if name not in OPEN_LOOP_COUNTERS}
+        counters.update({name: int(rate.get(name, 0)) for name in OPEN_LOOP_COUNTERS})
 
         def hist(key: str) -> Optional[LatencyHistogram]:
             block = d.get(key)
@@ -313,30 +275,21 @@ class Result:
                 return None
             return LatencyHistogram.decode(block["hdr"], int(block.get("min", 0)), int(block.get("max", 0)))
 
-        known = {"unfinished", "tls_resumed", "latency_uncorrected_us", "rate", "histogram_uncorrected", "histogram_lateness", "format", "url", "config", "duration_s", "responses", "rps", "status_codes", "errors", "first_error",
-                 "latency_us", "in_flight", "bytes_read", "bytes_written", "connections_opened", "connections_per_s",
-                 "tls_handshakes", "tls_handshakes_per_s", "reconnects", "goaways", "retried", "streams_reset", "interrupted", "generator", "histogram",
-                 "interval_s", "timeline"}
-        gen = d.get("generator", {})
         return cls(
             url=d["url"], config=d.get("config", {}), duration_s=float(d["duration_s"]),
-            responses=int(d["responses"]),
             status_codes={int(k): int(v) for k, v in d.get("status_codes", {}).items()},
-            errors={k: int(v) for k, v in d.get("errors", {}).items()}, latency=latency,
-            bytes_read=int(d.get("bytes_read", 0)), bytes_written=int(d.get("bytes_written", 0)),
-            connections_opened=int(d.get("connections_opened", 0)), tls_handshakes=int(d.get("tls_handshakes", 0)),
-            tls_resumed=int(d.get("tls_resumed", 0)), unfinished=int(d.get("unfinished", 0)),
-            reconnects=int(d.get("reconnects", 0)), goaways=int(d.get("goaways", 0)),
-            retried=int(d.get("retried", 0)),
-            streams_reset={str(k): int(v) for k, v in (d.get("streams_reset") or {}).items()}, cpu_s=float(gen.get("cpu_s", 0.0)),
-            threads=int(gen.get("threads", d.get("config", {}).get("threads", 1))),
+            errors={k: int(v) for k, v in d.get("errors", {}).items()},
+            latency=LatencyHistogram.decode(h["hdr"], int(h.get("min", 0)), int(h.get("max", 0))),
+            counters=counters,
+            streams_reset={str(k): int(v) for k, v in (d.get("streams_reset") or {}).items()},
+            cpu_s=float(gen.get("cpu_s", 0.0)), threads=int(gen.get("threads", d.get("config", {}).get("threads", 1))),
             interrupted=bool(d.get("interrupted", False)), first_error=d.get("first_error", ""),
-            interval_s=float(d.get("interval_s", 1.0)), timeline_columns=cols,
-            extras={k: v for k, v in d.items() if k not in known},
-            open_loop=open_loop, target_rate=float(rate.get("target", 0.0)), due=int(rate.get("due", 0)),
-            sends=int(rate.get("sends", 0)),
-            late_sends=int(rate.get("late_sends", 0)), latency_uncorrected=hist("histogram_uncorrected"),
-            lateness=hist("histogram_lateness"),
+            interval_s=float(d.get("interval_s", 1.0)),
+            timeline_columns={k: np.array([row[k] for row in timeline], dtype=np.int64)
+                              for k in ("responses", "errors", "p50_us", "p99_us")},
+            open_loop="rate" in d, target_rate=float(rate.get("target", 0.0)),
+            latency_uncorrected=hist("histogram_uncorrected"), lateness=hist("histogram_lateness"),
+            extras={k: v for k, v in d.items() if k not in KNOWN_KEYS},
         )
 
     @classmethod
@@ -397,3 +350,65 @@ class Result:
         body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
                        f"{html.escape(v.strip())}</td></tr>" for k, v in rows)
         return f"<div><b>{html.escape(self.summary_lines()[0])}</b><table>{body}</table></div>"
+
+
+# -- the Result JSON, written once ----------------------------------------------------------------
+# Each entry: the key, when it is written (ALWAYS, OPEN_LOOP only for open-loop runs, or the place
+# of the counters LAYOUT does not name), and where its value comes from. to_dict() walks it in
+# order; from_dict() reads the stored figures back and keeps every other key as an extra.
+ALWAYS, OPEN_LOOP, COUNTERS_HERE = "always", "open loop", "counters"
+
+
+def _counter(name: str) -> Callable[[Result], int]:
+    return lambda r: r.counters.get(name, 0)
+
+
+def _lateness(r: Result) -> dict[str, Any]:
+    h = r.lateness
+    if h is None:
+        return {}
+    return {"p50": h.percentile(50), "p90": h.percentile(90), "p99": h.percentile(99),
+            "p99.9": h.percentile(99.9), "max": h.max}
+
+
+LAYOUT: list[tuple[str, str, Callable[[Result], Any]]] = [
+    ("format", ALWAYS, lambda r: FORMAT),
+    ("url", ALWAYS, lambda r: r.url),
+    ("config", ALWAYS, lambda r: dict(r.config)),
+    ("duration_s", ALWAYS, lambda r: r.duration_s),
+    ("responses", ALWAYS, _counter("responses")),
+    ("unfinished", ALWAYS, _counter("unfinished")),
+    ("rps", ALWAYS, lambda r: r.rps),
+    ("status_codes", ALWAYS, lambda r: {str(k): v for k, v in sorted(r.status_codes.items())}),
+    ("errors", ALWAYS, lambda r: dict(r.errors)),
+    ("first_error", ALWAYS, lambda r: r.first_error),
+    ("latency_us", ALWAYS, lambda r: r.latency_summary()),
+    ("in_flight", ALWAYS, lambda r: r.in_flight),
+    ("bytes_read", ALWAYS, _counter("bytes_read")),
+    ("bytes_written", ALWAYS, _counter("bytes_written")),
+    ("connections_opened", ALWAYS, _counter("connections_opened")),
+    ("connections_per_s", ALWAYS, lambda r: r.connections_per_s),
+    ("tls_handshakes", ALWAYS, _counter("tls_handshakes")),
+    ("tls_handshakes_per_s", ALWAYS, lambda r: r.tls_handshakes_per_s),
+    ("tls_resumed", ALWAYS, _counter("tls_resumed")),
+    ("reconnects", ALWAYS, _counter("reconnects")),
+    ("goaways", ALWAYS, _counter("goaways")),
+    ("retried", ALWAYS, _counter("retried")),
+    ("", COUNTERS_HERE, lambda r: None),  # a counter LAYOUT does not name yet
+    ("streams_reset", ALWAYS, lambda r: dict(r.streams_reset)),
+    ("interrupted", ALWAYS, lambda r: r.interrupted),
+    ("generator", ALWAYS, lambda r: {"threads": r.threads, "cpu_s": r.cpu_s, "cpu_us_per_req": r.cpu_us_per_req,
+                                     "utilisation": r.cpu_utilisation, "saturated": r.saturated}),
+    ("histogram", ALWAYS, lambda r: _histogram_block(r.latency)),
+    ("interval_s", ALWAYS, lambda r: r.interval_s),
+    ("timeline", ALWAYS, lambda r: r._timeline_rows()),
+    ("latency_uncorrected_us", OPEN_LOOP, lambda r: r.latency_summary(r.latency_uncorrected)),
+    ("rate", OPEN_LOOP, lambda r: {"target": r.target_rate, "achieved": r.achieved_rate,
+                                   "arrival": r.config.get("arrival", "constant"), "due": r.due, "sends": r.sends,
+                                   "late_sends": r.late_sends, "late_threshold_us": LATE_THRESHOLD_US,
+                                   "lateness_us": _lateness(r)}),
+    ("histogram_uncorrected", OPEN_LOOP, lambda r: _histogram_block(r.latency_uncorrected)),
+    ("histogram_lateness", OPEN_LOOP, lambda r: _histogram_block(r.lateness)),
+]
+PLACED_COUNTERS = frozenset(name for name in COUNTERS if any(key == name for key, _, _ in LAYOUT))
+KNOWN_KEYS = frozenset(key for key, _, _ in LAYOUT if key) | frozenset(COUNTERS)

@@ -21,6 +21,7 @@ from typing import Any, Callable, Optional
 
 from ..core.errors import ConfigError, LoadbenchError
 from ..core.result import Result
+from ..core.options import RunOptions
 from ..core.run import POLL_INTERVAL_S, prepare
 from ..core.sampler import Sampler, WindowEdges
 from .clock import ClockOffset, measure_offsets
@@ -99,7 +100,10 @@ def run(url: str, *, cluster: Any, shards: Optional[int] = None, start_delay: fl
     `sample_pid` samples a server on this machine at the merged window's edges.
     """
     run_kwargs.pop("progress", None)
-    prepare(url, **run_kwargs)  # every argument checked here, before any worker is touched
+    # every argument checked here, before any worker is touched; the shards get the options as
+    # a plain dict of the fields given (the wire form to the workers), split by plan_shards
+    prepare(url, **run_kwargs)
+    options = RunOptions(**run_kwargs)
     client, close = _client(cluster, shards or 2)
     try:
         info = scheduler_identity(client)
@@ -110,7 +114,7 @@ def run(url: str, *, cluster: Any, shards: Optional[int] = None, start_delay: fl
         picked = pick_workers(workers, shards)
         tagged = all((workers[a].get("resources") or {}).get(RESOURCE, 0) >= 1 for a in picked)
         offsets = measure_offsets(client, picked)
-        return _run_shards(client, url, run_kwargs, plan, picked, tagged, offsets, start_delay,
+        return _run_shards(client, url, options, plan, picked, tagged, offsets, start_delay,
                            clock_tolerance_ms, sample_pid, progress, workers, info.get("address", str(cluster)))
     finally:
         close()
@@ -126,7 +130,7 @@ def scheduler_identity(client: Any) -> dict:
         return dict(client.sync(client.scheduler.identity))
 
 
-def _run_shards(client: Any, url: str, run_kwargs: dict[str, Any], plan: list, picked: list[str], tagged: bool,
+def _run_shards(client: Any, url: str, options: RunOptions, plan: list, picked: list[str], tagged: bool,
                 offsets: dict[str, ClockOffset], start_delay: float, clock_tolerance_ms: float,
                 sample_pid: Optional[int], progress: Optional[Callable[[dict], None]], workers: dict[str, dict],
                 scheduler: str) -> Result:
@@ -134,7 +138,7 @@ def _run_shards(client: Any, url: str, run_kwargs: dict[str, Any], plan: list, p
 
     run_id = uuid.uuid4().hex[:12]
     stop = Event(f"loadbench-stop-{run_id}", client=client)
-    edges = _window_edges(sample_pid, run_kwargs)
+    edges = _window_edges(sample_pid, options)
     instant = time.time() + start_delay
     futures = []
     for shard, addr in zip(plan, picked):
@@ -163,7 +167,7 @@ def _run_shards(client: Any, url: str, run_kwargs: dict[str, Any], plan: list, p
     except KeyboardInterrupt:
         interrupted = True
         stop.set()  # every shard stops and returns what it measured
-        deadline = time.time() + float(run_kwargs.get("timeout", 10.0)) + 10.0
+        deadline = time.time() + options.timeout + 10.0
         while len(parts) + len(lost) < len(futures) and time.time() < deadline:
             _collect(client, futures, picked, parts, lost)
             time.sleep(POLL_INTERVAL_S)
@@ -172,7 +176,7 @@ def _run_shards(client: Any, url: str, run_kwargs: dict[str, Any], plan: list, p
                 lost[i] = "did not answer the stop"
                 f.cancel()
     measured = [parts[i] for i in sorted(parts) if "result" in parts[i]]
-    result = _merge(url, run_kwargs, measured, picked, offsets, instant, plan, workers, scheduler,
+    result = _merge(url, options, measured, picked, offsets, instant, plan, workers, scheduler,
                     clock_tolerance_ms, lost, interrupted) if measured else None
     if result is not None and edges is not None:
         edges.poll()
@@ -208,19 +212,19 @@ def _collect(client: Any, futures: list, picked: list[str], parts: dict[int, dic
             f.cancel()
 
 
-def _window_edges(sample_pid: Optional[int], run_kwargs: dict[str, Any]) -> Any:
+def _window_edges(sample_pid: Optional[int], options: RunOptions) -> Any:
     if sample_pid is None:
         return None
-    duration = None if run_kwargs.get("requests") is not None else run_kwargs.get("duration", 10.0)
-    edges = WindowEdges(Sampler(sample_pid, tree=True), run_kwargs.get("warmup", 0.0), duration)
+    duration = None if options.requests is not None else options.duration
+    edges = WindowEdges(Sampler(sample_pid, tree=True), options.warmup, duration)
     edges.before_start()
     return edges
 
 
-def _merge(url: str, run_kwargs: dict[str, Any], measured: list[dict], picked: list[str],
+def _merge(url: str, options: RunOptions, measured: list[dict], picked: list[str],
            offsets: dict[str, ClockOffset], instant: float, plan: list, workers: dict[str, dict], scheduler: str,
            clock_tolerance_ms: float, lost: dict[int, str], interrupted: bool) -> Result:
-    config, _ = prepare(url, **run_kwargs)
+    config = options.record()
     config.update(shards=len(plan), cluster=scheduler)
     shard_offsets = [offsets[picked[p["index"]]].offset_s for p in measured]
     result = merge_shards(url, config, measured, shard_offsets)

@@ -77,22 +77,15 @@ def merge_shards(url: str, config: dict[str, Any], parts: Sequence[dict[str, Any
     window = max(ends) - min(starts)
     latency = add_histograms([r.latency for r in results])
     merged = Result(
-        url=url, config=config, duration_s=window, responses=sum(r.responses for r in results),
+        url=url, config=config, duration_s=window,
         status_codes=_sum_dicts([r.status_codes for r in results]), errors=_sum_dicts([r.errors for r in results]),
-        latency=latency, bytes_read=sum(r.bytes_read for r in results),
-        bytes_written=sum(r.bytes_written for r in results),
-        connections_opened=sum(r.connections_opened for r in results),
-        tls_handshakes=sum(r.tls_handshakes for r in results), reconnects=sum(r.reconnects for r in results),
-        goaways=sum(r.goaways for r in results), retried=sum(r.retried for r in results),
+        latency=latency, counters=_sum_dicts([r.counters for r in results]),
         streams_reset=_sum_dicts([r.streams_reset for r in results]),
-        tls_resumed=sum(r.tls_resumed for r in results), unfinished=sum(r.unfinished for r in results),
-        due=sum(r.due for r in results),
         cpu_s=sum(r.cpu_s for r in results), threads=sum(r.threads for r in results),
         interrupted=any(r.interrupted for r in results),
         first_error=next((r.first_error for r in results if r.first_error), ""),
         interval_s=results[0].interval_s, timeline_columns=_merged_timeline(parts, latency),
         open_loop=results[0].open_loop, target_rate=sum(r.target_rate for r in results),
-        sends=sum(r.sends for r in results), late_sends=sum(r.late_sends for r in results),
         latency_uncorrected=add_histograms([r.latency_uncorrected for r in results]),
         lateness=add_histograms([r.lateness for r in results]),
     )

@@ -14,6 +14,7 @@ from ..core.connections import FD_MARGIN, hold_connections, hold_shortfall, rais
 from ..core.errors import LoadbenchError
 from ..core.gate import LoadGate
 from ..core.progress import ProgressBar
+from ..core.options import RunOptions
 from ..core.sampler import Sampler
 from .plan import Cell, SweepPlan
 from .results_folder import ResultsFolder
@@ -179,8 +180,16 @@ class ServerGroup:
         else:
             kwargs.update(method=w.method, headers=dict(w.headers), body=w.body)
             url = self.server.base_url + w.path
+        sample_pid = kwargs.pop("sample_pid", None)
         try:
-            result = self.runner(url, **kwargs).to_dict()
+            # One RunOptions checks the cell's options (a bad sweep setting is a ConfigError here,
+            # for every runner); the runner is called with the ones the cell names, so an
+            # HTTP/1.1 cell never names a protocol.
+            options = RunOptions(**kwargs)
+            named = {name: getattr(options, name) for name in kwargs}
+            if sample_pid is not None:
+                named["sample_pid"] = sample_pid
+            result = self.runner(url, **named).to_dict()
         except Exception as exc:  # noqa: BLE001 - any failure of one cell must not end the sweep
             if not self.server.alive():
                 return "fail", f"server died during the cell: {self.server.death_note()}", None

@@ -1,0 +1,305 @@
+"""The options of one run, written once: :class:`RunOptions`.
+
+    options = RunOptions(connections=50, duration=10, warmup=2)
+    loadbench.run(url, **fields)            # run() and start() build one from their keywords
+    options.engine_config(url)              # the native engine's EngineConfig, field by field
+
+Each field carries its help text and its type as a sweep file or a command line writes it
+(``FIELD_HELP``, ``field_type``): `loadbench run`'s flags, `loadbench.run()`'s keywords, a
+sweep's cells and a distributed run's shards all pass a RunOptions, so a parameter has one name,
+one default and one explanation. The rules the engine enforces (ranges, combinations such as
+streams > 1 without HTTP/2, the open-file limit) are checked once, in C++
+(core/generator/engine.cpp), and arrive as ConfigError; what only Python can check - types, the
+header syntax, a body file, the TLS library this build has - is checked here.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import MISSING, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+
+from . import _core
+from .errors import ConfigError
+
+HeadersLike = Union[Mapping[str, str], Iterable[tuple[str, str]], Iterable[str], None]
+BodyLike = Union[bytes, str, os.PathLike, None]
+
+# The generator's TLS libraries and what a build needs for each (OpenSSL is always built).
+TLS_LIBRARIES = {
+    "openssl": "apt-get install libssl-dev",
+    "wolfssl": "apt-get install libwolfssl-dev",
+    "rustls": "it is built by cargo from the Rust crate registry: put a Rust toolchain >= 1.78 (rustup) on PATH",
+}
+PROTOCOL_NAMES = {"h2": "h2", "http2": "h2", "HTTP/2": "h2", "http/2": "h2",
+                  "http/1.1": "http/1.1", "HTTP/1.1": "http/1.1", "h1": "http/1.1"}
+
+
+def option(default: Any, help: str, kind: str) -> Any:
+    """A RunOptions field: its default, what it means, and its type as a file or flag writes it
+    ("integer", "seconds", "string", ...)."""
+    return field(default=default, metadata={"help": help, "type": kind})
+
+
+@dataclass
+class Request:
+    """One request template; a list of them is sent round-robin (scripting without callbacks)."""
+
+    method: str = "GET"
+    path: Optional[str] = None  # None: the URL's path + query
+    headers: HeadersLike = None
+    body: BodyLike = None
+
+
+@dataclass
+class RunOptions:
+    """Everything one run is asked to do, but its URL (see the module docstring)."""
+
+    connections: int = option(10, "concurrent connections (closed loop); the open loop's starting pool", "integer")
+    threads: int = option(1, "generator threads, each one event loop", "integer")
+    duration: Optional[float] = option(10.0, "measured window in seconds (unless `requests` is given)", "seconds")
+    requests: Optional[int] = option(None, "exactly this many requests (responses + errors) instead of a duration",
+                                     "integer")
+    warmup: float = option(0.0, "warm-up in seconds, excluded from every figure", "seconds")
+    method: str = option("GET", "HTTP method", "string")
+    headers: HeadersLike = option(None, "headers: a dict, (name, value) pairs or 'Name: value' strings",
+                                  "list of 'Name: value'")
+    body: BodyLike = option(None, "request body: bytes, text, or a path of a file to send", "string or path")
+    requests_list: Optional[Sequence[Union[Request, Mapping[str, Any]]]] = option(
+        None, "request templates sent round-robin instead of one (method, path, headers, body)", "list of tables")
+    keepalive: bool = option(True, "keep connections open; false: a new connection (and TLS handshake) per request",
+                             "boolean")
+    timeout: float = option(10.0, "per-request timeout in seconds, connect and handshake included", "seconds")
+    insecure: bool = option(True, "do not check TLS certificates (the default, like oha --insecure)", "boolean")
+    verify: bool = option(False, "check TLS certificates against the system CAs", "boolean")
+    cacert: Union[str, os.PathLike, None] = option(None, "check TLS certificates against this CA file", "path")
+    tls_session_resumption: bool = option(False, "resume TLS sessions (default: a full handshake each time)",
+                                          "boolean")
+    tls_library: str = option("openssl", "the generator's TLS library: openssl, wolfssl or rustls (cheaper full "
+                              "handshakes, where the build has them)", "string")
+    ack_with_request: bool = option(False, "TCP: the handshake's last ACK rides on the first request (closed loop "
+                                    "only): one packet fewer per new connection", "boolean")
+    rst_close: bool = option(False, "TCP: close a connection the server already closed with RST, not FIN",
+                             "boolean")
+    cpus: Optional[Sequence[int]] = option(None, "pin the generator threads to these CPUs", "list of integers")
+    interval: float = option(1.0, "timeline interval in seconds", "seconds")
+    rate: Optional[float] = option(None, "open loop: requests per second in total, latency corrected for "
+                                   "coordinated omission", "number")
+    arrival: str = option("constant", "open-loop arrivals: constant or poisson", "string")
+    max_connections: Optional[int] = option(None, "open loop: grow the pool up to this many connections when all "
+                                            "are busy", "integer")
+    seed: int = option(1, "seed of the Poisson arrival schedule", "integer")
+    protocol: str = option("http/1.1", "http/1.1, or h2: h2c with prior knowledge for http://, ALPN h2 (only) for "
+                           "https://", "string")
+    streams: int = option(1, "HTTP/2 streams in flight per connection (h2load's -m)", "integer")
+
+    def __post_init__(self) -> None:
+        """The checks only Python can make; the engine checks ranges and combinations."""
+        for name in ("connections", "threads"):
+            _integer(name, getattr(self, name))
+        if self.requests is not None:
+            if isinstance(self.requests, bool) or not isinstance(self.requests, int) or self.requests < 1:
+                raise ConfigError(f"requests must be an integer >= 1, not {self.requests!r}")
+        elif self.duration is None:
+            raise ConfigError("give a duration (seconds) or a number of requests")
+        else:
+            self.duration = _number("duration", self.duration)
+        self.warmup, self.timeout = _number("warmup", self.warmup), _number("timeout", self.timeout)
+        self.interval = _number("interval", self.interval)
+        if self.rate is not None:
+            self.rate = _number("rate", self.rate)
+            if not self.rate > 0:
+                raise ConfigError(f"rate must be > 0 requests per second, not {self.rate!r}")
+        if self.arrival not in ("constant", "poisson"):
+            raise ConfigError(f"arrival must be 'constant' or 'poisson', not {self.arrival!r}")
+        if self.max_connections is not None:
+            _integer("max_connections", self.max_connections)
+            if self.rate is None:
+                raise ConfigError("max_connections needs an open-loop rate")
+        if self.protocol not in PROTOCOL_NAMES:
+            raise ConfigError(f"protocol must be 'http/1.1' or 'h2', not {self.protocol!r}")
+        self.protocol = PROTOCOL_NAMES[self.protocol]
+        _integer("streams", self.streams)
+        check_tls_library(self.tls_library)
+        if self.tls_library == "wolfssl" and self.tls_session_resumption:
+            raise ConfigError("TLS session resumption is implemented for tls_library='openssl' and 'rustls', "
+                              "not 'wolfssl'")
+        if self.cacert is not None and not Path(self.cacert).is_file():
+            raise ConfigError(f"CA file {os.fspath(self.cacert)!r} does not exist")
+        self.cpus = _cpu_list(self.cpus)
+
+    # -- what the engine gets ----------------------------------------------------------
+    def templates(self) -> list[Request]:
+        if self.requests_list is None:
+            return [Request(self.method, None, self.headers, self.body)]
+        templates = [_as_request(r) for r in self.requests_list]
+        if not templates:
+            raise ConfigError("requests_list is empty")
+        return templates
+
+    def engine_config(self, url: str) -> Any:
+        """The native engine's EngineConfig for ``url`` (core/generator/config.hpp)."""
+        if not isinstance(url, str) or not url:
+            raise ConfigError("a URL is required, e.g. http://127.0.0.1:8080/")
+        c = _core.EngineConfig()
+        c.url = url
+        c.requests = [_wire(t) for t in self.templates()]
+        c.connections, c.threads = self.connections, self.threads
+        c.duration_s = 0.0 if self.requests is not None else self.duration
+        c.total_requests = self.requests or 0
+        c.warmup_s, c.timeout_s, c.interval_s = self.warmup, self.timeout, self.interval
+        c.keepalive = bool(self.keepalive)
+        c.tls_verify = self.tls_verify
+        c.tls_cacert = os.fspath(self.cacert) if self.cacert is not None else ""
+        c.tls_session_resumption = bool(self.tls_session_resumption)
+        c.tls_library = self.tls_library
+        c.ack_with_request, c.rst_close = bool(self.ack_with_request), bool(self.rst_close)
+        c.cpus = list(self.cpus or [])
+        c.rate = self.rate or 0.0
+        c.poisson = self.arrival == "poisson"
+        c.seed = int(self.seed)
+        c.max_connections = self.max_connections or 0
+        c.h2 = self.protocol == "h2"
+        c.streams = self.streams
+        return c
+
+    @property
+    def tls_verify(self) -> bool:
+        return bool(self.verify) or self.cacert is not None or not self.insecure
+
+    def record(self) -> dict[str, Any]:
+        """The `config` block of the Result JSON: what the run was asked to do."""
+        templates = self.templates()
+        out = {
+            "connections": self.connections, "threads": self.threads,
+            "duration_s": self.duration if self.requests is None else None, "requests": self.requests,
+            "warmup_s": self.warmup, "method": templates[0].method.upper() if len(templates) == 1 else None,
+            "request_templates": len(templates), "keepalive": bool(self.keepalive), "timeout_s": self.timeout,
+            "tls_verify": self.tls_verify, "tls_session_resumption": bool(self.tls_session_resumption),
+            "tls_library": self.tls_library, "ack_with_request": bool(self.ack_with_request),
+            "rst_close": bool(self.rst_close), "cpus": list(self.cpus) if self.cpus else None,
+            "interval_s": float(self.interval), "protocol": self.protocol, "streams": self.streams,
+        }
+        if self.rate is not None:
+            out.update(rate=self.rate, arrival=self.arrival, max_connections=self.max_connections or self.connections,
+                       seed=self.seed)
+        return out
+
+    def changed(self) -> dict[str, Any]:
+        """The fields that differ from their defaults (a call that says only what it asks for)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.default is not MISSING and getattr(self, f.name) != f.default}
+
+    def but(self, **changes: Any) -> "RunOptions":
+        """A copy with ``changes`` (checked again)."""
+        return replace(self, **changes)
+
+
+FIELD_HELP = {f.name: f.metadata["help"] for f in fields(RunOptions)}
+
+
+def field_type(name: str) -> str:
+    """How a sweep file or a flag writes the option ``name`` ("integer", "seconds", ...)."""
+    return next(f.metadata["type"] for f in fields(RunOptions) if f.name == name)
+
+
+def check_tls_library(name: str, built: bool = True) -> None:
+    """ConfigError unless `name` is one of the generator's TLS libraries and (with `built`) one
+    this build has - the one rule for run(), start() and sweeps."""
+    if name not in TLS_LIBRARIES:
+        raise ConfigError(f"tls_library: {name!r} is not one of {', '.join(TLS_LIBRARIES)}")
+    if built and name not in _core.tls_libraries():
+        raise ConfigError(f"tls_library: this loadbench was built without {name} ({TLS_LIBRARIES[name]}, "
+                          "then reinstall loadbench)")
+
+
+# -- Python-side checks and conversions ---------------------------------------------------------
+def _integer(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{name} must be an integer, not {value!r}")
+    if value > 2**31 - 1:
+        raise ConfigError(f"{name} must be a sensible integer, not {value!r}")
+
+
+def _number(name: str, value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number, not {value!r}") from None
+
+
+def _cpu_list(cpus: Optional[Sequence[int]]) -> Optional[list[int]]:
+    if cpus is None:
+        return None
+    try:
+        out = [int(c) for c in cpus]
+    except (TypeError, ValueError):
+        raise ConfigError(f"cpus must be a list of CPU numbers such as [0, 1], not {cpus!r}") from None
+    if not out:
+        raise ConfigError("cpus is empty")
+    return out
+
+
+def normalize_headers(headers: HeadersLike) -> list[tuple[str, str]]:
+    if headers is None:
+        return []
+    if isinstance(headers, (str, bytes)) or not isinstance(headers, (Mapping, Iterable)):
+        raise ConfigError(f"headers must be a dict, (name, value) pairs or 'Name: value' strings, not {headers!r}")
+    if isinstance(headers, Mapping):
+        items = list(headers.items())
+    else:
+        items = []
+        for h in headers:
+            if isinstance(h, str):
+                name, sep, value = h.partition(":")
+                if not sep or not name.strip():
+                    raise ConfigError(f"bad header {h!r}: expected 'Name: value'")
+                items.append((name.strip(), value.strip()))
+            else:
+                name, value = h
+                items.append((str(name), str(value)))
+    for name, value in items:
+        if not name or any(c in name for c in " \t\r\n:"):
+            raise ConfigError(f"bad header name {name!r}")
+        if "\r" in value or "\n" in value:
+            raise ConfigError(f"header {name!r} has a line break in its value")
+    return items
+
+
+def read_body(body: BodyLike) -> bytes:
+    """bytes and str are the body itself; a Path (os.PathLike) names a file to send."""
+    if body is None:
+        return b""
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    if isinstance(body, os.PathLike):
+        try:
+            return Path(body).read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"cannot read body file {os.fspath(body)!r}: {exc.strerror or exc}") from None
+    raise ConfigError(f"body must be bytes, str or a path, not {type(body).__name__}")
+
+
+def _as_request(item: Union[Request, Mapping[str, Any]]) -> Request:
+    if isinstance(item, Request):
+        return item
+    if isinstance(item, Mapping):
+        unknown = set(item) - {"method", "path", "headers", "body"}
+        if unknown:
+            raise ConfigError(f"unknown request keys {sorted(unknown)} (use method, path, headers, body)")
+        return Request(**item)
+    raise ConfigError(f"requests_list items must be Request or dict, not {type(item).__name__}")
+
+
+def _wire(t: Request) -> Any:
+    if not isinstance(t.method, str):
+        raise ConfigError(f"method must be a string such as GET or POST, not {t.method!r}")
+    if t.path is not None and (not isinstance(t.path, str) or not t.path.startswith("/")):
+        raise ConfigError(f"request path {t.path!r} must start with '/' (e.g. /echo?x=1)")
+    r = _core.RequestTemplate()
+    r.method, r.target = t.method.upper(), t.path or ""
+    r.headers = normalize_headers(t.headers)
+    r.body = read_body(t.body)
+    return r

@@ -1,0 +1,103 @@
+"""A run's schema is written once across the C++/Python boundary (issue 26).
+
+- The engine's counters are one list (LOADBENCH_COUNTERS in core/generator/config.hpp): the
+  struct fields, their merge and their Python binding come from it, and loadbench.Result carries
+  any counter of it into the JSON without a line of Python per counter.
+- The engine's config and result structs are bound as classes, field by field; run(), the CLI,
+  sweeps and distributed runs fill one RunOptions.
+- The Result JSON is one layout, read and written from it: every committed result round-trips
+  byte for byte.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from loadbench import Result, RunOptions
+from loadbench.core import _core, result as result_module
+from loadbench.core.options import FIELD_HELP, field_type
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def declared_counters() -> list[str]:
+    text = (REPO / "cpp/core/generator/config.hpp").read_text()
+    block = text[text.index("#define LOADBENCH_COUNTERS(X)"):text.index("struct Measurements")]
+    return re.findall(r"X\((\w+),", block)
+
+
+def test_the_binding_exports_the_one_counter_list():
+    assert list(_core.COUNTERS) == declared_counters()
+    assert {"responses", "unfinished", "goaways", "retried", "tls_resumed", "late_sends"} <= set(_core.COUNTERS)
+    # the binding names no counter one by one: it walks the list
+    binding = (REPO / "cpp/bindings/register_generator.cpp").read_text()
+    names = "|".join(_core.COUNTERS)
+    assert not re.search(rf"Measurements::({names})\b", binding)
+    assert not re.search(rf'def_readonly\("({names})", &generator::Measurements', binding)
+
+
+def test_a_new_engine_counter_reaches_the_json_with_no_python_change(monkeypatch):
+    """What the engine gains (a new line in LOADBENCH_COUNTERS) is in Result.counters, answers as
+    an attribute, is written into the JSON and read back - no Result field, no JSON key list."""
+    monkeypatch.setattr(result_module, "COUNTERS", result_module.COUNTERS + ("pings_sent",))
+    monkeypatch.setattr(result_module, "KNOWN_KEYS", result_module.KNOWN_KEYS | {"pings_sent"})
+    counts = {name: 0 for name in result_module.COUNTERS}
+    counts.update(responses=10, pings_sent=7)
+    r = Result(url="http://x/", config={}, duration_s=1.0, status_codes={200: 10}, errors={},
+               latency=Result.from_dict(_one_committed_result()).latency, counters=counts)
+    assert r.pings_sent == 7 and r.responses == 10 and r.rps == 10.0
+    d = r.to_dict()
+    assert d["pings_sent"] == 7 and list(d).index("pings_sent") < list(d).index("streams_reset")
+    assert Result.from_dict(d).pings_sent == 7 and "pings_sent" not in Result.from_dict(d).extras
+    with pytest.raises(AttributeError):
+        r.no_such_counter  # noqa: B018 - an unknown name is still an error
+
+
+def test_a_counter_lives_in_at_most_four_files():
+    """tls_resumed, the newest counter before this layout: the result struct (the list), the
+    Recorder, its place in the JSON layout (kept for byte-compatible output; a new counter needs
+    none) and where a reader sees it. Nothing else in the source names it."""
+    sources = [p for p in list((REPO / "cpp").rglob("*.[ch]pp")) + list((REPO / "python").rglob("*.py"))
+               if "tests" not in p.parts]
+    naming = sorted(str(p.relative_to(REPO)) for p in sources if re.search(r"\btls_resumed\b", p.read_text()))
+    assert naming == ["cpp/core/generator/config.hpp", "cpp/core/generator/recorder.hpp",
+                      "python/loadbench/core/result.py", "python/loadbench/core/summary.py"]
+
+
+def test_the_engine_config_is_filled_field_by_field_from_run_options():
+    options = RunOptions(connections=7, threads=2, requests=100, protocol="http2", streams=4, rate=500.0,
+                         max_connections=9, arrival="poisson", cpus=[0], headers=["X-A: 1"], body="hi")
+    c = options.engine_config("http://127.0.0.1:8080/echo")
+    assert (c.url, c.connections, c.threads, c.total_requests, c.duration_s) == ("http://127.0.0.1:8080/echo", 7, 2,
+                                                                                100, 0.0)
+    assert (c.h2, c.streams, c.rate, c.max_connections, c.poisson, c.cpus) == (True, 4, 500.0, 9, True, [0])
+    (template,) = c.requests
+    assert (template.method, template.headers, template.body) == ("GET", [("X-A", "1")], b"hi")
+    # every option says what it is, once; the CLI's help is built from the same text
+    assert set(FIELD_HELP) == {f.name for f in fields(RunOptions)} and all(FIELD_HELP.values())
+    assert field_type("duration") == "seconds" and field_type("connections") == "integer"
+    assert options.changed()["streams"] == 4 and "insecure" not in options.changed()
+
+
+def _one_committed_result() -> dict:
+    for folder in sorted((REPO / "reports").glob("*/results.jsonl")):
+        for line in folder.read_text().splitlines():
+            record = json.loads(line)
+            if record.get("result"):
+                return record["result"]
+    raise AssertionError("no committed result")
+
+
+def test_every_committed_result_round_trips_byte_for_byte():
+    n = 0
+    for folder in sorted((REPO / "reports").glob("*/results.jsonl")):
+        for line in folder.read_text().splitlines():
+            d = json.loads(line).get("result")
+            if d:
+                assert json.dumps(Result.from_dict(d).to_dict()) == json.dumps(d)
+                n += 1
+    assert n > 100
