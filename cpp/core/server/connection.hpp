@@ -32,7 +32,6 @@
 #include <optional>
 #include <type_traits>
 #include <utility>
-#include <variant>
 
 namespace loadbench::server {
 
@@ -43,7 +42,7 @@ public:
     static constexpr auto linger_time = std::chrono::seconds(1);
 
     Connection(Worker& worker, ServerSocket socket, boost::asio::ssl::context* tls)
-        : ConnectionBase(worker), stream_(std::move(socket), tls), edge_read_(make_edge_read()) {
+        : ConnectionBase(worker), stream_(std::move(socket), tls), edge_read_(*this) {
         protocol_known_ = !worker.config().h2;
     }
 
@@ -85,14 +84,6 @@ public:
 
 private:
     using error_code = boost::beast::error_code;
-
-    auto make_edge_read() {
-        if constexpr (Stream::is_tls || !LOADBENCH_EDGE_READ) {
-            return std::monostate{};
-        } else {
-            return PlainRead(*this);
-        }
-    }
 
     std::chrono::milliseconds header_timeout() const {
         return std::chrono::milliseconds(worker_.config().header_timeout_ms);
@@ -169,13 +160,17 @@ private:
         }
     }
 
+    // Where reads are plain async_read_some (TLS, or no EdgeRead in this Boost): nothing.
+    struct NoEdgeRead {
+        explicit NoEdgeRead(Connection&) {}
+    };
 #if LOADBENCH_EDGE_READ
     // Completion of the plain-TCP EdgeRead operation.
     void on_edge_read(error_code ec, std::size_t n) { on_read(ec, n); }
     friend class EdgeRead<Connection>;
     using PlainRead = EdgeRead<Connection>;
 #else
-    using PlainRead = std::monostate;
+    using PlainRead = NoEdgeRead;
 #endif
 
     void on_read(error_code ec, std::size_t n) {
@@ -378,7 +373,7 @@ private:
 
     Stream stream_;
     // Plain TCP reads go through a preallocated reactor operation (see edge_read.hpp).
-    [[no_unique_address]] std::conditional_t<Stream::is_tls, std::monostate, PlainRead> edge_read_;
+    [[no_unique_address]] std::conditional_t<Stream::is_tls, NoEdgeRead, PlainRead> edge_read_;
     char* in_ = nullptr;  // from worker_.read_buffers(), read_buffer_size bytes; null while idle
     std::size_t in_begin_ = 0;
     std::size_t in_end_ = 0;
