@@ -31,6 +31,9 @@
 //  - LOADBENCH_ACCEPT_STATE_FLAGS: the socket state flags, which live in the epoll/select
 //    reactive socket service (not io_uring, not IOCP); without them an accepted socket is
 //    told with non_blocking(true) (an ioctl) where it needs it.
+// Both at 0, measured with strace -c -f (Boost 1.81, one worker, wrk -c10): 8.0 instead of
+// 5.3 system calls per new connection (an ioctl, an epoll_ctl DEL, more epoll_wait) and 2.40
+// instead of 2.10 per keep-alive response (a recv that finds nothing, 0.29 per response).
 #include <boost/asio/io_context.hpp>
 // After io_context.hpp: the reactor header needs the scheduler's declarations first.
 #include <boost/asio/detail/reactor.hpp>
