@@ -66,41 +66,33 @@ void AcceptLoop::retry_later() {
 
 void AcceptLoop::accept_next() { accept_op_.start(owner_.reactor(), listening_); }
 
-AcceptLoop::AcceptOp::AcceptOp(AcceptLoop& loop)
-    : reactor_op(boost::system::error_code(), &AcceptOp::perform, &AcceptOp::complete), loop_(loop) {}
-
-void AcceptLoop::AcceptOp::start(asio::detail::reactor& reactor, Listening& listening) {
-    ec_ = boost::system::error_code();
-    auto& impl = listening.implementation();
-    listen_fd_ = impl.socket_;
+void AcceptLoop::AcceptOp::start(Reactor& reactor, Listening& listening) {
+    listen_fd_ = listening.native_handle();
     // Speculative: accept4 right away; on EAGAIN the reactor keeps the operation and
     // performs it again on the listener's next edge.
-    reactor.start_op(asio::detail::reactor::read_op, impl.socket_, impl.reactor_data_, this,
-                     /*is_continuation=*/true, /*allow_speculative=*/true);
+    start_read(reactor, listening);
 }
 
-asio::detail::reactor_op::status AcceptLoop::AcceptOp::perform(reactor_op* base) {
-    auto* self = static_cast<AcceptOp*>(base);
-    self->count_ = 0;
-    while (self->count_ < max_batch) {
-        AcceptedSocket socket = AcceptedSocket::accept_one(self->listen_fd_, self->ec_);
-        if (self->ec_) return done;  // with what was accepted before it
-        if (!socket) return self->count_ == 0 ? not_done : done_and_exhausted;  // queue empty
-        self->accepted_[self->count_++] = std::move(socket);
+AcceptLoop::AcceptOp::Progress AcceptLoop::AcceptOp::perform(boost::system::error_code& ec) {
+    count_ = 0;
+    while (count_ < max_batch) {
+        AcceptedSocket socket = AcceptedSocket::accept_one(listen_fd_, ec);
+        if (ec) return Progress::done;  // with what was accepted before it
+        if (!socket) return count_ == 0 ? Progress::would_block : Progress::done_and_drained;  // queue empty
+        accepted_[count_++] = std::move(socket);
     }
-    return done;  // the batch is full; more may be queued: the next start accepts at once
+    return Progress::done;  // the batch is full; more may be queued: the next start accepts at once
 }
 
-// owner is null when the io_context is destroyed with the operation still queued.
-void AcceptLoop::AcceptOp::complete(void* owner, asio::detail::operation* base, const boost::system::error_code&,
-                                    std::size_t) {
-    auto* self = static_cast<AcceptOp*>(base);
-    const std::size_t count = std::exchange(self->count_, 0);
-    if (owner) {
-        self->loop_.on_accepted(self->ec_, self->accepted_, count);
-    } else {
-        for (std::size_t i = 0; i < count; ++i) self->accepted_[i].close();
-    }
+void AcceptLoop::AcceptOp::on_complete(const boost::system::error_code& ec) {
+    const std::size_t count = std::exchange(count_, 0);
+    loop_.on_accepted(ec, accepted_, count);
+}
+
+// The io_context is being destroyed with the operation queued: no handler may run.
+void AcceptLoop::AcceptOp::on_discarded() {
+    const std::size_t count = std::exchange(count_, 0);
+    for (std::size_t i = 0; i < count; ++i) accepted_[i].close();
 }
 
 #else  // Another Boost: accept4 directly, async_wait for the next edge (an epoll_ctl MOD each).

@@ -1,7 +1,7 @@
 #pragma once
 // Accepting on one listening socket and handing each connection to a worker.
 #include "core/server/accepted_socket.hpp"
-#include "core/server/edge_read.hpp"  // LOADBENCH_EDGE_READ: Asio's reactor interface is usable
+#include "core/server/asio_internals.hpp"
 
 #include <boost/asio/basic_socket.hpp>
 #include <boost/asio/io_context.hpp>
@@ -22,7 +22,8 @@ class Worker;
 // The listening socket is registered edge-triggered with Asio's reactor, so it is accepted
 // from until accept4 finds the queue empty (EAGAIN): under load that one call is shared by
 // every connection accepted in the same batch. The accept is a preallocated reactor
-// operation (as EdgeRead) rather than Asio's async_wait, for two system calls' sake:
+// operation (as EdgeRead; asio_internals.hpp) rather than Asio's async_wait, for two system
+// calls' sake:
 //  - async_wait re-arms the descriptor with an epoll_ctl(MOD) every time it waits;
 //  - after a batch that ended in EAGAIN the operation tells the reactor "exhausted", so the
 //    next one waits for the listener's next edge instead of trying accept4 at once (which
@@ -45,23 +46,20 @@ private:
 
     // The listening socket, taken over from the acceptor that bound it (an acceptor's
     // reactor registration is private; a basic_socket's is reachable by a subclass).
-    class Listening : public boost::asio::basic_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type> {
-    public:
-        Listening(boost::asio::io_context& io, const boost::asio::ip::tcp& protocol, int fd)
-            : basic_socket(io, protocol, fd) {}
-        auto& implementation() { return impl_.get_implementation(); }
-    };
+    using Listening =
+        RegisteredSocket<boost::asio::basic_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>>;
 
 #if LOADBENCH_EDGE_READ
-    class AcceptOp final : public boost::asio::detail::reactor_op {
+    class AcceptOp final : public ReactorOperation<AcceptOp> {
     public:
-        explicit AcceptOp(AcceptLoop& loop);
-        void start(boost::asio::detail::reactor& reactor, Listening& listening);
+        explicit AcceptOp(AcceptLoop& loop) : loop_(loop) {}
+        void start(Reactor& reactor, Listening& listening);
 
     private:
-        static status perform(reactor_op* base);
-        static void complete(void* owner, boost::asio::detail::operation* base, const boost::system::error_code&,
-                             std::size_t);
+        friend class ReactorOperation<AcceptOp>;
+        Progress perform(boost::system::error_code& ec);
+        void on_complete(const boost::system::error_code& ec);
+        void on_discarded();
         // Accepted per wake-up at most, before the worker serves its other sockets.
         static constexpr std::size_t max_batch = 16;
         AcceptLoop& loop_;

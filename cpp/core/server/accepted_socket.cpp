@@ -1,6 +1,6 @@
 #include "core/server/accepted_socket.hpp"
 
-#include <boost/asio/detail/socket_ops.hpp>
+#include "core/server/asio_internals.hpp"
 
 #include <cerrno>
 
@@ -10,39 +10,6 @@
 namespace loadbench::server {
 
 namespace asio = boost::asio;
-
-// Asio's socket state flags live in its (non-public) reactive socket service: epoll and
-// select reactors. With io_uring as the default backend the implementation differs; there
-// the socket is told the plain way (an ioctl) instead.
-#if !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT) && !defined(BOOST_ASIO_HAS_IOCP)
-#define LOADBENCH_ACCEPT_STATE_FLAGS 1
-#else
-#define LOADBENCH_ACCEPT_STATE_FLAGS 0
-#endif
-
-namespace {
-
-#if LOADBENCH_ACCEPT_STATE_FLAGS
-// A ServerSocket whose state flags can be set. It adds no members: after set_state() it is
-// sliced back to a ServerSocket by moving.
-class StateSocket : public ServerSocket {
-public:
-    explicit StateSocket(asio::io_context& io) : ServerSocket(io) {}
-    void set_state(bool sync_writes) {
-        namespace ops = asio::detail::socket_ops;
-        auto& impl = impl_.get_implementation();
-        // assign() set stream_oriented | possible_dup. We made this descriptor with accept4
-        // and gave it to no one: not a dup, so closing it removes it from epoll by itself
-        // (no EPOLL_CTL_DEL). It is non-blocking already (SOCK_NONBLOCK), so no FIONBIO:
-        // user_set_non_blocking also makes synchronous writes return would_block, as
-        // non_blocking(true) would; internal_non_blocking is what Asio's first async
-        // operation would otherwise set with an ioctl.
-        impl.state_ = ops::stream_oriented | (sync_writes ? ops::user_set_non_blocking : ops::internal_non_blocking);
-    }
-};
-#endif
-
-}  // namespace
 
 AcceptedSocket AcceptedSocket::accept_one(int listen_fd, boost::system::error_code& ec) {
     ec.clear();
@@ -75,21 +42,13 @@ void AcceptedSocket::close() {
 
 ServerSocket AcceptedSocket::into_server_socket(asio::io_context& io, const asio::ip::tcp& protocol,
                                                 bool sync_writes, boost::system::error_code& ec) && {
-#if LOADBENCH_ACCEPT_STATE_FLAGS
-    StateSocket socket(io);
+    RegisteredSocket<ServerSocket> socket(io);
     socket.assign(protocol, fd_, ec);  // the epoll_ctl ADD
     if (ec) return ServerSocket(io);   // fd_ still ours: closed by the destructor
     fd_ = -1;
-    socket.set_state(sync_writes);
-    return ServerSocket(std::move(socket));
-#else
-    ServerSocket socket(io);
-    socket.assign(protocol, fd_, ec);
-    if (ec) return socket;
-    fd_ = -1;
-    if (sync_writes) socket.non_blocking(true, ec);
-    return socket;
-#endif
+    // assign() took it for a possible dup in blocking mode: tell Asio what accept4 made it.
+    socket.mark_accepted(sync_writes, ec);
+    return ServerSocket(std::move(socket));  // sliced: a RegisteredSocket adds no members
 }
 
 }  // namespace loadbench::server

@@ -11,7 +11,7 @@
 //    removes it from the epoll set.
 // accept4(SOCK_NONBLOCK | SOCK_CLOEXEC) makes the socket non-blocking (and close-on-exec) in
 // the same call, and into_server_socket() tells Asio what is true of it: not a dup, and
-// already non-blocking. What remains per connection is what nginx makes: accept4,
+// already non-blocking (RegisteredSocket::mark_accepted, an Asio internal: asio_internals.hpp). What remains per connection is what nginx makes: accept4,
 // epoll_ctl(ADD), recv, send, close (AcceptLoop shares the accept4 that finds the queue
 // empty among a batch; Connection::start waits for the first edge instead of a recv that
 // would find nothing).

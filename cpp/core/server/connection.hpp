@@ -17,6 +17,10 @@
 //  - no timer per operation: the worker's tick enforces `deadline_`;
 //  - the worker owns the connection (intrusive list); handlers capture a raw `this`, and the
 //    connection deletes itself only when no operation is pending.
+// Writing, closing, lingering and the TLS shutdown are ConnectionLifecycle's (shared with
+// HTTP/2); this file keeps HTTP/1.1: the handshake, ALPN and the h2 preface, reading,
+// answering, and when to close.
+#include "core/server/connection_lifecycle.hpp"
 #include "core/server/h2_connection.hpp"
 #include "core/server/request_processor.hpp"
 #include "core/server/streams.hpp"
@@ -32,18 +36,18 @@
 #include <optional>
 #include <type_traits>
 #include <utility>
-#include <variant>
 
 namespace loadbench::server {
 
 template <class Stream>
-class Connection final : public ConnectionBase {
+class Connection final : public ConnectionLifecycle<Connection<Stream>, Stream> {
+    using Lifecycle = ConnectionLifecycle<Connection<Stream>, Stream>;
+
 public:
     static constexpr std::size_t read_buffer_size = RequestProcessor::max_buffered_bytes;
-    static constexpr auto linger_time = std::chrono::seconds(1);
 
     Connection(Worker& worker, ServerSocket socket, boost::asio::ssl::context* tls)
-        : ConnectionBase(worker), stream_(std::move(socket), tls), edge_read_(make_edge_read()) {
+        : Lifecycle(worker, std::move(socket), tls), edge_read_(*this) {
         protocol_known_ = !worker.config().h2;
     }
 
@@ -72,11 +76,6 @@ public:
         }
     }
 
-    void expire() override {
-        close();
-        finish_handler();
-    }
-
     void begin_shutdown() override {
         // Idle = waiting for the first byte of a next request; anything else is in flight.
         if (reading_ && !requests_.in_request() && in_begin_ == in_end_ && !lingering_) close();
@@ -84,22 +83,21 @@ public:
     }
 
 private:
-    using error_code = boost::beast::error_code;
-
-    auto make_edge_read() {
-        if constexpr (Stream::is_tls || !LOADBENCH_EDGE_READ) {
-            return std::monostate{};
-        } else {
-            return PlainRead(*this);
-        }
-    }
-
-    std::chrono::milliseconds header_timeout() const {
-        return std::chrono::milliseconds(worker_.config().header_timeout_ms);
-    }
-    std::chrono::milliseconds idle_timeout() const {
-        return std::chrono::milliseconds(worker_.config().idle_timeout_ms);
-    }
+    friend Lifecycle;
+    using typename Lifecycle::error_code;
+    using Lifecycle::closed_;
+    using Lifecycle::deadline_;
+    using Lifecycle::lingering_;
+    using Lifecycle::no_deadline;
+    using Lifecycle::pending_;
+    using Lifecycle::reading_;
+    using Lifecycle::stream_;
+    using Lifecycle::worker_;
+    using Lifecycle::writing_;
+    using Lifecycle::close;
+    using Lifecycle::finish_handler;
+    using Lifecycle::header_timeout;
+    using Lifecycle::idle_timeout;
 
     // --- buffers -----------------------------------------------------------------------
     void take_input() {
@@ -169,22 +167,26 @@ private:
         }
     }
 
+    // Where reads are plain async_read_some (TLS, or no EdgeRead in this Boost): nothing.
+    struct NoEdgeRead {
+        explicit NoEdgeRead(Connection&) {}
+    };
 #if LOADBENCH_EDGE_READ
     // Completion of the plain-TCP EdgeRead operation.
     void on_edge_read(error_code ec, std::size_t n) { on_read(ec, n); }
     friend class EdgeRead<Connection>;
     using PlainRead = EdgeRead<Connection>;
 #else
-    using PlainRead = std::monostate;
+    using PlainRead = NoEdgeRead;
 #endif
 
     void on_read(error_code ec, std::size_t n) {
         reading_ = false;
         if (!closed_) {
-            if (ec) {
+            if (lingering_) {
+                this->lingering_read_done(ec);
+            } else if (ec) {
                 close();
-            } else if (lingering_) {
-                read_more_discarding();
             } else {
                 in_end_ += n;
                 last_read_drained_ = n < read_asked_;  // a short read: the socket was empty
@@ -273,40 +275,16 @@ private:
 
     // --- writing -----------------------------------------------------------------------
     void write_out() {
-        std::size_t already_sent = 0;
-        if constexpr (!Stream::is_tls) {
-            // Plain TCP: try the send right here. It almost always takes everything, which
-            // saves the reactor round trip and handler dispatch of an async_write.
-            // The last response before our FIN goes with MSG_MORE: its tail waits in the
-            // kernel for the FIN that follows at once (close, or the lingering shutdown), and
-            // leaves in the same segment - one packet fewer per closed connection, the same
-            // bytes and FIN for the client. (A partial send continues without it below.)
-            error_code ec;
-            const int flags = requests_.close_after_write() ? MSG_MORE : 0;
-            already_sent = stream_.tcp().send(boost::asio::buffer(out_), flags, ec);
-            if (ec && ec != boost::asio::error::would_block && ec != boost::asio::error::try_again) {
-                close();
-                return;
-            }
-            if (!ec && already_sent == out_.size()) return after_write();
-        }
-        deadline_ = worker_.now() + idle_timeout();  // a client that stops reading is dropped
-        writing_ = true;
-        stream_.async_write(boost::asio::buffer(out_.data() + already_sent, out_.size() - already_sent),
-                            [this](error_code ec, std::size_t) { on_write(ec); });
+        // The last response before our FIN goes with MSG_MORE: its tail waits in the kernel
+        // for the FIN that follows at once (close, or the lingering shutdown), and leaves in
+        // the same segment - one packet fewer per closed connection, the same bytes and FIN
+        // for the client. (A partial send continues without it.)
+        const int flags = requests_.close_after_write() ? MSG_MORE : 0;
+        if (this->write(out_, flags)) after_write();
     }
 
-    void on_write(error_code ec) {
-        writing_ = false;
-        if (!closed_) {
-            if (ec) {
-                close();
-            } else {
-                after_write();
-            }
-        }
-        finish_handler();
-    }
+    // The async rest of write_out() has left.
+    void on_written() { after_write(); }
 
     void after_write() {
         out_.clear();
@@ -320,14 +298,14 @@ private:
     }
 
     // --- closing -----------------------------------------------------------------------
-    // Send our FIN, then read and discard until the client closes (bounded by linger_time),
-    // so a last response is not destroyed by a reset caused by unread input.
     // The last response is written and anything still buffered will not be answered.
     void drop_unread_input() {
         unread_input_ = unread_input_ || in_end_ > in_begin_;
         in_begin_ = in_end_ = 0;
     }
 
+    // The last response has left: close, lingering (ConnectionLifecycle::linger_close) so
+    // that a reset caused by unread input does not destroy it.
     void graceful_close() {
         if constexpr (!Stream::is_tls) {
             // Like nginx: no lingering close when a complete request asked for the close and
@@ -341,59 +319,32 @@ private:
                 return;
             }
         }
-        if constexpr (Stream::is_tls) {
-            deadline_ = worker_.now() + linger_time;
-            pending_ += 1;
-            stream_.tls().async_shutdown([this](error_code) {
-                pending_ -= 1;
-                if (!closed_) close();
-                finish_handler();
-            });
-        } else {
-            error_code ignored;
-            stream_.tcp().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
-            lingering_ = true;
-            deadline_ = worker_.now() + linger_time;
-            read_more_discarding();
-        }
+        this->linger_close();
     }
 
-    void read_more_discarding() {
+    // Lingering (plain TCP): read again, discarding what was read.
+    void read_discarding() {
         in_begin_ = in_end_ = 0;
         start_read();
     }
 
-    void close() {
-        if (closed_) return;
-        closed_ = true;
-        error_code ignored;
-        stream_.tcp().close(ignored);  // pending operations complete with operation_aborted
+    void on_close() {
         if (delay_timer_) delay_timer_->cancel();
     }
 
-    // Called last in every handler: the connection is deleted once closed and idle.
-    void finish_handler() {
-        if (closed_ && !reading_ && !writing_ && pending_ == 0) worker_.destroy(this);
-    }
-
-    Stream stream_;
+    // The flags first: they fill ConnectionLifecycle's tail padding (C10k memory).
+    bool unread_input_ = false;       // input dropped unanswered at the close (drop_unread_input)
+    bool last_read_drained_ = false;  // the last read returned fewer bytes than asked for
+    bool protocol_known_ = true;      // false until the first bytes (or ALPN) said HTTP/1.1 or h2
     // Plain TCP reads go through a preallocated reactor operation (see edge_read.hpp).
-    [[no_unique_address]] std::conditional_t<Stream::is_tls, std::monostate, PlainRead> edge_read_;
+    [[no_unique_address]] std::conditional_t<Stream::is_tls, NoEdgeRead, PlainRead> edge_read_;
     char* in_ = nullptr;  // from worker_.read_buffers(), read_buffer_size bytes; null while idle
     std::size_t in_begin_ = 0;
     std::size_t in_end_ = 0;
     std::string out_;  // from worker_.output_buffers() while a response is built or written
     RequestProcessor requests_;
     std::unique_ptr<boost::asio::steady_timer> delay_timer_;  // only /delay needs one: not inline
-    int pending_ = 0;  // handshake, delay timer, TLS shutdown
-    bool reading_ = false;
-    bool writing_ = false;
-    bool closed_ = false;
-    bool lingering_ = false;
-    bool unread_input_ = false;       // input dropped unanswered at the close (drop_unread_input)
-    bool last_read_drained_ = false;  // the last read returned fewer bytes than asked for
     std::size_t read_asked_ = 0;
-    bool protocol_known_ = true;  // false until the first bytes (or ALPN) said HTTP/1.1 or h2
 };
 
 }  // namespace loadbench::server

@@ -7,11 +7,13 @@
 // A Connection (HTTP/1.1) that sees the preface, or ALPN "h2", hands its socket and the bytes
 // it already read over to this class (Worker::hand_over). Lifetime rules are the same as
 // Connection's: the worker owns it; it deletes itself when closed and nothing is pending.
+// Writing, closing, lingering and the TLS shutdown are ConnectionLifecycle's.
 //
 // Bounded buffering: at most one write chunk (write_chunk bytes) is produced before the
 // previous one has left; nghttp2 produces DATA only inside the client's flow-control windows;
 // at most --h2-max-streams streams are served at once; and while a write is stuck with frames
 // queued behind it, reading stops - so a client that never reads costs a bounded amount.
+#include "core/server/connection_lifecycle.hpp"
 #include "core/server/h2_session.hpp"
 #include "core/server/streams.hpp"
 #include "core/server/worker.hpp"
@@ -25,15 +27,16 @@
 namespace loadbench::server {
 
 template <class Stream>
-class Http2Connection final : public ConnectionBase {
+class Http2Connection final : public ConnectionLifecycle<Http2Connection<Stream>, Stream> {
+    using Lifecycle = ConnectionLifecycle<Http2Connection<Stream>, Stream>;
+
 public:
     static constexpr std::size_t read_buffer_size = 16 * 1024;
     static constexpr std::size_t write_chunk = 64 * 1024;
-    static constexpr auto linger_time = std::chrono::seconds(1);
 
     // `already` = bytes the HTTP/1.1 connection read before it knew (the preface, maybe more).
     Http2Connection(Worker& worker, Stream&& stream, const char* already, std::size_t size)
-        : ConnectionBase(worker), stream_(std::move(stream)), session_(worker.context()),
+        : Lifecycle(worker, std::move(stream)), session_(worker.context()),
           in_(new char[read_buffer_size]), delay_timer_(worker.io()), early_(already, size) {
         out_.reserve(write_chunk + 16 * 1024);
     }
@@ -47,11 +50,6 @@ public:
         pump();
     }
 
-    void expire() override {
-        close();
-        finish_handler();
-    }
-
     void begin_shutdown() override {
         if (!closed_ && !lingering_) {
             session_.shutdown();  // GOAWAY: no new streams, the open ones finish
@@ -61,8 +59,20 @@ public:
     }
 
 private:
-    using error_code = boost::system::error_code;
+    friend Lifecycle;
+    using typename Lifecycle::error_code;
     using clock = ConnectionBase::clock;
+    using Lifecycle::closed_;
+    using Lifecycle::deadline_;
+    using Lifecycle::lingering_;
+    using Lifecycle::no_deadline;
+    using Lifecycle::pending_;
+    using Lifecycle::reading_;
+    using Lifecycle::stream_;
+    using Lifecycle::worker_;
+    using Lifecycle::writing_;
+    using Lifecycle::close;
+    using Lifecycle::finish_handler;
 
     // After every event: write what the session has, arm /delay timers, keep a read going,
     // set the deadline - or close once the session is done and everything was written.
@@ -75,21 +85,21 @@ private:
             if (closed_) return;
         }
         arm_delays();
-        if (!writing_ && (fatal_ || session_.finished())) return graceful_close();
+        if (!writing_ && (fatal_ || session_.finished())) return this->linger_close();
         // Backpressure: while the client does not take our writes and frames pile up, stop
-        // reading its requests (on_write resumes); TCP then holds the client back.
+        // reading its requests (on_written resumes); TCP then holds the client back.
         if (!reading_ && !fatal_ && session_.want_read() && !(writing_ && session_.backlogged())) start_read();
         update_deadline();
     }
 
     void update_deadline() {
         if (session_.streams_awaiting_headers() > 0) {
-            deadline_ = session_.headers_since() + std::chrono::milliseconds(worker_.config().header_timeout_ms);
+            deadline_ = session_.headers_since() + this->header_timeout();
         } else if (session_.delayed_streams() > 0 && !writing_) {
             deadline_ = no_deadline;  // the server, not the client, is what we wait for
         } else {
             // Idle connection, a body that must keep moving, or a write the client must take.
-            deadline_ = worker_.now() + std::chrono::milliseconds(worker_.config().idle_timeout_ms);
+            deadline_ = worker_.now() + this->idle_timeout();
         }
     }
 
@@ -104,13 +114,7 @@ private:
         reading_ = false;
         if (!closed_) {
             if (lingering_) {
-                if constexpr (Stream::is_tls) {
-                    finish_closing();  // the read was cancelled for the TLS shutdown
-                } else if (ec) {
-                    close();  // the client closed too (or reset): done
-                } else {
-                    start_read();  // discard
-                }
+                this->lingering_read_done(ec);
             } else if (ec) {
                 close();  // the client went away (or reset): nothing left to answer to
             } else {
@@ -152,97 +156,32 @@ private:
     }
 
     // --- writing -----------------------------------------------------------------------
+    // Writes out_; while it leaves at once (plain TCP) and the session has more (a body
+    // larger than one chunk), goes round again.
     void write_out() {
-        for (;;) {
-            std::size_t already_sent = 0;
-            if constexpr (!Stream::is_tls) {
-                // Plain TCP: try the send right here (as Connection does); it usually takes all.
-                error_code ec;
-                already_sent = stream_.tcp().write_some(boost::asio::buffer(out_), ec);
-                if (ec && ec != boost::asio::error::would_block && ec != boost::asio::error::try_again) {
-                    close();
-                    return;
-                }
-                if (!ec && already_sent == out_.size()) {
-                    // More may be ready (a body larger than one chunk): go round again.
-                    out_.clear();
-                    if (fatal_ || !session_.want_write()) return;
-                    if (!session_.send(out_, write_chunk)) fatal_ = true;
-                    if (out_.empty()) return;
-                    continue;
-                }
-            }
-            writing_ = true;
-            deadline_ = worker_.now() + std::chrono::milliseconds(worker_.config().idle_timeout_ms);
-            stream_.async_write(boost::asio::buffer(out_.data() + already_sent, out_.size() - already_sent),
-                                [this](error_code ec, std::size_t) { on_write(ec); });
-            return;
+        while (this->write(out_)) {
+            out_.clear();
+            if (fatal_ || !session_.want_write()) return;
+            if (!session_.send(out_, write_chunk)) fatal_ = true;
+            if (out_.empty()) return;
         }
     }
 
-    void on_write(error_code ec) {
-        writing_ = false;
-        if (!closed_) {
-            if (ec) {
-                close();
-            } else {
-                out_.clear();
-                pump();
-            }
-        }
-        finish_handler();
+    // The async rest of write_out() has left.
+    void on_written() {
+        out_.clear();
+        pump();
     }
 
-    // --- closing -----------------------------------------------------------------------
-    // Everything was written (the last frame is a GOAWAY or the answer to the last stream):
-    // send our FIN / close_notify, then drain the client's bytes until it closes (bounded by
-    // linger_time), so unread input does not turn our last frames into a reset.
-    void graceful_close() {
-        lingering_ = true;
-        deadline_ = worker_.now() + linger_time;
-        if constexpr (Stream::is_tls) {
-            if (reading_) {
-                error_code ignored;
-                stream_.tcp().cancel(ignored);  // on_read continues with the TLS shutdown
-            } else {
-                finish_closing();
-            }
-        } else {
-            error_code ignored;
-            stream_.tcp().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
-            if (!reading_) start_read();
-        }
-    }
+    // --- closing (ConnectionLifecycle::linger_close once the session is done) -----------
+    // Lingering (plain TCP): keep reading; on_read drops the bytes.
+    void read_discarding() { start_read(); }
 
-    // Lingering: plain TCP reads and discards; TLS sends close_notify (once).
-    void finish_closing() {
-        if constexpr (Stream::is_tls) {
-            if (tls_shutdown_started_ || closed_) return;
-            tls_shutdown_started_ = true;
-            pending_ += 1;
-            stream_.tls().async_shutdown([this](error_code) {
-                pending_ -= 1;
-                if (!closed_) close();
-                finish_handler();
-            });
-        } else {
-            start_read();
-        }
-    }
+    void on_close() { delay_timer_.cancel(); }
 
-    void close() {
-        if (closed_) return;
-        closed_ = true;
-        error_code ignored;
-        stream_.tcp().close(ignored);  // pending operations complete with operation_aborted
-        delay_timer_.cancel();
-    }
-
-    void finish_handler() {
-        if (closed_ && !reading_ && !writing_ && pending_ == 0) worker_.destroy(this);
-    }
-
-    Stream stream_;
+    // The flags first: they fill ConnectionLifecycle's tail padding.
+    bool timer_pending_ = false;
+    bool fatal_ = false;
     Http2Session session_;
     std::unique_ptr<char[]> in_;
     std::string out_;
@@ -250,14 +189,6 @@ private:
     std::multimap<clock::time_point, std::int32_t> delays_;  // due time -> stream
     clock::time_point armed_for_{};
     std::string early_;
-    int pending_ = 0;  // delay timer wait, TLS shutdown
-    bool timer_pending_ = false;
-    bool reading_ = false;
-    bool writing_ = false;
-    bool closed_ = false;
-    bool lingering_ = false;
-    bool fatal_ = false;
-    bool tls_shutdown_started_ = false;
 };
 
 }  // namespace loadbench::server

@@ -2,13 +2,44 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include <cstddef>
+
 #include <sys/socket.h>
 
 namespace loadbench::server {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+
+namespace {
+
+// SO_REUSEPORT, for which Asio has no option: a SettableSocketOption of Asio's public API
+// (the same setsockopt as Asio's own boolean options).
+class ReusePort {
+public:
+    explicit ReusePort(bool enabled) : value_(enabled ? 1 : 0) {}
+    template <class Protocol>
+    int level(const Protocol&) const {
+        return SOL_SOCKET;
+    }
+    template <class Protocol>
+    int name(const Protocol&) const {
+        return SO_REUSEPORT;
+    }
+    template <class Protocol>
+    const int* data(const Protocol&) const {
+        return &value_;
+    }
+    template <class Protocol>
+    std::size_t size(const Protocol&) const {
+        return sizeof(value_);
+    }
+
+private:
+    int value_;
+};
+
+}  // namespace
 
 asio::ip::address resolve_host(const std::string& host) {
     boost::system::error_code ec;
@@ -36,7 +67,7 @@ tcp::acceptor bind_one(asio::io_context& io, const tcp::endpoint& endpoint, bool
     boost::system::error_code ec;
     acceptor.open(endpoint.protocol(), ec);
     if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-    if (!ec && reuseport) acceptor.set_option(reuse_port(true), ec);
+    if (!ec && reuseport) acceptor.set_option(ReusePort(true), ec);
     // Linux copies TCP_NODELAY from the listening socket to every accepted one: set once here
     // instead of a setsockopt per connection (Worker::adopt).
     if (!ec) acceptor.set_option(tcp::no_delay(true), ec);

@@ -23,7 +23,7 @@ constexpr std::size_t output_max_kept_capacity = 64 * 1024;
 
 Worker::Worker(const ServerConfig& config, unsigned index, asio::ssl::context* tls_context)
     : config_(config), index_(index), tls_context_(tls_context),
-      reactor_(asio::use_service<asio::detail::reactor>(io_)), tick_timer_(io_), context_(config),
+      reactor_(reactor_of(io_)), tick_timer_(io_), context_(config),
       read_buffers_(Connection<PlainStream>::read_buffer_size, buffers_kept),
       output_buffers_(output_initial_capacity, output_max_kept_capacity, buffers_kept) {}
 

@@ -3,6 +3,7 @@
 // connections), its own Date/response cache and counters. Nothing on the request path is
 // shared with another worker.
 #include "core/server/accepted_socket.hpp"
+#include "core/server/asio_internals.hpp"
 #include "core/server/buffer_pool.hpp"
 #include "core/server/config.hpp"
 #include "core/server/counters.hpp"
@@ -10,8 +11,6 @@
 #include "core/server/socket.hpp"
 
 #include <boost/asio/io_context.hpp>
-// After io_context.hpp: the reactor header needs the scheduler's declarations first.
-#include <boost/asio/detail/reactor.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -67,7 +66,7 @@ public:
 
     boost::asio::io_context& io() { return io_; }
     // The io_context's epoll reactor, looked up once (use_service takes a lock).
-    boost::asio::detail::reactor& reactor() { return reactor_; }
+    Reactor& reactor() { return reactor_; }
     unsigned index() const { return index_; }
 
     // Before run(): a listening socket (on this worker's io_context) whose connections go to
@@ -108,7 +107,7 @@ private:
     const unsigned index_;
     boost::asio::ssl::context* tls_context_;
     boost::asio::io_context io_{1};  // concurrency hint 1: one thread, lighter locking
-    boost::asio::detail::reactor& reactor_;
+    Reactor& reactor_;
     boost::asio::steady_timer tick_timer_;
     std::vector<std::unique_ptr<AcceptLoop>> listeners_;
     ConnectionBase* connections_ = nullptr;  // intrusive list head
