@@ -158,8 +158,7 @@ def run_setup(args: argparse.Namespace, wrk: Wrk, env: dict, gate, jsonl, record
                           f"{record['conn_per_s']:>8,.0f} conn/s  server {record['server_cpu_us_per_conn'] or 0:7.1f} "
                           f"us/conn  wrk {record['wrk_cpu_us_per_conn'] or 0:7.1f} us/conn", flush=True)
         finally:
-            for peer in peers:
-                peer.stop()
+            stop_all(peers)
 
 
 def count_server_syscalls(peer: LaunchedPeer, wrk: Wrk, args: argparse.Namespace, keepalive: bool) -> dict:
@@ -205,8 +204,7 @@ def run_server_syscalls(args: argparse.Namespace, wrk: Wrk, jsonl, records: list
                 print(f"  strace {record['mode']:<9} {peer.name:<17} {record['calls_per_resp']:6.2f} calls/response",
                       flush=True)
     finally:
-        for peer in peers:
-            peer.stop()
+        stop_all(peers)
 
 
 def syscall_lines(records: list[dict]) -> list[str]:
@@ -259,8 +257,7 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict]:
                           f"  wrk busy {record['wrk_busy']:.2f}  others {record['foreign_cores'] or 0:.2f} cores",
                           flush=True)
     finally:
-        for peer in peers:
-            peer.stop()
+        stop_all(peers)
     try:
         if args.setup:
             run_setup(args, wrk, env, gate, jsonl, records)
