@@ -101,6 +101,8 @@ if [ "$extras" = test ]; then
   need_tool node nodejs            # the node:http peer (tests/test_bench_peers.py)
   have nginx || installed nginx-light || installed nginx || need nginx-light   # the nginx peer
   need_tool ip iproute2            # network namespaces: separate generator hosts on one machine
+  need_tool wrk wrk                # a load tool no one here wrote (tests/test_bench_server_syscalls.py)
+  need_tool strace strace          # a server's own system calls per connection (same test)
   need_tool chromium chromium      # the HTML report is checked in a real (headless) browser
 fi
 

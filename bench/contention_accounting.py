@@ -30,14 +30,19 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-import benchgate
-import benchlib as bl
-
 import loadbench
 from loadbench import analysis
 from loadbench import sampler as sampler_module
+from loadbench.bench import gate as benchgate
+from loadbench.bench.environment_block import environment
+from loadbench.bench.jsonl import JsonlWriter, read_jsonl
+from loadbench.bench.report_text import report_head, write_report
 from loadbench.core.sampler import used_between
-from loadbench.sweep.targets import Target, default_peer_targets, launch
+from loadbench.report.markdown import fmt_number, table
+from loadbench.sweep.targets import Target, launch, peer_registry
+
+REPO = Path(__file__).resolve().parents[1]
+PEERS = REPO / "bench" / "peers"  # the servers: entries of the registry, PEERS / "peers.toml"
 
 SERVERS = ("beast", "python-asyncio", "node", "h2o")
 MACHINE_BUSY = ("user_s", "nice_s", "system_s", "irq_s", "softirq_s")
@@ -102,13 +107,13 @@ def window_record(result: dict, start: Any, end: Any) -> dict:
     }
 
 
-def measure(target: Target, repeats: int, duration: float, writer: bl.JsonlWriter, gate: Any) -> None:
-    why = target.unavailable_reason("http", bl.BENCH_DIR / "peers")
+def measure(target: Target, repeats: int, duration: float, writer: JsonlWriter, gate: Any) -> None:
+    why = target.unavailable_reason("http", PEERS)
     if why:
         print(f"  {target.name}: skipped ({why})", flush=True)
         writer.write({"server": target.name, "skipped": why})
         return
-    server = launch(target, "http", workers=1, cpus=[0], peers_dir=bl.BENCH_DIR / "peers")
+    server = launch(target, "http", workers=1, cpus=[0], peers_dir=PEERS)
     url = server.base_url + "/plaintext"
     try:
         rate = None
@@ -149,7 +154,7 @@ def render(records: list[dict], env: dict, command: str) -> str:
                ("every_process_share_of_wall", "every process / wall"), ("stat_missing_s", "/proc/stat short of wall"),
                ("server", "server"), ("run", "run process"), ("kernel", "kernel threads"),
                ("others", "other processes")]
-    table = []
+    body = []
     for name in dict.fromkeys(r["server"] for r in rows):
         for mode in ("closed", "open"):
             mine = [r for r in rows if r["server"] == name and r["mode"] == mode]
@@ -161,15 +166,15 @@ def render(records: list[dict], env: dict, command: str) -> str:
                           else share(r, key) for r in mine]
                 spread = analysis.median_spread(values)
                 cells.append(f"{100 * spread.median:.1f} ({100 * spread.min:.1f}-{100 * spread.max:.1f})")
-            table.append([name, mode, bl.fmt_num(analysis.median([r["rps"] for r in mine]))] + cells)
+            body.append([name, mode, fmt_number(analysis.median([r["rps"] for r in mine]))] + cells)
     skipped = [f"{r['server']}: {r['skipped']}" for r in records if "skipped" in r]
     settings = {"Cells": "http /plaintext; closed loop C = 25 and open loop at 50 % of the first closed repeat's req/s",
                 "Pinning": "server on CPU 0 (1 worker), loadbench on CPU 1 (1 thread)",
                 "Repeats": f"{len({r['repeat'] for r in rows})} windows per cell, medians (min-max) of the windows"}
-    lines = bl.report_head("Contention accounting: what the outside CPU of a quiet window was", command, env, settings,
+    lines = report_head("Contention accounting: what the outside CPU of a quiet window was", command, env, settings,
                            "`contention-accounting.jsonl`, one line per window")
     lines += ["## Shares of the machine's CPU per window (%)", "",
-              bl.markdown_table(["Server", "Mode", "req/s"] + [label for _, label in columns], table), ""]
+              table(["Server", "Mode", "req/s"] + [label for _, label in columns], body), ""]
     if skipped:
         lines += ["Not measured: " + "; ".join(skipped) + ".", ""]
     lines += [
@@ -200,19 +205,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--duration", type=float, default=1.0)
     parser.add_argument("--servers", default=",".join(SERVERS))
-    parser.add_argument("--out", type=Path, default=bl.REPORTS_DIR)
+    parser.add_argument("--out", type=Path, default=REPO / "reports")
     parser.add_argument("--smoke", action="store_true", help="1 repeat of 0.5 s into a temp dir")
     benchgate.add_gate_args(parser)
     args = parser.parse_args(argv)
     if args.smoke:
         args.repeats, args.duration, args.out = 1, 0.5, Path(tempfile.mkdtemp())
-    targets = {t.name: t for t in default_peer_targets(bl.BENCH_DIR / "peers")}
-    targets["beast"] = Target("beast", kind="beast", description="the embedded Boost.Beast reference server")
+    targets = {t.name: t for t in peer_registry(PEERS)}
     gate = benchgate.make_gate(args)
-    env = bl.environment()
+    env = environment()
     command = "python bench/contention_accounting.py " + " ".join(argv if argv is not None else sys.argv[1:])
     jsonl = args.out / "contention-accounting.jsonl"
-    writer = bl.JsonlWriter(jsonl)
+    writer = JsonlWriter(jsonl)
     writer.write({"record": "environment", "environment": env, "command": command})
     started = time.monotonic()
     try:
@@ -220,9 +224,9 @@ def main(argv: Optional[list[str]] = None) -> int:
             measure(targets[name], args.repeats, args.duration, writer, gate)
     finally:
         writer.close()
-    records, env, command = bl.read_jsonl(jsonl)
+    records, env, command = read_jsonl(jsonl)
     out = args.out / "contention-accounting.md"
-    bl.write_report(out, render(records, env, command))
+    write_report(out, render(records, env, command))
     print(f"wrote {out} in {time.monotonic() - started:.0f} s")
     return 0
 

@@ -4,9 +4,9 @@
     python bench/memory_per_connection.py --smoke            # 200 connections, written to a temp dir
     python bench/memory_per_connection.py -c 10000 --servers beast,nginx --out /tmp/mem
 
-Servers (each started by loadbench, 1 worker, in its own cgroup): the Beast reference server,
-nginx (its bench/peers config with worker_connections raised to hold N), node:http and the
-Python asyncio peer. For each: `loadbench.hold_connections(url, N, sample_pid=server)` opens N
+Servers (entries of bench/peers/peers.toml, each started by loadbench.sweep.targets.launch, 1
+worker, in its own cgroup): the Beast reference server, nginx (NGINX_CONNECTIONS: its
+worker_connections and open-file limit raised to hold N), node:http and the Python asyncio peer. For each: `loadbench.hold_connections(url, N, sample_pid=server)` opens N
 keep-alive connections, waits until the server holds a descriptor for each, reads the server
 tree's RSS and PSS growth / N, and sends one request on each (requests_ok proves they were
 live). The holder's own growth / N is loadbench's bytes per idle connection as a generator.
@@ -32,59 +32,37 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+import loadbench
+from loadbench.bench.gate import add_gate_args, make_gate, wait_quiet
+from loadbench.core.connections import raise_fd_limit
+from loadbench.core.gate import cpu_snapshot, outside_share_between
+from loadbench.sweep.targets import Target, launch, peer_target
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
-PEERS = BENCH_DIR / "peers"
-
-import loadbench  # noqa: E402
-from loadbench.core.connections import raise_fd_limit  # noqa: E402
-from loadbench.core.gate import cpu_snapshot, outside_share_between  # noqa: E402
-
-sys.path.insert(0, str(BENCH_DIR))
-from benchgate import add_gate_args, make_gate, wait_quiet  # noqa: E402
-from loadbench.sweep.targets import Target, default_peer_targets, launch  # noqa: E402
+PEERS = BENCH_DIR / "peers"  # the servers: entries of the registry, PEERS / "peers.toml"
 
 SERVERS = ("beast", "nginx", "node", "python-asyncio")
 
 
-def nginx_target(run_dir: Path, connections: int) -> Target:
-    """The bench/peers nginx config, rendered with room for `connections` (the stock peer
-    allows 4096 per worker)."""
-    template = (PEERS / "nginx" / "nginx.conf.template").read_text()
-    room = connections + 256
-    text = (template.replace("worker_connections 4096;", f"worker_connections {room};")
-            .replace("worker_processes @WORKERS@;", f"worker_processes 1;\nworker_rlimit_nofile {room};")
-            .replace("@RUN_DIR@", str(run_dir)).replace("@LISTEN@", "127.0.0.1:@PORT@").replace("@TLS@", ""))
-    conf = run_dir / "nginx.conf.in"
-    conf.write_text(text)
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    # The port is only known at launch ({port} is filled in then): a tiny shell step renders it.
-    script = (f'sed "s/@PORT@/{{port}}/" {conf} > {run_dir}/nginx.conf && '
-              f'exec {nginx} -p {run_dir} -c {run_dir}/nginx.conf -e {run_dir}/error.log')
-    return Target(name="nginx", kind="command", argv=["sh", "-c", script],
-                  requires=[nginx], description="nginx 1 worker, worker_connections raised to hold N")
+def server_targets(names: list[str]) -> list[Target]:
+    unknown = [name for name in names if name not in SERVERS]
+    if unknown:
+        raise SystemExit(f"unknown server {unknown[0]!r} (known: {', '.join(SERVERS)})")
+    return [peer_target(name, PEERS) for name in names]
 
 
-def server_targets(names: list[str], run_dir: Path, connections: int) -> list[Target]:
-    peers = {t.name: t for t in default_peer_targets(PEERS)}
-    out = []
-    for name in names:
-        if name == "beast":
-            out.append(Target(name="beast", kind="beast"))
-        elif name == "nginx":
-            out.append(nginx_target(run_dir, connections))
-        elif name in peers:
-            out.append(peers[name])
-        else:
-            raise SystemExit(f"unknown server {name!r} (known: {', '.join(SERVERS)})")
-    return out
+def launch_env(target: Target, connections: int) -> dict:
+    """nginx allows 4096 connections per worker: room for N (and its open-file limit) is asked
+    of its launcher (bench/peers/nginx/run.sh)."""
+    return {"NGINX_CONNECTIONS": str(connections + 256)} if target.name == "nginx" else {}
 
 
 def measure_server(target: Target, connections: int, timeout: float, repeat: int) -> dict[str, Any]:
     why = target.unavailable_reason("http", PEERS)
     if why:
         return {"kind": "server", "name": target.name, "repeat": repeat, "skipped": why}
-    server = launch(target, "http", workers=1, cpus=None, peers_dir=PEERS)
+    server = launch(target, "http", workers=1, cpus=None, peers_dir=PEERS, env=launch_env(target, connections))
     try:
         tree = loadbench.Sampler(server.pid, tree=True)
         pids, before = set(tree.snapshot().pids), cpu_snapshot()
@@ -241,13 +219,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     gate = wait_quiet(make_gate(args))
     env = loadbench.environment()  # at the start: its load figure is the machine's before we ran
     records = []
-    with tempfile.TemporaryDirectory(prefix="loadbench-mem-nginx-") as run_dir:
-        targets = server_targets([s for s in args.servers.split(",") if s], Path(run_dir), args.connections)
-        for repeat in range(1, args.repeats + 1):  # repeats outermost: drift hits every server alike
-            for target in targets:
-                print(f"server {target.name} (repeat {repeat}) ...", file=sys.stderr, flush=True)
-                records.append(measure_server(target, args.connections, args.timeout, repeat))
-                print(f"  {json.dumps(records[-1].get('server') or records[-1].get('skipped'))}", file=sys.stderr)
+    targets = server_targets([s for s in args.servers.split(",") if s])
+    for repeat in range(1, args.repeats + 1):  # repeats outermost: drift hits every server alike
+        for target in targets:
+            print(f"server {target.name} (repeat {repeat}) ...", file=sys.stderr, flush=True)
+            records.append(measure_server(target, args.connections, args.timeout, repeat))
+            print(f"  {json.dumps(records[-1].get('server') or records[-1].get('skipped'))}", file=sys.stderr)
     generators = [g for g in args.generators.split(",") if g]
     if generators:
         beast = loadbench.ServerProcess().start()

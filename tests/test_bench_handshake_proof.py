@@ -1,17 +1,12 @@
-"""bench/handshake_proof.py: which generators refuse a server that signs its handshake with
+"""loadbench.bench.handshake_proof: which generators refuse a server that signs its handshake with
 another key than its certificate's - checked live for loadbench, rendered for the report."""
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-import generators  # noqa: E402
-import handshake_proof  # noqa: E402
+from loadbench.bench import generators, handshake_proof
 
 
 def test_loadbench_refuses_the_forgery_and_answers_the_control():

@@ -1,25 +1,43 @@
 """The benchmark peers (bench/peers) answer the shared routes exactly, launched the way the
-bench drivers launch them: one argv with {port}, pinned, ready when GET / answers."""
+bench drivers launch them: the registry's entry (bench/peers/peers.toml) through
+loadbench.sweep.targets.launch, pinned, ready when it answers."""
 from __future__ import annotations
 
 import http.client
 import shutil
 import ssl
-import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-import benchlib  # noqa: E402
+from loadbench.bench import environment_block, gate, repeats
+from loadbench.bench.peers import LaunchedPeer, PeerChoice, launch_peer, unavailable
+
+PEERS = Path(__file__).resolve().parent.parent / "bench" / "peers"
+
+
+# The bench drivers' helpers these tests exercise, under the name the drivers once shared.
+benchlib = SimpleNamespace(summarize=repeats.summarize, wait_quiet=gate.wait_quiet, make_gate=gate.make_gate,
+                           outside_share=gate.outside_share, foreign_cores=gate.foreign_cores,
+                           gate_note=gate.gate_note, machine_note=environment_block.machine_note)
+
+
+def _peer(peer: str, protocol: str = "http", workers: int = 1) -> LaunchedPeer:
+    return launch_peer(PeerChoice(peer, peer, protocol), cpus=[0], peers_dir=PEERS, workers=workers)
+
+
+def _missing(peer: str, protocol: str = "http") -> bool:
+    return unavailable(PeerChoice(peer, peer, protocol), PEERS) is not None
+
 
 PLAINTEXT = b"Hello, World!\n"
 JSON = b'{"message":"Hello, World!"}'
 
 
-def _get(peer: benchlib.RunningPeer, method: str, path: str, body: bytes | None = None,
+def _get(peer: LaunchedPeer, method: str, path: str, body: bytes | None = None,
          headers: dict | None = None) -> tuple[int, str, bytes]:
-    if peer.spec.https:
+    if peer.https:
         conn = http.client.HTTPSConnection("127.0.0.1", peer.port, timeout=5,
                                            context=ssl._create_unverified_context())
     else:
@@ -32,7 +50,7 @@ def _get(peer: benchlib.RunningPeer, method: str, path: str, body: bytes | None 
         conn.close()
 
 
-def _keepalive_count(peer: benchlib.RunningPeer, n: int) -> int:
+def _keepalive_count(peer: LaunchedPeer, n: int) -> int:
     conn = http.client.HTTPConnection("127.0.0.1", peer.port, timeout=5)
     served = 0
     for _ in range(n):
@@ -46,7 +64,7 @@ def _keepalive_count(peer: benchlib.RunningPeer, n: int) -> int:
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed (bench/install-peers.sh)")
 @pytest.mark.parametrize("workers", [1, 2])
 def test_node_peer_routes(workers: int) -> None:
-    with benchlib.RunningPeer(benchlib.node_peer(workers), [0]) as peer:
+    with _peer("node", workers=workers) as peer:
         assert _get(peer, "GET", "/") == (200, "text/plain", PLAINTEXT)
         assert _get(peer, "GET", "/plaintext") == (200, "text/plain", PLAINTEXT)
         assert _get(peer, "GET", "/json") == (200, "application/json", JSON)
@@ -58,9 +76,9 @@ def test_node_peer_routes(workers: int) -> None:
         assert peer.snapshot().cpu_s >= 0.0
 
 
-@pytest.mark.skipif(benchlib.nginx_peer() is None, reason="nginx is not installed (bench/install-peers.sh)")
+@pytest.mark.skipif(_missing("nginx"), reason="nginx is not installed (bench/install-peers.sh)")
 def test_nginx_peer_routes_and_tree_cpu() -> None:
-    with benchlib.RunningPeer(benchlib.nginx_peer(), [0]) as peer:
+    with _peer("nginx") as peer:
         assert _get(peer, "GET", "/") == (200, "text/plain", PLAINTEXT)
         assert _get(peer, "GET", "/plaintext") == (200, "text/plain", PLAINTEXT)
         assert _get(peer, "GET", "/json") == (200, "application/json", JSON)
@@ -74,10 +92,10 @@ def test_nginx_peer_routes_and_tree_cpu() -> None:
     assert not run_dir.exists()  # the launcher removes its run dir when nginx stops
 
 
-@pytest.mark.skipif(benchlib.nginx_peer() is None or shutil.which("openssl") is None,
+@pytest.mark.skipif(_missing("nginx", "https") or shutil.which("openssl") is None,
                     reason="nginx or openssl is not installed")
 def test_nginx_tls_peer_serves_tls13_with_ec_certificate() -> None:
-    with benchlib.RunningPeer(benchlib.nginx_peer(https=True), [0]) as peer:
+    with _peer("nginx", "https") as peer:
         assert _get(peer, "GET", "/plaintext") == (200, "text/plain", PLAINTEXT)
         ctx = ssl._create_unverified_context()
         import socket
@@ -122,16 +140,16 @@ def test_h2_peers_answer_over_http2(tmp_path: Path) -> None:
     import argparse
     import subprocess
 
-    import server_h2_part
+    from loadbench.bench import server_comparison_h2 as server_h2_part
 
     args = argparse.Namespace(servers=[s.strip() for s in server_h2_part.DEFAULT_SERVERS.split(",")]
                               + ["node:http2 h2"], beast_bin=None)
-    specs = server_h2_part.peer_specs(args, str(tmp_path))
+    specs = server_h2_part.peer_choices(args)
     assert specs["loadbench-server h2c"] is not None and specs["loadbench-server h2"] is not None
     for name, spec in specs.items():
-        if spec is None:
+        if unavailable(spec, PEERS):
             continue
-        with server_h2_part.H2RunningPeer(spec, [0]) as peer:
+        with launch_peer(spec, cpus=[0], peers_dir=PEERS) as peer:
             for path, body in (("/", PLAINTEXT), ("/json", JSON)):
                 mode = ["--http2", "-k"] if spec.https else ["--http2-prior-knowledge"]
                 out = subprocess.run(["curl", "-sS", "--max-time", "5", *mode, "-w", "\n%{http_version}",
@@ -144,7 +162,7 @@ import subprocess  # noqa: E402
 
 from loadbench.sweep.targets import HTTP2, default_peer_targets, launch  # noqa: E402
 
-PEERS_DIR = Path(__file__).resolve().parent.parent / "bench" / "peers"
+PEERS_DIR = PEERS
 SWEEP_PEERS = {t.name: t for t in default_peer_targets(PEERS_DIR)}
 PEER_PROTOCOLS = [(name, p) for name, t in SWEEP_PEERS.items() for p in t.protocols]
 

@@ -1,15 +1,12 @@
-"""bench/profiles.py reads `perf report` right, and bench/generator_vs_peers.py --report-only
+"""loadbench.bench.perf_profiles reads `perf report` right, and bench/generator_vs_peers.py --report-only
 renders the system calls per connection and the profiles - and records from before they existed."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-import generator_vs_peers  # noqa: E402
-import profiles  # noqa: E402
+from loadbench.bench import generator_comparison as generator_vs_peers
+from loadbench.bench import perf_profiles as profiles
+from loadbench.bench import tcp_counters
 
 SELF = """\
 # Samples: 4K of event 'cpu-clock:ppp'
@@ -101,18 +98,18 @@ def test_kernel_tcp_counters_are_read_and_divided_per_connection(tmp_path):
     (tmp_path / "net").mkdir()
     (tmp_path / "net" / "snmp").write_text(SNMP)
     (tmp_path / "net" / "netstat").write_text(NETSTAT)
-    before = generator_vs_peers.bl.tcp_counters(tmp_path)
+    before = tcp_counters.tcp_counters(tmp_path)
     assert before == {"opens": 1000, "segments": 20000, "resets": 5, "time_waits": 3000}
     after = {"opens": 1100, "segments": 20700, "resets": 105, "time_waits": 3000}
-    assert generator_vs_peers.bl.tcp_per_connection(before, after, 100) == \
+    assert tcp_counters.tcp_per_connection(before, after, 100) == \
         {"opens": 1.0, "segments": 7.0, "resets": 1.0, "time_waits": 0.0}
-    assert generator_vs_peers.bl.tcp_per_connection(before, after, 0) == {}
-    live = generator_vs_peers.bl.tcp_counters()
+    assert tcp_counters.tcp_per_connection(before, after, 0) == {}
+    live = tcp_counters.tcp_counters()
     assert set(live) == {"opens", "segments", "resets", "time_waits"}
 
 
 def test_lean_tcp_generator_is_setup_only_and_its_rows_are_reported(tmp_path, capsys):
-    import generators
+    from loadbench.bench import generators
 
     lean = generators.LoadbenchLeanTcp()
     argv = lean.argv("http://127.0.0.1:1/", 20, 5, False, tmp_path / "o.json")

@@ -1,4 +1,4 @@
-"""bench/server_vs_peers.py counts a server's own system calls (strace -c -f on its process tree)
+"""bench/server_vs_peers.py (loadbench.bench.server_comparison) counts a server's own system calls (strace -c -f on its process tree)
 per new connection and per keep-alive response: the counts are per response,
 and for the Beast server a new connection costs no FIONBIO ioctl and no EPOLL_CTL_DEL (the
 accept path of cpp/core/server/accept_loop.cpp) - which the old Asio accept made every time."""
@@ -6,18 +6,14 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 import loadbench
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-import server_vs_peers  # noqa: E402
-from generators import Wrk  # noqa: E402
+from loadbench.bench import server_comparison as server_vs_peers
+from loadbench.bench.generators import Wrk
 
 
 def test_syscall_section_renders_per_connection_and_per_response():
@@ -48,7 +44,7 @@ def test_beast_makes_no_ioctl_and_no_epoll_del_per_new_connection(server_factory
     server = server_factory()
     sampler = loadbench.Sampler(server.pid)
     peer = SimpleNamespace(pid=server.pid, url=server.url, snapshot=sampler.snapshot,
-                           spec=SimpleNamespace(name="loadbench-server", https=False))
+                           name="loadbench-server", https=False)
     args = argparse.Namespace(path="/plaintext", setup_concurrency=4, syscall_duration=1, generator_cpu=0)
     setup = server_vs_peers.count_server_syscalls(peer, Wrk(), args, keepalive=False)
     per = setup["per_resp_by_call"]

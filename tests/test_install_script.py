@@ -19,7 +19,8 @@ BASE_TOOLS = ["bash", "env", "sed", "grep", "head", "id", "uname", "cat", "dirna
 BUILD_PACKAGES = {"g++", "cmake", "ninja-build", "make", "pkg-config", "libssl-dev",
                   "libnghttp2-dev", "libwolfssl-dev"}
 TEST_PACKAGES = BUILD_PACKAGES | {"libgtest-dev", "clang", "openssl", "curl", "nghttp2-client",
-                                  "nodejs", "nginx-light", "iproute2", "chromium", "nghttp2-server", "h2o"}
+                                  "nodejs", "nginx-light", "iproute2", "chromium", "nghttp2-server", "h2o",
+                                  "wrk", "strace"}
 PYTHON_PACKAGES = {"python3", "python3-dev", "python3-pip", "python3-venv"}
 
 

@@ -3,6 +3,8 @@
 #   bench/peers/nginx/run.sh PORT
 # Environment:
 #   NGINX_WORKERS=N   worker_processes (default 1)
+#   NGINX_CONNECTIONS=N  worker_connections (default 4096), and worker_rlimit_nofile N when set:
+#                     room for N connections per worker (bench/memory_per_connection.py holds 10,000)
 #   NGINX_TLS=1       serve HTTPS instead of HTTP, with a self-signed EC P-256 certificate
 #                     (CN=localhost) generated into the run dir; no session cache, no tickets,
 #                     so every new connection is a full handshake.
@@ -19,6 +21,9 @@ if ! [[ "$port" =~ ^[0-9]+$ ]]; then
   exit 2
 fi
 workers="${NGINX_WORKERS:-1}"
+connections="${NGINX_CONNECTIONS:-4096}"
+rlimit=""
+[ -n "${NGINX_CONNECTIONS:-}" ] && rlimit="worker_rlimit_nofile $connections;"
 nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
 [ -x "$nginx_bin" ] || { echo "run.sh: nginx is not installed (bash bench/install-peers.sh)" >&2; exit 127; }
 
@@ -44,11 +49,12 @@ elif [ "${NGINX_HTTP2:-0}" = 1 ]; then
   listen="$listen http2"
 fi
 
-python3 - "$here/nginx.conf.template" "$run_dir/nginx.conf" "$workers" "$run_dir" "$listen" "$tls" <<'PY'
+python3 - "$here/nginx.conf.template" "$run_dir/nginx.conf" "$workers" "$run_dir" "$listen" "$tls" "$connections" "$rlimit" <<'PY'
 import sys
-template, out, workers, run_dir, listen, tls = sys.argv[1:]
+template, out, workers, run_dir, listen, tls, connections, rlimit = sys.argv[1:]
 text = open(template).read()
-for key, value in {"@WORKERS@": workers, "@RUN_DIR@": run_dir, "@LISTEN@": listen, "@TLS@": tls}.items():
+for key, value in {"@WORKERS@": workers, "@RUN_DIR@": run_dir, "@LISTEN@": listen, "@TLS@": tls,
+                   "@CONNECTIONS@": connections, "@RLIMIT@": rlimit}.items():
     text = text.replace(key, value)
 open(out, "w").write(text)
 PY

@@ -58,6 +58,7 @@ class ServerProcess:
     h2_max_requests: Optional[int] = None  # GOAWAY after this many streams (0/None = never)
     extra_args: Sequence[str] = ()
     cpus: Optional[Sequence[int]] = None
+    binary: Optional[str] = None  # another loadbench-server executable (default: the installed one)
     ready_timeout: float = 10.0
     cgroup: bool = True
     proc: Optional[subprocess.Popen] = field(default=None, init=False, repr=False)
@@ -69,7 +70,7 @@ class ServerProcess:
     _collected: bool = field(default=False, init=False, repr=False)
 
     def argv(self) -> list[str]:
-        args = [str(server_binary()), "--host", self.host, "--workers", str(self.workers)]
+        args = [str(self.binary or server_binary()), "--host", self.host, "--workers", str(self.workers)]
         if self.http:
             args += ["--port", str(self.port)]
         else:

@@ -5,7 +5,7 @@ prose.py, seed_sections.py, memory.py) are built from these.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from ..core import analysis
 from .model import Aggregate
@@ -44,9 +44,14 @@ def prefix(value: Optional[float]) -> str:
     return getattr(value, "prefix", "")
 
 
+def fmt_number(value: Optional[float], digits: int = 0, missing: str = "n/a") -> str:
+    """39 999 / 1 234.57 - thousands separated by a space, ``digits`` decimals; ``missing`` for None."""
+    return missing if value is None else prefix(value) + f"{value:,.{digits}f}".replace(",", " ")
+
+
 def fmt_int(value: Optional[float]) -> str:
     """39 999 - thousands separated by a space, like the seed report."""
-    return "" if value is None else prefix(value) + f"{value:,.0f}".replace(",", " ")
+    return fmt_number(value, 0, "")
 
 
 def fmt_ms(value: Optional[float]) -> str:
@@ -76,10 +81,32 @@ def fmt_average(value: Optional[float], fmt: Callable[[Optional[float]], str]) -
     return text
 
 
-def table(header: list[str], rows: list[list[str]]) -> str:
+def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A markdown table; every cell is written with str()."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def bold_best(cells: Sequence[Optional[float]], lowest: bool, digits: int) -> list[str]:
+    """A row or column of plain numbers (:func:`fmt_number`), the best one (lowest or highest)
+    in bold when there are two or more to choose from."""
+    present = [c for c in cells if c is not None]
+    best = (min(present) if lowest else max(present)) if present else None
+    out = []
+    for cell in cells:
+        text = fmt_number(cell, digits)
+        out.append(f"**{text}**" if cell is not None and cell == best and len(present) > 1 else text)
+    return out
+
+
+def best_table(header: Sequence[str], rows: list[list], lowest: Any, digits: Any) -> str:
+    """rows = [[name, value, ...]]: a table with each column's best value in bold (:func:`bold_best`).
+    lowest / digits: one for every column, or a list with one per column."""
+    n = len(header) - 1
+    pick = lambda x, i: x[i] if isinstance(x, (list, tuple)) else x  # noqa: E731
+    columns = [bold_best([row[i + 1] for row in rows], pick(lowest, i), pick(digits, i)) for i in range(n)]
+    return table(header, [[row[0]] + [columns[i][j] for i in range(n)] for j, row in enumerate(rows)])
 
 
 class _Metric:

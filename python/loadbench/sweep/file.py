@@ -12,7 +12,7 @@ from typing import Any, Optional, Union
 
 from ..core.errors import ConfigError
 from .runner import Sweep, Workload, builtin_workloads
-from .targets import Target, default_peer_targets
+from .targets import Target, default_peer_targets, peer_registry
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -75,6 +75,8 @@ TARGET_KEYS = {
     "pid": (_INT, "a process id"), "tree": (_BOOL, "true or false"),
     "ready_timeout": (_NUM + _STR, "seconds"), "probe_path": (_STR, "a path"),
     "unsupported_workloads": (_LIST, "a list of workload names"), "description": (_STR, "text"),
+    "version": (_LIST, "a command printing the server's version, a list of strings"),
+    "version_pattern": (_STR, "a regular expression: the part of the version command's output to keep"),
 }
 WORKLOAD_KEYS = {
     "name": (_STR, "a name"), "method": (_STR, "an HTTP method"), "path": (_STR, "a path"),
@@ -133,7 +135,7 @@ def _target(table: Any, i: int) -> Target:
     if "name" not in table:
         raise ConfigError(f"{where}name is required")
     data = dict(table)
-    for key in ("argv", "https_argv", "h2c_argv", "h2_argv", "requires", "unsupported_workloads"):
+    for key in ("argv", "https_argv", "h2c_argv", "h2_argv", "requires", "unsupported_workloads", "version"):
         if key in data:
             _list_of(data[key], str, where + key, "a string")
     for name, value in data.get("protocol_notes", {}).items():
@@ -223,7 +225,7 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
     kwargs["peers_dir"] = str(peers_dir)
     targets = [_target(t, i) for i, t in enumerate(data.get("targets", []))]
     if not targets:
-        targets = [Target("beast", description="the embedded Boost.Beast reference server")]
+        targets = [Target("beast", description=BEAST_DESCRIPTION)]
     if data.get("default_peers", False):
         targets += [t for t in default_peer_targets(peers_dir) if t.name not in {x.name for x in targets}]
     for t in targets:
@@ -235,22 +237,49 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
     return Sweep(**kwargs)
 
 
-def load_sweep(path: Union[str, Path]) -> Sweep:
-    """Read a sweep TOML file; every problem is one ConfigError naming the file and key."""
-    path = Path(path)
+def _read_toml(path: Path, what: str) -> dict:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"cannot read sweep file {path}: {exc.strerror}") from None
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror}") from None
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
+def load_peer_registry(path: Union[str, Path]) -> list[Target]:
+    """The peer registry (bench/peers/peers.toml): ``[[targets]]`` tables only, each checked as a
+    sweep file's target is; names are unique. Every problem is one ConfigError naming file and key."""
+    path = Path(path)
+    data = _read_toml(path, "the peer registry")
+    try:
+        _check(data, {"targets": SWEEP_KEYS["targets"]}, "")
+        targets = [_target(t, i) for i, t in enumerate(data.get("targets", []))]
+        seen: set = set()
+        for i, target in enumerate(targets):
+            if target.name in seen:
+                raise ConfigError(f"targets[{i}]: a second peer named {target.name!r}")
+            if target.kind == "url":
+                raise ConfigError(f"targets[{i}]: {target.name!r}: a registry peer is started by loadbench "
+                                  "(kind beast or command), not a url")
+            seen.add(target.name)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return targets
+
+
+def load_sweep(path: Union[str, Path]) -> Sweep:
+    """Read a sweep TOML file; every problem is one ConfigError naming the file and key."""
+    path = Path(path)
+    data = _read_toml(path, "sweep file")
     try:
         return sweep_from_dict(data)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
 
+
+BEAST_DESCRIPTION = "the embedded Boost.Beast reference server"
 
 # The default sweep's planned time on 2 cores (Sweep.planned_seconds, re-runs of contended
 # windows not included): under the issue's ~10 minutes with room for the re-runs a quiet machine
@@ -272,8 +301,8 @@ def default_sweep(quick: bool = False, peers_dir: Optional[Path] = None) -> Swee
     https: four protocols and seven peers did not fit ten minutes with them.)
     """
     peers = Path(peers_dir) if peers_dir is not None else Path.cwd() / "bench" / "peers"
-    targets = [Target("beast", description="the embedded Boost.Beast reference server")]
-    targets += default_peer_targets(peers)
+    registry = peer_registry(peers)  # Beast and every peer, as bench/peers/peers.toml declares them
+    targets = [t for t in registry if t.kind == "beast"] + [t for t in registry if t.kind != "beast"]
     if quick:
         concurrencies, repeats, duration, warmup, fractions = [25], 1, 0.5, 0.2, [0.5]
     else:

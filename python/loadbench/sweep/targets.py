@@ -21,6 +21,12 @@ Three kinds of target:
 - ``url``: a server that is already running (``url``, ``https_url``, ``h2c_url``, ``h2_url``);
   no lifecycle, sampled only when ``pid`` is given.
 
+The peer registry: ``bench/peers/peers.toml`` declares every peer (and ``beast``) once, as
+``[[targets]]`` tables checked by the sweep file's own rules (loadbench.sweep.file);
+:func:`peer_registry` reads it, :func:`default_peer_targets` is its peers without Beast, and the
+bench drivers start its entries with :func:`launch` too. A ``version`` command (with
+``version_pattern``) says what the reports' environment block prints for a peer.
+
 Protocols (a sweep's ``protocols``): ``http`` (HTTP/1.1), ``https`` (HTTP/1.1 over TLS), ``h2c``
 (HTTP/2 cleartext, prior knowledge) and ``h2`` (HTTP/2 over TLS, ALPN). ``workers`` overrides the
 sweep's worker count for one target and ``variant_of`` names the target it is a configuration of
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import socket
@@ -97,6 +104,8 @@ class Target:
     description: str = ""
     workers: Optional[int] = None  # overrides the sweep's worker count for this target
     variant_of: Optional[str] = None  # the target this one is another configuration of
+    version: Sequence[str] = ()  # a command that prints the server's version (placeholders as argv)
+    version_pattern: Optional[str] = None  # the part of that output to keep (default: its first line)
 
     def __post_init__(self) -> None:
         if not self.name or any(c in self.name for c in "|/\n"):
@@ -116,6 +125,22 @@ class Target:
         for key in self.protocol_notes:
             if key not in PROTOCOLS:
                 raise ConfigError(f"target {self.name!r}: protocol_notes.{key}: not one of {', '.join(PROTOCOLS)}")
+        if self.version_pattern is not None:
+            try:
+                re.compile(self.version_pattern)
+            except re.error as exc:
+                raise ConfigError(f"target {self.name!r}: version_pattern is no regular expression: {exc}") from None
+
+    def version_text(self, peers_dir: Optional[Path] = None) -> str:
+        """What the server says its version is ("nginx/1.22.1"; Beast: "loadbench 0.1.0"), or "n/a"."""
+        if self.kind == "beast":
+            from ..core._core import build_info
+
+            return f"loadbench {build_info()['version']}"
+        if not self.version:
+            return "n/a"
+        values = {"peers": str(peers_dir or ""), "python": sys.executable}
+        return program_version([_expand(str(a), values) for a in self.version], self.version_pattern)
 
     def argv_for(self, protocol: str) -> Optional[Sequence[str]]:
         """The command line that starts this (command) target for ``protocol``, None if it has none."""
@@ -161,6 +186,18 @@ class Target:
         if is_tls(protocol) and _which("openssl") is None:
             return "openssl (needed to make the self-signed certificate) is not installed"
         return None
+
+
+def program_version(argv: Sequence[str], pattern: Optional[str] = None) -> str:
+    """Run ``argv`` and keep the match of ``pattern`` in what it printed (stdout, then stderr:
+    nginx -v writes there), else its first line; "n/a" when it cannot run."""
+    try:
+        out = subprocess.run(list(argv), capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "n/a"
+    text = (out.stdout + out.stderr).strip()
+    match = re.search(pattern, text) if pattern else None
+    return match.group(0) if match else text.splitlines()[0] if text else "n/a"
 
 
 def _which(program: str) -> Optional[str]:
@@ -352,9 +389,13 @@ def launch(
     peers_dir: Optional[Path] = None,
     cert_dir: Optional[Path] = None,
     host: str = "127.0.0.1",
+    env: Optional[dict] = None,
+    binary: Optional[str] = None,
 ) -> RunningServer:
     """Start ``target`` for ``protocol`` pinned to ``cpus`` and wait until it answers
-    (``target.workers``, when set, replaces ``workers``)."""
+    (``target.workers``, when set, replaces ``workers``). ``env``: variables added for this
+    launch only (a command target's own knobs, e.g. NGINX_CONNECTIONS); ``binary``: another
+    loadbench-server executable for a beast target (default: the installed one)."""
     if protocol not in PROTOCOLS:
         raise ConfigError(f"protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
     cpu_list = sorted(cpus) if cpus is not None else None
@@ -368,7 +409,7 @@ def launch(
         https = is_tls(protocol)
         # TLS: full handshakes only, like the nginx peer (ssl_session_cache off, tickets off)
         beast = ServerProcess(workers=workers, host=host, tls=https, http=not https, cpus=cpu_list,
-                              ready_timeout=target.ready_timeout,
+                              ready_timeout=target.ready_timeout, binary=binary,
                               extra_args=["--no-tls-resumption"] if https else ())
         try:
             beast.start()
@@ -377,11 +418,12 @@ def launch(
             raise
         return RunningServer(target, protocol, beast.url("", https=https), beast.pid, argv=beast.argv(),
                              workers=workers, cpus=cpu_list, _beast=beast)
-    return _launch_command(target, protocol, workers, cpu_list, peers_dir, cert_dir, host)
+    return _launch_command(target, protocol, workers, cpu_list, peers_dir, cert_dir, host, env or {})
 
 
 def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[list],
-                    peers_dir: Optional[Path], cert_dir: Optional[Path], host: str) -> RunningServer:
+                    peers_dir: Optional[Path], cert_dir: Optional[Path], host: str,
+                    extra_env: dict) -> RunningServer:
     https = is_tls(protocol)
     run_dir = tempfile.TemporaryDirectory(prefix=f"loadbench-{target.name}-")
     port = free_port(host)
@@ -396,7 +438,7 @@ def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[
         raise ConfigError(f"target {target.name!r} has no command for {protocol}")
     argv = [_expand(str(a), values) for a in template]
     env = dict(os.environ)
-    env.update({k: _expand(str(v), values) for k, v in target.env.items()})
+    env.update({k: _expand(str(v), values) for k, v in {**target.env, **extra_env}.items()})
     env["LOADBENCH_WORKERS"] = str(workers)
     if target.workers_env:
         env[target.workers_env] = str(workers)
@@ -446,75 +488,28 @@ def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[
                       f"({reason}); stderr: {tail or '(empty)'}")
 
 
+REGISTRY = "peers.toml"  # the peer registry's file name inside a peers directory
+
+
+def peer_registry(peers_dir: Path) -> list[Target]:
+    """Every server declared in ``peers_dir/peers.toml`` (bench/peers/peers.toml: the peers and
+    the embedded ``beast``), checked by the sweep file's rules. A missing file is a ConfigError."""
+    from .file import load_peer_registry  # file.py builds Targets: imported here, not at the top
+
+    return load_peer_registry(Path(peers_dir) / REGISTRY)
+
+
+def peer_target(name: str, peers_dir: Path) -> Target:
+    """The registry's entry ``name`` (ConfigError naming the known ones when there is none)."""
+    targets = {t.name: t for t in peer_registry(peers_dir)}
+    if name not in targets:
+        raise ConfigError(f"{Path(peers_dir) / REGISTRY}: no peer {name!r} (known: {', '.join(targets)})")
+    return targets[name]
+
+
 def default_peer_targets(peers_dir: Path) -> list[Target]:
-    """The peers in bench/peers, as launched by the default sweep (each skipped with a note when
-    its file or runtime is missing). Every one receives the same worker count; each declares
-    the protocols it serves, and why not the others."""
-    hypercorn = ["{python}", "-m", "hypercorn", "--workers", "{workers}", "--bind", "127.0.0.1:{port}",
-                 "{peers}/python/asgi_app.py:app"]
-    node_h2 = ["node", "{peers}/node/hello_h2.js", "{port}"]
-    nginx = ["bash", "{peers}/nginx/run.sh", "{port}"]
-    h2o = ["bash", "{peers}/h2o/run.sh", "{port}"]
-    rust = ["{peers}/rust/target/release/loadbench-peer-rust", "{port}"]
-    go = ["{peers}/go/loadbench-peer-go", "{port}"]
-    return [
-        Target(
-            name="python-asyncio", kind="command",
-            argv=["{python}", "{peers}/python/server.py", "{port}", "--workers", "{workers}"],
-            https_argv=["{python}", "{peers}/python/server.py", "{port}", "--workers", "{workers}",
-                        "--tls", "{cert}", "{key}"],
-            protocol_notes={p: "the asyncio.Protocol peer speaks HTTP/1.1 only (hypercorn is the Python HTTP/2 peer)"
-                            for p in HTTP2},
-            workers_env="PYTHON_WORKERS", requires=["{peers}/python/server.py"],
-            description="Python asyncio.Protocol, standard library only; N workers = N processes on SO_REUSEPORT",
-        ),
-        Target(
-            name="hypercorn", kind="command",
-            argv=hypercorn, https_argv=hypercorn + ["--certfile", "{cert}", "--keyfile", "{key}"],
-            h2c_argv=hypercorn, h2_argv=hypercorn + ["--certfile", "{cert}", "--keyfile", "{key}"],
-            requires=["python-module:hypercorn", "{peers}/python/asgi_app.py"],
-            description="Python hypercorn (PyPI) serving a bare ASGI app (bench/peers/python/asgi_app.py); "
-                        "HTTP/1.1 and h2c on the plain port, ALPN h2 over TLS; N workers = hypercorn --workers N",
-        ),
-        Target(
-            name="node", kind="command",
-            argv=["node", "{peers}/node/hello.js", "{port}"],
-            https_argv=["node", "{peers}/node/hello.js", "{port}", "{cert}", "{key}"],
-            h2c_argv=node_h2, h2_argv=node_h2 + ["{cert}", "{key}"],
-            workers_env="NODE_WORKERS", requires=["node", "{peers}/node/hello.js", "{peers}/node/hello_h2.js"],
-            description="node:http / node:https for HTTP/1.1, node:http2 (stream API) for h2c and h2; "
-                        "N workers = node:cluster (NODE_WORKERS)",
-        ),
-        Target(
-            name="nginx", kind="command",
-            argv=nginx, https_argv=["env", "NGINX_TLS=1"] + nginx,
-            h2c_argv=["env", "NGINX_HTTP2=1"] + nginx, h2_argv=["env", "NGINX_TLS=1", "NGINX_HTTP2=1"] + nginx,
-            workers_env="NGINX_WORKERS", requires=["nginx", "{peers}/nginx/run.sh"],
-            unsupported_workloads=["echo"],
-            description="nginx, minimal config (return 200 from the config); N workers = worker_processes "
-                        "(NGINX_WORKERS); http2 over TLS (ALPN), h2c prior knowledge with `listen ... http2` "
-                        "(nginx 1.22); stock nginx cannot echo a body",
-        ),
-        Target(
-            name="h2o", kind="command",
-            argv=h2o, https_argv=["env", "H2O_TLS=1"] + h2o, h2c_argv=h2o, h2_argv=["env", "H2O_TLS=1"] + h2o,
-            workers_env="H2O_THREADS", requires=["h2o", "{peers}/h2o/run.sh"],
-            description="h2o (Debian package), mruby handler; HTTP/1.1 and h2c on the plain port, ALPN h2 over "
-                        "TLS; N workers = num-threads (H2O_THREADS)",
-        ),
-        Target(
-            name="rust-hyper", kind="command",
-            argv=rust, https_argv=rust + ["{cert}", "{key}"], h2c_argv=rust, h2_argv=rust + ["{cert}", "{key}"],
-            workers_env="TOKIO_WORKER_THREADS", requires=["{peers}/rust/target/release/loadbench-peer-rust"],
-            description="Rust: hyper 1 on tokio (multi-thread runtime), rustls for TLS, from crates.io "
-                        "(bench/peers/rust); HTTP/1.1 and h2c on the plain port, ALPN h2 over TLS; "
-                        "N workers = TOKIO_WORKER_THREADS",
-        ),
-        Target(
-            name="go", kind="command",
-            argv=go, https_argv=go + ["{cert}", "{key}"], h2c_argv=go, h2_argv=go + ["{cert}", "{key}"],
-            workers_env="GOMAXPROCS", requires=["{peers}/go/loadbench-peer-go"],
-            description="Go net/http, golang.org/x/net/http2/h2c for cleartext HTTP/2 (bench/peers/go); "
-                        "ALPN h2 over TLS; N workers = GOMAXPROCS",
-        ),
-    ]
+    """The peers of the registry (bench/peers/peers.toml) without the embedded Beast server, as
+    the default sweep launches them (each skipped with a note when its file or runtime is
+    missing). Every one receives the same worker count; each declares the protocols it serves,
+    and why not the others."""
+    return [t for t in peer_registry(peers_dir) if t.kind != "beast"]

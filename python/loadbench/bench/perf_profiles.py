@@ -21,8 +21,10 @@ import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
-import benchlib as bl
-import generators as gl
+from ..report.markdown import fmt_number, table
+from ..sweep.targets import program_version
+from . import generators as gl
+from .repeats import summarize
 
 FREQUENCY_HZ = 2000
 DELAY_MS = 1000  # `perf record -D`: the first second (interpreter start-up, imports, connecting) left out
@@ -67,7 +69,7 @@ def unavailable() -> Optional[str]:
 
 
 def perf_version() -> str:
-    return bl._version_of(["perf", "--version"], r"perf version \S+")
+    return program_version(["perf", "--version"], r"perf version \S+")
 
 
 def dso_group(dso: str) -> str:
@@ -207,10 +209,10 @@ def report_lines(profiles: list[dict], setup: list[dict]) -> list[str]:
         if r["status"] != "ok":
             summary.append([_label(r), r["status"], ""] + [""] * len(groups))
             continue
-        measured = bl.summarize(s.get("gen_cpu_us_per_conn") for s in setup if s["status"] == "ok" and
+        measured = summarize(s.get("gen_cpu_us_per_conn") for s in setup if s["status"] == "ok" and
                                 s["generator"] == r["generator"] and s["server"] == r["server"] and
                                 s["scheme"] == r["scheme"])
-        summary.append([_label(r), f"{r['samples']:,}", bl.fmt_num(measured.median if measured else None, 1)] +
+        summary.append([_label(r), f"{r['samples']:,}", fmt_number(measured.median if measured else None, 1)] +
                        [f"{r['by_group'].get(g, 0.0):.1f} %" for g in groups])
     first = ok[0] if ok else shown[0]
     lines = [
@@ -227,7 +229,7 @@ def report_lines(profiles: list[dict], setup: list[dict]) -> list[str]:
         "(whole process, median; against this server): a share of it is that library's cost per connection.",
         *_event_note(ok), "",
         "By shared object:", "",
-        bl.markdown_table(["Generator, scheme", "samples", "generator us/conn (setup part)"] + groups, summary), "",
+        table(["Generator, scheme", "samples", "generator us/conn (setup part)"] + groups, summary), "",
     ]
     for r in shown:
         if r["status"] != "ok":
@@ -237,13 +239,13 @@ def report_lines(profiles: list[dict], setup: list[dict]) -> list[str]:
                  f"`{e['symbol']}`" + (f" ({e['addresses']} addresses)" if e.get("addresses") else "")]
                 for e in r["top"][:TOP]]
         lines += [f"Top {TOP} entries, {_label(r)} ({r['samples']:,} samples):", "",
-                  bl.markdown_table(["self", "shared object", "symbol"], rows), ""]
+                  table(["self", "shared object", "symbol"], rows), ""]
         points = [[f"{e['percent']:.1f} %", e["dso"], f"`{e['symbol']}`"]
                   for e in r.get("entry_points", [])[:INCLUSIVE_TOP]]
         if points:
             lines += [f"Inclusive (self + callees), {_label(r)}: the TLS library's exported functions and the "
                       "system calls with the largest shares (nested: one may contain another):", "",
-                      bl.markdown_table(["inclusive", "shared object", "function"], points), ""]
+                      table(["inclusive", "shared object", "function"], points), ""]
     skipped = [f"{_label(r)} ({r.get('reason', '')})" for r in profiles if r["status"] == "n/a"]
     if skipped:
         lines += ["Not profiled: " + "; ".join(skipped) + ".", ""]

@@ -1,14 +1,17 @@
-"""Markdown report for bench/generator_vs_peers.py (kept apart: the driver runs, this writes)."""
+"""The markdown report of bench/generator_vs_peers.py (loadbench.bench.generator_comparison
+runs, this writes): the keep-alive, connection-setup, system-call, profile and HTTP/2 sections."""
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 from typing import Callable, Optional
 
-import benchlib as bl
-import generators as gl
-import handshake_proof
-import profiles as pf
+from ..report.markdown import bold_best, fmt_number, table
+from . import generators as gl
+from . import handshake_proof
+from . import perf_profiles as pf
+from .repeats import summarize
+from .report_text import report_head
 
 BUSY_LIMIT = 0.95  # a generator using >= 95 % of its one pinned core is saturated
 SAT = "†"
@@ -34,7 +37,7 @@ def _status(rows: list[dict]) -> Optional[str]:
 
 
 def _median(rows: list[dict], key: str) -> Optional[float]:
-    s = bl.summarize(r.get(key) for r in rows if r["status"] == "ok")
+    s = summarize(r.get(key) for r in rows if r["status"] == "ok")
     return s.median if s else None
 
 
@@ -74,11 +77,11 @@ def _grid(records: list[dict], generators: list[gl.Generator], columns: list[tup
     for i, gen in enumerate(generators):
         row = [gen.name]
         for j in range(len(columns)):
-            column = bl.bold_best([values[k][j] for k in range(len(generators))], lowest, digits)
+            column = bold_best([values[k][j] for k in range(len(generators))], lowest, digits)
             note = notes[i][j]
             row.append(note if values[i][j] is None and note else f"{column[i]}{(' ' + note) if note else ''}")
         body.append(row)
-    return bl.markdown_table(["Generator"] + [title for title, _ in columns], body)
+    return table(["Generator"] + [title for title, _ in columns], body)
 
 
 def _pair_grid(records: list[dict], generators: list[gl.Generator], columns: list[tuple[str, dict]],
@@ -92,7 +95,7 @@ def _pair_grid(records: list[dict], generators: list[gl.Generator], columns: lis
             values = [_median(rows, key) for key in keys]
             row.append("n/a" if None in values else " / ".join(f"{v:.2f}" for v in values))
         body.append(row)
-    return bl.markdown_table(["Generator"] + [title for title, _ in columns], body)
+    return table(["Generator"] + [title for title, _ in columns], body)
 
 
 def _engine_us(r: dict) -> Optional[float]:
@@ -106,7 +109,7 @@ def _ratio_lines(records: list[dict], servers: list[str], concs: list[int], engi
     def us(generator: str, server: str, c: int) -> Optional[float]:
         rows = _select(records, part="keepalive", generator=generator, server=server, connections=c)
         if engine and generator.startswith("loadbench"):
-            engine_us = bl.summarize(_engine_us(r) for r in rows)
+            engine_us = summarize(_engine_us(r) for r in rows)
             return engine_us.median if engine_us else None
         return _median(rows, "gen_cpu_us_per_resp")
 
@@ -182,7 +185,7 @@ def _syscall_lines(records: list[dict], setup: bool = False) -> list[str]:
         rows.append([label, f"{r[f'calls_per_{unit}']:.2f}", f"{r[count]:,}", top])
     what = ("per new connection (http) / handshake (https)", "new connections") if setup else \
         ("per response", "responses")
-    return [bl.markdown_table(["Generator", f"system calls {what[0]}", f"{what[1]} (under strace)",
+    return [table(["Generator", f"system calls {what[0]}", f"{what[1]} (under strace)",
                                f"the most frequent, {what[0].split(' (')[0]}"], rows)]
 
 
@@ -194,13 +197,13 @@ def _noise(records: list[dict], generators: list[gl.Generator], key: str) -> str
         for r in _select(records, generator=gen.name, status="ok"):
             cells.setdefault((r["part"], r["server"], r["scheme"], r["connections"]), []).append(r[key])
         for values in cells.values():
-            s = bl.summarize(values)
+            s = summarize(values)
             if s and s.count > 1:
                 spreads.append(s.spread_pct)
         rows.append([gen.name, f"{min(spreads):.1f} %" if spreads else "n/a",
                      f"{sorted(spreads)[len(spreads) // 2]:.1f} %" if spreads else "n/a",
                      f"{max(spreads):.1f} %" if spreads else "n/a"])
-    return bl.markdown_table(["Generator", "smallest", "median", "largest"], rows)
+    return table(["Generator", "smallest", "median", "largest"], rows)
 
 
 def report(records: list[dict], env: dict, args: argparse.Namespace, command: str,
@@ -290,7 +293,7 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
         "Command": f"`{command}`",
     }
     parts = [
-        *bl.report_head("Load generators compared: loadbench vs wrk, h2load, hey, bombardier, oha, ab",
+        *report_head("Load generators compared: loadbench vs wrk, h2load, hey, bombardier, oha, ab",
                         "bench/generator_vs_peers.py", env, settings,
                         f"every run, with the tool's own output, in `{Path(args.out).name}.jsonl`"),
         "## Headline: loadbench vs wrk, generator CPU us per response (keep-alive, median)" if ka else
@@ -390,7 +393,7 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
                   + (f"A one-request `loadbench run -n 1` costs {fixed * 1e3:.0f} ms of CPU (median of 3): that "
                      "fixed cost of the Python shell, spread over a run's responses, is most of the difference; "
                      "the last column takes it out of the rusage figure." if fixed is not None else ""), "",
-                  bl.markdown_table(["Part", "Server", "c", "engine (self) us/resp", "rusage us/resp",
+                  table(["Part", "Server", "c", "engine (self) us/resp", "rusage us/resp",
                                      "rusage minus start-up us/resp"], _lb_self_rows(lb_self, fixed))]
     parts += ["", "## Noise: spread (max-min)/median of the repeats, generator CPU us per response, over all cells",
               "", _noise(records, generators, "gen_cpu_us_per_resp"), "",
@@ -415,18 +418,18 @@ def _lb_self_rows(rows: list[dict], fixed_cpu_s: Optional[float]) -> list[list[s
     out = []
     for (part, server, c), group in sorted(cells.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
         own: Callable[[dict], float] = lambda r: r["extra"]["self_cpu_us_per_req"]
-        self_s = bl.summarize(own(r) for r in group)
-        rusage_s = bl.summarize(r["gen_cpu_us_per_resp"] for r in group)
-        net_s = bl.summarize((r["gen_cpu_s"] - fixed_cpu_s) / r["responses"] * 1e6
+        self_s = summarize(own(r) for r in group)
+        rusage_s = summarize(r["gen_cpu_us_per_resp"] for r in group)
+        net_s = summarize((r["gen_cpu_s"] - fixed_cpu_s) / r["responses"] * 1e6
                              for r in group if fixed_cpu_s is not None and r["responses"])
-        out.append([part, server, str(c), bl.fmt_num(self_s.median if self_s else None, 2),
-                    bl.fmt_num(rusage_s.median if rusage_s else None, 2),
-                    bl.fmt_num(net_s.median if net_s else None, 2)])
+        out.append([part, server, str(c), fmt_number(self_s.median if self_s else None, 2),
+                    fmt_number(rusage_s.median if rusage_s else None, 2),
+                    fmt_number(net_s.median if net_s else None, 2)])
     return out
 
 
 def analysis_median(values: list[float]) -> Optional[float]:
-    summary = bl.summarize(values)
+    summary = summarize(values)
     return summary.median if summary else None
 
 
@@ -441,7 +444,7 @@ def h2_report(records: list[dict], args: argparse.Namespace) -> str:
     cells = sorted({(r["connections"], r["streams"]) for r in rows}, key=lambda cm: (cm != (25, 10), cm))
     headers = ["server", "c x m"] + [f"{g} req/s" for g in gens] + [f"{g} CPU us/resp" for g in gens] + \
         ["loadbench engine us/resp", "loadbench / h2load CPU"]
-    table = []
+    body = []
     for server in servers:
         for c, m in cells:
             group = [r for r in rows if r["server"] == server and r["connections"] == c and r["streams"] == m]
@@ -461,8 +464,8 @@ def h2_report(records: list[dict], args: argparse.Namespace) -> str:
             selfs = [r["extra"].get("self_cpu_us_per_req") for r in group
                      if r["generator"] == "loadbench" and r.get("status") == "ok" and r.get("extra")]
             engine = analysis_median([v for v in selfs if v is not None])
-            table.append([server, f"{c} x {m}"] + [bl.fmt_num(v) for v in rps] + [bl.fmt_num(v, 2) for v in cpu] +
-                         [bl.fmt_num(engine, 2), ratio])
+            body.append([server, f"{c} x {m}"] + [fmt_number(v) for v in rps] + [fmt_number(v, 2) for v in cpu] +
+                         [fmt_number(engine, 2), ratio])
     fails = [f"- {r['status']} {r['generator']} vs {r['server']} c={r['connections']} m={r['streams']}: "
              f"{r.get('reason', '')[:200]}" for r in rows if r.get("status") != "ok"]
     text = ["## HTTP/2 part", "",
@@ -471,7 +474,7 @@ def h2_report(records: list[dict], args: argparse.Namespace) -> str:
             "generator process's own ru_utime + ru_stime over the responses it reports. nginx is TLS with ALPN h2; "
             "loadbench-server and h2o are h2c (prior knowledge). m = streams per connection (h2load -m, oha -p, "
             "loadbench -p/--streams). loadbench's rusage includes the interpreter's start-up; its engine column is "
-            "the engine threads' own CPU inside the window (`generator.cpu_us_per_req`).", "", bl.markdown_table(headers, table), ""]
+            "the engine threads' own CPU inside the window (`generator.cpu_us_per_req`).", "", table(headers, body), ""]
     if fails:
         text += ["Runs that did not complete:", ""] + fails + [""]
     return "\n".join(text)

@@ -19,17 +19,27 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
-import sys
-import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
-import benchlib as bl
+from ..core.sampler import window
+from ..report.markdown import best_table
+from ..sweep.targets import program_version
+from .checkout import reports_dir
+from .child import ChildRun, run_child, taskset
+from .environment_block import environment, machine_note
+from .gate import foreign_cores, gate_note, make_gate, outside_share, wait_quiet
+from .jsonl import JsonlWriter, read_jsonl
+from .peers import LaunchedPeer, PeerChoice, start_peers, stop_all
+from .repeats import Summary, summarize
+from .report_text import report_head, versus, write_report
 
 DEFAULT_SERVERS = ("loadbench-server h2c,loadbench-server h2,nginx h2,h2o h2c,h2o h2,node:http2 h2c")
+# The report's servers: label -> (the registry peer of bench/peers/peers.toml, protocol).
+PEERS = {"loadbench-server h2c": ("beast", "h2c"), "loadbench-server h2": ("beast", "h2"),
+         "nginx h2": ("nginx", "h2"), "h2o h2c": ("h2o", "h2c"), "h2o h2": ("h2o", "h2"),
+         "node:http2 h2c": ("node", "h2c"), "node:http2 h2": ("node", "h2")}
 
 
 def parse_cells(text: str) -> list[tuple[int, int]]:
@@ -42,56 +52,19 @@ def parse_cells(text: str) -> list[tuple[int, int]]:
     return cells
 
 
-class H2RunningPeer(bl.RunningPeer):
-    """A peer that is ready once it answers GET / over HTTP/2 (some speak no HTTP/1.1 at all)."""
-
-    def _answers(self) -> bool:
-        curl = shutil.which("curl")
-        mode = ["--http2", "-k"] if self.spec.https else ["--http2-prior-knowledge"]
-        try:
-            out = subprocess.run([curl, "-s", "-o", "/dev/null", "-w", "%{http_version} %{http_code}", "--max-time",
-                                  "1", *mode, self.url("/")], capture_output=True, text=True, timeout=3)
-        except (OSError, subprocess.TimeoutExpired):
-            return False
-        return out.stdout.strip() == "2 200"
+def peer_choices(args: argparse.Namespace) -> dict[str, PeerChoice]:
+    """--servers as registry peers and protocols (loadbench.sweep.targets.launch starts each and
+    waits for its HTTP/2 SETTINGS frame: some speak no HTTP/1.1 at all)."""
+    unknown = [name for name in args.servers if name not in PEERS]
+    if unknown:
+        raise SystemExit(f"server_vs_peers --protocol h2: unknown server(s) {', '.join(unknown)} "
+                         f"(known: {', '.join(PEERS)})")
+    return {name: PeerChoice(name, *PEERS[name]) for name in args.servers}
 
 
-def self_signed(dirname: str) -> tuple[str, str]:
-    cert, key = os.path.join(dirname, "cert.pem"), os.path.join(dirname, "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                    "-nodes", "-days", "2", "-subj", "/CN=localhost", "-keyout", key, "-out", cert],
-                   check=True, capture_output=True)
-    return cert, key
-
-
-def peer_specs(args: argparse.Namespace, tmp: str) -> dict[str, Optional[bl.PeerSpec]]:
-    beast = bl.beast_binary(args.beast_bin)
-    specs: dict[str, Optional[bl.PeerSpec]] = {}
-    b = bl.beast_peer(beast)
-    specs["loadbench-server h2c"] = replace(b, name="loadbench-server h2c") if b else None
-    b = bl.beast_peer(beast, https=True)
-    specs["loadbench-server h2"] = replace(b, name="loadbench-server h2") if b else None
-    n = bl.nginx_peer(https=True)
-    specs["nginx h2"] = replace(n, name="nginx h2", env=n.env + (("NGINX_HTTP2", "1"),)) if n else None
-    h2o = shutil.which("h2o")
-    if h2o:
-        version = bl._version_of([h2o, "--version"], r"h2o version \S+")
-        run = ("bash", str(bl.BENCH_DIR / "peers/h2o/run.sh"), "{port}")
-        specs["h2o h2c"] = bl.PeerSpec("h2o h2c", run, (("H2O_THREADS", "1"),), False, 1, version)
-        specs["h2o h2"] = bl.PeerSpec("h2o h2", run, (("H2O_THREADS", "1"), ("H2O_TLS", "1")), True, 1, version)
-    node = shutil.which("node")
-    if node:
-        version = "node " + bl._version_of([node, "--version"])
-        script = str(bl.BENCH_DIR / "peers/node/hello_h2.js")
-        specs["node:http2 h2c"] = bl.PeerSpec("node:http2 h2c", (node, script, "{port}"), (), False, 1, version)
-        cert, key = self_signed(tmp)
-        specs["node:http2 h2"] = bl.PeerSpec("node:http2 h2", (node, script, "{port}", cert, key), (), True, 1, version)
-    return {name: specs.get(name) for name in args.servers}
-
-
-def h2load_run(h2load: str, url: str, c: int, m: int, duration: int, cpu: int) -> tuple[bl.ChildRun, dict]:
-    argv = bl.taskset([cpu]) + [h2load, "-t1", f"-c{c}", f"-m{m}", "-D", str(duration), url]
-    child = bl.run_child(argv, timeout_s=duration * 3 + 30)
+def h2load_run(h2load: str, url: str, c: int, m: int, duration: int, cpu: int) -> tuple[ChildRun, dict]:
+    argv = taskset([cpu]) + [h2load, "-t1", f"-c{c}", f"-m{m}", "-D", str(duration), url]
+    child = run_child(argv, timeout_s=duration * 3 + 30)
     text = child.stdout
     codes = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", text)
     finished = re.search(r"finished in ([\d.]+)s", text)
@@ -105,18 +78,18 @@ def h2load_run(h2load: str, url: str, c: int, m: int, duration: int, cpu: int) -
                    "duration_s": float(finished.group(1)), "protocol": protocol.group(1) if protocol else "?"}
 
 
-def measure(peer: H2RunningPeer, h2load: str, args: argparse.Namespace, c: int, m: int, repeat: int) -> dict:
+def measure(peer: LaunchedPeer, h2load: str, args: argparse.Namespace, c: int, m: int, repeat: int) -> dict:
     before = peer.snapshot()
     child, result = h2load_run(h2load, peer.url(args.path), c, m, args.duration, args.generator_cpu)
-    server = bl.server_window(before, peer.snapshot(), result["responses"])
+    server = window(before, peer.snapshot(), result["responses"])
     rps = result["responses"] / result["duration_s"] if result["duration_s"] > 0 else 0.0
     return {
-        "server": peer.spec.name, "connections": c, "streams": m, "repeat": repeat, "path": args.path,
+        "server": peer.name, "connections": c, "streams": m, "repeat": repeat, "path": args.path,
         **result, "rps": rps, "server_cpu_s": server["cpu_s"], "server_cpu_us_per_req": server["cpu_us_per_req"],
         "server_busy": server["cpu_s"] / server["window_s"], "server_window": server,
         "h2load_cpu_s": child.cpu_s, "h2load_busy": child.busy, "wall_s": child.wall_s,
-        "foreign_cores": bl.foreign_cores(server, child.cpu_s),
-        "outside_share": bl.outside_share(server, child.cpu_s), "load1": os.getloadavg()[0],
+        "foreign_cores": foreign_cores(server, child.cpu_s),
+        "outside_share": outside_share(server, child.cpu_s), "load1": os.getloadavg()[0],
         "argv": shlex.join(child.argv), "h2load_stdout": child.stdout,
     }
 
@@ -125,53 +98,42 @@ def run(args: argparse.Namespace, cells: list[tuple[int, int]]) -> tuple[list[di
     h2load = shutil.which("h2load")
     if h2load is None:
         raise SystemExit("server_vs_peers: h2load is not installed (apt-get install nghttp2-client)")
-    env = bl.environment()
-    env["Load generator"] = bl._version_of([h2load, "--version"], r"nghttp2/\S+")
+    env = environment()
+    env["Load generator"] = program_version([h2load, "--version"], r"nghttp2/\S+")
     records: list[dict] = []
-    gate = bl.make_gate(args)
-    first = bl.wait_quiet(gate)  # before any server starts: the machine as we found it
+    gate = make_gate(args)
+    first = wait_quiet(gate)  # before any server starts: the machine as we found it
     out = Path(args.out)
-    jsonl = bl.JsonlWriter(out.with_suffix(".jsonl"))
-    peers: list[H2RunningPeer] = []
-    with tempfile.TemporaryDirectory(prefix="loadbench-h2-bench-") as tmp:
-        specs = peer_specs(args, tmp)
-        try:
-            for name, spec in specs.items():
-                if spec is None:
-                    env[f"Server {name}"] = "n/a (not installed)"
-                    continue
-                env[f"Server {name}"] = spec.version
-                try:
-                    peers.append(H2RunningPeer(spec, [args.server_cpu]).start())
-                except RuntimeError as exc:
-                    print(f"{name}: n/a - {exc}", file=sys.stderr, flush=True)
-                    env[f"Server {name}"] = f"n/a (did not start: {str(exc)[:200]})"
-            for peer in peers:
-                print(f"{peer.spec.name}: pid {peer.pid} on CPU {args.server_cpu}, {peer.url(args.path)}", flush=True)
-                if args.warmup > 0:
-                    h2load_run(h2load, peer.url(args.path), 10, 10, args.warmup, args.generator_cpu)
-            for repeat in range(1, args.repeats + 1):
-                for c, m in cells:
-                    for peer in peers:
-                        waited = bl.wait_quiet(gate)
-                        try:
-                            record = measure(peer, h2load, args, c, m, repeat)
-                            record["gate"], record["load1_at_start"] = waited, waited["load1_at_start"]
-                        except RuntimeError as exc:
-                            print(f"  repeat {repeat} c={c} m={m} {peer.spec.name}: FAIL {exc}", flush=True)
-                            continue
-                        jsonl.write(record)
-                        records.append(record)
-                        print(f"  repeat {repeat} c={c:<3} m={m:<3} {peer.spec.name:<21} {record['rps']:>10,.0f} req/s "
-                              f"{record['server_cpu_us_per_req']:>7.2f} us/req  server busy {record['server_busy']:.2f}"
-                              f"  h2load busy {record['h2load_busy']:.2f} ({record['protocol']})", flush=True)
-        finally:
-            for peer in peers:
-                peer.stop()
-            env["Load average at start"] += f" - {bl.machine_note(first['load1_at_start'], first)}"
-            env["Load gate"] = bl.gate_note(first, records)
-            jsonl.write({"record": "environment", "environment": env, "command": args.command})
-            jsonl.close()
+    jsonl = JsonlWriter(out.with_suffix(".jsonl"))
+    peers: list[LaunchedPeer] = []
+    try:
+        peers = start_peers(list(peer_choices(args).values()), [args.server_cpu], env, args.peers_dir,
+                            binary=args.beast_bin)
+        for peer in peers:
+            print(f"{peer.name}: pid {peer.pid} on CPU {args.server_cpu}, {peer.url(args.path)}", flush=True)
+            if args.warmup > 0:
+                h2load_run(h2load, peer.url(args.path), 10, 10, args.warmup, args.generator_cpu)
+        for repeat in range(1, args.repeats + 1):
+            for c, m in cells:
+                for peer in peers:
+                    waited = wait_quiet(gate)
+                    try:
+                        record = measure(peer, h2load, args, c, m, repeat)
+                        record["gate"], record["load1_at_start"] = waited, waited["load1_at_start"]
+                    except RuntimeError as exc:
+                        print(f"  repeat {repeat} c={c} m={m} {peer.name}: FAIL {exc}", flush=True)
+                        continue
+                    jsonl.write(record)
+                    records.append(record)
+                    print(f"  repeat {repeat} c={c:<3} m={m:<3} {peer.name:<21} {record['rps']:>10,.0f} req/s "
+                          f"{record['server_cpu_us_per_req']:>7.2f} us/req  server busy {record['server_busy']:.2f}"
+                          f"  h2load busy {record['h2load_busy']:.2f} ({record['protocol']})", flush=True)
+    finally:
+        stop_all(peers)
+        env["Load average at start"] += f" - {machine_note(first['load1_at_start'], first)}"
+        env["Load gate"] = gate_note(first, records)
+        jsonl.write({"record": "environment", "environment": env, "command": args.command})
+        jsonl.close()
     return records, env
 
 
@@ -179,13 +141,13 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, cells: list
            command: str) -> str:
     header = ["Server"] + [f"c = {c}, m = {m}" for c, m in cells]
 
-    def cell(server: str, c: int, m: int, key: str) -> Optional[bl.Summary]:
-        return bl.summarize(r[key] for r in records
+    def cell(server: str, c: int, m: int, key: str) -> Optional[Summary]:
+        return summarize(r[key] for r in records
                             if r["server"] == server and r["connections"] == c and r["streams"] == m)
 
     def table(key: str, lowest: bool, digits: int) -> str:
         rows = [[s] + [(x.median if (x := cell(s, c, m, key)) else None) for c, m in cells] for s in args.servers]
-        return bl.best_table(header, rows, lowest, digits)
+        return best_table(header, rows, lowest, digits)
 
     def headline() -> list[str]:
         lines = []
@@ -195,7 +157,7 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, cells: list
                 if not (a and b):
                     lines.append(f"- c = {c}, m = {m}: {ours} vs {theirs}: n/a")
                     continue
-                lines.append(f"- c = {c}, m = {m}: " + bl.versus(ours, a.median, theirs, b.median))
+                lines.append(f"- c = {c}, m = {m}: " + versus(ours, a.median, theirs, b.median))
         return lines
 
     problems = [r for r in records if r["errors"] or r["non_2xx"]]
@@ -213,7 +175,7 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, cells: list
         "Command": f"`{command}`",
     }
     return "\n".join([
-        *bl.report_head("HTTP/2 servers: loadbench-server vs nginx, h2o, node:http2",
+        *report_head("HTTP/2 servers: loadbench-server vs nginx, h2o, node:http2",
                         "bench/server_vs_peers.py --protocol h2", env, settings,
                         f"every repeat, with h2load's own output, in `{Path(args.out).name}.jsonl`"),
         "## Headline: server CPU us per HTTP/2 response (median)",
@@ -245,15 +207,15 @@ def main(args: argparse.Namespace) -> int:
     if args.servers is None:
         args.servers = [s.strip() for s in DEFAULT_SERVERS.split(",")]
     if args.out is None:
-        args.out = str(bl.REPORTS_DIR / "server-h2")
+        args.out = str(reports_dir(args.repo) / "server-h2")
     started = time.monotonic()
     if args.report_only:
-        records, env, command = bl.read_jsonl(Path(args.out).with_suffix(".jsonl"))
+        records, env, command = read_jsonl(Path(args.out).with_suffix(".jsonl"))
     else:
         records, env = run(args, cells)
         command = args.command
     text = report(records, env, args, cells, command)
-    bl.write_report(Path(args.out).with_suffix(".md"), text)
+    write_report(Path(args.out).with_suffix(".md"), text)
     print(text)
     print(f"server_vs_peers --protocol h2: done in {time.monotonic() - started:.0f} s; wrote {args.out}.md and .jsonl")
     return 0

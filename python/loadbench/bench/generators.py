@@ -4,10 +4,11 @@ Every adapter returns the generator's OWN exact response count (never rps x dura
 measured window, parsed from the tool's most exact output mode: wrk's Lua `done` hook,
 h2load's status-code line, hey's status-code distribution, bombardier's and oha's JSON, ab's
 "Complete requests" and loadbench's --json file. The CPU the generator spent comes from
-os.wait4()'s rusage in benchlib.run_child, the same way for every tool.
+os.wait4()'s rusage (loadbench.bench.child.run_child), the same way for every tool.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -19,7 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from benchlib import BENCH_DIR, ChildRun, run_child, taskset
+from .child import ChildRun, run_child, taskset
+from .syscalls import parse_strace_counts
+
+WRK_REPORT_LUA = Path(__file__).with_name("wrk_report.lua")  # wrk's exact counts from its `done` hook
 
 
 @dataclass
@@ -123,20 +127,6 @@ class Generator:
         return result, calls, startup
 
 
-def parse_strace_counts(text: str) -> dict[str, int]:
-    """`strace -c` table -> {syscall: calls}. Rows are `% time, seconds, usecs/call, calls,
-    [errors], name`; the total row is left out (the sum of the rows is the total)."""
-    calls: dict[str, int] = {}
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) < 5 or fields[-1] == "total" or not fields[0].replace(".", "", 1).isdigit():
-            continue
-        calls[fields[-1]] = calls.get(fields[-1], 0) + int(fields[3])
-    if not calls:
-        raise ValueError(f"no strace -c table in {text[-400:]!r}")
-    return calls
-
-
 def _first_line_version(argv: list[str], pattern: str) -> str:
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=10)
@@ -176,7 +166,7 @@ class Wrk(Generator):
 
     def argv(self, url, connections, duration_s, keepalive, out):
         args = [self.binary, "-t1", f"-c{connections}", f"-d{duration_s}s", "--latency",
-                "-s", str(BENCH_DIR / "wrk_report.lua")]
+                "-s", str(WRK_REPORT_LUA)]
         if not keepalive:
             args += ["-H", "Connection: close"]
         return args + [url]
@@ -326,18 +316,15 @@ class Loadbench(Generator):
     """`python3 -m loadbench run` from the interpreter that runs the benchmark (its venv)."""
 
     def __init__(self) -> None:
-        try:
-            import loadbench.cli.run  # noqa: F401  (the generator's CLI module, once merged)
-            binary: Optional[str] = sys.executable
-        except ImportError:
-            binary = None
+        # `python3 -m loadbench run`: this interpreter, when its loadbench has the run command
+        binary = sys.executable if importlib.util.find_spec("loadbench.cli.run") is not None else None
         super().__init__("loadbench", binary)
         self.missing_reason = "`loadbench run` is not in the installed loadbench package (pip install .)"
 
     def version(self) -> str:
-        import loadbench
+        from ..core._core import build_info
 
-        return f"loadbench {loadbench.__version__}"
+        return f"loadbench {build_info()['version']}"
 
     def argv(self, url, connections, duration_s, keepalive, out):
         args = [self.binary, "-m", "loadbench", "run", url, "-c", str(connections), "-t", "1",
@@ -442,8 +429,8 @@ class LoadbenchTls(Loadbench):
         self.library = library
         self.name = f"loadbench-{library}"
         if self.binary is not None:
-            from loadbench import ConfigError
-            from loadbench.core.run import check_tls_library
+            from ..core.errors import ConfigError
+            from ..core.run import check_tls_library
 
             try:
                 check_tls_library(library)

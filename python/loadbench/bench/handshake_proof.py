@@ -16,10 +16,11 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-import benchlib as bl
-import generators as gl
+from ..report.markdown import table
+from . import generators as gl
+from .checkout import repo_root
 
-FORGED_SERVER = bl.BENCH_DIR.parent / "tests" / "forged_tls_server.py"
+FORGED_SERVER = Path("tests") / "forged_tls_server.py"  # in the checkout (checkout.repo_root)
 SECONDS = 2  # per run: tlslite-ng signs in pure Python, a few handshakes a second are plenty
 
 
@@ -50,9 +51,11 @@ def _answered(gen: gl.Generator, url: str, cpus: Sequence[int]) -> tuple[int, st
     return result.responses, ""
 
 
-def check(gens: Sequence[gl.Generator], cpus: Sequence[int], keep: Callable[[dict], None]) -> None:
+def check(gens: Sequence[gl.Generator], cpus: Sequence[int], keep: Callable[[dict], None],
+          repo: Optional[Path] = None) -> None:
     """One `proof` record per https-capable generator: responses with the right key and with
-    another; `checks_signature` is true when the control was answered and the forgery was not."""
+    another; `checks_signature` is true when the control was answered and the forgery was not.
+    The forged server is the checkout's tests/forged_tls_server.py (``repo``: that checkout)."""
     def speaks_https(gen: gl.Generator) -> bool:
         try:
             gen.argv("https://127.0.0.1:1/", 1, SECONDS, False, Path("unused.json"))
@@ -68,7 +71,8 @@ def check(gens: Sequence[gl.Generator], cpus: Sequence[int], keep: Callable[[dic
         return
     with tempfile.TemporaryDirectory(prefix="bench-forged-") as tmp:
         cert, right_key, other_key = _keys(Path(tmp))
-        right, forged = (_serve_and_run(gens, cert, key, cpus) for key in (right_key, other_key))
+        right, forged = (_serve_and_run(gens, cert, key, cpus, repo_root(repo) / FORGED_SERVER)
+                         for key in (right_key, other_key))
     for gen in gens:
         (right_n, right_why), (forged_n, forged_why) = right[gen.name], forged[gen.name]
         keep({"part": "proof", "generator": gen.name, "scheme": "https",
@@ -77,10 +81,10 @@ def check(gens: Sequence[gl.Generator], cpus: Sequence[int], keep: Callable[[dic
               "reason": forged_why if right_n else right_why})
 
 
-def _serve_and_run(gens: Sequence[gl.Generator], cert: Path, key: Path, cpus: Sequence[int]
+def _serve_and_run(gens: Sequence[gl.Generator], cert: Path, key: Path, cpus: Sequence[int], forged_server: Path
                    ) -> dict[str, tuple[int, str]]:
     """Each generator's (responses, why not) against the forged server signing with `key`."""
-    server = subprocess.Popen([sys.executable, str(FORGED_SERVER), str(cert), str(key)],
+    server = subprocess.Popen([sys.executable, str(forged_server), str(cert), str(key)],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         # A name, not 127.0.0.1: wrk sends the host as SNI, and an address is no valid one.
@@ -131,5 +135,5 @@ def report_lines(records: list[dict]) -> list[str]:
             "CertificateVerify with the certificate's own key, once with another P-256 key. A client that "
             "checks the server's signature refuses the second; one that answers it does one signature "
             "verification less per handshake, so its CPU per handshake above is for less work.", "",
-            bl.markdown_table(["Generator", "responses, right key", "responses, forged signature",
+            table(["Generator", "responses, right key", "responses, forged signature",
                                "checks the server's signature"], rows), ""]

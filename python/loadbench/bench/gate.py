@@ -1,13 +1,14 @@
-"""The bench drivers' load gate and outside-CPU rule: the same loadbench.gate and
-loadbench.analysis a sweep uses, so a bench report and a sweep report judge a busy machine alike."""
+"""The bench drivers' load gate and outside-CPU rule: the same loadbench.core.gate and
+loadbench.core.analysis a sweep uses, so a bench report and a sweep report judge a busy machine
+alike (quiet before a run, contended when others took more than the sweep's share)."""
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
 from typing import Any, Optional
 
-from loadbench import analysis
-from loadbench.core.gate import LoadGate
+from ..core import analysis
+from ..core.gate import LoadGate
 
 
 def outside_share(server: dict, generator_cpu_s: Optional[float] = None) -> Optional[float]:

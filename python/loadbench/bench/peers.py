@@ -1,0 +1,128 @@
+"""The registry's peers as the bench drivers run them.
+
+A driver names its servers by the label its report uses ("loadbench-server", "nginx h2",
+"node:http2 h2c"); each label is one entry of the peer registry (bench/peers/peers.toml, read by
+loadbench.sweep.targets.peer_registry) and one protocol (:class:`PeerChoice`). Starting one is
+loadbench.sweep.targets.launch - the same launch, pinning, cgroup and readiness probe as a
+sweep's - plus a loadbench.core.sampler.Sampler over its process tree, whose snapshots the
+drivers read right before and after each run (:class:`LaunchedPeer`).
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+from urllib.parse import urlsplit
+
+from ..core.errors import ConfigError, ServerError
+from ..core.sampler import Sampler
+from ..sweep.targets import RunningServer, Target, is_tls, launch, peer_target
+
+
+@dataclass(frozen=True)
+class PeerChoice:
+    """A server of a bench report: its label there, the registry entry and the protocol."""
+
+    label: str
+    peer: str  # a name in bench/peers/peers.toml
+    protocol: str = "http"  # http, https, h2c or h2
+
+    @property
+    def https(self) -> bool:
+        return is_tls(self.protocol)
+
+
+@dataclass
+class LaunchedPeer:
+    """A started registry peer: where to send load (:meth:`url`), its process tree's CPU
+    (:meth:`snapshot`, loadbench.sampler.window between two of them), and :meth:`stop`."""
+
+    choice: PeerChoice
+    server: RunningServer
+    sampler: Any = field(repr=False)
+    version: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.choice.label
+
+    @property
+    def https(self) -> bool:
+        return self.choice.https
+
+    @property
+    def pid(self) -> int:
+        return self.server.pid
+
+    @property
+    def port(self) -> int:
+        return urlsplit(self.server.base_url).port
+
+    def url(self, path: str = "/") -> str:
+        return self.server.base_url + path
+
+    def snapshot(self) -> Any:
+        """loadbench.sampler.ProcSnapshot of the peer's whole process tree, read now."""
+        return self.sampler.snapshot()
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def __enter__(self) -> "LaunchedPeer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def unavailable(choice: PeerChoice, peers_dir: Path) -> Optional[str]:
+    """Why the registry peer cannot serve the choice's protocol here (not installed, not served),
+    or None."""
+    return peer_target(choice.peer, peers_dir).unavailable_reason(choice.protocol, peers_dir)
+
+
+def launch_peer(choice: PeerChoice, *, cpus: Optional[Sequence[int]], peers_dir: Path, workers: int = 1,
+                env: Optional[dict] = None, binary: Optional[str] = None) -> LaunchedPeer:
+    """Start the registry peer for the choice's protocol, pinned to ``cpus``, ready when it
+    answers (loadbench.sweep.targets.launch); ServerError / ConfigError when it cannot.
+    ``binary``: another loadbench-server for the beast entry (--beast-bin)."""
+    target: Target = peer_target(choice.peer, peers_dir)
+    why = target.unavailable_reason(choice.protocol, peers_dir)
+    if why:
+        raise ConfigError(f"{choice.label}: {why}")
+    server = launch(target, choice.protocol, workers=workers, cpus=cpus, peers_dir=peers_dir, env=env,
+                    binary=binary if target.kind == "beast" else None)
+    try:
+        sampler = Sampler(server.pid, tree=True)
+    except BaseException:
+        server.stop()
+        raise
+    return LaunchedPeer(choice, server, sampler, target.version_text(peers_dir))
+
+
+def start_peers(choices: Sequence[PeerChoice], cpus: Sequence[int], env: dict[str, str], peers_dir: Path,
+                binary: Optional[str] = None, env_prefix: str = "Server ") -> list[LaunchedPeer]:
+    """Start every peer; each one's version goes into the environment block ``env`` under
+    ``env_prefix + label``, and one that is not installed or does not start is n/a there with
+    its reason - never dropped silently."""
+    running = []
+    for choice in choices:
+        key = env_prefix + choice.label
+        why = unavailable(choice, peers_dir)
+        if why:
+            env[key] = f"n/a ({why})"
+            continue
+        try:
+            running.append(launch_peer(choice, cpus=cpus, peers_dir=peers_dir, binary=binary))
+        except (ServerError, ConfigError, OSError) as exc:
+            print(f"{choice.label}: n/a - {exc}", file=sys.stderr, flush=True)
+            env[key] = f"n/a (did not start: {str(exc)[:200]})"
+            continue
+        env[key] = running[-1].version
+    return running
+
+
+def stop_all(peers: Sequence[LaunchedPeer]) -> None:
+    for peer in peers:
+        peer.stop()
