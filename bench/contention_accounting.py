@@ -39,7 +39,8 @@ from loadbench.bench.jsonl import JsonlWriter, read_jsonl
 from loadbench.bench.report_text import report_head, write_report
 from loadbench.core.sampler import used_between
 from loadbench.report.markdown import fmt_number, table
-from loadbench.sweep.targets import Target, launch, peer_registry
+from loadbench.sweep.targets import Target, launch
+from loadbench.sweep.registry import peer_registry
 
 REPO = Path(__file__).resolve().parents[1]
 PEERS = REPO / "bench" / "peers"  # the servers: entries of the registry, PEERS / "peers.toml"

@@ -36,7 +36,8 @@ import loadbench
 from loadbench.bench.gate import add_gate_args, make_gate, wait_quiet
 from loadbench.core.connections import raise_fd_limit
 from loadbench.core.gate import cpu_snapshot, outside_share_between
-from loadbench.sweep.targets import Target, launch, peer_target
+from loadbench.sweep.targets import Target, launch
+from loadbench.sweep.registry import peer_target
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent

@@ -160,7 +160,8 @@ def test_h2_peers_answer_over_http2(tmp_path: Path) -> None:
 # -- every peer of the default sweep over every protocol it declares ---------------------------
 import subprocess  # noqa: E402
 
-from loadbench.sweep.targets import HTTP2, default_peer_targets, launch  # noqa: E402
+from loadbench.sweep.registry import default_peer_targets  # noqa: E402
+from loadbench.sweep.targets import HTTP2, launch  # noqa: E402
 
 PEERS_DIR = PEERS
 SWEEP_PEERS = {t.name: t for t in default_peer_targets(PEERS_DIR)}

@@ -14,7 +14,7 @@ import loadbench
 import pytest
 from loadbench import Sweep, Target, analysis, model
 from loadbench.report import document as report
-from loadbench.sweep.targets import default_peer_targets
+from loadbench.sweep.registry import default_peer_targets
 from loadbench.core.gate import LoadGate
 from sweep_data import result_dict
 

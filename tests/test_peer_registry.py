@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from loadbench import ConfigError
-from loadbench.sweep.file import default_sweep, load_peer_registry, sweep_from_dict
-from loadbench.sweep.targets import REGISTRY, default_peer_targets, peer_registry, peer_target
+from loadbench.sweep.file import default_sweep, sweep_from_dict
+from loadbench.sweep.registry import load_peer_registry
+from loadbench.sweep.registry import REGISTRY, default_peer_targets, peer_registry, peer_target
 
 REPO = Path(__file__).resolve().parents[1]
 PEERS = REPO / "bench" / "peers"

@@ -20,7 +20,7 @@ from loadbench.report import markdown
 from loadbench import Sweep, Target, Workload, model
 from loadbench.report import document as report
 from loadbench.sweep import results_folder as results
-from loadbench.sweep.targets import default_peer_targets
+from loadbench.sweep.registry import default_peer_targets
 from sweep_data import table_rows
 
 REPO = Path(__file__).resolve().parent.parent

@@ -14,7 +14,8 @@ from loadbench.report import document as report
 from loadbench.sweep import results_folder as results
 from loadbench.core.errors import ConfigError
 from loadbench.sweep.file import DEFAULT_CELL_BUDGET_S, default_sweep, sweep_from_dict
-from loadbench.sweep.targets import HTTP2, default_peer_targets
+from loadbench.sweep.registry import default_peer_targets
+from loadbench.sweep.targets import HTTP2
 from sweep_data import result_dict
 
 REPO = Path(__file__).resolve().parent.parent

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from loadbench import ServerError
-from loadbench.sweep.targets import Target, default_cpu_split, default_peer_targets, launch
+from loadbench.sweep.targets import Target, default_cpu_split, launch
+from loadbench.sweep.registry import default_peer_targets
 
 PEERS = Path(__file__).resolve().parent.parent / "bench" / "peers"
 
@@ -145,7 +146,8 @@ def test_a_server_does_not_outlive_a_killed_parent(kind):
     import subprocess
 
     start = ("s = loadbench.ServerProcess().start()" if kind == "beast" else
-             f"from loadbench.sweep.targets import default_peer_targets, launch; from pathlib import Path; "
+             f"from loadbench.sweep.targets import launch; from loadbench.sweep.registry import default_peer_targets; "
+             f"from pathlib import Path; "
              f"s = launch(next(t for t in default_peer_targets(Path({str(PEERS)!r})) if t.name == 'python-asyncio'), "
              f"'http', workers=1, cpus=None, peers_dir=Path({str(PEERS)!r}))")
     code = f"import loadbench, time\n{start}\nprint(s.pid, flush=True)\ntime.sleep(60)\n"

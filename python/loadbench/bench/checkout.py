@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from ..sweep.targets import REGISTRY
+from ..sweep.registry import REGISTRY
 
 
 def repo_root(start: Optional[Path] = None) -> Path:

@@ -2,7 +2,7 @@
 
 A driver names its servers by the label its report uses ("loadbench-server", "nginx h2",
 "node:http2 h2c"); each label is one entry of the peer registry (bench/peers/peers.toml, read by
-loadbench.sweep.targets.peer_registry) and one protocol (:class:`PeerChoice`). Starting one is
+loadbench.sweep.registry.peer_registry) and one protocol (:class:`PeerChoice`). Starting one is
 loadbench.sweep.targets.launch - the same launch, pinning, cgroup and readiness probe as a
 sweep's - plus a loadbench.core.sampler.Sampler over its process tree, whose snapshots the
 drivers read right before and after each run (:class:`LaunchedPeer`).
@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 
 from ..core.errors import ConfigError, ServerError
 from ..core.sampler import Sampler
-from ..sweep.targets import RunningServer, Target, is_tls, launch, peer_target
+from ..sweep.registry import peer_target
+from ..sweep.targets import RunningServer, Target, is_tls, launch
 
 
 @dataclass(frozen=True)

@@ -486,30 +486,3 @@ def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[
     server.stop()
     raise ServerError(f"{target.name} was not ready within {target.ready_timeout:g} s on port {port} "
                       f"({reason}); stderr: {tail or '(empty)'}")
-
-
-REGISTRY = "peers.toml"  # the peer registry's file name inside a peers directory
-
-
-def peer_registry(peers_dir: Path) -> list[Target]:
-    """Every server declared in ``peers_dir/peers.toml`` (bench/peers/peers.toml: the peers and
-    the embedded ``beast``), checked by the sweep file's rules. A missing file is a ConfigError."""
-    from .file import load_peer_registry  # file.py builds Targets: imported here, not at the top
-
-    return load_peer_registry(Path(peers_dir) / REGISTRY)
-
-
-def peer_target(name: str, peers_dir: Path) -> Target:
-    """The registry's entry ``name`` (ConfigError naming the known ones when there is none)."""
-    targets = {t.name: t for t in peer_registry(peers_dir)}
-    if name not in targets:
-        raise ConfigError(f"{Path(peers_dir) / REGISTRY}: no peer {name!r} (known: {', '.join(targets)})")
-    return targets[name]
-
-
-def default_peer_targets(peers_dir: Path) -> list[Target]:
-    """The peers of the registry (bench/peers/peers.toml) without the embedded Beast server, as
-    the default sweep launches them (each skipped with a note when its file or runtime is
-    missing). Every one receives the same worker count; each declares the protocols it serves,
-    and why not the others."""
-    return [t for t in peer_registry(peers_dir) if t.kind != "beast"]
