@@ -12,6 +12,7 @@ from . import handshake_proof
 from . import perf_profiles as pf
 from .repeats import summarize
 from .report_text import report_head
+from ..core import _core
 
 BUSY_LIMIT = 0.95  # a generator using >= 95 % of its one pinned core is saturated
 SAT = "†"
@@ -20,8 +21,6 @@ GEN_BOUND = "§"  # connection setup: the generator's CPU per connection / hands
 
 def ssl_version() -> str:
     """The OpenSSL loadbench's core runs with (not the Python ssl module's)."""
-    from loadbench.core import _core
-
     return _core.build_info()["openssl"]
 
 

@@ -22,6 +22,9 @@ from typing import Optional, Sequence
 
 from .child import ChildRun, run_child, taskset
 from .syscalls import parse_strace_counts
+from ..core._core import build_info
+from ..core.errors import ConfigError
+from ..core.options import check_tls_library
 
 WRK_REPORT_LUA = Path(__file__).with_name("wrk_report.lua")  # wrk's exact counts from its `done` hook
 
@@ -322,8 +325,6 @@ class Loadbench(Generator):
         self.missing_reason = "`loadbench run` is not in the installed loadbench package (pip install .)"
 
     def version(self) -> str:
-        from ..core._core import build_info
-
         return f"loadbench {build_info()['version']}"
 
     def argv(self, url, connections, duration_s, keepalive, out):
@@ -429,9 +430,6 @@ class LoadbenchTls(Loadbench):
         self.library = library
         self.name = f"loadbench-{library}"
         if self.binary is not None:
-            from ..core.errors import ConfigError
-            from ..core.run import check_tls_library
-
             try:
                 check_tls_library(library)
             except ConfigError as exc:

@@ -47,6 +47,7 @@ from .repeats import Summary, summarize
 from .report_text import report_head, versus, write_report
 from .syscalls import parse_strace_counts
 from .tcp_counters import tcp_counters, tcp_per_connection
+from . import server_comparison_h2
 
 BUSY_LIMIT = 0.95  # a process using >= 95 % of its one pinned core is saturated
 
@@ -442,8 +443,6 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
     given = sys.argv[1:] if argv is None else argv
     args.command = "python3 bench/server_vs_peers.py" + (" " + shlex.join(given) if given else "")
     if args.protocol == "h2":
-        from . import server_comparison_h2
-
         return server_comparison_h2.main(args)
     started = time.monotonic()
     if args.report_only:

@@ -57,6 +57,7 @@ from typing import Optional, Sequence
 from ..core.process import die_with_parent
 from ..core.cgroup import ServerCgroup
 from ..core.errors import ConfigError, ServerError
+from ..core._core import build_info
 from ..core.server import ServerProcess
 
 KINDS = ("beast", "command", "url")
@@ -134,8 +135,6 @@ class Target:
     def version_text(self, peers_dir: Optional[Path] = None) -> str:
         """What the server says its version is ("nginx/1.22.1"; Beast: "loadbench 0.1.0"), or "n/a"."""
         if self.kind == "beast":
-            from ..core._core import build_info
-
             return f"loadbench {build_info()['version']}"
         if not self.version:
             return "n/a"
