@@ -86,14 +86,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-connections", type=int, default=None,
                    help=_help("max_connections"))
     p.add_argument("--seed", type=int, default=1, help=_help("seed"))
-    p.add_argument("--json", default=None, metavar="FILE", help="write the result as JSON (see README, Result JSON)")
+    p.add_argument("--json", default=None, metavar="FILE", help="write the result as JSON (docs/run.md, Result JSON)")
     p.add_argument("--hdr-log", default=None, metavar="FILE", help="write the latency histogram as an HdrHistogram log")
     p.add_argument("--sample-pid", type=int, default=None, metavar="PID",
                    help="read the server's CPU, memory and fds from /proc at the window's edges "
                         "(PID and all its descendants): adds server CPU us/req")
     p.add_argument("--cluster", default=None, metavar="ADDRESS",
                    help="spread the run over Dask workers: tcp://HOST:8786, or 'local' for worker "
-                        "processes on this machine (README: Distributed runs)")
+                        "processes on this machine (docs/distributed.md)")
     p.add_argument("--shards", type=int, default=None,
                    help="with --cluster: split the run into N shards on N workers (default: every worker)")
     p.add_argument("--no-progress", action="store_true", help="no live progress line")

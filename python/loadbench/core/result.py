@@ -1,6 +1,6 @@
 """What one load run measured: exact counts, the latency histogram, the timeline, and the
 generator's own cost. Plain data first: `to_dict()` / `to_json()` are the contract other
-tools read (documented in README.md, "Result JSON"); `from_json()` reads it back."""
+tools read (documented in docs/run.md, "Result JSON"); `from_json()` reads it back."""
 from __future__ import annotations
 
 import html
@@ -231,7 +231,7 @@ class Result:
 
     # -- plain data ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """The Result JSON (README, "Result JSON"): LAYOUT's keys in order, then the blocks other
+        """The Result JSON (docs/run.md, "Result JSON"): LAYOUT's keys in order, then the blocks other
         parts attached (extras)."""
         d: dict[str, Any] = {}
         for key, kind, source in LAYOUT:

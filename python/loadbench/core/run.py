@@ -121,7 +121,7 @@ def run(url: str, *, progress: Optional[Callable[[dict], None]] = None, sample_p
     still returns the result (with `interrupted=True`).
     `ack_with_request=True` sends the TCP handshake's last ACK on the request (closed loop only)
     and `rst_close=True` closes with RST a connection the server has closed: fewer packets per
-    new connection (README, "Connection setup").
+    new connection (docs/run.md, "Connection setup").
     `sample_pid` names the server process: its CPU time (with all its descendants), memory,
     fds and context switches, and the machine's steal and idle shares, are read from /proc
     exactly at the edges of the measured window into the result's `server` block
