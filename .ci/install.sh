@@ -104,6 +104,7 @@ if [ "$extras" = test ]; then
   need_tool wrk wrk                # a load tool no one here wrote (tests/test_bench_server_syscalls.py)
   need_tool strace strace          # a server's own system calls per connection (same test)
   need_tool chromium chromium      # the HTML report is checked in a real (headless) browser
+  need_tool clang-format-14 clang-format-14  # the C++ style (tests/test_style.py; .clang-format is v14's)
 fi
 
 # rustls (the generator's opt-in --tls-library rustls) is built by cargo from the crate registry

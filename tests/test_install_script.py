@@ -1,6 +1,7 @@
 """The install scripts on a machine that has none of the tools yet (issue: exit 127 on a fresh
 Debian machine). `--dry-run` probes exactly as a real install does, so running it with a PATH
 that holds only the base system's programs shows what a fresh machine would be told."""
+
 from __future__ import annotations
 
 import os
@@ -14,13 +15,47 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 # What a minimal Debian root has besides the tools the scripts install. No dpkg-query: without
 # it nothing counts as installed, so every package the scripts can need must be named.
-BASE_TOOLS = ["bash", "env", "sed", "grep", "head", "id", "uname", "cat", "dirname", "mkdir", "rm",
-              "sort", "tr", "apt-cache"]
-BUILD_PACKAGES = {"g++", "cmake", "ninja-build", "make", "pkg-config", "libssl-dev",
-                  "libnghttp2-dev", "libwolfssl-dev"}
-TEST_PACKAGES = BUILD_PACKAGES | {"libgtest-dev", "clang", "openssl", "curl", "nghttp2-client",
-                                  "nodejs", "nginx-light", "iproute2", "chromium", "nghttp2-server", "h2o",
-                                  "wrk", "strace"}
+BASE_TOOLS = [
+    "bash",
+    "env",
+    "sed",
+    "grep",
+    "head",
+    "id",
+    "uname",
+    "cat",
+    "dirname",
+    "mkdir",
+    "rm",
+    "sort",
+    "tr",
+    "apt-cache",
+]
+BUILD_PACKAGES = {
+    "g++",
+    "cmake",
+    "ninja-build",
+    "make",
+    "pkg-config",
+    "libssl-dev",
+    "libnghttp2-dev",
+    "libwolfssl-dev",
+}
+TEST_PACKAGES = BUILD_PACKAGES | {
+    "libgtest-dev",
+    "clang",
+    "openssl",
+    "curl",
+    "nghttp2-client",
+    "nodejs",
+    "nginx-light",
+    "iproute2",
+    "chromium",
+    "nghttp2-server",
+    "h2o",
+    "wrk",
+    "strace",
+}
 PYTHON_PACKAGES = {"python3", "python3-dev", "python3-pip", "python3-venv"}
 
 
@@ -40,8 +75,14 @@ def _bare_path(tmp_path: Path, with_python: bool) -> str:
 
 def _dry_run(script: str, args: list[str], path: str) -> tuple[set[str], str]:
     env = {"PATH": path, "HOME": os.environ.get("HOME", "/root"), "LC_ALL": "C"}
-    proc = subprocess.run(["/bin/bash", str(REPO / script), "--dry-run", *args], env=env,
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        ["/bin/bash", str(REPO / script), "--dry-run", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "command not found" not in proc.stderr, proc.stderr
     lines = proc.stdout.splitlines()
@@ -50,7 +91,9 @@ def _dry_run(script: str, args: list[str], path: str) -> tuple[set[str], str]:
 
 
 @pytest.mark.parametrize("args,expected", [([], BUILD_PACKAGES), (["test"], TEST_PACKAGES)])
-def test_install_dry_run_names_every_package_on_a_machine_without_the_tools(tmp_path, args, expected):
+def test_install_dry_run_names_every_package_on_a_machine_without_the_tools(
+    tmp_path, args, expected
+):
     packages, _ = _dry_run(".ci/install.sh", args, _bare_path(tmp_path, with_python=False))
     missing = (expected | PYTHON_PACKAGES) - packages
     assert not missing, f"not named: {sorted(missing)}; named: {sorted(packages)}"
@@ -64,6 +107,7 @@ def test_install_dry_run_names_every_package_on_a_machine_without_the_tools(tmp_
 
 def test_install_dry_run_with_a_python_that_has_headers_adds_no_python_package(tmp_path):
     import sysconfig
+
     if not Path(sysconfig.get_paths()["include"], "Python.h").exists():
         pytest.fail("the test suite runs on a Python with headers (it built the extension)")
     packages, _ = _dry_run(".ci/install.sh", ["test"], _bare_path(tmp_path, with_python=True))
@@ -72,16 +116,32 @@ def test_install_dry_run_with_a_python_that_has_headers_adds_no_python_package(t
 
 
 def test_install_script_rejects_an_unknown_argument():
-    proc = subprocess.run(["bash", str(REPO / ".ci/install.sh"), "--dryrun"], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        ["bash", str(REPO / ".ci/install.sh"), "--dryrun"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert "unknown argument '--dryrun'" in proc.stderr
 
 
 def test_install_peers_dry_run_names_the_peer_packages(tmp_path):
     packages, err = _dry_run("bench/install-peers.sh", [], _bare_path(tmp_path, with_python=False))
-    expected = {"wrk", "nghttp2-client", "apache2-utils", "nginx-light", "nodejs", "openssl",
-                "util-linux", "hey", "h2o", "curl", "strace", "linux-perf"}
+    expected = {
+        "wrk",
+        "nghttp2-client",
+        "apache2-utils",
+        "nginx-light",
+        "nodejs",
+        "openssl",
+        "util-linux",
+        "hey",
+        "h2o",
+        "curl",
+        "strace",
+        "linux-perf",
+    }
     assert not expected - packages, f"named: {sorted(packages)}"
     # oha and bombardier build from the Rust and Go registries: said, not installed.
     assert "oha" in err and "bombardier" in err
