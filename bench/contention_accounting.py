@@ -20,6 +20,7 @@ For each server installed (Beast, the Python asyncio peer, node, h2o), pinned on
 loadbench on CPU 1: a closed loop at C = 25 and an open loop at 50 % of that cell's req/s,
 `--repeats` windows of `--duration` each, plain http /plaintext.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,8 @@ from loadbench.bench.jsonl import JsonlWriter, read_jsonl
 from loadbench.bench.report_text import report_head, write_report
 from loadbench.core.sampler import used_between
 from loadbench.report.markdown import fmt_number, table
-from loadbench.sweep.targets import Target, launch
 from loadbench.sweep.registry import peer_registry
+from loadbench.sweep.targets import Target, launch
 
 REPO = Path(__file__).resolve().parents[1]
 PEERS = REPO / "bench" / "peers"  # the servers: entries of the registry, PEERS / "peers.toml"
@@ -76,8 +77,15 @@ def split_processes(start: Any, end: Any, server_pids: set[int]) -> dict[str, fl
     out = {"server": 0.0, "run": 0.0, "kernel": 0.0, "others": 0.0}
     for pid, used in used_between(start.processes, end.processes).items():
         kernel = end.processes.cpu[pid].kernel_thread
-        kind = ("server" if pid in server_pids else "run" if pid == os.getpid() else
-                "kernel" if kernel else "others")
+        kind = (
+            "server"
+            if pid in server_pids
+            else "run"
+            if pid == os.getpid()
+            else "kernel"
+            if kernel
+            else "others"
+        )
         out[kind] += used
     return out
 
@@ -86,24 +94,42 @@ def window_record(result: dict, start: Any, end: Any) -> dict:
     server = result["server"]
     cores = os.cpu_count() or 1
     wall = server["window_s"] * cores
-    machine = {name: getattr(end.machine, name) - getattr(start.machine, name)
-               for name in MACHINE_BUSY + ("idle_s", "iowait_s", "steal_s")}
+    machine = {
+        name: getattr(end.machine, name) - getattr(start.machine, name)
+        for name in MACHINE_BUSY + ("idle_s", "iowait_s", "steal_s")
+    }
     busy = sum(machine[name] for name in MACHINE_BUSY)
     idle = machine["idle_s"] + machine["iowait_s"]
     procs = split_processes(start, end, set(start.pids) | set(end.pids))
     every = sum(procs.values())
-    old = analysis.outside_cpu_share(server["machine"]["busy_share"], server["window_s"], cores, server["cpu_s"],
-                                     result["generator"]["cpu_s"], 0.0)
+    old = analysis.outside_cpu_share(
+        server["machine"]["busy_share"],
+        server["window_s"],
+        cores,
+        server["cpu_s"],
+        result["generator"]["cpu_s"],
+        0.0,
+    )
     return {
-        "window_s": server["window_s"], "cores": cores, "rps": result["rps"],
-        "machine_s": machine, "busy_s": busy, "idle_s": idle, "steal_s": machine["steal_s"],
+        "window_s": server["window_s"],
+        "cores": cores,
+        "rps": result["rps"],
+        "machine_s": machine,
+        "busy_s": busy,
+        "idle_s": idle,
+        "steal_s": machine["steal_s"],
         # /proc/stat's columns add up to less than wall x cores: time neither sampled busy nor idle
         "stat_missing_s": wall - busy - idle - machine["steal_s"],
         # the old rule's basis: busy as a share of the columns' own sum, not of wall time
-        "busy_share_of_stat": server["machine"]["busy_share"], "busy_share_of_wall": busy / wall,
-        "processes_s": procs, "every_process_s": every, "every_process_share_of_wall": every / wall,
-        "generator_cpu_s": result["generator"]["cpu_s"], "server_cpu_s": server["cpu_s"],
-        "outside_share_busy_rule": old, "outside_share": analysis.outside_share(server, cores),
+        "busy_share_of_stat": server["machine"]["busy_share"],
+        "busy_share_of_wall": busy / wall,
+        "processes_s": procs,
+        "every_process_s": every,
+        "every_process_share_of_wall": every / wall,
+        "generator_cpu_s": result["generator"]["cpu_s"],
+        "server_cpu_s": server["cpu_s"],
+        "outside_share_busy_rule": old,
+        "outside_share": analysis.outside_share(server, cores),
         "others_top": server.get("others_top"),
     }
 
@@ -121,23 +147,37 @@ def measure(target: Target, repeats: int, duration: float, writer: JsonlWriter, 
         for mode in ("closed", "open"):
             for repeat in range(repeats):
                 verdict = benchgate.wait_quiet(gate)
-                kwargs: dict = {"connections": 25, "threads": 1, "duration": duration, "warmup": 0.25,
-                                "timeout": 5.0, "cpus": [1]}
+                kwargs: dict = {
+                    "connections": 25,
+                    "threads": 1,
+                    "duration": duration,
+                    "warmup": 0.25,
+                    "timeout": 5.0,
+                    "cpus": [1],
+                }
                 if mode == "open":
                     kwargs.update(rate=rate, max_connections=25)
                 with EdgeRecorder() as edges:
                     result = loadbench.run(url, sample_pid=server.pid, **kwargs).to_dict()
-                record = {"server": target.name, "mode": mode, "repeat": repeat, "gate": verdict,
-                          **window_record(result, *edges.edges)}
+                record = {
+                    "server": target.name,
+                    "mode": mode,
+                    "repeat": repeat,
+                    "gate": verdict,
+                    **window_record(result, *edges.edges),
+                }
                 if mode == "closed" and repeat == 0:
                     rate = 0.5 * result["rps"]
                 writer.write(record)
-                print(f"  {target.name:<15} {mode:<6} #{repeat}: outside by busy rule "
-                      f"{100 * record['outside_share_busy_rule']:4.1f} %, per process {100 * record['outside_share']:4.1f} %;"
-                      f" busy {100 * record['busy_share_of_stat']:4.1f} % of /proc/stat's sum, "
-                      f"{100 * record['busy_share_of_wall']:4.1f} % of wall; every process "
-                      f"{100 * record['every_process_share_of_wall']:4.1f} % of wall; /proc/stat short of wall by "
-                      f"{100 * share(record, 'stat_missing_s'):4.1f} %", flush=True)
+                print(
+                    f"  {target.name:<15} {mode:<6} #{repeat}: outside by busy rule "
+                    f"{100 * record['outside_share_busy_rule']:4.1f} %, per process {100 * record['outside_share']:4.1f} %;"
+                    f" busy {100 * record['busy_share_of_stat']:4.1f} % of /proc/stat's sum, "
+                    f"{100 * record['busy_share_of_wall']:4.1f} % of wall; every process "
+                    f"{100 * record['every_process_share_of_wall']:4.1f} % of wall; /proc/stat short of wall by "
+                    f"{100 * share(record, 'stat_missing_s'):4.1f} %",
+                    flush=True,
+                )
     finally:
         server.stop()
 
@@ -149,12 +189,19 @@ def share(record: dict, key: str) -> float:
 
 def render(records: list[dict], env: dict, command: str) -> str:
     rows = [r for r in records if "mode" in r]
-    columns = [("outside_share_busy_rule", "outside, busy-time rule"),
-               ("outside_share", "outside, per-process rule (other processes + steal)"), ("steal_s", "steal"),
-               ("busy_share_of_stat", "busy / /proc/stat sum"), ("busy_share_of_wall", "busy / wall"),
-               ("every_process_share_of_wall", "every process / wall"), ("stat_missing_s", "/proc/stat short of wall"),
-               ("server", "server"), ("run", "run process"), ("kernel", "kernel threads"),
-               ("others", "other processes")]
+    columns = [
+        ("outside_share_busy_rule", "outside, busy-time rule"),
+        ("outside_share", "outside, per-process rule (other processes + steal)"),
+        ("steal_s", "steal"),
+        ("busy_share_of_stat", "busy / /proc/stat sum"),
+        ("busy_share_of_wall", "busy / wall"),
+        ("every_process_share_of_wall", "every process / wall"),
+        ("stat_missing_s", "/proc/stat short of wall"),
+        ("server", "server"),
+        ("run", "run process"),
+        ("kernel", "kernel threads"),
+        ("others", "other processes"),
+    ]
     body = []
     for name in dict.fromkeys(r["server"] for r in rows):
         for mode in ("closed", "open"):
@@ -163,23 +210,41 @@ def render(records: list[dict], env: dict, command: str) -> str:
                 continue
             cells = []
             for key, _ in columns:
-                values = [(r["processes_s"][key] / (r["window_s"] * r["cores"])) if key in r["processes_s"]
-                          else share(r, key) for r in mine]
+                values = [
+                    (r["processes_s"][key] / (r["window_s"] * r["cores"]))
+                    if key in r["processes_s"]
+                    else share(r, key)
+                    for r in mine
+                ]
                 spread = analysis.median_spread(values)
-                cells.append(f"{100 * spread.median:.1f} ({100 * spread.min:.1f}-{100 * spread.max:.1f})")
+                cells.append(
+                    f"{100 * spread.median:.1f} ({100 * spread.min:.1f}-{100 * spread.max:.1f})"
+                )
             body.append([name, mode, fmt_number(analysis.median([r["rps"] for r in mine]))] + cells)
     skipped = [f"{r['server']}: {r['skipped']}" for r in records if "skipped" in r]
-    settings = {"Cells": "http /plaintext; closed loop C = 25 and open loop at 50 % of the first closed repeat's req/s",
-                "Pinning": "server on CPU 0 (1 worker), loadbench on CPU 1 (1 thread)",
-                "Repeats": f"{len({r['repeat'] for r in rows})} windows per cell, medians (min-max) of the windows"}
-    lines = report_head("Contention accounting: what the outside CPU of a quiet window was", command, env, settings,
-                           "`contention-accounting.jsonl`, one line per window")
-    lines += ["## Shares of the machine's CPU per window (%)", "",
-              table(["Server", "Mode", "req/s"] + [label for _, label in columns], body), ""]
+    settings = {
+        "Cells": "http /plaintext; closed loop C = 25 and open loop at 50 % of the first closed repeat's req/s",
+        "Pinning": "server on CPU 0 (1 worker), loadbench on CPU 1 (1 thread)",
+        "Repeats": f"{len({r['repeat'] for r in rows})} windows per cell, medians (min-max) of the windows",
+    }
+    lines = report_head(
+        "Contention accounting: what the outside CPU of a quiet window was",
+        command,
+        env,
+        settings,
+        "`contention-accounting.jsonl`, one line per window",
+    )
+    lines += [
+        "## Shares of the machine's CPU per window (%)",
+        "",
+        table(["Server", "Mode", "req/s"] + [label for _, label in columns], body),
+        "",
+    ]
     if skipped:
         lines += ["Not measured: " + "; ".join(skipped) + ".", ""]
     lines += [
-        "## What it shows", "",
+        "## What it shows",
+        "",
         "- **/proc/stat's busy time is a sample, not a measurement.** On this kernel (tick CPU accounting, no "
         "IRQ time accounting, NO_HZ idle) user/system/softirq time is counted by the 250 Hz tick - 500 samples "
         "in a 1 s window on 2 cores, a few % of the machine by sampling alone - while idle is the precise nohz "
@@ -189,15 +254,18 @@ def render(records: list[dict], env: dict, command: str) -> str:
         "a share of their sum (**busy / /proc/stat sum**) is not the processes' CPU over wall time (**every "
         "process / wall**).",
         "- The old rule subtracted the server's and the generator's precise CPU over wall time from that "
-        "busy share; what was left - the old \"outside CPU\" - was sampling error plus the missing part, and "
+        'busy share; what was left - the old "outside CPU" - was sampling error plus the missing part, and '
         "it reached the 5 % mark in windows where no other process ran: most often where a server saturates "
         "its core while the generator idles between responses (python-asyncio, node) and in open-loop cells.",
         "- **other processes**: the per-process rule (loadbench.sampler.others_cpu) counts only user-space "
         "processes that are not the run's, plus the hypervisor's **steal** (CPU other guests took while ours "
         "wanted to run); kernel threads (RCU, ksoftirqd, kworkers: on loopback mostly the benchmark's own "
         "socket work) are shown beside it, not counted.",
-        "", "Only the per-process rule marks cells now; `tests/test_honest.py` checks that cells with no other "
-        "process stay unmarked and that a busy loop on the server's core is still marked.", ""]
+        "",
+        "Only the per-process rule marks cells now; `tests/test_honest.py` checks that cells with no other "
+        "process stay unmarked and that a busy loop on the server's core is still marked.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -215,7 +283,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     targets = {t.name: t for t in peer_registry(PEERS)}
     gate = benchgate.make_gate(args)
     env = environment()
-    command = "python bench/contention_accounting.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python bench/contention_accounting.py " + " ".join(
+        argv if argv is not None else sys.argv[1:]
+    )
     jsonl = args.out / "contention-accounting.jsonl"
     writer = JsonlWriter(jsonl)
     writer.write({"record": "environment", "environment": env, "command": command})

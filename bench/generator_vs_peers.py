@@ -7,6 +7,7 @@ is loadbench.bench.generator_comparison (`--help` for its options).
     python3 bench/generator_vs_peers.py                  # reports/generator-vs-peers.{md,jsonl}
     python3 bench/generator_vs_peers.py --only-h2 -d 2 -r 1 --h2-cells 25x10   # HTTP/2 smoke
 """
+
 import sys
 from pathlib import Path
 

@@ -18,6 +18,7 @@ Generators: wrk (and `loadbench run`) keep load on N connections for a few secon
 Beast server; their footprint per connection is (peak RSS at N - peak RSS at 1) / (N - 1),
 peak RSS sampled from /proc every 50 ms. wrk allocates an 8 KiB read buffer per connection.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,8 @@ import loadbench
 from loadbench.bench.gate import add_gate_args, make_gate, wait_quiet
 from loadbench.core.connections import raise_fd_limit
 from loadbench.core.gate import cpu_snapshot, outside_share_between
-from loadbench.sweep.targets import Target, launch
 from loadbench.sweep.registry import peer_target
+from loadbench.sweep.targets import Target, launch
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
@@ -63,21 +64,32 @@ def measure_server(target: Target, connections: int, timeout: float, repeat: int
     why = target.unavailable_reason("http", PEERS)
     if why:
         return {"kind": "server", "name": target.name, "repeat": repeat, "skipped": why}
-    server = launch(target, "http", workers=1, cpus=None, peers_dir=PEERS, env=launch_env(target, connections))
+    server = launch(
+        target, "http", workers=1, cpus=None, peers_dir=PEERS, env=launch_env(target, connections)
+    )
     try:
         tree = loadbench.Sampler(server.pid, tree=True)
         pids, before = set(tree.snapshot().pids), cpu_snapshot()
-        record = loadbench.hold_connections(server.base_url + "/", connections, sample_pid=server.pid,
-                                            timeout=timeout)
+        record = loadbench.hold_connections(
+            server.base_url + "/", connections, sample_pid=server.pid, timeout=timeout
+        )
         # What other processes used meanwhile (the gate's and the sweep's rule: every process but
         # this one and the server tree): memory does not depend on CPU, but the report says how
         # quiet the machine was, as every report here does.
-        outside = outside_share_between(before, cpu_snapshot(), ours=pids | set(tree.snapshot().pids))
+        outside = outside_share_between(
+            before, cpu_snapshot(), ours=pids | set(tree.snapshot().pids)
+        )
         alive = server.alive()
     finally:
         server.stop()
-    record.update(kind="server", name=target.name, repeat=repeat, server_alive_after=alive,
-                  outside_share=outside or 0.0, load1=os.getloadavg()[0])
+    record.update(
+        kind="server",
+        name=target.name,
+        repeat=repeat,
+        server_alive_after=alive,
+        outside_share=outside or 0.0,
+        load1=os.getloadavg()[0],
+    )
     return record
 
 
@@ -95,15 +107,24 @@ def median_server_rows(records: list[dict]) -> list[dict]:
             rows.append({"name": name, "skipped": group[0]["skipped"]})
             continue
         rss = sorted(r["server"]["rss_bytes_per_connection"] for r in measured)
-        pss = sorted(r["server"]["pss_bytes_per_connection"] for r in measured
-                     if r["server"]["pss_bytes_per_connection"] is not None)
-        rows.append({"name": name, "repeats": len(measured),
-                     "held": min(r["connections_held"] for r in measured),
-                     "ok": min(r["requests_ok"] for r in measured),
-                     "rss": statistics.median(rss), "rss_range": (rss[0], rss[-1]),
-                     "pss": statistics.median(pss) if pss else None,
-                     "processes": measured[-1]["server"]["processes"],
-                     "outside": max(r.get("outside_share", 0.0) for r in measured)})
+        pss = sorted(
+            r["server"]["pss_bytes_per_connection"]
+            for r in measured
+            if r["server"]["pss_bytes_per_connection"] is not None
+        )
+        rows.append(
+            {
+                "name": name,
+                "repeats": len(measured),
+                "held": min(r["connections_held"] for r in measured),
+                "ok": min(r["requests_ok"] for r in measured),
+                "rss": statistics.median(rss),
+                "rss_range": (rss[0], rss[-1]),
+                "pss": statistics.median(pss) if pss else None,
+                "processes": measured[-1]["server"]["processes"],
+                "outside": max(r.get("outside_share", 0.0) for r in measured),
+            }
+        )
     return rows
 
 
@@ -130,13 +151,22 @@ def peak_rss_kib(argv: list[str], duration_s: float) -> tuple[int, int, str]:
         return peak, proc.returncode, err.read().decode(errors="replace")[-300:]
 
 
-def measure_generator(name: str, argv_for: Any, url: str, connections: int, duration_s: float) -> dict[str, Any]:
+def measure_generator(
+    name: str, argv_for: Any, url: str, connections: int, duration_s: float
+) -> dict[str, Any]:
     one, code_one, _ = peak_rss_kib(argv_for(url, 1, duration_s), duration_s)
     many, code_many, err_many = peak_rss_kib(argv_for(url, connections, duration_s), duration_s)
     per = (many - one) * 1024 / (connections - 1) if connections > 1 and one and many else None
-    return {"kind": "generator", "name": name, "connections": connections, "peak_rss_kib_1": one,
-            "peak_rss_kib_n": many, "bytes_per_connection": per, "exit_codes": [code_one, code_many],
-            "stderr": err_many if code_many else ""}
+    return {
+        "kind": "generator",
+        "name": name,
+        "connections": connections,
+        "peak_rss_kib_1": one,
+        "peak_rss_kib_n": many,
+        "bytes_per_connection": per,
+        "exit_codes": [code_one, code_many],
+        "stderr": err_many if code_many else "",
+    }
 
 
 def wrk_argv(url: str, connections: int, duration_s: float) -> list[str]:
@@ -144,7 +174,17 @@ def wrk_argv(url: str, connections: int, duration_s: float) -> list[str]:
 
 
 def loadbench_argv(url: str, connections: int, duration_s: float) -> list[str]:
-    return [sys.executable, "-m", "loadbench", "run", url, "-c", str(connections), "-d", str(duration_s)]
+    return [
+        sys.executable,
+        "-m",
+        "loadbench",
+        "run",
+        url,
+        "-c",
+        str(connections),
+        "-d",
+        str(duration_s),
+    ]
 
 
 def write_report(records: list[dict], stem: Path, connections: int, env: Any, gate: dict) -> None:
@@ -152,20 +192,30 @@ def write_report(records: list[dict], stem: Path, connections: int, env: Any, ga
     with open(stem.with_suffix(".jsonl"), "w") as out:
         for r in records:
             out.write(json.dumps(r) + "\n")
-        out.write(json.dumps({"kind": "environment", "environment": env.to_dict(), "gate": gate}, default=str) + "\n")
+        out.write(
+            json.dumps(
+                {"kind": "environment", "environment": env.to_dict(), "gate": gate}, default=str
+            )
+            + "\n"
+        )
     rows = median_server_rows(records)
     repeats = max((r.get("repeats", 0) for r in rows), default=0)
-    lines = [f"# Memory per idle keep-alive connection ({connections:,} connections)", "",
-             "Generated by `bench/memory_per_connection.py`; raw data (every repeat) in "
-             f"`{stem.with_suffix('.jsonl').name}`. Do not edit by hand.", "",
-             "Servers (one worker each, started by loadbench): RSS and PSS growth of the server's process tree / "
-             "connections held, after the server accepted every connection and before one request on each "
-             "proved them live; median of the repeats, the RSS range beside it. Generators: growth of "
-             "their own memory per connection. nginx preallocates its connection array (worker_connections) "
-             "at start: its figure is what accepting the connections adds.", "",
-             f"| Server | held | requests ok | RSS / conn (median of {repeats}) | RSS range | PSS / conn | "
-             "processes | others' CPU (max) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"# Memory per idle keep-alive connection ({connections:,} connections)",
+        "",
+        "Generated by `bench/memory_per_connection.py`; raw data (every repeat) in "
+        f"`{stem.with_suffix('.jsonl').name}`. Do not edit by hand.",
+        "",
+        "Servers (one worker each, started by loadbench): RSS and PSS growth of the server's process tree / "
+        "connections held, after the server accepted every connection and before one request on each "
+        "proved them live; median of the repeats, the RSS range beside it. Generators: growth of "
+        "their own memory per connection. nginx preallocates its connection array (worker_connections) "
+        "at start: its figure is what accepting the connections adds.",
+        "",
+        f"| Server | held | requests ok | RSS / conn (median of {repeats}) | RSS range | PSS / conn | "
+        "processes | others' CPU (max) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     best = min((r["rss"] for r in rows if "rss" in r), default=None)
     for r in rows:
         if "skipped" in r:
@@ -173,24 +223,44 @@ def write_report(records: list[dict], stem: Path, connections: int, env: Any, ga
             continue
         rss = f"{r['rss']:,.0f} B"
         pss = f"{r['pss']:,.0f} B" if r["pss"] is not None else "n/a"
-        lines.append(f"| {r['name']} | {r['held']:,} | {r['ok']:,} | {'**' + rss + '**' if r['rss'] == best else rss} | "
-                     f"{r['rss_range'][0]:,.0f}-{r['rss_range'][1]:,.0f} B | {pss} | {r['processes']} | "
-                     f"{100 * r['outside']:.1f} % |")
+        lines.append(
+            f"| {r['name']} | {r['held']:,} | {r['ok']:,} | {'**' + rss + '**' if r['rss'] == best else rss} | "
+            f"{r['rss_range'][0]:,.0f}-{r['rss_range'][1]:,.0f} B | {pss} | {r['processes']} | "
+            f"{100 * r['outside']:.1f} % |"
+        )
     lines += ["", "| Generator | bytes / connection | how |", "|---|---:|---|"]
     holders = [r["generator"] for r in records if r["kind"] == "server" and "generator" in r]
     if holders:
         worst = max(g["bytes_per_connection"] for g in holders)
-        lines.append(f"| loadbench connections (holder) | {worst:,.1f} B | own RSS growth / N, the largest of "
-                     f"{len(holders)} runs ({holders[0]['holder_bytes_per_connection']} B of state each) |")
+        lines.append(
+            f"| loadbench connections (holder) | {worst:,.1f} B | own RSS growth / N, the largest of "
+            f"{len(holders)} runs ({holders[0]['holder_bytes_per_connection']} B of state each) |"
+        )
     for r in records:
         if r["kind"] == "generator":
-            per = f"{r['bytes_per_connection']:,.0f} B" if r["bytes_per_connection"] is not None else "n/a"
+            per = (
+                f"{r['bytes_per_connection']:,.0f} B"
+                if r["bytes_per_connection"] is not None
+                else "n/a"
+            )
             lines.append(f"| {r['name']} | {per} | (peak RSS at N - at 1) / (N - 1), under load |")
-    before = "skipped (--no-wait)" if gate.get("skipped") else (
-        "proceeded on a busy machine after the gate timed out" if gate.get("timed_out")
-        else f"quiet after {gate.get('waited_s', 0):.0f} s")
-    lines += ["", "## Environment", "", env.to_markdown().rstrip("\n"),
-              f"| Load gate | {before} (load {gate.get('load1_at_start', 0):.2f} at start) |", ""]
+    before = (
+        "skipped (--no-wait)"
+        if gate.get("skipped")
+        else (
+            "proceeded on a busy machine after the gate timed out"
+            if gate.get("timed_out")
+            else f"quiet after {gate.get('waited_s', 0):.0f} s"
+        )
+    )
+    lines += [
+        "",
+        "## Environment",
+        "",
+        env.to_markdown().rstrip("\n"),
+        f"| Load gate | {before} (load {gate.get('load1_at_start', 0):.2f} at start) |",
+        "",
+    ]
     stem.with_suffix(".md").write_text("\n".join(lines))
 
 
@@ -201,9 +271,19 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--generators", default="wrk,loadbench-run", help="'' for none")
     p.add_argument("--duration", type=float, default=3.0, help="seconds of load per generator run")
     p.add_argument("--timeout", type=float, default=60.0)
-    p.add_argument("--out", type=Path, help="STEM of STEM.md and STEM.jsonl (default reports/memory-per-connection)")
-    p.add_argument("-r", "--repeats", type=int, default=3, help="holds per server; the median is reported")
-    p.add_argument("--smoke", action="store_true", help="200 connections (unless -c), 1 s, one repeat, no quiet-machine wait, into a temp dir (unless --out)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="STEM of STEM.md and STEM.jsonl (default reports/memory-per-connection)",
+    )
+    p.add_argument(
+        "-r", "--repeats", type=int, default=3, help="holds per server; the median is reported"
+    )
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="200 connections (unless -c), 1 s, one repeat, no quiet-machine wait, into a temp dir (unless --out)",
+    )
     add_gate_args(p)
     args = p.parse_args(argv)
     if args.smoke:
@@ -211,7 +291,9 @@ def main(argv: Optional[list[str]] = None) -> int:
             args.connections = 200
         args.duration = 1.0
         args.repeats, args.no_wait = 1, True  # a quick look, never a report to commit
-        args.out = args.out or Path(tempfile.mkdtemp(prefix="loadbench-mem-")) / "memory-per-connection"
+        args.out = (
+            args.out or Path(tempfile.mkdtemp(prefix="loadbench-mem-")) / "memory-per-connection"
+        )
     args.out = args.out or REPO_DIR / "reports" / "memory-per-connection"
     # Servers and generators started from here inherit the raised limit: each holds N sockets.
     _, note = raise_fd_limit(args.connections + 1024)
@@ -225,19 +307,32 @@ def main(argv: Optional[list[str]] = None) -> int:
         for target in targets:
             print(f"server {target.name} (repeat {repeat}) ...", file=sys.stderr, flush=True)
             records.append(measure_server(target, args.connections, args.timeout, repeat))
-            print(f"  {json.dumps(records[-1].get('server') or records[-1].get('skipped'))}", file=sys.stderr)
+            print(
+                f"  {json.dumps(records[-1].get('server') or records[-1].get('skipped'))}",
+                file=sys.stderr,
+            )
     generators = [g for g in args.generators.split(",") if g]
     if generators:
         beast = loadbench.ServerProcess().start()
         try:
             for name in generators:
                 if name == "wrk" and not shutil.which("wrk"):
-                    records.append({"kind": "generator", "name": "wrk", "bytes_per_connection": None,
-                                    "skipped": "wrk not installed"})
+                    records.append(
+                        {
+                            "kind": "generator",
+                            "name": "wrk",
+                            "bytes_per_connection": None,
+                            "skipped": "wrk not installed",
+                        }
+                    )
                     continue
                 argv_for = wrk_argv if name == "wrk" else loadbench_argv
                 print(f"generator {name} ...", file=sys.stderr, flush=True)
-                records.append(measure_generator(name, argv_for, beast.url("/"), args.connections, args.duration))
+                records.append(
+                    measure_generator(
+                        name, argv_for, beast.url("/"), args.connections, args.duration
+                    )
+                )
                 print(f"  {records[-1]['bytes_per_connection']}", file=sys.stderr)
         finally:
             beast.stop()

@@ -8,6 +8,7 @@ The tree is `sh -c 'sleep & sleep & sleep & wait'`: four processes, idle, so the
 sampler's cost alone (every sample re-lists /proc and reads stat, status, fd/ and task/ of each
 member plus /proc/stat and /proc/loadavg).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,8 +25,12 @@ import loadbench
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--duration", type=float, default=30.0, help="seconds to sample (default 30)")
-    parser.add_argument("--interval", type=float, default=0.1, help="sampling interval in seconds (default 0.1)")
+    parser.add_argument(
+        "--duration", type=float, default=30.0, help="seconds to sample (default 30)"
+    )
+    parser.add_argument(
+        "--interval", type=float, default=0.1, help="sampling interval in seconds (default 0.1)"
+    )
     parser.add_argument("--out", type=Path, help="also write the figures as JSON here")
     args = parser.parse_args()
 

@@ -8,6 +8,7 @@ Workloads: keep-alive (c=50) and a new connection per request (wrk -H "Connectio
 
     python3 bench/server_accept_strategy.py [--seconds 5] [--repeats 3] [--out reports/server-accept-strategy.md]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,7 +38,17 @@ def thread_ticks(pid: int) -> dict[int, int]:
 
 
 def wrk(port: int, seconds: int, conns: int, extra: list[str]) -> tuple[int, float]:
-    argv = ["taskset", "-c", "1", "wrk", "-t1", f"-c{conns}", f"-d{seconds}s", *extra, f"http://127.0.0.1:{port}/plaintext"]
+    argv = [
+        "taskset",
+        "-c",
+        "1",
+        "wrk",
+        "-t1",
+        f"-c{conns}",
+        f"-d{seconds}s",
+        *extra,
+        f"http://127.0.0.1:{port}/plaintext",
+    ]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 30).stdout
     count = re.search(r"(\d+) requests in", out)
     rate = re.search(r"Requests/sec:\s+([\d.]+)", out)
@@ -49,7 +60,8 @@ def wrk(port: int, seconds: int, conns: int, extra: list[str]) -> tuple[int, flo
 def one_run(strategy: str, workload: str, seconds: int, conns: int) -> dict:
     proc = subprocess.Popen(
         ["taskset", "-c", "0", str(server_binary()), "--workers", "2", "--accept", strategy],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         ready = json.loads(proc.stdout.readline())
@@ -65,7 +77,10 @@ def one_run(strategy: str, workload: str, seconds: int, conns: int) -> dict:
     workers = per_thread[:2]
     total = sum(per_thread)
     return {
-        "strategy": strategy, "workload": workload, "requests": requests, "rps": rps,
+        "strategy": strategy,
+        "workload": workload,
+        "requests": requests,
+        "rps": rps,
         "us_per_req": total / TICKS * 1e6 / requests,
         "busier_worker_share": workers[0] / sum(workers) if sum(workers) else None,
     }
@@ -83,7 +98,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--out", type=Path, help="write the markdown result here too")
     args = parser.parse_args(argv)
     runs = []
-    for repeat in range(args.repeats):  # interleaved, so drifting machine load hits both alike
+    for _repeat in range(args.repeats):  # interleaved, so drifting machine load hits both alike
         for workload in WORKLOADS:
             for strategy in ("reuseport", "shared"):
                 run = one_run(strategy, workload, args.seconds, args.connections)
@@ -109,8 +124,15 @@ def main(argv: Optional[list[str]] = None) -> int:
                 f"| {workload} | {strategy} | {median([r['rps'] for r in cell]):.0f} | "
                 f"{median([r['us_per_req'] for r in cell]):.2f} | {share:.2f} |"
             )
+
     def cost(workload: str, strategy: str) -> float:
-        return median([r["us_per_req"] for r in runs if r["workload"] == workload and r["strategy"] == strategy])
+        return median(
+            [
+                r["us_per_req"]
+                for r in runs
+                if r["workload"] == workload and r["strategy"] == strategy
+            ]
+        )
 
     lines += [
         "",

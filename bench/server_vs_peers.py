@@ -7,6 +7,7 @@ The servers are entries of bench/peers/peers.toml; the driver is loadbench.bench
     python3 bench/server_vs_peers.py                     # reports/server-baseline.{md,jsonl}
     python3 bench/server_vs_peers.py --protocol h2       # reports/server-h2.{md,jsonl}
 """
+
 import sys
 from pathlib import Path
 

@@ -1,4 +1,5 @@
 """Helpers for the hostile-client tests: a well-behaved probe, /proc facts, abrupt closes."""
+
 from __future__ import annotations
 
 import http.client
@@ -74,7 +75,7 @@ def send_ignoring_close(sock: socket.socket, data: bytes) -> int:
     sent = 0
     try:
         while sent < len(data):
-            sent += sock.send(data[sent:sent + 65536])
+            sent += sock.send(data[sent : sent + 65536])
     except (BrokenPipeError, ConnectionResetError, socket.timeout):
         pass
     return sent

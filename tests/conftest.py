@@ -5,6 +5,7 @@ beast_server     a started loadbench.ServerProcess (native loadbench-server, 1 w
 server_factory   server_factory(**kwargs) -> started ServerProcess with those fields
                  (workers=, tls=, header_timeout_ms=, ...); all are stopped after the test.
 """
+
 from __future__ import annotations
 
 import signal

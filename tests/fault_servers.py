@@ -4,6 +4,7 @@ FaultServer(answer) accepts on 127.0.0.1 and, per connection, reads each request
 calls answer(conn, index) with the request's index on that connection; the function decides
 what the client gets (bytes, silence, a reset, a close). Counts connections and requests.
 """
+
 from __future__ import annotations
 
 import socket
@@ -53,9 +54,12 @@ class FaultServer(ThreadedServer):
             conn.close()
 
 
-def dribble(data: bytes, interval_s: float, stopping: threading.Event | None = None) -> Callable[[socket.socket, int], None]:
+def dribble(
+    data: bytes, interval_s: float, stopping: threading.Event | None = None
+) -> Callable[[socket.socket, int], None]:
     def answer(conn: socket.socket, index: int) -> None:
         for i in range(len(data)):
-            conn.sendall(data[i:i + 1])
+            conn.sendall(data[i : i + 1])
             time.sleep(interval_s)
+
     return answer

@@ -5,6 +5,7 @@ OpenSSL-based servers do. Prints its port, then answers each connection it can c
 
     python tests/forged_tls_server.py CERT.pem SIGNING.key
 """
+
 import socket
 import sys
 import threading

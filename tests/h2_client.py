@@ -1,6 +1,7 @@
 """A scripted HTTP/2 client over a plain socket (the `h2` package), for cases no ready-made
 client produces: streams beyond the limit, frames that break the protocol, a client that
 never reads. Bounded: every read has a timeout."""
+
 from __future__ import annotations
 
 import socket
@@ -36,7 +37,9 @@ class H2Client:
     def __init__(self, port: int, timeout: float = 5.0, settings: Optional[dict] = None) -> None:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+        self.conn = h2.connection.H2Connection(
+            h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
+        )
         self.conn.initiate_connection()
         if settings:
             self.conn.update_settings(settings)
@@ -64,12 +67,22 @@ class H2Client:
         self.conn.remote_settings[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS] = 2**31 - 1
         self.conn.remote_settings.acknowledge()
 
-    def request(self, path: str, method: str = "GET", body: bytes = b"", headers=(), end: bool = True) -> int:
+    def request(
+        self, path: str, method: str = "GET", body: bytes = b"", headers=(), end: bool = True
+    ) -> int:
         sid = self.conn.get_next_available_stream_id()
-        hdrs = [(":method", method), (":path", path), (":scheme", "http"), (":authority", "127.0.0.1"), *headers]
+        hdrs = [
+            (":method", method),
+            (":path", path),
+            (":scheme", "http"),
+            (":authority", "127.0.0.1"),
+            *headers,
+        ]
         self.conn.send_headers(sid, hdrs, end_stream=end and not body)
         for at in range(0, len(body), 16384):  # the default SETTINGS_MAX_FRAME_SIZE
-            self.conn.send_data(sid, body[at:at + 16384], end_stream=end and at + 16384 >= len(body))
+            self.conn.send_data(
+                sid, body[at : at + 16384], end_stream=end and at + 16384 >= len(body)
+            )
         self.streams[sid] = StreamResult()
         self.flush()
         return sid
@@ -118,7 +131,7 @@ class H2Client:
             length = int.from_bytes(self._pending[:3], "big")
             if len(self._pending) < 9 + length:
                 break
-            frame, self._pending = self._pending[:9 + length], self._pending[9 + length:]
+            frame, self._pending = self._pending[: 9 + length], self._pending[9 + length :]
             if frame[3] == 0x7 and length >= 8:
                 last = int.from_bytes(frame[9:13], "big") & 0x7FFFFFFF
                 self.goaway = GoAway(last, int.from_bytes(frame[13:17], "big"))

@@ -6,6 +6,7 @@ Behaviours: "pattern" (200/404/500 in turn), "chunked", "delay" (/delay?ms=N), "
 (Connection: close after every response), "close-mid" (closes halfway through a body),
 "garbage" (answers bytes that are not HTTP), "silent" (reads, never answers).
 """
+
 from __future__ import annotations
 
 import socket
@@ -139,7 +140,10 @@ class ScriptedServer(ThreadedServer):
                         self.served += 1
                         self.status_served[status] = self.status_served.get(status, 0) + 1
                     body = b"x" * 10
-                    conn.sendall(f"HTTP/1.1 {status} {REASONS[status]}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+                    conn.sendall(
+                        f"HTTP/1.1 {status} {REASONS[status]}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                        + body
+                    )
                     continue
                 if b == "delay":
                     q = parse_qs(urlsplit(target).query)
@@ -150,21 +154,30 @@ class ScriptedServer(ThreadedServer):
                 if b == "chunked":
                     self._count(200)
                     parts = [b"Hello", b", ", b"chunked " * 100, b"World!\n"]
-                    payload = b"".join(f"{len(p):x}\r\n".encode() + p + b"\r\n" for p in parts) + b"0\r\n\r\n"
+                    payload = (
+                        b"".join(f"{len(p):x}\r\n".encode() + p + b"\r\n" for p in parts)
+                        + b"0\r\n\r\n"
+                    )
                     msg = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + payload
                     # split the response across several writes to exercise the incremental parser
                     for i in range(0, len(msg), 97):
-                        conn.sendall(msg[i:i + 97])
+                        conn.sendall(msg[i : i + 97])
                     continue
                 if b == "close-each":
                     self._count(200)
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                    )
                     return
                 if b == "keepalive-check":
                     # answers 200 and closes when the client asked for Connection: close
                     self._count(200)
                     close = b"connection: close" in head.lower()
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n" + (b"Connection: close\r\n" if close else b"") + b"\r\nok")
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+                        + (b"Connection: close\r\n" if close else b"")
+                        + b"\r\nok"
+                    )
                     if close:
                         return
                     continue

@@ -4,6 +4,7 @@ The wheel stays optimised; these builds live in build/<name> of the source tree,
 configured once and rebuilt incrementally (-j2: the suite runs on small machines), and a
 file lock keeps two pytest processes from building the same directory at once.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -19,25 +20,43 @@ REPO = Path(__file__).resolve().parents[1]
 BUILD_TIMEOUT_S = 900
 
 
-def build(name: str, options: Sequence[str], targets: Sequence[str],
-          env: Mapping[str, str] | None = None) -> Path:
+def build(
+    name: str, options: Sequence[str], targets: Sequence[str], env: Mapping[str, str] | None = None
+) -> Path:
     """Configure (first time) and build `targets` in build/<name>; returns the build dir."""
     build_dir = REPO / "build" / name
     build_dir.mkdir(parents=True, exist_ok=True)
     full_env = {**os.environ, **(env or {})}
     with open(build_dir / ".loadbench-build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        configure = ["cmake", "-S", str(REPO), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=RelWithDebInfo", *options]
+        configure = [
+            "cmake",
+            "-S",
+            str(REPO),
+            "-B",
+            str(build_dir),
+            "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+            *options,
+        ]
         if not (build_dir / "CMakeCache.txt").exists() and shutil.which("ninja"):
             configure += ["-G", "Ninja"]
         _run(configure, full_env, f"configuring build/{name}")
-        _run(["cmake", "--build", str(build_dir), "-j2", "--target", *targets], full_env, f"building build/{name}")
+        _run(
+            ["cmake", "--build", str(build_dir), "-j2", "--target", *targets],
+            full_env,
+            f"building build/{name}",
+        )
     return build_dir
 
 
 def _run(argv: list[str], env: Mapping[str, str], what: str) -> None:
-    proc = subprocess.run(argv, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          timeout=BUILD_TIMEOUT_S)
+    proc = subprocess.run(
+        argv,
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=BUILD_TIMEOUT_S,
+    )
     if proc.returncode != 0:
         tail = proc.stdout.decode(errors="replace")[-4000:]
         pytest.fail(f"{what} failed ({' '.join(argv)}):\n{tail}", pytrace=False)

@@ -1,4 +1,5 @@
 """Small raw-socket HTTP helpers for the server tests (pipelining, malformed input, limits)."""
+
 from __future__ import annotations
 
 import socket

@@ -1,4 +1,5 @@
 """The sweep arithmetic on hand-computed cases."""
+
 import math
 
 import pytest
@@ -43,8 +44,14 @@ def test_underdriven_needs_lost_slots_and_a_cause():
     with pytest.raises(ValueError):
         an.is_starved(1, 0)
     # fires: 2 of 10 in flight, with connect errors that lost the slots
-    assert an.underdriven_cause(2.0, 10, errors=300, reconnects=0) == "in flight 2.0 of 10 (300 errors)"
-    assert an.underdriven_cause(40.0, 50, errors=0, reconnects=12) == "in flight 40.0 of 50 (12 reconnects)"
+    assert (
+        an.underdriven_cause(2.0, 10, errors=300, reconnects=0)
+        == "in flight 2.0 of 10 (300 errors)"
+    )
+    assert (
+        an.underdriven_cause(40.0, 50, errors=0, reconnects=12)
+        == "in flight 40.0 of 50 (12 reconnects)"
+    )
     # does not fire: a healthy loop (L ~ C), or L < C without a cause the generator saw
     assert an.underdriven_cause(49.8, 50, errors=5, reconnects=0) is None
     assert an.underdriven_cause(17.2, 20, errors=0, reconnects=0) is None
@@ -100,8 +107,13 @@ def test_generator_bound_flag_and_mean():
 
 
 def test_outside_share_counts_other_processes_and_steal_over_the_window():
-    server = {"window_s": 2.0, "cpu_s": 1.9, "others_cpu_s": 0.1, "steal_s": 0.3,
-              "machine": {"busy_share": 0.99}}  # the busy share is not read when others_cpu_s is there
+    server = {
+        "window_s": 2.0,
+        "cpu_s": 1.9,
+        "others_cpu_s": 0.1,
+        "steal_s": 0.3,
+        "machine": {"busy_share": 0.99},
+    }  # the busy share is not read when others_cpu_s is there
     assert an.outside_share(server, 2) == pytest.approx(0.4 / 4.0)
     assert an.outside_share({**server, "steal_s": None}, 2) == pytest.approx(0.1 / 4.0)
     old = {"window_s": 2.0, "cpu_s": 1.0, "machine": {"busy_share": 0.75}}  # a block from before

@@ -1,5 +1,6 @@
 """The suite passes however it is started: in the background (`nohup pytest &`) SIGINT arrives
 ignored, and the Ctrl-C tests must still see their SIGINT (conftest.py sets the disposition)."""
+
 import signal
 import subprocess
 import sys
@@ -17,9 +18,21 @@ def test_ctrl_c_tests_pass_when_the_suite_starts_with_sigint_ignored():
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # what a shell does for `cmd &`
 
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         *[str(TESTS / t) for t in CTRL_C_TESTS]],
-        preexec_fn=ignore_sigint, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=240, cwd=TESTS.parent)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *[str(TESTS / t) for t in CTRL_C_TESTS],
+        ],
+        preexec_fn=ignore_sigint,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=TESTS.parent,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert f"{len(CTRL_C_TESTS)} passed" in proc.stdout

@@ -1,6 +1,7 @@
 """The benchmark peers (bench/peers) answer the shared routes exactly, launched the way the
 bench drivers launch them: the registry's entry (bench/peers/peers.toml) through
 loadbench.sweep.targets.launch, pinned, ready when it answers."""
+
 from __future__ import annotations
 
 import http.client
@@ -18,9 +19,15 @@ PEERS = Path(__file__).resolve().parent.parent / "bench" / "peers"
 
 
 # The bench drivers' helpers these tests exercise, under the name the drivers once shared.
-benchlib = SimpleNamespace(summarize=repeats.summarize, wait_quiet=gate.wait_quiet, make_gate=gate.make_gate,
-                           outside_share=gate.outside_share, foreign_cores=gate.foreign_cores,
-                           gate_note=gate.gate_note, machine_note=environment_block.machine_note)
+benchlib = SimpleNamespace(
+    summarize=repeats.summarize,
+    wait_quiet=gate.wait_quiet,
+    make_gate=gate.make_gate,
+    outside_share=gate.outside_share,
+    foreign_cores=gate.foreign_cores,
+    gate_note=gate.gate_note,
+    machine_note=environment_block.machine_note,
+)
 
 
 def _peer(peer: str, protocol: str = "http", workers: int = 1) -> LaunchedPeer:
@@ -35,11 +42,17 @@ PLAINTEXT = b"Hello, World!\n"
 JSON = b'{"message":"Hello, World!"}'
 
 
-def _get(peer: LaunchedPeer, method: str, path: str, body: bytes | None = None,
-         headers: dict | None = None) -> tuple[int, str, bytes]:
+def _get(
+    peer: LaunchedPeer,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: dict | None = None,
+) -> tuple[int, str, bytes]:
     if peer.https:
-        conn = http.client.HTTPSConnection("127.0.0.1", peer.port, timeout=5,
-                                           context=ssl._create_unverified_context())
+        conn = http.client.HTTPSConnection(
+            "127.0.0.1", peer.port, timeout=5, context=ssl._create_unverified_context()
+        )
     else:
         conn = http.client.HTTPConnection("127.0.0.1", peer.port, timeout=5)
     try:
@@ -61,15 +74,18 @@ def _keepalive_count(peer: LaunchedPeer, n: int) -> int:
     return served
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed (bench/install-peers.sh)")
+@pytest.mark.skipif(
+    shutil.which("node") is None, reason="node is not installed (bench/install-peers.sh)"
+)
 @pytest.mark.parametrize("workers", [1, 2])
 def test_node_peer_routes(workers: int) -> None:
     with _peer("node", workers=workers) as peer:
         assert _get(peer, "GET", "/") == (200, "text/plain", PLAINTEXT)
         assert _get(peer, "GET", "/plaintext") == (200, "text/plain", PLAINTEXT)
         assert _get(peer, "GET", "/json") == (200, "application/json", JSON)
-        assert _get(peer, "POST", "/echo", b"abc\x00def", {"Content-Type": "application/x-test"}) == (
-            200, "application/x-test", b"abc\x00def")
+        assert _get(
+            peer, "POST", "/echo", b"abc\x00def", {"Content-Type": "application/x-test"}
+        ) == (200, "application/x-test", b"abc\x00def")
         assert _get(peer, "GET", "/missing")[0] == 404
         assert _get(peer, "POST", "/plaintext")[0] == 405
         assert _keepalive_count(peer, 50) == 50
@@ -86,14 +102,20 @@ def test_nginx_peer_routes_and_tree_cpu() -> None:
         assert _keepalive_count(peer, 50) == 50
         tree = peer.snapshot().pids
         assert len(tree) == 3  # launcher + nginx master + one worker: all charged to the peer
-        words = [w for pid in tree for w in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").split()]
+        words = [
+            w
+            for pid in tree
+            for w in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").split()
+        ]
         run_dir = Path(words[words.index(b"-p") + 1].decode())
         assert (run_dir / "nginx.conf").is_file()
     assert not run_dir.exists()  # the launcher removes its run dir when nginx stops
 
 
-@pytest.mark.skipif(_missing("nginx", "https") or shutil.which("openssl") is None,
-                    reason="nginx or openssl is not installed")
+@pytest.mark.skipif(
+    _missing("nginx", "https") or shutil.which("openssl") is None,
+    reason="nginx or openssl is not installed",
+)
 def test_nginx_tls_peer_serves_tls13_with_ec_certificate() -> None:
     with _peer("nginx", "https") as peer:
         assert _get(peer, "GET", "/plaintext") == (200, "text/plain", PLAINTEXT)
@@ -126,14 +148,18 @@ def test_bench_drivers_share_the_gate_median_and_outside_cpu_rule() -> None:
     # a block from before the per-process reading: busy share minus server + generator
     old = {"machine": {"busy_share": 0.5}, "window_s": 2.0, "cpu_s": 0.5}
     assert benchlib.outside_share(old, 0.5) == max(0.0, 0.5 - 1.0 / (2.0 * cores))
-    records = [{"status": "ok", "outside_share": 0.2, "gate": {"timed_out": True}},
-               {"status": "ok", "outside_share": 0.01, "gate": {"timed_out": False}}]
+    records = [
+        {"status": "ok", "outside_share": 0.2, "gate": {"timed_out": True}},
+        {"status": "ok", "outside_share": 0.01, "gate": {"timed_out": False}},
+    ]
     note = benchlib.gate_note(first, records)
     assert note.startswith("before the run: skipped (--no-wait)")
     assert "1 of 2 repeat(s) measured after the gate timed out; 1 repeat(s) contended" in note
 
 
-@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed (apt-get install curl)")
+@pytest.mark.skipif(
+    shutil.which("curl") is None, reason="curl is not installed (apt-get install curl)"
+)
 def test_h2_peers_answer_over_http2(tmp_path: Path) -> None:
     """Every peer of the HTTP/2 benchmark (server_vs_peers --protocol h2) that is installed
     answers / and /json over HTTP/2 (h2c prior knowledge or TLS with ALPN h2)."""
@@ -142,8 +168,10 @@ def test_h2_peers_answer_over_http2(tmp_path: Path) -> None:
 
     from loadbench.bench import server_comparison_h2 as server_h2_part
 
-    args = argparse.Namespace(servers=[s.strip() for s in server_h2_part.DEFAULT_SERVERS.split(",")]
-                              + ["node:http2 h2"], beast_bin=None)
+    args = argparse.Namespace(
+        servers=[s.strip() for s in server_h2_part.DEFAULT_SERVERS.split(",")] + ["node:http2 h2"],
+        beast_bin=None,
+    )
     specs = server_h2_part.peer_choices(args)
     assert specs["loadbench-server h2c"] is not None and specs["loadbench-server h2"] is not None
     for name, spec in specs.items():
@@ -152,8 +180,20 @@ def test_h2_peers_answer_over_http2(tmp_path: Path) -> None:
         with launch_peer(spec, cpus=[0], peers_dir=PEERS) as peer:
             for path, body in (("/", PLAINTEXT), ("/json", JSON)):
                 mode = ["--http2", "-k"] if spec.https else ["--http2-prior-knowledge"]
-                out = subprocess.run(["curl", "-sS", "--max-time", "5", *mode, "-w", "\n%{http_version}",
-                                      peer.url(path)], capture_output=True, timeout=10).stdout
+                out = subprocess.run(
+                    [
+                        "curl",
+                        "-sS",
+                        "--max-time",
+                        "5",
+                        *mode,
+                        "-w",
+                        "\n%{http_version}",
+                        peer.url(path),
+                    ],
+                    capture_output=True,
+                    timeout=10,
+                ).stdout
                 assert out == body + b"\n2", (name, path, out)
 
 
@@ -168,14 +208,34 @@ SWEEP_PEERS = {t.name: t for t in default_peer_targets(PEERS_DIR)}
 PEER_PROTOCOLS = [(name, p) for name, t in SWEEP_PEERS.items() for p in t.protocols]
 
 
-def _curl(url: str, protocol: str, method: str = "GET", body: bytes | None = None,
-          content_type: str | None = None) -> tuple[str, int, str, bytes]:
+def _curl(
+    url: str,
+    protocol: str,
+    method: str = "GET",
+    body: bytes | None = None,
+    content_type: str | None = None,
+) -> tuple[str, int, str, bytes]:
     """(HTTP version, status, content type, body) through curl: --http2-prior-knowledge for h2c,
     --http2 over TLS for h2 (ALPN), --http1.1 otherwise."""
-    mode = {"http": ["--http1.1"], "https": ["--http1.1"], "h2c": ["--http2-prior-knowledge"],
-            "h2": ["--http2"]}[protocol]
-    args = ["curl", "-sk", "--max-time", "5", *mode, "-X", method, "-o", "-",
-            "-w", "\n%{http_version} %{http_code} %{content_type}"]
+    mode = {
+        "http": ["--http1.1"],
+        "https": ["--http1.1"],
+        "h2c": ["--http2-prior-knowledge"],
+        "h2": ["--http2"],
+    }[protocol]
+    args = [
+        "curl",
+        "-sk",
+        "--max-time",
+        "5",
+        *mode,
+        "-X",
+        method,
+        "-o",
+        "-",
+        "-w",
+        "\n%{http_version} %{http_code} %{content_type}",
+    ]
     if body is not None:
         args += ["--data-binary", "@-", "-H", f"Content-Type: {content_type}"]
     out = subprocess.run(args + [url], input=body or b"", capture_output=True, timeout=10).stdout
@@ -184,8 +244,12 @@ def _curl(url: str, protocol: str, method: str = "GET", body: bytes | None = Non
     return version, int(status or 0), ctype.split(";")[0].strip(), payload
 
 
-@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed (bench/install-peers.sh)")
-@pytest.mark.parametrize("name,protocol", PEER_PROTOCOLS, ids=[f"{n}-{p}" for n, p in PEER_PROTOCOLS])
+@pytest.mark.skipif(
+    shutil.which("curl") is None, reason="curl is not installed (bench/install-peers.sh)"
+)
+@pytest.mark.parametrize(
+    "name,protocol", PEER_PROTOCOLS, ids=[f"{n}-{p}" for n, p in PEER_PROTOCOLS]
+)
 def test_sweep_peer_answers_every_route_over_each_declared_protocol(tmp_path, name, protocol):
     target = SWEEP_PEERS[name]
     reason = target.unavailable_reason(protocol, PEERS_DIR)
@@ -201,7 +265,11 @@ def test_sweep_peer_answers_every_route_over_each_declared_protocol(tmp_path, na
         if "echo" not in target.unsupported_workloads:
             body = b"abc\x00def" * 600  # 4 KiB and more, like the echo workload
             assert _curl(base + "/echo", protocol, "POST", body, "application/x-test") == (
-                version, 200, "application/x-test", body)
+                version,
+                200,
+                "application/x-test",
+                body,
+            )
         assert _curl(base + "/missing", protocol)[1] == 404
     finally:
         server.stop()
@@ -212,9 +280,17 @@ def test_the_load_note_calls_a_machine_shared_only_when_the_gate_did_not_find_it
     # sampled other processes' CPU and found it quiet decides, not the average.
     cores = __import__("os").cpu_count() or 1
     high = 0.5 * cores
-    assert "SHARED" not in benchlib.machine_note(high, {"quiet": True, "timed_out": False, "skipped": False})
-    assert "trailing" in benchlib.machine_note(high, {"quiet": True, "timed_out": False, "skipped": False})
-    assert "SHARED" in benchlib.machine_note(high, {"quiet": False, "timed_out": True, "skipped": False})
-    assert "SHARED" in benchlib.machine_note(high, {"quiet": True, "skipped": True})  # --no-wait: nothing measured
+    assert "SHARED" not in benchlib.machine_note(
+        high, {"quiet": True, "timed_out": False, "skipped": False}
+    )
+    assert "trailing" in benchlib.machine_note(
+        high, {"quiet": True, "timed_out": False, "skipped": False}
+    )
+    assert "SHARED" in benchlib.machine_note(
+        high, {"quiet": False, "timed_out": True, "skipped": False}
+    )
+    assert "SHARED" in benchlib.machine_note(
+        high, {"quiet": True, "skipped": True}
+    )  # --no-wait: nothing measured
     assert "SHARED" in benchlib.machine_note(high)
     assert benchlib.machine_note(0.0).startswith("quiet")

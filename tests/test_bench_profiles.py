@@ -1,5 +1,6 @@
 """loadbench.bench.perf_profiles reads `perf report` right, and bench/generator_vs_peers.py --report-only
 renders the system calls per connection and the profiles - and records from before they existed."""
+
 from __future__ import annotations
 
 import json
@@ -39,41 +40,106 @@ def test_perf_report_self_and_children_entries_are_read_and_unexported_addresses
     folded = next(e for e in profiles.top_entries(entries) if e["symbol"] == profiles.UNEXPORTED)
     assert (round(folded["percent"], 2), folded["addresses"]) == (2.09, 2)
     points = profiles.entry_points(profiles.parse_report(CHILDREN))
-    assert [(e["symbol"], e["percent"]) for e in points] == [("[.] ASN1_item_d2i_ex", 13.74),
-                                                              ("[k] __x64_sys_connect", 5.61)]
+    assert [(e["symbol"], e["percent"]) for e in points] == [
+        ("[.] ASN1_item_d2i_ex", 13.74),
+        ("[k] __x64_sys_connect", 5.61),
+    ]
     assert points[0]["self"] == 0.0
-    assert {profiles.dso_group(d) for d in ("[kernel.kallsyms]", "libcrypto.so.3", "libwolfssl.so.35.3.0",
-                                            "_core.cpython-311-x86_64-linux-gnu.so", "libpython3.11.so.1.0",
-                                            "wrk", "libluajit-5.1.so.2")} == \
-        {"kernel", "libcrypto", "libwolfssl", "loadbench _core", "python", "wrk", "other"}
+    assert {
+        profiles.dso_group(d)
+        for d in (
+            "[kernel.kallsyms]",
+            "libcrypto.so.3",
+            "libwolfssl.so.35.3.0",
+            "_core.cpython-311-x86_64-linux-gnu.so",
+            "libpython3.11.so.1.0",
+            "wrk",
+            "libluajit-5.1.so.2",
+        )
+    } == {"kernel", "libcrypto", "libwolfssl", "loadbench _core", "python", "wrk", "other"}
 
 
 def _setup_record(**extra) -> dict:
-    return {"part": "setup", "generator": "loadbench", "server": "loadbench-server", "scheme": "https",
-            "connections": 20, "repeat": 1, "status": "ok", "responses": 100, "non_2xx": 0, "errors": 0,
-            "duration_s": 1.0, "rps": 100.0, "new_connections": 100, "gen_cpu_s": 0.04, "gen_busy": 1.0,
-            "gen_cpu_us_per_resp": 400.0, "gen_cpu_us_per_conn": 400.0, "server_cpu_us_per_conn": 200.0,
-            "server_cpu_us_per_resp": 200.0, "server_busy": 0.5, "conn_per_s": 100.0, "foreign_cores": 0.0,
-            "extra": {}, **extra}
+    return {
+        "part": "setup",
+        "generator": "loadbench",
+        "server": "loadbench-server",
+        "scheme": "https",
+        "connections": 20,
+        "repeat": 1,
+        "status": "ok",
+        "responses": 100,
+        "non_2xx": 0,
+        "errors": 0,
+        "duration_s": 1.0,
+        "rps": 100.0,
+        "new_connections": 100,
+        "gen_cpu_s": 0.04,
+        "gen_busy": 1.0,
+        "gen_cpu_us_per_resp": 400.0,
+        "gen_cpu_us_per_conn": 400.0,
+        "server_cpu_us_per_conn": 200.0,
+        "server_cpu_us_per_resp": 200.0,
+        "server_busy": 0.5,
+        "conn_per_s": 100.0,
+        "foreign_cores": 0.0,
+        "extra": {},
+        **extra,
+    }
 
 
 def test_report_only_renders_old_and_new_records(tmp_path, capsys):
-    old_syscalls = {"part": "syscalls", "generator": "loadbench", "server": "loadbench-server", "scheme": "http",
-                    "connections": 50, "repeat": 1, "status": "ok", "responses": 1000, "calls_per_resp": 0.5,
-                    "per_resp_by_call": {"sendto": 0.25, "recvfrom": 0.25}}
-    new_syscalls = {**old_syscalls, "mode": "setup", "scheme": "https", "connections": 20, "new_connections": 300,
-                    "calls_per_conn": 14.27, "per_conn_by_call": {"getpid": 3.0, "connect": 1.0}}
-    profile = {"part": "profile", "mode": "setup", "generator": "loadbench", "server": "loadbench-server",
-               "scheme": "https", "connections": 20, "repeat": 1, "status": "ok", "samples": 4000,
-               "event": "cpu-clock:ppp", "by_group": {"libcrypto": 56.0, "kernel": 19.0},
-               "top": profiles.top_entries(profiles.parse_report(SELF)),
-               "entry_points": profiles.entry_points(profiles.parse_report(CHILDREN))}
+    old_syscalls = {
+        "part": "syscalls",
+        "generator": "loadbench",
+        "server": "loadbench-server",
+        "scheme": "http",
+        "connections": 50,
+        "repeat": 1,
+        "status": "ok",
+        "responses": 1000,
+        "calls_per_resp": 0.5,
+        "per_resp_by_call": {"sendto": 0.25, "recvfrom": 0.25},
+    }
+    new_syscalls = {
+        **old_syscalls,
+        "mode": "setup",
+        "scheme": "https",
+        "connections": 20,
+        "new_connections": 300,
+        "calls_per_conn": 14.27,
+        "per_conn_by_call": {"getpid": 3.0, "connect": 1.0},
+    }
+    profile = {
+        "part": "profile",
+        "mode": "setup",
+        "generator": "loadbench",
+        "server": "loadbench-server",
+        "scheme": "https",
+        "connections": 20,
+        "repeat": 1,
+        "status": "ok",
+        "samples": 4000,
+        "event": "cpu-clock:ppp",
+        "by_group": {"libcrypto": 56.0, "kernel": 19.0},
+        "top": profiles.top_entries(profiles.parse_report(SELF)),
+        "entry_points": profiles.entry_points(profiles.parse_report(CHILDREN)),
+    }
     stem = tmp_path / "gvp"
-    lines = [_setup_record(), old_syscalls, new_syscalls, profile,
-             {"record": "environment", "environment": {"Date (UTC)": "today"}, "command": "test"}]
+    lines = [
+        _setup_record(),
+        old_syscalls,
+        new_syscalls,
+        profile,
+        {"record": "environment", "environment": {"Date (UTC)": "today"}, "command": "test"},
+    ]
     stem.with_suffix(".jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
-    assert generator_vs_peers.main(["--report-only", "--out", str(stem), "--generators", "loadbench",
-                                    "--no-h2-part"]) == 0
+    assert (
+        generator_vs_peers.main(
+            ["--report-only", "--out", str(stem), "--generators", "loadbench", "--no-h2-part"]
+        )
+        == 0
+    )
     text = stem.with_suffix(".md").read_text()
     assert "## System calls per response (keep-alive, c=50" in text
     assert "| loadbench (https) | 14.27 | 300 | getpid 3.00, connect 1.00 |" in text
@@ -101,8 +167,12 @@ def test_kernel_tcp_counters_are_read_and_divided_per_connection(tmp_path):
     before = tcp_counters.tcp_counters(tmp_path)
     assert before == {"opens": 1000, "segments": 20000, "resets": 5, "time_waits": 3000}
     after = {"opens": 1100, "segments": 20700, "resets": 105, "time_waits": 3000}
-    assert tcp_counters.tcp_per_connection(before, after, 100) == \
-        {"opens": 1.0, "segments": 7.0, "resets": 1.0, "time_waits": 0.0}
+    assert tcp_counters.tcp_per_connection(before, after, 100) == {
+        "opens": 1.0,
+        "segments": 7.0,
+        "resets": 1.0,
+        "time_waits": 0.0,
+    }
     assert tcp_counters.tcp_per_connection(before, after, 0) == {}
     live = tcp_counters.tcp_counters()
     assert set(live) == {"opens", "segments", "resets", "time_waits"}
@@ -120,19 +190,43 @@ def test_lean_tcp_generator_is_setup_only_and_its_rows_are_reported(tmp_path, ca
     except generators.UnsupportedMode as exc:
         assert "connection setup only" in str(exc)
     http = dict(scheme="http", gen_cpu_us_per_conn=44.0, server_cpu_us_per_conn=22.0)
-    records = [_setup_record(**http, tcp_segments_per_conn=10.0, tcp_resets_per_conn=0.0),
-               _setup_record(**{**http, "generator": "wrk", "gen_cpu_us_per_conn": 45.0},
-                             tcp_segments_per_conn=10.0, tcp_resets_per_conn=0.0),
-               _setup_record(**{**http, "generator": "loadbench-lean-tcp", "gen_cpu_us_per_conn": 33.75,
-                                "server_cpu_us_per_conn": 18.0}, tcp_segments_per_conn=7.0, tcp_resets_per_conn=1.0),
-               {"record": "environment", "environment": {"Date (UTC)": "today"}, "command": "test"}]
+    records = [
+        _setup_record(**http, tcp_segments_per_conn=10.0, tcp_resets_per_conn=0.0),
+        _setup_record(
+            **{**http, "generator": "wrk", "gen_cpu_us_per_conn": 45.0},
+            tcp_segments_per_conn=10.0,
+            tcp_resets_per_conn=0.0,
+        ),
+        _setup_record(
+            **{
+                **http,
+                "generator": "loadbench-lean-tcp",
+                "gen_cpu_us_per_conn": 33.75,
+                "server_cpu_us_per_conn": 18.0,
+            },
+            tcp_segments_per_conn=7.0,
+            tcp_resets_per_conn=1.0,
+        ),
+        {"record": "environment", "environment": {"Date (UTC)": "today"}, "command": "test"},
+    ]
     stem = tmp_path / "gvp"
     stem.with_suffix(".jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    assert generator_vs_peers.main(["--report-only", "--out", str(stem), "--generators",
-                                    "loadbench,wrk,loadbench-lean-tcp", "--servers", "loadbench-server",
-                                    "--no-h2-part"]) == 0
+    assert (
+        generator_vs_peers.main(
+            [
+                "--report-only",
+                "--out",
+                str(stem),
+                "--generators",
+                "loadbench,wrk,loadbench-lean-tcp",
+                "--servers",
+                "loadbench-server",
+                "--no-h2-part",
+            ]
+        )
+        == 0
+    )
     text = stem.with_suffix(".md").read_text()
     assert "loadbench-server: loadbench-lean-tcp 33.8 vs wrk 45.0 us (0.75x;" in text
     assert "| loadbench-lean-tcp | 7.00 / 1.00 |" in text and "| wrk | 10.00 / 0.00 |" in text
     capsys.readouterr()
-

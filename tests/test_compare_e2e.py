@@ -6,6 +6,7 @@ a machine that gets busier during the test (2 shared cores) moves every side ali
 gets 4 repeats of a 0.5 s window at C = 1 (the least a Mann-Whitney U test needs), and the
 effect asserted is large (5 ms per request against ~0.1 ms), so the test is not flaky.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,8 @@ import pytest
 pytest.importorskip("scipy")
 
 from loadbench import Sweep, Target, Workload, compare
-from loadbench.sweep import results_folder as rs
 from loadbench.cli import main
+from loadbench.sweep import results_folder as rs
 
 REPEATS = 4
 SIDES = {"base": "/plaintext", "same": "/plaintext", "slow": "/delay?ms=5"}
@@ -27,9 +28,17 @@ SIDES = {"base": "/plaintext", "same": "/plaintext", "slow": "/delay?ms=5"}
 def _sweep(path: str) -> Sweep:
     # the workload keeps the name "plaintext", so the slow build's cell is the same cell;
     # contended_share = 1: this shared test machine is busy, and the gate would call it inconclusive
-    return Sweep(targets=[Target("beast")], workloads=[Workload("plaintext", "GET", path)], concurrencies=[1],
-                 protocols=["http"], repeats=1, duration=0.5, warmup=0.2, contended_share=1.0,
-                 contended_reruns=0)
+    return Sweep(
+        targets=[Target("beast")],
+        workloads=[Workload("plaintext", "GET", path)],
+        concurrencies=[1],
+        protocols=["http"],
+        repeats=1,
+        duration=0.5,
+        warmup=0.2,
+        contended_share=1.0,
+        contended_reruns=0,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +65,17 @@ def test_two_sweeps_of_the_same_build_pass_the_gate(sides, capsys):
     frame = compare(sides["base"], sides["same"])
     assert len(frame) == 5 and set(frame.n_base) == set(frame.n_new) == {REPEATS}
     assert not frame.verdict.isin(["too few repeats", "not comparable", "missing"]).any()
-    status = main(["compare", str(sides["base"]), str(sides["same"]), "--fail", "rps:-40%", "--fail", "p50:+100%"])
+    status = main(
+        [
+            "compare",
+            str(sides["base"]),
+            str(sides["same"]),
+            "--fail",
+            "rps:-40%",
+            "--fail",
+            "p50:+100%",
+        ]
+    )
     print(capsys.readouterr().out)
     assert status == 0
 
@@ -67,7 +86,21 @@ def test_a_slower_build_is_flagged_and_fails_the_gate(sides, capsys):
     assert rows["rps"]["verdict"] == "worse" and rows["rps"]["change_pct"] < -50
     assert rows["p50"]["verdict"] == "worse" and rows["p50"]["new"] >= 5.0  # ms: the added delay
     assert rows["rps"]["ci_high_pct"] < 0 and rows["rps"]["p_value"] < 0.05
-    assert main(["compare", str(sides["base"]), str(sides["slow"]), "--fail", "rps:-5%", "--fail", "p99:+10%",
-                 "--format", "json"]) == 1
+    assert (
+        main(
+            [
+                "compare",
+                str(sides["base"]),
+                str(sides["slow"]),
+                "--fail",
+                "rps:-5%",
+                "--fail",
+                "p99:+10%",
+                "--format",
+                "json",
+            ]
+        )
+        == 1
+    )
     gate = json.loads(capsys.readouterr().out)["gate"]
     assert gate["status"] == 1 and any("req/s" in f for f in gate["failures"])

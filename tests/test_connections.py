@@ -1,5 +1,6 @@
 """`loadbench connections`: idle keep-alive connections held at minimal cost, memory per
 connection of the generator and of the server (the C10k cell at a small N)."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import loadbench
 import pytest
+
+import loadbench
 from loadbench.cli import main
 from loadbench.core.connections import hold_shortfall
 from loadbench.core.errors import ConfigError
@@ -18,8 +20,18 @@ N = 200
 
 def test_cli_holds_n_connections_and_proves_them_live(beast_server, tmp_path: Path, capsys):
     out = tmp_path / "c.json"
-    code = main(["connections", beast_server.url("/"), "-c", str(N), "--sample-pid", str(beast_server.pid),
-                 "--json", str(out)])
+    code = main(
+        [
+            "connections",
+            beast_server.url("/"),
+            "-c",
+            str(N),
+            "--sample-pid",
+            str(beast_server.pid),
+            "--json",
+            str(out),
+        ]
+    )
     assert code == 0, capsys.readouterr()
     record = json.loads(out.read_text())
     assert record["connections_held"] == N
@@ -48,7 +60,9 @@ def test_python_function_without_sample_pid(beast_server):
 
 def test_connections_the_server_dropped_are_not_counted_as_held(server_factory):
     server = server_factory(idle_timeout_ms=100)
-    record = loadbench.hold_connections(server.url("/"), 20, sample_pid=server.pid, accept_timeout=2.0)
+    record = loadbench.hold_connections(
+        server.url("/"), 20, sample_pid=server.pid, accept_timeout=2.0
+    )
     # The server closes idle connections after 100 ms; the 0.2 s settle before measuring sees it.
     assert record["connections_held"] < 20
     assert record["requests_ok"] == record["connections_held"]
@@ -74,9 +88,11 @@ def test_bad_urls_are_config_errors(url):
 
 
 def test_an_fd_limit_that_cannot_be_raised_is_said():
-    code = ("import json, loadbench.core.connections as c; "
-            "need = int(open('/proc/sys/fs/nr_open').read()) + 10; "
-            "print(json.dumps(c.raise_fd_limit(need)))")
+    code = (
+        "import json, loadbench.core.connections as c; "
+        "need = int(open('/proc/sys/fs/nr_open').read()) + 10; "
+        "print(json.dumps(c.raise_fd_limit(need)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     limit, note = json.loads(out.stdout)
     assert "cannot be raised" in note and limit < 10**9
@@ -84,9 +100,28 @@ def test_an_fd_limit_that_cannot_be_raised_is_said():
 
 def test_bench_script_smoke_run(tmp_path: Path):
     bench = Path(__file__).resolve().parent.parent / "bench" / "memory_per_connection.py"
-    out = subprocess.run([sys.executable, str(bench), "--smoke", "--servers", "beast", "--generators", "",
-                          "-c", "50", "--out", str(tmp_path / "mem")], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(bench),
+            "--smoke",
+            "--servers",
+            "beast",
+            "--generators",
+            "",
+            "-c",
+            "50",
+            "--out",
+            str(tmp_path / "mem"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     records = [json.loads(line) for line in (tmp_path / "mem.jsonl").read_text().splitlines()]
-    assert records[0]["name"] == "beast" and records[0]["requests_ok"] == records[0]["connections_held"] > 0
+    assert (
+        records[0]["name"] == "beast"
+        and records[0]["requests_ok"] == records[0]["connections_held"] > 0
+    )
     assert "| beast |" in (tmp_path / "mem.md").read_text()

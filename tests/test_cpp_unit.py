@@ -3,6 +3,7 @@
 A separate plain-CMake build in build/cpptests (no Python extension), so it does not touch
 the pip build; incremental after the first run.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,17 +34,32 @@ def test_cpp_unit_tests_pass():
     ctest = shutil.which("ctest")
     assert cmake and ctest, "cmake/ctest not found: run bash .ci/install.sh test"
     configure = _run(
-        [cmake, "-S", str(REPO), "-B", str(BUILD), "-DCMAKE_BUILD_TYPE=Release",
-         "-DLOADBENCH_BUILD_TESTS=ON", "-DLOADBENCH_BUILD_PYTHON=OFF"],
+        [
+            cmake,
+            "-S",
+            str(REPO),
+            "-B",
+            str(BUILD),
+            "-DCMAKE_BUILD_TYPE=Release",
+            "-DLOADBENCH_BUILD_TESTS=ON",
+            "-DLOADBENCH_BUILD_PYTHON=OFF",
+        ],
         timeout=300,
     )
     assert configure.returncode == 0, _show("cmake configure", configure)
-    build = _run([cmake, "--build", str(BUILD), "--parallel", "2", "--target", "loadbench_tests"], timeout=1200)
+    build = _run(
+        [cmake, "--build", str(BUILD), "--parallel", "2", "--target", "loadbench_tests"],
+        timeout=1200,
+    )
     assert build.returncode == 0, _show("cmake build", build)
     env = dict(os.environ, GTEST_COLOR="no")
     tests = subprocess.run(
         [ctest, "--test-dir", str(BUILD), "--output-on-failure", "--timeout", "120"],
-        cwd=REPO, capture_output=True, text=True, timeout=600, env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
     )
     assert tests.returncode == 0, _show("ctest", tests)
     assert "100% tests passed" in tests.stdout, tests.stdout[-5000:]

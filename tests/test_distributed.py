@@ -1,4 +1,5 @@
 """Distributed runs on Dask: exact splits, exact merges, real worker processes, failures."""
+
 from __future__ import annotations
 
 import _thread
@@ -18,19 +19,26 @@ from hdrh.histogram import HdrHistogram  # noqa: E402
 
 import loadbench  # noqa: E402
 import loadbench.distributed as lbd  # noqa: E402
-from loadbench.distributed.merge import add_histograms  # noqa: E402
-from loadbench.distributed.plan import plan_shards, split_exact  # noqa: E402
 from loadbench.core.errors import ConfigError, LoadbenchError  # noqa: E402
 from loadbench.core.result import LatencyHistogram  # noqa: E402
+from loadbench.distributed.merge import add_histograms  # noqa: E402
+from loadbench.distributed.plan import plan_shards, split_exact  # noqa: E402
 
 
 def _decode(h: HdrHistogram) -> LatencyHistogram:
-    return LatencyHistogram.decode(h.encode().decode(), int(h.get_min_value()), int(h.get_max_value()))
+    return LatencyHistogram.decode(
+        h.encode().decode(), int(h.get_min_value()), int(h.get_max_value())
+    )
 
 
 def test_merged_histograms_equal_one_histogram_that_recorded_everything():
     rng = np.random.default_rng(7)
-    samples = np.concatenate([rng.lognormal(5, 1.2, 40_000), rng.uniform(900_000, 950_000, 600)]).astype(np.int64) + 1
+    samples = (
+        np.concatenate([rng.lognormal(5, 1.2, 40_000), rng.uniform(900_000, 950_000, 600)]).astype(
+            np.int64
+        )
+        + 1
+    )
     reference = HdrHistogram(1, 3_600_000_000, 3)  # the HdrHistogram reference implementation
     for v in samples:
         reference.record_value(int(v))
@@ -52,8 +60,17 @@ def test_merged_histograms_equal_one_histogram_that_recorded_everything():
 
 def test_split_is_exact_and_every_shard_gets_its_own_seed():
     assert split_exact(10, 3) == [4, 3, 3] and sum(split_exact(100_001, 7)) == 100_001
-    plan = plan_shards(3, {"connections": 10, "requests": 1001, "rate": 3000.0, "seed": 5,
-                           "max_connections": 31, "threads": 2})
+    plan = plan_shards(
+        3,
+        {
+            "connections": 10,
+            "requests": 1001,
+            "rate": 3000.0,
+            "seed": 5,
+            "max_connections": 31,
+            "threads": 2,
+        },
+    )
     assert [s.run_kwargs["connections"] for s in plan] == [4, 3, 3]
     assert sum(s.run_kwargs["requests"] for s in plan) == 1001
     assert sum(s.run_kwargs["max_connections"] for s in plan) == 31
@@ -66,20 +83,31 @@ def test_split_is_exact_and_every_shard_gets_its_own_seed():
 
 
 def test_workers_are_distinct_and_spread_over_hosts():
-    workers = {f"tcp://{h}:{p}": {"host": h, "resources": {"loadbench": 1}}
-               for h in ("10.9.0.1", "10.9.0.2") for p in (1, 2)}
+    workers = {
+        f"tcp://{h}:{p}": {"host": h, "resources": {"loadbench": 1}}
+        for h in ("10.9.0.1", "10.9.0.2")
+        for p in (1, 2)
+    }
     workers["tcp://10.9.0.3:1"] = {"host": "10.9.0.3", "resources": {}}  # not tagged: not used
     picked = lbd.pick_workers(workers, 2)
     assert len({workers[a]["host"] for a in picked}) == 2
     assert len(set(lbd.pick_workers(workers, 4))) == 4
-    with pytest.raises(ConfigError, match="5 shards need 5 workers with the 'loadbench' resource; the cluster has 4"):
+    with pytest.raises(
+        ConfigError,
+        match="5 shards need 5 workers with the 'loadbench' resource; the cluster has 4",
+    ):
         lbd.pick_workers(workers, 5)
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    local = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, resources={"loadbench": 1},
-                         dashboard_address=":0")
+    local = LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        resources={"loadbench": 1},
+        dashboard_address=":0",
+    )
     client = Client(local)
     yield client
     client.close()
@@ -88,7 +116,9 @@ def cluster():
 
 def test_two_workers_count_exactly_what_the_server_counted(cluster, server_factory):
     server = server_factory()
-    r = lbd.run(server.url("/plaintext"), cluster=cluster, shards=2, connections=6, requests=3001, warmup=0)
+    r = lbd.run(
+        server.url("/plaintext"), cluster=cluster, shards=2, connections=6, requests=3001, warmup=0
+    )
     counted = server.stop()["requests"]
     assert r.responses == 3001 and r.error_count == 0
     assert sum(counted.values()) == 3001
@@ -99,12 +129,19 @@ def test_two_workers_count_exactly_what_the_server_counted(cluster, server_facto
     assert r.latency.count == 3001 and r.config["shards"] == 2 and r.config["connections"] == 6
     for s in shards:
         assert abs(s["clock_offset_ms"]) < 50  # one machine: one clock, up to the round trips
-        assert s["start_skew_ms"] > -1.0       # never before the instant
+        assert s["start_skew_ms"] > -1.0  # never before the instant
 
 
 def test_open_loop_rate_splits_and_merges(cluster, beast_server):
-    r = lbd.run(beast_server.url("/plaintext"), cluster=cluster, shards=2, connections=4, rate=1000,
-                duration=1.0, warmup=0.2)
+    r = lbd.run(
+        beast_server.url("/plaintext"),
+        cluster=cluster,
+        shards=2,
+        connections=4,
+        rate=1000,
+        duration=1.0,
+        warmup=0.2,
+    )
     assert r.open_loop and r.target_rate == pytest.approx(1000)
     assert sum(s["rate"] for s in r.extras["shards"]) == pytest.approx(1000)
     # every request due in the merged window has exactly one outcome, shard by shard and merged
@@ -119,7 +156,9 @@ def test_ctrl_c_stops_every_shard_and_keeps_what_they_measured(cluster, beast_se
     timer.start()
     t0 = time.monotonic()
     try:
-        r = lbd.run(beast_server.url("/plaintext"), cluster=cluster, shards=2, connections=2, duration=60)
+        r = lbd.run(
+            beast_server.url("/plaintext"), cluster=cluster, shards=2, connections=2, duration=60
+        )
     finally:
         timer.cancel()
     assert time.monotonic() - t0 < 30
@@ -128,8 +167,12 @@ def test_ctrl_c_stops_every_shard_and_keeps_what_they_measured(cluster, beast_se
 
 
 def test_a_scheduler_that_cannot_be_reached_is_one_clear_error_before_anything_starts():
-    with pytest.raises(LoadbenchError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:1"):
-        lbd.run("http://127.0.0.1:9/", cluster="tcp://127.0.0.1:1", shards=2, connections=2, duration=1)
+    with pytest.raises(
+        LoadbenchError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:1"
+    ):
+        lbd.run(
+            "http://127.0.0.1:9/", cluster="tcp://127.0.0.1:1", shards=2, connections=2, duration=1
+        )
 
 
 def test_bad_arguments_are_refused_before_the_cluster_is_touched():
@@ -138,8 +181,13 @@ def test_bad_arguments_are_refused_before_the_cluster_is_touched():
 
 
 def test_a_worker_that_dies_mid_run_loses_only_its_shard(beast_server):
-    local = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, resources={"loadbench": 1},
-                         dashboard_address=":0")
+    local = LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        resources={"loadbench": 1},
+        dashboard_address=":0",
+    )
     client = Client(local)
     try:
         victim = sorted(lbd.scheduler_identity(client)["workers"])[1]
@@ -147,7 +195,9 @@ def test_a_worker_that_dies_mid_run_loses_only_its_shard(beast_server):
         killer = threading.Timer(5.0, os.kill, (victim_pid, 9))  # 3 s start delay + ~2 s of load
         killer.start()
         with pytest.raises(lbd.ShardLostError) as caught:
-            lbd.run(beast_server.url("/plaintext"), cluster=client, shards=2, connections=2, duration=6)
+            lbd.run(
+                beast_server.url("/plaintext"), cluster=client, shards=2, connections=2, duration=6
+            )
         killer.cancel()
         message = str(caught.value)
         assert "1 of 2 shards lost" in message and victim in message
@@ -163,9 +213,27 @@ def test_a_worker_that_dies_mid_run_loses_only_its_shard(beast_server):
 def test_cli_cluster_local_writes_the_merged_json(tmp_path, beast_server):
     out = tmp_path / "r.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "loadbench", "run", beast_server.url("/json"), "--cluster", "local",
-         "--shards", "2", "-c", "4", "-n", "1000", "--json", str(out)],
-        capture_output=True, text=True, timeout=180)
+        [
+            sys.executable,
+            "-m",
+            "loadbench",
+            "run",
+            beast_server.url("/json"),
+            "--cluster",
+            "local",
+            "--shards",
+            "2",
+            "-c",
+            "4",
+            "-n",
+            "1000",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stderr
     saved = json.loads(out.read_text())
     assert saved["responses"] == 1000 and saved["config"]["shards"] == 2
@@ -174,14 +242,25 @@ def test_cli_cluster_local_writes_the_merged_json(tmp_path, beast_server):
 
 
 def test_cli_shards_without_cluster_is_refused():
-    proc = subprocess.run([sys.executable, "-m", "loadbench", "run", "http://127.0.0.1:9/", "--shards", "2"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "loadbench", "run", "http://127.0.0.1:9/", "--shards", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and "--shards needs --cluster" in proc.stderr
 
 
 def test_a_sweep_runs_distributed_and_names_its_generator_hosts(tmp_path):
-    sweep = loadbench.Sweep(targets=[loadbench.Target("beast")], workloads=["plaintext"], concurrencies=[4],
-                            duration=0.5, warmup=0.1, cluster="local", shards=2)
+    sweep = loadbench.Sweep(
+        targets=[loadbench.Target("beast")],
+        workloads=["plaintext"],
+        concurrencies=[4],
+        duration=0.5,
+        warmup=0.1,
+        cluster="local",
+        shards=2,
+    )
     sweep.run(tmp_path, progress=False, notes=False)
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 1 and rows[0]["status"] == "ok", rows

@@ -2,6 +2,7 @@
 the server (nginx, whose own access log counts requests per source address) and one per Dask
 worker. Addresses come from 198.18.0.0/15 (RFC 2544's benchmark range). The test creates and
 removes its namespaces and links itself; every process it starts is bounded and ended by PID."""
+
 from __future__ import annotations
 
 import os
@@ -122,24 +123,65 @@ def test_two_generator_hosts_in_namespaces_count_exactly_per_source_address(tmp_
         topo.up()
         server_ns = topo.host("s", SERVER_IP)
         worker_ns = [topo.host(f"g{i}", ip) for i, ip in enumerate(WORKER_IPS)]
-        nginx = subprocess.Popen(["ip", "netns", "exec", server_ns, NGINX, "-c", str(_nginx_conf(tmp_path)),
-                                  "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        nginx = subprocess.Popen(
+            [
+                "ip",
+                "netns",
+                "exec",
+                server_ns,
+                NGINX,
+                "-c",
+                str(_nginx_conf(tmp_path)),
+                "-g",
+                "daemon off;",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         procs.append(nginx)
         local = LocalCluster(n_workers=0, host=BRIDGE_IP, scheduler_port=0, dashboard_address=":0")
         client = Client(local)
         for ns, ip in zip(worker_ns, WORKER_IPS):
-            procs.append(subprocess.Popen(
-                ["ip", "netns", "exec", ns, sys.executable, "-m", "distributed.cli.dask_worker",
-                 local.scheduler_address, "--nthreads", "1", "--no-nanny", "--resources", "loadbench=1",
-                 "--host", ip, "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        _wait_for(lambda: len(lbd.scheduler_identity(client)["workers"]) == 2, 90, "two Dask workers")
-        r = lbd.run(f"http://{SERVER_IP}:8080/", cluster=client, shards=2, connections=6, requests=4001)
+            procs.append(
+                subprocess.Popen(
+                    [
+                        "ip",
+                        "netns",
+                        "exec",
+                        ns,
+                        sys.executable,
+                        "-m",
+                        "distributed.cli.dask_worker",
+                        local.scheduler_address,
+                        "--nthreads",
+                        "1",
+                        "--no-nanny",
+                        "--resources",
+                        "loadbench=1",
+                        "--host",
+                        ip,
+                        "--no-dashboard",
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        _wait_for(
+            lambda: len(lbd.scheduler_identity(client)["workers"]) == 2, 90, "two Dask workers"
+        )
+        r = lbd.run(
+            f"http://{SERVER_IP}:8080/", cluster=client, shards=2, connections=6, requests=4001
+        )
         assert r.responses == 4001 and r.error_count == 0
         nginx.terminate()  # nginx flushes and closes its log on the way out
         nginx.wait(timeout=20)
-        seen = Counter(line.split()[0] for line in (tmp_path / "access.log").read_text().splitlines())
+        seen = Counter(
+            line.split()[0] for line in (tmp_path / "access.log").read_text().splitlines()
+        )
         assert set(seen) == set(WORKER_IPS), seen  # two generator hosts, as the server saw them
-        by_ip = {s["worker"].split("//")[1].rsplit(":", 1)[0]: s["responses"] for s in r.extras["shards"]}
+        by_ip = {
+            s["worker"].split("//")[1].rsplit(":", 1)[0]: s["responses"] for s in r.extras["shards"]
+        }
         assert by_ip == dict(seen)  # each shard's count = what nginx logged from its address
         assert sorted(by_ip.values()) == [2000, 2001]
         assert sorted(r.extras["cluster"]["generator_hosts"]) == WORKER_IPS

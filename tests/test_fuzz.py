@@ -5,6 +5,7 @@ then runs for LOADBENCH_FUZZ_SECONDS (default 30) from its seed corpus in
 cpp/tests/fuzz/corpus/<target>/ (copied, so the committed corpus is not rewritten). The run
 must exit 0 and leave no crash/leak/timeout artifact. Longer runs: see cpp/tests/fuzz/README.md.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,7 +15,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from native_build import REPO, build
 
 # The first test of this module also pays for a whole separate build of the C++ core
@@ -30,10 +30,16 @@ SECONDS = int(os.environ.get("LOADBENCH_FUZZ_SECONDS", "30"))
 def fuzz_build() -> Path:
     for tool in ("clang", "clang++"):
         if shutil.which(tool) is None:
-            pytest.fail(f"{tool} not found: the fuzz tests need it (bash .ci/install.sh test installs clang)",
-                        pytrace=False)
-    return build("fuzz", ["-DLOADBENCH_FUZZ=ON", "-DLOADBENCH_BUILD_PYTHON=OFF"], TARGETS,
-                 env={"CC": "clang", "CXX": "clang++"})
+            pytest.fail(
+                f"{tool} not found: the fuzz tests need it (bash .ci/install.sh test installs clang)",
+                pytrace=False,
+            )
+    return build(
+        "fuzz",
+        ["-DLOADBENCH_FUZZ=ON", "-DLOADBENCH_BUILD_PYTHON=OFF"],
+        TARGETS,
+        env={"CC": "clang", "CXX": "clang++"},
+    )
 
 
 def test_every_target_has_a_seed_corpus() -> None:
@@ -49,11 +55,22 @@ def test_bounded_fuzz_run_finds_nothing(target: str, fuzz_build: Path, tmp_path:
     shutil.copytree(FUZZ_DIR / "corpus" / target, corpus)
     artifacts = tmp_path / "artifacts"
     artifacts.mkdir()
-    argv = [str(fuzz_build / target), str(corpus), f"-max_total_time={SECONDS}", "-timeout=10",
-            "-rss_limit_mb=2048", f"-artifact_prefix={artifacts}/", "-print_final_stats=1"]
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=SECONDS + 120)
+    argv = [
+        str(fuzz_build / target),
+        str(corpus),
+        f"-max_total_time={SECONDS}",
+        "-timeout=10",
+        "-rss_limit_mb=2048",
+        f"-artifact_prefix={artifacts}/",
+        "-print_final_stats=1",
+    ]
+    proc = subprocess.run(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=SECONDS + 120
+    )
     log = proc.stdout.decode(errors="replace")
     found = sorted(p.name for p in artifacts.iterdir())
-    assert proc.returncode == 0 and not found, f"{target} failed (exit {proc.returncode}, artifacts {found}):\n{log[-6000:]}"
+    assert proc.returncode == 0 and not found, (
+        f"{target} failed (exit {proc.returncode}, artifacts {found}):\n{log[-6000:]}"
+    )
     runs = re.search(r"stat::number_of_executed_units:\s*(\d+)", log)
     assert runs and int(runs.group(1)) > 0, f"{target} executed nothing:\n{log[-3000:]}"

@@ -1,19 +1,19 @@
 """The load generator against real sockets on 127.0.0.1: exact counts, every error kind,
 latency, keep-alive and connection-per-request, chunked bodies, Ctrl-C and progress."""
+
 from __future__ import annotations
 
+import _thread
 import socket
 import threading
 import time
-import _thread
 from pathlib import Path
 
 import pytest
+from http_test_servers import ScriptedServer
 
 import loadbench
 from loadbench import ConfigError
-
-from http_test_servers import ScriptedServer
 
 
 def free_port() -> int:
@@ -32,8 +32,14 @@ def test_exact_request_count_and_mixed_status_codes():
     assert r.latency.count == 3000
     assert r.connections_opened == 6 == server.connections
     assert r.bytes_written == server.request_bytes
-    assert r.bytes_read == sum(len(f"HTTP/1.1 {c} {m}\r\nContent-Length: 10\r\n\r\n") + 10
-                               for c, m in ((200, "OK"), (404, "Not Found"), (500, "Internal Server Error"))) * 1000
+    assert (
+        r.bytes_read
+        == sum(
+            len(f"HTTP/1.1 {c} {m}\r\nContent-Length: 10\r\n\r\n") + 10
+            for c, m in ((200, "OK"), (404, "Not Found"), (500, "Internal Server Error"))
+        )
+        * 1000
+    )
     assert r.timeline["responses"].sum() == 3000
 
 
@@ -138,10 +144,17 @@ def test_chunked_responses_split_across_writes():
 
 def test_requests_list_is_sent_round_robin_with_bodies():
     with ScriptedServer("pattern") as server:
-        r = loadbench.run(server.url("/"), connections=1, requests=100, requests_list=[
-            {"method": "GET", "path": "/a"},
-            loadbench.Request(method="POST", path="/b", headers={"X-Test": "1"}, body=b"x" * 100),
-        ])
+        r = loadbench.run(
+            server.url("/"),
+            connections=1,
+            requests=100,
+            requests_list=[
+                {"method": "GET", "path": "/a"},
+                loadbench.Request(
+                    method="POST", path="/b", headers={"X-Test": "1"}, body=b"x" * 100
+                ),
+            ],
+        )
     assert server.targets == {"/a": 50, "/b": 50}
     assert r.bytes_written == server.request_bytes
     assert r.config["request_templates"] == 2
@@ -184,7 +197,9 @@ def test_ctrl_c_stops_the_run_and_returns_what_was_measured():
 def test_progress_can_be_polled_while_running():
     with ScriptedServer("delay") as server:
         seen = []
-        r = loadbench.run(server.url("/delay?ms=2"), connections=2, duration=0.6, progress=seen.append)
+        r = loadbench.run(
+            server.url("/delay?ms=2"), connections=2, duration=0.6, progress=seen.append
+        )
         handle = loadbench.start(server.url("/delay?ms=2"), connections=2, duration=30)
         time.sleep(0.3)
         p = handle.progress()
@@ -199,24 +214,27 @@ def test_progress_can_be_polled_while_running():
     assert stopped.interrupted and stopped.responses >= p["responses"]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(url="127.0.0.1:8080/"), "http:// or https://"),
-    (dict(url="ftp://127.0.0.1/"), "unknown scheme"),
-    (dict(url="http:///path"), "no host"),
-    (dict(url="http://127.0.0.1:99999/"), "out of range"),
-    (dict(connections=0), "connections must be >= 1"),
-    (dict(connections=2, threads=3), "must not exceed connections"),
-    (dict(duration=0), "duration must be > 0"),
-    (dict(duration=-1), "duration must be > 0"),
-    (dict(requests=0), "requests must be"),
-    (dict(timeout=0), "timeout must be > 0"),
-    (dict(body=Path("/nonexistent/body.bin")), "cannot read body file"),
-    (dict(cpus=[4096]), "CPU 4096 does not exist"),
-    (dict(headers=["NoColon"]), "bad header"),
-    (dict(method="GE T"), "bad HTTP method"),
-    (dict(url="http://no-such-host.invalid/"), "cannot resolve host"),
-    (dict(url="https://127.0.0.1:1/", cacert="/nonexistent/ca.pem"), "CA file"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(url="127.0.0.1:8080/"), "http:// or https://"),
+        (dict(url="ftp://127.0.0.1/"), "unknown scheme"),
+        (dict(url="http:///path"), "no host"),
+        (dict(url="http://127.0.0.1:99999/"), "out of range"),
+        (dict(connections=0), "connections must be >= 1"),
+        (dict(connections=2, threads=3), "must not exceed connections"),
+        (dict(duration=0), "duration must be > 0"),
+        (dict(duration=-1), "duration must be > 0"),
+        (dict(requests=0), "requests must be"),
+        (dict(timeout=0), "timeout must be > 0"),
+        (dict(body=Path("/nonexistent/body.bin")), "cannot read body file"),
+        (dict(cpus=[4096]), "CPU 4096 does not exist"),
+        (dict(headers=["NoColon"]), "bad header"),
+        (dict(method="GE T"), "bad HTTP method"),
+        (dict(url="http://no-such-host.invalid/"), "cannot resolve host"),
+        (dict(url="https://127.0.0.1:1/", cacert="/nonexistent/ca.pem"), "CA file"),
+    ],
+)
 def test_bad_input_is_one_clear_config_error(kwargs, message):
     args = dict(url="http://127.0.0.1:1/", duration=0.1)
     args.update(kwargs)

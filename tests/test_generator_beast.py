@@ -1,4 +1,5 @@
 """The generator against the native Beast server: its own counters must agree exactly."""
+
 from __future__ import annotations
 
 import shutil
@@ -43,24 +44,52 @@ def test_https_keepalive(server_factory: Callable[..., ServerProcess]):
 
 def test_https_handshake_per_request(server_factory: Callable[..., ServerProcess]):
     server = server_factory(tls=True, http=False)
-    r = loadbench.run(server.url("/plaintext", https=True), connections=2, requests=60, keepalive=False)
+    r = loadbench.run(
+        server.url("/plaintext", https=True), connections=2, requests=60, keepalive=False
+    )
     stopped = server.stop()
     assert r.responses == 60 == stopped["requests"]["plaintext"]
     assert r.tls_handshakes == 60 == r.connections_opened == stopped["connections_accepted"]
     assert r.tls_handshakes_per_s > 0
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
+@pytest.mark.skipif(
+    shutil.which("openssl") is None, reason="needs the openssl command to make a certificate"
+)
 def test_certificate_verification(server_factory: Callable[..., ServerProcess], tmp_path: Path):
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                    "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=30)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
     server = server_factory(tls=True, http=False, cert=str(cert), key=str(key))
     url = server.url("/plaintext", https=True)
     checked = loadbench.run(url, connections=1, requests=20, cacert=cert)
     assert checked.responses == 20 and checked.error_count == 0
-    refused = loadbench.run(url, connections=1, requests=3, verify=True)  # system CAs do not know it
+    refused = loadbench.run(
+        url, connections=1, requests=3, verify=True
+    )  # system CAs do not know it
     assert refused.responses == 0 and refused.errors["connect"] == 3
     assert "certificate" in refused.first_error
     insecure = loadbench.run(url, connections=1, requests=5)  # the default: no checks
@@ -86,27 +115,74 @@ def test_ipv6_literal_and_host_name_targets(server_factory: Callable[..., Server
     assert named.responses == 10
 
 
-@pytest.mark.parametrize("key_type", [["-newkey", "rsa:2048"], ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-384"],
-                                      ["-newkey", "ed25519"]])
-def test_full_handshakes_with_rsa_ec_and_ed25519_certificates_verified_or_not(server_factory, tmp_path, key_type):
+@pytest.mark.parametrize(
+    "key_type",
+    [
+        ["-newkey", "rsa:2048"],
+        ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-384"],
+        ["-newkey", "ed25519"],
+    ],
+)
+def test_full_handshakes_with_rsa_ec_and_ed25519_certificates_verified_or_not(
+    server_factory, tmp_path, key_type
+):
     """The generator's TLS clients run in a library context that offers OpenSSL's default provider
     with only the SubjectPublicKeyInfo decoders (cheaper certificate parsing): every common key
     type still decodes, verifies against its CA file, and a wrong CA is still refused."""
     if shutil.which("openssl") is None:
         pytest.skip("needs the openssl CLI")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", *key_type, "-nodes", "-keyout", str(key), "-out", str(cert),
-                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"],
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            *key_type,
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     server = server_factory(tls=True, http=False, cert=str(cert), key=str(key))
     url = server.url("/", https=True)
     for cacert in (None, str(cert)):
         r = loadbench.run(url, connections=2, requests=10, keepalive=False, cacert=cacert)
         assert r.responses == 10 and r.error_count == 0 and r.tls_handshakes == 10, r.first_error
     other = tmp_path / "other.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                    "-keyout", str(tmp_path / "other.key"), "-out", str(other), "-days", "1", "-subj", "/CN=other"],
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            str(tmp_path / "other.key"),
+            "-out",
+            str(other),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=other",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     refused = loadbench.run(url, connections=1, requests=2, keepalive=False, cacert=str(other))
     assert refused.responses == 0 and refused.errors["connect"] == 2
     assert "certificate" in refused.first_error

@@ -7,6 +7,7 @@ byte a second. In every case the run ends on time, each failure is counted under
 (exactly, where the script makes it exact), and the Result still holds what was measured:
 responses, latency histogram and timeline agree with each other.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,9 +17,9 @@ import threading
 import time
 
 import pytest
+from fault_servers import OK, FaultServer, Hangup, dribble, reset
 
 import loadbench
-from fault_servers import OK, FaultServer, Hangup, dribble, reset
 
 
 def assert_result_consistent(r: loadbench.Result) -> None:
@@ -44,6 +45,7 @@ def timed_run(url: str, **kwargs: object) -> tuple[loadbench.Result, float]:
 
 
 # --- a real server process that dies or freezes mid-run ----------------------------------
+
 
 def test_server_killed_mid_run(server_factory):
     server = server_factory()
@@ -82,6 +84,7 @@ def test_server_frozen_mid_run(server_factory):
 
 # --- connections reset or closed -------------------------------------------------------------
 
+
 def test_connection_reset_after_the_request_is_a_read_error():
     with FaultServer(lambda conn, i: reset(conn)) as server:
         r, elapsed = timed_run(server.url(), connections=2, requests=20, timeout=2.0)
@@ -96,6 +99,7 @@ def test_reset_on_every_second_request_counts_exactly_half():
         if index == 1:
             reset(conn)
         conn.sendall(OK)
+
     with FaultServer(answer) as server:
         r = loadbench.run(server.url(), connections=1, requests=20, timeout=2.0)
     # fresh connection: 200, then reset on the reused one. A reset before any response
@@ -109,6 +113,7 @@ def test_reset_on_every_second_request_counts_exactly_half():
 def test_closing_before_answering_is_a_read_error_before_any_byte():
     def answer(conn: socket.socket, index: int) -> None:
         raise Hangup
+
     with FaultServer(answer) as server:
         r = loadbench.run(server.url(), connections=3, requests=30, timeout=2.0)
     assert r.responses == 0 and kinds(r) == {"read": 30}, kinds(r)
@@ -124,6 +129,7 @@ def test_close_of_an_idle_keepalive_connection_is_retried_not_counted():
         if index > 0:
             raise Hangup
         conn.sendall(OK)
+
     with FaultServer(answer) as server:
         r = loadbench.run(server.url(), connections=2, requests=40, timeout=2.0)
     assert r.responses == 40 and r.error_count == 0, kinds(r)
@@ -133,10 +139,12 @@ def test_close_of_an_idle_keepalive_connection_is_retried_not_counted():
 
 # --- wrong framing ------------------------------------------------------------------------
 
+
 def test_content_length_longer_than_the_body_then_close_is_a_read_error():
     def answer(conn: socket.socket, index: int) -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b")
         raise Hangup
+
     with FaultServer(answer) as server:
         r = loadbench.run(server.url(), connections=2, requests=10, timeout=2.0)
     assert r.responses == 0 and kinds(r) == {"read": 10}, kinds(r)
@@ -147,6 +155,7 @@ def test_content_length_longer_than_the_body_then_close_is_a_read_error():
 def test_content_length_longer_than_the_body_then_silence_is_a_timeout():
     def answer(conn: socket.socket, index: int) -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b")
+
     with FaultServer(answer) as server:
         r, elapsed = timed_run(server.url(), connections=2, duration=1.1, timeout=0.3)
     assert r.responses == 0
@@ -162,22 +171,34 @@ def test_content_length_shorter_than_the_body_is_a_parse_error():
     # response. Whether they arrive with the response or later, they are a parse error.
     def answer(conn: socket.socket, index: int) -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nHello, World!\n")
+
     with FaultServer(answer) as server:
         r = loadbench.run(server.url(), connections=2, requests=10, timeout=2.0)
     assert r.responses == 0 and kinds(r) == {"parse": 10}, (r.status_codes, r.errors)
     assert_result_consistent(r)
 
 
-@pytest.mark.parametrize("response", [
-    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nhi",
-    b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
-    b"HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n",
-    b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
-    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabcd\r\n0\r\n\r\n",
-    b"HTTP/1.1 200 OK\r\nX-Endless: " + b"a" * (70 * 1024),
-], ids=["conflicting-length", "negative-length", "bad-status", "bad-header", "bad-chunk-size",
-        "chunk-overrun", "endless-header"])
+@pytest.mark.parametrize(
+    "response",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nhi",
+        b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+        b"HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabcd\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nX-Endless: " + b"a" * (70 * 1024),
+    ],
+    ids=[
+        "conflicting-length",
+        "negative-length",
+        "bad-status",
+        "bad-header",
+        "bad-chunk-size",
+        "chunk-overrun",
+        "endless-header",
+    ],
+)
 def test_malformed_framing_is_a_parse_error(response):
     with FaultServer(lambda conn, i: conn.sendall(response)) as server:
         r = loadbench.run(server.url(), connections=2, requests=10, timeout=2.0)
@@ -186,6 +207,7 @@ def test_malformed_framing_is_a_parse_error(response):
 
 
 # --- slow servers -------------------------------------------------------------------------
+
 
 def test_server_dribbling_one_byte_a_second_times_out_on_time():
     with FaultServer(dribble(OK, 1.0)) as server:

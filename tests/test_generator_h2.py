@@ -5,16 +5,17 @@ h2c is prior knowledge (the connection preface, as h2load); https:// offers ALPN
 server that does not select it fails the connection with one clear error (no silent fallback).
 A missing server is a skip that names the package to install.
 """
+
 from __future__ import annotations
 
 import importlib
 import json
 import os
-import sys
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,7 +28,9 @@ from loadbench import ConfigError
 
 
 def need(tool: str, package: str) -> str:
-    path = shutil.which(tool) or (f"/usr/sbin/{tool}" if os.path.exists(f"/usr/sbin/{tool}") else None)
+    path = shutil.which(tool) or (
+        f"/usr/sbin/{tool}" if os.path.exists(f"/usr/sbin/{tool}") else None
+    )
     if path is None:
         pytest.skip(f"{tool} not found: apt-get install {package}")
     return path
@@ -64,23 +67,50 @@ def stop(proc: subprocess.Popen) -> None:
 
 def self_signed(folder: Path) -> tuple[Path, Path]:
     key, cert = folder / "key.pem", folder / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                    "-days", "2", "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return key, cert
 
 
 # --- our own server ---------------------------------------------------------------------
 def test_h2c_exact_count_against_loadbench_server(server_factory) -> None:
     server = server_factory()
-    r = loadbench.run(server.url("/plaintext"), connections=4, requests=5000, protocol="h2", streams=10)
+    r = loadbench.run(
+        server.url("/plaintext"), connections=4, requests=5000, protocol="h2", streams=10
+    )
     assert r.responses == 5000 and r.status_codes == {200: 5000}, r.first_error
     assert r.error_count == 0 and r.unfinished == 0
     assert r.connections_opened == 4
     assert r.config["protocol"] == "h2" and r.config["streams"] == 10
     assert r.latency.count == 5000
     d = r.to_dict()
-    assert d["config"]["protocol"] == "h2" and d["goaways"] == 0 and d["retried"] == 0 and d["streams_reset"] == {}
+    assert (
+        d["config"]["protocol"] == "h2"
+        and d["goaways"] == 0
+        and d["retried"] == 0
+        and d["streams_reset"] == {}
+    )
     back = loadbench.Result.from_dict(d)
     assert back.goaways == 0 and back.streams_reset == {}
     assert any("HTTP/2 (h2c" in line for line in r.summary_lines())
@@ -88,7 +118,13 @@ def test_h2c_exact_count_against_loadbench_server(server_factory) -> None:
 
 def test_h2_alpn_exact_count_against_loadbench_server(server_factory) -> None:
     server = server_factory(tls=True, http=False)
-    r = loadbench.run(server.url("/plaintext", https=True), connections=3, requests=3000, protocol="h2", streams=10)
+    r = loadbench.run(
+        server.url("/plaintext", https=True),
+        connections=3,
+        requests=3000,
+        protocol="h2",
+        streams=10,
+    )
     assert r.responses == 3000 and r.error_count == 0, r.first_error
     assert r.tls_handshakes == 3
     assert any("negotiated with ALPN" in line for line in r.summary_lines())
@@ -110,14 +146,18 @@ def test_multiplexing_one_connection_ten_streams_is_much_faster(server_factory) 
 
 def test_server_max_concurrent_streams_below_streams_is_no_error(server_factory) -> None:
     server = server_factory(h2_max_streams=2)
-    r = loadbench.run(server.url("/plaintext"), connections=2, requests=2000, protocol="h2", streams=10)
+    r = loadbench.run(
+        server.url("/plaintext"), connections=2, requests=2000, protocol="h2", streams=10
+    )
     assert r.responses == 2000 and r.error_count == 0 and r.unfinished == 0, r.first_error
     assert r.streams_reset == {}
 
 
 def test_goaway_after_n_requests_reconnects_without_errors(server_factory) -> None:
     server = server_factory(h2_max_requests=50)
-    r = loadbench.run(server.url("/plaintext"), connections=2, requests=1000, protocol="h2", streams=8)
+    r = loadbench.run(
+        server.url("/plaintext"), connections=2, requests=1000, protocol="h2", streams=8
+    )
     assert r.responses == 1000 and r.error_count == 0 and r.unfinished == 0, r.first_error
     assert r.goaways >= 1000 // 50 - 2
     assert r.reconnects >= r.goaways - 2
@@ -127,30 +167,48 @@ def test_goaway_after_n_requests_reconnects_without_errors(server_factory) -> No
 def test_one_mib_echo_body(server_factory) -> None:
     server = server_factory()
     body = bytes(range(256)) * 4096  # 1 MiB
-    r = loadbench.run(server.url("/echo"), connections=1, requests=4, method="POST", body=body, protocol="h2",
-                      streams=2, timeout=30)
+    r = loadbench.run(
+        server.url("/echo"),
+        connections=1,
+        requests=4,
+        method="POST",
+        body=body,
+        protocol="h2",
+        streams=2,
+        timeout=30,
+    )
     assert r.responses == 4 and r.status_codes == {200: 4}, r.first_error
     assert r.bytes_read >= 4 * len(body) and r.bytes_written >= 4 * len(body)
 
 
 def test_connection_per_request_over_h2(server_factory) -> None:
     server = server_factory()
-    r = loadbench.run(server.url("/plaintext"), connections=2, requests=60, protocol="h2", streams=10,
-                      keepalive=False)
+    r = loadbench.run(
+        server.url("/plaintext"),
+        connections=2,
+        requests=60,
+        protocol="h2",
+        streams=10,
+        keepalive=False,
+    )
     assert r.responses == 60 and r.error_count == 0, r.first_error
     assert r.connections_opened == 60 and r.reconnects == 0
 
 
 def test_tls_server_without_h2_fails_with_one_clear_error(server_factory) -> None:
     server = server_factory(tls=True, http=False, h2=False)
-    r = loadbench.run(server.url("/plaintext", https=True), connections=1, requests=3, protocol="h2")
+    r = loadbench.run(
+        server.url("/plaintext", https=True), connections=1, requests=3, protocol="h2"
+    )
     assert r.responses == 0 and r.errors["connect"] == 3
     assert "ALPN" in r.first_error and "did not select h2" in r.first_error, r.first_error
 
 
 def test_open_loop_over_h2(server_factory) -> None:
     server = server_factory()
-    r = loadbench.run(server.url("/plaintext"), connections=1, duration=1.0, rate=400, protocol="h2", streams=10)
+    r = loadbench.run(
+        server.url("/plaintext"), connections=1, duration=1.0, rate=400, protocol="h2", streams=10
+    )
     assert r.open_loop and r.error_count == 0 and r.unfinished == 0, r.first_error
     assert r.due == r.responses and 350 <= r.responses <= 450
     assert r.connections_opened == 1
@@ -159,8 +217,15 @@ def test_open_loop_over_h2(server_factory) -> None:
 def test_open_loop_delay_uses_stream_slots_before_growing(server_factory) -> None:
     # 50/s of 100 ms each = 5 in flight: one connection with 10 streams carries them all.
     server = server_factory()
-    r = loadbench.run(server.url("/delay?ms=100"), connections=1, duration=1.0, rate=50, protocol="h2", streams=10,
-                      max_connections=4)
+    r = loadbench.run(
+        server.url("/delay?ms=100"),
+        connections=1,
+        duration=1.0,
+        rate=50,
+        protocol="h2",
+        streams=10,
+        max_connections=4,
+    )
     assert r.error_count == 0 and r.due == r.responses, r.first_error
     assert r.connections_opened == 1
 
@@ -180,9 +245,28 @@ def test_bad_arguments() -> None:
 def test_cli_h2_flags(server_factory, tmp_path: Path) -> None:
     server = server_factory()
     out = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "-m", "loadbench", "run", "--h2", "-p", "5", "-c", "2", "-n", "500",
-                           "--no-progress", "--json", str(out), server.url("/plaintext")],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "loadbench",
+            "run",
+            "--h2",
+            "-p",
+            "5",
+            "-c",
+            "2",
+            "-n",
+            "500",
+            "--no-progress",
+            "--json",
+            str(out),
+            server.url("/plaintext"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr.decode()
     text = proc.stdout.decode()
     assert "HTTP/2 (h2c" in text and "5 streams" in text, text
@@ -196,8 +280,11 @@ def nghttpd_h2c(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     binary = need("nghttpd", "nghttp2-server")
     (tmp_path / "index.html").write_bytes(b"hello from nghttpd\n")
     port = free_port()
-    proc = subprocess.Popen([binary, "--no-tls", "-d", str(tmp_path), "--max-concurrent-streams", "3", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [binary, "--no-tls", "-d", str(tmp_path), "--max-concurrent-streams", "3", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_port(port, proc)
         yield port, tmp_path
@@ -207,7 +294,13 @@ def nghttpd_h2c(tmp_path: Path) -> Iterator[tuple[int, Path]]:
 
 def test_nghttpd_h2c_exact_and_max_concurrent_streams_below_streams(nghttpd_h2c) -> None:
     port, _ = nghttpd_h2c
-    r = loadbench.run(f"http://127.0.0.1:{port}/index.html", connections=2, requests=1000, protocol="h2", streams=10)
+    r = loadbench.run(
+        f"http://127.0.0.1:{port}/index.html",
+        connections=2,
+        requests=1000,
+        protocol="h2",
+        streams=10,
+    )
     assert r.responses == 1000 and r.status_codes == {200: 1000}, r.first_error
     assert r.error_count == 0 and r.streams_reset == {}
 
@@ -217,12 +310,20 @@ def test_nghttpd_tls_h2(tmp_path: Path) -> None:
     (tmp_path / "index.html").write_bytes(b"hello\n")
     key, cert = self_signed(tmp_path)
     port = free_port()
-    proc = subprocess.Popen([binary, "-d", str(tmp_path), str(port), str(key), str(cert)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [binary, "-d", str(tmp_path), str(port), str(key), str(cert)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_port(port, proc)
-        r = loadbench.run(f"https://127.0.0.1:{port}/index.html", connections=2, requests=500, protocol="h2",
-                          streams=10)
+        r = loadbench.run(
+            f"https://127.0.0.1:{port}/index.html",
+            connections=2,
+            requests=500,
+            protocol="h2",
+            streams=10,
+        )
     finally:
         stop(proc)
     assert r.responses == 500 and r.error_count == 0, r.first_error
@@ -261,11 +362,24 @@ def nginx_h2(tmp_path: Path, request) -> Iterator[tuple[int, Path]]:
     os.chmod(run_dir / "key.pem", 0o644)
     port = free_port()
     keepalive_requests = getattr(request, "param", 100000)
-    (run_dir / "nginx.conf").write_text(NGINX_CONF.format(run=run_dir, port=port,
-                                                          keepalive_requests=keepalive_requests))
-    proc = subprocess.Popen([binary, "-p", str(run_dir), "-c", str(run_dir / "nginx.conf"), "-e",
-                             str(run_dir / "error.log"), "-g", "daemon off;"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    (run_dir / "nginx.conf").write_text(
+        NGINX_CONF.format(run=run_dir, port=port, keepalive_requests=keepalive_requests)
+    )
+    proc = subprocess.Popen(
+        [
+            binary,
+            "-p",
+            str(run_dir),
+            "-c",
+            str(run_dir / "nginx.conf"),
+            "-e",
+            str(run_dir / "error.log"),
+            "-g",
+            "daemon off;",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         wait_port(port, proc)
         yield port, run_dir
@@ -287,7 +401,9 @@ def access_log_lines(run_dir: Path) -> list[str]:
 def test_nginx_h2_exact_count_vs_access_log(nginx_h2) -> None:
     port, run_dir = nginx_h2
     # The issue's setting: c = 25, 10 streams each.
-    r = loadbench.run(f"https://127.0.0.1:{port}/x", connections=25, requests=5000, protocol="h2", streams=10)
+    r = loadbench.run(
+        f"https://127.0.0.1:{port}/x", connections=25, requests=5000, protocol="h2", streams=10
+    )
     assert r.responses == 5000 and r.error_count == 0, r.first_error
     assert r.tls_handshakes == 25
     lines = access_log_lines(run_dir)
@@ -298,7 +414,9 @@ def test_nginx_h2_exact_count_vs_access_log(nginx_h2) -> None:
 @pytest.mark.parametrize("nginx_h2", [40], indirect=True)
 def test_nginx_keepalive_requests_goaway_no_errors(nginx_h2) -> None:
     port, run_dir = nginx_h2
-    r = loadbench.run(f"https://127.0.0.1:{port}/x", connections=2, requests=1000, protocol="h2", streams=10)
+    r = loadbench.run(
+        f"https://127.0.0.1:{port}/x", connections=2, requests=1000, protocol="h2", streams=10
+    )
     assert r.responses == 1000 and r.error_count == 0 and r.unfinished == 0, r.first_error
     assert r.goaways >= 1000 // 40 - 2 and r.reconnects >= 1
     assert len(access_log_lines(run_dir)) == 1000
@@ -315,7 +433,9 @@ def test_h2o_h2c_exact() -> None:
         port = free_port()
         conf = run_dir / "h2o.conf"
         user = "user: nobody\n" if os.geteuid() == 0 else ""
-        conf.write_text(user + f"""listen:
+        conf.write_text(
+            user
+            + f"""listen:
   host: 127.0.0.1
   port: {port}
 num-threads: 1
@@ -326,12 +446,20 @@ hosts:
     paths:
       /:
         file.dir: {run_dir}/docs
-""")
-        proc = subprocess.Popen([binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+"""
+        )
+        proc = subprocess.Popen(
+            [binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         try:
             wait_port(port, proc)
-            r = loadbench.run(f"http://127.0.0.1:{port}/index.html", connections=25, requests=1500, protocol="h2",
-                              streams=10)
+            r = loadbench.run(
+                f"http://127.0.0.1:{port}/index.html",
+                connections=25,
+                requests=1500,
+                protocol="h2",
+                streams=10,
+            )
             time.sleep(0.2)
             lines = (run_dir / "access.log").read_text().splitlines()
         finally:
@@ -344,8 +472,15 @@ hosts:
 
 def test_timeouts_are_per_stream_and_the_connection_goes_on(server_factory) -> None:
     server = server_factory()
-    r = loadbench.run(server.url("/"), connections=1, duration=2, protocol="h2", streams=4, timeout=1,
-                      requests_list=[{"path": "/delay?ms=3000"}, {"path": "/plaintext"}])
+    r = loadbench.run(
+        server.url("/"),
+        connections=1,
+        duration=2,
+        protocol="h2",
+        streams=4,
+        timeout=1,
+        requests_list=[{"path": "/delay?ms=3000"}, {"path": "/plaintext"}],
+    )
     assert r.errors["timeout"] >= 4 and r.responses >= 2, r.errors
     assert "stream cancelled" in r.first_error
     assert r.connections_opened == 1

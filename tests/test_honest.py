@@ -1,6 +1,7 @@
 """Honest reports on a shared machine: the load gate, contended cells re-run and marked, a
 server that sheds load as 503s ranked below one that serves everything, and the under-driven
 flag (‡) firing on a closed loop that lost connections and not on a healthy one."""
+
 from __future__ import annotations
 
 import os
@@ -10,13 +11,14 @@ import sys
 import time
 from pathlib import Path
 
-import loadbench
 import pytest
+from sweep_data import result_dict
+
+import loadbench
 from loadbench import Sweep, Target, analysis, model
+from loadbench.core.gate import LoadGate
 from loadbench.report import document as report
 from loadbench.sweep.registry import default_peer_targets
-from loadbench.core.gate import LoadGate
-from sweep_data import result_dict
 
 HERE = Path(__file__).resolve().parent
 SHED = HERE / "peers" / "shed_server.py"
@@ -42,16 +44,29 @@ class FakeClock:
 def test_gate_waits_until_the_load_drops():
     clock = FakeClock()
     loads = iter([3.0, 2.0, 0.3])
-    gate = LoadGate(quiet_load=0.5, timeout_s=60, poll_s=5, read_load=lambda: next(loads),
-                    read_outside=lambda: 0.4, sleep=clock.sleep, clock=clock)
+    gate = LoadGate(
+        quiet_load=0.5,
+        timeout_s=60,
+        poll_s=5,
+        read_load=lambda: next(loads),
+        read_outside=lambda: 0.4,
+        sleep=clock.sleep,
+        clock=clock,
+    )
     g = gate.wait()
     assert g.quiet and not g.timed_out and g.waited_s == 10 and g.load1 == 0.3
 
 
 def test_gate_lets_a_quiet_second_through_despite_a_lagging_load_average():
     clock = FakeClock()
-    gate = LoadGate(quiet_load=0.5, quiet_outside=0.05, read_load=lambda: 4.0, read_outside=lambda: 0.01,
-                    sleep=clock.sleep, clock=clock)
+    gate = LoadGate(
+        quiet_load=0.5,
+        quiet_outside=0.05,
+        read_load=lambda: 4.0,
+        read_outside=lambda: 0.01,
+        sleep=clock.sleep,
+        clock=clock,
+    )
     g = gate.wait()
     assert g.quiet and g.waited_s == 0 and g.outside_share == 0.01
 
@@ -59,8 +74,16 @@ def test_gate_lets_a_quiet_second_through_despite_a_lagging_load_average():
 def test_gate_times_out_and_says_so():
     clock = FakeClock()
     told: list[str] = []
-    gate = LoadGate(quiet_load=0.5, timeout_s=3, poll_s=1, read_load=lambda: 9.0, read_outside=lambda: 0.6,
-                    sleep=clock.sleep, clock=clock, on_wait=told.append)
+    gate = LoadGate(
+        quiet_load=0.5,
+        timeout_s=3,
+        poll_s=1,
+        read_load=lambda: 9.0,
+        read_outside=lambda: 0.6,
+        sleep=clock.sleep,
+        clock=clock,
+        on_wait=told.append,
+    )
     g = gate.wait()
     assert not g.quiet and g.timed_out and g.waited_s == 3
     assert "machine still busy after 3 s (load 9.00, outside CPU 60 %)" in g.describe()
@@ -97,7 +120,9 @@ def test_outside_share_counts_other_processes_not_this_one():
         child.kill()
         child.wait()
     assert outside_share_between(before, after) > 0.6 / cores
-    assert outside_share_between(before, after, ours=[child.pid]) < 0.25 / cores  # unless it is ours
+    assert (
+        outside_share_between(before, after, ours=[child.pid]) < 0.25 / cores
+    )  # unless it is ours
 
 
 # -- contended cells -----------------------------------------------------------------------
@@ -125,8 +150,13 @@ class ScriptedRunner:
 
 
 def test_a_contended_cell_is_rerun_then_kept_quiet_or_marked(tmp_path):
-    sweep = Sweep(targets=[shed_target("a", 0)], concurrencies=[1, 2], duration=0.2, warmup=0.0,
-                  contended_reruns=2)
+    sweep = Sweep(
+        targets=[shed_target("a", 0)],
+        concurrencies=[1, 2],
+        duration=0.2,
+        warmup=0.0,
+        contended_reruns=2,
+    )
     # C = 1: contended once, then quiet -> kept after one re-run, not marked
     # C = 2: contended three times -> two re-runs, then marked
     runner = ScriptedRunner([0.30, 0.0, 0.40, 0.40, 0.40])
@@ -143,13 +173,19 @@ def test_a_contended_cell_is_rerun_then_kept_quiet_or_marked(tmp_path):
     assert rows[1]["gate"]["quiet"] and rows[2]["gate"]["quiet"]
     text = report.render(tmp_path)
     assert "| req/s | a | 1 000 | 1 000 ⚑ |" in text
-    assert "2 cell(s) re-run (3 re-runs, up to 2 each)" in text and "1 repeat(s) contended, marked" in text
+    assert (
+        "2 cell(s) re-run (3 re-runs, up to 2 each)" in text
+        and "1 repeat(s) contended, marked" in text
+    )
     assert "0 of 2 cell(s) proceeded after the timeout" in text
 
 
 def test_gate_vouch_takes_a_quiet_window_instead_of_a_probe():
-    gate = LoadGate(quiet_outside=0.05, read_load=lambda: 1.7,
-                    read_outside=lambda: pytest.fail("vouch must not probe"))
+    gate = LoadGate(
+        quiet_outside=0.05,
+        read_load=lambda: 1.7,
+        read_outside=lambda: pytest.fail("vouch must not probe"),
+    )
     g = gate.vouch(0.01, 20)
     assert g.quiet and g.waited_s == 0 and g.outside_share == 0.01 and g.source == "previous window"
     assert g.to_dict()["source"] == "previous window" and g.timeout_s == 20
@@ -161,26 +197,37 @@ def test_a_sweep_probes_once_per_server_and_after_a_contended_window(tmp_path):
     """The 1-min load average stays high from the sweep's own load, so each probe samples the
     outside CPU (1 s on a real machine); a quiet window vouches for the next cell instead."""
     probes: list[int] = []
-    sweep = Sweep(targets=[shed_target("a", 0)], concurrencies=[1, 2, 3], duration=0.2, warmup=0.0,
-                  contended_reruns=1)
+    sweep = Sweep(
+        targets=[shed_target("a", 0)],
+        concurrencies=[1, 2, 3],
+        duration=0.2,
+        warmup=0.0,
+        contended_reruns=1,
+    )
     # C = 1 quiet; C = 2 contended (30 % outside), re-run quiet; C = 3 quiet
     runner = ScriptedRunner([0.0, 0.30, 0.0, 0.0])
-    gate = LoadGate(quiet_load=0.5, read_load=lambda: 1.8, read_outside=lambda: probes.append(1) or 0.0)
+    gate = LoadGate(
+        quiet_load=0.5, read_load=lambda: 1.8, read_outside=lambda: probes.append(1) or 0.0
+    )
     sweep.run(tmp_path, progress=False, notes=False, runner=runner, environment=False, gate=gate)
     assert runner.calls == 4
     # before the sweep, before C = 1 (a new server), before the re-run of C = 2; C = 2 and C = 3
     # go ahead on the quiet window before them (a probe per cell would make 5)
     assert len(probes) == 3
     gates = {r["load"]: r["gate"] for r in model.load(tmp_path).rows}
-    assert gates[1]["source"] == "probe" and gates[2]["source"] == "probe"  # C = 2's kept run: the re-run's
+    assert (
+        gates[1]["source"] == "probe" and gates[2]["source"] == "probe"
+    )  # C = 2's kept run: the re-run's
     assert gates[3]["source"] == "previous window" and gates[3]["waited_s"] == 0
     assert "1 of them went ahead without a probe" in report.render(tmp_path)
 
 
 def burn(cpu: int, seconds: float = 60) -> subprocess.Popen:
     """A child python busy loop pinned to one CPU, bounded to ``seconds`` whatever happens."""
-    code = (f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.time() + {seconds}\n"
-            "while time.time() < end: pass\n")
+    code = (
+        f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.time() + {seconds}\n"
+        "while time.time() < end: pass\n"
+    )
     return subprocess.Popen([sys.executable, "-c", code])
 
 
@@ -188,8 +235,14 @@ def test_a_sweep_while_a_process_burns_the_server_core_marks_the_cells(tmp_path)
     server_cpu = min(os.sched_getaffinity(0))
     burner = burn(server_cpu)
     try:
-        sweep = Sweep(targets=[shed_target("a", 0)], concurrencies=[2], duration=0.5, warmup=0.1,
-                      contended_reruns=1, server_cpus=[server_cpu])
+        sweep = Sweep(
+            targets=[shed_target("a", 0)],
+            concurrencies=[2],
+            duration=0.5,
+            warmup=0.1,
+            contended_reruns=1,
+            server_cpus=[server_cpu],
+        )
         sweep.run(tmp_path, progress=False, notes=False, environment=False)
     finally:
         burner.kill()
@@ -214,14 +267,27 @@ def test_cells_with_no_other_process_are_not_marked_contended(tmp_path):
     does not get its CPU is contended, whatever runs inside it."""
     peers = Path(__file__).resolve().parents[1] / "bench" / "peers"
     python_peer = next(t for t in default_peer_targets(peers) if t.name == "python-asyncio")
-    sweep = Sweep(targets=[Target("beast", kind="beast"), python_peer], concurrencies=[25], protocols=["http"],
-                  duration=0.5, warmup=0.2, repeats=3, open_fractions=[0.5], connection_setup=False,
-                  peers_dir=str(peers), contended_reruns=2)
+    sweep = Sweep(
+        targets=[Target("beast", kind="beast"), python_peer],
+        concurrencies=[25],
+        protocols=["http"],
+        duration=0.5,
+        warmup=0.2,
+        repeats=3,
+        open_fractions=[0.5],
+        connection_setup=False,
+        peers_dir=str(peers),
+        contended_reruns=2,
+    )
     sweep.run(tmp_path, progress=False, notes=False, environment=False, gate=None)
     m = model.load(tmp_path)
     cells = [a for a in m.aggs.values() if a.status == "ok"]
-    assert {(a.target, a.mode) for a in cells} == {("beast", "closed"), ("beast", "open"),
-                                                   ("python-asyncio", "closed"), ("python-asyncio", "open")}
+    assert {(a.target, a.mode) for a in cells} == {
+        ("beast", "closed"),
+        ("beast", "open"),
+        ("python-asyncio", "closed"),
+        ("python-asyncio", "open"),
+    }
     assert all(r["outside_source"] == "processes" for r in m.rows)
     cores = os.cpu_count() or 1
     blocks = [rec["result"]["server"] for rec in m.records]
@@ -237,8 +303,14 @@ def test_cells_with_no_other_process_are_not_marked_contended(tmp_path):
 
 # -- a server that sheds load --------------------------------------------------------------
 def test_a_server_shedding_503s_ranks_below_one_that_serves_everything(tmp_path):
-    sweep = Sweep(targets=[shed_target("serves", 0), shed_target("sheds", 0.3)], concurrencies=[4],
-                  duration=0.5, warmup=0.1, contended_share=1.0, contended_reruns=0)
+    sweep = Sweep(
+        targets=[shed_target("serves", 0), shed_target("sheds", 0.3)],
+        concurrencies=[4],
+        duration=0.5,
+        warmup=0.1,
+        contended_share=1.0,
+        contended_reruns=0,
+    )
     sweep.run(tmp_path, progress=False, notes=False, environment=False)
     m = model.load(tmp_path)
     (serves,), (sheds,) = m.cells("serves"), m.cells("sheds")
@@ -252,18 +324,24 @@ def test_a_server_shedding_503s_ranks_below_one_that_serves_everything(tmp_path)
     # its exclusion names the shed share (a busy machine may add "contended" after it)
     assert re.search(r"sheds http plaintext C = 4 \(30\.0 % non-2xx/errors[,)]", text), text
     start = text.index("## Summary")
-    summary = text[start:text.index("\n## ", start + 1)]  # up to the next section
+    summary = text[start : text.index("\n## ", start + 1)]  # up to the next section
     # sheds is ranked neither by peak req/s nor by CPU us/req: a dirty cell counts for no metric
     sheds_row = next(line for line in summary.splitlines() if line.startswith("| sheds |"))
-    assert sheds_row.startswith("| sheds | n/a | n/a |") and sheds_row.endswith("| not ranked | not ranked |")
+    assert sheds_row.startswith("| sheds | n/a | n/a |") and sheds_row.endswith(
+        "| not ranked | not ranked |"
+    )
     # serves: no cell left out (a generator-bound cell would count as a lower bound), rank 1 by both
     assert re.search(r"\| 0 / 0 / [01] \| 1 \| 1 \|", summary), summary
 
 
 # -- the under-driven flag (‡) --------------------------------------------------------------
 def _closed_row(url: str, connections: int) -> dict:
-    r = loadbench.run(url, connections=connections, threads=1, duration=0.5, warmup=0.1, timeout=2.0)
-    return model.flatten({"mode": "closed", "connections": connections, "status": "ok", "result": r.to_dict()})
+    r = loadbench.run(
+        url, connections=connections, threads=1, duration=0.5, warmup=0.1, timeout=2.0
+    )
+    return model.flatten(
+        {"mode": "closed", "connections": connections, "status": "ok", "result": r.to_dict()}
+    )
 
 
 @pytest.fixture
@@ -298,7 +376,13 @@ def test_no_wait_is_recorded_and_reported(tmp_path):
     import json
 
     sweep = Sweep(targets=[shed_target("a", 0)], concurrencies=[1], duration=0.2, warmup=0.0)
-    sweep.run(tmp_path, progress=False, notes=False, runner=ScriptedRunner([]), gate=LoadGate(enabled=False))
+    sweep.run(
+        tmp_path,
+        progress=False,
+        notes=False,
+        runner=ScriptedRunner([]),
+        gate=LoadGate(enabled=False),
+    )
     env = json.loads((tmp_path / "environment.json").read_text())
     assert env["gate"]["skipped"] and env["logical_cores"]
     (row,) = model.load(tmp_path).rows
@@ -324,14 +408,23 @@ def test_run_summary_shows_the_non_2xx_share(shed_server):
     line = next(x for x in r.summary_lines() if x.startswith("  status codes"))
     import re
 
-    share = re.search(r"non-2xx \+ errors: ([0-9.]+) % of outcomes, above the 1 % a report ranks", line)
+    share = re.search(
+        r"non-2xx \+ errors: ([0-9.]+) % of outcomes, above the 1 % a report ranks", line
+    )
     assert share and float(share.group(1)) == pytest.approx(30.0, abs=0.5), line
 
 
 def test_gate_before_a_cell_waits_less_than_before_a_sweep():
     clock = FakeClock()
-    gate = LoadGate(quiet_load=0.5, timeout_s=120, cell_timeout_s=4, read_load=lambda: 9.0,
-                    read_outside=lambda: 0.6, sleep=clock.sleep, clock=clock)
+    gate = LoadGate(
+        quiet_load=0.5,
+        timeout_s=120,
+        cell_timeout_s=4,
+        read_load=lambda: 9.0,
+        read_outside=lambda: 0.6,
+        sleep=clock.sleep,
+        clock=clock,
+    )
     g = gate.wait(gate.cell_timeout_s)
     assert g.timed_out and g.waited_s == 4 and g.timeout_s == 4
     assert gate.wait().waited_s == 120
@@ -347,7 +440,9 @@ def test_a_child_reaped_inside_the_window_adds_only_what_it_used_there():
     cc1 = ProcessCpu(ppid=10, start_ticks=200, cpu_s=20.0, command="cc1plus", kernel_thread=False)
     before = MachineProcesses(t=0.0, cpu={10: make, 11: cc1}, steal_s=0.0, uptime_s=50.0)
     # 1 s later: cc1plus used 0.3 s more, exited, and make reaped it (0.5 + 20.3 + 0.01 of its own)
-    after = MachineProcesses(t=1.0, cpu={10: ProcessCpu(1, 100, 20.81, "make", False)}, steal_s=0.0, uptime_s=51.0)
+    after = MachineProcesses(
+        t=1.0, cpu={10: ProcessCpu(1, 100, 20.81, "make", False)}, steal_s=0.0, uptime_s=51.0
+    )
     found = others_cpu(before, after)
     assert found.cpu_s == pytest.approx(0.31) and found.top[0][0] == "make"
     # the same through a gcc driver that waits for cc1plus and is reaped by make in turn: the
@@ -355,14 +450,20 @@ def test_a_child_reaped_inside_the_window_adds_only_what_it_used_there():
     gcc = ProcessCpu(ppid=10, start_ticks=150, cpu_s=0.02, command="gcc", kernel_thread=False)
     cc1 = ProcessCpu(ppid=12, start_ticks=200, cpu_s=20.0, command="cc1plus", kernel_thread=False)
     before = MachineProcesses(t=0.0, cpu={10: make, 12: gcc, 11: cc1}, steal_s=0.0, uptime_s=50.0)
-    after = MachineProcesses(t=1.0, cpu={10: ProcessCpu(1, 100, 0.5 + 0.02 + 20.3, "make", False)}, steal_s=0.0,
-                             uptime_s=51.0)
+    after = MachineProcesses(
+        t=1.0,
+        cpu={10: ProcessCpu(1, 100, 0.5 + 0.02 + 20.3, "make", False)},
+        steal_s=0.0,
+        uptime_s=51.0,
+    )
     assert others_cpu(before, after).cpu_s == pytest.approx(0.3)
     # a process born in between counts whole; one running at the first reading but not read then
     # (a failed read) at most one CPU over the span
     born = ProcessCpu(1, int(50.5 * os.sysconf("SC_CLK_TCK")), 0.4, "gcc", False)
     missed = ProcessCpu(1, 10, 90.0, "chromium", False)
-    after = MachineProcesses(t=1.0, cpu={10: make, 20: born, 30: missed}, steal_s=0.2, uptime_s=51.0)
+    after = MachineProcesses(
+        t=1.0, cpu={10: make, 20: born, 30: missed}, steal_s=0.2, uptime_s=51.0
+    )
     found = others_cpu(MachineProcesses(t=0.0, cpu={10: make}, steal_s=0.0, uptime_s=50.0), after)
     assert found.cpu_s == pytest.approx(1.4) and found.steal_s == pytest.approx(0.2)
     assert found.competing_s == pytest.approx(1.6)

@@ -8,6 +8,7 @@ log. Every chart div must hold plotly's SVG with at least one trace; the net log
 http(s) request the page started (a control page with an external image proves the check sees
 one), and the console no CSP violation or script error.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,16 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 @pytest.fixture(scope="module")
 def html_report(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("html")
-    Sweep(targets=[Target("beast")], concurrencies=[1, 2], protocols=["http"], repeats=1, duration=1.0,
-          warmup=0.2, open_fractions=[0.5], contended_reruns=0).run(out, progress=False, notes=False)
+    Sweep(
+        targets=[Target("beast")],
+        concurrencies=[1, 2],
+        protocols=["http"],
+        repeats=1,
+        duration=1.0,
+        warmup=0.2,
+        open_fractions=[0.5],
+        contended_reruns=0,
+    ).run(out, progress=False, notes=False)
     assert main(["report", str(out), "--html", "--compare", str(out)]) == 0
     return out / "report.html"
 
@@ -53,12 +62,26 @@ def test_report_html_is_one_file_with_a_csp_and_plotly_inline(html_report):
 def _chromium(page: Path, tmp: Path, *extra: str) -> tuple[str, str, list[str]]:
     """(DOM after the scripts ran, stderr, http(s) URLs the page requested)."""
     netlog = tmp / "net.json"
-    argv = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--no-first-run", "--disable-background-networking", "--disable-component-update",
-            f"--user-data-dir={tmp / 'profile'}", f"--log-net-log={netlog}",
-            "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
-            "--enable-logging=stderr", "--v=0", "--virtual-time-budget=20000", "--window-size=1400,5000",
-            *extra, page.resolve().as_uri()]
+    argv = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        f"--user-data-dir={tmp / 'profile'}",
+        f"--log-net-log={netlog}",
+        "--proxy-server=127.0.0.1:9",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--virtual-time-budget=20000",
+        "--window-size=1400,5000",
+        *extra,
+        page.resolve().as_uri(),
+    ]
     done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
     log = json.loads(netlog.read_text())
@@ -68,8 +91,11 @@ def _chromium(page: Path, tmp: Path, *extra: str) -> tuple[str, str, list[str]]:
         params = event.get("params") or {}
         url = str(params.get("url", ""))
         # the page's requests carry its origin; the browser's own (update checks, ...) do not
-        if (names.get(event["type"]) == "URL_REQUEST_START_JOB" and url.startswith(("http:", "https:"))
-                and params.get("initiator") != "not an origin"):
+        if (
+            names.get(event["type"]) == "URL_REQUEST_START_JOB"
+            and url.startswith(("http:", "https:"))
+            and params.get("initiator") != "not an origin"
+        ):
             urls.append(url)
     return done.stdout, done.stderr, urls
 

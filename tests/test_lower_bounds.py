@@ -8,6 +8,7 @@ place a reader sees - the summary and ranking tables, the protocol tables, the P
 headline a sweep prints and report.html (which carries report.md's tables) - must show the
 lower bound as "≥ N" and rank only what is certain.
 """
+
 from __future__ import annotations
 
 import copy
@@ -15,15 +16,18 @@ import json
 from pathlib import Path
 
 import pytest
+from sweep_data import SETTINGS, record, result_dict, table_rows
 
 from loadbench import analysis, model
 from loadbench.report import document as report
 from loadbench.sweep import results_folder as results
-from sweep_data import SETTINGS, record, result_dict, table_rows
 
 # (target, protocol, workload) -> (rps, generator saturated)
 CELLS = {
-    ("beast", "http", "plaintext"): (40_726, False),   # the one slow cell the generator did not limit
+    ("beast", "http", "plaintext"): (
+        40_726,
+        False,
+    ),  # the one slow cell the generator did not limit
     ("beast", "http", "json"): (193_883, True),
     ("beast", "h2c", "plaintext"): (263_490, True),
     ("beast", "h2c", "json"): (264_590, True),
@@ -31,7 +35,7 @@ CELLS = {
     ("py", "http", "json"): (41_000, False),
     ("h2o", "http", "plaintext"): (120_000, False),
     ("h2o", "http", "json"): (118_000, False),
-    ("h2o", "h2c", "plaintext"): (300_000, True),       # a lower bound above beast's: order open
+    ("h2o", "h2c", "plaintext"): (300_000, True),  # a lower bound above beast's: order open
     ("h2o", "h2c", "json"): (290_000, True),
 }
 
@@ -40,14 +44,30 @@ CELLS = {
 def directory(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("bounds")
     settings = copy.deepcopy(SETTINGS)
-    settings["targets"] = [{"name": n, "kind": "command", "description": n} for n in ("beast", "py", "h2o")]
+    settings["targets"] = [
+        {"name": n, "kind": "command", "description": n} for n in ("beast", "py", "h2o")
+    ]
     settings.update(concurrencies=[25], protocols=["http", "h2c"], connection_setup=False)
     (d / results.SETTINGS_FILE).write_text(json.dumps(settings))
-    (d / results.ENVIRONMENT_FILE).write_text(json.dumps({"host": "testhost", "cpu": {"logical_cores": 2}}))
+    (d / results.ENVIRONMENT_FILE).write_text(
+        json.dumps({"host": "testhost", "cpu": {"logical_cores": 2}})
+    )
     for (t, p, w), (rps, bound) in CELLS.items():
         for r in range(3):
-            results.append_record(d / results.RESULTS_FILE, record(t, p, w, "closed", 25, r, result=result_dict(
-                rps, 25e6 / rps, 20e6 / rps, 60e6 / rps, rps * 2.0 * 5e-6, saturated=bound)))
+            results.append_record(
+                d / results.RESULTS_FILE,
+                record(
+                    t,
+                    p,
+                    w,
+                    "closed",
+                    25,
+                    r,
+                    result=result_dict(
+                        rps, 25e6 / rps, 20e6 / rps, 60e6 / rps, rps * 2.0 * 5e-6, saturated=bound
+                    ),
+                ),
+            )
     return d
 
 
@@ -58,7 +78,10 @@ def test_the_peak_is_the_highest_figure_marked_as_a_lower_bound(directory):
     assert m.peak("py") == pytest.approx(42_591) and m.peak("py").bound is None
     # a peak over cells of which any is a bound is a bound, even where the best figure is measured:
     # beast's http json (§) may hide more than its http plaintext
-    assert m.peak("beast", "http") == pytest.approx(193_883) and m.peak("beast", "http").bound == "lower"
+    assert (
+        m.peak("beast", "http") == pytest.approx(193_883)
+        and m.peak("beast", "http").bound == "lower"
+    )
     assert m.peak("h2o", "http").bound is None  # no § cell among h2o's http cells
     assert not m.excluded("beast") and len(m.bounded("beast")) == 3
 
@@ -68,7 +91,9 @@ def test_ranks_claim_only_what_is_certain(directory):
     # beast's lower bound 264 590 is above py's and h2o's... but h2o's own lower bound is higher
     assert ranks["beast"].text() == "at least 2nd (uncertain against h2o)"
     assert ranks["h2o"].text() == "at least 2nd (uncertain against beast)"
-    assert ranks["py"].text() == "3"  # certainly below both: their lower bounds beat its measured peak
+    assert (
+        ranks["py"].text() == "3"
+    )  # certainly below both: their lower bounds beat its measured peak
     # never below a server it measured faster than: every certain "A above B" holds in the ranks
     assert_ranks_keep_certain_order(model.load(directory))
 
@@ -80,20 +105,33 @@ def assert_ranks_keep_certain_order(m: model.Model, where: str = "") -> None:
     for a in ranks:
         for b in ranks:
             if a != b and analysis.certainly_better(peaks[a], peaks[b], higher_is_better=True):
-                assert ranks[a].best < ranks[b].best and ranks[a].worst < ranks[b].worst, (where, a, b)
+                assert ranks[a].best < ranks[b].best and ranks[a].worst < ranks[b].worst, (
+                    where,
+                    a,
+                    b,
+                )
 
 
 def test_every_table_writes_the_lower_bound_and_never_excludes_it(directory):
     text = report.render(directory)
     summary = {r[0]: r for r in table_rows(text, "## Summary")[1:]}
-    assert summary["beast"][1] == "≥ 264 590" and summary["beast"][8] == "at least 2nd (uncertain against h2o)"
+    assert (
+        summary["beast"][1] == "≥ 264 590"
+        and summary["beast"][8] == "at least 2nd (uncertain against h2o)"
+    )
     assert summary["py"][1] == "42 591" and summary["py"][3] == "≤ 0.16x"  # at most 0.16x of beast
     ranking = table_rows(text, "## Overall ranking")
-    assert [r[1] for r in ranking[1:]] == ["h2o", "beast", "py"]  # by figure; ranks say what is certain
+    assert [r[1] for r in ranking[1:]] == [
+        "h2o",
+        "beast",
+        "py",
+    ]  # by figure; ranks say what is certain
     assert "excluded" not in "".join(r[2] for r in ranking[1:])
     cleartext = {r[0]: r for r in table_rows(text, "### Cleartext: http vs h2c")[1:]}
     assert cleartext["beast"][1] == "≥ 193 883" and cleartext["beast"][3] == "≥ 264 590"
-    assert cleartext["beast"][5].startswith("uncertain")  # a ratio of two lower bounds bounds nothing
+    assert cleartext["beast"][5].startswith(
+        "uncertain"
+    )  # a ratio of two lower bounds bounds nothing
     assert cleartext["py"][5] == "n/a"
     # the load table: beast's json bound beats py and h2o's measured json figures - bold, certain
     rows = table_rows(text, "## HTTP/1.1 (http), json, keep-alive")
@@ -117,7 +155,8 @@ def test_the_headline_a_sweep_prints_and_the_charts_say_the_same(directory):
 def test_hatched_bars_for_bounds(directory, monkeypatch):
     """The PNG bars of lower bounds are hatched and labelled "≥" (read back from matplotlib)."""
     pytest.importorskip("matplotlib")
-    from loadbench.report import bars, charts as plots
+    from loadbench.report import bars
+    from loadbench.report import charts as plots
 
     seen: dict = {}
     real = bars.mark_bounds
@@ -137,12 +176,18 @@ def test_hatched_bars_for_bounds(directory, monkeypatch):
 def test_committed_sweep_reports_never_rank_a_server_below_one_it_measured_slower():
     """Every committed default-sweep folder, read with today's rules: no § cell left out of a
     peak, and no certain order contradicted by a rank."""
-    folders = sorted(p.parent for p in (Path(__file__).resolve().parents[1] / "reports").glob("*/results.jsonl"))
+    folders = sorted(
+        p.parent for p in (Path(__file__).resolve().parents[1] / "reports").glob("*/results.jsonl")
+    )
     assert folders
     for folder in folders:
         m = model.load(folder)
         for t in m.targets:
-            clean = [a.rps.median for a in m.cells(t) if a.status == "ok" and a.rps and not a.dirty and not a.contended]
+            clean = [
+                a.rps.median
+                for a in m.cells(t)
+                if a.status == "ok" and a.rps and not a.dirty and not a.contended
+            ]
             if clean:
                 assert m.peak(t) == pytest.approx(max(clean)), (folder.name, t)
         assert_ranks_keep_certain_order(m, folder.name)

@@ -1,5 +1,6 @@
 """Open-loop load: requests due on a schedule, latency from the intended send time
 (coordinated-omission correction) beside the uncorrected service time."""
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,17 @@ import loadbench
 from loadbench import ConfigError, ServerProcess
 
 
-def test_under_capacity_corrected_and_uncorrected_agree_and_the_rate_is_met(beast_server: ServerProcess):
-    r = loadbench.run(beast_server.url("/delay?ms=5"), connections=4, max_connections=32, duration=2.0, rate=200,
-                      warmup=0.2)
+def test_under_capacity_corrected_and_uncorrected_agree_and_the_rate_is_met(
+    beast_server: ServerProcess,
+):
+    r = loadbench.run(
+        beast_server.url("/delay?ms=5"),
+        connections=4,
+        max_connections=32,
+        duration=2.0,
+        rate=200,
+        warmup=0.2,
+    )
     assert r.open_loop and r.error_count == 0
     # 400 are due (one every 5 ms for 2 s), each sent (one due at the very end goes out in the
     # drain) and answered
@@ -44,7 +53,9 @@ def test_under_capacity_corrected_and_uncorrected_agree_and_the_rate_is_met(beas
     assert r.lateness.count == r.sends
 
 
-def test_a_stalled_server_shows_in_corrected_latency_only(server_factory: Callable[..., ServerProcess]):
+def test_a_stalled_server_shows_in_corrected_latency_only(
+    server_factory: Callable[..., ServerProcess],
+):
     server = server_factory()
     pid = server.pid
 
@@ -56,36 +67,53 @@ def test_a_stalled_server_shows_in_corrected_latency_only(server_factory: Callab
     timer = threading.Timer(1.2, stall)  # 0.2 s warm-up + 1 s into the window
     timer.start()
     try:
-        r = loadbench.run(server.url("/plaintext"), connections=2, max_connections=2, rate=1000, duration=3.0,
-                          warmup=0.2, timeout=5.0)
+        r = loadbench.run(
+            server.url("/plaintext"),
+            connections=2,
+            max_connections=2,
+            rate=1000,
+            duration=3.0,
+            warmup=0.2,
+            timeout=5.0,
+        )
     finally:
         timer.join()
         os.kill(pid, signal.SIGCONT)
     assert r.error_count == 0
     assert r.sends >= 2990
-    assert r.latency.percentile(99.9) >= 900_000      # the requests that should have gone out
+    assert r.latency.percentile(99.9) >= 900_000  # the requests that should have gone out
     assert r.latency_uncorrected.percentile(99.9) < 900_000  # only the few already in flight waited
-    assert r.late_sends >= 800                       # ~1000 were due during the stall
+    assert r.late_sends >= 800  # ~1000 were due during the stall
     assert r.lateness.max >= 900_000
     stall_row = r.timeline["p99_us"].max()
     assert stall_row >= 900_000
 
 
 def test_a_rate_below_the_thread_count_is_honoured(beast_server: ServerProcess):
-    r = loadbench.run(beast_server.url("/plaintext"), connections=4, threads=4, rate=2, duration=2.0)
+    r = loadbench.run(
+        beast_server.url("/plaintext"), connections=4, threads=4, rate=2, duration=2.0
+    )
     assert r.sends == 4 and r.responses == 4
 
 
 def test_poisson_arrivals_with_a_request_count(beast_server: ServerProcess):
-    r = loadbench.run(beast_server.url("/plaintext"), connections=2, rate=2000, arrival="poisson", requests=300,
-                      seed=7)
+    r = loadbench.run(
+        beast_server.url("/plaintext"),
+        connections=2,
+        rate=2000,
+        arrival="poisson",
+        requests=300,
+        seed=7,
+    )
     assert r.responses + r.error_count == 300 == r.sends
     stopped = beast_server.stop()
     assert stopped["requests"]["plaintext"] == 300
 
 
 def test_pool_grows_up_to_max_connections_when_all_are_busy(beast_server: ServerProcess):
-    r = loadbench.run(beast_server.url("/delay?ms=50"), connections=1, max_connections=8, rate=100, duration=1.0)
+    r = loadbench.run(
+        beast_server.url("/delay?ms=50"), connections=1, max_connections=8, rate=100, duration=1.0
+    )
     # 100/s x 50 ms: about 5 requests in flight, more than the initial connection
     assert 4 <= r.connections_opened <= 8
     assert r.error_count == 0
@@ -96,13 +124,21 @@ def test_pool_grows_up_to_max_connections_when_all_are_busy(beast_server: Server
 
 
 @pytest.mark.parametrize("resume", [False, True])
-def test_open_loop_over_tls_keeps_its_idle_connections(server_factory: Callable[..., ServerProcess], resume: bool):
+def test_open_loop_over_tls_keeps_its_idle_connections(
+    server_factory: Callable[..., ServerProcess], resume: bool
+):
     # At 100/s the pool's connections are idle most of the time, and a TLS 1.3 server sends its
     # session tickets after the handshake: that input on an idle connection is the transport's,
     # not the server closing it (taken for a close, every connection was reopened, ~1000 times).
     server = server_factory(tls=True, http=False)
-    r = loadbench.run(server.url("/plaintext", https=True), connections=2, rate=100, duration=1.0, warmup=0.2,
-                      tls_session_resumption=resume)
+    r = loadbench.run(
+        server.url("/plaintext", https=True),
+        connections=2,
+        rate=100,
+        duration=1.0,
+        warmup=0.2,
+        tls_session_resumption=resume,
+    )
     stopped = server.stop()
     assert r.error_count == 0 and r.due == 100
     assert r.responses + r.unfinished == 100
@@ -112,9 +148,28 @@ def test_open_loop_over_tls_keeps_its_idle_connections(server_factory: Callable[
 
 def test_open_loop_json_and_cli(beast_server: ServerProcess, tmp_path):
     out = tmp_path / "open.json"
-    proc = subprocess.run([sys.executable, "-m", "loadbench", "run", beast_server.url("/plaintext"), "-c", "2",
-                           "-R", "500", "-d", "1s", "--arrival", "poisson", "--json", str(out)],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "loadbench",
+            "run",
+            beast_server.url("/plaintext"),
+            "-c",
+            "2",
+            "-R",
+            "500",
+            "-d",
+            "1s",
+            "--arrival",
+            "poisson",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "corrected" in proc.stdout and "service" in proc.stdout and "achieved" in proc.stdout
     d = json.loads(out.read_text())
@@ -126,13 +181,16 @@ def test_open_loop_json_and_cli(beast_server: ServerProcess, tmp_path):
     assert back.latency_uncorrected.percentile(99) == d["latency_uncorrected_us"]["p99"]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(rate=0), "rate must be > 0"),
-    (dict(rate=-5), "rate must be > 0"),
-    (dict(rate=10, arrival="bursty"), "arrival must be"),
-    (dict(max_connections=20), "needs an open-loop rate"),
-    (dict(rate=10, connections=4, max_connections=2), "max_connections must be"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(rate=0), "rate must be > 0"),
+        (dict(rate=-5), "rate must be > 0"),
+        (dict(rate=10, arrival="bursty"), "arrival must be"),
+        (dict(max_connections=20), "needs an open-loop rate"),
+        (dict(rate=10, connections=4, max_connections=2), "max_connections must be"),
+    ],
+)
 def test_open_loop_bad_input(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         loadbench.run("http://127.0.0.1:1/", duration=0.1, **kwargs)

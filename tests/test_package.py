@@ -1,4 +1,5 @@
 """The installed package exposes its native core and build facts."""
+
 from importlib.metadata import version
 
 import loadbench

@@ -2,6 +2,7 @@
 which protocols it serves and which workloads it answers. The default sweep, a sweep file's
 `default_peers = true` and every bench driver take their servers from it; no other code names a
 peer's start-up files or builds a command target or a PeerSpec of its own."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,15 +16,24 @@ import pytest
 
 from loadbench import ConfigError
 from loadbench.sweep.file import default_sweep, sweep_from_dict
-from loadbench.sweep.registry import load_peer_registry
-from loadbench.sweep.registry import REGISTRY, default_peer_targets, peer_registry, peer_target
+from loadbench.sweep.registry import (
+    REGISTRY,
+    default_peer_targets,
+    load_peer_registry,
+    peer_registry,
+    peer_target,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 PEERS = REPO / "bench" / "peers"
 PACKAGE = REPO / "python" / "loadbench"
 # Code that could start a server: the package and the bench drivers (docs and the installer,
 # which builds the Rust and Go peers, are not code that launches one).
-CODE = sorted(PACKAGE.rglob("*.py")) + sorted((REPO / "bench").glob("*.py")) + [REPO / "bench" / "quiet_reports.sh"]
+CODE = (
+    sorted(PACKAGE.rglob("*.py"))
+    + sorted((REPO / "bench").glob("*.py"))
+    + [REPO / "bench" / "quiet_reports.sh"]
+)
 
 
 def _names() -> set[str]:
@@ -31,7 +41,9 @@ def _names() -> set[str]:
 
 
 def _load_script(name: str):
-    spec = importlib.util.spec_from_file_location(f"loadbench_bench_{name}", REPO / "bench" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(
+        f"loadbench_bench_{name}", REPO / "bench" / f"{name}.py"
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -40,8 +52,16 @@ def _load_script(name: str):
 
 def test_the_registry_holds_beast_and_every_peer_once():
     targets = peer_registry(PEERS)
-    assert [t.name for t in targets] == ["beast", "python-asyncio", "hypercorn", "node", "nginx", "h2o",
-                                         "rust-hyper", "go"]
+    assert [t.name for t in targets] == [
+        "beast",
+        "python-asyncio",
+        "hypercorn",
+        "node",
+        "nginx",
+        "h2o",
+        "rust-hyper",
+        "go",
+    ]
     assert [t.kind for t in targets] == ["beast"] + ["command"] * 7
     assert [t.name for t in default_peer_targets(PEERS)] == [t.name for t in targets[1:]]
     assert peer_target("nginx", PEERS).unsupported_workloads == ["echo"]
@@ -53,9 +73,15 @@ def test_every_peer_name_the_drivers_and_the_default_sweep_use_is_a_registry_ent
     from loadbench.bench import generator_comparison, server_comparison, server_comparison_h2
 
     names = _names()
-    used = set(server_comparison.PEERS.values()) | {peer for peer, _ in server_comparison_h2.PEERS.values()}
-    used |= set(generator_comparison.PEERS.values()) | {c.peer for c in generator_comparison.H2_PEERS.values()}
-    used |= set(_load_script("memory_per_connection").SERVERS) | set(_load_script("contention_accounting").SERVERS)
+    used = set(server_comparison.PEERS.values()) | {
+        peer for peer, _ in server_comparison_h2.PEERS.values()
+    }
+    used |= set(generator_comparison.PEERS.values()) | {
+        c.peer for c in generator_comparison.H2_PEERS.values()
+    }
+    used |= set(_load_script("memory_per_connection").SERVERS) | set(
+        _load_script("contention_accounting").SERVERS
+    )
     assert used <= names, used - names
     # the default sweep and `default_peers = true` run exactly the registry's servers, as declared there
     registry = {t.name: t for t in peer_registry(PEERS)}
@@ -79,14 +105,26 @@ def _startup_files() -> set[str]:
 
 def test_no_code_but_the_registry_says_how_a_peer_starts():
     files = _startup_files()
-    assert {"nginx/run.sh", "node/hello.js", "node/hello_h2.js", "h2o/run.sh", "python/server.py",
-            "python/asgi_app.py", "rust/target/release/loadbench-peer-rust", "go/loadbench-peer-go"} <= files
+    assert {
+        "nginx/run.sh",
+        "node/hello.js",
+        "node/hello_h2.js",
+        "h2o/run.sh",
+        "python/server.py",
+        "python/asgi_app.py",
+        "rust/target/release/loadbench-peer-rust",
+        "go/loadbench-peer-go",
+    } <= files
     offenders = []
     for path in CODE:
         text = path.read_text()
         # a start-up file as a string of its own ("{peers}/nginx/run.sh", "peers/node/hello.js"):
         # an argv in the making, not prose that tells a reader where a peer lives
-        named = sorted(f for f in files if re.search(rf"""["'](\{{peers\}}/|[\w./]*peers/)?{re.escape(f)}["']""", text))
+        named = sorted(
+            f
+            for f in files
+            if re.search(rf"""["'](\{{peers\}}/|[\w./]*peers/)?{re.escape(f)}["']""", text)
+        )
         if named or re.search(r"""["']\{peers\}/""", text):
             offenders.append(f"{path.relative_to(REPO)} names {', '.join(named) or '{peers}/...'}")
         if re.search(r"\b(PeerSpec|RunningPeer)\b", text):
@@ -97,21 +135,29 @@ def test_no_code_but_the_registry_says_how_a_peer_starts():
 
 
 def test_nothing_in_the_package_imports_its_bench_layer():
-    importers = [str(p.relative_to(REPO)) for p in PACKAGE.rglob("*.py") if "bench" not in p.relative_to(PACKAGE).parts
-                 and re.search(r"^\s*(from|import)\s+(loadbench\.bench|\.+bench)\b", p.read_text(), re.M)]
+    importers = [
+        str(p.relative_to(REPO))
+        for p in PACKAGE.rglob("*.py")
+        if "bench" not in p.relative_to(PACKAGE).parts
+        and re.search(r"^\s*(from|import)\s+(loadbench\.bench|\.+bench)\b", p.read_text(), re.M)
+    ]
     assert not importers
 
 
 def test_the_registry_is_checked_by_the_sweep_files_rules(tmp_path):
     shutil.copy(PEERS / REGISTRY, tmp_path / REGISTRY)
     text = (tmp_path / REGISTRY).read_text()
-    (tmp_path / REGISTRY).write_text(text.replace('workers_env = "NGINX_WORKERS"', 'worker_env = "NGINX_WORKERS"'))
+    (tmp_path / REGISTRY).write_text(
+        text.replace('workers_env = "NGINX_WORKERS"', 'worker_env = "NGINX_WORKERS"')
+    )
     with pytest.raises(ConfigError, match=r"peers.toml: unknown key 'targets\[4\].worker_env'"):
         peer_registry(tmp_path)
     (tmp_path / REGISTRY).write_text(text + '\n[[targets]]\nname = "nginx"\nkind = "beast"\n')
     with pytest.raises(ConfigError, match="a second peer named 'nginx'"):
         load_peer_registry(tmp_path / REGISTRY)
-    (tmp_path / REGISTRY).write_text(text.replace("version_pattern = 'nginx/", "version_pattern = '(nginx/"))
+    (tmp_path / REGISTRY).write_text(
+        text.replace("version_pattern = 'nginx/", "version_pattern = '(nginx/")
+    )
     with pytest.raises(ConfigError, match="version_pattern is no regular expression"):
         peer_registry(tmp_path)
     with pytest.raises(ConfigError, match="cannot read the peer registry"):

@@ -13,21 +13,23 @@ Under the old rules (a § cell is unranked for every metric, then for req/s and 
 CPU average would be over http json only (3.00, b 6.00) and b's CPU would be bold in http
 plaintext; then a's peak would be 60 000 - its one slow cell - and its summary ranked by it.
 """
+
 import copy
 import json
 
 import pytest
+from sweep_data import SETTINGS, record, result_dict
+
 from loadbench import model
 from loadbench.report import comparison
 from loadbench.report import document as report
 from loadbench.sweep import results_folder as results
-from sweep_data import SETTINGS, record, result_dict
 
 
 def table_after(text: str, heading: str) -> list[list[str]]:
     """The rows (split into cells) of the first markdown table after ``heading``."""
     rows = []
-    for line in text[text.index(heading):].splitlines()[1:]:
+    for line in text[text.index(heading) :].splitlines()[1:]:
         if line.startswith("|"):
             if not set(line.replace("|", "").strip()) <= {"-"}:  # skip the |---| line
                 rows.append([c.strip() for c in line.strip("|").split("|")])
@@ -60,19 +62,41 @@ CELLS = {
 def directory(tmp_path_factory):
     d = tmp_path_factory.mktemp("per-metric")
     settings = copy.deepcopy(SETTINGS)
-    settings["targets"] = [{"name": "a", "kind": "beast", "description": "A"},
-                           {"name": "b", "kind": "beast", "description": "B"}]
+    settings["targets"] = [
+        {"name": "a", "kind": "beast", "description": "A"},
+        {"name": "b", "kind": "beast", "description": "B"},
+    ]
     settings.update(concurrencies=[10], connection_setup=False)
     (d / results.SETTINGS_FILE).write_text(json.dumps(settings))
-    (d / results.ENVIRONMENT_FILE).write_text(json.dumps({"host": "testhost", "cpu": {"logical_cores": 2}}))
+    (d / results.ENVIRONMENT_FILE).write_text(
+        json.dumps({"host": "testhost", "cpu": {"logical_cores": 2}})
+    )
     for (t, p, w), (rps, us, saturated, shed) in CELLS.items():
         # the faster server answers sooner: a's latencies are half of b's in every cell
         p50 = 100 if t == "a" else 200
         cpu_s = us * rps * 2.0 / 1e6  # us/req x responses (rps x the 2 s window)
         for r in range(3):
-            results.append_record(d / results.RESULTS_FILE, record(t, p, w, "closed", 10, r, result=result_dict(
-                rps, p50 * 1.1, p50, p50 * 2, cpu_s, saturated=saturated, shed=shed,
-                rss_kib=8192 if t == "a" else 4096)))
+            results.append_record(
+                d / results.RESULTS_FILE,
+                record(
+                    t,
+                    p,
+                    w,
+                    "closed",
+                    10,
+                    r,
+                    result=result_dict(
+                        rps,
+                        p50 * 1.1,
+                        p50,
+                        p50 * 2,
+                        cpu_s,
+                        saturated=saturated,
+                        shed=shed,
+                        rss_kib=8192 if t == "a" else 4096,
+                    ),
+                ),
+            )
     return d
 
 
@@ -84,7 +108,11 @@ def test_a_generator_bound_cell_is_ranked_as_a_bound_and_never_for_percentiles(d
     assert bound.ranked and bound.ranked_for("rps") and bound.bound_for("rps") == "lower"
     assert bound.ranked_for("mean_ms") and bound.bound_for("mean_ms") == "upper"
     assert not bound.ranked_for("p50_ms") and not bound.ranked_for("p99_ms")
-    assert bound.ranked_for("cpu_us") and bound.ranked_for("rss_peak_mib") and bound.bound_for("cpu_us") is None
+    assert (
+        bound.ranked_for("cpu_us")
+        and bound.ranked_for("rss_peak_mib")
+        and bound.bound_for("cpu_us") is None
+    )
     assert bound.exclusions("rps") == [] and bound.exclusions("p50_ms") == ["generator-bound"]
     assert bound.figure("rps") == pytest.approx(100_000) and bound.figure("rps").bound == "lower"
     # non-2xx/errors (and contention) still exclude a cell from every metric
@@ -99,13 +127,18 @@ def test_averages_run_over_the_cells_ranked_for_each_metric(directory):
     # req/s: a's § cell enters as a lower bound, so both servers average http plaintext and json
     assert m.common() == {("http", "plaintext", 10), ("http", "json", 10)}
     avg = m.average("a")
-    assert avg == pytest.approx(80_000) and avg.bound == "lower" and (avg.bounded, avg.cells) == (1, 2)
+    assert (
+        avg == pytest.approx(80_000) and avg.bound == "lower" and (avg.bounded, avg.cells) == (1, 2)
+    )
     assert m.average("b") == pytest.approx(45_000) and m.average("b").bound is None
     # the generator-bound 100 000, as the lower bound it is - not the 60 000 of a's one slow cell
     assert m.peak("a") == pytest.approx(100_000) and m.peak("a").bound == "lower"
     assert m.peak("b") == pytest.approx(50_000) and m.peak("b").bound is None
     ranks = m.peak_ranks()
-    assert (ranks["a"].text(), ranks["b"].text()) == ("1", "2")  # ≥ 100 000 is certainly above 50 000
+    assert (ranks["a"].text(), ranks["b"].text()) == (
+        "1",
+        "2",
+    )  # ≥ 100 000 is certainly above 50 000
     # CPU us/req: the § cell counts, the 503-shedding one does not (b's https is a's gap)
     assert m.average("a", metric="cpu_us") == pytest.approx(2.5)  # (2 + 3) / 2; the old rule: 3
     assert m.average("b", metric="cpu_us") == pytest.approx(5.5)
@@ -129,21 +162,53 @@ def test_bold_per_metric_in_the_tables(directory):
 def test_summary_ranks_and_averages_per_metric(directory):
     text = report.render(directory)
     summary = table_after(text, "## Summary")
-    assert summary[0] == ["Server", "Peak req/s", "Average req/s", "Peak vs a", "Best CPU us/req",
-                          "Average CPU us/req", "Peak RSS (MiB)", "Cells left out (req/s / CPU) / lower bounds §",
-                          "Rank by peak req/s", "Rank by best CPU us/req"]
+    assert summary[0] == [
+        "Server",
+        "Peak req/s",
+        "Average req/s",
+        "Peak vs a",
+        "Best CPU us/req",
+        "Average CPU us/req",
+        "Peak RSS (MiB)",
+        "Cells left out (req/s / CPU) / lower bounds §",
+        "Rank by peak req/s",
+        "Rank by best CPU us/req",
+    ]
     rows = {r[0]: r for r in summary[1:]}
     # a's best CPU is its § cell (2.00), not its dirty https cell (1.00); b's peak over a's lower
     # bound is an upper bound: b is at most half as fast
-    assert rows["a"][1:] == ["≥ 100 000", "≥ 80 000 (1 of 2 §)", "1.00x", "2.00", "2.50", "8.0", "1 / 1 / 1",
-                             "1", "1"]
-    assert rows["b"][1:] == ["50 000", "45 000", "≤ 0.50x", "4.00", "5.50", "4.0", "0 / 0 / 0", "2", "2"]
+    assert rows["a"][1:] == [
+        "≥ 100 000",
+        "≥ 80 000 (1 of 2 §)",
+        "1.00x",
+        "2.00",
+        "2.50",
+        "8.0",
+        "1 / 1 / 1",
+        "1",
+        "1",
+    ]
+    assert rows["b"][1:] == [
+        "50 000",
+        "45 000",
+        "≤ 0.50x",
+        "4.00",
+        "5.50",
+        "4.0",
+        "0 / 0 / 0",
+        "2",
+        "2",
+    ]
     assert "req/s over the 2 closed-loop cells" in text and "CPU us/req over the 2 cells" in text
 
 
 def test_comparison_bounds_a_generator_bound_cell_for_req_s_and_judges_its_cpu(directory):
     df = comparison.compare(directory, directory, metrics=["rps", "cpu", "p99"])
-    cell = df[(df.target == "a") & (df.protocol == "http") & (df.workload == "plaintext")].set_index("metric")
-    assert cell.loc["rps", "flags"] == "" and cell.loc["rps", "bounds"].startswith("both lower bounds")
+    cell = df[
+        (df.target == "a") & (df.protocol == "http") & (df.workload == "plaintext")
+    ].set_index("metric")
+    assert cell.loc["rps", "flags"] == "" and cell.loc["rps", "bounds"].startswith(
+        "both lower bounds"
+    )
     assert cell.loc["p99", "flags"] == "base: generator-bound; new: generator-bound"
     assert cell.loc["cpu", "flags"] == "" and cell.loc["cpu", "bounds"] == ""

@@ -1,13 +1,14 @@
 """report.md from a hand-made results folder: every table cell checked against the raw numbers."""
+
 import json
 import re
 
 import pytest
+from sweep_data import write_results_dir
 
 from loadbench.report import document as report
-from loadbench.sweep import results_folder as results
 from loadbench.report import model
-from sweep_data import write_results_dir
+from loadbench.sweep import results_folder as results
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +62,7 @@ def test_https_table_fail_and_generator_bound(report_text):
 
 
 def test_workload_breakdown_with_partial_repeats(report_text):
-    section = report_text[report_text.index("## Workload breakdown"):]
+    section = report_text[report_text.index("## Workload breakdown") :]
     rows = table_after(section, "### https")
     assert rows[0][:3] == ["Server", "plaintext req/s", "json req/s"]
     py = next(r for r in rows if r[0] == "py")
@@ -75,8 +76,15 @@ def test_workload_breakdown_with_partial_repeats(report_text):
 
 def test_connection_setup_table(report_text):
     rows = table_after(report_text, "## Connection setup")
-    assert rows[0] == ["Server", "http conn/s", "https handshakes/s", "http CPU us/conn (generator / server)",
-                       "https CPU us/handshake (generator / server)", "http non-2xx + errors", "https non-2xx + errors"]
+    assert rows[0] == [
+        "Server",
+        "http conn/s",
+        "https handshakes/s",
+        "http CPU us/conn (generator / server)",
+        "https CPU us/handshake (generator / server)",
+        "http non-2xx + errors",
+        "https non-2xx + errors",
+    ]
     # 31 000 / 2 s, 8 100 / 2 s; CPU per connection: median of 0.1 s (generator) and 0.3 s (server)
     # over each repeat's new connections - the generator is the cheaper side, nothing is flagged
     assert rows[1] == ["beast", "**15 500**", "**4 050**", "3 / 10", "12 / 37", "0 %", "0 %"]
@@ -88,28 +96,40 @@ def test_connection_setup_table(report_text):
 def test_connection_setup_cell_where_the_generator_costs_more_is_generator_bound(tmp_path):
     """The § rule for connection setup: the generator's CPU per new connection / handshake above
     the server's flags the cell (both figures shown), below it does not."""
-    from loadbench import model
     from sweep_data import SETTINGS, record, result_dict
+
+    from loadbench import model
 
     directory = tmp_path / "setup"
     directory.mkdir()
     (directory / results.SETTINGS_FILE).write_text(json.dumps(SETTINGS))
-    (directory / results.ENVIRONMENT_FILE).write_text(json.dumps({"host": "testhost", "cpu": {"logical_cores": 2}}))
+    (directory / results.ENVIRONMENT_FILE).write_text(
+        json.dumps({"host": "testhost", "cpu": {"logical_cores": 2}})
+    )
     path = directory / results.RESULTS_FILE
     for r in range(3):
         # beast https: 2 000 handshakes, generator 1.0 s (500 us each) > server 0.5 s (250 us): flagged
         slow_gen = result_dict(1000, 500, 450, 900, 0.5, opened=2000)
         slow_gen["generator"]["cpu_s"] = 1.0
-        results.append_record(path, record("beast", "https", "plaintext", "connect", 20, r, result=slow_gen))
+        results.append_record(
+            path, record("beast", "https", "plaintext", "connect", 20, r, result=slow_gen)
+        )
         # py https: generator 0.2 s (100 us) < server 0.5 s (250 us): the server's limit, not flagged
         cheap_gen = result_dict(1000, 500, 450, 900, 0.5, opened=2000)
         cheap_gen["generator"]["cpu_s"] = 0.2
-        results.append_record(path, record("py", "https", "plaintext", "connect", 20, r, result=cheap_gen))
+        results.append_record(
+            path, record("py", "https", "plaintext", "connect", 20, r, result=cheap_gen)
+        )
     aggs = model.load(directory).aggs
-    flagged, clean = aggs[("beast", "https", "plaintext", "connect", 20)], aggs[("py", "https", "plaintext", "connect", 20)]
+    flagged, clean = (
+        aggs[("beast", "https", "plaintext", "connect", 20)],
+        aggs[("py", "https", "plaintext", "connect", 20)],
+    )
     # ranked as the lower bound it is: the server set up at least that many connections
     assert flagged.setup_generator_bound and flagged.generator_bound and flagged.ranked
-    assert flagged.bound_for("conn_per_s") == "lower" and flagged.figure("conn_per_s").prefix == "≥ "
+    assert (
+        flagged.bound_for("conn_per_s") == "lower" and flagged.figure("conn_per_s").prefix == "≥ "
+    )
     assert flagged.generator_cpu_us_per_conn.median == pytest.approx(500)
     assert flagged.server_cpu_us_per_conn.median == pytest.approx(250)
     # its latency measured the generator
@@ -119,7 +139,9 @@ def test_connection_setup_cell_where_the_generator_costs_more_is_generator_bound
     rows = table_after(text, "## Connection setup")
     beast, py = next(r for r in rows if r[0] == "beast"), next(r for r in rows if r[0] == "py")
     # only https has connection-setup cells: Server | https handshakes/s | https CPU | https non-2xx
-    assert beast[1] == "≥ 1 000 §" and beast[2] == "500 / 250 §"  # a lower bound, both figures shown
+    assert (
+        beast[1] == "≥ 1 000 §" and beast[2] == "500 / 250 §"
+    )  # a lower bound, both figures shown
     # the same rate, but the server's limit: not bold either - beast's equal rate is a lower
     # bound, so which server is faster is open
     assert py[1] == "1 000" and py[2] == "100 / 250"
@@ -142,7 +164,11 @@ def test_summary_settings_environment_and_limits(report_text):
     assert [r[8] for r in summary[1:]] == ["1", "2", "not ranked"]
     # CPU us/req over the 4 cells ranked for it that both have (beast's § https json C = 10 among
     # them): beast (20 + 10 + 25 + 14.29) / 4; its best: 10.00 (http plaintext C = 10)
-    assert beast[4:6] == ["10.00", "17.32"] and [r[9] for r in summary[1:]] == ["1", "2", "not ranked"]
+    assert beast[4:6] == ["10.00", "17.32"] and [r[9] for r in summary[1:]] == [
+        "1",
+        "2",
+        "not ranked",
+    ]
     assert "py http json C = 10 (30.0 % non-2xx/errors)" in report_text
     assert "Lower bounds (§, 2 cell(s) - beast: 2)" in report_text
     settings = dict(table_after(report_text, "## Settings")[1:])
@@ -152,12 +178,20 @@ def test_summary_settings_environment_and_limits(report_text):
     env = dict(table_after(report_text, "## Environment")[1:])
     assert env["host"] == "testhost" and env["cpu model"] == "Test CPU"
     assert env["Machine steal during windows"].startswith("median 1.0 %")
-    limits = report_text[report_text.index("## Known limits"):]
+    limits = report_text[report_text.index("## Known limits") :]
     assert "No open-loop latency" in limits
-    assert "**node, plaintext, over http and https: not measured** (node is not installed)" in limits
-    assert "Generator-bound cells (2, marked §):** beast https json c=10, beast https plaintext c=10" in limits
+    assert (
+        "**node, plaintext, over http and https: not measured** (node is not installed)" in limits
+    )
+    assert (
+        "Generator-bound cells (2, marked §):** beast https json c=10, beast https plaintext c=10"
+        in limits
+    )
     assert "‡ = under-driven" in report_text
-    assert "**Under-driven cells (1, marked ‡):** py http plaintext c=10 (in flight 2.0 of 10 (300 errors))" in limits
+    assert (
+        "**Under-driven cells (1, marked ‡):** py http plaintext c=10 (in flight 2.0 of 10 (300 errors))"
+        in limits
+    )
 
 
 def test_a_server_that_sheds_load_as_503s_is_marked_and_never_bold(report_text):
@@ -171,11 +205,9 @@ def test_a_server_that_sheds_load_as_503s_is_marked_and_never_bold(report_text):
 
 
 def test_contended_cells_are_marked_and_leave_the_peak(tmp_path):
-    from sweep_data import record, result_dict
-
     import json
 
-    from sweep_data import SETTINGS
+    from sweep_data import SETTINGS, record, result_dict
 
     directory = tmp_path / "contended"
     directory.mkdir()
@@ -183,11 +215,21 @@ def test_contended_cells_are_marked_and_leave_the_peak(tmp_path):
     path = directory / results.RESULTS_FILE
     quiet = result_dict(10000, 100, 90, 200, 0.5)
     busy = result_dict(30000, 100, 90, 200, 0.5)
-    quiet["server"]["machine"]["busy_share"] = 0.17  # server 0.5 s + generator 0.1 s of 2 cores x 2 s = 0.15
+    quiet["server"]["machine"]["busy_share"] = (
+        0.17  # server 0.5 s + generator 0.1 s of 2 cores x 2 s = 0.15
+    )
     busy["server"]["machine"]["busy_share"] = 0.80
-    results.append_record(path, dict(record("a", "http", "plaintext", "closed", 1, 0, result=quiet), machine_cores=2))
-    results.append_record(path, dict(record("a", "http", "plaintext", "closed", 10, 0, result=busy),
-                                     machine_cores=2, reruns=2))
+    results.append_record(
+        path, dict(record("a", "http", "plaintext", "closed", 1, 0, result=quiet), machine_cores=2)
+    )
+    results.append_record(
+        path,
+        dict(
+            record("a", "http", "plaintext", "closed", 10, 0, result=busy),
+            machine_cores=2,
+            reruns=2,
+        ),
+    )
     from loadbench import model
 
     m = model.load(directory)
@@ -221,8 +263,10 @@ def _with_metric(rows):
 def test_aggregate_spread_and_littles_law():
     from sweep_data import CLOSED, record, result_dict
 
-    rows = [model.flatten(record("beast", "http", "plaintext", "closed", 1, i, result=result_dict(*v)))
-            for i, v in enumerate(CLOSED[("beast", "http", "plaintext", 1)])]
+    rows = [
+        model.flatten(record("beast", "http", "plaintext", "closed", 1, i, result=result_dict(*v)))
+        for i, v in enumerate(CLOSED[("beast", "http", "plaintext", 1)])
+    ]
     agg = model.aggregate(rows)[("beast", "http", "plaintext", "closed", 1)]
     assert agg.bad_share == 0 and agg.ranked
     assert (agg.rps.median, agg.rps.min, agg.rps.max) == (11000, 10000, 12000)
@@ -235,8 +279,16 @@ def test_write_report_writes_charts_and_links_them(tmp_path):
     directory = write_results_dir(tmp_path / "r")
     out = report.write_report(directory)
     text = out.read_text()
-    expected = ["throughput_peak.png", "throughput_average.png", "protocol_http_vs_https.png", "workloads.png",
-                "latency.png", "memory_peak_rss.png", "connection_setup.png", "throughput_vs_concurrency.png"]
+    expected = [
+        "throughput_peak.png",
+        "throughput_average.png",
+        "protocol_http_vs_https.png",
+        "workloads.png",
+        "latency.png",
+        "memory_peak_rss.png",
+        "connection_setup.png",
+        "throughput_vs_concurrency.png",
+    ]
     for name in expected:
         data = (directory / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
@@ -259,7 +311,9 @@ def test_baseline_changes_the_ratio_column(tmp_path, capsys):
     # ≥ 51 000 / 20 000: a lower bound over a measured peak is a lower bound
     assert {r[0]: r[3] for r in rows[1:]} == {"beast": "≥ 2.55x", "py": "1.00x", "node": "n/a"}
     assert main(["report", str(directory), "--no-charts", "--baseline", "nope"]) == 2
-    assert "baseline 'nope' is not a server of this sweep (beast, py, node)" in capsys.readouterr().err
+    assert (
+        "baseline 'nope' is not a server of this sweep (beast, py, node)" in capsys.readouterr().err
+    )
 
 
 def test_a_sweep_where_nothing_ran_still_reports_why(tmp_path):
@@ -271,9 +325,19 @@ def test_a_sweep_where_nothing_ran_still_reports_why(tmp_path):
     directory.mkdir()
     (directory / results.SETTINGS_FILE).write_text(json.dumps(SETTINGS))
     for c in (1, 10):
-        results.append_record(directory / results.RESULTS_FILE,
-                              record("node", "http", "plaintext", "closed", c, 0, status="skipped",
-                                     error="node is not installed"))
+        results.append_record(
+            directory / results.RESULTS_FILE,
+            record(
+                "node",
+                "http",
+                "plaintext",
+                "closed",
+                c,
+                0,
+                status="skipped",
+                error="node is not installed",
+            ),
+        )
     text = report.write_report(directory).read_text()
     assert not list(directory.glob("*.png")) and "## Charts" not in text
     assert "| req/s | node | n/a | n/a |" in text

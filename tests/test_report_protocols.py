@@ -2,6 +2,7 @@
 workload breakdown per protocol, mean latency by protocol, variant speedup) and their charts,
 from hand-made results over all four protocols. Every figure is checked against the raw rows
 with arithmetic done here, independently of loadbench.model."""
+
 from __future__ import annotations
 
 import json
@@ -9,12 +10,12 @@ import statistics
 from pathlib import Path
 
 import pytest
+from sweep_data import result_dict
 
 from loadbench import model as lm
 from loadbench.report import document as report
-from loadbench.sweep import results_folder as rs
 from loadbench.report.seed_sections import PROTOCOL_NAMES
-from sweep_data import result_dict
+from loadbench.sweep import results_folder as rs
 
 PROTOCOLS = ("http", "https", "h2c", "h2")
 WORKLOADS = ("plaintext", "json", "echo")
@@ -27,12 +28,23 @@ WORKLOAD_FACTOR = {"plaintext": 1.0, "json": 0.9, "echo": 0.6}
 SKIP_REASON = "py does not serve h2c (the asyncio peer speaks HTTP/1.1 only)"
 
 SETTINGS = {
-    "targets": [{"name": "beast", "kind": "beast"}, {"name": "beast-2w", "kind": "beast", "workers": 2,
-                                                      "variant_of": "beast"},
-                {"name": "py", "kind": "command", "argv": ["x"]}, {"name": "h2o", "kind": "command", "argv": ["x"]}],
-    "workloads": [{"name": w} for w in WORKLOADS], "concurrencies": list(CS), "protocols": list(PROTOCOLS),
-    "repeats": 3, "duration": 2.0, "warmup": 0.5, "streams": {"h2c": 10, "h2": 10}, "timeout": 5.0,
-    "workers": 1, "server_cpus": [0], "generator_cpus": [1],
+    "targets": [
+        {"name": "beast", "kind": "beast"},
+        {"name": "beast-2w", "kind": "beast", "workers": 2, "variant_of": "beast"},
+        {"name": "py", "kind": "command", "argv": ["x"]},
+        {"name": "h2o", "kind": "command", "argv": ["x"]},
+    ],
+    "workloads": [{"name": w} for w in WORKLOADS],
+    "concurrencies": list(CS),
+    "protocols": list(PROTOCOLS),
+    "repeats": 3,
+    "duration": 2.0,
+    "warmup": 0.5,
+    "streams": {"h2c": 10, "h2": 10},
+    "timeout": 5.0,
+    "workers": 1,
+    "server_cpus": [0],
+    "generator_cpus": [1],
 }
 
 
@@ -51,20 +63,36 @@ def make_records() -> list[dict]:
             for w in WORKLOADS:
                 for c in CS:
                     for r in range(3):
-                        rec = {"id": f"{t}|{p}|{w}|c{c}|r{r}", "target": t, "protocol": p, "workload": w,
-                               "mode": "closed", "connections": c, "repeat": r, "started": "2026-11-30T13:00:00+00:00",
-                               "wall_s": 2.5, "server": None, "machine_cores": 2}
+                        rec = {
+                            "id": f"{t}|{p}|{w}|c{c}|r{r}",
+                            "target": t,
+                            "protocol": p,
+                            "workload": w,
+                            "mode": "closed",
+                            "connections": c,
+                            "repeat": r,
+                            "started": "2026-11-30T13:00:00+00:00",
+                            "wall_s": 2.5,
+                            "server": None,
+                            "machine_cores": 2,
+                        }
                         if p in ("h2c", "h2"):
                             rec["streams"] = 10
                         if t == "py" and p in ("h2c", "h2"):
                             rec.update(status="skipped", error=SKIP_REASON.replace("h2c", p))
                         elif t == "h2o" and w == "echo":
-                            rec.update(status="skipped", error="h2o does not serve the echo workload")
+                            rec.update(
+                                status="skipped", error="h2o does not serve the echo workload"
+                            )
                         else:
                             rps, mean = rps_of(t, p, w, c, r), mean_us_of(t, p, w, c, r)
-                            rec.update(status="ok", error=None,
-                                       result=result_dict(rps, mean, mean * 0.9, mean * 3, 0.5,
-                                                          rss_kib=1024 * (10 + c)))
+                            rec.update(
+                                status="ok",
+                                error=None,
+                                result=result_dict(
+                                    rps, mean, mean * 0.9, mean * 3, 0.5, rss_kib=1024 * (10 + c)
+                                ),
+                            )
                         out.append(rec)
     return out
 
@@ -91,20 +119,32 @@ def cell_medians(metric: str) -> dict:
     groups: dict = {}
     for r in rows:
         value = r["result"]["rps"] if metric == "rps" else r["result"]["latency_us"]["mean"] / 1000
-        groups.setdefault((r["target"], r["protocol"], r["workload"], r["connections"]), []).append(value)
+        groups.setdefault((r["target"], r["protocol"], r["workload"], r["connections"]), []).append(
+            value
+        )
     return {k: statistics.median(v) for k, v in groups.items()}
 
 
 def expect_peak(t, protocols, workload=None):
     m = cell_medians("rps")
-    vals = [v for k, v in m.items() if k[0] == t and k[1] in protocols and (workload is None or k[2] == workload)]
+    vals = [
+        v
+        for k, v in m.items()
+        if k[0] == t and k[1] in protocols and (workload is None or k[2] == workload)
+    ]
     return max(vals) if vals else None
 
 
 def expect_mean(t, protocols, workload=None, metric="rps"):
     m = cell_medians(metric)
+
     def keys(x):
-        return {k[1:] for k in m if k[0] == x and k[1] in protocols and (workload is None or k[2] == workload)}
+        return {
+            k[1:]
+            for k in m
+            if k[0] == x and k[1] in protocols and (workload is None or k[2] == workload)
+        }
+
     present = [x for x in SPEED if keys(x)]
     common = set.intersection(*(keys(x) for x in present)) if present else set()
     vals = [m[(t,) + k] for k in common if (t,) + k in m]
@@ -129,7 +169,7 @@ def num(text: str) -> float:
 def test_model_protocol_figures_match_raw_rows(model):
     assert model.protocols == list(PROTOCOLS)
     for t in SPEED:
-        for label, h1, h2 in lm.PROTOCOL_PAIRS:
+        for _label, h1, h2 in lm.PROTOCOL_PAIRS:
             assert model.peak(t, h1) == pytest.approx(expect_peak(t, [h1]))
             assert model.average(t, h1) == pytest.approx(expect_mean(t, [h1]))
             if t == "py":
@@ -137,14 +177,20 @@ def test_model_protocol_figures_match_raw_rows(model):
                 assert model.unserved(t, h2) == SKIP_REASON.replace("h2c", h2)
                 continue
             assert model.peak(t, h2) == pytest.approx(expect_peak(t, [h2]))
-            assert model.h2_h1_ratio(t, h1, h2) == pytest.approx(expect_peak(t, [h2]) / expect_peak(t, [h1]))
+            assert model.h2_h1_ratio(t, h1, h2) == pytest.approx(
+                expect_peak(t, [h2]) / expect_peak(t, [h1])
+            )
         for w in WORKLOADS:
             for p in PROTOCOLS:
-                assert model.peak(t, p, w) == pytest.approx(expect_peak(t, [p], w)) if expect_peak(t, [p], w) \
+                assert (
+                    model.peak(t, p, w) == pytest.approx(expect_peak(t, [p], w))
+                    if expect_peak(t, [p], w)
                     else model.peak(t, p, w) is None
+                )
         assert model.mean_latency(t) == pytest.approx(expect_mean(t, PROTOCOLS, metric="mean_ms"))
         assert model.mean_latency(t, lm.HTTP1_PROTOCOLS) == pytest.approx(
-            expect_mean(t, lm.HTTP1_PROTOCOLS, metric="mean_ms"))
+            expect_mean(t, lm.HTTP1_PROTOCOLS, metric="mean_ms")
+        )
     # the H2 cells of every server with H2 share one set: echo is out (h2o has none)
     assert {k[1] for k in model.common("h2c")} == {"plaintext", "json"}
     assert model.variants() == [("beast", "beast-2w")]
@@ -153,17 +199,28 @@ def test_model_protocol_figures_match_raw_rows(model):
 
 def test_protocol_comparison_tables(folder, model):
     text = report.render(model)
-    for heading, h1, h2 in (("### Cleartext: http vs h2c", "http", "h2c"), ("### TLS: https vs h2", "https", "h2")):
+    for heading, h1, h2 in (
+        ("### Cleartext: http vs h2c", "http", "h2c"),
+        ("### TLS: https vs h2", "https", "h2"),
+    ):
         rows = table_after(text, heading)
-        assert rows[0] == ["Server", f"{'HTTP/1.1' if h1 == 'http' else 'HTTP/1.1 TLS'} peak (req/s)",
-                           rows[0][2], rows[0][3], rows[0][4], "H2 / H1 peak ratio"]
+        assert rows[0] == [
+            "Server",
+            f"{'HTTP/1.1' if h1 == 'http' else 'HTTP/1.1 TLS'} peak (req/s)",
+            rows[0][2],
+            rows[0][3],
+            rows[0][4],
+            "H2 / H1 peak ratio",
+        ]
         by = {r[0]: r for r in rows[1:]}
         for t in ("beast", "beast-2w", "h2o"):
             assert num(by[t][1]) == pytest.approx(expect_peak(t, [h1]), abs=0.5)
             assert num(by[t][2]) == pytest.approx(expect_mean(t, [h1]), abs=0.5)
             assert num(by[t][3]) == pytest.approx(expect_peak(t, [h2]), abs=0.5)
             assert num(by[t][4]) == pytest.approx(expect_mean(t, [h2]), abs=0.5)
-            assert num(by[t][5]) == pytest.approx(expect_peak(t, [h2]) / expect_peak(t, [h1]), abs=0.005)
+            assert num(by[t][5]) == pytest.approx(
+                expect_peak(t, [h2]) / expect_peak(t, [h1]), abs=0.005
+            )
         assert by["py"][3:] == ["n/a", "n/a", "n/a"]
         note = text.split(heading, 1)[1].split("###", 1)[0]
         assert f"n/a: py {h2}: {SKIP_REASON.replace('h2c', h2)}" in note
@@ -172,15 +229,26 @@ def test_protocol_comparison_tables(folder, model):
 def test_ranking_workload_latency_and_variant_tables(model):
     text = report.render(model)
     rows = table_after(text, "## Overall ranking")
-    assert rows[0] == ["Rank", "Server", "Peak req/s", "Average req/s", "Mean latency (ms)", "Peak RSS (MiB)"]
+    assert rows[0] == [
+        "Rank",
+        "Server",
+        "Peak req/s",
+        "Average req/s",
+        "Mean latency (ms)",
+        "Peak RSS (MiB)",
+    ]
     assert [r[1] for r in rows[1:]] == sorted(SPEED, key=lambda t: -expect_peak(t, PROTOCOLS))
     for r in rows[1:]:
         assert num(r[2]) == pytest.approx(expect_peak(r[1], PROTOCOLS), abs=0.5)
         assert num(r[3]) == pytest.approx(expect_mean(r[1], PROTOCOLS), abs=0.5)
-        assert float(r[4]) == pytest.approx(expect_mean(r[1], PROTOCOLS, metric="mean_ms"), abs=0.006)
+        assert float(r[4]) == pytest.approx(
+            expect_mean(r[1], PROTOCOLS, metric="mean_ms"), abs=0.006
+        )
         assert float(r[5]) == pytest.approx(10 + 50)
     for p in PROTOCOLS:
-        rows = table_after(text.split("## Workload breakdown by protocol")[1], f"### {PROTOCOL_NAMES[p]} ({p})")
+        rows = table_after(
+            text.split("## Workload breakdown by protocol")[1], f"### {PROTOCOL_NAMES[p]} ({p})"
+        )
         assert rows[0][:3] == ["Server", "plaintext peak (req/s)", "plaintext mean (req/s)"]
         by = {r[0]: r for r in rows[1:]}
         for t in ("beast", "h2o"):
@@ -188,28 +256,51 @@ def test_ranking_workload_latency_and_variant_tables(model):
             assert num(by[t][4]) == pytest.approx(expect_mean(t, [p], "json"), abs=0.5)
         assert by["h2o"][5:] == ["n/a", "n/a"]
     rows = table_after(text, "## Mean latency by protocol")
-    assert rows[0] == ["Server", "HTTP/1.1 mean latency (ms)", "HTTP/2 mean latency (ms)", "Overall mean latency (ms)"]
+    assert rows[0] == [
+        "Server",
+        "HTTP/1.1 mean latency (ms)",
+        "HTTP/2 mean latency (ms)",
+        "Overall mean latency (ms)",
+    ]
     by = {r[0]: r for r in rows[1:]}
-    assert float(by["beast"][2]) == pytest.approx(expect_mean("beast", ("h2c", "h2"), metric="mean_ms"), abs=0.006)
+    assert float(by["beast"][2]) == pytest.approx(
+        expect_mean("beast", ("h2c", "h2"), metric="mean_ms"), abs=0.006
+    )
     assert by["py"][2] == "n/a"
     overall = [float(r[3]) for r in rows[1:]]
     assert overall == sorted(overall)
     rows = table_after(text, "## Variant speedup: beast-2w vs beast")
     by = {r[0]: r for r in rows[1:]}
-    assert num(by["HTTP/2 TLS echo"][1]) == pytest.approx(expect_peak("beast", ["h2"], "echo"), abs=0.5)
+    assert num(by["HTTP/2 TLS echo"][1]) == pytest.approx(
+        expect_peak("beast", ["h2"], "echo"), abs=0.5
+    )
     assert num(by["HTTP/2 TLS echo"][3]) == pytest.approx(70000 / 40000, abs=0.005)
-    assert num(by["Overall peak"][3]) == pytest.approx(expect_peak("beast-2w", PROTOCOLS) / expect_peak("beast", PROTOCOLS),
-                                                       abs=0.005)
+    assert num(by["Overall peak"][3]) == pytest.approx(
+        expect_peak("beast-2w", PROTOCOLS) / expect_peak("beast", PROTOCOLS), abs=0.005
+    )
     # the per-concurrency tables stay, for every protocol, with the streams said
-    assert "## HTTP/2 cleartext (h2c, prior knowledge) (h2c), json, keep-alive, 10 streams per connection" in text
-    assert "## HTTP/2 over TLS (ALPN h2) (h2), plaintext, keep-alive, 10 streams per connection" in text
+    assert (
+        "## HTTP/2 cleartext (h2c, prior knowledge) (h2c), json, keep-alive, 10 streams per connection"
+        in text
+    )
+    assert (
+        "## HTTP/2 over TLS (ALPN h2) (h2), plaintext, keep-alive, 10 streams per connection"
+        in text
+    )
 
 
 def test_charts_of_the_protocol_sections(folder):
     pytest.importorskip("matplotlib")
     path = report.write_report(folder)
     names = {p.name for p in folder.glob("*.png")}
-    for name in ("protocol_peak.png", "protocol_average.png", "workloads_peak.png", "workloads_average.png",
-                 "latency_by_protocol.png", "variant_beast-2w_vs_beast.png", "throughput_peak.png"):
+    for name in (
+        "protocol_peak.png",
+        "protocol_average.png",
+        "workloads_peak.png",
+        "workloads_average.png",
+        "latency_by_protocol.png",
+        "variant_beast-2w_vs_beast.png",
+        "throughput_peak.png",
+    ):
         assert name in names
         assert f"({name})" in path.read_text()

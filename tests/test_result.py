@@ -1,5 +1,6 @@
 """Result data: the JSON contract, its round trip, the HdrHistogram encoding and log (checked
 against the `hdrhistogram` package from PyPI), and the CLI."""
+
 from __future__ import annotations
 
 import json
@@ -11,15 +12,27 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
+from http_test_servers import ScriptedServer
 
 import loadbench
 from loadbench.core import hdrlog
 from loadbench.core.result import LatencyHistogram
 
-from http_test_servers import ScriptedServer
-
-CONTRACT_KEYS = {"url", "config", "duration_s", "responses", "rps", "status_codes", "errors", "latency_us",
-                 "bytes_read", "bytes_written", "connections_opened", "generator", "timeline"}
+CONTRACT_KEYS = {
+    "url",
+    "config",
+    "duration_s",
+    "responses",
+    "rps",
+    "status_codes",
+    "errors",
+    "latency_us",
+    "bytes_read",
+    "bytes_written",
+    "connections_opened",
+    "generator",
+    "timeline",
+}
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +51,9 @@ def random_histogram(seed: int = 1) -> tuple[LatencyHistogram, np.ndarray]:
     counts = np.zeros(layout.counts_length, dtype=np.int64)
     for i in range(layout.counts_length):
         counts[i] = ref.get_count_at_index(i)
-    return LatencyHistogram(counts, 1, 3_600_000_000, 3, int(values.min()), int(values.max())), values
+    return LatencyHistogram(
+        counts, 1, 3_600_000_000, 3, int(values.min()), int(values.max())
+    ), values
 
 
 def test_layout_and_percentiles_match_the_hdrhistogram_package():
@@ -80,7 +95,9 @@ def test_the_hdr_log_has_one_histogram_per_interval(tmp_path: Path):
 
 
 def test_a_run_exports_a_standard_hdr_log(result: loadbench.Result, tmp_path: Path):
-    result = loadbench.Result.from_json(result.to_json())  # only the window's histogram survives JSON
+    result = loadbench.Result.from_json(
+        result.to_json()
+    )  # only the window's histogram survives JSON
     path = result.to_hdr_log(tmp_path / "latency.hlog")
     reader = HistogramLogReader(str(path), HdrHistogram(1, 3_600_000_000, 3))
     interval = reader.get_next_interval_histogram()
@@ -118,28 +135,44 @@ def test_display(result: loadbench.Result):
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "loadbench", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "loadbench", *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_cli_run_prints_the_summary_and_writes_json(tmp_path: Path):
     out = tmp_path / "run.json"
     with ScriptedServer("pattern") as server:
-        proc = run_cli("run", server.url("/"), "-c", "3", "-n", "300", "-H", "X-A: 1", "--json", str(out))
+        proc = run_cli(
+            "run", server.url("/"), "-c", "3", "-n", "300", "-H", "X-A: 1", "--json", str(out)
+        )
     assert proc.returncode == 0, proc.stderr
-    for text in ("requests/s", "p50", "p99.9", "200: 100", "404: 100", "500: 100", "us/response", "in flight"):
+    for text in (
+        "requests/s",
+        "p50",
+        "p99.9",
+        "200: 100",
+        "404: 100",
+        "500: 100",
+        "us/response",
+        "in flight",
+    ):
         assert text in proc.stdout
     d = json.loads(out.read_text())
     assert d["responses"] == 300 and d["config"]["connections"] == 3
 
 
-@pytest.mark.parametrize("args, message", [
-    (["run", "ftp://x/"], "unknown scheme"),
-    (["run", "http://127.0.0.1:1/", "-d", "abc"], "bad duration"),
-    (["run", "http://127.0.0.1:1/", "-c", "0"], "connections must be >= 1"),
-    (["run", "http://127.0.0.1:1/", "--body-file", "/nonexistent"], "cannot read body file"),
-    (["run", "http://127.0.0.1:1/", "-n", "5", "-d", "1s"], "not both"),
-    (["run", "http://127.0.0.1:1/", "--cpus", "9999"], "CPU 9999"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "ftp://x/"], "unknown scheme"),
+        (["run", "http://127.0.0.1:1/", "-d", "abc"], "bad duration"),
+        (["run", "http://127.0.0.1:1/", "-c", "0"], "connections must be >= 1"),
+        (["run", "http://127.0.0.1:1/", "--body-file", "/nonexistent"], "cannot read body file"),
+        (["run", "http://127.0.0.1:1/", "-n", "5", "-d", "1s"], "not both"),
+        (["run", "http://127.0.0.1:1/", "--cpus", "9999"], "CPU 9999"),
+    ],
+)
 def test_cli_bad_input_exits_2_with_one_line(args, message):
     proc = run_cli(*args)
     assert proc.returncode == 2

@@ -1,4 +1,5 @@
 """The /proc sampler against real child processes with known CPU, memory and fds."""
+
 from __future__ import annotations
 
 import os
@@ -7,9 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-import loadbench
 import pytest
-from loadbench.core.errors import ConfigError
 from sampler_helpers.child import (
     Child,
     proc_cpu_s,
@@ -18,6 +17,9 @@ from sampler_helpers.child import (
     wait_for_threads,
     wait_until_idle,
 )
+
+import loadbench
+from loadbench.core.errors import ConfigError
 
 MIB_KIB = 1024
 # /proc/<pid>/stat reports utime and stime each truncated to a clock tick, so a reading is up
@@ -129,7 +131,9 @@ def test_tree_sums_parent_and_two_children():
         own = own_parent + own_first + own_second
         assert min(own_parent, own_first, own_second) >= 0.1 and own >= 0.5
         assert end.cpu_s - start.cpu_s == pytest.approx(own, abs=3 * (TRUNCATION_S + BOOKKEEPING_S))
-        assert end_alone.cpu_s - start_alone.cpu_s == pytest.approx(own_parent, abs=TRUNCATION_S + 0.015)
+        assert end_alone.cpu_s - start_alone.cpu_s == pytest.approx(
+            own_parent, abs=TRUNCATION_S + 0.015
+        )
         # All three idle: the tree is exactly the sum of independent reads of their counters.
         assert_clock_matches_ticks(end.cpu_s, sum(proc_cpu_s(p) for p in pids), processes=3)
         assert end.fds == sum(len(os.listdir(f"/proc/{p}/fd")) for p in pids)
@@ -234,10 +238,14 @@ def test_command_name_with_spaces_and_parentheses(tmp_path: Path):
         # utime/stime are read after the LAST ')': exactly what an independent read of the
         # same (idle, so unchanging) counters gives, before and after the burn.
         assert_clock_matches_ticks(after.cpu_s, proc_cpu_s(renamed))
-        assert_clock_matches_ticks(tree_after.cpu_s, proc_cpu_s(renamed) + proc_cpu_s(parent.pid), processes=2)
+        assert_clock_matches_ticks(
+            tree_after.cpu_s, proc_cpu_s(renamed) + proc_cpu_s(parent.pid), processes=2
+        )
         assert own >= 0.3
         assert after.cpu_s - before.cpu_s == pytest.approx(own, abs=TRUNCATION_S + BOOKKEEPING_S)
-        assert tree_after.cpu_s - tree_before.cpu_s >= after.cpu_s - before.cpu_s - 1e-9  # float sums
+        assert (
+            tree_after.cpu_s - tree_before.cpu_s >= after.cpu_s - before.cpu_s - 1e-9
+        )  # float sums
         assert after.threads == 1 and after.rss_kib == proc_status_value(renamed, "VmRSS")
 
 
@@ -319,9 +327,12 @@ def test_window_block_from_two_snapshots():
         assert block["fds_end"] - block["fds_start"] == 3
         assert block["rss_peak_kib"] == end.rss_peak_kib
         assert block["threads"] == 1
-        assert block["ctx_switches"] == (end.ctx_voluntary - start.ctx_voluntary) + (
-            end.ctx_involuntary - start.ctx_involuntary
-        ) > 0
+        assert (
+            block["ctx_switches"]
+            == (end.ctx_voluntary - start.ctx_voluntary)
+            + (end.ctx_involuntary - start.ctx_involuntary)
+            > 0
+        )
         shares = block["machine"]
         assert 0 <= shares["steal_share"] <= 1 and 0 <= shares["idle_share"] <= 1
         assert loadbench.sampler.window(start, end, responses=0)["cpu_us_per_req"] is None

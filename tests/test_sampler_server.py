@@ -1,13 +1,15 @@
 """The sampler against the native Beast server: its figures agree with an independent read
 of /proc/<pid>/stat, /proc/<pid>/status and /proc/<pid>/fd taken at the same quiet moments."""
+
 from __future__ import annotations
 
 import http.client
 import os
 
-import loadbench
 import pytest
 from sampler_helpers.child import proc_cpu_s, proc_stat_fields, proc_status_value
+
+import loadbench
 
 
 def _independent(pid: int) -> dict:
@@ -39,7 +41,9 @@ def test_sampler_agrees_with_proc_for_the_beast_server(beast_server):
     # the sampler reads ns (the server's cgroup or its CPU clock); /proc's utime and stime are
     # two counters of whole 10 ms ticks, each truncated: up to two ticks apart, never more
     assert start.cpu_s == pytest.approx(start_proc["cpu_s"], abs=0.021)
-    assert end.cpu_s - start.cpu_s == pytest.approx(end_proc_open["cpu_s"] - start_proc["cpu_s"], abs=0.021)
+    assert end.cpu_s - start.cpu_s == pytest.approx(
+        end_proc_open["cpu_s"] - start_proc["cpu_s"], abs=0.021
+    )
     assert end.threads == end_proc_open["threads"] >= beast_server.workers
     assert during.fds == start.fds + 1
     assert start.fds == start_proc["fds"]

@@ -6,6 +6,7 @@ settle (SIGUSR1: stop and reap all its workers). On a busy machine both sides co
 CPU; only the few ms the master spends outside the reference (settling, the fork after it)
 differ, hence a 4 % + 30 ms tolerance.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,9 @@ import signal
 import time
 from pathlib import Path
 
-import loadbench
 import pytest
+
+import loadbench
 from loadbench.core.cgroup import PREFIX, ServerCgroup, cgroup_of, hierarchies
 from loadbench.sweep.targets import Target, launch
 
@@ -24,8 +26,12 @@ MIB_KIB = 1024
 
 
 def forking_target(mode: str, rusage: Path, *args: str) -> Target:
-    return Target(name=f"forking-{mode}", kind="command",
-                  argv=["{python}", str(HELPER), "{port}", mode, str(rusage), *args], ready_timeout=20.0)
+    return Target(
+        name=f"forking-{mode}",
+        kind="command",
+        argv=["{python}", str(HELPER), "{port}", mode, str(rusage), *args],
+        ready_timeout=20.0,
+    )
 
 
 def settle(pid: int, rusage: Path, timeout: float = 20.0) -> dict:
@@ -53,7 +59,12 @@ def measure(server, rusage: Path, **load) -> tuple[dict, dict, dict, dict]:
     after = settle(server.pid, rusage)
     outer_end = proc_only.snapshot()
     assert result.errors == {} or sum(result.errors.values()) == 0, result.errors
-    return before, after, result.extras["server"], loadbench.sampler.window(outer_start, outer_end, result.responses)
+    return (
+        before,
+        after,
+        result.extras["server"],
+        loadbench.sampler.window(outer_start, outer_end, result.responses),
+    )
 
 
 def assert_close(measured: float, reference: float) -> None:
@@ -68,8 +79,9 @@ def rusage(tmp_path: Path) -> Path:
 def test_fork_per_connection_server_cpu_is_exact(rusage: Path):
     server = launch(forking_target("fork", rusage, "--burn-ms", "4"), "http", workers=1, cpus=None)
     try:
-        before, after, block, proc_window = measure(server, rusage, connections=2, requests=150,
-                                                    keepalive=False)
+        before, after, block, proc_window = measure(
+            server, rusage, connections=2, requests=150, keepalive=False
+        )
     finally:
         server.stop()
     reference = total(after) - total(before)
@@ -77,7 +89,9 @@ def test_fork_per_connection_server_cpu_is_exact(rusage: Path):
     assert after["children_s"] - before["children_s"] > 0.6 * reference
     assert reference > 150 * 0.004
     # The run's own block: the server's cgroup (exact, children included) where one was made.
-    expected_source = "cgroup-v2" if hierarchies() and hierarchies()[0].version == 2 else "cgroup-v1"
+    expected_source = (
+        "cgroup-v2" if hierarchies() and hierarchies()[0].version == 2 else "cgroup-v1"
+    )
     if server.describe()["cgroup"] is not None:
         assert block["cpu_source"] == expected_source
         assert_close(block["cpu_s"], reference)
@@ -108,8 +122,12 @@ def test_fork_per_connection_cgroup_counts_what_proc_cannot_see(rusage: Path):
 
 
 def test_worker_replaced_mid_window_keeps_every_workers_cpu(rusage: Path):
-    server = launch(forking_target("replace", rusage, "--burn-ms", "3", "--max-requests", "45"), "http",
-                    workers=1, cpus=None)
+    server = launch(
+        forking_target("replace", rusage, "--burn-ms", "3", "--max-requests", "45"),
+        "http",
+        workers=1,
+        cpus=None,
+    )
     try:
         before, after, block, proc_window = measure(server, rusage, connections=1, requests=200)
     finally:
@@ -125,8 +143,12 @@ def test_worker_replaced_mid_window_keeps_every_workers_cpu(rusage: Path):
 
 
 def test_memory_of_master_and_workers_counts_shared_pages_once(rusage: Path):
-    server = launch(forking_target("shared", rusage, "--workers", "2", "--shared-mib", "48"), "http",
-                    workers=1, cpus=None)
+    server = launch(
+        forking_target("shared", rusage, "--workers", "2", "--shared-mib", "48"),
+        "http",
+        workers=1,
+        cpus=None,
+    )
     try:
         sampler = loadbench.Sampler(server.pid, interval=0.02)
         deadline = time.monotonic() + 10
@@ -187,7 +209,9 @@ def test_cgroups_are_removed_with_their_server(rusage: Path, server_factory):
     beast.stop()
     assert not path.exists()
 
-    command = launch(forking_target("shared", rusage, "--workers", "2"), "http", workers=1, cpus=None)
+    command = launch(
+        forking_target("shared", rusage, "--workers", "2"), "http", workers=1, cpus=None
+    )
     group = Path(command.describe()["cgroup"])
     assert group.is_dir()
     command.stop()
@@ -195,7 +219,9 @@ def test_cgroups_are_removed_with_their_server(rusage: Path, server_factory):
 
 
 def test_a_worker_of_the_server_is_not_its_cgroups_root(rusage: Path):
-    server = launch(forking_target("shared", rusage, "--workers", "1"), "http", workers=1, cpus=None)
+    server = launch(
+        forking_target("shared", rusage, "--workers", "1"), "http", workers=1, cpus=None
+    )
     try:
         if server.describe()["cgroup"] is None:
             pytest.skip("no cgroup could be made here")
@@ -246,8 +272,16 @@ def test_no_cgroup_is_a_clear_fallback_never_a_crash(monkeypatch, server_factory
     monkeypatch.setattr(cg, "hierarchies", lambda: [cg.Hierarchy(2, Path("/proc"), Path("/proc"))])
     group, why = ServerCgroup.create("x")
     assert group is None and "cannot create /proc/loadbench-" in why
-    command = launch(Target(name="py", kind="command", argv=["{python}", "-m", "http.server", "{port}",
-                                                              "--bind", "127.0.0.1"]), "http", workers=1, cpus=None)
+    command = launch(
+        Target(
+            name="py",
+            kind="command",
+            argv=["{python}", "-m", "http.server", "{port}", "--bind", "127.0.0.1"],
+        ),
+        "http",
+        workers=1,
+        cpus=None,
+    )
     try:
         described = command.describe()
         assert described["cgroup"] is None and "cannot create" in described["cgroup_note"]

@@ -6,6 +6,7 @@ installed generator (loadbench.run: plaintext, JSON, echo POST, /delay, HTTPS wi
 handshake per request) and by hostile raw clients, then stopped gracefully: it must exit 0
 with no sanitizer report (memory errors, UB, leaks at exit) in its stderr.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,11 +19,11 @@ import time
 from pathlib import Path
 
 import pytest
-
-import loadbench
 from abuse_helpers import reset_close, served, served_tls
 from native_build import build
 from server_helpers import connect, read_until_closed
+
+import loadbench
 
 # The first test of this module also pays for a whole separate build of the C++ core
 # (minutes on 2 cores), which the default 300 s per-test limit does not cover.
@@ -42,13 +43,21 @@ def sanitizer_reports(text: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def asan_build() -> Path:
-    return build("asan", ["-DLOADBENCH_SANITIZE=ON", "-DLOADBENCH_BUILD_TESTS=ON", "-DLOADBENCH_BUILD_PYTHON=OFF"],
-                 ["loadbench_tests", "loadbench-server"])
+    return build(
+        "asan",
+        ["-DLOADBENCH_SANITIZE=ON", "-DLOADBENCH_BUILD_TESTS=ON", "-DLOADBENCH_BUILD_PYTHON=OFF"],
+        ["loadbench_tests", "loadbench-server"],
+    )
 
 
 def test_cpp_unit_tests_under_asan_and_ubsan(asan_build: Path) -> None:
-    proc = subprocess.run([str(asan_build / "loadbench_tests")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          env={**os.environ, **SANITIZER_ENV, "GTEST_COLOR": "no"}, timeout=300)
+    proc = subprocess.run(
+        [str(asan_build / "loadbench_tests")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **SANITIZER_ENV, "GTEST_COLOR": "no"},
+        timeout=300,
+    )
     log = proc.stdout.decode(errors="replace")
     assert proc.returncode == 0, log[-8000:]
     assert not sanitizer_reports(log), log[-8000:]
@@ -60,25 +69,41 @@ def h2_traffic(http: int, https: int, tmp_path: Path) -> socket.socket:
     h2 clients (a malformed frame, a reset mid-stream, streams left open at shutdown)."""
     h2load = shutil.which("h2load")
     if h2load is None:
-        pytest.fail("h2load not found: apt-get install nghttp2-client (bash .ci/install.sh test)", pytrace=False)
+        pytest.fail(
+            "h2load not found: apt-get install nghttp2-client (bash .ci/install.sh test)",
+            pytrace=False,
+        )
     body = tmp_path / "body.bin"
     body.write_bytes(b"h" * 70_000)  # more than one flow-control window
     for base in (f"http://127.0.0.1:{http}", f"https://127.0.0.1:{https}"):
-        for extra in ([f"{base}/plaintext", f"{base}/json", f"{base}/delay?ms=2", f"{base}/nope"],
-                      ["-d", str(body), f"{base}/echo"]):
-            proc = subprocess.run([h2load, "-n", "400", "-c", "2", "-m", "8", *extra], stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, timeout=120)
+        for extra in (
+            [f"{base}/plaintext", f"{base}/json", f"{base}/delay?ms=2", f"{base}/nope"],
+            ["-d", str(body), f"{base}/echo"],
+        ):
+            proc = subprocess.run(
+                [h2load, "-n", "400", "-c", "2", "-m", "8", *extra],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                timeout=120,
+            )
             out = proc.stdout.decode(errors="replace")
             assert proc.returncode == 0 and " 400 done, " in out and " 0 errored" in out, out
     preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes.fromhex("000000040000000000")
-    get = bytes.fromhex("00000e010500000001") + b"\x82\x84\x86\x41\x09127.0.0.1"  # GET / (+ :authority)
+    get = (
+        bytes.fromhex("00000e010500000001") + b"\x82\x84\x86\x41\x09127.0.0.1"
+    )  # GET / (+ :authority)
     with connect(http) as sock:  # DATA on stream 0: GOAWAY PROTOCOL_ERROR
         sock.sendall(preface + get + bytes.fromhex("000001000000000000") + b"x")
         read_until_closed(sock)
     for _ in range(3):  # a POST whose body never ends, then a reset
         sock = connect(http)
-        sock.sendall(preface + bytes.fromhex("00000e010400000001") + b"\x83\x86\x84\x41\x09127.0.0.1"
-                     + bytes.fromhex("000400000000000001") + b"abcd")
+        sock.sendall(
+            preface
+            + bytes.fromhex("00000e010400000001")
+            + b"\x83\x86\x84\x41\x09127.0.0.1"
+            + bytes.fromhex("000400000000000001")
+            + b"abcd"
+        )
         time.sleep(0.05)
         reset_close(sock)
     # Left open: a /delay stream in flight when the server is stopped (GOAWAY, then it finishes).
@@ -91,10 +116,24 @@ def h2_traffic(http: int, https: int, tmp_path: Path) -> socket.socket:
 
 def test_sanitized_server_under_real_load_exits_clean(asan_build: Path, tmp_path: Path) -> None:
     stderr_path = tmp_path / "server.stderr"
-    argv = [str(asan_build / "loadbench-server"), "--port", "0", "--tls", "--tls-port", "0", "--workers", "2",
-            "--header-timeout-ms", "500", "--idle-timeout-ms", "2000"]
+    argv = [
+        str(asan_build / "loadbench-server"),
+        "--port",
+        "0",
+        "--tls",
+        "--tls-port",
+        "0",
+        "--workers",
+        "2",
+        "--header-timeout-ms",
+        "500",
+        "--idle-timeout-ms",
+        "2000",
+    ]
     with open(stderr_path, "wb") as stderr:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=stderr, env={**os.environ, **SANITIZER_ENV})
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=stderr, env={**os.environ, **SANITIZER_ENV}
+        )
     try:
         ready = json.loads(proc.stdout.readline())
         assert ready["event"] == "ready", ready
@@ -104,19 +143,30 @@ def test_sanitized_server_under_real_load_exits_clean(asan_build: Path, tmp_path
         runs = [
             loadbench.run(f"{base}/plaintext", connections=8, threads=2, duration=1.5),
             loadbench.run(f"{base}/json", connections=4, duration=1.0),
-            loadbench.run(f"{base}/echo", connections=4, duration=1.0, method="POST", body=b"e" * 3000,
-                          headers={"Content-Type": "application/x-test"}),
+            loadbench.run(
+                f"{base}/echo",
+                connections=4,
+                duration=1.0,
+                method="POST",
+                body=b"e" * 3000,
+                headers={"Content-Type": "application/x-test"},
+            ),
             loadbench.run(f"{base}/delay?ms=5", connections=4, duration=1.0),
-            loadbench.run(f"https://127.0.0.1:{https}/plaintext", connections=2, duration=1.0, keepalive=False),
+            loadbench.run(
+                f"https://127.0.0.1:{https}/plaintext", connections=2, duration=1.0, keepalive=False
+            ),
         ]
         for r in runs:
             assert r.responses > 0 and r.error_count == 0, (r.url, r.errors, r.first_error)
             assert set(r.status_codes) == {200}, (r.url, r.status_codes)
 
         # Hostile clients on the same sanitized process.
-        for raw in (b"NOT HTTP\r\n\r\n", b"GET / HTTP/1.1\r\nX: " + b"a" * 20000 + b"\r\n\r\n",
-                    b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;" + b"x" * 20000,
-                    b"POST /echo HTTP/1.1\r\nContent-Length: 9999999\r\n\r\n"):
+        for raw in (
+            b"NOT HTTP\r\n\r\n",
+            b"GET / HTTP/1.1\r\nX: " + b"a" * 20000 + b"\r\n\r\n",
+            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;" + b"x" * 20000,
+            b"POST /echo HTTP/1.1\r\nContent-Length: 9999999\r\n\r\n",
+        ):
             with connect(http) as sock:
                 sock.sendall(raw)
                 read_until_closed(sock)
@@ -139,7 +189,9 @@ def test_sanitized_server_under_real_load_exits_clean(asan_build: Path, tmp_path
             proc.kill()
             out, _ = proc.communicate()
     with open_h2:
-        assert read_until_closed(open_h2).count(b"Hello, World!") == 2  # /delay answered after the GOAWAY
+        assert (
+            read_until_closed(open_h2).count(b"Hello, World!") == 2
+        )  # /delay answered after the GOAWAY
     log = stderr_path.read_text(errors="replace")
     assert not sanitizer_reports(log), log[-8000:]
     assert proc.returncode == 0, f"exit {proc.returncode}:\n{log[-8000:]}"

@@ -8,6 +8,7 @@
 - The Result JSON is one layout, read and written from it: every committed result round-trips
   byte for byte.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from loadbench import Result, RunOptions
-from loadbench.core import _core, result as result_module
+from loadbench.core import _core
+from loadbench.core import result as result_module
 from loadbench.core.options import FIELD_HELP, field_type
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,13 +28,15 @@ REPO = Path(__file__).resolve().parents[1]
 
 def declared_counters() -> list[str]:
     text = (REPO / "cpp/core/generator/config.hpp").read_text()
-    block = text[text.index("#define LOADBENCH_COUNTERS(X)"):text.index("struct Measurements")]
+    block = text[text.index("#define LOADBENCH_COUNTERS(X)") : text.index("struct Measurements")]
     return re.findall(r"X\((\w+),", block)
 
 
 def test_the_binding_exports_the_one_counter_list():
     assert list(_core.COUNTERS) == declared_counters()
-    assert {"responses", "unfinished", "goaways", "retried", "tls_resumed", "late_sends"} <= set(_core.COUNTERS)
+    assert {"responses", "unfinished", "goaways", "retried", "tls_resumed", "late_sends"} <= set(
+        _core.COUNTERS
+    )
     # the binding names no counter one by one: it walks the list
     binding = (REPO / "cpp/bindings/register_generator.cpp").read_text()
     names = "|".join(_core.COUNTERS)
@@ -47,8 +51,15 @@ def test_a_new_engine_counter_reaches_the_json_with_no_python_change(monkeypatch
     monkeypatch.setattr(result_module, "KNOWN_KEYS", result_module.KNOWN_KEYS | {"pings_sent"})
     counts = {name: 0 for name in result_module.COUNTERS}
     counts.update(responses=10, pings_sent=7)
-    r = Result(url="http://x/", config={}, duration_s=1.0, status_codes={200: 10}, errors={},
-               latency=Result.from_dict(_one_committed_result()).latency, counters=counts)
+    r = Result(
+        url="http://x/",
+        config={},
+        duration_s=1.0,
+        status_codes={200: 10},
+        errors={},
+        latency=Result.from_dict(_one_committed_result()).latency,
+        counters=counts,
+    )
     assert r.pings_sent == 7 and r.responses == 10 and r.rps == 10.0
     d = r.to_dict()
     assert d["pings_sent"] == 7 and list(d).index("pings_sent") < list(d).index("streams_reset")
@@ -61,20 +72,52 @@ def test_a_counter_lives_in_at_most_four_files():
     """tls_resumed, the newest counter before this layout: the result struct (the list), the
     Recorder, its place in the JSON layout (kept for byte-compatible output; a new counter needs
     none) and where a reader sees it. Nothing else in the source names it."""
-    sources = [p for p in list((REPO / "cpp").rglob("*.[ch]pp")) + list((REPO / "python").rglob("*.py"))
-               if "tests" not in p.parts]
-    naming = sorted(str(p.relative_to(REPO)) for p in sources if re.search(r"\btls_resumed\b", p.read_text()))
-    assert naming == ["cpp/core/generator/config.hpp", "cpp/core/generator/recorder.hpp",
-                      "python/loadbench/core/result.py", "python/loadbench/core/summary.py"]
+    sources = [
+        p
+        for p in list((REPO / "cpp").rglob("*.[ch]pp")) + list((REPO / "python").rglob("*.py"))
+        if "tests" not in p.parts
+    ]
+    naming = sorted(
+        str(p.relative_to(REPO)) for p in sources if re.search(r"\btls_resumed\b", p.read_text())
+    )
+    assert naming == [
+        "cpp/core/generator/config.hpp",
+        "cpp/core/generator/recorder.hpp",
+        "python/loadbench/core/result.py",
+        "python/loadbench/core/summary.py",
+    ]
 
 
 def test_the_engine_config_is_filled_field_by_field_from_run_options():
-    options = RunOptions(connections=7, threads=2, requests=100, protocol="http2", streams=4, rate=500.0,
-                         max_connections=9, arrival="poisson", cpus=[0], headers=["X-A: 1"], body="hi")
+    options = RunOptions(
+        connections=7,
+        threads=2,
+        requests=100,
+        protocol="http2",
+        streams=4,
+        rate=500.0,
+        max_connections=9,
+        arrival="poisson",
+        cpus=[0],
+        headers=["X-A: 1"],
+        body="hi",
+    )
     c = options.engine_config("http://127.0.0.1:8080/echo")
-    assert (c.url, c.connections, c.threads, c.total_requests, c.duration_s) == ("http://127.0.0.1:8080/echo", 7, 2,
-                                                                                100, 0.0)
-    assert (c.h2, c.streams, c.rate, c.max_connections, c.poisson, c.cpus) == (True, 4, 500.0, 9, True, [0])
+    assert (c.url, c.connections, c.threads, c.total_requests, c.duration_s) == (
+        "http://127.0.0.1:8080/echo",
+        7,
+        2,
+        100,
+        0.0,
+    )
+    assert (c.h2, c.streams, c.rate, c.max_connections, c.poisson, c.cpus) == (
+        True,
+        4,
+        500.0,
+        9,
+        True,
+        [0],
+    )
     (template,) = c.requests
     assert (template.method, template.headers, template.body) == ("GET", [("X-A", "1")], b"hi")
     # every option says what it is, once; the CLI's help is built from the same text

@@ -5,6 +5,7 @@ while (or right after) the abuse happens, and the server's file descriptors retu
 baseline (no leaked connection). The native server runs with short timeouts so that
 timeouts are observed within the test's few seconds.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,9 +15,16 @@ import ssl
 import time
 
 import pytest
-
-from abuse_helpers import (cpu_seconds, fd_count, raw_connect, reset_close, send_ignoring_close, served,
-                           served_tls, wait_until)
+from abuse_helpers import (
+    cpu_seconds,
+    fd_count,
+    raw_connect,
+    reset_close,
+    send_ignoring_close,
+    served,
+    served_tls,
+    wait_until,
+)
 from server_helpers import connect, read_response, read_until_closed
 
 HEADER_TIMEOUT_MS = 800
@@ -32,11 +40,13 @@ def server(server_factory):
 
 def assert_back_to_baseline(srv, timeout: float = 5.0) -> None:
     assert wait_until(lambda: fd_count(srv.pid) == srv.baseline_fds, timeout), (
-        f"server holds {fd_count(srv.pid)} fds, baseline {srv.baseline_fds}")
+        f"server holds {fd_count(srv.pid)} fds, baseline {srv.baseline_fds}"
+    )
     assert srv.proc.poll() is None, "server died"
 
 
 # --- slow clients ----------------------------------------------------------------------
+
 
 def test_many_slowloris_connections_are_all_closed_and_others_served(server):
     slow = [connect(server.http_port) for _ in range(40)]
@@ -86,12 +96,16 @@ def test_client_that_never_reads_its_responses_is_dropped(server):
 
 # --- vanishing clients -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("abrupt", [False, True], ids=["fin", "rst"])
 def test_clients_vanishing_mid_request(server, abrupt):
-    partials = [b"GET /plain", b"GET /plaintext HTTP/1.1\r\nHost: x\r\n",
-                b"POST /echo HTTP/1.1\r\nContent-Length: 100000\r\n\r\n" + b"y" * 5000,
-                b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nabc",
-                b"GET /delay?ms=300 HTTP/1.1\r\n\r\n"]
+    partials = [
+        b"GET /plain",
+        b"GET /plaintext HTTP/1.1\r\nHost: x\r\n",
+        b"POST /echo HTTP/1.1\r\nContent-Length: 100000\r\n\r\n" + b"y" * 5000,
+        b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nabc",
+        b"GET /delay?ms=300 HTTP/1.1\r\n\r\n",
+    ]
     for partial in partials * 5:
         sock = connect(server.http_port)
         sock.sendall(partial)
@@ -105,7 +119,9 @@ def test_clients_vanishing_mid_response(server, abrupt):
     body = b"z" * (512 * 1024)
     for _ in range(10):
         sock = raw_connect(server.http_port, rcvbuf=4096)
-        sock.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        sock.sendall(
+            b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+        )
         assert sock.recv(1024).startswith(b"HTTP/1.1 200")  # the response has begun
         reset_close(sock) if abrupt else sock.close()
     for _ in range(10):  # many pipelined responses, then gone without reading them
@@ -129,18 +145,35 @@ def test_client_vanishing_while_its_delay_is_pending(server):
 
 # --- oversized input ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("name,head,stream", [
-    ("endless header line", b"GET / HTTP/1.1\r\nX-Long: ", b"a" * (1 << 20)),
-    ("endless request line", b"GET /", b"b" * (1 << 20)),
-    ("ten thousand headers", b"GET / HTTP/1.1\r\n", b"A: b\r\n" * 10000),
-    ("huge content-length", b"POST /echo HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n", b"c" * (1 << 20)),
-    ("endless chunked body", b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
-     b"4000\r\n" + b"d" * 0x4000 + b"\r\n"),
-    ("giant chunk size", b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
-     b"ffffffffffffffffffff\r\n"),
-    ("endless chunk extension", b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;",
-     b"e" * (1 << 20)),
-])
+
+@pytest.mark.parametrize(
+    "name,head,stream",
+    [
+        ("endless header line", b"GET / HTTP/1.1\r\nX-Long: ", b"a" * (1 << 20)),
+        ("endless request line", b"GET /", b"b" * (1 << 20)),
+        ("ten thousand headers", b"GET / HTTP/1.1\r\n", b"A: b\r\n" * 10000),
+        (
+            "huge content-length",
+            b"POST /echo HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n",
+            b"c" * (1 << 20),
+        ),
+        (
+            "endless chunked body",
+            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"4000\r\n" + b"d" * 0x4000 + b"\r\n",
+        ),
+        (
+            "giant chunk size",
+            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"ffffffffffffffffffff\r\n",
+        ),
+        (
+            "endless chunk extension",
+            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;",
+            b"e" * (1 << 20),
+        ),
+    ],
+)
 def test_oversized_input_gets_an_error_answer_or_is_closed(server, name, head, stream):
     sock = connect(server.http_port, timeout=5)
     sock.sendall(head)
@@ -170,12 +203,15 @@ def test_oversized_answers_are_the_documented_statuses(server):
 
 # --- out of file descriptors -----------------------------------------------------------
 
+
 def test_emfile_neither_crashes_nor_spins_and_recovers(server_factory):
     server = server_factory(idle_timeout_ms=20_000)  # the flood idles for seconds on purpose
     server.baseline_fds = fd_count(server.pid)
     fd_limit = 64
     soft, hard = resource.prlimit(server.pid, resource.RLIMIT_NOFILE)
-    resource.prlimit(server.pid, resource.RLIMIT_NOFILE, (fd_limit, hard))  # the soft limit is what accept hits
+    resource.prlimit(
+        server.pid, resource.RLIMIT_NOFILE, (fd_limit, hard)
+    )  # the soft limit is what accept hits
     keep_alive = connect(server.http_port)  # a client that got in before the flood
 
     def ask(sock: socket.socket) -> int:
@@ -185,13 +221,18 @@ def test_emfile_neither_crashes_nor_spins_and_recovers(server_factory):
     assert ask(keep_alive) == 200
     # Far more connections than the server has descriptors: the kernel completes them all
     # (listen backlog), the server accepts until EMFILE and must then wait, not spin.
-    flood = [socket.create_connection(("127.0.0.1", server.http_port), timeout=5) for _ in range(3 * fd_limit)]
+    flood = [
+        socket.create_connection(("127.0.0.1", server.http_port), timeout=5)
+        for _ in range(3 * fd_limit)
+    ]
     assert wait_until(lambda: fd_count(server.pid) >= fd_limit - 1, 5.0), fd_count(server.pid)
     cpu_before, wall_before = cpu_seconds(server.pid), time.monotonic()
     time.sleep(2.0)
     cpu_used = cpu_seconds(server.pid) - cpu_before
     wall = time.monotonic() - wall_before
-    assert cpu_used < 0.25 * wall, f"server used {cpu_used:.2f} s CPU in {wall:.2f} s while out of fds"
+    assert cpu_used < 0.25 * wall, (
+        f"server used {cpu_used:.2f} s CPU in {wall:.2f} s while out of fds"
+    )
     assert server.proc.poll() is None
     assert ask(keep_alive) == 200  # established connections are still served
     for sock in flood:
@@ -207,9 +248,12 @@ def test_emfile_neither_crashes_nor_spins_and_recovers(server_factory):
 
 # --- TLS abuse ---------------------------------------------------------------------------
 
+
 @pytest.fixture
 def tls_server(server_factory):
-    srv = server_factory(tls=True, header_timeout_ms=HEADER_TIMEOUT_MS, idle_timeout_ms=IDLE_TIMEOUT_MS)
+    srv = server_factory(
+        tls=True, header_timeout_ms=HEADER_TIMEOUT_MS, idle_timeout_ms=IDLE_TIMEOUT_MS
+    )
     srv.baseline_fds = fd_count(srv.pid)
     return srv
 
@@ -228,12 +272,16 @@ def client_hello_bytes() -> bytes:
     return outgoing.read()
 
 
-@pytest.mark.parametrize("payload", [
-    os.urandom(4096),
-    b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
-    b"\x16\x03\x01\xff\xff" + b"\x00" * 200,  # a handshake record header announcing 64 KiB
-    b"\x16\x03\x03\x00\x05\x01\x00\x00\x01\x00",  # a truncated ClientHello
-], ids=["random", "plain-http", "huge-record", "truncated-hello"])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        os.urandom(4096),
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"\x16\x03\x01\xff\xff" + b"\x00" * 200,  # a handshake record header announcing 64 KiB
+        b"\x16\x03\x03\x00\x05\x01\x00\x00\x01\x00",  # a truncated ClientHello
+    ],
+    ids=["random", "plain-http", "huge-record", "truncated-hello"],
+)
 def test_tls_garbage_is_rejected_and_others_served(tls_server, payload):
     for abrupt in (False, True):
         sock = connect(tls_server.https_port, timeout=5)
@@ -278,7 +326,9 @@ def test_tls_client_vanishing_mid_response(tls_server):
     for _ in range(5):
         raw = raw_connect(tls_server.https_port, rcvbuf=4096)
         tls = ctx.wrap_socket(raw, server_hostname="localhost")
-        tls.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        tls.sendall(
+            b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+        )
         assert tls.recv(100).startswith(b"HTTP/1.1 200")
         reset_close(tls)
     assert served_tls(tls_server.https_port)

@@ -10,6 +10,7 @@ that saves). What a user can rely on, checked here on real sockets:
     all of them, more than one accept batch) are all accepted and answered.
 Out of descriptors (EMFILE): tests/test_server_abuse.py.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,7 +21,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from server_helpers import connect, read_response
 
 O_NONBLOCK = os.O_NONBLOCK

@@ -1,4 +1,5 @@
 """`loadbench serve` runs the native server in the foreground; Ctrl-C stops it with counters."""
+
 from __future__ import annotations
 
 import http.client
@@ -18,7 +19,9 @@ from loadbench.core.errors import ConfigError
 def _start(*args: str) -> tuple[subprocess.Popen, list[str]]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "loadbench", "serve", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     lines = []
     deadline = time.monotonic() + 10
@@ -36,7 +39,9 @@ def _start(*args: str) -> tuple[subprocess.Popen, list[str]]:
 def test_serve_until_ctrl_c_prints_counters():
     proc, lines = _start("--workers", "2", "--tls", "--cpus", "0")
     try:
-        urls = [re.search(r"https?://\S+", line).group(0) for line in lines if "listening on" in line]
+        urls = [
+            re.search(r"https?://\S+", line).group(0) for line in lines if "listening on" in line
+        ]
         assert len(urls) == 2 and urls[0].startswith("http://") and urls[1].startswith("https://")
         port = int(urls[0].rsplit(":", 1)[1].rstrip("/"))
         pid = int(re.search(r"pid (\d+)", lines[-1]).group(1))
@@ -64,7 +69,9 @@ def test_serve_port_in_use_is_one_clear_error():
         port = taken.getsockname()[1]
         proc = subprocess.run(
             [sys.executable, "-m", "loadbench", "serve", "--port", str(port)],
-            capture_output=True, text=True, timeout=20,
+            capture_output=True,
+            text=True,
+            timeout=20,
         )
     assert proc.returncode == 1
     assert proc.stderr.startswith("loadbench: error: ")
@@ -73,7 +80,10 @@ def test_serve_port_in_use_is_one_clear_error():
 
 def test_serve_bad_flag_exit_2():
     proc = subprocess.run(
-        [sys.executable, "-m", "loadbench", "serve", "--cpus", "x-y"], capture_output=True, text=True, timeout=20
+        [sys.executable, "-m", "loadbench", "serve", "--cpus", "x-y"],
+        capture_output=True,
+        text=True,
+        timeout=20,
     )
     assert proc.returncode == 2 and "loadbench: error: --cpus" in proc.stderr
 
@@ -90,14 +100,20 @@ def test_parse_cpus():
 def test_serve_h2_flags_reach_the_server_and_its_counters():
     proc, lines = _start("--h2-max-streams", "7", "--h2-max-requests", "50")
     try:
-        url = next(re.search(r"http://\S+", line).group(0) for line in lines if "listening on" in line)
+        url = next(
+            re.search(r"http://\S+", line).group(0) for line in lines if "listening on" in line
+        )
         port = int(url.rsplit(":", 1)[1].rstrip("/"))
         import shutil
 
         if shutil.which("nghttp") is None:
             pytest.skip("nghttp not found: apt-get install nghttp2-client")
-        out = subprocess.run(["nghttp", "-nv", f"http://127.0.0.1:{port}/json"], capture_output=True, text=True,
-                             timeout=20).stdout
+        out = subprocess.run(
+            ["nghttp", "-nv", f"http://127.0.0.1:{port}/json"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout
         assert "[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):7]" in out, out
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=10)
@@ -108,6 +124,10 @@ def test_serve_h2_flags_reach_the_server_and_its_counters():
 
 
 def test_serve_bad_h2_flag_exit_2():
-    proc = subprocess.run([sys.executable, "-m", "loadbench", "serve", "--h2-max-streams", "0"],
-                          capture_output=True, text=True, timeout=20)
+    proc = subprocess.run(
+        [sys.executable, "-m", "loadbench", "serve", "--h2-max-streams", "0"],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
     assert proc.returncode == 2 and "loadbench: error: --h2-max-streams" in proc.stderr

@@ -2,6 +2,7 @@
 (cpp/core/server/connection.hpp, write_out: MSG_MORE before the close), and the client gets
 exactly the same bytes and the same orderly close as before. Seen on the wire: a packet socket
 on the loopback interface (root only: CAP_NET_RAW) records every TCP segment the server sends."""
+
 from __future__ import annotations
 
 import socket
@@ -10,7 +11,6 @@ import threading
 import time
 
 import pytest
-
 from server_helpers import connect, read_response
 
 ETH_P_ALL = 0x0003

@@ -4,6 +4,7 @@ h2c is prior knowledge on the plain port (a connection starting with the HTTP/2 
 h2 is ALPN on the TLS port. Each tool missing is a skip that names the package to install
 (.ci/install.sh installs them: nghttp2-client, curl).
 """
+
 from __future__ import annotations
 
 import re
@@ -23,8 +24,12 @@ def need(tool: str, package: str) -> str:
     return path
 
 
-def run(argv: list[str], timeout: float = 60.0, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+def run(
+    argv: list[str], timeout: float = 60.0, stdin: bytes | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        argv, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout
+    )
 
 
 @pytest.fixture
@@ -38,8 +43,11 @@ def base_url(server: ServerProcess, tls: bool) -> str:
 
 # --- h2load: exact counts -------------------------------------------------------------
 def h2load_counts(output: str) -> dict[str, int]:
-    m = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
-                  r"(\d+) errored, (\d+) timeout", output)
+    m = re.search(
+        r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
+        r"(\d+) errored, (\d+) timeout",
+        output,
+    )
     assert m, output
     keys = ("total", "started", "done", "succeeded", "failed", "errored", "timeout")
     counts = dict(zip(keys, map(int, m.groups())))
@@ -53,7 +61,10 @@ def h2load_counts(output: str) -> dict[str, int]:
 def test_h2load_10000_requests_exact(server_factory, tls: bool) -> None:
     h2load = need("h2load", "nghttp2-client")
     server = server_factory(tls=tls, http=not tls)
-    proc = run([h2load, "-n", "10000", "-c", "4", "-m", "10", base_url(server, tls) + "/plaintext"], timeout=120)
+    proc = run(
+        [h2load, "-n", "10000", "-c", "4", "-m", "10", base_url(server, tls) + "/plaintext"],
+        timeout=120,
+    )
     out = proc.stdout.decode(errors="replace")
     assert proc.returncode == 0, out + proc.stderr.decode(errors="replace")
     counts = h2load_counts(out)
@@ -72,10 +83,25 @@ def test_h2load_mixed_routes_and_http1_on_the_same_port(h2_server: ServerProcess
     """h2c and HTTP/1.1 side by side on one port; every route's count lands where it belongs."""
     h2load = need("h2load", "nghttp2-client")
     base = base_url(h2_server, False)
-    proc = run([h2load, "-n", "600", "-c", "2", "-m", "5", f"{base}/json", f"{base}/", f"{base}/delay?ms=1"])
+    proc = run(
+        [
+            h2load,
+            "-n",
+            "600",
+            "-c",
+            "2",
+            "-m",
+            "5",
+            f"{base}/json",
+            f"{base}/",
+            f"{base}/delay?ms=1",
+        ]
+    )
     assert proc.returncode == 0
     assert h2load_counts(proc.stdout.decode())["2xx"] == 600
-    h1 = run([h2load, "--h1", "-n", "300", "-c", "2", f"{base}/plaintext"])  # HTTP/1.1 on the same port
+    h1 = run(
+        [h2load, "--h1", "-n", "300", "-c", "2", f"{base}/plaintext"]
+    )  # HTTP/1.1 on the same port
     assert h2load_counts(h1.stdout.decode())["2xx"] == 300
     stopped = h2_server.stop()
     assert stopped["requests"]["json"] == 200 and stopped["requests"]["delay"] == 200
@@ -84,7 +110,9 @@ def test_h2load_mixed_routes_and_http1_on_the_same_port(h2_server: ServerProcess
 
 
 # --- curl: every route over h2c and h2 ------------------------------------------------
-def curl(url: str, tls: bool, *extra: str, data: Path | None = None) -> tuple[int, str, dict[str, str], bytes]:
+def curl(
+    url: str, tls: bool, *extra: str, data: Path | None = None
+) -> tuple[int, str, dict[str, str], bytes]:
     exe = need("curl", "curl")
     argv = [exe, "-sS", "-D", "-", "--max-time", "20"]
     argv += ["--http2", "-k"] if tls else ["--http2-prior-knowledge"]
@@ -109,13 +137,21 @@ def test_curl_every_route(h2_server: ServerProcess, tls: bool, tmp_path: Path) -
         assert headers["content-type"] == "text/plain" and headers["content-length"] == "14"
         assert headers["server"] == "loadbench" and headers["date"].endswith("GMT")
     status, _, headers, body = curl(base + "/json", tls)
-    assert (status, body, headers["content-type"]) == (200, b'{"message":"Hello, World!"}', "application/json")
+    assert (status, body, headers["content-type"]) == (
+        200,
+        b'{"message":"Hello, World!"}',
+        "application/json",
+    )
 
     payload = tmp_path / "mib.bin"
     payload.write_bytes(bytes(range(256)) * 4096)  # 1 MiB: many DATA frames, flow control both ways
-    status, _, headers, body = curl(base + "/echo", tls, "-H", "Content-Type: application/x-test", data=payload)
+    status, _, headers, body = curl(
+        base + "/echo", tls, "-H", "Content-Type: application/x-test", data=payload
+    )
     assert status == 200 and body == payload.read_bytes()
-    assert headers["content-type"] == "application/x-test" and headers["content-length"] == str(1 << 20)
+    assert headers["content-type"] == "application/x-test" and headers["content-length"] == str(
+        1 << 20
+    )
 
     status, _, _, body = curl(base + "/delay?ms=30", tls)
     assert (status, body) == (200, b"Hello, World!\n")
@@ -148,8 +184,19 @@ def test_curl_echo_over_max_body_is_413(server_factory, tls: bool, tmp_path: Pat
 
 def test_http1_still_served_over_tls_alpn(h2_server: ServerProcess) -> None:
     exe = need("curl", "curl")
-    proc = run([exe, "-sS", "-k", "--http1.1", "-o", "/dev/null", "-w", "%{http_version} %{http_code}",
-                h2_server.url("/json", https=True)])
+    proc = run(
+        [
+            exe,
+            "-sS",
+            "-k",
+            "--http1.1",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_version} %{http_code}",
+            h2_server.url("/json", https=True),
+        ]
+    )
     assert proc.stdout.decode() == "1.1 200"
 
 
@@ -160,14 +207,16 @@ def test_nghttp_shows_settings(server_factory) -> None:
     proc = run([nghttp, "-nv", server.url("/plaintext")], timeout=30)
     out = proc.stdout.decode(errors="replace")
     assert proc.returncode == 0, out
-    settings = out[out.index("recv SETTINGS frame"):]
+    settings = out[out.index("recv SETTINGS frame") :]
     assert re.search(r"\[SETTINGS_MAX_CONCURRENT_STREAMS\(0x03\):37\]", settings), out
     assert re.search(r"\[SETTINGS_MAX_HEADER_LIST_SIZE\(0x06\):8192\]", settings), out
     assert ":status: 200" in out
 
 
 @pytest.mark.parametrize("tls", [False, True], ids=["h2c", "h2-alpn"])
-def test_h2load_concurrent_large_uploads_all_echoed(server_factory, tls: bool, tmp_path: Path) -> None:
+def test_h2load_concurrent_large_uploads_all_echoed(
+    server_factory, tls: bool, tmp_path: Path
+) -> None:
     """20 streams per connection each upload 300 KB at once: h2load spreads the connection
     window over all of them, so no stream's body is complete until the server has taken
     about 6 MB per connection - flow control must keep moving (no deadlock, no error)."""
@@ -175,8 +224,21 @@ def test_h2load_concurrent_large_uploads_all_echoed(server_factory, tls: bool, t
     server = server_factory(tls=tls, http=not tls)
     body = tmp_path / "body.bin"
     body.write_bytes(bytes(range(256)) * 1200)  # 300 KiB
-    proc = run([h2load, "-n", "400", "-c", "4", "-m", "20", "-d", str(body), base_url(server, tls) + "/echo"],
-               timeout=120)
+    proc = run(
+        [
+            h2load,
+            "-n",
+            "400",
+            "-c",
+            "4",
+            "-m",
+            "20",
+            "-d",
+            str(body),
+            base_url(server, tls) + "/echo",
+        ],
+        timeout=120,
+    )
     out = proc.stdout.decode(errors="replace")
     counts = h2load_counts(out)
     assert counts["succeeded"] == 400 and counts["2xx"] == 400 and counts["errored"] == 0, out

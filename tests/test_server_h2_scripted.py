@@ -2,6 +2,7 @@
 streams beyond SETTINGS_MAX_CONCURRENT_STREAMS refused, --h2-max-requests, header list and
 body limits, GOAWAY on graceful shutdown with open streams finishing, a malformed frame, a
 slow header block, idle connections and a client that never reads."""
+
 from __future__ import annotations
 
 import signal
@@ -10,8 +11,8 @@ import struct
 import time
 
 import pytest
-
 from h2_client import H2Client
+
 from loadbench import ServerProcess
 
 REFUSED_STREAM = 0x7
@@ -20,7 +21,12 @@ NO_ERROR = 0x0
 
 
 def frame(type_: int, flags: int, stream: int, payload: bytes) -> bytes:
-    return struct.pack(">I", len(payload))[1:] + bytes([type_, flags]) + struct.pack(">I", stream) + payload
+    return (
+        struct.pack(">I", len(payload))[1:]
+        + bytes([type_, flags])
+        + struct.pack(">I", stream)
+        + payload
+    )
 
 
 def test_streams_beyond_the_limit_are_refused_before_and_after_settings_ack(server_factory) -> None:
@@ -62,17 +68,27 @@ def test_header_list_over_the_limit_is_431_and_body_over_max_body_is_413(server_
     server = server_factory(max_body=1000)
     c = H2Client(server.http_port)
     big = c.request("/plaintext", headers=[("x-big", "a" * 9000)])
-    early = c.request("/echo", "POST", headers=[("content-length", "5000")], end=False)  # 413 before any DATA
-    late = c.request("/echo", "POST", body=b"b" * 1500)  # no content-length: 413 once DATA passes the limit
+    early = c.request(
+        "/echo", "POST", headers=[("content-length", "5000")], end=False
+    )  # 413 before any DATA
+    late = c.request(
+        "/echo", "POST", body=b"b" * 1500
+    )  # no content-length: 413 once DATA passes the limit
     ok = c.request("/echo", "POST", body=b"c" * 900, headers=[("content-type", "text/x-ok")])
-    c.read_until(lambda: all(c.streams[s].status is not None for s in (big, early, late, ok)) and c.finished(ok))
+    c.read_until(
+        lambda: (
+            all(c.streams[s].status is not None for s in (big, early, late, ok)) and c.finished(ok)
+        )
+    )
     assert c.streams[big].status == 431
     assert c.streams[early].status == 413 and c.streams[late].status == 413
     assert c.streams[ok].status == 200 and c.streams[ok].body == b"c" * 900
     assert c.streams[ok].headers["content-type"] == "text/x-ok"
     c.close()
     stopped = server.stop()
-    assert stopped["requests"]["header_too_large"] == 1 and stopped["requests"]["body_too_large"] == 2
+    assert (
+        stopped["requests"]["header_too_large"] == 1 and stopped["requests"]["body_too_large"] == 2
+    )
 
 
 def test_graceful_shutdown_sends_goaway_and_open_streams_finish(server_factory) -> None:
@@ -126,7 +142,9 @@ def test_garbage_after_the_preface_is_a_protocol_error(server_factory) -> None:
     # SETTINGS first, then GOAWAY (type 7) with PROTOCOL_ERROR, then the server closed.
     assert data[3] == 0x4
     goaway = data.find(b"\x07\x00\x00\x00\x00\x00", 9)
-    assert goaway > 0 and struct.unpack(">I", data[goaway + 10:goaway + 14])[0] == PROTOCOL_ERROR, data
+    assert (
+        goaway > 0 and struct.unpack(">I", data[goaway + 10 : goaway + 14])[0] == PROTOCOL_ERROR
+    ), data
 
 
 def test_header_block_that_never_ends_hits_the_header_timeout(server_factory) -> None:
@@ -172,7 +190,9 @@ def vm_kib(pid: int, key: str) -> int:
     raise AssertionError(f"no {key}")
 
 
-def test_client_that_never_reads_does_not_make_the_server_buffer_without_bound(server_factory) -> None:
+def test_client_that_never_reads_does_not_make_the_server_buffer_without_bound(
+    server_factory,
+) -> None:
     """Huge flow-control windows (nothing holds the server back but TCP), a tiny receive buffer,
     and a stream of 13-byte requests for / sent as fast as the socket takes them, never reading:
     each answer is ~3x its request, so only TCP backpressure, the stream limit and nghttp2's
@@ -204,7 +224,9 @@ def test_client_that_never_reads_does_not_make_the_server_buffer_without_bound(s
         pass  # the server gave up on us (flood guard, idle timeout): allowed
     peak_growth_mib = (vm_kib(server.pid, "VmHWM") - before) / 1024
     assert sent >= 1000
-    assert peak_growth_mib < 64, f"server peak RSS grew {peak_growth_mib:.1f} MiB for a client that never reads"
+    assert peak_growth_mib < 64, (
+        f"server peak RSS grew {peak_growth_mib:.1f} MiB for a client that never reads"
+    )
     # The server is still serving everybody else.
     other = H2Client(server.http_port)
     sid = other.request("/plaintext")
@@ -227,6 +249,7 @@ def test_no_h2_serves_http1_only_and_bad_h2_flags_are_config_errors(server_facto
         data = sock.recv(4096)
     assert data.startswith(b"HTTP/1.1 400 "), data  # the preface is just a bad HTTP/1.1 request
     import ssl
+
     ctx = ssl._create_unverified_context()
     ctx.set_alpn_protocols(["h2", "http/1.1"])
     with socket.create_connection(("127.0.0.1", server.https_port), timeout=5) as raw:

@@ -1,4 +1,5 @@
 """loadbench.core._core.Server: the same Beast server inside the Python process."""
+
 from __future__ import annotations
 
 import http.client
@@ -48,7 +49,10 @@ def test_gil_is_released_while_serving():
     """A Python client in this very process gets answers: the server threads never need the GIL."""
     with _core.Server() as server:
         results = []
-        threads = [threading.Thread(target=lambda: results.append(_get(server.http_port)[0])) for _ in range(4)]
+        threads = [
+            threading.Thread(target=lambda: results.append(_get(server.http_port)[0]))
+            for _ in range(4)
+        ]
         for t in threads:
             t.start()
         for t in threads:

@@ -1,4 +1,5 @@
 """Start-up contract, counters, graceful stop and start-up errors of the native binary."""
+
 from __future__ import annotations
 
 import http.client
@@ -11,9 +12,9 @@ import threading
 import time
 
 import pytest
+from server_helpers import connect, read_response
 
 from loadbench import ServerError, ServerProcess, server_binary
-from server_helpers import connect, read_response
 
 
 def test_ready_line_names_the_bound_ports(beast_server):
@@ -32,8 +33,14 @@ def test_counters_are_exact(server_factory, accept):
     port = server.http_port
     expected = {"plaintext": 0, "json": 0, "echo": 0, "delay": 0, "not_found": 0}
     conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=5) for _ in range(4)]
-    plan = [("GET", "/", "plaintext"), ("GET", "/plaintext", "plaintext"), ("GET", "/json", "json"),
-            ("POST", "/echo", "echo"), ("GET", "/delay?ms=1", "delay"), ("GET", "/x", "not_found")]
+    plan = [
+        ("GET", "/", "plaintext"),
+        ("GET", "/plaintext", "plaintext"),
+        ("GET", "/json", "json"),
+        ("POST", "/echo", "echo"),
+        ("GET", "/delay?ms=1", "delay"),
+        ("GET", "/x", "not_found"),
+    ]
     for i in range(60):
         method, path, kind = plan[i % len(plan)]
         conn = conns[i % len(conns)]
@@ -109,7 +116,9 @@ def test_sigint_stops_gracefully_too(beast_server):
     conn.request("GET", "/json")
     assert conn.getresponse().read()
     conn.close()
-    beast_server.proc.send_signal(signal.SIGINT)  # e.g. a terminal's Ctrl-C reaching the server itself
+    beast_server.proc.send_signal(
+        signal.SIGINT
+    )  # e.g. a terminal's Ctrl-C reaching the server itself
     assert beast_server.proc.wait(timeout=5) == 0
     # The parent still gets the counters line the server printed on its way out.
     stopped = beast_server.stop()
@@ -172,7 +181,9 @@ def test_unreadable_certificate_is_a_clear_error(tmp_path):
 
 
 def test_help_lists_the_flags():
-    proc = subprocess.run([str(server_binary()), "--help"], capture_output=True, text=True, timeout=10)
+    proc = subprocess.run(
+        [str(server_binary()), "--help"], capture_output=True, text=True, timeout=10
+    )
     assert proc.returncode == 0
     for flag in ("--port", "--tls", "--workers", "--max-body", "--header-timeout-ms", "--accept"):
         assert flag in proc.stdout

@@ -1,4 +1,5 @@
 """Request limits (431, 413, 400) and timeouts (slowloris, idle keep-alive)."""
+
 from __future__ import annotations
 
 import http.client
@@ -45,20 +46,31 @@ def test_default_max_body_is_one_mib(beast_server):
     assert resp.status == 200 and len(resp.read()) == 1 << 20
     conn.close()
     with connect(beast_server.http_port) as sock:
-        sock.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % ((1 << 20) + 1))
+        sock.sendall(
+            b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % ((1 << 20) + 1)
+        )
         assert read_response(sock.makefile("rb")).status == 413
 
 
 def test_chunked_body_over_the_limit_is_413(server_factory):
     server = server_factory(max_body=100)
-    raw = b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + b"c8\r\n" + b"z" * 200 + b"\r\n0\r\n\r\n"
+    raw = (
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + b"c8\r\n"
+        + b"z" * 200
+        + b"\r\n0\r\n\r\n"
+    )
     (resp,) = exchange(server.http_port, raw)
     assert resp.status == 413
 
 
 def test_malformed_request_is_400_and_closes(beast_server):
-    for raw in (b"THIS IS NOT HTTP\r\n\r\n", b"GET / HTTP/1.1\r\nBad Header Line\r\n\r\n",
-                b"GET / HTTP/9.9\r\n\r\n", b"POST /echo HTTP/1.1\r\nContent-Length: abc\r\n\r\n"):
+    for raw in (
+        b"THIS IS NOT HTTP\r\n\r\n",
+        b"GET / HTTP/1.1\r\nBad Header Line\r\n\r\n",
+        b"GET / HTTP/9.9\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nContent-Length: abc\r\n\r\n",
+    ):
         with connect(beast_server.http_port) as sock:
             sock.sendall(raw)
             stream = sock.makefile("rb")
@@ -128,5 +140,7 @@ def test_active_keep_alive_connection_outlives_the_idle_timeout(server_factory):
         assert conn.getresponse().read() == b"Hello, World!\n"
         assert conn.sock.getsockname() == local
         time.sleep(0.05)
-    assert sent - opened > 2 * 0.4  # answered on the same connection two idle timeouts after it opened
+    assert (
+        sent - opened > 2 * 0.4
+    )  # answered on the same connection two idle timeouts after it opened
     conn.close()

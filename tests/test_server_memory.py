@@ -6,6 +6,7 @@ connections grows the server's RSS by well under a page per connection. Before, 
 connection took a 16 KiB read buffer and a 4 KiB output buffer at accept: about 9 KB of RSS
 per idle connection (the touched pages of those buffers), which this bound fails.
 """
+
 from __future__ import annotations
 
 import loadbench
@@ -19,7 +20,9 @@ BOUND_BYTES = 4096
 
 def test_idle_connections_cost_less_than_a_page_each_and_all_answer(server_factory):
     server = server_factory()
-    record = loadbench.hold_connections(server.url("/plaintext"), N, sample_pid=server.pid, timeout=30)
+    record = loadbench.hold_connections(
+        server.url("/plaintext"), N, sample_pid=server.pid, timeout=30
+    )
     assert record["connections_held"] == N, record
     assert record["server"]["accepted"] >= N, record
     per_connection = record["server"]["rss_bytes_per_connection"]
@@ -48,7 +51,11 @@ def test_idle_connections_go_on_serving_keep_alive_requests(server_factory):
                 request = f"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\nr{round_}c{i:03d}".encode()
                 sock.sendall(request[:20])
             for i, sock in enumerate(sockets):
-                sock.sendall(f"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\nr{round_}c{i:03d}".encode()[20:])
+                sock.sendall(
+                    f"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\nr{round_}c{i:03d}".encode()[
+                        20:
+                    ]
+                )
             for i, stream in enumerate(streams):
                 response = read_response(stream)
                 assert response.status == 200

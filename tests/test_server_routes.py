@@ -1,4 +1,5 @@
 """Every route and status of the native Beast server, over real sockets with http.client."""
+
 from __future__ import annotations
 
 import email.utils
@@ -47,8 +48,13 @@ def test_echo_returns_body_and_content_type(beast_server):
 
 def test_echo_chunked_request_body(beast_server):
     conn = http.client.HTTPConnection("127.0.0.1", beast_server.http_port, timeout=5)
-    conn.request("POST", "/echo", body=iter([b"abc", b"defg"]), headers={"Content-Type": "text/plain"},
-                 encode_chunked=True)
+    conn.request(
+        "POST",
+        "/echo",
+        body=iter([b"abc", b"defg"]),
+        headers={"Content-Type": "text/plain"},
+        encode_chunked=True,
+    )
     resp = conn.getresponse()
     assert resp.status == 200 and resp.read() == b"abcdefg"
     conn.close()
@@ -63,7 +69,9 @@ def test_echo_without_content_type_is_octet_stream(beast_server):
 
 def test_expect_100_continue(beast_server):
     with connect(beast_server.http_port) as sock:
-        sock.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+        sock.sendall(
+            b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"
+        )
         stream = sock.makefile("rb")
         interim = read_response(stream)
         assert interim.status == 100
@@ -106,7 +114,11 @@ def test_unknown_path_is_404(beast_server):
 
 
 def test_wrong_method_is_405_with_allow(beast_server):
-    for method, path, allow in (("POST", "/json", "GET"), ("GET", "/echo", "POST"), ("DELETE", "/", "GET")):
+    for method, path, allow in (
+        ("POST", "/json", "GET"),
+        ("GET", "/echo", "POST"),
+        ("DELETE", "/", "GET"),
+    ):
         status, headers, _ = _get(beast_server.http_port, method, path)
         assert status == 405, (method, path)
         assert headers["Allow"] == allow
@@ -171,7 +183,8 @@ def test_pipelined_requests_are_answered_in_order(beast_server):
 def test_pipelined_burst_in_many_segments(beast_server):
     """100 pipelined requests sent byte-split across segments still come back in order."""
     requests = b"".join(
-        b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%d" % (len(str(i)), i) for i in range(100)
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%d" % (len(str(i)), i)
+        for i in range(100)
     )
     with connect(beast_server.http_port) as sock:
         for offset in range(0, len(requests), 777):
@@ -183,7 +196,9 @@ def test_pipelined_burst_in_many_segments(beast_server):
 
 def test_connection_close_is_honoured(beast_server):
     with connect(beast_server.http_port) as sock:
-        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /json HTTP/1.1\r\n\r\n")
+        sock.sendall(
+            b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /json HTTP/1.1\r\n\r\n"
+        )
         stream = sock.makefile("rb")
         resp = read_response(stream)
         assert resp.status == 200 and resp.header("connection") == "close"
@@ -209,7 +224,9 @@ def test_http_1_0_keep_alive(beast_server):
             assert resp.status == 200 and resp.header("connection") == "keep-alive"
 
 
-def test_connection_close_ends_with_a_fin_and_pipelined_input_after_it_still_gets_the_answer(beast_server):
+def test_connection_close_ends_with_a_fin_and_pipelined_input_after_it_still_gets_the_answer(
+    beast_server,
+):
     """A clean 'Connection: close' is closed at once (no lingering: nothing is unread); a request
     pipelined behind it is unread input, so the server lingers and the answer is not lost to a
     reset. Either way the client reads the whole response and then EOF."""
@@ -223,8 +240,10 @@ def test_connection_close_ends_with_a_fin_and_pipelined_input_after_it_still_get
     assert data.count(b"HTTP/1.1") == 1
     for _ in range(20):  # the unread request behind the close must not turn the answer into a reset
         busy = connect(beast_server.http_port)
-        busy.sendall(b"GET /json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-                     b"GET /plaintext HTTP/1.1\r\nHost: x\r\n\r\n")
+        busy.sendall(
+            b"GET /json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            b"GET /plaintext HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
         data = read_until_closed(busy)
         busy.close()
         assert data.startswith(b"HTTP/1.1 200") and data.endswith(b'{"message":"Hello, World!"}')

@@ -1,4 +1,5 @@
 """HTTPS on the Beast server: generated EC P-256 certificate, TLS 1.3 and 1.2, both ports at once."""
+
 from __future__ import annotations
 
 import http.client
@@ -7,7 +8,6 @@ import ssl
 import subprocess
 
 import pytest
-
 from server_helpers import read_response
 
 
@@ -27,7 +27,10 @@ def _handshake(port: int, ctx: ssl.SSLContext) -> ssl.SSLSocket:
 
 def _check_ec_p256_with_openssl(der: bytes) -> None:
     text = subprocess.run(
-        ["openssl", "x509", "-inform", "DER", "-noout", "-text"], input=der, capture_output=True, check=True
+        ["openssl", "x509", "-inform", "DER", "-noout", "-text"],
+        input=der,
+        capture_output=True,
+        check=True,
     ).stdout.decode()
     assert "id-ecPublicKey" in text
     assert "prime256v1" in text or "P-256" in text
@@ -56,7 +59,9 @@ def test_http_and_https_served_by_one_process(tls_server):
     plain = http.client.HTTPConnection("127.0.0.1", tls_server.http_port, timeout=5)
     plain.request("GET", "/")
     assert plain.getresponse().read() == b"Hello, World!\n"
-    secure = http.client.HTTPSConnection("127.0.0.1", tls_server.https_port, timeout=5, context=_client_context())
+    secure = http.client.HTTPSConnection(
+        "127.0.0.1", tls_server.https_port, timeout=5, context=_client_context()
+    )
     for path, body in (("/", b"Hello, World!\n"), ("/json", b'{"message":"Hello, World!"}')):
         secure.request("GET", path)
         assert secure.getresponse().read() == body
@@ -73,7 +78,9 @@ def test_certificate_is_self_signed_ec_p256_for_localhost(tls_server):
     assert der
     _check_ec_p256_with_openssl(der)
     text = subprocess.run(
-        ["openssl", "x509", "-inform", "DER", "-noout", "-subject", "-issuer"], input=der, capture_output=True,
+        ["openssl", "x509", "-inform", "DER", "-noout", "-subject", "-issuer"],
+        input=der,
+        capture_output=True,
         check=True,
     ).stdout.decode()
     assert "CN = localhost" in text or "CN=localhost" in text
@@ -116,7 +123,9 @@ def test_tls_1_1_is_refused(tls_server):
 def test_https_only(server_factory):
     server = server_factory(tls=True, http=False)
     assert server.http_port is None and server.https_port
-    conn = http.client.HTTPSConnection("127.0.0.1", server.https_port, timeout=5, context=_client_context())
+    conn = http.client.HTTPSConnection(
+        "127.0.0.1", server.https_port, timeout=5, context=_client_context()
+    )
     conn.request("GET", "/")
     assert conn.getresponse().status == 200
     conn.close()
@@ -125,9 +134,24 @@ def test_https_only(server_factory):
 def test_cert_and_key_files(server_factory, tmp_path):
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-         "-days", "1", "-subj", "/CN=files.example"],
-        check=True, capture_output=True,
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=files.example",
+        ],
+        check=True,
+        capture_output=True,
     )
     server = server_factory(tls=True, http=False, cert=str(cert), key=str(key))
     with _handshake(server.https_port, _client_context()) as sock:
@@ -135,14 +159,20 @@ def test_cert_and_key_files(server_factory, tmp_path):
         sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         assert read_response(sock.makefile("rb")).status == 200
     subject = subprocess.run(
-        ["openssl", "x509", "-inform", "DER", "-noout", "-subject"], input=der, capture_output=True, check=True
+        ["openssl", "x509", "-inform", "DER", "-noout", "-subject"],
+        input=der,
+        capture_output=True,
+        check=True,
     ).stdout.decode()
     assert "files.example" in subject
 
 
 def test_tls_pipelining_and_connection_close(tls_server):
     with _handshake(tls_server.https_port, _client_context()) as sock:
-        sock.sendall(b"GET /json HTTP/1.1\r\nHost: x\r\n\r\n" * 3 + b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        sock.sendall(
+            b"GET /json HTTP/1.1\r\nHost: x\r\n\r\n" * 3
+            + b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n"
+        )
         stream = sock.makefile("rb")
         responses = [read_response(stream) for _ in range(4)]
         assert [r.status for r in responses] == [200] * 4
@@ -157,7 +187,9 @@ def test_garbage_instead_of_a_handshake_does_not_hurt_the_server(tls_server):
             sock.recv(100)
         except ConnectionResetError:
             pass
-    conn = http.client.HTTPSConnection("127.0.0.1", tls_server.https_port, timeout=5, context=_client_context())
+    conn = http.client.HTTPSConnection(
+        "127.0.0.1", tls_server.https_port, timeout=5, context=_client_context()
+    )
     conn.request("GET", "/")
     assert conn.getresponse().status == 200
     conn.close()
@@ -169,11 +201,23 @@ def test_no_tls_resumption_sends_no_ticket_and_resumes_nothing(server_factory):
     import loadbench
 
     default = server_factory(tls=True, http=False)
-    resumed = loadbench.run(default.url("/", https=True), connections=1, requests=5, keepalive=False,
-                            tls_session_resumption=True)
-    assert resumed.responses == 5 and resumed.tls_resumed == 4  # the server's default offers resumption
+    resumed = loadbench.run(
+        default.url("/", https=True),
+        connections=1,
+        requests=5,
+        keepalive=False,
+        tls_session_resumption=True,
+    )
+    assert (
+        resumed.responses == 5 and resumed.tls_resumed == 4
+    )  # the server's default offers resumption
     server = server_factory(tls=True, http=False, extra_args=["--no-tls-resumption"])
-    result = loadbench.run(server.url("/", https=True), connections=1, requests=5, keepalive=False,
-                           tls_session_resumption=True)
+    result = loadbench.run(
+        server.url("/", https=True),
+        connections=1,
+        requests=5,
+        keepalive=False,
+        tls_session_resumption=True,
+    )
     assert result.responses == 5 and result.error_count == 0
     assert result.tls_handshakes == 5 and result.tls_resumed == 0

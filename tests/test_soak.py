@@ -9,6 +9,7 @@ Bounds (documented here and in reports/soak.md):
   and their buffers exist) to the end under 1 MiB: a leak of even 8 bytes per request would
   add several MiB over the ~10^5-10^6 requests of this run.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -21,7 +22,9 @@ STEADY_TO_END_BOUND_KIB = 1024
 
 
 def load_soak_module():
-    spec = importlib.util.spec_from_file_location("loadbench_bench_soak", REPO / "bench" / "soak.py")
+    spec = importlib.util.spec_from_file_location(
+        "loadbench_bench_soak", REPO / "bench" / "soak.py"
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
@@ -30,11 +33,15 @@ def load_soak_module():
 
 def test_fifteen_second_echo_soak_is_clean(tmp_path: Path):
     soak = load_soak_module()
-    r = soak.soak(duration_s=15.0, connections=20, body_bytes=1024, sample_interval_s=0.5, pin=False)
+    r = soak.soak(
+        duration_s=15.0, connections=20, body_bytes=1024, sample_interval_s=0.5, pin=False
+    )
     assert r.responses > 1000, r.responses
     assert r.error_count == 0, r.errors
     assert r.server_echo_requests >= r.responses
-    assert r.server_echo_requests - r.responses <= r.connections  # at most the requests in flight at the end
+    assert (
+        r.server_echo_requests - r.responses <= r.connections
+    )  # at most the requests in flight at the end
     assert r.fds_max > r.fds_baseline  # the connections were really open
     assert r.fds_after == r.fds_baseline, (r.fds_baseline, r.fds_max, r.fds_after)
     assert r.rss_growth_kib < START_TO_END_BOUND_KIB, r

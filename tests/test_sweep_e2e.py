@@ -4,6 +4,7 @@ One module-scoped sweep (2 servers x http/https x plaintext at C = 1 and 4 + jso
 a connection-setup cell, one-second windows) feeds the report, chart and notebook checks;
 separate tiny sweeps cover resume after an interruption and a peer that dies mid-sweep.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,13 +16,13 @@ import time
 from pathlib import Path
 
 import pytest
+from sweep_data import table_rows
 
-from loadbench.report import markdown
 from loadbench import Sweep, Target, Workload, model
 from loadbench.report import document as report
+from loadbench.report import markdown
 from loadbench.sweep import results_folder as results
 from loadbench.sweep.registry import default_peer_targets
-from sweep_data import table_rows
 
 REPO = Path(__file__).resolve().parent.parent
 PEERS = REPO / "bench" / "peers"
@@ -36,10 +37,20 @@ def python_peer() -> Target:
 def real_sweep(tmp_path_factory):
     out = tmp_path_factory.mktemp("sweep")
     json_wl = Workload("json", "GET", "/json", concurrencies=[4])
-    sweep = Sweep(targets=[Target("beast"), python_peer()], workloads=["plaintext", json_wl],
-                  concurrencies=[1, 4], protocols=["http", "https"], connection_setup=True,
-                  connection_setup_concurrency=2, repeats=1, duration=1.0, warmup=0.2,
-                  peers_dir=str(PEERS), open_fractions=[0.5], contended_reruns=0)
+    sweep = Sweep(
+        targets=[Target("beast"), python_peer()],
+        workloads=["plaintext", json_wl],
+        concurrencies=[1, 4],
+        protocols=["http", "https"],
+        connection_setup=True,
+        connection_setup_concurrency=2,
+        repeats=1,
+        duration=1.0,
+        warmup=0.2,
+        peers_dir=str(PEERS),
+        open_fractions=[0.5],
+        contended_reruns=0,
+    )
     sweep.run(out, progress=False)
     report.write_report(out)
     return sweep, out
@@ -63,15 +74,24 @@ def test_every_cell_measured_once_with_exact_counts(real_sweep):
         assert r["machine_cores"] == os.cpu_count() and r["reruns"] == 0 and "contended" in r
         if r["mode"] == "open":  # half the best closed-loop median req/s of the same server
             assert r["load_pct"] == 50 and r["connections"] >= 1  # the percent has its own field
-            closed = [x["result"]["rps"] for x in records if x["mode"] == "closed" and x["workload"] == "plaintext"
-                      and (x["target"], x["protocol"]) == (r["target"], r["protocol"])]
+            closed = [
+                x["result"]["rps"]
+                for x in records
+                if x["mode"] == "closed"
+                and x["workload"] == "plaintext"
+                and (x["target"], x["protocol"]) == (r["target"], r["protocol"])
+            ]
             assert res["rate"]["target"] == pytest.approx(0.5 * max(closed))
             assert "latency_uncorrected_us" in res
         if r["mode"] == "connect":
             # one connection per request; up to C of them still open when the window closes
-            assert res["responses"] <= res["connections_opened"] <= res["responses"] + r["connections"]
+            assert (
+                res["responses"] <= res["connections_opened"] <= res["responses"] + r["connections"]
+            )
     for target in {r["target"] for r in records}:  # but every server's CPU over its cells shows
-        assert sum(r["result"]["server"]["cpu_s"] for r in records if r["target"] == target) > 0, target
+        assert sum(r["result"]["server"]["cpu_s"] for r in records if r["target"] == target) > 0, (
+            target
+        )
     env = json.loads((out / "environment.json").read_text())
     assert env["generator_cpus"] and env["server_cpus"]
 
@@ -90,8 +110,16 @@ def test_report_tables_match_the_raw_numbers(real_sweep):
     _, out = real_sweep
     text = (out / "report.md").read_text()
     records = results.read_records(out / "results.jsonl")
-    raw = {(r["target"], r["protocol"], r["workload"], r["mode"], r.get("load_pct") or r["connections"]): r["result"]
-           for r in records}
+    raw = {
+        (
+            r["target"],
+            r["protocol"],
+            r["workload"],
+            r["mode"],
+            r.get("load_pct") or r["connections"],
+        ): r["result"]
+        for r in records
+    }
     for protocol, title in (("http", "HTTP/1.1 (http)"), ("https", "HTTP/1.1 over TLS (https)")):
         rows = table_rows(text, f"## {title}, plaintext, keep-alive")
         assert rows[0] == ["Metric", "Server", "C = 1", "C = 4"]
@@ -118,15 +146,28 @@ def test_report_tables_match_the_raw_numbers(real_sweep):
     for row in table_rows(text, "## Open loop")[1:]:
         res = raw[(row[0], row[1], "plaintext", "open", 50)]
         assert row[2] == "50 % of capacity"
-        assert [_plain(c) for c in row[3:7]] == [markdown.fmt_int(res["rate"]["target"]), markdown.fmt_int(res["rps"]),
-                            markdown.fmt_ms(res["latency_us"]["p50"] / 1000), markdown.fmt_ms(res["latency_us"]["p99"] / 1000)]
+        assert [_plain(c) for c in row[3:7]] == [
+            markdown.fmt_int(res["rate"]["target"]),
+            markdown.fmt_int(res["rps"]),
+            markdown.fmt_ms(res["latency_us"]["p50"] / 1000),
+            markdown.fmt_ms(res["latency_us"]["p99"] / 1000),
+        ]
         assert row[9] == markdown.fmt_ms(res["latency_uncorrected_us"]["p99"] / 1000)
-    for png in ("latency_vs_throughput.png", "memory_peak_rss.png", "throughput_vs_concurrency.png"):
+    for png in (
+        "latency_vs_throughput.png",
+        "memory_peak_rss.png",
+        "throughput_vs_concurrency.png",
+    ):
         assert (out / png).stat().st_size > 10_000 and f"]({png})" in text
     # bar charts of ranked cells only: on a busy machine every cell may be contended (then no chart)
     ranked = any(a.ranked for a in model.load(out).aggs.values())
-    for png in ("throughput_peak.png", "protocol_http_vs_https.png", "workloads.png", "latency.png",
-                "connection_setup.png"):
+    for png in (
+        "throughput_peak.png",
+        "protocol_http_vs_https.png",
+        "workloads.png",
+        "latency.png",
+        "connection_setup.png",
+    ):
         if (out / png).exists():
             assert ranked and (out / png).stat().st_size > 10_000 and f"]({png})" in text
         else:
@@ -142,15 +183,26 @@ def test_notebook_runs_on_the_real_sweep(real_sweep):
     nb = nbformat.read(REPO / "notebooks" / "explore.ipynb", as_version=4)
     os.environ["LOADBENCH_RESULTS"] = str(out)
     try:
-        nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                                resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
+        nbclient.NotebookClient(
+            nb,
+            timeout=120,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(REPO / "notebooks")}},
+        ).execute()
     finally:
         del os.environ["LOADBENCH_RESULTS"]
-    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    printed = "".join(
+        o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
+    )
     assert f"{out} 20 rows" in printed
     assert (out / "notebook_concurrency.png").stat().st_size > 10_000
     # %matplotlib inline: the chart is in the notebook itself, not only in a file
-    assert any("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert any(
+        "image/png" in o.get("data", {})
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+    )
 
 
 def _write_toml(path: Path, body: str) -> Path:
@@ -159,7 +211,9 @@ def _write_toml(path: Path, body: str) -> Path:
 
 
 def test_resume_after_interruption_loses_and_repeats_nothing(tmp_path):
-    config = _write_toml(tmp_path / "s.toml", f"""
+    config = _write_toml(
+        tmp_path / "s.toml",
+        f"""
 duration = 0.5
 warmup = 0
 concurrencies = [1, 2, 3, 4, 5, 6]
@@ -169,9 +223,20 @@ peers_dir = "{PEERS}"
 name = "py"
 kind = "command"
 argv = ["{{python}}", "{{peers}}/python/server.py", "{{port}}"]
-""")
+""",
+    )
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "loadbench", "sweep", str(config), "--out", str(out), "--no-report", "--no-wait"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "loadbench",
+        "sweep",
+        str(config),
+        "--out",
+        str(out),
+        "--no-report",
+        "--no-wait",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     results_file = out / "results.jsonl"
     deadline = time.monotonic() + 30
@@ -205,11 +270,25 @@ def test_torn_last_line_is_dropped_and_rerun(tmp_path):
 
 
 def test_peer_that_dies_mid_sweep_gives_fail_cells_and_the_sweep_completes(tmp_path):
-    dying = Target("dying", kind="command", argv=[sys.executable, str(HERE / "peers" / "dies_after.py"), "{port}", "40"])
-    broken = Target("broken", kind="command", ready_timeout=2,
-                    argv=[sys.executable, "-c", "import sys; sys.exit('no config file')"])
-    sweep = Sweep(targets=[dying, broken, Target("beast")], concurrencies=[1, 2], protocols=["http"],
-                  duration=0.5, warmup=0, repeats=1)
+    dying = Target(
+        "dying",
+        kind="command",
+        argv=[sys.executable, str(HERE / "peers" / "dies_after.py"), "{port}", "40"],
+    )
+    broken = Target(
+        "broken",
+        kind="command",
+        ready_timeout=2,
+        argv=[sys.executable, "-c", "import sys; sys.exit('no config file')"],
+    )
+    sweep = Sweep(
+        targets=[dying, broken, Target("beast")],
+        concurrencies=[1, 2],
+        protocols=["http"],
+        duration=0.5,
+        warmup=0,
+        repeats=1,
+    )
     out = tmp_path / "out"
     sweep.run(out, progress=False)
     by_id = {r["id"]: r for r in results.read_records(out / "results.jsonl")}
@@ -217,7 +296,10 @@ def test_peer_that_dies_mid_sweep_gives_fail_cells_and_the_sweep_completes(tmp_p
     for c in (1, 2):
         died = by_id[f"dying|http|plaintext|c{c}|r0"]
         assert died["status"] == "fail"
-        assert "server died during the cell" in died["error"] and "served 40 requests, exiting" in died["error"]
+        assert (
+            "server died during the cell" in died["error"]
+            and "served 40 requests, exiting" in died["error"]
+        )
         never = by_id[f"broken|http|plaintext|c{c}|r0"]
         assert never["status"] == "fail" and "never became ready" in never["error"]
         assert "no config file" in never["error"]
@@ -236,16 +318,24 @@ def test_already_running_url_is_sampled_only_with_a_pid(beast_server, tmp_path):
     sweep.run(tmp_path, progress=False)
     first, second = results.read_records(tmp_path / "results.jsonl")
     assert first["status"] == second["status"] == "ok"
-    assert first["result"]["server"]["pid"] == beast_server.pid and first["result"]["server"]["cpu_s"] > 0
+    assert (
+        first["result"]["server"]["pid"] == beast_server.pid
+        and first["result"]["server"]["cpu_s"] > 0
+    )
     assert not second["result"].get("server") and "sampler" not in second
     assert beast_server.proc.poll() is None  # no lifecycle: the sweep leaves it running
     served = beast_server.stop()
-    assert served["requests"]["plaintext"] >= first["result"]["responses"] + second["result"]["responses"]
+    assert (
+        served["requests"]["plaintext"]
+        >= first["result"]["responses"] + second["result"]["responses"]
+    )
 
 
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
 def test_killed_sweep_leaves_no_server_behind_and_resumes(tmp_path, how):
-    config = _write_toml(tmp_path / "k.toml", f"""
+    config = _write_toml(
+        tmp_path / "k.toml",
+        f"""
 duration = 0.5
 warmup = 0
 concurrencies = [1, 2, 3]
@@ -254,22 +344,40 @@ peers_dir = "{PEERS}"
 name = "py"
 kind = "command"
 argv = ["{{python}}", "{{peers}}/python/server.py", "{{port}}"]
-""")
+""",
+    )
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "loadbench", "sweep", str(config), "--out", str(out), "--no-report", "--no-wait"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "loadbench",
+        "sweep",
+        str(config),
+        "--out",
+        str(out),
+        "--no-report",
+        "--no-wait",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     results_file = out / "results.jsonl"
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not (results_file.exists() and results_file.read_text().count("\n")):
+    while time.monotonic() < deadline and not (
+        results_file.exists() and results_file.read_text().count("\n")
+    ):
         time.sleep(0.02)
     pid = json.loads(results_file.read_text().splitlines()[0])["server"]["pid"]
     proc.send_signal(how)
     proc.communicate(timeout=30)
     assert proc.returncode == (130 if how == signal.SIGTERM else -signal.SIGKILL)
     deadline = time.monotonic() + 10
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:  # SIGKILL: the kernel tells it
+    while (
+        Path(f"/proc/{pid}").exists() and time.monotonic() < deadline
+    ):  # SIGKILL: the kernel tells it
         time.sleep(0.02)
-    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]
+    assert (
+        not Path(f"/proc/{pid}").exists()
+        or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]
+    )
     done = subprocess.run(cmd, capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr.decode()
     ids = [json.loads(line)["id"] for line in results_file.read_text().splitlines()]

@@ -1,22 +1,21 @@
 """The protocol axis of a sweep (http, https, h2c, h2), streams per HTTP/2 connection,
 request-count cells, targets that declare their protocols (n/a with the reason otherwise),
 variants, the default sweep's time budget, and small real sweeps against the Beast server."""
+
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from sweep_data import result_dict
 
-import loadbench
 from loadbench import Sweep, Target, model
+from loadbench.core.errors import ConfigError
 from loadbench.report import document as report
 from loadbench.sweep import results_folder as results
-from loadbench.core.errors import ConfigError
 from loadbench.sweep.file import DEFAULT_CELL_BUDGET_S, default_sweep, sweep_from_dict
 from loadbench.sweep.registry import default_peer_targets
 from loadbench.sweep.targets import HTTP2
-from sweep_data import result_dict
 
 REPO = Path(__file__).resolve().parent.parent
 PEERS = REPO / "bench" / "peers"
@@ -26,32 +25,53 @@ def test_protocols_streams_and_requests_are_checked():
     sweep = Sweep(protocols=["http", "https", "h2c", "h2"], streams={"h2c": 4})
     assert [sweep.streams_for(p) for p in ("http", "https", "h2c", "h2")] == [1, 1, 4, 10]
     assert Sweep(protocols=["h2"], streams=7).streams_for("h2") == 7
-    for bad, named in [({"protocols": ["h3"]}, "'h3' is not one of http, https, h2c, h2"),
-                       ({"protocols": ["http", "http"]}, "protocols must be unique"),
-                       ({"streams": {"https": 2}}, "streams.https: HTTP/1.1 has one request in flight"),
-                       ({"streams": 0}, "streams.h2c: 0 is not a positive integer"),
-                       ({"requests": 0}, "requests: 0 is not a positive integer"),
-                       ({"detail_protocols": ["spdy"]}, "detail_protocols: 'spdy'"),
-                       ({"targets": [Target("a"), Target("b", variant_of="c")]}, "variant_of 'c' is not another")]:
+    for bad, named in [
+        ({"protocols": ["h3"]}, "'h3' is not one of http, https, h2c, h2"),
+        ({"protocols": ["http", "http"]}, "protocols must be unique"),
+        ({"streams": {"https": 2}}, "streams.https: HTTP/1.1 has one request in flight"),
+        ({"streams": 0}, "streams.h2c: 0 is not a positive integer"),
+        ({"requests": 0}, "requests: 0 is not a positive integer"),
+        ({"detail_protocols": ["spdy"]}, "detail_protocols: 'spdy'"),
+        ({"targets": [Target("a"), Target("b", variant_of="c")]}, "variant_of 'c' is not another"),
+    ]:
         with pytest.raises(ConfigError, match=named):
             Sweep(**bad)
 
 
 def test_detail_protocols_limit_connection_setup_and_open_loop_cells():
-    sweep = Sweep(protocols=["http", "h2c"], concurrencies=[4], connection_setup=True, open_fractions=[0.5],
-                  detail_protocols=["http"])
+    sweep = Sweep(
+        protocols=["http", "h2c"],
+        concurrencies=[4],
+        connection_setup=True,
+        open_fractions=[0.5],
+        detail_protocols=["http"],
+    )
     modes = {(c.protocol, c.mode) for c in sweep.cells()}
     assert modes == {("http", "closed"), ("http", "connect"), ("http", "open"), ("h2c", "closed")}
     assert [c.id for c in sweep.cells() if c.protocol == "h2c"] == ["beast|h2c|plaintext|c4|r0"]
 
 
 def test_toml_keys_of_the_protocol_axis(tmp_path):
-    sweep = sweep_from_dict({
-        "protocols": ["http", "h2c", "h2"], "streams": {"h2c": 10, "h2": 20}, "requests": 100000,
-        "detail_protocols": ["http"],
-        "targets": [{"name": "beast"}, {"name": "beast-2w", "workers": 2, "variant_of": "beast"},
-                    {"name": "peer", "kind": "command", "argv": ["x", "{port}"], "h2c_argv": ["x", "{port}", "--h2c"],
-                     "protocol_notes": {"h2": "no TLS in this peer"}}]}, base_dir=tmp_path)
+    sweep = sweep_from_dict(
+        {
+            "protocols": ["http", "h2c", "h2"],
+            "streams": {"h2c": 10, "h2": 20},
+            "requests": 100000,
+            "detail_protocols": ["http"],
+            "targets": [
+                {"name": "beast"},
+                {"name": "beast-2w", "workers": 2, "variant_of": "beast"},
+                {
+                    "name": "peer",
+                    "kind": "command",
+                    "argv": ["x", "{port}"],
+                    "h2c_argv": ["x", "{port}", "--h2c"],
+                    "protocol_notes": {"h2": "no TLS in this peer"},
+                },
+            ],
+        },
+        base_dir=tmp_path,
+    )
     assert sweep.requests == 100000 and sweep.streams_for("h2") == 20
     peer = sweep.targets[2]
     assert peer.protocols == ["http", "h2c"]
@@ -59,12 +79,20 @@ def test_toml_keys_of_the_protocol_axis(tmp_path):
     assert peer.unavailable_reason("https") == "peer does not serve https (serves http, h2c)"
     assert sweep.targets[1].workers == 2 and sweep.targets[1].variant_of == "beast"
     with pytest.raises(ConfigError, match="protocol_notes.h3"):
-        sweep_from_dict({"targets": [{"name": "p", "kind": "command", "argv": ["x"], "protocol_notes": {"h3": "x"}}]})
+        sweep_from_dict(
+            {
+                "targets": [
+                    {"name": "p", "kind": "command", "argv": ["x"], "protocol_notes": {"h3": "x"}}
+                ]
+            }
+        )
 
 
 def test_an_http2_only_command_target_is_valid():
     t = Target("h2only", kind="command", h2c_argv=["node", "x.js", "{port}"])
-    assert t.protocols == ["h2c"] and "does not serve http (serves h2c)" in t.unavailable_reason("http")
+    assert t.protocols == ["h2c"] and "does not serve http (serves h2c)" in t.unavailable_reason(
+        "http"
+    )
 
 
 def test_every_default_peer_declares_its_protocols():
@@ -82,13 +110,20 @@ def test_default_sweep_covers_http2_and_fits_ten_minutes_on_two_cores():
     assert sweep.protocols == ["http", "https", "h2c", "h2"]
     cells = sweep.cells()  # every peer counted as installed: the budget of a fully equipped machine
     declared = {t.name: t.protocols for t in sweep.targets}
-    run = [c for c in cells if c.protocol in declared[c.target]
-           and c.workload not in next(t for t in sweep.targets if t.name == c.target).unsupported_workloads]
+    run = [
+        c
+        for c in cells
+        if c.protocol in declared[c.target]
+        and c.workload
+        not in next(t for t in sweep.targets if t.name == c.target).unsupported_workloads
+    ]
     groups = {(c.target, c.protocol) for c in run}
     # warm-up + window per repeat, a server start and one gate probe per (target, protocol): the
     # costs the timestamps of the 2026-11-30 sweep show (a probe per cell cost it 320 s of 795)
     planned = sweep.planned_seconds(run)
-    assert planned == pytest.approx(len(run) * (sweep.warmup + sweep.duration + 0.01) + len(groups) * 1.15)
+    assert planned == pytest.approx(
+        len(run) * (sweep.warmup + sweep.duration + 0.01) + len(groups) * 1.15
+    )
     assert planned <= DEFAULT_CELL_BUDGET_S, f"{len(run)} cells, {planned:.0f} s"
     assert sweep.repeats >= 3  # a median and a spread per cell
     assert {t for t, p in groups if p in HTTP2} == set(declared) - {"python-asyncio"}
@@ -102,7 +137,9 @@ class FakeRun:
 
     def __call__(self, url, **kwargs):
         self.calls.append((url, kwargs))
-        data = result_dict(1000.0 * (2 if kwargs.get("protocol") == "h2" else 1), 500, 400, 900, 0.1)
+        data = result_dict(
+            1000.0 * (2 if kwargs.get("protocol") == "h2" else 1), 500, 400, 900, 0.1
+        )
 
         class R:
             def to_dict(self):
@@ -117,9 +154,16 @@ def python_peer() -> Target:
 
 def test_runner_gets_protocol_and_streams_only_for_http2_cells(tmp_path):
     fake = FakeRun()
-    sweep = Sweep(targets=[Target("beast"), python_peer()], protocols=["http", "https", "h2c", "h2"],
-                  concurrencies=[3], streams={"h2c": 10, "h2": 5}, requests=500, repeats=1, peers_dir=str(PEERS),
-                  contended_reruns=0)
+    sweep = Sweep(
+        targets=[Target("beast"), python_peer()],
+        protocols=["http", "https", "h2c", "h2"],
+        concurrencies=[3],
+        streams={"h2c": 10, "h2": 5},
+        requests=500,
+        repeats=1,
+        peers_dir=str(PEERS),
+        contended_reruns=0,
+    )
     sweep.run(tmp_path, progress=False, notes=False, runner=fake, environment=False)
     by_scheme = {}
     for url, kwargs in fake.calls:
@@ -144,19 +188,37 @@ def test_runner_gets_protocol_and_streams_only_for_http2_cells(tmp_path):
 def test_tls_library_goes_to_the_tls_cells_only_and_is_checked(tmp_path):
     from loadbench.core import _core
 
-    with pytest.raises(ConfigError, match="tls_library: 'gnutls' is not one of openssl, wolfssl, rustls"):
+    with pytest.raises(
+        ConfigError, match="tls_library: 'gnutls' is not one of openssl, wolfssl, rustls"
+    ):
         Sweep(protocols=["https"], tls_library="gnutls")
-    assert sweep_from_dict({"tls_library": "wolfssl", "protocols": ["http"]}).tls_library == "wolfssl"
+    assert (
+        sweep_from_dict({"tls_library": "wolfssl", "protocols": ["http"]}).tls_library == "wolfssl"
+    )
     library = next((name for name in ("rustls", "wolfssl") if name in _core.tls_libraries()), None)
     if library is None:
         pytest.skip("built without rustls and wolfSSL")
     fake = FakeRun()
-    sweep = Sweep(targets=[Target("beast")], protocols=["http", "https", "h2c", "h2"], concurrencies=[2],
-                  requests=50, repeats=1, contended_reruns=0, tls_library=library)
+    sweep = Sweep(
+        targets=[Target("beast")],
+        protocols=["http", "https", "h2c", "h2"],
+        concurrencies=[2],
+        requests=50,
+        repeats=1,
+        contended_reruns=0,
+        tls_library=library,
+    )
     sweep.run(tmp_path, progress=False, notes=False, runner=fake, environment=False)
-    by_scheme = {(url.split(":")[0], kwargs.get("protocol")): kwargs.get("tls_library") for url, kwargs in fake.calls}
-    assert by_scheme == {("http", None): None, ("https", None): library, ("http", "h2"): None,
-                         ("https", "h2"): library}
+    by_scheme = {
+        (url.split(":")[0], kwargs.get("protocol")): kwargs.get("tls_library")
+        for url, kwargs in fake.calls
+    }
+    assert by_scheme == {
+        ("http", None): None,
+        ("https", None): library,
+        ("http", "h2"): None,
+        ("https", "h2"): library,
+    }
     assert f"the generator's TLS library: {library}" in report.render(tmp_path)
 
 
@@ -169,9 +231,16 @@ def _check_exact(records, n):
 
 
 def test_small_real_sweep_http_and_https_with_request_count_cells(tmp_path):
-    sweep = Sweep(targets=[Target("beast"), Target("beast-2w", workers=2, variant_of="beast")],
-                  workloads=["plaintext", "json"], concurrencies=[4], protocols=["http", "https"],
-                  requests=20000, repeats=1, warmup=0.1, contended_reruns=0)
+    sweep = Sweep(
+        targets=[Target("beast"), Target("beast-2w", workers=2, variant_of="beast")],
+        workloads=["plaintext", "json"],
+        concurrencies=[4],
+        protocols=["http", "https"],
+        requests=20000,
+        repeats=1,
+        warmup=0.1,
+        contended_reruns=0,
+    )
     sweep.run(tmp_path, progress=False, notes=False)
     records = results.read_records(tmp_path / "results.jsonl")
     assert len(records) == 2 * 2 * 2
@@ -193,9 +262,17 @@ def test_small_real_sweep_http_and_https_with_request_count_cells(tmp_path):
 
 
 def test_small_real_sweep_over_all_four_protocols(tmp_path):
-    sweep = Sweep(targets=[Target("beast")], workloads=["plaintext", "json"], concurrencies=[4],
-                  protocols=["http", "https", "h2c", "h2"], streams=4, repeats=1, duration=1.0, warmup=0.2,
-                  contended_reruns=0)
+    sweep = Sweep(
+        targets=[Target("beast")],
+        workloads=["plaintext", "json"],
+        concurrencies=[4],
+        protocols=["http", "https", "h2c", "h2"],
+        streams=4,
+        repeats=1,
+        duration=1.0,
+        warmup=0.2,
+        contended_reruns=0,
+    )
     sweep.run(tmp_path, progress=False, notes=False)
     records = results.read_records(tmp_path / "results.jsonl")
     assert len(records) == 4 * 2
@@ -203,7 +280,9 @@ def test_small_real_sweep_over_all_four_protocols(tmp_path):
         assert r["status"] == "ok", r
         res = r["result"]
         assert res["status_codes"] == {"200": res["responses"]} and res["responses"] > 0
-        assert res["config"].get("protocol", "http/1.1") == ("h2" if r["protocol"] in HTTP2 else "http/1.1")
+        assert res["config"].get("protocol", "http/1.1") == (
+            "h2" if r["protocol"] in HTTP2 else "http/1.1"
+        )
         if r["protocol"] in HTTP2:
             assert res["config"]["streams"] == 4 and r["streams"] == 4
     report.write_report(tmp_path)
@@ -214,7 +293,11 @@ def test_small_real_sweep_over_all_four_protocols(tmp_path):
     ranked = {k[:3] for k, a in m.aggs.items() if a.ranked}
     peak = {}
     for p in ("http", "https", "h2c", "h2"):
-        values = [r["result"]["rps"] for r in records if r["protocol"] == p and ("beast", p, r["workload"]) in ranked]
+        values = [
+            r["result"]["rps"]
+            for r in records
+            if r["protocol"] == p and ("beast", p, r["workload"]) in ranked
+        ]
         peak[p] = max(values) if values else None
     for h1, h2 in (("http", "h2c"), ("https", "h2")):
         section = text.split(f": {h1} vs {h2}")[1].split("###")[0]
@@ -224,7 +307,9 @@ def test_small_real_sweep_over_all_four_protocols(tmp_path):
         assert m.h2_h1_ratio("beast", h1, h2) == pytest.approx(peak[h2] / peak[h1])
         assert f"{peak[h2] / peak[h1]:.2f}x" in section
     if all(peak.values()):  # a chart needs ranked values
-        assert (tmp_path / "protocol_peak.png").exists() and (tmp_path / "latency_by_protocol.png").exists()
+        assert (tmp_path / "protocol_peak.png").exists() and (
+            tmp_path / "latency_by_protocol.png"
+        ).exists()
 
 
 def test_sweep_plan_prints_the_planned_time_and_measures_nothing(tmp_path, capsys, monkeypatch):

@@ -3,6 +3,7 @@ them: `ack_with_request` (the handshake's last ACK rides on the request) and `rs
 connection the server has closed is closed with RST). Each test's server counts what arrived
 on every connection (TCP_INFO's segment count, data waiting at accept, EOF or ECONNRESET after
 its own FIN), so the assertions are exact, not timings."""
+
 from __future__ import annotations
 
 import socket
@@ -14,14 +15,14 @@ import threading
 from pathlib import Path
 
 import pytest
+from test_sweep_protocols import FakeRun
+from test_tls_library import make_cert
 
 import loadbench
 from loadbench import Sweep, Target
-from loadbench.report import document as report
 from loadbench.core.errors import ConfigError
+from loadbench.report import document as report
 from loadbench.sweep.file import sweep_from_dict
-from test_sweep_protocols import FakeRun
-from test_tls_library import make_cert
 
 RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
 TCPI_SEGS_IN = 140  # offset of tcpi_segs_in in struct tcp_info (Linux >= 4.2)
@@ -31,7 +32,9 @@ class OneByOneServer:
     """Serves `n` connections one after another on 127.0.0.1 and records, per connection, what
     the kernel had delivered at accept and how the client's side ended."""
 
-    def __init__(self, n: int, *, close: str = "fin-with-response", tls: ssl.SSLContext | None = None):
+    def __init__(
+        self, n: int, *, close: str = "fin-with-response", tls: ssl.SSLContext | None = None
+    ):
         self.n, self.close, self.tls = n, close, tls
         self.listener = socket.create_server(("127.0.0.1", 0), backlog=64)
         self.listener.settimeout(20)
@@ -71,8 +74,9 @@ class OneByOneServer:
         if self.tls:
             stream.sendall(RESPONSE)
             return record
-        record["segments_in"] = struct.unpack_from("I", conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232),
-                                                   TCPI_SEGS_IN)[0]
+        record["segments_in"] = struct.unpack_from(
+            "I", conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232), TCPI_SEGS_IN
+        )[0]
         if self.close == "fin-with-response":
             # Response and FIN in one segment (corked), so the client always has our FIN when
             # the response completes: the case rst_close acts on.
@@ -99,7 +103,13 @@ def test_ack_with_request_the_request_completes_the_handshake():
     n = 40
     for ack_with_request, segments, at_accept in ((False, 3, False), (True, 2, True)):
         server = OneByOneServer(n)
-        r = loadbench.run(server.url(), connections=1, requests=n, keepalive=False, ack_with_request=ack_with_request)
+        r = loadbench.run(
+            server.url(),
+            connections=1,
+            requests=n,
+            keepalive=False,
+            ack_with_request=ack_with_request,
+        )
         seen = server.join()
         assert r.responses == n and r.connections_opened == n and not any(r.errors.values())
         # SYN, ACK, request - or SYN, request carrying the ACK. Without the option the pure ACK
@@ -116,7 +126,9 @@ def test_ack_with_request_over_tls_the_client_hello_completes_the_handshake(tmp_
     context.load_cert_chain(cert, key)
     n = 10
     server = OneByOneServer(n, tls=context)
-    r = loadbench.run(server.url(), connections=1, requests=n, keepalive=False, ack_with_request=True)
+    r = loadbench.run(
+        server.url(), connections=1, requests=n, keepalive=False, ack_with_request=True
+    )
     seen = server.join()
     assert r.responses == n and r.tls_handshakes == n
     assert all(s["data_at_accept"] for s in seen)
@@ -130,11 +142,22 @@ def test_ack_with_request_does_not_stall_a_server_that_writes_in_pieces(tmp_path
     delayed ACK."""
     pytest.importorskip("tlslite")
     cert, key = make_cert(tmp_path, "server", "/CN=localhost")
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("forged_tls_server.py")), str(cert),
-                             str(key)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("forged_tls_server.py")),
+            str(cert),
+            str(key),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         url = f"https://localhost:{int(proc.stdout.readline())}/"
-        r = loadbench.run(url, connections=1, requests=10, keepalive=False, ack_with_request=True, timeout=10)
+        r = loadbench.run(
+            url, connections=1, requests=10, keepalive=False, ack_with_request=True, timeout=10
+        )
     finally:
         proc.kill()
         proc.wait(timeout=10)
@@ -149,7 +172,9 @@ def test_rst_close_resets_only_connections_the_server_has_closed():
     n = 40
     for rst_close, end in ((False, "eof"), (True, "reset")):
         server = OneByOneServer(n)
-        r = loadbench.run(server.url(), connections=1, requests=n, keepalive=False, rst_close=rst_close)
+        r = loadbench.run(
+            server.url(), connections=1, requests=n, keepalive=False, rst_close=rst_close
+        )
         seen = server.join()
         assert r.responses == n and not any(r.errors.values())
         assert [s["client_end"] for s in seen] == [end] * n, rst_close
@@ -162,30 +187,73 @@ def test_rst_close_resets_only_connections_the_server_has_closed():
 
 
 def test_both_against_the_beast_server_exact_counts_and_the_summary_says_so(beast_server):
-    r = loadbench.run(beast_server.url("/plaintext"), connections=4, requests=2000, keepalive=False,
-                      ack_with_request=True, rst_close=True)
+    r = loadbench.run(
+        beast_server.url("/plaintext"),
+        connections=4,
+        requests=2000,
+        keepalive=False,
+        ack_with_request=True,
+        rst_close=True,
+    )
     assert r.responses == 2000 and r.connections_opened == 2000 and r.status_codes == {200: 2000}
     assert not any(r.errors.values())
     text = "\n".join(r.summary_lines())
     assert "the handshake's last ACK rides on the request" in text and "closed with RST" in text
-    plain = loadbench.run(beast_server.url("/plaintext"), connections=2, requests=20, keepalive=False)
+    plain = loadbench.run(
+        beast_server.url("/plaintext"), connections=2, requests=20, keepalive=False
+    )
     assert "TCP exchange" not in "\n".join(plain.summary_lines())
 
 
 def test_ack_with_request_needs_a_closed_loop():
     with pytest.raises(ConfigError, match="ack_with_request needs a closed loop"):
         loadbench.run("http://127.0.0.1:1/", rate=100, duration=1, ack_with_request=True)
-    proc = subprocess.run([sys.executable, "-m", "loadbench", "run", "http://127.0.0.1:1/", "-R", "100", "-d", "1s",
-                           "--ack-with-request", "--no-progress"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "loadbench",
+            "run",
+            "http://127.0.0.1:1/",
+            "-R",
+            "100",
+            "-d",
+            "1s",
+            "--ack-with-request",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "needs a closed loop" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_cli_flags_reach_the_result(beast_server, tmp_path: Path):
     out = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "-m", "loadbench", "run", beast_server.url("/plaintext"), "-n", "50",
-                           "-c", "2", "--disable-keepalive", "--ack-with-request", "--rst-close", "--no-progress",
-                           "--json", str(out)], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "loadbench",
+            "run",
+            beast_server.url("/plaintext"),
+            "-n",
+            "50",
+            "-c",
+            "2",
+            "--disable-keepalive",
+            "--ack-with-request",
+            "--rst-close",
+            "--no-progress",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "TCP exchange:" in proc.stdout
     text = out.read_text()
@@ -197,19 +265,39 @@ def test_sweep_applies_them_to_connection_setup_cells_only(tmp_path: Path):
     with pytest.raises(ConfigError, match="rst_close"):
         sweep_from_dict({"rst_close": "yes"})
     fake = FakeRun()
-    sweep = Sweep(targets=[Target("beast")], protocols=["http"], concurrencies=[2], connection_setup=True,
-                  connection_setup_concurrency=2, requests=20, repeats=1, contended_reruns=0,
-                  ack_with_request=True, rst_close=True)
+    sweep = Sweep(
+        targets=[Target("beast")],
+        protocols=["http"],
+        concurrencies=[2],
+        connection_setup=True,
+        connection_setup_concurrency=2,
+        requests=20,
+        repeats=1,
+        contended_reruns=0,
+        ack_with_request=True,
+        rst_close=True,
+    )
     sweep.run(tmp_path, progress=False, notes=False, runner=fake, environment=False)
-    by_mode = {kwargs["keepalive"]: (kwargs.get("ack_with_request"), kwargs.get("rst_close")) for _, kwargs in fake.calls}
+    by_mode = {
+        kwargs["keepalive"]: (kwargs.get("ack_with_request"), kwargs.get("rst_close"))
+        for _, kwargs in fake.calls
+    }
     assert by_mode == {True: (None, None), False: (True, True)}
     assert "the handshake's last ACK rides on the request" in report.render(tmp_path)
 
 
 def test_a_sweep_without_them_states_the_default_exchange(tmp_path: Path):
     fake = FakeRun()
-    sweep = Sweep(targets=[Target("beast")], protocols=["http"], concurrencies=[2], connection_setup=True,
-                  connection_setup_concurrency=2, requests=20, repeats=1, contended_reruns=0)
+    sweep = Sweep(
+        targets=[Target("beast")],
+        protocols=["http"],
+        concurrencies=[2],
+        connection_setup=True,
+        connection_setup_concurrency=2,
+        requests=20,
+        repeats=1,
+        contended_reruns=0,
+    )
     sweep.run(tmp_path, progress=False, notes=False, runner=fake, environment=False)
     assert all("rst_close" not in kwargs for _, kwargs in fake.calls)
     assert "connections closed with FIN" in report.render(tmp_path)

@@ -4,6 +4,7 @@ session to resume is kept from OpenSSL's new-session callback (the session right
 handshake is not resumable - the defect this guards against: every "resumed" connection was a
 full handshake). One connection, a new connection per request: the first handshake is full,
 every later one resumed, exactly."""
+
 from __future__ import annotations
 
 import shutil
@@ -18,7 +19,9 @@ import loadbench
 
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 OPENSSL = shutil.which("openssl")
-pytestmark = pytest.mark.skipif(not NGINX or not OPENSSL, reason="needs nginx (nginx-light) and the openssl CLI")
+pytestmark = pytest.mark.skipif(
+    not NGINX or not OPENSSL, reason="needs nginx (nginx-light) and the openssl CLI"
+)
 
 REQUESTS = 20
 
@@ -37,9 +40,29 @@ class Nginx:
         self.root = root
         self.port = free_port()
         cert, key = root / "cert.pem", root / "key.pem"
-        subprocess.run([OPENSSL, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                        "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost"],
-                       check=True, capture_output=True, timeout=30)
+        subprocess.run(
+            [
+                OPENSSL,
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-nodes",
+                "-keyout",
+                str(key),
+                "-out",
+                str(cert),
+                "-days",
+                "1",
+                "-subj",
+                "/CN=localhost",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
         for sub in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
             (root / sub).mkdir(exist_ok=True)
         conf = root / "nginx.conf"
@@ -68,8 +91,11 @@ http {{
     }}
 }}
 """)
-        self.proc = subprocess.Popen([NGINX, "-p", str(root), "-c", str(conf), "-e", str(root / "error.log")],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            [NGINX, "-p", str(root), "-c", str(conf), "-e", str(root / "error.log")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         deadline = time.monotonic() + 10
         while True:
             try:
@@ -104,8 +130,14 @@ http {{
 def test_tls_resume_is_what_the_server_sees(tmp_path: Path, protocol: str, resume: bool):
     nginx = Nginx(tmp_path, protocol)
     try:
-        r = loadbench.run(nginx.url(), connections=1, requests=REQUESTS, keepalive=False,
-                          tls_session_resumption=resume, timeout=5.0)
+        r = loadbench.run(
+            nginx.url(),
+            connections=1,
+            requests=REQUESTS,
+            keepalive=False,
+            tls_session_resumption=resume,
+            timeout=5.0,
+        )
     finally:
         nginx.stop()
     log = nginx.log()

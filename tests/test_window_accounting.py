@@ -3,14 +3,16 @@ inside the measured window has exactly one outcome - a response measured to its 
 (the run drains after the window, up to the timeout), an error, or `unfinished` - and nothing
 started in the warm-up is counted. Scripted servers on 127.0.0.1 make the counts exact; the
 times in these scripts leave wide margins, so a busy machine changes no count."""
+
 from __future__ import annotations
 
 import socket
 import threading
 import time
 
-import loadbench
 from fault_servers import OK, FaultServer, Hangup
+
+import loadbench
 
 
 def kinds(r: loadbench.Result) -> dict[str, int]:
@@ -21,10 +23,12 @@ def slow_answers(delay_s: float) -> "callable":
     def answer(conn: socket.socket, index: int) -> None:
         time.sleep(delay_s)
         conn.sendall(OK)
+
     return answer
 
 
 # --- defect 1: the closed loop kept only responses that completed inside the window --------
+
 
 def test_closed_loop_a_request_in_flight_at_the_window_end_is_measured_to_its_last_byte():
     # One connection, every answer 0.6 s late, a 1 s window: requests start at 0 and ~0.6 s
@@ -38,7 +42,9 @@ def test_closed_loop_a_request_in_flight_at_the_window_end_is_measured_to_its_la
     assert r.error_count == 0 and r.unfinished == 0
     assert r.latency.count == 2 and r.latency.min >= 600_000
     assert r.rps == 2 / r.duration_s
-    assert int(r.timeline_arrays()["responses"].sum()) == 2  # the drained one is in the last interval
+    assert (
+        int(r.timeline_arrays()["responses"].sum()) == 2
+    )  # the drained one is in the last interval
     assert elapsed < 1.0 + 5.0  # the drain ends with the last response, not at the timeout
 
 
@@ -55,6 +61,7 @@ def test_a_request_started_in_the_warmup_is_never_counted_whenever_it_finishes()
 
 
 # --- defect 2: the open loop lost requests due but unanswered or unsent at the window end ---
+
 
 def test_open_loop_a_stall_at_the_end_is_in_the_outcomes_and_the_corrected_tail():
     # 200/s for 1 s (exactly 200 due: one every 5 ms), two connections, no growth. The server
@@ -77,7 +84,9 @@ def test_open_loop_a_stall_at_the_end_is_in_the_outcomes_and_the_corrected_tail(
     with FaultServer(answer) as server:
         freeze_at[0] = time.monotonic() + 0.7
         try:
-            r = loadbench.run(server.url(), connections=2, max_connections=2, rate=200, duration=1.0, timeout=0.8)
+            r = loadbench.run(
+                server.url(), connections=2, max_connections=2, rate=200, duration=1.0, timeout=0.8
+            )
         finally:
             release.set()
     assert frozen.is_set()
@@ -98,7 +107,9 @@ def test_open_loop_a_stall_at_the_end_is_in_the_outcomes_and_the_corrected_tail(
 
 def test_open_loop_outcomes_equal_due_on_a_healthy_server():
     with FaultServer(lambda conn, i: conn.sendall(OK)) as server:
-        r = loadbench.run(server.url(), connections=2, max_connections=4, rate=400, duration=0.5, warmup=0.2)
+        r = loadbench.run(
+            server.url(), connections=2, max_connections=4, rate=400, duration=0.5, warmup=0.2
+        )
     assert r.due == 200  # one every 2.5 ms in a 0.5 s window; the warm-up's are not due in it
     assert r.responses == 200 and r.error_count == 0 and r.unfinished == 0
     assert r.sends == r.lateness.count == 200
@@ -112,7 +123,9 @@ def test_open_loop_a_request_due_at_the_window_end_is_sent_in_the_drain():
     # one per open-loop cell). Now what was due is sent on the connection that came up, in the
     # drain; only opening connections stops at the end.
     with FaultServer(slow_answers(0.3)) as server:
-        r = loadbench.run(server.url(), connections=1, max_connections=16, rate=20, duration=0.25005, timeout=3.0)
+        r = loadbench.run(
+            server.url(), connections=1, max_connections=16, rate=20, duration=0.25005, timeout=3.0
+        )
     assert r.due == 6  # at 0, 50, ..., 250 ms
     assert r.responses == 6 == server.requests
     assert r.error_count == 0 and r.unfinished == 0
@@ -120,6 +133,7 @@ def test_open_loop_a_request_due_at_the_window_end_is_sent_in_the_drain():
 
 
 # --- defect 4: a request re-sent after the server closed an idle keep-alive connection ------
+
 
 def test_open_loop_a_resent_request_counts_once():
     # The server answers one request per connection and hangs up on the next (a keep-alive
@@ -131,7 +145,9 @@ def test_open_loop_a_resent_request_counts_once():
         conn.sendall(OK)
 
     with FaultServer(answer) as server:
-        r = loadbench.run(server.url(), connections=1, max_connections=1, rate=100, duration=1.0, timeout=2.0)
+        r = loadbench.run(
+            server.url(), connections=1, max_connections=1, rate=100, duration=1.0, timeout=2.0
+        )
     assert r.due == 100
     assert r.error_count == 0
     assert r.responses + r.unfinished == 100
@@ -150,7 +166,9 @@ def test_the_issues_closed_loop_scenario_keeps_every_slow_request(server_factory
     # is at >= 900 ms, they are ~1.5 % of the responses, and p99 is one of them.
     server = server_factory()
     templates = [{"path": "/plaintext"}] * 66 + [{"path": "/delay?ms=900"}]
-    r = loadbench.run(server.url("/"), connections=20, duration=1.5, requests_list=templates, timeout=5.0)
+    r = loadbench.run(
+        server.url("/"), connections=20, duration=1.5, requests_list=templates, timeout=5.0
+    )
     served = server.stop()["requests"]
     assert r.error_count == 0 and r.unfinished == 0
     assert r.responses == served["plaintext"] + served["delay"]

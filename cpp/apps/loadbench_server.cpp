@@ -56,8 +56,8 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
         return fail(e.what(), 1);
     }
-    std::printf("%s\n", ready_line(static_cast<long>(getpid()), config.host, server->http_port(),
-                                   server->https_port(), config.workers)
+    std::printf("%s\n", ready_line(static_cast<long>(getpid()), config.host, server->http_port(), server->https_port(),
+                                   config.workers)
                             .c_str());
     std::fflush(stdout);
 

@@ -135,17 +135,20 @@ void register_generator(py::module_& m) {
             .def_readonly("latency_uncorrected_us", &generator::Measurements::latency_uncorrected_us)
             .def_readonly("lateness_us", &generator::Measurements::lateness_us)
             .def_readonly("first_error", &generator::Measurements::first_error)
-            .def_property_readonly("status_codes", [](const generator::Measurements& t) {
-                py::dict codes;  // the codes that occurred
-                for (size_t code = 0; code < t.status_codes.size(); ++code)
-                    if (t.status_codes[code]) codes[py::int_(code)] = t.status_codes[code];
-                return codes;
-            })
-            .def_property_readonly("errors", [](const generator::Measurements& t) {
-                py::dict errors;  // every kind, by name
-                for (size_t k = 0; k < t.errors.size(); ++k) errors[generator::kErrorKindNames[k]] = t.errors[k];
-                return errors;
-            })
+            .def_property_readonly("status_codes",
+                                   [](const generator::Measurements& t) {
+                                       py::dict codes;  // the codes that occurred
+                                       for (size_t code = 0; code < t.status_codes.size(); ++code)
+                                           if (t.status_codes[code]) codes[py::int_(code)] = t.status_codes[code];
+                                       return codes;
+                                   })
+            .def_property_readonly("errors",
+                                   [](const generator::Measurements& t) {
+                                       py::dict errors;  // every kind, by name
+                                       for (size_t k = 0; k < t.errors.size(); ++k)
+                                           errors[generator::kErrorKindNames[k]] = t.errors[k];
+                                       return errors;
+                                   })
             .def_property_readonly("streams_reset", [](const generator::Measurements& t) {
                 py::dict resets;  // by HTTP/2 error code name
                 for (size_t code = 0; code < t.streams_reset.size(); ++code) {

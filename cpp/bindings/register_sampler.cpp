@@ -92,16 +92,19 @@ py::dict series_dict(const std::vector<Sample>& rows) {
 
 void register_sampler(py::module_& m) {
     m.def("clock_ticks_per_second", &sampler::clock_ticks_per_second);
-    m.def("cgroup_cpu_ns", [](const std::string& dir) -> py::object {
-        // One reading of a cgroup's CPU usage (ns); None when it cannot be read.
-        sampler::CgroupCpu cgroup;
-        std::string why;
-        std::vector<char> buffer(1024);
-        if (!cgroup.open(dir, why)) return py::none();
-        const auto usage = cgroup.read(buffer);
-        if (!usage) return py::none();
-        return py::int_(usage->usage_ns);
-    }, py::arg("dir"));
+    m.def(
+        "cgroup_cpu_ns",
+        [](const std::string& dir) -> py::object {
+            // One reading of a cgroup's CPU usage (ns); None when it cannot be read.
+            sampler::CgroupCpu cgroup;
+            std::string why;
+            std::vector<char> buffer(1024);
+            if (!cgroup.open(dir, why)) return py::none();
+            const auto usage = cgroup.read(buffer);
+            if (!usage) return py::none();
+            return py::int_(usage->usage_ns);
+        },
+        py::arg("dir"));
     m.def("machine_processes", [] {
         // [(pid, ppid, start_ticks, cpu_s, comm, kernel_thread)] of every process on the machine: the
         // two ends of an "other processes' CPU" measurement (loadbench.sampler.others_cpu).
@@ -112,7 +115,8 @@ void register_sampler(py::module_& m) {
             processes = sampler::read_machine_processes(buffer);
         }
         py::list out;
-        for (const auto& p : processes) out.append(py::make_tuple(p.pid, p.ppid, p.start_ticks, ns_to_s(p.cpu_ns), p.comm, p.kernel_thread));
+        for (const auto& p : processes)
+            out.append(py::make_tuple(p.pid, p.ppid, p.start_ticks, ns_to_s(p.cpu_ns), p.comm, p.kernel_thread));
         return out;
     });
     py::class_<Sampler>(m, "Sampler", "A process (tree) and the machine, read from /proc")
@@ -122,24 +126,26 @@ void register_sampler(py::module_& m) {
         .def_property_readonly("pid", &Sampler::pid)
         .def_property_readonly("tree", &Sampler::tree)
         .def_property_readonly("running", &Sampler::running)
-        .def("snapshot", [](Sampler& self) {
-            Snapshot snap;
-            {
-                py::gil_scoped_release release;
-                snap = self.snapshot();
-            }
-            return snapshot_dict(snap);
-        })
+        .def("snapshot",
+             [](Sampler& self) {
+                 Snapshot snap;
+                 {
+                     py::gil_scoped_release release;
+                     snap = self.snapshot();
+                 }
+                 return snapshot_dict(snap);
+             })
         .def("start", &Sampler::start, py::arg("interval_s"), py::call_guard<py::gil_scoped_release>())
         .def("stop", &Sampler::stop, py::call_guard<py::gil_scoped_release>())
-        .def("series", [](const Sampler& self) {
-            std::vector<Sample> rows;
-            {
-                py::gil_scoped_release release;
-                rows = self.series();
-            }
-            return series_dict(rows);
-        })
+        .def("series",
+             [](const Sampler& self) {
+                 std::vector<Sample> rows;
+                 {
+                     py::gil_scoped_release release;
+                     rows = self.series();
+                 }
+                 return series_dict(rows);
+             })
         .def("exit_time", &Sampler::exit_time)
         .def("sampling_thread_cpu_s", &Sampler::sampling_thread_cpu_s)
         .def("proc_listings", &Sampler::proc_listings);

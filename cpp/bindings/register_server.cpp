@@ -63,8 +63,9 @@ void register_server(py::module_& m) {
         }
     });
 
-    py::class_<Server>(m, "Server",
-                       "Boost.Beast HTTP/1.1 + nghttp2 HTTP/2 reference server running in this process on its own threads.")
+    py::class_<Server>(
+        m, "Server",
+        "Boost.Beast HTTP/1.1 + nghttp2 HTTP/2 reference server running in this process on its own threads.")
         .def(py::init([](const std::string& host, int port, bool http, bool tls, int tls_port,
                          std::optional<std::string> cert, std::optional<std::string> key, unsigned workers,
                          std::size_t max_body, unsigned header_timeout_ms, unsigned idle_timeout_ms,
@@ -93,11 +94,10 @@ void register_server(py::module_& m) {
                  return std::make_unique<Server>(c);
              }),
              py::kw_only(), py::arg("host") = "127.0.0.1", py::arg("port") = 0, py::arg("http") = true,
-             py::arg("tls") = false, py::arg("tls_port") = 0, py::arg("cert") = py::none(),
-             py::arg("key") = py::none(), py::arg("workers") = 1, py::arg("max_body") = 1024 * 1024,
-             py::arg("header_timeout_ms") = 10'000, py::arg("idle_timeout_ms") = 60'000,
-             py::arg("accept") = "reuseport", py::arg("h2") = true, py::arg("h2_max_streams") = 100,
-             py::arg("h2_max_requests") = 0)
+             py::arg("tls") = false, py::arg("tls_port") = 0, py::arg("cert") = py::none(), py::arg("key") = py::none(),
+             py::arg("workers") = 1, py::arg("max_body") = 1024 * 1024, py::arg("header_timeout_ms") = 10'000,
+             py::arg("idle_timeout_ms") = 60'000, py::arg("accept") = "reuseport", py::arg("h2") = true,
+             py::arg("h2_max_streams") = 100, py::arg("h2_max_requests") = 0)
         .def("start", &Server::start, py::call_guard<py::gil_scoped_release>(),
              "Bind the listeners and start the worker threads; raises OSError (port in use, bad certificate).")
         .def(
@@ -113,17 +113,19 @@ void register_server(py::module_& m) {
         .def_property_readonly("http_port", &Server::http_port)
         .def_property_readonly("https_port", &Server::https_port)
         .def_property_readonly("workers", [](const Server& s) { return s.config().workers; })
-        .def("counters", [](const Server& s) { return counters_dict(s.counters()); },
-             "Connections accepted/open, requests per route, and per protocol (h1, h2), summed over the workers.")
-        .def("__enter__",
-             [](Server& s) -> Server& {
-                 {
-                     py::gil_scoped_release release;
-                     s.start();
-                 }
-                 return s;
-             },
-             py::return_value_policy::reference)
+        .def(
+            "counters", [](const Server& s) { return counters_dict(s.counters()); },
+            "Connections accepted/open, requests per route, and per protocol (h1, h2), summed over the workers.")
+        .def(
+            "__enter__",
+            [](Server& s) -> Server& {
+                {
+                    py::gil_scoped_release release;
+                    s.start();
+                }
+                return s;
+            },
+            py::return_value_policy::reference)
         .def("__exit__", [](Server& s, py::args) {
             py::gil_scoped_release release;
             s.stop();

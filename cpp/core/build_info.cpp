@@ -10,8 +10,7 @@ BuildInfo build_info() {
     BuildInfo info;
     info.version = LOADBENCH_VERSION;
     info.compiler = LOADBENCH_COMPILER;
-    info.boost = std::to_string(BOOST_VERSION / 100000) + "." +
-                 std::to_string(BOOST_VERSION / 100 % 1000) + "." +
+    info.boost = std::to_string(BOOST_VERSION / 100000) + "." + std::to_string(BOOST_VERSION / 100 % 1000) + "." +
                  std::to_string(BOOST_VERSION % 100);
     info.openssl = OpenSSL_version(OPENSSL_VERSION);
 #ifdef NDEBUG

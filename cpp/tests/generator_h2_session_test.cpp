@@ -44,7 +44,9 @@ struct Events final : SessionEvents {
         EXPECT_EQ(r.sent_ns, now);
         sent.push_back(r.intended_ns);
     }
-    void on_response(Request& r, int status, int64_t) noexcept override { responses.emplace_back(status, r.intended_ns); }
+    void on_response(Request& r, int status, int64_t) noexcept override {
+        responses.emplace_back(status, r.intended_ns);
+    }
     void on_refused(Request& r, int64_t) noexcept override { refused.push_back(r.intended_ns); }
     void on_stream_error(Request&, const std::string& why, int64_t) noexcept override { stream_errors.push_back(why); }
     void on_goaway(int64_t) noexcept override { ++goaways; }
@@ -204,8 +206,8 @@ TEST(MakeH2Request, PseudoHeadersFirstConnectionHeadersDroppedHostBecomesAuthori
     t.body = "abc";
     const H2Request r = make_h2_request(t, "/default", "127.0.0.1:80", true);
     const std::vector<std::pair<std::string, std::string>> want = {
-        {":method", "POST"}, {":scheme", "https"}, {":authority", "example"}, {":path", "/default"},
-        {"user-agent", "loadbench"}, {"x-thing", "1"}, {"content-length", "3"}};
+        {":method", "POST"},         {":scheme", "https"}, {":authority", "example"}, {":path", "/default"},
+        {"user-agent", "loadbench"}, {"x-thing", "1"},     {"content-length", "3"}};
     EXPECT_EQ(r.fields, want);
     EXPECT_EQ(r.body, "abc");
 }

@@ -69,8 +69,9 @@ TEST(ResponseParser, NoBodyFor204And304AndHead) {
 }
 
 TEST(ResponseParser, InterimResponsesAreSkipped) {
-    const std::string wire = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\n"
-                             "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    const std::string wire =
+        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\n"
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
     for (size_t step : {1u, 4u, 100u}) {
         auto o = feed(wire, step);
         ASSERT_EQ(o.status, Status::Complete);
@@ -132,8 +133,9 @@ TEST(Url, ParsesSchemesHostsPortsAndTargets) {
 
 TEST(Url, RejectsBadInputWithAReason) {
     using loadbench::http::parse_url;
-    for (const char* bad : {"127.0.0.1:80", "ftp://x/", "http://", "http://:80/", "http://host:0/", "http://host:99999/",
-                            "http://host:abc/", "http://[::1/", "http://[zz]:80/", "http://ho st/", "http://a@b/"}) {
+    for (const char* bad :
+         {"127.0.0.1:80", "ftp://x/", "http://", "http://:80/", "http://host:0/", "http://host:99999/",
+          "http://host:abc/", "http://[::1/", "http://[zz]:80/", "http://ho st/", "http://a@b/"}) {
         EXPECT_THROW(parse_url(bad), loadbench::ConfigError) << bad;
     }
 }
@@ -144,8 +146,9 @@ TEST(RequestTemplate, SerialisesOnceWithDefaults) {
     r.headers = {{"X-A", "1"}};
     r.body = "abc";
     const auto wire = loadbench::http::serialize_request(r, "/echo", "h:1", false);
-    EXPECT_EQ(wire, "POST /echo HTTP/1.1\r\nHost: h:1\r\nUser-Agent: loadbench\r\nX-A: 1\r\nContent-Length: 3\r\n"
-                    "Connection: close\r\n\r\nabc");
+    EXPECT_EQ(wire,
+              "POST /echo HTTP/1.1\r\nHost: h:1\r\nUser-Agent: loadbench\r\nX-A: 1\r\nContent-Length: 3\r\n"
+              "Connection: close\r\n\r\nabc");
     r.headers = {{"Bad Name", "1"}};
     EXPECT_THROW(loadbench::http::serialize_request(r, "/", "h", true), loadbench::ConfigError);
 }

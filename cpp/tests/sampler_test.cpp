@@ -233,7 +233,7 @@ TEST(Sampler, TreeFollowsForkedChildrenAndTheirExit) {
     char byte = 'g';
     ASSERT_EQ(::write(go[1], &byte, 1), 1);
     ASSERT_EQ(::read(done[0], &byte, 1), 1);  // the child has burned its 0.2 s
-    ASSERT_TRUE(wait_until_sleeping(child));    // ...and all of it is in /proc (see above)
+    ASSERT_TRUE(wait_until_sleeping(child));  // ...and all of it is in /proc (see above)
     const Snapshot burned = tree.snapshot();
     ::close(go[1]);
     ::close(done[0]);
@@ -389,8 +389,8 @@ TEST(Sampler, ForeignProcessIsOneClearError) {
 }
 
 TEST(CgroupCpuParse, V2CpuStat) {
-    const auto usage = parse_cgroup_cpu_stat(
-        "usage_usec 137900\nuser_usec 120000\nsystem_usec 17900\nnice_usec 0\nnr_periods 0\n");
+    const auto usage =
+        parse_cgroup_cpu_stat("usage_usec 137900\nuser_usec 120000\nsystem_usec 17900\nnice_usec 0\nnr_periods 0\n");
     ASSERT_TRUE(usage);
     EXPECT_EQ(usage->usage_ns, 137900000u);
     EXPECT_EQ(usage->user_ns, 120000000u);

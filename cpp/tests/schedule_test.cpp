@@ -51,6 +51,7 @@ TEST(ArrivalSchedule, PoissonGapsHaveTheRightMeanAndCv) {
     EXPECT_NEAR(mean, 100'000.0, 1'000.0);  // 100 us +- 1 %
     EXPECT_NEAR(cv, 1.0, 0.02);
     // same seed, same schedule
-    ArrivalSchedule a(ArrivalSchedule::Kind::Poisson, 100.0, 0, 0.0, 7), b(ArrivalSchedule::Kind::Poisson, 100.0, 0, 0.0, 7);
+    ArrivalSchedule a(ArrivalSchedule::Kind::Poisson, 100.0, 0, 0.0, 7),
+        b(ArrivalSchedule::Kind::Poisson, 100.0, 0, 0.0, 7);
     for (int i = 0; i < 100; ++i, a.advance(), b.advance()) ASSERT_EQ(a.next(), b.next());
 }

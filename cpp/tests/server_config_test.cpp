@@ -30,9 +30,26 @@ TEST(ServerConfig, Defaults) {
 }
 
 TEST(ServerConfig, EveryFlag) {
-    const auto c = parse({"--host", "::1", "--port", "8080", "--tls", "--tls-port=8443", "--cert", "c.pem", "--key",
-                          "k.pem", "--workers", "4", "--max-body", "10", "--header-timeout-ms", "500",
-                          "--idle-timeout-ms", "700", "--accept", "shared"});
+    const auto c = parse({"--host",
+                          "::1",
+                          "--port",
+                          "8080",
+                          "--tls",
+                          "--tls-port=8443",
+                          "--cert",
+                          "c.pem",
+                          "--key",
+                          "k.pem",
+                          "--workers",
+                          "4",
+                          "--max-body",
+                          "10",
+                          "--header-timeout-ms",
+                          "500",
+                          "--idle-timeout-ms",
+                          "700",
+                          "--accept",
+                          "shared"});
     EXPECT_EQ(c.host, "::1");
     EXPECT_EQ(c.http_port, 8080);
     EXPECT_TRUE(c.serve_https);

@@ -43,7 +43,8 @@ TEST(RequestParser, KeepsTargetContentTypeAndBody) {
 TEST(RequestParser, ChunkedBody) {
     RequestScratch scratch;
     RequestParser parser(scratch, 1024, 8192);
-    EXPECT_FALSE(feed(parser, "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"));
+    EXPECT_FALSE(
+        feed(parser, "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"));
     EXPECT_TRUE(parser.is_done());
     EXPECT_EQ(scratch.body, "abcde");
 }
@@ -68,7 +69,8 @@ TEST(RequestParser, Limits) {
     RequestParser big_body(scratch, 4, 8192);
     EXPECT_EQ(feed(big_body, "POST /echo HTTP/1.1\r\nContent-Length: 5\r\n\r\n"), http::error::body_limit);
     RequestParser big_header(scratch, 4, 64);
-    EXPECT_EQ(feed(big_header, "GET / HTTP/1.1\r\nX: " + std::string(100, 'a') + "\r\n\r\n"), http::error::header_limit);
+    EXPECT_EQ(feed(big_header, "GET / HTTP/1.1\r\nX: " + std::string(100, 'a') + "\r\n\r\n"),
+              http::error::header_limit);
     RequestParser partial(scratch, 4, 8192);
     EXPECT_EQ(feed(partial, "GET / HTTP/1.1\r\nHost: x\r\n"), http::error::need_more);
 }

@@ -67,4 +67,3 @@ TEST(StatusLines, ReadyErrorStopped) {
               std::string::npos)
         << with_h2;
 }
-

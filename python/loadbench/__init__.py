@@ -17,17 +17,18 @@ The package is layered, each layer importing only the ones below it:
   loadbench.report     the one report model, markdown, charts, HTML, compare and the CI gate
   loadbench.cli        the `loadbench` command: a thin shell over the same API
 """
+
 from __future__ import annotations
 
+from .core import analysis, gate, sampler
 from .core._core import Server as InProcessServer
 from .core._core import build_info
-from .core import analysis, gate, sampler
 from .core.connections import hold_connections
 from .core.environment import Environment, environment
 from .core.errors import ConfigError, LoadbenchError, ServerError
+from .core.options import Request, RunOptions
 from .core.paths import server_binary
 from .core.result import LatencyHistogram, Result
-from .core.options import Request, RunOptions
 from .core.run import RunningLoad, run, start
 from .core.sampler import MachineSnapshot, ProcSnapshot, Sampler
 from .core.server import ServerProcess

@@ -1,4 +1,5 @@
 """`python3 -m loadbench ...` is the same as the `loadbench` console script."""
+
 import sys
 
 from .cli import main

@@ -4,6 +4,7 @@
 
 It stands for a peer that crashes mid-sweep: the sweep must record FAIL cells and go on.
 """
+
 import os
 import socket
 import sys
@@ -12,7 +13,9 @@ import threading
 port, limit = int(sys.argv[1]), int(sys.argv[2])
 served = 0
 lock = threading.Lock()
-RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 14\r\n\r\nHello, World!\n"
+RESPONSE = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 14\r\n\r\nHello, World!\n"
+)
 
 
 def handle(conn: socket.socket) -> None:

@@ -7,6 +7,7 @@ modulo 10 is below 3 with a 503 at once, the way an overloaded server sheds. Wit
 MAX_CONNECTIONS, connections beyond that many open ones are closed right after accept (a
 server that cannot take the generator's concurrency).
 """
+
 import socket
 import sys
 import threading

@@ -1,4 +1,5 @@
 """Drives tests/sampler_helpers/proc_child.py from a test: `with Child() as c: c.cmd("burn 0.5 2")`."""
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,11 @@ class Child:
     def __init__(self, timeout: float = 20.0) -> None:
         self.timeout = timeout
         self.proc = subprocess.Popen(
-            [sys.executable, str(SCRIPT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+            [sys.executable, str(SCRIPT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
         )
         self.cmd("ping")  # up and idle: its start-up CPU is behind us
 
@@ -68,7 +73,7 @@ def proc_stat_fields(pid: int) -> list[str]:
     """Independent read of /proc/<pid>/stat: the fields after the command name, numbered so
     that fields[0] is field 3 (state) of proc(5)."""
     text = Path(f"/proc/{pid}/stat").read_text()
-    return text[text.rindex(")") + 2:].split()
+    return text[text.rindex(")") + 2 :].split()
 
 
 def wait_for_threads(pid: int, count: int, timeout: float = 5.0) -> None:
@@ -94,7 +99,9 @@ def wait_until_idle(pid: int, threads: int = 1, timeout: float = 5.0) -> None:
             states = []
         if len(states) == threads and all(state == "S" for state in states):
             return
-        assert time.monotonic() < deadline, f"pid {pid} never went idle with {threads} threads: {states}"
+        assert time.monotonic() < deadline, (
+            f"pid {pid} never went idle with {threads} threads: {states}"
+        )
         time.sleep(0.005)
 
 

@@ -19,6 +19,7 @@ wait for the running children), reap them all, and write its own getrusage(SELF)
 getrusage(CHILDREN) - every reaped descendant's CPU, us resolution - as JSON to RUSAGE_FILE;
 replace/shared then fork fresh workers. The sum of the two is the whole tree's CPU so far.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,7 +65,9 @@ def serve_connection(conn: socket.socket, burn_ms: float, budget: int) -> int:
 def worker_loop(listener: socket.socket, burn_ms: float, max_requests: int) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGUSR1, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})  # forked while the master blocked it
+    signal.pthread_sigmask(
+        signal.SIG_UNBLOCK, {signal.SIGUSR1}
+    )  # forked while the master blocked it
     left = max_requests
     while left > 0:
         conn, _ = listener.accept()
@@ -120,11 +123,20 @@ def main() -> None:
             except ChildProcessError:
                 break
             workers.discard(pid)
-        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        me, kids = (
+            resource.getrusage(resource.RUSAGE_SELF),
+            resource.getrusage(resource.RUSAGE_CHILDREN),
+        )
         tmp = args.rusage_file + ".tmp"
         with open(tmp, "w") as out:
-            json.dump({"self_s": me.ru_utime + me.ru_stime, "children_s": kids.ru_utime + kids.ru_stime,
-                       "shared_bytes": len(shared)}, out)
+            json.dump(
+                {
+                    "self_s": me.ru_utime + me.ru_stime,
+                    "children_s": kids.ru_utime + kids.ru_stime,
+                    "shared_bytes": len(shared),
+                },
+                out,
+            )
         os.rename(tmp, args.rusage_file)
         workers.clear()  # all reaped (one the main loop had just reaped included)
         if args.mode != "fork":

@@ -12,6 +12,7 @@ command per stdin line, and answers one line ("ok ..." or "error ...") on stdout
     exit                  exit now (children see EOF on stdin and exit too)
 EOF ends the process too, so a killed test never leaves one behind.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -70,7 +71,11 @@ def handle(words: list[str]) -> str:
         return "ok"
     if cmd == "spawn":
         child = subprocess.Popen(
-            [sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+            [sys.executable, __file__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
         )
         children.append(child)
         assert child.stdin is not None and child.stdout is not None

@@ -9,6 +9,7 @@ Routes mirror the Beast reference server: GET / and /plaintext -> "Hello, World!
 GET /json -> {"message":"Hello, World!"} (serialised per request), POST /echo -> the body back
 with its content type, other paths -> 404, a known path with a wrong method -> 405.
 """
+
 import json
 
 PLAINTEXT = b"Hello, World!\n"
@@ -16,8 +17,17 @@ ROUTES = {"/": "GET", "/plaintext": "GET", "/json": "GET", "/echo": "POST"}
 
 
 async def _answer(send, status: int, content_type: bytes, body: bytes, extra=()) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode()), *extra]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", content_type),
+                (b"content-length", str(len(body)).encode()),
+                *extra,
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -37,10 +47,16 @@ async def app(scope, receive, send):
     if want is None:
         await _answer(send, 404, b"text/plain", b"Not Found\n")
     elif method != want:
-        await _answer(send, 405, b"text/plain", b"Method Not Allowed\n", [(b"allow", want.encode())])
+        await _answer(
+            send, 405, b"text/plain", b"Method Not Allowed\n", [(b"allow", want.encode())]
+        )
     elif path == "/json":
-        await _answer(send, 200, b"application/json", json.dumps({"message": "Hello, World!"},
-                                                                 separators=(",", ":")).encode())
+        await _answer(
+            send,
+            200,
+            b"application/json",
+            json.dumps({"message": "Hello, World!"}, separators=(",", ":")).encode(),
+        )
     elif path == "/echo":
         chunks = []
         while True:

@@ -13,6 +13,7 @@ with SO_REUSEPORT (the kernel spreads connections), the same worker count every 
 gets. Workers also come from PYTHON_WORKERS when --workers is absent. Prints one JSON line
 {"event": "ready", ...} once every worker listens; SIGTERM/SIGINT stop all of them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,15 +30,24 @@ PLAINTEXT = b"Hello, World!\n"
 MAX_HEAD = 16 * 1024
 MAX_BODY = 8 * 1024 * 1024
 ROUTES = {b"/": b"GET", b"/plaintext": b"GET", b"/json": b"GET", b"/echo": b"POST"}
-REASONS = {200: b"OK", 400: b"Bad Request", 404: b"Not Found", 405: b"Method Not Allowed",
-           413: b"Payload Too Large", 431: b"Request Header Fields Too Large",
-           501: b"Not Implemented"}
+REASONS = {
+    200: b"OK",
+    400: b"Bad Request",
+    404: b"Not Found",
+    405: b"Method Not Allowed",
+    413: b"Payload Too Large",
+    431: b"Request Header Fields Too Large",
+    501: b"Not Implemented",
+}
 
 
-def response(status: int, body: bytes, content_type: bytes, keep_alive: bool,
-             extra: bytes = b"") -> bytes:
-    head = b"HTTP/1.1 %d %s\r\nServer: loadbench-python-peer\r\nContent-Type: %s\r\nContent-Length: %d\r\n" % (
-        status, REASONS[status], content_type, len(body))
+def response(
+    status: int, body: bytes, content_type: bytes, keep_alive: bool, extra: bytes = b""
+) -> bytes:
+    head = (
+        b"HTTP/1.1 %d %s\r\nServer: loadbench-python-peer\r\nContent-Type: %s\r\nContent-Length: %d\r\n"
+        % (status, REASONS[status], content_type, len(body))
+    )
     if not keep_alive:
         head += b"Connection: close\r\n"
     return head + extra + b"\r\n" + body
@@ -87,7 +97,9 @@ class HttpProtocol(asyncio.Protocol):
                 return response(400, b"Bad Request\n", b"text/plain", False), False
             headers[name.strip().lower()] = value.strip()
         if b"chunked" in headers.get(b"transfer-encoding", b"").lower():
-            return response(501, b"chunked request bodies are not supported\n", b"text/plain", False), False
+            return response(
+                501, b"chunked request bodies are not supported\n", b"text/plain", False
+            ), False
         try:
             length = int(headers.get(b"content-length", b"0"))
         except ValueError:
@@ -96,18 +108,25 @@ class HttpProtocol(asyncio.Protocol):
             return response(413, b"", b"text/plain", False), False
         if len(self.buffer) < end + 4 + length:
             return None
-        body = self.buffer[end + 4:end + 4 + length]
-        self.buffer = self.buffer[end + 4 + length:]
+        body = self.buffer[end + 4 : end + 4 + length]
+        self.buffer = self.buffer[end + 4 + length :]
 
         connection = headers.get(b"connection", b"").lower()
-        keep_alive = connection != b"close" if version == b"HTTP/1.1" else connection == b"keep-alive"
+        keep_alive = (
+            connection != b"close" if version == b"HTTP/1.1" else connection == b"keep-alive"
+        )
         path = target.split(b"?", 1)[0]
         allowed = ROUTES.get(path)
         if allowed is None:
             return response(404, b"Not Found\n", b"text/plain", keep_alive), keep_alive
         if method != allowed:
-            return response(405, b"Method Not Allowed\n", b"text/plain", keep_alive,
-                            b"Allow: " + allowed + b"\r\n"), keep_alive
+            return response(
+                405,
+                b"Method Not Allowed\n",
+                b"text/plain",
+                keep_alive,
+                b"Allow: " + allowed + b"\r\n",
+            ), keep_alive
         if path == b"/json":
             # Serialised per request, like every framework benchmark's JSON test.
             body_out = json.dumps({"message": "Hello, World!"}, separators=(",", ":")).encode()
@@ -150,7 +169,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("port", type=int, help="TCP port (0 = any free port)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--workers", type=int, default=int(os.environ.get("PYTHON_WORKERS", "1")))
-    parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), help="serve HTTPS with this PEM pair")
+    parser.add_argument(
+        "--tls", nargs=2, metavar=("CERT", "KEY"), help="serve HTTPS with this PEM pair"
+    )
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("--workers must be at least 1")
@@ -166,7 +187,10 @@ def main(argv: list[str]) -> int:
     sock = listening_socket(args.host, args.port)
     port = sock.getsockname()[1]
     if args.workers == 1:
-        print(json.dumps({"event": "ready", "pid": os.getpid(), "port": port, "workers": 1}), flush=True)
+        print(
+            json.dumps({"event": "ready", "pid": os.getpid(), "port": port, "workers": 1}),
+            flush=True,
+        )
         serve(sock, tls, None)
         return 0
 
@@ -204,7 +228,10 @@ def main(argv: list[str]) -> int:
         os.close(read_fd)
         children.append(pid)
     sock.close()
-    print(json.dumps({"event": "ready", "pid": os.getpid(), "port": port, "workers": args.workers}), flush=True)
+    print(
+        json.dumps({"event": "ready", "pid": os.getpid(), "port": port, "workers": args.workers}),
+        flush=True,
+    )
 
     status = 0
     for _ in children:

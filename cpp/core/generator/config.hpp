@@ -17,21 +17,21 @@ struct EngineConfig {
     std::vector<http::RequestTemplate> requests;
     int connections = 10;
     int threads = 1;
-    double duration_s = 10.0;     // measured window (ignored when total_requests > 0)
-    int64_t total_requests = 0;   // > 0: exactly this many responses + errors, then stop
-    double warmup_s = 0.0;        // excluded from every figure
-    double timeout_s = 10.0;      // per request, connect + handshake included
-    bool keepalive = true;        // false: a new connection (and TLS handshake) per request
+    double duration_s = 10.0;    // measured window (ignored when total_requests > 0)
+    int64_t total_requests = 0;  // > 0: exactly this many responses + errors, then stop
+    double warmup_s = 0.0;       // excluded from every figure
+    double timeout_s = 10.0;     // per request, connect + handshake included
+    bool keepalive = true;       // false: a new connection (and TLS handshake) per request
     bool tls_verify = false;
-    std::string tls_cacert;       // implies verification
+    std::string tls_cacert;  // implies verification
     bool tls_session_resumption = false;
     std::string tls_library = "openssl";  // or "wolfssl" / "rustls" where the build has them
     // Opt-in TCP exchanges for connection-setup runs (each changes the packets the server's
     // kernel sees, never what its application sees; see Connection::open / close):
-    bool ack_with_request = false;  // the handshake's last ACK rides on the first request (closed loop)
-    bool rst_close = false;         // a connection the server already closed is closed with RST
-    std::vector<int> cpus;        // worker i runs on cpus[i % size]
-    double interval_s = 1.0;      // timeline resolution
+    bool ack_with_request = false;         // the handshake's last ACK rides on the first request (closed loop)
+    bool rst_close = false;                // a connection the server already closed is closed with RST
+    std::vector<int> cpus;                 // worker i runs on cpus[i % size]
+    double interval_s = 1.0;               // timeline resolution
     double connect_retry_delay_s = 0.005;  // after a failed connect, so a refused port is not a busy loop
     // Open loop (rate > 0): requests are due at a constant or Poisson rate whatever the server
     // does; latency counts from the intended send time. The pool starts at `connections` and
@@ -42,7 +42,7 @@ struct EngineConfig {
     int max_connections = 0;
     // HTTP/2: h2c with prior knowledge for http://, ALPN h2 (only) for https://.
     bool h2 = false;
-    int streams = 1;              // HTTP/2 streams in flight per connection (h2load's -m)
+    int streams = 1;  // HTTP/2 streams in flight per connection (h2load's -m)
 };
 
 // A request that went out more than this after its intended time counts as a late send.
@@ -52,25 +52,26 @@ inline constexpr int64_t kLateSendNs = 1'000'000;
 inline constexpr size_t kH2ErrorCodes = 15;
 
 enum ErrorKind : int { kConnect = 0, kRead, kWrite, kTimeout, kParse, kErrorKinds };
-inline constexpr std::array<const char*, kErrorKinds> kErrorKindNames = {"connect", "read", "write", "timeout", "parse"};
+inline constexpr std::array<const char*, kErrorKinds> kErrorKindNames = {"connect", "read", "write", "timeout",
+                                                                         "parse"};
 
 // The run's plain counters, one line each: the Measurements field, its merge across workers and
 // its Python binding (bindings/register_generator.cpp) all come from this list, so a new counter
 // is recorded by the Recorder, declared here, and shown where a reader sees it - nothing else.
 // The order is the order of the Result JSON's keys for the counters it does not place itself.
-#define LOADBENCH_COUNTERS(X)                                                                              \
-    X(responses, "responses inside the window")                                                          \
-    X(unfinished, "counted requests without a response or an error when the drain ended")               \
-    X(bytes_read, "bytes read inside the window")                                                        \
-    X(bytes_written, "bytes written inside the window")                                                  \
-    X(connections_opened, "connections opened inside the window")                                        \
-    X(tls_handshakes, "TLS handshakes completed inside the window")                                      \
-    X(tls_resumed, "of those, abbreviated (the session was resumed)")                                    \
-    X(reconnects, "connections the server closed (or asked to close) that were reopened")               \
-    X(goaways, "HTTP/2 GOAWAY frames received")                                                          \
-    X(retried, "HTTP/2 requests the server refused unprocessed, sent again")                             \
-    X(due, "open loop: requests due inside the window")                                                  \
-    X(sends, "open loop: of those, requests written (each once)")                                        \
+#define LOADBENCH_COUNTERS(X)                                                             \
+    X(responses, "responses inside the window")                                           \
+    X(unfinished, "counted requests without a response or an error when the drain ended") \
+    X(bytes_read, "bytes read inside the window")                                         \
+    X(bytes_written, "bytes written inside the window")                                   \
+    X(connections_opened, "connections opened inside the window")                         \
+    X(tls_handshakes, "TLS handshakes completed inside the window")                       \
+    X(tls_resumed, "of those, abbreviated (the session was resumed)")                     \
+    X(reconnects, "connections the server closed (or asked to close) that were reopened") \
+    X(goaways, "HTTP/2 GOAWAY frames received")                                           \
+    X(retried, "HTTP/2 requests the server refused unprocessed, sent again")              \
+    X(due, "open loop: requests due inside the window")                                   \
+    X(sends, "open loop: of those, requests written (each once)")                         \
     X(late_sends, "open loop: sends more than kLateSendNs after their intended time")
 
 // Everything one worker measured inside the window; merged into the run's result.
@@ -94,21 +95,21 @@ struct RunResult {
     Measurements totals;
     std::vector<stats::TimelineRow> timeline;
     double interval_s = 1.0;
-    double duration_s = 0.0;        // the measured window
+    double duration_s = 0.0;  // the measured window
     double warmup_s = 0.0;
-    double cpu_s = 0.0;             // generator threads' CPU time inside the window
+    double cpu_s = 0.0;  // generator threads' CPU time inside the window
     int threads = 0;
-    bool interrupted = false;       // stopped before the planned end
+    bool interrupted = false;  // stopped before the planned end
     bool open_loop = false;
     double target_rate = 0.0;
     int max_connections = 0;
 };
 
 struct Progress {
-    double elapsed_s = 0.0;         // since the start (warm-up included)
+    double elapsed_s = 0.0;  // since the start (warm-up included)
     bool warming_up = true;
     bool finished = false;
-    uint64_t responses = 0;         // inside the window so far
+    uint64_t responses = 0;  // inside the window so far
     uint64_t errors = 0;
 };
 

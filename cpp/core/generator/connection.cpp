@@ -15,18 +15,22 @@ namespace loadbench::generator {
 
 Connection::Connection(const RunPlan& plan, EventLoop& loop, Recorder& recorder, ConnectionEvents& owner,
                        char* read_buffer, size_t read_capacity)
-    : plan_(plan), loop_(loop), recorder_(recorder), owner_(owner), read_buffer_(read_buffer),
+    : plan_(plan),
+      loop_(loop),
+      recorder_(recorder),
+      owner_(owner),
+      read_buffer_(read_buffer),
       read_capacity_(read_capacity) {
-    transport_ = plan.tls ? plan.tls->make_transport(plan.url.host, plan.url.host_is_ip_literal)
-                          : make_plain_transport();
+    transport_ =
+        plan.tls ? plan.tls->make_transport(plan.url.host, plan.url.host_is_ip_literal) : make_plain_transport();
     // The protocol is the run's choice, never negotiated down: over TLS, HTTP/2 offers only
     // ALPN "h2" and a server that does not select it fails the connection (handshake()).
     if (plan.h2) {
         session_ = std::make_unique<Http2Session>(plan.h2_requests, plan.streams, !plan.keepalive,
                                                   static_cast<SessionEvents&>(*this));
     } else {
-        session_ = std::make_unique<Http1Session>(plan.wire_requests, plan.head_requests,
-                                                  static_cast<SessionEvents&>(*this));
+        session_ =
+            std::make_unique<Http1Session>(plan.wire_requests, plan.head_requests, static_cast<SessionEvents&>(*this));
     }
 }
 

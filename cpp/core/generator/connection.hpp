@@ -99,7 +99,7 @@ private:
     bool reused_ = false;
     bool peer_closed_ = false;
     bool delaying_acks_ = false;  // ack_with_request: quick-ACK mode still off (see quick_acks_again)
-    uint64_t settled_ = 0;  // requests the session settled (answered, refused, failed): slots freed
+    uint64_t settled_ = 0;        // requests the session settled (answered, refused, failed): slots freed
 };
 
 }  // namespace loadbench::generator

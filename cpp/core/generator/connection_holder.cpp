@@ -173,7 +173,8 @@ int ConnectionHolder::held() {
         if (n <= 0) break;
         for (int i = 0; i < n; ++i) {
             Slot& slot = slots_[events[static_cast<std::size_t>(i)].data.u64];
-            if (slot.state == kOpen && (events[static_cast<std::size_t>(i)].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+            if (slot.state == kOpen &&
+                (events[static_cast<std::size_t>(i)].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
                 drop(slot);
         }
         if (n < static_cast<int>(events.size())) break;
@@ -228,8 +229,11 @@ RequestResult ConnectionHolder::request_all(double timeout_s) {
                 if (got < 0 && errno == EINTR) continue;
                 if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
                 if (got <= 0) {
-                    const bool complete = got == 0 && parsers[i]->finish_at_eof() == http::ResponseParser::Status::Complete;
-                    if (!complete) note(got == 0 ? "the server closed a held connection" : std::string("recv: ") + std::strerror(errno));
+                    const bool complete =
+                        got == 0 && parsers[i]->finish_at_eof() == http::ResponseParser::Status::Complete;
+                    if (!complete)
+                        note(got == 0 ? "the server closed a held connection"
+                                      : std::string("recv: ") + std::strerror(errno));
                     finished = true;
                     ok = complete;
                     break;

@@ -18,7 +18,7 @@ struct HoldConfig {
     std::string address;  // numeric IPv4 or IPv6 address
     std::uint16_t port = 0;
     int connections = 0;
-    std::string request;       // the bytes sent by request_all() (a keep-alive GET)
+    std::string request;  // the bytes sent by request_all() (a keep-alive GET)
     bool head_request = false;
     int connects_in_flight = 256;  // more would overflow the server's accept backlog (SYN drops)
 };
@@ -31,9 +31,9 @@ struct OpenResult {
 };
 
 struct RequestResult {
-    int ok = 0;         // a 2xx response, connection still usable
+    int ok = 0;  // a 2xx response, connection still usable
     int non_2xx = 0;
-    int failed = 0;     // closed, reset, malformed or no answer in time
+    int failed = 0;  // closed, reset, malformed or no answer in time
     std::string first_error;
 };
 

@@ -53,7 +53,8 @@ void validate(const EngineConfig& c) {
         throw ConfigError("duration must be > 0 seconds");
     if (!(c.warmup_s >= 0.0 && std::isfinite(c.warmup_s))) throw ConfigError("warm-up must be >= 0 seconds");
     if (!(c.timeout_s > 0.0 && std::isfinite(c.timeout_s))) throw ConfigError("timeout must be > 0 seconds");
-    if (!(c.interval_s > 0.0 && std::isfinite(c.interval_s))) throw ConfigError("timeline interval must be > 0 seconds");
+    if (!(c.interval_s > 0.0 && std::isfinite(c.interval_s)))
+        throw ConfigError("timeline interval must be > 0 seconds");
     if (c.rate < 0.0 || !std::isfinite(c.rate)) throw ConfigError("rate must be > 0 requests per second");
     if (c.streams < 1) throw ConfigError("streams must be >= 1 (got " + std::to_string(c.streams) + ")");
     if (c.streams > 1 && !c.h2)
@@ -64,8 +65,9 @@ void validate(const EngineConfig& c) {
                           "), not " + std::to_string(c.max_connections));
     if (c.rate == 0.0 && c.max_connections > 0) throw ConfigError("max_connections needs an open-loop rate");
     if (c.ack_with_request && c.rate > 0.0)
-        throw ConfigError("ack_with_request needs a closed loop: an open-loop pool opens connections ahead of their "
-                          "requests, and the handshake's last ACK would wait for the delayed-ACK timer (40 ms)");
+        throw ConfigError(
+            "ack_with_request needs a closed loop: an open-loop pool opens connections ahead of their "
+            "requests, and the handshake's last ACK would wait for the delayed-ACK timer (40 ms)");
     if (!c.cpus.empty()) {
         cpu_set_t allowed;
         CPU_ZERO(&allowed);
@@ -92,8 +94,7 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
     addrinfo* found = nullptr;
     const std::string port = std::to_string(plan_.url.port);
     const int rc = getaddrinfo(plan_.url.host.c_str(), port.c_str(), &hints, &found);
-    if (rc != 0 || !found)
-        throw ConfigError("cannot resolve host '" + plan_.url.host + "': " + gai_strerror(rc));
+    if (rc != 0 || !found) throw ConfigError("cannot resolve host '" + plan_.url.host + "': " + gai_strerror(rc));
     const addrinfo* pick = found;
     for (const addrinfo* a = found; a; a = a->ai_next)
         if (a->ai_family == AF_INET) {
@@ -119,7 +120,8 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
             plan_.h2_requests.push_back(make_h2_request(r, plan_.url.target, host_header, plan_.url.tls));
     }
     if (plan_.url.tls) {
-        tls_ = make_tls_context(config_.tls_library, config_.tls_verify, config_.tls_cacert, config_.tls_session_resumption);
+        tls_ = make_tls_context(config_.tls_library, config_.tls_verify, config_.tls_cacert,
+                                config_.tls_session_resumption);
         if (config_.h2) tls_->offer_alpn(std::string_view("\x02h2", 3));  // h2 only: never a silent fallback
     }
     plan_.tls = tls_.get();
@@ -249,8 +251,7 @@ RunResult Engine::result() {
         r.cpu_s += w->cpu_s();
         timelines.push_back(std::move(w->timeline()));
     }
-    const int64_t intervals =
-        static_cast<int64_t>(std::ceil(r.duration_s / config_.interval_s - 1e-9));
+    const int64_t intervals = static_cast<int64_t>(std::ceil(r.duration_s / config_.interval_s - 1e-9));
     r.timeline = stats::merge_timeline(timelines, intervals);
     return r;
 }

@@ -38,7 +38,8 @@ void EventLoop::run_once(int64_t now_ns, int64_t deadline_ns, bool precise) noex
     const int64_t wait_ns = deadline_ns > now_ns ? deadline_ns - now_ns : 0;
     int n;
     if (precise) {
-        const timespec timeout{static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
+        const timespec timeout{static_cast<time_t>(wait_ns / 1'000'000'000),
+                               static_cast<long>(wait_ns % 1'000'000'000)};
         n = epoll_pwait2(fd_, events_, kMaxEvents, &timeout, nullptr);
     } else {
         const int64_t ms = (wait_ns + 999'999) / 1'000'000;

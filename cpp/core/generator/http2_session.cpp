@@ -4,7 +4,6 @@
 #include <cctype>
 #include <cstring>
 
-
 namespace loadbench::generator {
 
 namespace {
@@ -46,8 +45,8 @@ H2Request make_h2_request(const http::RequestTemplate& request, const std::strin
     out.fields.emplace_back(":path", target);
     if (!has_agent) out.fields.emplace_back("user-agent", "loadbench");
     for (auto& field : regular) out.fields.push_back(std::move(field));
-    if (!has_length && (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
-                        request.method == "PATCH"))
+    if (!has_length &&
+        (!request.body.empty() || request.method == "POST" || request.method == "PUT" || request.method == "PATCH"))
         out.fields.emplace_back("content-length", std::to_string(request.body.size()));
     out.body = request.body;
     return out;
@@ -158,8 +157,8 @@ void Http2Session::submit(const Request& r) noexcept {
     nghttp2_data_provider provider{};
     provider.source.ptr = s;
     provider.read_callback = &Http2Session::read_body;
-    const int32_t id = nghttp2_submit_request(session_, nullptr, nv.data(), nv.size(),
-                                              tpl.body.empty() ? nullptr : &provider, s);
+    const int32_t id =
+        nghttp2_submit_request(session_, nullptr, nv.data(), nv.size(), tpl.body.empty() ? nullptr : &provider, s);
     if (id < 0) {
         // Stream IDs exhausted (2^31 on one connection) or out of memory: this connection is
         // done; the request waits for its timeout like any other that got no answer.
@@ -276,7 +275,8 @@ size_t Http2Session::take_expired(int64_t assigned_before, Request* out, size_t 
         if (!s.used || s.request.assigned_ns > assigned_before) continue;
         out[n++] = s.request;
         // Cancel the stream (the server may stop working on it); the others go on.
-        if (session_ && s.stream_id > 0) nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.stream_id, NGHTTP2_CANCEL);
+        if (session_ && s.stream_id > 0)
+            nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.stream_id, NGHTTP2_CANCEL);
         release(s);
     }
     return n;
@@ -388,15 +388,14 @@ int Http2Session::on_stream_close(nghttp2_session*, int32_t stream_id, uint32_t 
         return 0;
     }
     self->events_.on_stream_error(r,
-                                  std::string("HTTP/2 stream reset: ") +
-                                      nghttp2_http2_strerror(error_code) +
+                                  std::string("HTTP/2 stream reset: ") + nghttp2_http2_strerror(error_code) +
                                       (answered ? " (after the response headers)" : ""),
                                   self->now_);
     return 0;
 }
 
-ssize_t Http2Session::read_body(nghttp2_session*, int32_t stream_id, uint8_t* buf, size_t length,
-                                uint32_t* data_flags, nghttp2_data_source* source, void* user) {
+ssize_t Http2Session::read_body(nghttp2_session*, int32_t stream_id, uint8_t* buf, size_t length, uint32_t* data_flags,
+                                nghttp2_data_source* source, void* user) {
     auto* self = static_cast<Http2Session*>(user);
     auto* s = static_cast<Slot*>(source->ptr);
     // The slot may already hold another request (the response ended before the body was sent).

@@ -62,7 +62,7 @@ public:
         size_t body_offset = 0;
         int status = 0;
         bool used = false;
-        bool answered = false;   // a response HEADERS frame arrived
+        bool answered = false;     // a response HEADERS frame arrived
         bool headers_out = false;  // its HEADERS frame was serialised (waiting to be written)
         uint64_t headers_end = 0;  // output offset where its HEADERS frame ends
     };

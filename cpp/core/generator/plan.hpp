@@ -30,18 +30,18 @@ struct RunPlan {
     http::Url url;
     std::vector<std::string> wire_requests;  // serialised once
     std::vector<bool> head_requests;
-    bool h2 = false;                         // HTTP/2 (h2c prior knowledge, or ALPN h2 over TLS)
-    int streams = 1;                         // HTTP/2: most streams in flight per connection
-    std::vector<H2Request> h2_requests;      // HTTP/2: the templates as header fields, built once
-    const TlsContext* tls = nullptr;         // null: plain TCP
+    bool h2 = false;                     // HTTP/2 (h2c prior knowledge, or ALPN h2 over TLS)
+    int streams = 1;                     // HTTP/2: most streams in flight per connection
+    std::vector<H2Request> h2_requests;  // HTTP/2: the templates as header fields, built once
+    const TlsContext* tls = nullptr;     // null: plain TCP
     bool keepalive = true;
-    bool ack_with_request = false;           // TCP_QUICKACK off before connect (EngineConfig)
-    bool rst_close = false;                  // SO_LINGER 0 on connections the server closed (EngineConfig)
+    bool ack_with_request = false;  // TCP_QUICKACK off before connect (EngineConfig)
+    bool rst_close = false;         // SO_LINGER 0 on connections the server closed (EngineConfig)
     bool count_mode = false;
-    int64_t timeout_ns = 0;                  // per request; also how long the run drains after the window
+    int64_t timeout_ns = 0;  // per request; also how long the run drains after the window
     int64_t connect_retry_delay_ns = 0;
     int64_t interval_ns = 1'000'000'000;
-    int64_t last_interval = INT64_MAX;       // outcomes of the drain go into the window's last interval
+    int64_t last_interval = INT64_MAX;  // outcomes of the drain go into the window's last interval
     bool open_loop = false;
     ArrivalSchedule::Kind arrival = ArrivalSchedule::Kind::Constant;
     double rate_per_worker = 0.0;
@@ -50,7 +50,7 @@ struct RunPlan {
     // Set by the engine before `started` is released.
     int64_t start_ns = 0;
     int64_t window_start_ns = 0;
-    int64_t window_end_ns = INT64_MAX;       // INT64_MAX in count mode
+    int64_t window_end_ns = INT64_MAX;  // INT64_MAX in count mode
     std::atomic<bool> started{false};
     std::atomic<bool> stop{false};
 

@@ -15,13 +15,13 @@ namespace loadbench::generator {
 // One request from the moment it is due to its outcome. Plain data, copied into a session's
 // slot and back: nothing is allocated per request.
 struct Request {
-    int64_t intended_ns = 0;  // closed loop: when its slot freed; open loop: when it was due
-    int64_t assigned_ns = 0;  // when a connection took it: the timeout runs from here
-    int64_t sent_ns = 0;      // when its first byte was handed to the transport (0: not yet)
+    int64_t intended_ns = 0;      // closed loop: when its slot freed; open loop: when it was due
+    int64_t assigned_ns = 0;      // when a connection took it: the timeout runs from here
+    int64_t sent_ns = 0;          // when its first byte was handed to the transport (0: not yet)
     uint32_t template_index = 0;  // which serialised request
-    bool counted = false;     // started (closed loop) or due (open loop) inside the window
+    bool counted = false;         // started (closed loop) or due (open loop) inside the window
     bool send_recorded = false;   // its send is in `sends` and the lateness histogram (once)
-    bool retried = false;     // already re-sent on a fresh connection once
+    bool retried = false;         // already re-sent on a fresh connection once
 };
 
 // What a session reports, as it happens (implemented by the connection that owns it).

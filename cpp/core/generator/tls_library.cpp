@@ -77,11 +77,10 @@ int capabilities(void*, const char* capability, OSSL_CALLBACK* callback, void* a
 
 void teardown(void*) {}  // the default provider belongs to context A
 
-const OSSL_DISPATCH dispatch[] = {
-    {OSSL_FUNC_PROVIDER_QUERY_OPERATION, reinterpret_cast<void (*)(void)>(query)},
-    {OSSL_FUNC_PROVIDER_GET_CAPABILITIES, reinterpret_cast<void (*)(void)>(capabilities)},
-    {OSSL_FUNC_PROVIDER_TEARDOWN, reinterpret_cast<void (*)(void)>(teardown)},
-    {0, nullptr}};
+const OSSL_DISPATCH dispatch[] = {{OSSL_FUNC_PROVIDER_QUERY_OPERATION, reinterpret_cast<void (*)(void)>(query)},
+                                  {OSSL_FUNC_PROVIDER_GET_CAPABILITIES, reinterpret_cast<void (*)(void)>(capabilities)},
+                                  {OSSL_FUNC_PROVIDER_TEARDOWN, reinterpret_cast<void (*)(void)>(teardown)},
+                                  {0, nullptr}};
 
 int init(const OSSL_CORE_HANDLE*, const OSSL_DISPATCH*, const OSSL_DISPATCH** out, void** provider_context) {
     *provider_context = OSSL_PROVIDER_get0_provider_ctx(g_default);
@@ -95,11 +94,10 @@ OSSL_LIB_CTX* build() noexcept {
     g_default = OSSL_PROVIDER_load(a, "default");
     if (!g_default) return nullptr;
     int no_cache = 0;
-    g_decoders = filtered(OSSL_PROVIDER_query_operation(g_default, OSSL_OP_DECODER, &no_cache),
-                          [](const OSSL_ALGORITHM& d) {
-                              return d.property_definition &&
-                                     std::strstr(d.property_definition, "structure=SubjectPublicKeyInfo");
-                          });
+    g_decoders =
+        filtered(OSSL_PROVIDER_query_operation(g_default, OSSL_OP_DECODER, &no_cache), [](const OSSL_ALGORITHM& d) {
+            return d.property_definition && std::strstr(d.property_definition, "structure=SubjectPublicKeyInfo");
+        });
     if (g_decoders.size() < 2) return nullptr;
     g_keymgmt = filtered(OSSL_PROVIDER_query_operation(g_default, OSSL_OP_KEYMGMT, &no_cache), tls_needs_key_manager);
     if (g_keymgmt.size() < 2) return nullptr;

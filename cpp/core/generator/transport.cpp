@@ -264,7 +264,8 @@ OpenSslContext::~OpenSslContext() {
     if (ctx_) SSL_CTX_free(ctx_);
 }
 
-std::unique_ptr<Transport> OpenSslContext::make_transport(const std::string& server_name, bool server_name_is_ip) const {
+std::unique_ptr<Transport> OpenSslContext::make_transport(const std::string& server_name,
+                                                          bool server_name_is_ip) const {
     return std::make_unique<TlsTransport>(*this, server_name, server_name_is_ip);
 }
 
@@ -323,6 +324,5 @@ std::unique_ptr<TlsContext> make_tls_context(const std::string& library, bool ve
 }
 
 std::unique_ptr<Transport> make_plain_transport() { return std::make_unique<PlainTransport>(); }
-
 
 }  // namespace loadbench::generator

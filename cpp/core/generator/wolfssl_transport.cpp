@@ -80,8 +80,8 @@ public:
                 wolfSSL_CTX_free(ctx_);
                 ctx_ = nullptr;
                 if (!cacert.empty())
-                    throw ConfigError("cannot load CA certificates from '" + cacert + "' (wolfSSL: " +
-                                      wolf_error_string(loaded) + ")");
+                    throw ConfigError("cannot load CA certificates from '" + cacert +
+                                      "' (wolfSSL: " + wolf_error_string(loaded) + ")");
                 // No system CA store: every certificate is refused at the handshake, as OpenSSL does.
                 ctx_ = wolfSSL_CTX_new(wolfSSLv23_client_method());
                 if (!ctx_) throw std::runtime_error("wolfSSL_CTX_new failed");
@@ -141,7 +141,8 @@ public:
         }
         wolfSSL_set_fd(ssl_, fd);
         if (!server_name_is_ip_)
-            wolfSSL_UseSNI(ssl_, WOLFSSL_SNI_HOST_NAME, server_name_.data(), static_cast<unsigned short>(server_name_.size()));
+            wolfSSL_UseSNI(ssl_, WOLFSSL_SNI_HOST_NAME, server_name_.data(),
+                           static_cast<unsigned short>(server_name_.size()));
         if (context_.verify() && !server_name_is_ip_) wolfSSL_check_domain_name(ssl_, server_name_.c_str());
         if (!context_.alpn().empty()) {
             std::string list = context_.alpn();  // wolfSSL_UseALPN takes a mutable buffer

@@ -24,8 +24,13 @@ constexpr size_t kTakeBatch = 64;                // requests taken back from a s
 }  // namespace
 
 Worker::Worker(const RunPlan& plan, int index, int connections, int max_connections, int64_t budget, int cpu)
-    : plan_(plan), index_(index), cpu_(cpu), max_connections_(max_connections), recorder_(plan),
-      scheduler_(plan, index, budget), read_buffer_(std::make_unique<char[]>(kReadCapacity)) {
+    : plan_(plan),
+      index_(index),
+      cpu_(cpu),
+      max_connections_(max_connections),
+      recorder_(plan),
+      scheduler_(plan, index, budget),
+      read_buffer_(std::make_unique<char[]>(kReadCapacity)) {
     connections_.reserve(static_cast<size_t>(std::max(connections, max_connections)));
     for (int i = 0; i < connections; ++i) add_connection();
 }
@@ -35,9 +40,8 @@ Worker::~Worker() {
 }
 
 Connection& Worker::add_connection() {
-    connections_.push_back(
-        std::make_unique<Connection>(plan_, loop_, recorder_, static_cast<ConnectionEvents&>(*this), read_buffer_.get(),
-                                     kReadCapacity));
+    connections_.push_back(std::make_unique<Connection>(plan_, loop_, recorder_, static_cast<ConnectionEvents&>(*this),
+                                                        read_buffer_.get(), kReadCapacity));
     return *connections_.back();
 }
 
@@ -71,8 +75,7 @@ void Worker::run(std::atomic<int>& ready_count) {
             next_closed(*connections_[i], now);
         }
     }
-    const int64_t drain_end =
-        plan_.window_end_ns == INT64_MAX ? INT64_MAX : plan_.window_end_ns + plan_.timeout_ns;
+    const int64_t drain_end = plan_.window_end_ns == INT64_MAX ? INT64_MAX : plan_.window_end_ns + plan_.timeout_ns;
     bool in_window = false;
     double cpu_at_window_start = 0.0;
     int64_t next_housekeeping = now + kHousekeepingNs;
@@ -325,7 +328,7 @@ void Worker::expire_streams(Connection& c, int64_t now) {
                             now);
         }
     }
-    if (!c.flush()) return;  // lost: settled through on_lost
+    if (!c.flush()) return;                                         // lost: settled through on_lost
     if (c.state() == Connection::State::Open) on_answered(c, now);  // refill the freed slots
 }
 

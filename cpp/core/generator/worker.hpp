@@ -76,8 +76,8 @@ private:
     static constexpr size_t kReadCapacity = 256 * 1024;
     std::vector<std::unique_ptr<Connection>> connections_;
     std::vector<Connection*> ready_;  // open loop: connected with free slots (entries may be stale)
-    int connecting_ = 0;               // open loop: pool connections on their way
-    int64_t counted_in_flight_ = 0;    // counted requests held by sessions
+    int connecting_ = 0;              // open loop: pool connections on their way
+    int64_t counted_in_flight_ = 0;   // counted requests held by sessions
     double cpu_s_ = 0.0;
     std::string setup_error_;
 };

@@ -11,7 +11,8 @@ namespace {
 bool iequals(const std::string& a, const char* b) {
     size_t i = 0;
     for (; i < a.size() && b[i]; ++i)
-        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+            return false;
     return i == a.size() && b[i] == '\0';
 }
 
@@ -67,8 +68,8 @@ std::string serialize_request(const RequestTemplate& request, const std::string&
         out += value;
         out += "\r\n";
     }
-    if (!has_length && !chunked && (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
-                                    request.method == "PATCH"))
+    if (!has_length && !chunked &&
+        (!request.body.empty() || request.method == "POST" || request.method == "PUT" || request.method == "PATCH"))
         out += "Content-Length: " + std::to_string(request.body.size()) + "\r\n";
     if (!keepalive && !has_connection) out += "Connection: close\r\n";
     out += "\r\n";

@@ -111,8 +111,10 @@ ResponseParser::Status ResponseParser::on_header_block(const char* data, size_t 
                 break;
             case 10:
                 if (iequals(name, "connection")) {
-                    if (has_token(value, "close")) keep_alive = false;
-                    else if (has_token(value, "keep-alive")) keep_alive = true;
+                    if (has_token(value, "close"))
+                        keep_alive = false;
+                    else if (has_token(value, "keep-alive"))
+                        keep_alive = true;
                 }
                 break;
             default:
@@ -163,7 +165,8 @@ ResponseParser::Status ResponseParser::parse(const char* data, size_t len, size_
                 if (!found) {
                     header_scan_from_ = avail;
                     if (avail > kMaxHeaderBytes) return fail("response header block larger than 64 KiB");
-                    if (avail >= 5 && std::memcmp(p, "HTTP/", 5) != 0) return fail("response does not start with HTTP/");
+                    if (avail >= 5 && std::memcmp(p, "HTTP/", 5) != 0)
+                        return fail("response does not start with HTTP/");
                     return Status::NeedMore;
                 }
                 const size_t block = static_cast<size_t>(found - p) + 4;
@@ -199,9 +202,12 @@ ResponseParser::Status ResponseParser::parse(const char* data, size_t len, size_
                 for (; q < eol && *q != ';' && *q != ' ' && *q != '\t'; ++q) {
                     const char c = lower(*q);
                     int digit;
-                    if (c >= '0' && c <= '9') digit = c - '0';
-                    else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
-                    else return fail("malformed chunk size");
+                    if (c >= '0' && c <= '9')
+                        digit = c - '0';
+                    else if (c >= 'a' && c <= 'f')
+                        digit = c - 'a' + 10;
+                    else
+                        return fail("malformed chunk size");
                     if (size > (UINT64_MAX >> 4)) return fail("chunk size overflows");
                     size = (size << 4) | static_cast<uint64_t>(digit);
                 }

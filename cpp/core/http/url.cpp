@@ -85,7 +85,8 @@ Url parse_url(std::string_view text) {
     if (!port_text.empty()) {
         unsigned long port = 0;
         for (char c : port_text) {
-            if (!std::isdigit(static_cast<unsigned char>(c))) fail(text, "port '" + std::string(port_text) + "' is not a number");
+            if (!std::isdigit(static_cast<unsigned char>(c)))
+                fail(text, "port '" + std::string(port_text) + "' is not a number");
             port = port * 10 + static_cast<unsigned long>(c - '0');
             if (port > 65535) break;
         }

@@ -11,10 +11,10 @@ namespace loadbench::http {
 
 struct Url {
     bool tls = false;
-    std::string host;              // without brackets for IPv6
+    std::string host;  // without brackets for IPv6
     bool host_is_ip_literal = false;
     uint16_t port = 0;
-    std::string target = "/";      // path + query, what goes on the request line
+    std::string target = "/";  // path + query, what goes on the request line
     // The Host header value: host (bracketed if IPv6) plus ":port" unless it is the default.
     std::string host_header() const;
 };

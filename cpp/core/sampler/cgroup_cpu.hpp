@@ -39,9 +39,9 @@ public:
 private:
     std::string dir_;
     int version_ = 0;
-    FileDescriptor stat_;   // v2 cpu.stat | v1 cpuacct.usage
-    FileDescriptor user_;   // v1 cpuacct.usage_user
-    FileDescriptor system_; // v1 cpuacct.usage_sys
+    FileDescriptor stat_;    // v2 cpu.stat | v1 cpuacct.usage
+    FileDescriptor user_;    // v1 cpuacct.usage_user
+    FileDescriptor system_;  // v1 cpuacct.usage_sys
 };
 
 }  // namespace loadbench::sampler

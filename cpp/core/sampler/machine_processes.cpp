@@ -37,9 +37,10 @@ std::vector<ProcessCpu> read_machine_processes(std::vector<char>& buffer) {
         // A zombie is kept: its counters are final, and the window that sees its parent reap it
         // must know what it had used already (else the parent's cutime jump counts it twice).
         if (!stat || stat->state == 'X' || stat->state == 'x') continue;
-        const std::uint64_t own = clock_ok && !stat->has_exited() ? static_cast<std::uint64_t>(now.tv_sec) * 1000000000ull +
-                                                 static_cast<std::uint64_t>(now.tv_nsec)
-                                           : (stat->utime_ticks + stat->stime_ticks) * tick_ns;
+        const std::uint64_t own =
+            clock_ok && !stat->has_exited()
+                ? static_cast<std::uint64_t>(now.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(now.tv_nsec)
+                : (stat->utime_ticks + stat->stime_ticks) * tick_ns;
         const auto reaped = static_cast<std::uint64_t>(stat->cutime_ticks + stat->cstime_ticks);
         out.push_back(ProcessCpu{pid, stat->ppid, stat->starttime_ticks, own + reaped * tick_ns,
                                  std::string(stat->comm), stat->is_kernel_thread()});

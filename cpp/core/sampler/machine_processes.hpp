@@ -17,7 +17,7 @@ namespace loadbench::sampler {
 
 struct ProcessCpu {
     int pid = 0;
-    int ppid = 0;  // the parent: a child reaped during a window moves its CPU into the parent's
+    int ppid = 0;                   // the parent: a child reaped during a window moves its CPU into the parent's
     std::uint64_t start_ticks = 0;  // with the pid, identifies the process across readings
     // Own CPU (the process's CPU clock: every thread, live and exited, in ns; ticks where the
     // kernel gives no clock) plus that of the children it reaped (cutime + cstime).
@@ -26,8 +26,8 @@ struct ProcessCpu {
     bool kernel_thread = false;
 };
 
-// Reads every process in /proc (zombies too, with their final counters), kernel threads marked (on a benchmark's loopback they mostly do
-// its own work: softirq packets that spill over to ksoftirqd, RCU frees of closed sockets).
+// Reads every process in /proc (zombies too, with their final counters), kernel threads marked (on a benchmark's
+// loopback they mostly do its own work: softirq packets that spill over to ksoftirqd, RCU frees of closed sockets).
 // Processes that exit during the scan are skipped. `buffer` is reused for the stat files.
 std::vector<ProcessCpu> read_machine_processes(std::vector<char>& buffer);
 

@@ -14,8 +14,8 @@ std::optional<MachineCpuTicks> parse_machine_cpu_line(std::string_view text) {
     std::string_view rest = text.substr(4);
     rest = rest.substr(0, rest.find('\n'));
     MachineCpuTicks ticks;
-    std::uint64_t* const fields[] = {&ticks.user,   &ticks.nice,    &ticks.system, &ticks.idle,
-                                     &ticks.iowait, &ticks.irq,     &ticks.softirq, &ticks.steal};
+    std::uint64_t* const fields[] = {&ticks.user,   &ticks.nice, &ticks.system,  &ticks.idle,
+                                     &ticks.iowait, &ticks.irq,  &ticks.softirq, &ticks.steal};
     int parsed = 0;
     for (auto* field : fields) {
         while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);

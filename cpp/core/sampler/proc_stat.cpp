@@ -46,16 +46,35 @@ std::optional<ProcStat> parse_proc_stat(std::string_view text) {
                 ok = field.size() == 1;
                 stat.state = field.empty() ? '?' : field[0];
                 break;
-            case 4: ok = to_integer(field, stat.ppid); break;
-            case 9: ok = to_integer(field, stat.flags); break;
-            case 14: ok = to_integer(field, stat.utime_ticks); break;
-            case 15: ok = to_integer(field, stat.stime_ticks); break;
-            case 16: ok = to_integer(field, stat.cutime_ticks); break;
-            case 17: ok = to_integer(field, stat.cstime_ticks); break;
-            case 20: ok = to_integer(field, stat.num_threads); break;
-            case 22: ok = to_integer(field, stat.starttime_ticks); break;
-            case 24: ok = to_integer(field, stat.rss_pages); break;
-            default: break;
+            case 4:
+                ok = to_integer(field, stat.ppid);
+                break;
+            case 9:
+                ok = to_integer(field, stat.flags);
+                break;
+            case 14:
+                ok = to_integer(field, stat.utime_ticks);
+                break;
+            case 15:
+                ok = to_integer(field, stat.stime_ticks);
+                break;
+            case 16:
+                ok = to_integer(field, stat.cutime_ticks);
+                break;
+            case 17:
+                ok = to_integer(field, stat.cstime_ticks);
+                break;
+            case 20:
+                ok = to_integer(field, stat.num_threads);
+                break;
+            case 22:
+                ok = to_integer(field, stat.starttime_ticks);
+                break;
+            case 24:
+                ok = to_integer(field, stat.rss_pages);
+                break;
+            default:
+                break;
         }
         if (!ok) return std::nullopt;
     }

@@ -40,7 +40,8 @@ ProcStatus parse_proc_status(std::string_view text) {
             case 'n':
                 value_after_key(line, "nonvoluntary_ctxt_switches:", status.nonvoluntary_ctxt_switches);
                 break;
-            default: break;
+            default:
+                break;
         }
     }
     return status;

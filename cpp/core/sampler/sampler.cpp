@@ -52,10 +52,14 @@ double clock_ticks_per_second() {
 
 const char* cpu_source_name(CpuSource source) {
     switch (source) {
-        case CpuSource::cgroup_v2: return "cgroup-v2";
-        case CpuSource::cgroup_v1: return "cgroup-v1";
-        case CpuSource::proc_clock: return "proc-clock";
-        case CpuSource::proc_ticks: return "proc-ticks";
+        case CpuSource::cgroup_v2:
+            return "cgroup-v2";
+        case CpuSource::cgroup_v1:
+            return "cgroup-v1";
+        case CpuSource::proc_clock:
+            return "proc-clock";
+        case CpuSource::proc_ticks:
+            return "proc-ticks";
     }
     return "proc-ticks";
 }
@@ -175,8 +179,8 @@ void Sampler::read_members_locked(bool& root_exited) {
         bool lost = false;
         for (std::size_t i = 0; i < members_.size();) {
             Member& member = members_[i];
-            const ProcessState state = full ? member.process->refresh(file_buffer_, dir_buffer_)
-                                            : member.process->refresh_cpu(file_buffer_);
+            const ProcessState state =
+                full ? member.process->refresh(file_buffer_, dir_buffer_) : member.process->refresh_cpu(file_buffer_);
             if (state == ProcessState::alive) {
                 member.zombie = false;
                 ++i;
@@ -188,10 +192,9 @@ void Sampler::read_members_locked(bool& root_exited) {
                 ++i;
             } else {
                 const int parent = member.process->parent_pid();
-                const bool by_member =
-                    std::any_of(members_.begin(), members_.end(),
-                                [parent](const Member& m) { return m.process->pid() == parent; }) ||
-                    std::find(reapers.begin(), reapers.end(), parent) != reapers.end();
+                const bool by_member = std::any_of(members_.begin(), members_.end(),
+                                                   [parent](const Member& m) { return m.process->pid() == parent; }) ||
+                                       std::find(reapers.begin(), reapers.end(), parent) != reapers.end();
                 if (by_member) reapers.push_back(member.process->pid());  // its own reaped children went with it
                 depart_locked(i, by_member);
                 lost = true;

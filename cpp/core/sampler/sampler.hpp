@@ -30,7 +30,7 @@ enum class CpuSource {
 const char* cpu_source_name(CpuSource source);
 
 struct Sample {
-    double t = 0.0;              // CLOCK_MONOTONIC seconds (Python's time.monotonic())
+    double t = 0.0;  // CLOCK_MONOTONIC seconds (Python's time.monotonic())
     // Summed over the tree: gauges over live members; utime/stime ticks and ctx counters include
     // members that left and the children members reaped (cutime/cstime).
     ProcessReadings process;
@@ -42,9 +42,9 @@ struct Sample {
     // The largest summed RSS of all readings (background ones too) since the previous
     // snapshot(), this one included: the peak of the tree's memory as sampled in between.
     std::uint64_t rss_max_kib = 0;
-    std::int64_t pss_kib = -1;   // snapshot() only: summed Pss of live members; -1 = unavailable
-    std::uint32_t processes = 0; // live members
-    bool exited = false;         // the root process has exited: process readings are its last
+    std::int64_t pss_kib = -1;    // snapshot() only: summed Pss of live members; -1 = unavailable
+    std::uint32_t processes = 0;  // live members
+    bool exited = false;          // the root process has exited: process readings are its last
     MachineCounters machine;
 };
 
@@ -105,21 +105,21 @@ private:
     const bool tree_;
 
     mutable std::mutex read_mutex_;  // guards everything below up to series_mutex_
-    std::vector<Member> members_;  // root first, every parent before its children
+    std::vector<Member> members_;    // root first, every parent before its children
     CgroupCpu cgroup_;
     std::unique_ptr<ProcessTreeScanner> scanner_;
     MachineReader machine_;
     std::vector<char> file_buffer_;
     std::vector<char> dir_buffer_;
     std::vector<int> scanned_;
-    int last_pid_at_scan_ = 0;  // /proc/loadavg's last pid when /proc was last listed
-    ProcessReadings departed_;       // CPU and ctx counts of members that left the tree
+    int last_pid_at_scan_ = 0;          // /proc/loadavg's last pid when /proc was last listed
+    ProcessReadings departed_;          // CPU and ctx counts of members that left the tree
     std::uint64_t rss_peak_floor_ = 0;  // the tree's peak never drops when a member leaves
     std::uint64_t rss_max_since_snapshot_ = 0;
     std::uint64_t cpu_floor_ns_ = 0;  // /proc tree CPU as last reported
     bool exited_ = false;
     double exit_t_ = 0.0;
-    Sample final_;  // the last sample of an exited root
+    Sample final_;                 // the last sample of an exited root
     CgroupCpuUsage final_cgroup_;  // the cgroup's last reading
 
     mutable std::mutex series_mutex_;

@@ -105,8 +105,10 @@ ProcessState TrackedProcess::read_stat(std::vector<char>& file_buffer) {
     // CPU counters only grow; a zombie's are final.
     readings_.utime_ticks = std::max(readings_.utime_ticks, stat->utime_ticks);
     readings_.stime_ticks = std::max(readings_.stime_ticks, stat->stime_ticks);
-    readings_.cutime_ticks = std::max<std::uint64_t>(readings_.cutime_ticks, std::max<std::int64_t>(stat->cutime_ticks, 0));
-    readings_.cstime_ticks = std::max<std::uint64_t>(readings_.cstime_ticks, std::max<std::int64_t>(stat->cstime_ticks, 0));
+    readings_.cutime_ticks =
+        std::max<std::uint64_t>(readings_.cutime_ticks, std::max<std::int64_t>(stat->cutime_ticks, 0));
+    readings_.cstime_ticks =
+        std::max<std::uint64_t>(readings_.cstime_ticks, std::max<std::int64_t>(stat->cstime_ticks, 0));
     std::uint64_t own_ns = 0;
     if (clock_ok) {
         own_ns = static_cast<std::uint64_t>(clock.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(clock.tv_nsec);

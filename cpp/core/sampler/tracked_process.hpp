@@ -29,8 +29,8 @@ struct ProcessReadings {
     std::uint64_t threads = 0;
     std::uint64_t ctx_voluntary = 0;
     std::uint64_t ctx_involuntary = 0;
-    std::uint64_t cpu_ns = 0;          // own CPU, all threads (clock, or ticks converted)
-    std::uint64_t cutime_ticks = 0;    // reaped children (and theirs)
+    std::uint64_t cpu_ns = 0;        // own CPU, all threads (clock, or ticks converted)
+    std::uint64_t cutime_ticks = 0;  // reaped children (and theirs)
     std::uint64_t cstime_ticks = 0;
 };
 

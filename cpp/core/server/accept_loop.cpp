@@ -19,8 +19,11 @@ constexpr auto accept_retry_delay = std::chrono::milliseconds(50);
 }  // namespace
 
 AcceptLoop::AcceptLoop(Worker& owner, tcp::acceptor acceptor, bool tls, std::vector<Worker*> targets)
-    : owner_(owner), protocol_(acceptor.local_endpoint().protocol()),
-      listening_(owner.io(), protocol_, acceptor.release()), retry_timer_(owner.io()), tls_(tls),
+    : owner_(owner),
+      protocol_(acceptor.local_endpoint().protocol()),
+      listening_(owner.io(), protocol_, acceptor.release()),
+      retry_timer_(owner.io()),
+      tls_(tls),
       targets_(std::move(targets)) {
     // Accepting until the queue is empty needs accept4 to return EAGAIN then, not to block.
     // (Asio would set this with an ioctl at its first async operation; do it once here.)

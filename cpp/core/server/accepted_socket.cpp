@@ -40,8 +40,8 @@ void AcceptedSocket::close() {
     fd_ = -1;
 }
 
-ServerSocket AcceptedSocket::into_server_socket(asio::io_context& io, const asio::ip::tcp& protocol,
-                                                bool sync_writes, boost::system::error_code& ec) && {
+ServerSocket AcceptedSocket::into_server_socket(asio::io_context& io, const asio::ip::tcp& protocol, bool sync_writes,
+                                                boost::system::error_code& ec) && {
     RegisteredSocket<ServerSocket> socket(io);
     socket.assign(protocol, fd_, ec);  // the epoll_ctl ADD
     if (ec) return ServerSocket(io);   // fd_ still ours: closed by the destructor

@@ -11,10 +11,9 @@
 //    removes it from the epoll set.
 // accept4(SOCK_NONBLOCK | SOCK_CLOEXEC) makes the socket non-blocking (and close-on-exec) in
 // the same call, and into_server_socket() tells Asio what is true of it: not a dup, and
-// already non-blocking (RegisteredSocket::mark_accepted, an Asio internal: asio_internals.hpp). What remains per connection is what nginx makes: accept4,
-// epoll_ctl(ADD), recv, send, close (AcceptLoop shares the accept4 that finds the queue
-// empty among a batch; Connection::start waits for the first edge instead of a recv that
-// would find nothing).
+// already non-blocking (RegisteredSocket::mark_accepted, an Asio internal: asio_internals.hpp). What remains per
+// connection is what nginx makes: accept4, epoll_ctl(ADD), recv, send, close (AcceptLoop shares the accept4 that finds
+// the queue empty among a batch; Connection::start waits for the first edge instead of a recv that would find nothing).
 #include "core/server/socket.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -53,8 +52,8 @@ public:
     // Registers the descriptor with `io`'s reactor (one epoll_ctl ADD) and gives it up to the
     // socket. `sync_writes`: the connection writes synchronously first and needs would_block
     // back instead of Asio waiting (plain TCP; see Connection::write_out).
-    ServerSocket into_server_socket(boost::asio::io_context& io, const boost::asio::ip::tcp& protocol,
-                                    bool sync_writes, boost::system::error_code& ec) &&;
+    ServerSocket into_server_socket(boost::asio::io_context& io, const boost::asio::ip::tcp& protocol, bool sync_writes,
+                                    boost::system::error_code& ec) &&;
 
 private:
     explicit AcceptedSocket(int fd) : fd_(fd) {}

@@ -16,8 +16,8 @@ struct Answer {
     std::string_view content_type;              // empty: no Content-Type
     std::string_view body;                      // unless echo
     std::string_view allow;                     // 405: the Allow header's value
-    bool echo = false;        // the body (and Content-Type) are the request's own
-    bool delayed = false;     // answer after delay_ms on a timer (the body is then plaintext)
+    bool echo = false;                          // the body (and Content-Type) are the request's own
+    bool delayed = false;                       // answer after delay_ms on a timer (the body is then plaintext)
     std::uint32_t delay_ms = 0;
 };
 

@@ -46,8 +46,7 @@
 #include <utility>
 
 #if !defined(LOADBENCH_EDGE_READ)
-#if BOOST_VERSION >= 107400 && BOOST_VERSION < 108300 && \
-    !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+#if BOOST_VERSION >= 107400 && BOOST_VERSION < 108300 && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
 #define LOADBENCH_EDGE_READ 1
 #else
 #define LOADBENCH_EDGE_READ 0
@@ -68,9 +67,7 @@ static_assert(std::is_same_v<boost::asio::detail::socket_type, int>, "POSIX desc
 
 // The io_context's reactor (epoll). use_service takes a lock: look it up once per io_context.
 using Reactor = boost::asio::detail::reactor;
-inline Reactor& reactor_of(boost::asio::io_context& io) {
-    return boost::asio::use_service<Reactor>(io);
-}
+inline Reactor& reactor_of(boost::asio::io_context& io) { return boost::asio::use_service<Reactor>(io); }
 
 template <class Derived>
 class ReactorOperation;
@@ -79,11 +76,10 @@ class ReactorOperation;
 // It adds no members: it can be moved into a plain `Socket` (sliced) at any time.
 template <class Socket>
 class RegisteredSocket : public Socket {
-  public:
+public:
     explicit RegisteredSocket(boost::asio::io_context& io) : Socket(io) {}
     explicit RegisteredSocket(Socket&& socket) : Socket(std::move(socket)) {}
-    RegisteredSocket(boost::asio::io_context& io, const typename Socket::protocol_type& protocol,
-                     int descriptor)
+    RegisteredSocket(boost::asio::io_context& io, const typename Socket::protocol_type& protocol, int descriptor)
         : Socket(io, protocol, descriptor) {}
 
     // Right after assign() of a descriptor made by accept4(SOCK_NONBLOCK | SOCK_CLOEXEC) and
@@ -94,16 +90,15 @@ class RegisteredSocket : public Socket {
 #if LOADBENCH_ACCEPT_STATE_FLAGS
         namespace ops = boost::asio::detail::socket_ops;
         ec.clear();
-        registration().state_ = ops::stream_oriented | (sync_writes ? ops::user_set_non_blocking
-                                                                    : ops::internal_non_blocking);
+        registration().state_ =
+            ops::stream_oriented | (sync_writes ? ops::user_set_non_blocking : ops::internal_non_blocking);
 #else
         ec.clear();
-        if (sync_writes)
-            this->non_blocking(true, ec);  // an ioctl; Asio's first operation makes its own
+        if (sync_writes) this->non_blocking(true, ec);  // an ioctl; Asio's first operation makes its own
 #endif
     }
 
-  private:
+private:
     template <class Derived>
     friend class ReactorOperation;
     auto& registration() { return this->impl_.get_implementation(); }
@@ -117,7 +112,7 @@ class RegisteredSocket : public Socket {
 // does operation_aborted when the socket is closed while the operation waits.
 template <class Derived>
 class ReactorOperation : private boost::asio::detail::reactor_op {
-  public:
+public:
     enum class Progress {
         would_block,  // nothing done: wait for the descriptor's next readiness
         done,
@@ -127,10 +122,9 @@ class ReactorOperation : private boost::asio::detail::reactor_op {
     ReactorOperation(const ReactorOperation&) = delete;
     ReactorOperation& operator=(const ReactorOperation&) = delete;
 
-  protected:
+protected:
     ReactorOperation()
-        : reactor_op(boost::system::error_code(), &ReactorOperation::perform_op,
-                     &ReactorOperation::complete_op) {}
+        : reactor_op(boost::system::error_code(), &ReactorOperation::perform_op, &ReactorOperation::complete_op) {}
     ~ReactorOperation() = default;
 
     // Waits for `socket` to be readable, or (speculatively) performs at once: a continuation
@@ -143,10 +137,9 @@ class ReactorOperation : private boost::asio::detail::reactor_op {
                          /*is_continuation=*/true, /*allow_speculative=*/true);
     }
 
-  private:
+private:
     static Derived& derived(boost::asio::detail::operation* base) {
-        return static_cast<Derived&>(
-            static_cast<ReactorOperation&>(static_cast<reactor_op&>(*base)));
+        return static_cast<Derived&>(static_cast<ReactorOperation&>(static_cast<reactor_op&>(*base)));
     }
 
     static status perform_op(reactor_op* base) {
@@ -162,8 +155,8 @@ class ReactorOperation : private boost::asio::detail::reactor_op {
     }
 
     // owner is null when the io_context is destroyed with the operation still queued.
-    static void complete_op(void* owner, boost::asio::detail::operation* base,
-                            const boost::system::error_code&, std::size_t) {
+    static void complete_op(void* owner, boost::asio::detail::operation* base, const boost::system::error_code&,
+                            std::size_t) {
         if (owner) {
             derived(base).on_complete(static_cast<reactor_op*>(base)->ec_);
         } else {
@@ -174,8 +167,8 @@ class ReactorOperation : private boost::asio::detail::reactor_op {
 
 // One recv on a non-blocking stream socket, as Asio's own reads make it: EINTR is retried,
 // 0 bytes is error::eof. False when it would block (nothing read; `ec` is would_block).
-inline bool non_blocking_recv(int descriptor, void* data, std::size_t size,
-                              boost::system::error_code& ec, std::size_t& received) {
+inline bool non_blocking_recv(int descriptor, void* data, std::size_t size, boost::system::error_code& ec,
+                              std::size_t& received) {
     return boost::asio::detail::socket_ops::non_blocking_recv1(descriptor, data, size, 0,
                                                                /*is_stream=*/true, ec, received);
 }

@@ -35,9 +35,9 @@ struct ServerConfig {
     unsigned header_timeout_ms = 10'000;  // whole request header must arrive in this time
     unsigned idle_timeout_ms = 60'000;    // keep-alive connection with no request in flight
     AcceptStrategy accept = AcceptStrategy::reuseport;
-    bool h2 = true;                        // h2c (prior knowledge) on the plain port, ALPN h2 on TLS
-    std::uint32_t h2_max_streams = 100;    // SETTINGS_MAX_CONCURRENT_STREAMS; more are refused
-    std::uint64_t h2_max_requests = 0;     // GOAWAY after this many streams per connection (0 = no limit)
+    bool h2 = true;                      // h2c (prior knowledge) on the plain port, ALPN h2 on TLS
+    std::uint32_t h2_max_streams = 100;  // SETTINGS_MAX_CONCURRENT_STREAMS; more are refused
+    std::uint64_t h2_max_requests = 0;   // GOAWAY after this many streams per connection (0 = no limit)
 };
 
 // A flag the user got wrong; the message names the flag and what was expected.

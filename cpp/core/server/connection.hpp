@@ -60,13 +60,12 @@ public:
         if constexpr (Stream::is_tls) {
             deadline_ = worker_.now() + header_timeout();
             pending_ += 1;
-            stream_.tls().async_handshake(boost::asio::ssl::stream_base::server,
-                                          [this](boost::beast::error_code ec) {
-                                              pending_ -= 1;
-                                              if (!closed_ && ec) close();
-                                              if (!closed_) after_handshake();
-                                              finish_handler();
-                                          });
+            stream_.tls().async_handshake(boost::asio::ssl::stream_base::server, [this](boost::beast::error_code ec) {
+                pending_ -= 1;
+                if (!closed_ && ec) close();
+                if (!closed_) after_handshake();
+                finish_handler();
+            });
         } else {
             // A connection just accepted may not have its request yet, and a recv then
             // returns EAGAIN. Like nginx, wait for the socket's first edge instead: the
@@ -84,9 +83,12 @@ public:
 
 private:
     friend Lifecycle;
-    using typename Lifecycle::error_code;
+    using Lifecycle::close;
     using Lifecycle::closed_;
     using Lifecycle::deadline_;
+    using Lifecycle::finish_handler;
+    using Lifecycle::header_timeout;
+    using Lifecycle::idle_timeout;
     using Lifecycle::lingering_;
     using Lifecycle::no_deadline;
     using Lifecycle::pending_;
@@ -94,10 +96,7 @@ private:
     using Lifecycle::stream_;
     using Lifecycle::worker_;
     using Lifecycle::writing_;
-    using Lifecycle::close;
-    using Lifecycle::finish_handler;
-    using Lifecycle::header_timeout;
-    using Lifecycle::idle_timeout;
+    using typename Lifecycle::error_code;
 
     // --- buffers -----------------------------------------------------------------------
     void take_input() {
@@ -237,8 +236,11 @@ private:
                 case Sniff::need_more:
                     if (in_end_ > in_begin_) return read_more();
                     break;  // nothing read yet (e.g. after a write): carry on as HTTP/1.1 would
-                case Sniff::http2: return hand_over_to_h2();
-                case Sniff::http1: protocol_known_ = true; break;
+                case Sniff::http2:
+                    return hand_over_to_h2();
+                case Sniff::http1:
+                    protocol_known_ = true;
+                    break;
             }
         }
         if (in_end_ > in_begin_) {

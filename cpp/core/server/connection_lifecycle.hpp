@@ -27,7 +27,7 @@ namespace loadbench::server {
 
 template <class Derived, class Stream>
 class ConnectionLifecycle : public ConnectionBase {
-  public:
+public:
     // How long a graceful close waits for the client to close too.
     static constexpr auto linger_time = std::chrono::seconds(1);
 
@@ -37,7 +37,7 @@ class ConnectionLifecycle : public ConnectionBase {
         finish_handler();
     }
 
-  protected:
+protected:
     using error_code = boost::system::error_code;
 
     template <class... StreamArgs>
@@ -62,8 +62,7 @@ class ConnectionLifecycle : public ConnectionBase {
         if constexpr (!Stream::is_tls) {
             error_code ec;
             already_sent = stream_.tcp().send(boost::asio::buffer(out), send_flags, ec);
-            if (ec && ec != boost::asio::error::would_block &&
-                ec != boost::asio::error::try_again) {
+            if (ec && ec != boost::asio::error::would_block && ec != boost::asio::error::try_again) {
                 close();
                 return false;
             }
@@ -71,9 +70,8 @@ class ConnectionLifecycle : public ConnectionBase {
         }
         deadline_ = worker_.now() + idle_timeout();  // a client that stops reading is dropped
         writing_ = true;
-        stream_.async_write(
-            boost::asio::buffer(out.data() + already_sent, out.size() - already_sent),
-            [this](error_code ec, std::size_t) { on_write(ec); });
+        stream_.async_write(boost::asio::buffer(out.data() + already_sent, out.size() - already_sent),
+                            [this](error_code ec, std::size_t) { on_write(ec); });
         return false;
     }
 
@@ -129,7 +127,7 @@ class ConnectionLifecycle : public ConnectionBase {
     bool closed_ = false;
     bool lingering_ = false;  // linger_close() was called: our FIN or close_notify is on its way
 
-  private:
+private:
     Derived& derived() { return static_cast<Derived&>(*this); }
 
     void on_write(error_code ec) {

@@ -4,16 +4,26 @@ namespace loadbench::server {
 
 std::string_view to_string(RequestKind kind) {
     switch (kind) {
-        case RequestKind::plaintext: return "plaintext";
-        case RequestKind::json: return "json";
-        case RequestKind::echo: return "echo";
-        case RequestKind::delay: return "delay";
-        case RequestKind::not_found: return "not_found";
-        case RequestKind::method_not_allowed: return "method_not_allowed";
-        case RequestKind::bad_request: return "bad_request";
-        case RequestKind::header_too_large: return "header_too_large";
-        case RequestKind::body_too_large: return "body_too_large";
-        case RequestKind::count_: break;
+        case RequestKind::plaintext:
+            return "plaintext";
+        case RequestKind::json:
+            return "json";
+        case RequestKind::echo:
+            return "echo";
+        case RequestKind::delay:
+            return "delay";
+        case RequestKind::not_found:
+            return "not_found";
+        case RequestKind::method_not_allowed:
+            return "method_not_allowed";
+        case RequestKind::bad_request:
+            return "bad_request";
+        case RequestKind::header_too_large:
+            return "header_too_large";
+        case RequestKind::body_too_large:
+            return "body_too_large";
+        case RequestKind::count_:
+            break;
     }
     return "unknown";
 }

@@ -18,9 +18,9 @@ enum class RequestKind : std::uint8_t {
     delay,
     not_found,
     method_not_allowed,
-    bad_request,        // 400 (malformed request, invalid /delay parameter)
-    header_too_large,   // 431
-    body_too_large,     // 413
+    bad_request,       // 400 (malformed request, invalid /delay parameter)
+    header_too_large,  // 431
+    body_too_large,    // 413
     count_
 };
 inline constexpr std::size_t request_kind_count = static_cast<std::size_t>(RequestKind::count_);
@@ -30,11 +30,11 @@ std::string_view to_string(RequestKind kind);
 
 // What HTTP/2 did, beside the per-route counts (which cover both protocols).
 struct Http2Counts {
-    std::uint64_t connections = 0;       // connections that spoke h2 (h2c or ALPN h2)
-    std::uint64_t streams = 0;           // request streams accepted
-    std::uint64_t requests = 0;          // responses sent over h2
-    std::uint64_t streams_refused = 0;   // RST_STREAM REFUSED_STREAM sent (over the stream limit)
-    std::uint64_t goaways = 0;           // GOAWAY frames sent (shutdown, --h2-max-requests, errors)
+    std::uint64_t connections = 0;      // connections that spoke h2 (h2c or ALPN h2)
+    std::uint64_t streams = 0;          // request streams accepted
+    std::uint64_t requests = 0;         // responses sent over h2
+    std::uint64_t streams_refused = 0;  // RST_STREAM REFUSED_STREAM sent (over the stream limit)
+    std::uint64_t goaways = 0;          // GOAWAY frames sent (shutdown, --h2-max-requests, errors)
 };
 
 struct CountersSnapshot {

@@ -30,7 +30,7 @@ using ReactiveSocket = RegisteredSocket<ServerSocket>;
 // One read at a time into the target's buffer; completes with target.on_edge_read(ec, bytes).
 template <class Target>
 class EdgeRead final : public ReactorOperation<EdgeRead<Target>> {
-  public:
+public:
     using Progress = typename ReactorOperation<EdgeRead>::Progress;
 
     explicit EdgeRead(Target& target) : target_(target) {}
@@ -48,7 +48,7 @@ class EdgeRead final : public ReactorOperation<EdgeRead<Target>> {
         this->start_read(reactor, socket);
     }
 
-  private:
+private:
     friend class ReactorOperation<EdgeRead>;
 
     Progress perform(boost::system::error_code& ec) {

@@ -36,8 +36,11 @@ public:
 
     // `already` = bytes the HTTP/1.1 connection read before it knew (the preface, maybe more).
     Http2Connection(Worker& worker, Stream&& stream, const char* already, std::size_t size)
-        : Lifecycle(worker, std::move(stream)), session_(worker.context()),
-          in_(new char[read_buffer_size]), delay_timer_(worker.io()), early_(already, size) {
+        : Lifecycle(worker, std::move(stream)),
+          session_(worker.context()),
+          in_(new char[read_buffer_size]),
+          delay_timer_(worker.io()),
+          early_(already, size) {
         out_.reserve(write_chunk + 16 * 1024);
     }
 
@@ -62,8 +65,10 @@ private:
     friend Lifecycle;
     using typename Lifecycle::error_code;
     using clock = ConnectionBase::clock;
+    using Lifecycle::close;
     using Lifecycle::closed_;
     using Lifecycle::deadline_;
+    using Lifecycle::finish_handler;
     using Lifecycle::lingering_;
     using Lifecycle::no_deadline;
     using Lifecycle::pending_;
@@ -71,8 +76,6 @@ private:
     using Lifecycle::stream_;
     using Lifecycle::worker_;
     using Lifecycle::writing_;
-    using Lifecycle::close;
-    using Lifecycle::finish_handler;
 
     // After every event: write what the session has, arm /delay timers, keep a read going,
     // set the deadline - or close once the session is done and everything was written.

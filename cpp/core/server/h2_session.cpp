@@ -97,11 +97,11 @@ struct Http2Session::Callbacks {
     }
 
     static int on_header(nghttp2_session* session, const nghttp2_frame* frame, const std::uint8_t* name_bytes,
-                         std::size_t name_size, const std::uint8_t* value_bytes, std::size_t value_size,
-                         std::uint8_t, void* user_data) {
+                         std::size_t name_size, const std::uint8_t* value_bytes, std::size_t value_size, std::uint8_t,
+                         void* user_data) {
         if (frame->hd.type != NGHTTP2_HEADERS) return 0;
         Stream* st = stream(session, frame->hd.stream_id);
-        if (!st || st->headers_done) return 0;  // refused stream, or trailers (ignored)
+        if (!st || st->headers_done) return 0;            // refused stream, or trailers (ignored)
         st->header_bytes += name_size + value_size + 32;  // RFC 9113 6.5.2's accounting
         if (st->header_bytes > self(user_data).ctx_.config.max_header_bytes) {
             st->header_too_large = true;
@@ -259,7 +259,8 @@ void Http2Session::advertise_stream_limit(std::string& out, std::size_t at) {
     constexpr std::size_t frame_header = 9;
     if (out.size() < at + frame_header + 6) return;
     auto* p = reinterpret_cast<unsigned char*>(out.data() + at);
-    if (p[3] != NGHTTP2_SETTINGS || p[frame_header] != 0 || p[frame_header + 1] != NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS) {
+    if (p[3] != NGHTTP2_SETTINGS || p[frame_header] != 0 ||
+        p[frame_header + 1] != NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS) {
         return;
     }
     const std::uint32_t limit = ctx_.config.h2_max_streams;

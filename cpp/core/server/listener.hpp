@@ -23,8 +23,8 @@ boost::asio::ip::address resolve_host(const std::string& host);
 
 // Opens `contexts.size()` listening sockets sharing one port (SO_REUSEPORT), or one socket
 // on contexts[0] when `reuseport` is false. Port 0 picks a free port; all share it.
-std::vector<boost::asio::ip::tcp::acceptor> open_listeners(const boost::asio::ip::address& address,
-                                                           std::uint16_t port, bool reuseport,
+std::vector<boost::asio::ip::tcp::acceptor> open_listeners(const boost::asio::ip::address& address, std::uint16_t port,
+                                                           bool reuseport,
                                                            const std::vector<boost::asio::io_context*>& contexts);
 
 }  // namespace loadbench::server

@@ -46,8 +46,7 @@ public:
     bool expects_continue() const { return expect_continue_; }
 
 private:
-    void on_request_impl(verb method, string_view method_str, string_view target, int version,
-                         error_code& ec) override;
+    void on_request_impl(verb method, string_view method_str, string_view target, int version, error_code& ec) override;
     void on_response_impl(int, string_view, int, error_code&) override {}
     void on_field_impl(field name, string_view name_string, string_view value, error_code& ec) override;
     void on_header_impl(error_code&) override {}

@@ -77,8 +77,12 @@ void RequestProcessor::answer_request(HandlerContext& ctx, std::string& out) {
 // path: one copy, nothing formatted per request); the rest is formatted into `out`.
 void RequestProcessor::encode(HandlerContext& ctx, const Answer& answer, ConnectionHeader ch, std::string& out) {
     switch (answer.kind) {
-        case RequestKind::plaintext: out += ctx.responses.plaintext(ch); break;
-        case RequestKind::json: out += ctx.responses.json(ch); break;
+        case RequestKind::plaintext:
+            out += ctx.responses.plaintext(ch);
+            break;
+        case RequestKind::json:
+            out += ctx.responses.json(ch);
+            break;
         case RequestKind::echo: {
             const RequestScratch& request = state_->scratch;
             const std::string_view type =

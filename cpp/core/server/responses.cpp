@@ -12,9 +12,12 @@ namespace {
 
 std::string_view connection_line(ConnectionHeader c) {
     switch (c) {
-        case ConnectionHeader::keep_alive: return "Connection: keep-alive\r\n";
-        case ConnectionHeader::close: return "Connection: close\r\n";
-        case ConnectionHeader::none: break;
+        case ConnectionHeader::keep_alive:
+            return "Connection: keep-alive\r\n";
+        case ConnectionHeader::close:
+            return "Connection: close\r\n";
+        case ConnectionHeader::none:
+            break;
     }
     return {};
 }

@@ -6,9 +6,7 @@ namespace loadbench::server {
 
 namespace http = boost::beast::http;
 
-std::string_view target_path(std::string_view target) {
-    return target.substr(0, target.find('?'));
-}
+std::string_view target_path(std::string_view target) { return target.substr(0, target.find('?')); }
 
 std::string_view target_query(std::string_view target) {
     const auto q = target.find('?');

@@ -23,8 +23,8 @@ enum class Route : std::uint8_t {
 
 struct RouteMatch {
     Route route = Route::not_found;
-    std::uint32_t delay_ms = 0;        // for Route::delay
-    std::string_view allowed_method;   // for Route::method_not_allowed: the Allow header value
+    std::uint32_t delay_ms = 0;       // for Route::delay
+    std::string_view allowed_method;  // for Route::method_not_allowed: the Allow header value
 };
 
 // The longest /delay the server accepts: a timer, not a way to hold connections forever.

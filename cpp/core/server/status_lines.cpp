@@ -11,11 +11,21 @@ std::string json_escape(std::string_view text) {
     for (const char ch : text) {
         const auto c = static_cast<unsigned char>(ch);
         switch (ch) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
             default:
                 if (c < 0x20) {
                     char buf[8];
@@ -36,18 +46,15 @@ std::string port_or_null(std::optional<std::uint16_t> port) { return port ? std:
 
 std::string ready_line(long pid, std::string_view host, std::optional<std::uint16_t> http_port,
                        std::optional<std::uint16_t> https_port, unsigned workers) {
-    return R"({"event":"ready","pid":)" + std::to_string(pid) + R"(,"host":)" + json_escape(host) +
-           R"(,"http_port":)" + port_or_null(http_port) + R"(,"https_port":)" + port_or_null(https_port) +
-           R"(,"workers":)" + std::to_string(workers) + "}";
+    return R"({"event":"ready","pid":)" + std::to_string(pid) + R"(,"host":)" + json_escape(host) + R"(,"http_port":)" +
+           port_or_null(http_port) + R"(,"https_port":)" + port_or_null(https_port) + R"(,"workers":)" +
+           std::to_string(workers) + "}";
 }
 
-std::string error_line(std::string_view message) {
-    return R"({"event":"error","error":)" + json_escape(message) + "}";
-}
+std::string error_line(std::string_view message) { return R"({"event":"error","error":)" + json_escape(message) + "}"; }
 
 std::string stopped_line(const CountersSnapshot& counters) {
-    std::string line = R"({"event":"stopped","connections_accepted":)" +
-                       std::to_string(counters.connections_accepted) +
+    std::string line = R"({"event":"stopped","connections_accepted":)" + std::to_string(counters.connections_accepted) +
                        R"(,"connections_open":)" + std::to_string(counters.connections_open) + R"(,"requests":{)";
     for (std::size_t i = 0; i < request_kind_count; ++i) {
         if (i) line += ',';
@@ -60,9 +67,8 @@ std::string stopped_line(const CountersSnapshot& counters) {
     line += R"(,"h1":{"connections":)" + std::to_string(counters.h1_connections()) + R"(,"requests":)" +
             std::to_string(counters.h1_requests()) + "}";
     line += R"(,"h2":{"connections":)" + std::to_string(h2.connections) + R"(,"streams":)" +
-            std::to_string(h2.streams) + R"(,"requests":)" + std::to_string(h2.requests) +
-            R"(,"streams_refused":)" + std::to_string(h2.streams_refused) + R"(,"goaways":)" +
-            std::to_string(h2.goaways) + "}}";
+            std::to_string(h2.streams) + R"(,"requests":)" + std::to_string(h2.requests) + R"(,"streams_refused":)" +
+            std::to_string(h2.streams_refused) + R"(,"goaways":)" + std::to_string(h2.goaways) + "}}";
     return line;
 }
 

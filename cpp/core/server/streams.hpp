@@ -32,8 +32,7 @@ private:
 class TlsStream {
 public:
     static constexpr bool is_tls = true;
-    TlsStream(ServerSocket socket, boost::asio::ssl::context* context)
-        : stream_(std::move(socket), *context) {}
+    TlsStream(ServerSocket socket, boost::asio::ssl::context* context) : stream_(std::move(socket), *context) {}
 
     ServerSocket& tcp() { return stream_.next_layer(); }
     boost::asio::ssl::stream<ServerSocket>& tls() { return stream_; }

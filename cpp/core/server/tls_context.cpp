@@ -26,14 +26,20 @@ std::string openssl_reason() {
     return text;
 }
 
-[[noreturn]] void fail(const std::string& what) {
-    throw std::runtime_error(what + ": " + openssl_reason());
-}
+[[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what + ": " + openssl_reason()); }
 
-struct PkeyDeleter { void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); } };
-struct PkeyCtxDeleter { void operator()(EVP_PKEY_CTX* p) const { EVP_PKEY_CTX_free(p); } };
-struct X509Deleter { void operator()(X509* p) const { X509_free(p); } };
-struct BioDeleter { void operator()(BIO* p) const { BIO_free(p); } };
+struct PkeyDeleter {
+    void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
+};
+struct PkeyCtxDeleter {
+    void operator()(EVP_PKEY_CTX* p) const { EVP_PKEY_CTX_free(p); }
+};
+struct X509Deleter {
+    void operator()(X509* p) const { X509_free(p); }
+};
+struct BioDeleter {
+    void operator()(BIO* p) const { BIO_free(p); }
+};
 using Pkey = std::unique_ptr<EVP_PKEY, PkeyDeleter>;
 using X509Ptr = std::unique_ptr<X509, X509Deleter>;
 
@@ -72,8 +78,8 @@ X509Ptr self_sign(EVP_PKEY* key, const std::string& common_name) {
     X509_gmtime_adj(X509_getm_notBefore(cert.get()), -24L * 3600);
     X509_gmtime_adj(X509_getm_notAfter(cert.get()), 365L * 24 * 3600);
     X509_NAME* name = X509_get_subject_name(cert.get());
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                               reinterpret_cast<const unsigned char*>(common_name.c_str()), -1, -1, 0);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(common_name.c_str()),
+                               -1, -1, 0);
     X509_set_issuer_name(cert.get(), name);
     X509_set_pubkey(cert.get(), key);
     const std::string san = "DNS:" + common_name + ",IP:127.0.0.1,IP:::1";

@@ -22,8 +22,12 @@ constexpr std::size_t output_max_kept_capacity = 64 * 1024;
 }  // namespace
 
 Worker::Worker(const ServerConfig& config, unsigned index, asio::ssl::context* tls_context)
-    : config_(config), index_(index), tls_context_(tls_context),
-      reactor_(reactor_of(io_)), tick_timer_(io_), context_(config),
+    : config_(config),
+      index_(index),
+      tls_context_(tls_context),
+      reactor_(reactor_of(io_)),
+      tick_timer_(io_),
+      context_(config),
       read_buffers_(Connection<PlainStream>::read_buffer_size, buffers_kept),
       output_buffers_(output_initial_capacity, output_max_kept_capacity, buffers_kept) {}
 

@@ -93,7 +93,7 @@ public:
     // `from` gives its socket to `to` (a new connection of another protocol), which joins the
     // worker's list; `from` is destroyed as usual once its handler returns, not counted as closed.
     void hand_over(ConnectionBase* from, ConnectionBase* to);
-    void destroy(ConnectionBase* connection);                   // unlinks and deletes
+    void destroy(ConnectionBase* connection);  // unlinks and deletes
     // Buffers an HTTP/1.1 connection holds only while it has bytes to read or to send.
     ReadBufferPool& read_buffers() { return read_buffers_; }
     OutputBufferPool& output_buffers() { return output_buffers_; }

@@ -47,7 +47,8 @@ constexpr std::size_t kCarryBound =
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size == 0) return 0;
-    static const std::vector<std::string> wire = {"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "HEAD / HTTP/1.1\r\nHost: x\r\n\r\n"};
+    static const std::vector<std::string> wire = {"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+                                                  "HEAD / HTTP/1.1\r\nHost: x\r\n\r\n"};
     static const std::vector<bool> head = {false, true};
     const uint32_t which = (data[0] & 0x80) ? 1 : 0;
     const std::size_t piece = (data[0] & 0x3f) == 0 ? 65536 : (data[0] & 0x3f);

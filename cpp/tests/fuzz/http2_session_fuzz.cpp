@@ -51,7 +51,8 @@ const std::vector<H2Request>& templates() {
         loadbench::http::RequestTemplate post;
         post.method = "POST";
         post.body.assign(100000, 'x');  // beyond the default 64 KiB window: flow control on the path
-        return std::vector<H2Request>{make_h2_request(get, "/", "x", false), make_h2_request(post, "/echo", "x", false)};
+        return std::vector<H2Request>{make_h2_request(get, "/", "x", false),
+                                      make_h2_request(post, "/echo", "x", false)};
     }();
     return t;
 }

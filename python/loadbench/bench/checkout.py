@@ -1,5 +1,6 @@
 """Where the bench drivers find the peer registry (bench/peers) and write reports (reports/):
 the repository checkout they run from."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,5 +1,6 @@
 """A child process run to completion, pinned, with its own CPU time from os.wait4()'s rusage:
 how every load tool (and strace, perf) runs under the bench drivers."""
+
 from __future__ import annotations
 
 import os
@@ -37,12 +38,16 @@ def taskset(cpus: Sequence[int]) -> list[str]:
     return ["taskset", "-c", ",".join(str(c) for c in cpus)]
 
 
-def run_child(argv: Sequence[str], timeout_s: float, env: Optional[dict[str, str]] = None) -> ChildRun:
+def run_child(
+    argv: Sequence[str], timeout_s: float, env: Optional[dict[str, str]] = None
+) -> ChildRun:
     """Run argv to completion; its CPU time comes from os.wait4()'s rusage, i.e. the child's
     own threads and the children it reaped, nothing of ours."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
-        proc = subprocess.Popen(list(argv), stdout=out, stderr=err, env=env, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            list(argv), stdout=out, stderr=err, env=env, stdin=subprocess.DEVNULL
+        )
         timed_out = threading.Event()
 
         def on_timeout() -> None:

@@ -1,6 +1,7 @@
 """The environment block every bench report opens with: the machine facts a reader needs to
 weigh the numbers (loadbench.core.environment's probe), and the load at start read with the
 gate's verdict."""
+
 from __future__ import annotations
 
 import os
@@ -35,9 +36,13 @@ def machine_note(load1: float, gate: Optional[dict] = None) -> str:
     if load1 < 0.25 * cores:
         return f"quiet (load {load1:.2f} on {cores} cores)"
     if gate and not gate.get("skipped") and not gate.get("timed_out") and gate.get("quiet", True):
-        return (f"load {load1:.2f} on {cores} cores at start is the 1-min average trailing earlier work: the "
-                "gate measured other processes below its threshold before the run (see Load gate, and the "
-                "outside-CPU figures per run)")
-    return (f"SHARED: load {load1:.2f} on {cores} cores at start - other work was running on the "
-            "machine, so absolute numbers carry that noise; the ranking within one repeat is fairer "
-            "than across repeats")
+        return (
+            f"load {load1:.2f} on {cores} cores at start is the 1-min average trailing earlier work: the "
+            "gate measured other processes below its threshold before the run (see Load gate, and the "
+            "outside-CPU figures per run)"
+        )
+    return (
+        f"SHARED: load {load1:.2f} on {cores} cores at start - other work was running on the "
+        "machine, so absolute numbers carry that noise; the ranking within one repeat is fairer "
+        "than across repeats"
+    )

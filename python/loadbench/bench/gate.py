@@ -1,6 +1,7 @@
 """The bench drivers' load gate and outside-CPU rule: the same loadbench.core.gate and
 loadbench.core.analysis a sweep uses, so a bench report and a sweep report judge a busy machine
 alike (quiet before a run, contended when others took more than the sweep's share)."""
+
 from __future__ import annotations
 
 import os
@@ -37,15 +38,26 @@ def is_contended(record: dict) -> bool:
 # The load gate (loadbench.gate): the same quiet-machine wait as `loadbench sweep`
 # ---------------------------------------------------------------------------------------
 def add_gate_args(parser: Any) -> None:
-    parser.add_argument("--no-wait", action="store_true",
-                        help="do not wait for a quiet machine before the run and each repeat")
-    parser.add_argument("--wait-timeout", type=float, default=120.0, metavar="SECONDS",
-                        help="wait at most this long for a quiet machine, then measure and say so (default 120)")
+    parser.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="do not wait for a quiet machine before the run and each repeat",
+    )
+    parser.add_argument(
+        "--wait-timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="wait at most this long for a quiet machine, then measure and say so (default 120)",
+    )
 
 
 def make_gate(args: Any) -> LoadGate:
-    return LoadGate(timeout_s=getattr(args, "wait_timeout", 120.0), enabled=not getattr(args, "no_wait", False),
-                    on_wait=lambda text: print(f"  {text}", flush=True))
+    return LoadGate(
+        timeout_s=getattr(args, "wait_timeout", 120.0),
+        enabled=not getattr(args, "no_wait", False),
+        on_wait=lambda text: print(f"  {text}", flush=True),
+    )
 
 
 def wait_quiet(gate: LoadGate) -> dict:
@@ -61,9 +73,17 @@ def gate_note(first: dict, records: Iterable[dict]) -> str:
     rows = [r for r in records if r.get("status", "ok") == "ok" and "outside_share" in r]
     late = sum(1 for r in rows if (r.get("gate") or {}).get("timed_out"))
     busy = sum(1 for r in rows if is_contended(r))
-    before = "skipped (--no-wait)" if first.get("skipped") else (
-        f"proceeded after {first.get('timeout_s', 0):g} s on a busy machine" if first.get("timed_out")
-        else f"quiet after {first.get('waited_s', 0):.0f} s")
-    return (f"before the run: {before} (load {first.get('load1_at_start', 0):.2f}); {late} of {len(rows)} "
-            f"repeat(s) measured after the gate timed out; {busy} repeat(s) contended (others used more than "
-            f"{100 * analysis.CONTENDED_SHARE:g} % of the machine in the window)")
+    before = (
+        "skipped (--no-wait)"
+        if first.get("skipped")
+        else (
+            f"proceeded after {first.get('timeout_s', 0):g} s on a busy machine"
+            if first.get("timed_out")
+            else f"quiet after {first.get('waited_s', 0):.0f} s"
+        )
+    )
+    return (
+        f"before the run: {before} (load {first.get('load1_at_start', 0):.2f}); {late} of {len(rows)} "
+        f"repeat(s) measured after the gate timed out; {busy} repeat(s) contended (others used more than "
+        f"{100 * analysis.CONTENDED_SHARE:g} % of the machine in the window)"
+    )

@@ -32,6 +32,7 @@ and the inclusive time of the TLS library's exported functions and of the system
 Writes reports/generator-vs-peers.md and every run to reports/generator-vs-peers.jsonl.
 A generator that is not installed is reported n/a, never dropped.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,69 +60,129 @@ from .tcp_counters import tcp_counters, tcp_per_connection
 # The report's servers: label -> the registry peer (bench/peers/peers.toml) it is.
 PEERS = {"nginx": "nginx", "loadbench-server": "beast"}
 # The HTTP/2 part: nginx over TLS with ALPN h2; loadbench-server and h2o over h2c (prior knowledge).
-H2_PEERS = {"nginx": PeerChoice("nginx h2", "nginx", "h2"),
-            "loadbench-server": PeerChoice("loadbench-server h2c", "beast", "h2c"),
-            "h2o": PeerChoice("h2o h2c", "h2o", "h2c")}
+H2_PEERS = {
+    "nginx": PeerChoice("nginx h2", "nginx", "h2"),
+    "loadbench-server": PeerChoice("loadbench-server h2c", "beast", "h2c"),
+    "h2o": PeerChoice("h2o h2c", "h2o", "h2c"),
+}
 
 
 def parse_args(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-c", "--concurrencies", default="1,10,50,200", help="comma-separated connection counts")
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "-c", "--concurrencies", default="1,10,50,200", help="comma-separated connection counts"
+    )
     p.add_argument("-d", "--duration", type=int, default=10, help="seconds per run (default 10)")
-    p.add_argument("-r", "--repeats", type=int, default=3, help="runs per cell; the median is reported")
-    p.add_argument("--generators", default=",".join(g.name.split()[0] for g in gl.all_generators()
-                                                   if not getattr(g, "optional", False)),
-                   help="comma-separated subset (names: loadbench,wrk,h2load,hey,bombardier,oha,ab; opt-in: "
-                        "loadbench-wolfssl, loadbench-rustls, loadbench-lean-tcp)")
+    p.add_argument(
+        "-r", "--repeats", type=int, default=3, help="runs per cell; the median is reported"
+    )
+    p.add_argument(
+        "--generators",
+        default=",".join(
+            g.name.split()[0] for g in gl.all_generators() if not getattr(g, "optional", False)
+        ),
+        help="comma-separated subset (names: loadbench,wrk,h2load,hey,bombardier,oha,ab; opt-in: "
+        "loadbench-wolfssl, loadbench-rustls, loadbench-lean-tcp)",
+    )
     p.add_argument("--servers", default="nginx,loadbench-server")
-    p.add_argument("--setup-concurrency", type=int, default=20, help="connections in the setup part")
+    p.add_argument(
+        "--setup-concurrency", type=int, default=20, help="connections in the setup part"
+    )
     p.add_argument("--no-setup", action="store_true", help="skip the connection-setup part")
-    p.add_argument("--no-keepalive-part", action="store_true",
-                   help="skip the keep-alive part (and its system calls per response)")
+    p.add_argument(
+        "--no-keepalive-part",
+        action="store_true",
+        help="skip the keep-alive part (and its system calls per response)",
+    )
     p.add_argument("--no-h2-part", action="store_true", help="skip the HTTP/2 part")
-    p.add_argument("--no-syscalls", action="store_true", help="skip counting system calls (strace -c -f)")
-    p.add_argument("--no-proof", action="store_true",
-                   help="skip checking which generators refuse a forged handshake signature (setup part)")
-    p.add_argument("--syscall-generators", default="loadbench,loadbench-before,loadbench-wolfssl,loadbench-rustls,wrk",
-                   help="generators whose system calls are counted: per response with the keep-alive part, "
-                        "per new connection / handshake with the setup part (those in --generators)")
-    p.add_argument("--syscall-concurrency", type=int, default=50, help="connections, keep-alive syscall count")
+    p.add_argument(
+        "--no-syscalls", action="store_true", help="skip counting system calls (strace -c -f)"
+    )
+    p.add_argument(
+        "--no-proof",
+        action="store_true",
+        help="skip checking which generators refuse a forged handshake signature (setup part)",
+    )
+    p.add_argument(
+        "--syscall-generators",
+        default="loadbench,loadbench-before,loadbench-wolfssl,loadbench-rustls,wrk",
+        help="generators whose system calls are counted: per response with the keep-alive part, "
+        "per new connection / handshake with the setup part (those in --generators)",
+    )
+    p.add_argument(
+        "--syscall-concurrency", type=int, default=50, help="connections, keep-alive syscall count"
+    )
     p.add_argument("--syscall-duration", type=int, default=3, help="seconds per strace run")
-    p.add_argument("--before", metavar="PYTHON",
-                   help="an interpreter holding another loadbench build (e.g. the engine before a redesign): "
-                        "measured as `loadbench-before` beside the installed one in the HTTP/1.1 parts")
-    p.add_argument("--before-note", default="", help="what the --before build is (e.g. its commit), for the report")
-    p.add_argument("--profiles", action=argparse.BooleanOptionalAction, default=None,
-                   help="perf profiles of the generators, connection per request, after the measured runs "
-                        "(default: on when `perf record` works here)")
-    p.add_argument("--profile-generators",
-                   default="loadbench,loadbench-before,loadbench-lean-tcp,loadbench-wolfssl,loadbench-rustls,wrk",
-                   help="generators profiled (those in --generators; loadbench-before with --before)")
-    p.add_argument("--profile-duration", type=int, default=4,
-                   help=f"seconds per profiled run (the first {profiles.DELAY_MS} ms are not sampled)")
+    p.add_argument(
+        "--before",
+        metavar="PYTHON",
+        help="an interpreter holding another loadbench build (e.g. the engine before a redesign): "
+        "measured as `loadbench-before` beside the installed one in the HTTP/1.1 parts",
+    )
+    p.add_argument(
+        "--before-note",
+        default="",
+        help="what the --before build is (e.g. its commit), for the report",
+    )
+    p.add_argument(
+        "--profiles",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="perf profiles of the generators, connection per request, after the measured runs "
+        "(default: on when `perf record` works here)",
+    )
+    p.add_argument(
+        "--profile-generators",
+        default="loadbench,loadbench-before,loadbench-lean-tcp,loadbench-wolfssl,loadbench-rustls,wrk",
+        help="generators profiled (those in --generators; loadbench-before with --before)",
+    )
+    p.add_argument(
+        "--profile-duration",
+        type=int,
+        default=4,
+        help=f"seconds per profiled run (the first {profiles.DELAY_MS} ms are not sampled)",
+    )
     p.add_argument("--only-h2", action="store_true", help="only the HTTP/2 part")
-    p.add_argument("--only-setup", action="store_true",
-                   help="only the connection-setup part, its system calls per connection and the profiles")
-    p.add_argument("--h2-cells", default="25x10,1x1,1x10,10x1,10x10,50x1,50x10",
-                   help="HTTP/2 cells as CONNECTIONSxSTREAMS, comma-separated")
-    p.add_argument("--h2-servers", default="nginx,loadbench-server,h2o",
-                   help="HTTP/2 servers: nginx (TLS, ALPN h2), loadbench-server and h2o (h2c)")
+    p.add_argument(
+        "--only-setup",
+        action="store_true",
+        help="only the connection-setup part, its system calls per connection and the profiles",
+    )
+    p.add_argument(
+        "--h2-cells",
+        default="25x10,1x1,1x10,10x1,10x10,50x1,50x10",
+        help="HTTP/2 cells as CONNECTIONSxSTREAMS, comma-separated",
+    )
+    p.add_argument(
+        "--h2-servers",
+        default="nginx,loadbench-server,h2o",
+        help="HTTP/2 servers: nginx (TLS, ALPN h2), loadbench-server and h2o (h2c)",
+    )
     p.add_argument("--h2-generators", default="loadbench,h2load,oha", help="HTTP/2 generators")
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--generator-cpu", type=int, default=1)
     p.add_argument("--path", default="/plaintext")
     p.add_argument("--beast-bin", help="loadbench-server binary (default: the installed package's)")
-    p.add_argument("--out", default=str(reports_dir(repo) / "generator-vs-peers"), help="output stem")
+    p.add_argument(
+        "--out", default=str(reports_dir(repo) / "generator-vs-peers"), help="output stem"
+    )
     add_gate_args(p)
-    p.add_argument("--report-only", action="store_true",
-                   help="measure nothing: rewrite STEM.md from STEM.jsonl (same -c/--generators/--servers)")
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="measure nothing: rewrite STEM.md from STEM.jsonl (same -c/--generators/--servers)",
+    )
     args = p.parse_args(argv)
     args.repo = repo
     args.peers_dir = peers_dir(repo)
     args.concurrencies = [int(c) for c in args.concurrencies.split(",")]
     args.generators = [g.strip() for g in args.generators.split(",")]
     args.servers = [s.strip() for s in args.servers.split(",")]
-    args.h2_cells = [tuple(int(x) for x in cell.lower().split("x")) for cell in args.h2_cells.split(",") if cell]
+    args.h2_cells = [
+        tuple(int(x) for x in cell.lower().split("x")) for cell in args.h2_cells.split(",") if cell
+    ]
     args.h2_servers = [s.strip() for s in args.h2_servers.split(",") if s.strip()]
     args.h2_generators = [g.strip() for g in args.h2_generators.split(",") if g.strip()]
     args.syscall_generators = [g.strip() for g in args.syscall_generators.split(",") if g.strip()]
@@ -152,11 +213,18 @@ def server_choices(args: argparse.Namespace, https: bool) -> list[PeerChoice]:
     return [PeerChoice(name, PEERS[name], "https" if https else "http") for name in args.servers]
 
 
-def start(choices: list[PeerChoice], args: argparse.Namespace, env: dict, env_prefix: str = "Server "
-          ) -> list[LaunchedPeer]:
+def start(
+    choices: list[PeerChoice], args: argparse.Namespace, env: dict, env_prefix: str = "Server "
+) -> list[LaunchedPeer]:
     """Each server pinned to --server-cpu, one worker, through the registry (n/a in env when not)."""
-    return start_peers(choices, [args.server_cpu], env, args.peers_dir, binary=args.beast_bin,
-                       env_prefix=env_prefix)
+    return start_peers(
+        choices,
+        [args.server_cpu],
+        env,
+        args.peers_dir,
+        binary=args.beast_bin,
+        env_prefix=env_prefix,
+    )
 
 
 def _attempt(record: dict, work: Callable[[], dict]) -> dict:
@@ -165,20 +233,42 @@ def _attempt(record: dict, work: Callable[[], dict]) -> dict:
         return {**record, "status": "ok", **work()}
     except gl.UnsupportedMode as exc:
         return {**record, "status": "n/a", "reason": str(exc)}
-    except (RuntimeError, ValueError, KeyError, StopIteration, OSError, subprocess.TimeoutExpired) as exc:
+    except (
+        RuntimeError,
+        ValueError,
+        KeyError,
+        StopIteration,
+        OSError,
+        subprocess.TimeoutExpired,
+    ) as exc:
         return {**record, "status": "FAIL", "reason": f"{type(exc).__name__}: {exc}"[:1000]}
 
 
-def measure(gen: gl.Generator, peer: LaunchedPeer, args: argparse.Namespace, part: str, c: int,
-            repeat: int, keepalive: bool) -> dict:
-    record: dict = {"part": part, "generator": gen.name, "server": peer.name,
-                    "scheme": "https" if peer.https else "http", "connections": c, "repeat": repeat}
+def measure(
+    gen: gl.Generator,
+    peer: LaunchedPeer,
+    args: argparse.Namespace,
+    part: str,
+    c: int,
+    repeat: int,
+    keepalive: bool,
+) -> dict:
+    record: dict = {
+        "part": part,
+        "generator": gen.name,
+        "server": peer.name,
+        "scheme": "https" if peer.https else "http",
+        "connections": c,
+        "repeat": repeat,
+    }
     if part == "h2":
         record["streams"] = getattr(gen, "streams", 1)
 
     def work() -> dict:
         before, tcp_before = peer.snapshot(), tcp_counters()
-        child, result = gen.run(peer.url(args.path), c, args.duration, keepalive, [args.generator_cpu])
+        child, result = gen.run(
+            peer.url(args.path), c, args.duration, keepalive, [args.generator_cpu]
+        )
         tcp_after = tcp_counters()
         server = window(before, peer.snapshot(), result.responses)
         server_cpu = server["cpu_s"]
@@ -187,17 +277,31 @@ def measure(gen: gl.Generator, peer: LaunchedPeer, args: argparse.Namespace, par
         new_connections = None if keepalive else (result.connections or result.responses)
         fields = {
             "argv": shlex.join(child.argv),
-            "responses": result.responses, "non_2xx": result.non_2xx, "errors": result.errors,
-            "duration_s": result.duration_s, "rps": result.rps, "new_connections": new_connections,
-            "gen_cpu_s": child.cpu_s, "gen_user_s": child.user_s, "gen_sys_s": child.sys_s, "wall_s": child.wall_s,
-            "gen_busy": child.busy, "gen_cpu_us_per_resp": child.cpu_s / per * 1e6 if per else None,
-            "server_cpu_s": server_cpu, "server_busy": server_cpu / server["window_s"],
-            "server_cpu_us_per_resp": server["cpu_us_per_req"], "server_window": server,
+            "responses": result.responses,
+            "non_2xx": result.non_2xx,
+            "errors": result.errors,
+            "duration_s": result.duration_s,
+            "rps": result.rps,
+            "new_connections": new_connections,
+            "gen_cpu_s": child.cpu_s,
+            "gen_user_s": child.user_s,
+            "gen_sys_s": child.sys_s,
+            "wall_s": child.wall_s,
+            "gen_busy": child.busy,
+            "gen_cpu_us_per_resp": child.cpu_s / per * 1e6 if per else None,
+            "server_cpu_s": server_cpu,
+            "server_busy": server_cpu / server["window_s"],
+            "server_cpu_us_per_resp": server["cpu_us_per_req"],
+            "server_window": server,
             "foreign_cores": foreign_cores(server, child.cpu_s),
             "outside_share": outside_share(server, child.cpu_s),
             "load1": os.getloadavg()[0],
-            "latency_us": result.latency_us, "extra": result.extra,
-            "raw_output": (child.stdout[-4000:] + ("\n[stderr]\n" + child.stderr[-2000:] if child.stderr else "")),
+            "latency_us": result.latency_us,
+            "extra": result.extra,
+            "raw_output": (
+                child.stdout[-4000:]
+                + ("\n[stderr]\n" + child.stderr[-2000:] if child.stderr else "")
+            ),
         }
         if new_connections:
             fields["gen_cpu_us_per_conn"] = child.cpu_s / new_connections * 1e6
@@ -208,8 +312,12 @@ def measure(gen: gl.Generator, peer: LaunchedPeer, args: argparse.Namespace, par
             fields["tcp_per_conn"] = tcp_per_connection(tcp_before, tcp_after, new_connections)
             fields["tcp_segments_per_conn"] = fields["tcp_per_conn"].get("segments")
             fields["tcp_resets_per_conn"] = fields["tcp_per_conn"].get("resets")
-            if result.extra.get("self_cpu_s") is not None:  # loadbench's engine threads over the window alone
-                fields["gen_engine_us_per_conn"] = result.extra["self_cpu_s"] / new_connections * 1e6
+            if (
+                result.extra.get("self_cpu_s") is not None
+            ):  # loadbench's engine threads over the window alone
+                fields["gen_engine_us_per_conn"] = (
+                    result.extra["self_cpu_s"] / new_connections * 1e6
+                )
         return fields
 
     return _attempt(record, work)
@@ -221,25 +329,37 @@ def describe(record: dict) -> str:
     if record["part"] == "proof":
         return handshake_proof.describe(record)
     if record["part"] == "syscalls" and record["status"] != "ok":
-        return (f"  syscalls  {record['scheme']:<5} {record['generator']:<16} {record['status']}: "
-                f"{record['reason'][:160]}")
+        return (
+            f"  syscalls  {record['scheme']:<5} {record['generator']:<16} {record['status']}: "
+            f"{record['reason'][:160]}"
+        )
     if record["part"] == "syscalls":
         unit = "resp" if record.get("mode", "keepalive") == "keepalive" else "conn"
-        noun = "response" if unit == "resp" else ("handshake" if record["scheme"] == "https" else "new connection")
+        noun = (
+            "response"
+            if unit == "resp"
+            else ("handshake" if record["scheme"] == "https" else "new connection")
+        )
         top = ", ".join(f"{k} {v:.2f}" for k, v in list(record[f"per_{unit}_by_call"].items())[:4])
-        return (f"  syscalls  {record['scheme']:<5} {record['generator']:<16} {record[f'calls_per_{unit}']:.2f} "
-                f"calls per {noun} ({record['responses']} responses under strace; {top})")
+        return (
+            f"  syscalls  {record['scheme']:<5} {record['generator']:<16} {record[f'calls_per_{unit}']:.2f} "
+            f"calls per {noun} ({record['responses']} responses under strace; {top})"
+        )
     if record["part"] == "startup":
         return f"  startup   {record['generator']}: {record['startup_cpu_s'] * 1e3:.0f} ms CPU for a one-request run"
     cell = f"c={record['connections']}" + (f" m={record['streams']}" if "streams" in record else "")
-    head = (f"  {record['part']:<9} r{record['repeat']} {cell:<10} "
-            f"{record['scheme']:<5} {record['server']:<16} {record['generator']:<12}")
+    head = (
+        f"  {record['part']:<9} r{record['repeat']} {cell:<10} "
+        f"{record['scheme']:<5} {record['server']:<16} {record['generator']:<12}"
+    )
     if record["status"] != "ok":
         return f"{head} {record['status']}: {record['reason'][:160]}"
-    return (f"{head} {record['rps']:>9,.0f} req/s  gen {record['gen_cpu_us_per_resp'] or 0:6.2f} us/resp "
-            f"(busy {record['gen_busy']:.2f})  server {record['server_cpu_us_per_resp'] or 0:6.2f} us/resp "
-            f"(busy {record['server_busy']:.2f})  others {record['foreign_cores'] or 0:.2f} cores  "
-            f"err {record['errors']} non2xx {record['non_2xx']}")
+    return (
+        f"{head} {record['rps']:>9,.0f} req/s  gen {record['gen_cpu_us_per_resp'] or 0:6.2f} us/resp "
+        f"(busy {record['gen_busy']:.2f})  server {record['server_cpu_us_per_resp'] or 0:6.2f} us/resp "
+        f"(busy {record['server_busy']:.2f})  others {record['foreign_cores'] or 0:.2f} cores  "
+        f"err {record['errors']} non2xx {record['non_2xx']}"
+    )
 
 
 def chosen_generators(args: argparse.Namespace) -> list[gl.Generator]:
@@ -253,50 +373,86 @@ def _per(calls: dict[str, int], n: int) -> dict[str, float]:
     return {k: v / n for k, v in sorted(calls.items(), key=lambda kv: -kv[1]) if v > 0}
 
 
-def count_syscalls(gen: gl.Generator, peer: LaunchedPeer, args: argparse.Namespace, keepalive: bool = True) -> dict:
+def count_syscalls(
+    gen: gl.Generator, peer: LaunchedPeer, args: argparse.Namespace, keepalive: bool = True
+) -> dict:
     """System calls per response (keep-alive) or per new connection / full handshake (setup)."""
     c = args.syscall_concurrency if keepalive else args.setup_concurrency
-    record: dict = {"part": "syscalls", "mode": "keepalive" if keepalive else "setup", "generator": gen.name,
-                    "server": peer.name, "scheme": "https" if peer.https else "http",
-                    "connections": c, "repeat": 1}
+    record: dict = {
+        "part": "syscalls",
+        "mode": "keepalive" if keepalive else "setup",
+        "generator": gen.name,
+        "server": peer.name,
+        "scheme": "https" if peer.https else "http",
+        "connections": c,
+        "repeat": 1,
+    }
 
     def work() -> dict:
-        result, calls, startup = gen.syscalls(peer.url(args.path), c, args.syscall_duration,
-                                              [args.generator_cpu], keepalive)
+        result, calls, startup = gen.syscalls(
+            peer.url(args.path), c, args.syscall_duration, [args.generator_cpu], keepalive
+        )
         # A one-request run's calls are start-up and shutdown (and its one connection); what is
         # left is the load's.
         load = {name: n - startup.get(name, 0) for name, n in calls.items()}
         one = 1 if startup else 0
         responses = max(result.responses - one, 1)
-        fields = {"responses": result.responses, "errors": result.errors,
-                  "calls": sum(calls.values()), "startup_calls": sum(startup.values()),
-                  "calls_per_resp": sum(load.values()) / responses, "per_resp_by_call": _per(load, responses),
-                  "strace_calls": calls, "strace_startup_calls": startup}
+        fields = {
+            "responses": result.responses,
+            "errors": result.errors,
+            "calls": sum(calls.values()),
+            "startup_calls": sum(startup.values()),
+            "calls_per_resp": sum(load.values()) / responses,
+            "per_resp_by_call": _per(load, responses),
+            "strace_calls": calls,
+            "strace_startup_calls": startup,
+        }
         if not keepalive:
             opened = result.connections or result.responses
             conns = max(opened - one, 1)
-            fields.update(new_connections=opened, calls_per_conn=sum(load.values()) / conns,
-                          per_conn_by_call=_per(load, conns))
+            fields.update(
+                new_connections=opened,
+                calls_per_conn=sum(load.values()) / conns,
+                per_conn_by_call=_per(load, conns),
+            )
         return fields
 
     return _attempt(record, work)
 
 
 def profile(gen: gl.Generator, peer: LaunchedPeer, args: argparse.Namespace) -> dict:
-    record = {"part": "profile", "mode": "setup", "generator": gen.name, "server": peer.name,
-              "scheme": "https" if peer.https else "http", "connections": args.setup_concurrency, "repeat": 1}
-    return _attempt(record, lambda: profiles.record(gen, peer.url(args.path), args.setup_concurrency,
-                                                    args.profile_duration, [args.generator_cpu]))
+    record = {
+        "part": "profile",
+        "mode": "setup",
+        "generator": gen.name,
+        "server": peer.name,
+        "scheme": "https" if peer.https else "http",
+        "connections": args.setup_concurrency,
+        "repeat": 1,
+    }
+    return _attempt(
+        record,
+        lambda: profiles.record(
+            gen,
+            peer.url(args.path),
+            args.setup_concurrency,
+            args.profile_duration,
+            [args.generator_cpu],
+        ),
+    )
 
 
-def run_profiles(args: argparse.Namespace, runnable: list[gl.Generator], env: dict,
-                 keep: Callable[[dict], None]) -> None:
+def run_profiles(
+    args: argparse.Namespace, runnable: list[gl.Generator], env: dict, keep: Callable[[dict], None]
+) -> None:
     """After every measured run, on servers of their own: http and https (full handshakes)
     connection-per-request runs of each profiled generator under perf record."""
     gens = [g for g in runnable if g.name in args.profile_generators]
     if not gens:
         return
-    peers = start([PeerChoice("loadbench-server", "beast", p) for p in ("http", "https")], args, env)
+    peers = start(
+        [PeerChoice("loadbench-server", "beast", p) for p in ("http", "https")], args, env
+    )
     try:
         for peer in peers:
             for gen in gens:
@@ -312,7 +468,9 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]
     first = wait_quiet(gate)
     load_at_start = first["load1_at_start"]
     for gen in chosen:
-        env[f"Generator {gen.name}"] = gen.version() if gen.available else f"n/a ({gen.missing_reason})"
+        env[f"Generator {gen.name}"] = (
+            gen.version() if gen.available else f"n/a ({gen.missing_reason})"
+        )
         if gen.name == "loadbench-before" and args.before_note:
             env[f"Generator {gen.name}"] += f" - {args.before_note}"
     runnable = [g for g in chosen if g.available]
@@ -329,7 +487,10 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]
 
     def keep(record: dict) -> None:
         if "gate" in waited:
-            record["gate"], record["load1_at_start"] = dict(waited["gate"]), waited["gate"]["load1_at_start"]
+            record["gate"], record["load1_at_start"] = (
+                dict(waited["gate"]),
+                waited["gate"]["load1_at_start"],
+            )
         jsonl.write(record)
         records.append(record)
         print(describe(record), flush=True)
@@ -341,15 +502,28 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]
             choices += server_choices(args, https=True)
         peers.extend(start(choices, args, env))
         for peer in peers:
-            print(f"{peer.name} ({'https' if peer.https else 'http'}): pid {peer.pid} "
-                  f"on CPU {args.server_cpu}", flush=True)
+            print(
+                f"{peer.name} ({'https' if peer.https else 'http'}): pid {peer.pid} "
+                f"on CPU {args.server_cpu}",
+                flush=True,
+            )
         http_peers = [p for p in peers if not p.https]
         for gen in runnable:
             if http_peers:
                 startup = gen.startup_cpu_s(http_peers[0].url(args.path), [args.generator_cpu])
                 if startup is not None:
-                    keep({"part": "startup", "generator": gen.name, "server": http_peers[0].name,
-                          "scheme": "http", "connections": 1, "repeat": 0, "status": "ok", "startup_cpu_s": startup})
+                    keep(
+                        {
+                            "part": "startup",
+                            "generator": gen.name,
+                            "server": http_peers[0].name,
+                            "scheme": "http",
+                            "connections": 1,
+                            "repeat": 0,
+                            "status": "ok",
+                            "startup_cpu_s": startup,
+                        }
+                    )
         # Repeats outermost, generators innermost: machine drift hits every tool alike.
         if not args.no_keepalive_part:
             for repeat in range(1, args.repeats + 1):
@@ -358,7 +532,11 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]
                         for gen in runnable:
                             waited["gate"] = wait_quiet(gate)
                             keep(measure(gen, peer, args, "keepalive", c, repeat, True))
-        counted = [g for g in runnable if g.name in args.syscall_generators] if not args.no_syscalls else []
+        counted = (
+            [g for g in runnable if g.name in args.syscall_generators]
+            if not args.no_syscalls
+            else []
+        )
         beast = [p for p in peers if p.name.startswith("loadbench-server")]
         if not args.no_keepalive_part:
             for peer in ([p for p in beast if not p.https] or http_peers)[:1]:
@@ -370,7 +548,9 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]
                 for peer in peers:
                     for gen in runnable:
                         waited["gate"] = wait_quiet(gate)
-                        keep(measure(gen, peer, args, "setup", args.setup_concurrency, repeat, False))
+                        keep(
+                            measure(gen, peer, args, "setup", args.setup_concurrency, repeat, False)
+                        )
             for peer in beast:  # per new connection (http) and per full handshake (https)
                 for gen in counted:
                     waited["gate"] = wait_quiet(gate)
@@ -383,7 +563,9 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]
             peers.extend(start(h2_choices(args), args, env, env_prefix="HTTP/2 server "))
             h2_gens = [g for g in gl.h2_generators() if g.name.split()[0] in args.h2_generators]
             for gen in h2_gens:
-                env[f"HTTP/2 generator {gen.name}"] = gen.version() if gen.available else f"n/a ({gen.missing_reason})"
+                env[f"HTTP/2 generator {gen.name}"] = (
+                    gen.version() if gen.available else f"n/a ({gen.missing_reason})"
+                )
             for repeat in range(1, args.repeats + 1):
                 for c, m in args.h2_cells:
                     for peer in peers:
@@ -411,7 +593,9 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
     """bench/generator_vs_peers.py: ``repo`` is the checkout (bench/peers, reports/, tests/)."""
     args = parse_args(argv, repo)
     given = sys.argv[1:] if argv is None else argv
-    args.command = "python3 bench/generator_vs_peers.py" + (" " + shlex.join(given) if given else "")
+    args.command = "python3 bench/generator_vs_peers.py" + (
+        " " + shlex.join(given) if given else ""
+    )
     started = time.monotonic()
     if args.report_only:
         records, env, command = read_jsonl(Path(args.out).with_suffix(".jsonl"))
@@ -425,7 +609,9 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
         text += "\n" + h2_report(records, args)
     write_report(Path(args.out).with_suffix(".md"), text)
     print(text)
-    print(f"generator_vs_peers: done in {time.monotonic() - started:.0f} s; wrote {args.out}.md and .jsonl")
+    print(
+        f"generator_vs_peers: done in {time.monotonic() - started:.0f} s; wrote {args.out}.md and .jsonl"
+    )
     return 0
 
 

@@ -1,22 +1,25 @@
 """The markdown report of bench/generator_vs_peers.py (loadbench.bench.generator_comparison
 runs, this writes): the keep-alive, connection-setup, system-call, profile and HTTP/2 sections."""
+
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 from typing import Callable, Optional
 
+from ..core import _core
 from ..report.markdown import bold_best, fmt_number, table
 from . import generators as gl
 from . import handshake_proof
 from . import perf_profiles as pf
 from .repeats import summarize
 from .report_text import report_head
-from ..core import _core
 
 BUSY_LIMIT = 0.95  # a generator using >= 95 % of its one pinned core is saturated
 SAT = "†"
-GEN_BOUND = "§"  # connection setup: the generator's CPU per connection / handshake exceeded the server's
+GEN_BOUND = (
+    "§"  # connection setup: the generator's CPU per connection / handshake exceeded the server's
+)
 
 
 def ssl_version() -> str:
@@ -52,8 +55,15 @@ def _setup_bound(rows: list[dict]) -> bool:
     return gen is not None and srv is not None and gen > srv
 
 
-def _grid(records: list[dict], generators: list[gl.Generator], columns: list[tuple[str, dict]], key: str,
-          lowest: bool, digits: int, mark_saturation: bool) -> str:
+def _grid(
+    records: list[dict],
+    generators: list[gl.Generator],
+    columns: list[tuple[str, dict]],
+    key: str,
+    lowest: bool,
+    digits: int,
+    mark_saturation: bool,
+) -> str:
     """Rows = generators, columns = (title, record filter); best per column in bold."""
     values: list[list[Optional[float]]] = []
     notes: list[list[str]] = []
@@ -67,8 +77,11 @@ def _grid(records: list[dict], generators: list[gl.Generator], columns: list[tup
                 continue
             status = _status(rows)
             row_values.append(_median(rows, key))
-            marks = (SAT if mark_saturation and _saturated(rows) else "") + \
-                (GEN_BOUND if key in ("conn_per_s", "gen_cpu_us_per_conn") and _setup_bound(rows) else "")
+            marks = (SAT if mark_saturation and _saturated(rows) else "") + (
+                GEN_BOUND
+                if key in ("conn_per_s", "gen_cpu_us_per_conn") and _setup_bound(rows)
+                else ""
+            )
             row_notes.append(status or marks)
         values.append(row_values)
         notes.append(row_notes)
@@ -78,13 +91,21 @@ def _grid(records: list[dict], generators: list[gl.Generator], columns: list[tup
         for j in range(len(columns)):
             column = bold_best([values[k][j] for k in range(len(generators))], lowest, digits)
             note = notes[i][j]
-            row.append(note if values[i][j] is None and note else f"{column[i]}{(' ' + note) if note else ''}")
+            row.append(
+                note
+                if values[i][j] is None and note
+                else f"{column[i]}{(' ' + note) if note else ''}"
+            )
         body.append(row)
     return table(["Generator"] + [title for title, _ in columns], body)
 
 
-def _pair_grid(records: list[dict], generators: list[gl.Generator], columns: list[tuple[str, dict]],
-               keys: tuple[str, str]) -> str:
+def _pair_grid(
+    records: list[dict],
+    generators: list[gl.Generator],
+    columns: list[tuple[str, dict]],
+    keys: tuple[str, str],
+) -> str:
     """Rows = generators, columns = (title, record filter); each cell the medians of two keys."""
     body = []
     for gen in generators:
@@ -101,10 +122,17 @@ def _engine_us(r: dict) -> Optional[float]:
     return r["extra"].get("self_cpu_us_per_req") if r["status"] == "ok" else None
 
 
-def _ratio_lines(records: list[dict], servers: list[str], concs: list[int], engine: bool = False,
-                 mine: str = "loadbench", other: str = "wrk") -> list[str]:
+def _ratio_lines(
+    records: list[dict],
+    servers: list[str],
+    concs: list[int],
+    engine: bool = False,
+    mine: str = "loadbench",
+    other: str = "wrk",
+) -> list[str]:
     """Per server and concurrency: `mine` vs `other`, generator CPU per response (engine=True:
     both loadbench builds' own engine figure; wrk's is rusage, its start-up being a few ms)."""
+
     def us(generator: str, server: str, c: int) -> Optional[float]:
         rows = _select(records, part="keepalive", generator=generator, server=server, connections=c)
         if engine and generator.startswith("loadbench"):
@@ -117,13 +145,22 @@ def _ratio_lines(records: list[dict], servers: list[str], concs: list[int], engi
         parts = []
         for c in concs:
             a, b = us(mine, server, c), us(other, server, c)
-            parts.append(f"c={c}: n/a" if a is None or b is None else f"c={c}: {a:.2f} vs {b:.2f} us ({a / b:.2f}x)")
+            parts.append(
+                f"c={c}: n/a"
+                if a is None or b is None
+                else f"c={c}: {a:.2f} vs {b:.2f} us ({a / b:.2f}x)"
+            )
         lines.append(f"- against {server}: " + "; ".join(parts))
     return lines
 
 
-HANDSHAKE_TOOLS = (("loadbench", "loadbench (OpenSSL)"), ("loadbench-rustls", "loadbench-rustls"),
-                   ("loadbench-wolfssl", "loadbench-wolfssl"), ("oha", "oha (rustls)"), ("wrk", "wrk (OpenSSL)"))
+HANDSHAKE_TOOLS = (
+    ("loadbench", "loadbench (OpenSSL)"),
+    ("loadbench-rustls", "loadbench-rustls"),
+    ("loadbench-wolfssl", "loadbench-wolfssl"),
+    ("oha", "oha (rustls)"),
+    ("wrk", "wrk (OpenSSL)"),
+)
 
 
 def _handshake_lines(records: list[dict], servers: list[str], reference: str = "oha") -> list[str]:
@@ -131,8 +168,12 @@ def _handshake_lines(records: list[dict], servers: list[str], reference: str = "
     wrk's, against each server (whole process, median), and the server's own per handshake."""
     lines = []
     for server in servers:
-        def us(gen: str, key: str = "gen_cpu_us_per_conn") -> Optional[float]:
-            return _median(_select(records, part="setup", generator=gen, server=server, scheme="https"), key)
+
+        def us(gen: str, key: str = "gen_cpu_us_per_conn", server: str = server) -> Optional[float]:
+            return _median(
+                _select(records, part="setup", generator=gen, server=server, scheme="https"), key
+            )
+
         ref = us(reference)
         parts = []
         for gen, label in HANDSHAKE_TOOLS:
@@ -142,28 +183,46 @@ def _handshake_lines(records: list[dict], servers: list[str], reference: str = "
                 parts.append(f"{label} {value:.1f} us{ratio}")
         srv = us("loadbench", "server_cpu_us_per_conn")
         if parts:
-            lines.append(f"- against {server}: " + ", ".join(parts)
-                         + (f"; the server {srv:.1f} us per handshake" if srv is not None else ""))
+            lines.append(
+                f"- against {server}: "
+                + ", ".join(parts)
+                + (f"; the server {srv:.1f} us per handshake" if srv is not None else "")
+            )
     return lines
 
 
-def _setup_ratio_lines(records: list[dict], servers: list[str], other: str = "wrk",
-                       mine: str = "loadbench") -> list[str]:
+def _setup_ratio_lines(
+    records: list[dict], servers: list[str], other: str = "wrk", mine: str = "loadbench"
+) -> list[str]:
     lines = []
     for scheme, noun in (("http", "new connection"), ("https", "TLS handshake")):
         parts = []
         for server in servers:
             rows = _select(records, part="setup", generator=mine, server=server, scheme=scheme)
-            lb, srv, engine = (_median(rows, key) for key in ("gen_cpu_us_per_conn", "server_cpu_us_per_conn",
-                                                              "gen_engine_us_per_conn"))
-            theirs = _median(_select(records, part="setup", generator=other, server=server, scheme=scheme),
-                             "gen_cpu_us_per_conn")
+            lb, srv, engine = (
+                _median(rows, key)
+                for key in (
+                    "gen_cpu_us_per_conn",
+                    "server_cpu_us_per_conn",
+                    "gen_engine_us_per_conn",
+                )
+            )
+            theirs = _median(
+                _select(records, part="setup", generator=other, server=server, scheme=scheme),
+                "gen_cpu_us_per_conn",
+            )
             if lb is None or theirs is None:
                 parts.append(f"{server}: n/a")
             else:
-                parts.append(f"{server}: {mine} {lb:.1f} vs {other} {theirs:.1f} us ({lb / theirs:.2f}x; "
-                             + (f"loadbench's engine threads alone {engine:.1f} us, {engine / theirs:.2f}x; "
-                                if engine is not None else "") + f"the server {srv:.1f} us)")
+                parts.append(
+                    f"{server}: {mine} {lb:.1f} vs {other} {theirs:.1f} us ({lb / theirs:.2f}x; "
+                    + (
+                        f"loadbench's engine threads alone {engine:.1f} us, {engine / theirs:.2f}x; "
+                        if engine is not None
+                        else ""
+                    )
+                    + f"the server {srv:.1f} us)"
+                )
         lines.append(f"- per {noun}: " + "; ".join(parts))
     return lines
 
@@ -182,10 +241,22 @@ def _syscall_lines(records: list[dict], setup: bool = False) -> list[str]:
             continue
         top = ", ".join(f"{name} {n:.2f}" for name, n in list(r[f"per_{unit}_by_call"].items())[:6])
         rows.append([label, f"{r[f'calls_per_{unit}']:.2f}", f"{r[count]:,}", top])
-    what = ("per new connection (http) / handshake (https)", "new connections") if setup else \
-        ("per response", "responses")
-    return [table(["Generator", f"system calls {what[0]}", f"{what[1]} (under strace)",
-                               f"the most frequent, {what[0].split(' (')[0]}"], rows)]
+    what = (
+        ("per new connection (http) / handshake (https)", "new connections")
+        if setup
+        else ("per response", "responses")
+    )
+    return [
+        table(
+            [
+                "Generator",
+                f"system calls {what[0]}",
+                f"{what[1]} (under strace)",
+                f"the most frequent, {what[0].split(' (')[0]}",
+            ],
+            rows,
+        )
+    ]
 
 
 def _noise(records: list[dict], generators: list[gl.Generator], key: str) -> str:
@@ -194,21 +265,35 @@ def _noise(records: list[dict], generators: list[gl.Generator], key: str) -> str
         spreads = []
         cells: dict[tuple, list[float]] = {}
         for r in _select(records, generator=gen.name, status="ok"):
-            cells.setdefault((r["part"], r["server"], r["scheme"], r["connections"]), []).append(r[key])
+            cells.setdefault((r["part"], r["server"], r["scheme"], r["connections"]), []).append(
+                r[key]
+            )
         for values in cells.values():
             s = summarize(values)
             if s and s.count > 1:
                 spreads.append(s.spread_pct)
-        rows.append([gen.name, f"{min(spreads):.1f} %" if spreads else "n/a",
-                     f"{sorted(spreads)[len(spreads) // 2]:.1f} %" if spreads else "n/a",
-                     f"{max(spreads):.1f} %" if spreads else "n/a"])
+        rows.append(
+            [
+                gen.name,
+                f"{min(spreads):.1f} %" if spreads else "n/a",
+                f"{sorted(spreads)[len(spreads) // 2]:.1f} %" if spreads else "n/a",
+                f"{max(spreads):.1f} %" if spreads else "n/a",
+            ]
+        )
     return table(["Generator", "smallest", "median", "largest"], rows)
 
 
-def report(records: list[dict], env: dict, args: argparse.Namespace, command: str,
-           generators: list[gl.Generator]) -> str:
+def report(
+    records: list[dict],
+    env: dict,
+    args: argparse.Namespace,
+    command: str,
+    generators: list[gl.Generator],
+) -> str:
     startup = {r["generator"]: r["startup_cpu_s"] for r in records if r["part"] == "startup"}
-    syscalls = [r for r in records if r["part"] == "syscalls" and r.get("mode", "keepalive") == "keepalive"]
+    syscalls = [
+        r for r in records if r["part"] == "syscalls" and r.get("mode", "keepalive") == "keepalive"
+    ]
     setup_calls = [r for r in records if r["part"] == "syscalls" and r.get("mode") == "setup"]
     profiled = [r for r in records if r["part"] == "profile"]
     proof, proof_headline = handshake_proof.report_lines(records), handshake_proof.headline(records)
@@ -219,190 +304,312 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
     ka = [r for r in records if r["part"] == "keepalive"]
     setup = [r for r in records if r["part"] == "setup"]
 
-    def ka_only(lines: list[str]) -> list[str]:  # --only-setup / --no-keepalive-part: no empty tables
+    def ka_only(
+        lines: list[str],
+    ) -> list[str]:  # --only-setup / --no-keepalive-part: no empty tables
         return lines if ka else []
 
     def per_server(key: str, lowest: bool, digits: int, mark: bool) -> list[str]:
         out = []
         for server in servers:
             cols = [(f"c = {c}", {"server": server, "connections": c}) for c in concs]
-            out += [f"Against {server}:", "", _grid(ka, generators, cols, key, lowest, digits, mark), ""]
+            out += [
+                f"Against {server}:",
+                "",
+                _grid(ka, generators, cols, key, lowest, digits, mark),
+                "",
+            ]
         return out
 
     def setup_table(scheme: str) -> list[str]:
         cols: list[tuple[str, dict]] = []
         out = []
         noun = "handshake" if scheme == "https" else "connection"
-        for key, title, lowest, digits in (("conn_per_s", f"{noun}s/s", False, 0),
-                                           ("gen_cpu_us_per_conn", f"generator us/{noun}", True, 1),
-                                           ("server_cpu_us_per_conn", f"server us/{noun}", True, 1)):
-            cols = [(f"{server}: {title}", {"server": server, "scheme": scheme}) for server in servers]
-            out += [f"{title}:", "", _grid(setup, generators, cols, key, lowest, digits, key != "server_cpu_us_per_conn"), ""]
+        for key, title, lowest, digits in (
+            ("conn_per_s", f"{noun}s/s", False, 0),
+            ("gen_cpu_us_per_conn", f"generator us/{noun}", True, 1),
+            ("server_cpu_us_per_conn", f"server us/{noun}", True, 1),
+        ):
+            cols = [
+                (f"{server}: {title}", {"server": server, "scheme": scheme}) for server in servers
+            ]
+            out += [
+                f"{title}:",
+                "",
+                _grid(
+                    setup, generators, cols, key, lowest, digits, key != "server_cpu_us_per_conn"
+                ),
+                "",
+            ]
         if any(r.get("tcp_segments_per_conn") is not None for r in setup):
-            cols = [(f"{server}: segments / resets", {"server": server, "scheme": scheme}) for server in servers]
-            out += ["TCP segments and resets sent per new connection, both ends together, by the kernel's own "
-                    "counters (/proc/net/snmp `Tcp: OutSegs`, `OutRsts`: what `nstat` shows) over each run:", "",
-                    _pair_grid(setup, generators, cols, ("tcp_segments_per_conn", "tcp_resets_per_conn")), ""]
+            cols = [
+                (f"{server}: segments / resets", {"server": server, "scheme": scheme})
+                for server in servers
+            ]
+            out += [
+                "TCP segments and resets sent per new connection, both ends together, by the kernel's own "
+                "counters (/proc/net/snmp `Tcp: OutSegs`, `OutRsts`: what `nstat` shows) over each run:",
+                "",
+                _pair_grid(
+                    setup, generators, cols, ("tcp_segments_per_conn", "tcp_resets_per_conn")
+                ),
+                "",
+            ]
         return out
 
     failures = [r for r in records if r["status"] == "FAIL"]
     unsupported = sorted({(r["generator"], r["reason"]) for r in records if r["status"] == "n/a"})
     not_installed = [g for g in generators if not g.available]
     errors = [r for r in records if r["status"] == "ok" and (r["errors"] or r["non_2xx"])]
-    lb_self = [r for r in records if r["status"] == "ok" and r["generator"] == "loadbench"
-               and r["extra"].get("self_cpu_us_per_req") is not None]
+    lb_self = [
+        r
+        for r in records
+        if r["status"] == "ok"
+        and r["generator"] == "loadbench"
+        and r["extra"].get("self_cpu_us_per_req") is not None
+    ]
 
     settings = {
         "Workload": f"GET {args.path} (14-byte `Hello, World!\\n`, text/plain), HTTP/1.1",
         "Generators": f"each pinned to CPU {args.generator_cpu} with `taskset -c {args.generator_cpu}`, "
-                      "one thread / one OS CPU: `loadbench run -t 1 --cpus 1`, `wrk -t1`, `h2load --h1 -t1`, "
-                      "`hey -cpus 1`, bombardier and oha (runtime sized by the affinity mask: 1 CPU), ab",
+        "one thread / one OS CPU: `loadbench run -t 1 --cpus 1`, `wrk -t1`, `h2load --h1 -t1`, "
+        "`hey -cpus 1`, bombardier and oha (runtime sized by the affinity mask: 1 CPU), ab",
         "Servers": f"pinned to CPU {args.server_cpu}, one worker: nginx `worker_processes 1` "
-                   "(bench/peers/nginx), loadbench-server `--workers 1`",
+        "(bench/peers/nginx), loadbench-server `--workers 1`",
         "Keep-alive part": f"c = {', '.join(str(c) for c in concs)}; median of {args.repeats} x "
-                           f"{args.duration} s; repeats outermost, generators innermost (interleaved)",
+        f"{args.duration} s; repeats outermost, generators innermost (interleaved)",
         "Setup part": f"c = {args.setup_concurrency}, one connection per request (wrk and bombardier "
-                      "`-H 'Connection: close'`, loadbench/hey/oha `--disable-keepalive`, ab without -k; checked "
-                      "against loadbench-server's accept counter: one new connection per response for every tool); "
-                      f"median of {args.repeats} x {args.duration} s",
+        "`-H 'Connection: close'`, loadbench/hey/oha `--disable-keepalive`, ab without -k; checked "
+        "against loadbench-server's accept counter: one new connection per response for every tool); "
+        f"median of {args.repeats} x {args.duration} s",
         "TLS handshakes": "self-signed EC P-256 certificates. nginx runs without session cache and tickets, "
-                          "loadbench-server with `--no-tls-resumption` (no cache, no tickets): every handshake "
-                          "is a full one for every client, against both servers. loadbench: "
-                          f"{ssl_version()}, X25519 key share, certificate not verified (the chain walk "
-                          "skipped; the CertificateVerify signature is checked), certificate keys decoded in a "
-                          "library context offering only the SubjectPublicKeyInfo decoders (tls_library.cpp); "
-                          "loadbench-wolfssl (where measured): the same run with `--tls-library wolfssl` "
-                          "(Debian's wolfSSL 5.5, X25519 key share, certificate not verified, signature checked); "
-                          "loadbench-rustls (where measured): `--tls-library rustls` (rustls 0.23 with ring's "
-                          "assembly crypto, linked into loadbench; X25519 key share, certificate not verified, "
-                          "signature checked, resumption off)",
+        "loadbench-server with `--no-tls-resumption` (no cache, no tickets): every handshake "
+        "is a full one for every client, against both servers. loadbench: "
+        f"{ssl_version()}, X25519 key share, certificate not verified (the chain walk "
+        "skipped; the CertificateVerify signature is checked), certificate keys decoded in a "
+        "library context offering only the SubjectPublicKeyInfo decoders (tls_library.cpp); "
+        "loadbench-wolfssl (where measured): the same run with `--tls-library wolfssl` "
+        "(Debian's wolfSSL 5.5, X25519 key share, certificate not verified, signature checked); "
+        "loadbench-rustls (where measured): `--tls-library rustls` (rustls 0.23 with ring's "
+        "assembly crypto, linked into loadbench; X25519 key share, certificate not verified, "
+        "signature checked, resumption off)",
         "TCP exchange": "every tool's default (the handshake's last ACK sent alone, FIN close); "
-                        "loadbench-lean-tcp (where measured): loadbench with `--ack-with-request --rst-close` - the "
-                        "last ACK rides on the request (TCP_QUICKACK off before connect) and a connection the "
-                        "server has closed is closed with RST (SO_LINGER 0): the kernel counters' table shows "
-                        "the packets each tool's exchange took",
+        "loadbench-lean-tcp (where measured): loadbench with `--ack-with-request --rst-close` - the "
+        "last ACK rides on the request (TCP_QUICKACK off before connect) and a connection the "
+        "server has closed is closed with RST (SO_LINGER 0): the kernel counters' table shows "
+        "the packets each tool's exchange took",
         "Generator CPU": "ru_utime+ru_stime of the generator process from os.wait4() (its whole life, start-up "
-                         "included) / the exact responses (or new connections) the generator itself reports",
+        "included) / the exact responses (or new connections) the generator itself reports",
         "Server CPU": "utime+stime of the server's process tree from /proc/<pid>/stat right before and after "
-                      "each generator run / the generator's exact response count",
+        "each generator run / the generator's exact response count",
         "Saturation": f"{SAT} = the generator's core was >= {int(BUSY_LIMIT * 100)} % busy (median over repeats): "
-                      "the cell may be generator-bound, and is when the server's core was not saturated. "
-                      f"{GEN_BOUND} (connection setup) = the generator's CPU per new connection / handshake "
-                      "exceeded the server's: the rate is the generator's limit, not the server's",
+        "the cell may be generator-bound, and is when the server's core was not saturated. "
+        f"{GEN_BOUND} (connection setup) = the generator's CPU per new connection / handshake "
+        "exceeded the server's: the rate is the generator's limit, not the server's",
         "Command": f"`{command}`",
     }
     parts = [
-        *report_head("Load generators compared: loadbench vs wrk, h2load, hey, bombardier, oha, ab",
-                        "bench/generator_vs_peers.py", env, settings,
-                        f"every run, with the tool's own output, in `{Path(args.out).name}.jsonl`"),
-        "## Headline: loadbench vs wrk, generator CPU us per response (keep-alive, median)" if ka else
-        "## Headline: loadbench vs wrk, generator CPU us per new connection / handshake (median)",
+        *report_head(
+            "Load generators compared: loadbench vs wrk, h2load, hey, bombardier, oha, ab",
+            "bench/generator_vs_peers.py",
+            env,
+            settings,
+            f"every run, with the tool's own output, in `{Path(args.out).name}.jsonl`",
+        ),
+        "## Headline: loadbench vs wrk, generator CPU us per response (keep-alive, median)"
+        if ka
+        else "## Headline: loadbench vs wrk, generator CPU us per new connection / handshake (median)",
         "",
-        *ka_only(["Whole process (rusage, start-up included - the same figure as for every other tool):",
-                  "",
-                  *_ratio_lines(ka, servers, concs),
-                  "",
-                  "loadbench's engine threads only (its own `generator.cpu_s` over the measured window) vs wrk "
-                  "(rusage, whose start-up is a few ms):",
-                  "",
-                  *_ratio_lines(ka, servers, concs, engine=True),
-                  ""]),
+        *ka_only(
+            [
+                "Whole process (rusage, start-up included - the same figure as for every other tool):",
+                "",
+                *_ratio_lines(ka, servers, concs),
+                "",
+                "loadbench's engine threads only (its own `generator.cpu_s` over the measured window) vs wrk "
+                "(rusage, whose start-up is a few ms):",
+                "",
+                *_ratio_lines(ka, servers, concs, engine=True),
+                "",
+            ]
+        ),
         "Connection setup, generator CPU per new connection / per handshake (whole process, median; against "
         "nginx and loadbench-server every handshake is a full one for every tool: no session cache, no tickets):",
         "",
         *_setup_ratio_lines(setup, servers),
         "",
-        *([] if not _select(setup, generator="loadbench-lean-tcp") else [
-            "The same with loadbench's opt-in TCP exchange (`--ack-with-request --rst-close`: fewer packets per "
-            "connection, so the server's kernel sees another exchange than wrk's - compare its server column too):",
-            "", *_setup_ratio_lines(setup, servers, mine="loadbench-lean-tcp"), ""]),
-        *([] if not _handshake_lines(setup, servers) else [
-            "Full TLS handshake, generator CPU per handshake by TLS library (whole process, median):", "",
-            *_handshake_lines(setup, servers), "", *proof_headline]),
-        *([] if not before else [
-            "## Before and after: loadbench (this build) vs loadbench-before (the --before build)",
-            "",
-            f"The --before build: {env.get('Generator loadbench-before', '')}",
-            "",
-            *ka_only(["Generator CPU us per response, keep-alive, whole process:",
-                      "",
-                      *_ratio_lines(ka, servers, concs, mine="loadbench", other="loadbench-before"),
-                      "",
-                      "Engine threads only:",
-                      "",
-                      *_ratio_lines(ka, servers, concs, engine=True, mine="loadbench", other="loadbench-before"),
-                      ""]),
-            "Connection setup, generator CPU per new connection / per handshake:",
-            "",
-            *_setup_ratio_lines(setup, servers, other="loadbench-before"),
-            ""]),
-        *([] if not syscalls else [
-            f"## System calls per response (keep-alive, c={syscalls[0]['connections']}, against "
-            f"{syscalls[0]['server']}, `strace -c -f`)",
-            "",
-            "Every thread's calls over the whole run, minus those of a one-request run of the same tool "
-            "(start-up and shutdown; wrk has none), / the responses it counted. strace slows each tool many "
-            "times over, so only the counts mean anything here, not the rates.",
-            "",
-            *_syscall_lines(syscalls),
-            ""]),
-        *ka_only([
-            "## Generator CPU us per response, keep-alive (median; lower is better)",
-            "",
-            *per_server("gen_cpu_us_per_resp", True, 2, True),
-            "## Throughput, req/s as each generator counted it (median; higher is better)",
-            "",
-            *per_server("rps", False, 0, True),
-            "## Server CPU us per response under each generator (median)",
-            "",
-            "The server's cost should not depend on who loads it; where it does, the generator shaped the "
-            "traffic (pacing, batching, connection reuse).",
-            "",
-            *per_server("server_cpu_us_per_resp", True, 2, False),
-            "## Generator core use (fraction of CPU 1 over the run, median)",
-            "",
-            *per_server("gen_busy", True, 2, False),
-            "## Other work on the machine during the runs (cores busy outside server and generator, median)",
-            "",
-            "Machine busy time (/proc/stat) minus the server's and the generator's own CPU. Near 0 means the "
-            "two pinned cores were ours; above that, other processes competed for them.",
-            "",
-            *per_server("foreign_cores", True, 2, False)]),
+        *(
+            []
+            if not _select(setup, generator="loadbench-lean-tcp")
+            else [
+                "The same with loadbench's opt-in TCP exchange (`--ack-with-request --rst-close`: fewer packets per "
+                "connection, so the server's kernel sees another exchange than wrk's - compare its server column too):",
+                "",
+                *_setup_ratio_lines(setup, servers, mine="loadbench-lean-tcp"),
+                "",
+            ]
+        ),
+        *(
+            []
+            if not _handshake_lines(setup, servers)
+            else [
+                "Full TLS handshake, generator CPU per handshake by TLS library (whole process, median):",
+                "",
+                *_handshake_lines(setup, servers),
+                "",
+                *proof_headline,
+            ]
+        ),
+        *(
+            []
+            if not before
+            else [
+                "## Before and after: loadbench (this build) vs loadbench-before (the --before build)",
+                "",
+                f"The --before build: {env.get('Generator loadbench-before', '')}",
+                "",
+                *ka_only(
+                    [
+                        "Generator CPU us per response, keep-alive, whole process:",
+                        "",
+                        *_ratio_lines(
+                            ka, servers, concs, mine="loadbench", other="loadbench-before"
+                        ),
+                        "",
+                        "Engine threads only:",
+                        "",
+                        *_ratio_lines(
+                            ka,
+                            servers,
+                            concs,
+                            engine=True,
+                            mine="loadbench",
+                            other="loadbench-before",
+                        ),
+                        "",
+                    ]
+                ),
+                "Connection setup, generator CPU per new connection / per handshake:",
+                "",
+                *_setup_ratio_lines(setup, servers, other="loadbench-before"),
+                "",
+            ]
+        ),
+        *(
+            []
+            if not syscalls
+            else [
+                f"## System calls per response (keep-alive, c={syscalls[0]['connections']}, against "
+                f"{syscalls[0]['server']}, `strace -c -f`)",
+                "",
+                "Every thread's calls over the whole run, minus those of a one-request run of the same tool "
+                "(start-up and shutdown; wrk has none), / the responses it counted. strace slows each tool many "
+                "times over, so only the counts mean anything here, not the rates.",
+                "",
+                *_syscall_lines(syscalls),
+                "",
+            ]
+        ),
+        *ka_only(
+            [
+                "## Generator CPU us per response, keep-alive (median; lower is better)",
+                "",
+                *per_server("gen_cpu_us_per_resp", True, 2, True),
+                "## Throughput, req/s as each generator counted it (median; higher is better)",
+                "",
+                *per_server("rps", False, 0, True),
+                "## Server CPU us per response under each generator (median)",
+                "",
+                "The server's cost should not depend on who loads it; where it does, the generator shaped the "
+                "traffic (pacing, batching, connection reuse).",
+                "",
+                *per_server("server_cpu_us_per_resp", True, 2, False),
+                "## Generator core use (fraction of CPU 1 over the run, median)",
+                "",
+                *per_server("gen_busy", True, 2, False),
+                "## Other work on the machine during the runs (cores busy outside server and generator, median)",
+                "",
+                "Machine busy time (/proc/stat) minus the server's and the generator's own CPU. Near 0 means the "
+                "two pinned cores were ours; above that, other processes competed for them.",
+                "",
+                *per_server("foreign_cores", True, 2, False),
+            ]
+        ),
     ]
     if setup:
-        parts += ["## Connection setup: http, one connection per request", "", *setup_table("http"),
-                  "## Connection setup: https, one full TLS handshake per request", "", *setup_table("https")]
+        parts += [
+            "## Connection setup: http, one connection per request",
+            "",
+            *setup_table("http"),
+            "## Connection setup: https, one full TLS handshake per request",
+            "",
+            *setup_table("https"),
+        ]
     if any(r["status"] != "n/a" for r in setup_calls):
-        parts += [f"## System calls per new connection and per full TLS handshake (c={setup_calls[0]['connections']}, "
-                  f"against {setup_calls[0]['server']}, `strace -c -f`)", "",
-                  "One connection per request, as in the setup part (https: loadbench-server "
-                  "`--no-tls-resumption`, a full handshake each). Every thread's calls over the whole run, minus "
-                  "those of a one-request run of the same tool against the same URL (start-up, shutdown and its "
-                  "one connection; wrk has none), / the new connections it counted (loadbench: its "
-                  "`connections_opened`; the others: one per response). Only the counts mean anything under "
-                  "strace, not the rates.", "",
-                  *_syscall_lines(setup_calls, setup=True), ""]
+        parts += [
+            f"## System calls per new connection and per full TLS handshake (c={setup_calls[0]['connections']}, "
+            f"against {setup_calls[0]['server']}, `strace -c -f`)",
+            "",
+            "One connection per request, as in the setup part (https: loadbench-server "
+            "`--no-tls-resumption`, a full handshake each). Every thread's calls over the whole run, minus "
+            "those of a one-request run of the same tool against the same URL (start-up, shutdown and its "
+            "one connection; wrk has none), / the new connections it counted (loadbench: its "
+            "`connections_opened`; the others: one per response). Only the counts mean anything under "
+            "strace, not the rates.",
+            "",
+            *_syscall_lines(setup_calls, setup=True),
+            "",
+        ]
     parts += proof
     parts += pf.report_lines(profiled, setup)
     if lb_self:
         fixed = startup.get("loadbench")
-        parts += ["## loadbench: engine CPU vs whole-process CPU", "",
-                  "loadbench measures the CPU of its engine threads inside the measured window (`generator.cpu_s` "
-                  "in its JSON); rusage covers the whole process: interpreter start-up, imports, result writing. "
-                  + (f"A one-request `loadbench run -n 1` costs {fixed * 1e3:.0f} ms of CPU (median of 3): that "
-                     "fixed cost of the Python shell, spread over a run's responses, is most of the difference; "
-                     "the last column takes it out of the rusage figure." if fixed is not None else ""), "",
-                  table(["Part", "Server", "c", "engine (self) us/resp", "rusage us/resp",
-                                     "rusage minus start-up us/resp"], _lb_self_rows(lb_self, fixed))]
-    parts += ["", "## Noise: spread (max-min)/median of the repeats, generator CPU us per response, over all cells",
-              "", _noise(records, generators, "gen_cpu_us_per_resp"), "",
-              "## Not measured, failures and errors", ""]
+        parts += [
+            "## loadbench: engine CPU vs whole-process CPU",
+            "",
+            "loadbench measures the CPU of its engine threads inside the measured window (`generator.cpu_s` "
+            "in its JSON); rusage covers the whole process: interpreter start-up, imports, result writing. "
+            + (
+                f"A one-request `loadbench run -n 1` costs {fixed * 1e3:.0f} ms of CPU (median of 3): that "
+                "fixed cost of the Python shell, spread over a run's responses, is most of the difference; "
+                "the last column takes it out of the rusage figure."
+                if fixed is not None
+                else ""
+            ),
+            "",
+            table(
+                [
+                    "Part",
+                    "Server",
+                    "c",
+                    "engine (self) us/resp",
+                    "rusage us/resp",
+                    "rusage minus start-up us/resp",
+                ],
+                _lb_self_rows(lb_self, fixed),
+            ),
+        ]
+    parts += [
+        "",
+        "## Noise: spread (max-min)/median of the repeats, generator CPU us per response, over all cells",
+        "",
+        _noise(records, generators, "gen_cpu_us_per_resp"),
+        "",
+        "## Not measured, failures and errors",
+        "",
+    ]
     parts += [f"- {g.name}: {g.missing_reason} - n/a everywhere" for g in not_installed]
     parts += [f"- {gen}: {reason} - n/a" for gen, reason in unsupported]
-    parts += [f"- FAIL {r['generator']} vs {r['server']} ({r['scheme']}, {r['part']}, c={r['connections']}, "
-              f"repeat {r['repeat']}): {r['reason'][:300]}" for r in failures]
-    parts += [f"- {r['generator']} vs {r['server']} ({r['scheme']}, {r['part']}, c={r['connections']}, "
-              f"repeat {r['repeat']}): {r['errors']} socket errors, {r['non_2xx']} non-2xx" for r in errors]
+    parts += [
+        f"- FAIL {r['generator']} vs {r['server']} ({r['scheme']}, {r['part']}, c={r['connections']}, "
+        f"repeat {r['repeat']}): {r['reason'][:300]}"
+        for r in failures
+    ]
+    parts += [
+        f"- {r['generator']} vs {r['server']} ({r['scheme']}, {r['part']}, c={r['connections']}, "
+        f"repeat {r['repeat']}): {r['errors']} socket errors, {r['non_2xx']} non-2xx"
+        for r in errors
+    ]
     if not (not_installed or unsupported or failures or errors):
         parts.append("- none")
     parts.append("")
@@ -412,18 +619,36 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
 def _lb_self_rows(rows: list[dict], fixed_cpu_s: Optional[float]) -> list[list[str]]:
     cells: dict[tuple, list[dict]] = {}
     for r in rows:
-        cells.setdefault((r["part"], r["server"] + ("" if r["scheme"] == "http" else " (https)"),
-                          r["connections"]), []).append(r)
+        cells.setdefault(
+            (
+                r["part"],
+                r["server"] + ("" if r["scheme"] == "http" else " (https)"),
+                r["connections"],
+            ),
+            [],
+        ).append(r)
     out = []
-    for (part, server, c), group in sorted(cells.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+    for (part, server, c), group in sorted(
+        cells.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])
+    ):
         own: Callable[[dict], float] = lambda r: r["extra"]["self_cpu_us_per_req"]
         self_s = summarize(own(r) for r in group)
         rusage_s = summarize(r["gen_cpu_us_per_resp"] for r in group)
-        net_s = summarize((r["gen_cpu_s"] - fixed_cpu_s) / r["responses"] * 1e6
-                             for r in group if fixed_cpu_s is not None and r["responses"])
-        out.append([part, server, str(c), fmt_number(self_s.median if self_s else None, 2),
-                    fmt_number(rusage_s.median if rusage_s else None, 2),
-                    fmt_number(net_s.median if net_s else None, 2)])
+        net_s = summarize(
+            (r["gen_cpu_s"] - fixed_cpu_s) / r["responses"] * 1e6
+            for r in group
+            if fixed_cpu_s is not None and r["responses"]
+        )
+        out.append(
+            [
+                part,
+                server,
+                str(c),
+                fmt_number(self_s.median if self_s else None, 2),
+                fmt_number(rusage_s.median if rusage_s else None, 2),
+                fmt_number(net_s.median if net_s else None, 2),
+            ]
+        )
     return out
 
 
@@ -440,13 +665,23 @@ def h2_report(records: list[dict], args: argparse.Namespace) -> str:
         return "## HTTP/2 part\n\nNo HTTP/2 runs.\n"
     gens = sorted({r["generator"] for r in rows}, key=lambda g: (g != "loadbench", g))
     servers = sorted({r["server"] for r in rows})
-    cells = sorted({(r["connections"], r["streams"]) for r in rows}, key=lambda cm: (cm != (25, 10), cm))
-    headers = ["server", "c x m"] + [f"{g} req/s" for g in gens] + [f"{g} CPU us/resp" for g in gens] + \
-        ["loadbench engine us/resp", "loadbench / h2load CPU"]
+    cells = sorted(
+        {(r["connections"], r["streams"]) for r in rows}, key=lambda cm: (cm != (25, 10), cm)
+    )
+    headers = (
+        ["server", "c x m"]
+        + [f"{g} req/s" for g in gens]
+        + [f"{g} CPU us/resp" for g in gens]
+        + ["loadbench engine us/resp", "loadbench / h2load CPU"]
+    )
     body = []
     for server in servers:
         for c, m in cells:
-            group = [r for r in rows if r["server"] == server and r["connections"] == c and r["streams"] == m]
+            group = [
+                r
+                for r in rows
+                if r["server"] == server and r["connections"] == c and r["streams"] == m
+            ]
             if not group:
                 continue
             rps, cpu = [], []
@@ -460,20 +695,37 @@ def h2_report(records: list[dict], args: argparse.Namespace) -> str:
             lb = cpu[gens.index("loadbench")] if "loadbench" in gens else None
             h2 = cpu[gens.index("h2load")] if "h2load" in gens else None
             ratio = f"{lb / h2:.2f}" if lb and h2 else "n/a"
-            selfs = [r["extra"].get("self_cpu_us_per_req") for r in group
-                     if r["generator"] == "loadbench" and r.get("status") == "ok" and r.get("extra")]
+            selfs = [
+                r["extra"].get("self_cpu_us_per_req")
+                for r in group
+                if r["generator"] == "loadbench" and r.get("status") == "ok" and r.get("extra")
+            ]
             engine = analysis_median([v for v in selfs if v is not None])
-            body.append([server, f"{c} x {m}"] + [fmt_number(v) for v in rps] + [fmt_number(v, 2) for v in cpu] +
-                         [fmt_number(engine, 2), ratio])
-    fails = [f"- {r['status']} {r['generator']} vs {r['server']} c={r['connections']} m={r['streams']}: "
-             f"{r.get('reason', '')[:200]}" for r in rows if r.get("status") != "ok"]
-    text = ["## HTTP/2 part", "",
-            f"Keep-alive, one generator thread pinned to CPU {args.generator_cpu}, the server on CPU "
-            f"{args.server_cpu}; {args.duration} s per run, median of {args.repeats}. CPU per response is the "
-            "generator process's own ru_utime + ru_stime over the responses it reports. nginx is TLS with ALPN h2; "
-            "loadbench-server and h2o are h2c (prior knowledge). m = streams per connection (h2load -m, oha -p, "
-            "loadbench -p/--streams). loadbench's rusage includes the interpreter's start-up; its engine column is "
-            "the engine threads' own CPU inside the window (`generator.cpu_us_per_req`).", "", table(headers, body), ""]
+            body.append(
+                [server, f"{c} x {m}"]
+                + [fmt_number(v) for v in rps]
+                + [fmt_number(v, 2) for v in cpu]
+                + [fmt_number(engine, 2), ratio]
+            )
+    fails = [
+        f"- {r['status']} {r['generator']} vs {r['server']} c={r['connections']} m={r['streams']}: "
+        f"{r.get('reason', '')[:200]}"
+        for r in rows
+        if r.get("status") != "ok"
+    ]
+    text = [
+        "## HTTP/2 part",
+        "",
+        f"Keep-alive, one generator thread pinned to CPU {args.generator_cpu}, the server on CPU "
+        f"{args.server_cpu}; {args.duration} s per run, median of {args.repeats}. CPU per response is the "
+        "generator process's own ru_utime + ru_stime over the responses it reports. nginx is TLS with ALPN h2; "
+        "loadbench-server and h2o are h2c (prior knowledge). m = streams per connection (h2load -m, oha -p, "
+        "loadbench -p/--streams). loadbench's rusage includes the interpreter's start-up; its engine column is "
+        "the engine threads' own CPU inside the window (`generator.cpu_us_per_req`).",
+        "",
+        table(headers, body),
+        "",
+    ]
     if fails:
         text += ["Runs that did not complete:", ""] + fails + [""]
     return "\n".join(text)

@@ -6,6 +6,7 @@ h2load's status-code line, hey's status-code distribution, bombardier's and oha'
 "Complete requests" and loadbench's --json file. The CPU the generator spent comes from
 os.wait4()'s rusage (loadbench.bench.child.run_child), the same way for every tool.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -20,13 +21,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .child import ChildRun, run_child, taskset
-from .syscalls import parse_strace_counts
 from ..core._core import build_info
 from ..core.errors import ConfigError
 from ..core.options import check_tls_library
+from .child import ChildRun, run_child, taskset
+from .syscalls import parse_strace_counts
 
-WRK_REPORT_LUA = Path(__file__).with_name("wrk_report.lua")  # wrk's exact counts from its `done` hook
+WRK_REPORT_LUA = Path(__file__).with_name(
+    "wrk_report.lua"
+)  # wrk's exact counts from its `done` hook
 
 
 @dataclass
@@ -64,7 +67,9 @@ class Generator:
     def version(self) -> str:
         raise NotImplementedError
 
-    def argv(self, url: str, connections: int, duration_s: int, keepalive: bool, out: Path) -> list[str]:
+    def argv(
+        self, url: str, connections: int, duration_s: int, keepalive: bool, out: Path
+    ) -> list[str]:
         raise NotImplementedError
 
     def parse(self, run: ChildRun, out: Path) -> LoadResult:
@@ -84,15 +89,27 @@ class Generator:
         ok = sorted(r.cpu_s for r in runs if r.returncode == 0)
         return ok[len(ok) // 2] if ok else None
 
-    def run(self, url: str, connections: int, duration_s: int, keepalive: bool, cpus: Sequence[int],
-            wrap: Sequence[str] = (), pinned_wrap: Sequence[str] = (), timeout_s: Optional[float] = None
-            ) -> tuple[ChildRun, LoadResult]:
+    def run(
+        self,
+        url: str,
+        connections: int,
+        duration_s: int,
+        keepalive: bool,
+        cpus: Sequence[int],
+        wrap: Sequence[str] = (),
+        pinned_wrap: Sequence[str] = (),
+        timeout_s: Optional[float] = None,
+    ) -> tuple[ChildRun, LoadResult]:
         """One run of the tool pinned to `cpus`. wrap: a command the pinned tool runs under, itself
         not pinned (`perf record ... --`); pinned_wrap: one pinned with it (`strace -c -f ...`)."""
         with tempfile.TemporaryDirectory(prefix=f"bench-{self.name}-") as tmp:
             out = Path(tmp) / "result.json"
-            argv = list(wrap) + taskset(cpus) + list(pinned_wrap) + \
-                self.argv(url, connections, duration_s, keepalive, out)
+            argv = (
+                list(wrap)
+                + taskset(cpus)
+                + list(pinned_wrap)
+                + self.argv(url, connections, duration_s, keepalive, out)
+            )
             child = self._checked(argv, timeout_s or duration_s * 3 + 30, wrap or pinned_wrap)
             return child, self.parse(child, out)
 
@@ -100,32 +117,50 @@ class Generator:
         child = run_child(argv, timeout_s=timeout_s)
         if child.returncode != 0 and not self._nonzero_is_ok(child):
             under = f" under {wrap[0]}" if wrap else ""
-            raise RuntimeError(f"{self.name}{under} exited {child.returncode}: {(child.stderr or child.stdout)[-600:]}")
+            raise RuntimeError(
+                f"{self.name}{under} exited {child.returncode}: {(child.stderr or child.stdout)[-600:]}"
+            )
         return child
 
     def _nonzero_is_ok(self, child: ChildRun) -> bool:
         return False
 
-    def syscalls(self, url: str, connections: int, duration_s: int, cpus: Sequence[int], keepalive: bool = True
-                 ) -> tuple[LoadResult, dict[str, int], dict[str, int]]:
+    def syscalls(
+        self,
+        url: str,
+        connections: int,
+        duration_s: int,
+        cpus: Sequence[int],
+        keepalive: bool = True,
+    ) -> tuple[LoadResult, dict[str, int], dict[str, int]]:
         """One run (keep-alive, or a new connection per request) under `strace -c -f` (every
         thread): the tool's result, the system calls it made by name, and those of its one-request
         start-up run against the same URL (empty when the tool has none: its start-up is
         negligible), so calls per response can leave start-up out. strace slows the tool many
         times over: only the counts mean anything here."""
+
         def strace(table: Path) -> list[str]:
             return ["strace", "-c", "-f", "-o", str(table)]
 
         timeout_s = duration_s * 10 + 60
         with tempfile.TemporaryDirectory(prefix=f"bench-{self.name}-strace-") as tmp:
             table = Path(tmp) / "strace.txt"
-            result = self.run(url, connections, duration_s, keepalive, cpus, pinned_wrap=strace(table),
-                              timeout_s=timeout_s)[1]
+            result = self.run(
+                url,
+                connections,
+                duration_s,
+                keepalive,
+                cpus,
+                pinned_wrap=strace(table),
+                timeout_s=timeout_s,
+            )[1]
             calls = parse_strace_counts(table.read_text())
             startup: dict[str, int] = {}
             one = self.startup_argv(url, Path(tmp) / "one.json")
             if one is not None:
-                self._checked(taskset(cpus) + strace(Path(tmp) / "one.txt") + one, timeout_s, ["strace"])
+                self._checked(
+                    taskset(cpus) + strace(Path(tmp) / "one.txt") + one, timeout_s, ["strace"]
+                )
                 startup = parse_strace_counts((Path(tmp) / "one.txt").read_text())
         return result, calls, startup
 
@@ -168,20 +203,31 @@ class Wrk(Generator):
         return _first_line_version([self.binary, "-v"], r"(wrk \S+)")
 
     def argv(self, url, connections, duration_s, keepalive, out):
-        args = [self.binary, "-t1", f"-c{connections}", f"-d{duration_s}s", "--latency",
-                "-s", str(WRK_REPORT_LUA)]
+        args = [
+            self.binary,
+            "-t1",
+            f"-c{connections}",
+            f"-d{duration_s}s",
+            "--latency",
+            "-s",
+            str(WRK_REPORT_LUA),
+        ]
         if not keepalive:
             args += ["-H", "Connection: close"]
         return args + [url]
 
     def parse(self, run, out):
-        line = next(l for l in run.stdout.splitlines() if l.startswith("LOADBENCH_WRK "))
+        line = next(text for text in run.stdout.splitlines() if text.startswith("LOADBENCH_WRK "))
         data = json.loads(line.split(" ", 1)[1])
         errors = data["errors"]
         return LoadResult(
-            responses=data["requests"], non_2xx=errors["status"],
+            responses=data["requests"],
+            non_2xx=errors["status"],
             errors=errors["connect"] + errors["read"] + errors["write"] + errors["timeout"],
-            duration_s=data["duration_us"] / 1e6, latency_us=data["latency_us"], extra={"errors": errors})
+            duration_s=data["duration_us"] / 1e6,
+            latency_us=data["latency_us"],
+            extra={"errors": errors},
+        )
 
 
 class H2load(Generator):
@@ -202,9 +248,15 @@ class H2load(Generator):
         if codes is None:
             raise ValueError(f"h2load output has no status-code line: {text[-400:]!r}")
         two, three, four, five = (int(g) for g in codes.groups())
-        failed = _int(r"requests: .* (\d+) errored", text, 0) + _int(r"requests: .* (\d+) timeout", text, 0)
-        return LoadResult(responses=two + three + four + five, non_2xx=three + four + five, errors=failed,
-                          duration_s=_float(r"finished in ([\d.]+)s", text))
+        failed = _int(r"requests: .* (\d+) errored", text, 0) + _int(
+            r"requests: .* (\d+) timeout", text, 0
+        )
+        return LoadResult(
+            responses=two + three + four + five,
+            non_2xx=three + four + five,
+            errors=failed,
+            duration_s=_float(r"finished in ([\d.]+)s", text),
+        )
 
 
 class Hey(Generator):
@@ -213,7 +265,9 @@ class Hey(Generator):
 
     def version(self) -> str:
         try:
-            out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "hey"], capture_output=True, text=True)
+            out = subprocess.run(
+                ["dpkg-query", "-W", "-f=${Version}", "hey"], capture_output=True, text=True
+            )
             return f"hey {out.stdout.strip()}" if out.stdout.strip() else "hey (version unknown)"
         except OSError:
             return "hey (version unknown)"
@@ -226,12 +280,20 @@ class Hey(Generator):
 
     def parse(self, run, out):
         text = run.stdout
-        statuses = {int(code): int(n) for code, n in re.findall(r"\[(\d{3})\]\s+(\d+) responses", text)}
-        error_part = text.split("Error distribution:", 1)[1] if "Error distribution:" in text else ""
+        statuses = {
+            int(code): int(n) for code, n in re.findall(r"\[(\d{3})\]\s+(\d+) responses", text)
+        }
+        error_part = (
+            text.split("Error distribution:", 1)[1] if "Error distribution:" in text else ""
+        )
         errors = sum(int(n) for n in re.findall(r"^\s+\[(\d+)\]\s", error_part, re.M))
         responses = sum(statuses.values())
-        return LoadResult(responses=responses, non_2xx=sum(n for c, n in statuses.items() if c >= 300),
-                          errors=errors, duration_s=_float(r"Total:\s+([\d.]+) secs", text))
+        return LoadResult(
+            responses=responses,
+            non_2xx=sum(n for c, n in statuses.items() if c >= 300),
+            errors=errors,
+            duration_s=_float(r"Total:\s+([\d.]+) secs", text),
+        )
 
 
 class Bombardier(Generator):
@@ -248,7 +310,19 @@ class Bombardier(Generator):
         return _first_line_version([self.binary, "--version"], r"(bombardier version \S+)")
 
     def argv(self, url, connections, duration_s, keepalive, out):
-        args = [self.binary, "-c", str(connections), "-d", f"{duration_s}s", "-l", "-k", "-p", "r", "-o", "json"]
+        args = [
+            self.binary,
+            "-c",
+            str(connections),
+            "-d",
+            f"{duration_s}s",
+            "-l",
+            "-k",
+            "-p",
+            "r",
+            "-o",
+            "json",
+        ]
         if not keepalive:
             # No flag for it, but its fasthttp client honours the header: checked against
             # loadbench-server's accept counter, one connection per response.
@@ -256,14 +330,21 @@ class Bombardier(Generator):
         return args + [url]
 
     def parse(self, run, out):
-        result = json.loads(run.stdout[run.stdout.index("{"):])["result"]
+        result = json.loads(run.stdout[run.stdout.index("{") :])["result"]
         non_2xx = sum(result.get(k, 0) for k in ("req1xx", "req3xx", "req4xx", "req5xx"))
         responses = result["req2xx"] + non_2xx
         latency = result.get("latency", {})
-        return LoadResult(responses=responses, non_2xx=non_2xx, errors=result.get("others", 0),
-                          duration_s=result["timeTakenSeconds"],
-                          latency_us={"mean": latency.get("mean"), "max": latency.get("max"),
-                                      **{f"p{k}": v for k, v in latency.get("percentiles", {}).items()}})
+        return LoadResult(
+            responses=responses,
+            non_2xx=non_2xx,
+            errors=result.get("others", 0),
+            duration_s=result["timeTakenSeconds"],
+            latency_us={
+                "mean": latency.get("mean"),
+                "max": latency.get("max"),
+                **{f"p{k}": v for k, v in latency.get("percentiles", {}).items()},
+            },
+        )
 
 
 class Oha(Generator):
@@ -274,24 +355,37 @@ class Oha(Generator):
         return _first_line_version([self.binary, "--version"], r"(oha \S+)")
 
     def argv(self, url, connections, duration_s, keepalive, out):
-        args = [self.binary, "-z", f"{duration_s}s", "-c", str(connections), "--no-tui", "--insecure",
-                "--output-format", "json"]
+        args = [
+            self.binary,
+            "-z",
+            f"{duration_s}s",
+            "-c",
+            str(connections),
+            "--no-tui",
+            "--insecure",
+            "--output-format",
+            "json",
+        ]
         if not keepalive:
             args.append("--disable-keepalive")
         return args + [url]
 
     def parse(self, run, out):
-        data = json.loads(run.stdout[run.stdout.index("{"):])
+        data = json.loads(run.stdout[run.stdout.index("{") :])
         statuses = {int(c): int(n) for c, n in data.get("statusCodeDistribution", {}).items()}
         # oha cancels the requests in flight at the deadline and lists them as errors; they are
         # the end of the window, not failures.
         error_kinds = data.get("errorDistribution", {})
         errors = sum(int(n) for kind, n in error_kinds.items() if kind != "aborted due to deadline")
         percentiles = data.get("latencyPercentiles", {})
-        return LoadResult(responses=sum(statuses.values()), non_2xx=sum(n for c, n in statuses.items() if c >= 300),
-                          errors=errors, duration_s=data["summary"]["total"],
-                          latency_us={k: v * 1e6 for k, v in percentiles.items() if v is not None},
-                          extra={"error_distribution": error_kinds})
+        return LoadResult(
+            responses=sum(statuses.values()),
+            non_2xx=sum(n for c, n in statuses.items() if c >= 300),
+            errors=errors,
+            duration_s=data["summary"]["total"],
+            latency_us={k: v * 1e6 for k, v in percentiles.items() if v is not None},
+            extra={"error_distribution": error_kinds},
+        )
 
 
 class Ab(Generator):
@@ -310,9 +404,12 @@ class Ab(Generator):
     def parse(self, run, out):
         text = run.stdout
         complete = _int(r"Complete requests:\s+(\d+)", text)
-        return LoadResult(responses=complete, non_2xx=_int(r"Non-2xx responses:\s+(\d+)", text, 0),
-                          errors=_int(r"Failed requests:\s+(\d+)", text, 0),
-                          duration_s=_float(r"Time taken for tests:\s+([\d.]+) seconds", text))
+        return LoadResult(
+            responses=complete,
+            non_2xx=_int(r"Non-2xx responses:\s+(\d+)", text, 0),
+            errors=_int(r"Failed requests:\s+(\d+)", text, 0),
+            duration_s=_float(r"Time taken for tests:\s+([\d.]+) seconds", text),
+        )
 
 
 class Loadbench(Generator):
@@ -320,36 +417,81 @@ class Loadbench(Generator):
 
     def __init__(self) -> None:
         # `python3 -m loadbench run`: this interpreter, when its loadbench has the run command
-        binary = sys.executable if importlib.util.find_spec("loadbench.cli.run") is not None else None
+        binary = (
+            sys.executable if importlib.util.find_spec("loadbench.cli.run") is not None else None
+        )
         super().__init__("loadbench", binary)
-        self.missing_reason = "`loadbench run` is not in the installed loadbench package (pip install .)"
+        self.missing_reason = (
+            "`loadbench run` is not in the installed loadbench package (pip install .)"
+        )
 
     def version(self) -> str:
         return f"loadbench {build_info()['version']}"
 
     def argv(self, url, connections, duration_s, keepalive, out):
-        args = [self.binary, "-m", "loadbench", "run", url, "-c", str(connections), "-t", "1",
-                "-z", f"{duration_s}s", "--json", str(out), "--cpus", "1", "--insecure", "--no-progress"]
+        args = [
+            self.binary,
+            "-m",
+            "loadbench",
+            "run",
+            url,
+            "-c",
+            str(connections),
+            "-t",
+            "1",
+            "-z",
+            f"{duration_s}s",
+            "--json",
+            str(out),
+            "--cpus",
+            "1",
+            "--insecure",
+            "--no-progress",
+        ]
         if not keepalive:
             args.append("--disable-keepalive")
         return args
 
     def startup_argv(self, url, out):
-        return [self.binary, "-m", "loadbench", "run", url, "-c", "1", "-t", "1", "-n", "1", "--json", str(out),
-                "--cpus", "1", "--insecure", "--no-progress"]
+        return [
+            self.binary,
+            "-m",
+            "loadbench",
+            "run",
+            url,
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "-n",
+            "1",
+            "--json",
+            str(out),
+            "--cpus",
+            "1",
+            "--insecure",
+            "--no-progress",
+        ]
 
     def parse(self, run, out):
         data = json.loads(out.read_text())
         statuses = {int(c): int(n) for c, n in data["status_codes"].items()}
         generator = data.get("generator", {})
-        return LoadResult(responses=data["responses"], non_2xx=sum(n for c, n in statuses.items() if c >= 300),
-                          errors=sum(int(n) for n in data.get("errors", {}).values()),
-                          duration_s=data["duration_s"], latency_us=data.get("latency_us", {}),
-                          connections=data.get("connections_opened"),
-                          extra={"tls_handshakes": data.get("tls_handshakes"), "reconnects": data.get("reconnects"),
-                                 "self_cpu_s": generator.get("cpu_s"),
-                                 "self_cpu_us_per_req": generator.get("cpu_us_per_req"),
-                                 "self_saturated": generator.get("saturated")})
+        return LoadResult(
+            responses=data["responses"],
+            non_2xx=sum(n for c, n in statuses.items() if c >= 300),
+            errors=sum(int(n) for n in data.get("errors", {}).values()),
+            duration_s=data["duration_s"],
+            latency_us=data.get("latency_us", {}),
+            connections=data.get("connections_opened"),
+            extra={
+                "tls_handshakes": data.get("tls_handshakes"),
+                "reconnects": data.get("reconnects"),
+                "self_cpu_s": generator.get("cpu_s"),
+                "self_cpu_us_per_req": generator.get("cpu_us_per_req"),
+                "self_saturated": generator.get("saturated"),
+            },
+        )
 
 
 class LoadbenchBuild(Loadbench):
@@ -361,8 +503,14 @@ class LoadbenchBuild(Loadbench):
         self.missing_reason = f"{python} is not an executable Python interpreter"
 
     def version(self) -> str:
-        return _first_line_version([self.binary, "-c", "import loadbench, sys; print(loadbench.__version__, "
-                                    "'from', loadbench.__file__)"], r"(.+)")
+        return _first_line_version(
+            [
+                self.binary,
+                "-c",
+                "import loadbench, sys; print(loadbench.__version__, 'from', loadbench.__file__)",
+            ],
+            r"(.+)",
+        )
 
 
 class H2loadH2(Generator):
@@ -379,7 +527,15 @@ class H2loadH2(Generator):
     def argv(self, url, connections, duration_s, keepalive, out):
         if not keepalive:
             raise UnsupportedMode("h2load has no connection-per-request mode")
-        return [self.binary, "-t1", f"-c{connections}", f"-m{self.streams}", "-D", str(duration_s), url]
+        return [
+            self.binary,
+            "-t1",
+            f"-c{connections}",
+            f"-m{self.streams}",
+            "-D",
+            str(duration_s),
+            url,
+        ]
 
     parse = H2load.parse
 
@@ -390,13 +546,21 @@ class LoadbenchH2(Loadbench):
     streams = 1
 
     def argv(self, url, connections, duration_s, keepalive, out):
-        return super().argv(url, connections, duration_s, keepalive, out) + ["--h2", "-p", str(self.streams)]
+        return super().argv(url, connections, duration_s, keepalive, out) + [
+            "--h2",
+            "-p",
+            str(self.streams),
+        ]
 
     def parse(self, run, out):
         result = super().parse(run, out)
         data = json.loads(out.read_text())
-        result.extra.update(protocol=data.get("config", {}).get("protocol"), goaways=data.get("goaways"),
-                            retried=data.get("retried"), streams_reset=data.get("streams_reset"))
+        result.extra.update(
+            protocol=data.get("config", {}).get("protocol"),
+            goaways=data.get("goaways"),
+            retried=data.get("retried"),
+            streams_reset=data.get("streams_reset"),
+        )
         return result
 
 
@@ -412,7 +576,11 @@ class OhaH2(Oha):
     def argv(self, url, connections, duration_s, keepalive, out):
         if not keepalive:
             raise UnsupportedMode("HTTP/2 part: keep-alive only")
-        return super().argv(url, connections, duration_s, keepalive, out) + ["--http2", "-p", str(self.streams)]
+        return super().argv(url, connections, duration_s, keepalive, out) + [
+            "--http2",
+            "-p",
+            str(self.streams),
+        ]
 
 
 def h2_generators() -> list[Generator]:
@@ -439,7 +607,10 @@ class LoadbenchTls(Loadbench):
     def argv(self, url, connections, duration_s, keepalive, out):
         if not url.startswith("https://"):
             raise UnsupportedMode(f"{self.library}: https only")
-        return super().argv(url, connections, duration_s, keepalive, out) + ["--tls-library", self.library]
+        return super().argv(url, connections, duration_s, keepalive, out) + [
+            "--tls-library",
+            self.library,
+        ]
 
     def startup_argv(self, url, out):
         return super().startup_argv(url, out) + ["--tls-library", self.library]
@@ -458,7 +629,9 @@ class LoadbenchLeanTcp(Loadbench):
 
     def argv(self, url, connections, duration_s, keepalive, out):
         if keepalive:
-            raise UnsupportedMode("connection setup only: its options act on opening and closing connections")
+            raise UnsupportedMode(
+                "connection setup only: its options act on opening and closing connections"
+            )
         return super().argv(url, connections, duration_s, keepalive, out) + self.OPTIONS
 
     def startup_argv(self, url, out):
@@ -466,5 +639,15 @@ class LoadbenchLeanTcp(Loadbench):
 
 
 def all_generators() -> list[Generator]:
-    return [Loadbench(), Wrk(), H2load(), Hey(), Bombardier(), Oha(), Ab(), LoadbenchTls("wolfssl"),
-            LoadbenchTls("rustls"), LoadbenchLeanTcp()]
+    return [
+        Loadbench(),
+        Wrk(),
+        H2load(),
+        Hey(),
+        Bombardier(),
+        Oha(),
+        Ab(),
+        LoadbenchTls("wolfssl"),
+        LoadbenchTls("rustls"),
+        LoadbenchLeanTcp(),
+    ]

@@ -8,6 +8,7 @@ tests/forged_tls_server.py (tlslite-ng, pure Python: it signs with whatever key 
 run once with the certificate's own key (the control: every tool must be answered) and once
 with another key.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -34,11 +35,46 @@ def unavailable() -> Optional[str]:
 
 def _keys(tmp: Path) -> tuple[Path, Path, Path]:
     cert, key, other = tmp / "server.pem", tmp / "server.key", tmp / "other.key"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                    "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
-                    "-addext", "basicConstraints=critical,CA:FALSE"], check=True, capture_output=True, timeout=60)
-    subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
-                    "-out", str(other)], check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "basicConstraints=critical,CA:FALSE",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    subprocess.run(
+        [
+            "openssl",
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-out",
+            str(other),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     return cert, key, other
 
 
@@ -51,11 +87,16 @@ def _answered(gen: gl.Generator, url: str, cpus: Sequence[int]) -> tuple[int, st
     return result.responses, ""
 
 
-def check(gens: Sequence[gl.Generator], cpus: Sequence[int], keep: Callable[[dict], None],
-          repo: Optional[Path] = None) -> None:
+def check(
+    gens: Sequence[gl.Generator],
+    cpus: Sequence[int],
+    keep: Callable[[dict], None],
+    repo: Optional[Path] = None,
+) -> None:
     """One `proof` record per https-capable generator: responses with the right key and with
     another; `checks_signature` is true when the control was answered and the forgery was not.
     The forged server is the checkout's tests/forged_tls_server.py (``repo``: that checkout)."""
+
     def speaks_https(gen: gl.Generator) -> bool:
         try:
             gen.argv("https://127.0.0.1:1/", 1, SECONDS, False, Path("unused.json"))
@@ -67,25 +108,48 @@ def check(gens: Sequence[gl.Generator], cpus: Sequence[int], keep: Callable[[dic
     why = unavailable()
     if why:
         for gen in gens:
-            keep({"part": "proof", "generator": gen.name, "scheme": "https", "status": "n/a", "reason": why})
+            keep(
+                {
+                    "part": "proof",
+                    "generator": gen.name,
+                    "scheme": "https",
+                    "status": "n/a",
+                    "reason": why,
+                }
+            )
         return
     with tempfile.TemporaryDirectory(prefix="bench-forged-") as tmp:
         cert, right_key, other_key = _keys(Path(tmp))
-        right, forged = (_serve_and_run(gens, cert, key, cpus, repo_root(repo) / FORGED_SERVER)
-                         for key in (right_key, other_key))
+        right, forged = (
+            _serve_and_run(gens, cert, key, cpus, repo_root(repo) / FORGED_SERVER)
+            for key in (right_key, other_key)
+        )
     for gen in gens:
         (right_n, right_why), (forged_n, forged_why) = right[gen.name], forged[gen.name]
-        keep({"part": "proof", "generator": gen.name, "scheme": "https",
-              "status": "ok" if right_n else "FAIL", "answered_right_key": right_n,
-              "answered_forged_signature": forged_n, "checks_signature": bool(right_n) and not forged_n,
-              "reason": forged_why if right_n else right_why})
+        keep(
+            {
+                "part": "proof",
+                "generator": gen.name,
+                "scheme": "https",
+                "status": "ok" if right_n else "FAIL",
+                "answered_right_key": right_n,
+                "answered_forged_signature": forged_n,
+                "checks_signature": bool(right_n) and not forged_n,
+                "reason": forged_why if right_n else right_why,
+            }
+        )
 
 
-def _serve_and_run(gens: Sequence[gl.Generator], cert: Path, key: Path, cpus: Sequence[int], forged_server: Path
-                   ) -> dict[str, tuple[int, str]]:
+def _serve_and_run(
+    gens: Sequence[gl.Generator], cert: Path, key: Path, cpus: Sequence[int], forged_server: Path
+) -> dict[str, tuple[int, str]]:
     """Each generator's (responses, why not) against the forged server signing with `key`."""
-    server = subprocess.Popen([sys.executable, str(forged_server), str(cert), str(key)],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    server = subprocess.Popen(
+        [sys.executable, str(forged_server), str(cert), str(key)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         # A name, not 127.0.0.1: wrk sends the host as SNI, and an address is no valid one.
         url = f"https://localhost:{int(server.stdout.readline())}/"
@@ -98,8 +162,10 @@ def _serve_and_run(gens: Sequence[gl.Generator], cert: Path, key: Path, cpus: Se
 def describe(r: dict) -> str:
     if r["status"] == "n/a":
         return f"  proof     {r['generator']}: n/a ({r['reason']})"
-    return (f"  proof     {r['generator']}: {r['answered_right_key']} responses with the certificate's key, "
-            f"{r['answered_forged_signature']} with a forged signature")
+    return (
+        f"  proof     {r['generator']}: {r['answered_right_key']} responses with the certificate's key, "
+        f"{r['answered_forged_signature']} with a forged signature"
+    )
 
 
 def headline(records: list[dict]) -> list[str]:
@@ -110,10 +176,19 @@ def headline(records: list[dict]) -> list[str]:
         return []
     skip = [r["generator"] for r in proofs if not r["checks_signature"]]
     checked = [r["generator"] for r in proofs if r["checks_signature"]]
-    return [("Not the same work: " + ", ".join(skip) + " answered a server that signed with another key than its "
-             "certificate's (no CertificateVerify check); " if skip else "")
-            + (", ".join(checked) + " refused it" if checked else "no tool refused it")
-            + " (\"What each generator's full handshake proves\" below).", ""]
+    return [
+        (
+            "Not the same work: "
+            + ", ".join(skip)
+            + " answered a server that signed with another key than its "
+            "certificate's (no CertificateVerify check); "
+            if skip
+            else ""
+        )
+        + (", ".join(checked) + " refused it" if checked else "no tool refused it")
+        + ' ("What each generator\'s full handshake proves" below).',
+        "",
+    ]
 
 
 def report_lines(records: list[dict]) -> list[str]:
@@ -125,15 +200,38 @@ def report_lines(records: list[dict]) -> list[str]:
         if r["status"] == "n/a":
             rows.append([r["generator"], "n/a", "n/a", r["reason"]])
             continue
-        verdict = ("yes: refused the forgery" if r["checks_signature"] else
-                   "NO: answered a server that signed with another key" if r["answered_right_key"] else
-                   f"unknown: not even the control was answered ({r['reason'][:120]})")
-        rows.append([r["generator"], f"{r['answered_right_key']:,}", f"{r['answered_forged_signature']:,}", verdict])
-    return ["## What each generator's full handshake proves (https, certificate chain not verified)", "",
-            "Each tool as the setup part runs it, for "
-            f"{SECONDS} s at c = 1 against `tests/forged_tls_server.py` (tlslite-ng): once signing its "
-            "CertificateVerify with the certificate's own key, once with another P-256 key. A client that "
-            "checks the server's signature refuses the second; one that answers it does one signature "
-            "verification less per handshake, so its CPU per handshake above is for less work.", "",
-            table(["Generator", "responses, right key", "responses, forged signature",
-                               "checks the server's signature"], rows), ""]
+        verdict = (
+            "yes: refused the forgery"
+            if r["checks_signature"]
+            else "NO: answered a server that signed with another key"
+            if r["answered_right_key"]
+            else f"unknown: not even the control was answered ({r['reason'][:120]})"
+        )
+        rows.append(
+            [
+                r["generator"],
+                f"{r['answered_right_key']:,}",
+                f"{r['answered_forged_signature']:,}",
+                verdict,
+            ]
+        )
+    return [
+        "## What each generator's full handshake proves (https, certificate chain not verified)",
+        "",
+        "Each tool as the setup part runs it, for "
+        f"{SECONDS} s at c = 1 against `tests/forged_tls_server.py` (tlslite-ng): once signing its "
+        "CertificateVerify with the certificate's own key, once with another P-256 key. A client that "
+        "checks the server's signature refuses the second; one that answers it does one signature "
+        "verification less per handshake, so its CPU per handshake above is for less work.",
+        "",
+        table(
+            [
+                "Generator",
+                "responses, right key",
+                "responses, forged signature",
+                "checks the server's signature",
+            ],
+            rows,
+        ),
+        "",
+    ]

@@ -1,5 +1,6 @@
 """A driver's raw data: one JSON object a line, flushed as each measurement finishes (a crash
 loses nothing), with the environment record among them; read back for --report-only."""
+
 from __future__ import annotations
 
 import json

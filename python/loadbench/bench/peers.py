@@ -7,6 +7,7 @@ loadbench.sweep.targets.launch - the same launch, pinning, cgroup and readiness 
 sweep's - plus a loadbench.core.sampler.Sampler over its process tree, whose snapshots the
 drivers read right before and after each run (:class:`LaunchedPeer`).
 """
+
 from __future__ import annotations
 
 import sys
@@ -83,8 +84,15 @@ def unavailable(choice: PeerChoice, peers_dir: Path) -> Optional[str]:
     return peer_target(choice.peer, peers_dir).unavailable_reason(choice.protocol, peers_dir)
 
 
-def launch_peer(choice: PeerChoice, *, cpus: Optional[Sequence[int]], peers_dir: Path, workers: int = 1,
-                env: Optional[dict] = None, binary: Optional[str] = None) -> LaunchedPeer:
+def launch_peer(
+    choice: PeerChoice,
+    *,
+    cpus: Optional[Sequence[int]],
+    peers_dir: Path,
+    workers: int = 1,
+    env: Optional[dict] = None,
+    binary: Optional[str] = None,
+) -> LaunchedPeer:
     """Start the registry peer for the choice's protocol, pinned to ``cpus``, ready when it
     answers (loadbench.sweep.targets.launch); ServerError / ConfigError when it cannot.
     ``binary``: another loadbench-server for the beast entry (--beast-bin)."""
@@ -92,8 +100,15 @@ def launch_peer(choice: PeerChoice, *, cpus: Optional[Sequence[int]], peers_dir:
     why = target.unavailable_reason(choice.protocol, peers_dir)
     if why:
         raise ConfigError(f"{choice.label}: {why}")
-    server = launch(target, choice.protocol, workers=workers, cpus=cpus, peers_dir=peers_dir, env=env,
-                    binary=binary if target.kind == "beast" else None)
+    server = launch(
+        target,
+        choice.protocol,
+        workers=workers,
+        cpus=cpus,
+        peers_dir=peers_dir,
+        env=env,
+        binary=binary if target.kind == "beast" else None,
+    )
     try:
         sampler = Sampler(server.pid, tree=True)
     except BaseException:
@@ -102,8 +117,14 @@ def launch_peer(choice: PeerChoice, *, cpus: Optional[Sequence[int]], peers_dir:
     return LaunchedPeer(choice, server, sampler, target.version_text(peers_dir))
 
 
-def start_peers(choices: Sequence[PeerChoice], cpus: Sequence[int], env: dict[str, str], peers_dir: Path,
-                binary: Optional[str] = None, env_prefix: str = "Server ") -> list[LaunchedPeer]:
+def start_peers(
+    choices: Sequence[PeerChoice],
+    cpus: Sequence[int],
+    env: dict[str, str],
+    peers_dir: Path,
+    binary: Optional[str] = None,
+    env_prefix: str = "Server ",
+) -> list[LaunchedPeer]:
     """Start every peer; each one's version goes into the environment block ``env`` under
     ``env_prefix + label``, and one that is not installed or does not start is n/a there with
     its reason - never dropped silently."""

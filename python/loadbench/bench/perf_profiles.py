@@ -12,6 +12,7 @@ pointers, which libcrypto does not keep: that is what lets the exported entry po
 handshake goes through (EVP_DigestVerifyFinal, EVP_PKEY_generate, ...) and the kernel's system
 calls be given their inclusive time, naming where the unexported code's time is spent.
 """
+
 from __future__ import annotations
 
 import re
@@ -27,7 +28,9 @@ from . import generators as gl
 from .repeats import summarize
 
 FREQUENCY_HZ = 2000
-DELAY_MS = 1000  # `perf record -D`: the first second (interpreter start-up, imports, connecting) left out
+DELAY_MS = (
+    1000  # `perf record -D`: the first second (interpreter start-up, imports, connecting) left out
+)
 CALL_GRAPH = "dwarf,16384"  # bytes of stack copied per sample: deep enough for a handshake
 TOP = 12
 INCLUSIVE_TOP = 10
@@ -46,7 +49,9 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("wrk", ("wrk",)),
 )
 _EVENT = re.compile(r"^# Samples: .* of event '([^']+)'", re.M)
-_ENTRY = re.compile(r"^\s*(?:([\d.]+)%\s+)?([\d.]+)%\s+(?:(\d+)\s+)?(\S+)(?:\s+\[(.)\]\s+(.*?))?\s*$")
+_ENTRY = re.compile(
+    r"^\s*(?:([\d.]+)%\s+)?([\d.]+)%\s+(?:(\d+)\s+)?(\S+)(?:\s+\[(.)\]\s+(.*?))?\s*$"
+)
 TLS_GROUPS = ("libcrypto", "libssl", "libwolfssl")
 # loadbench-rustls: rustls and ring are linked into loadbench's _core, so their functions are
 # told apart from the engine's by name (perf demangles Rust symbols).
@@ -59,8 +64,12 @@ def unavailable() -> Optional[str]:
         return "perf not installed (bash bench/install-peers.sh installs linux-perf)"
     with tempfile.TemporaryDirectory(prefix="bench-perf-check-") as tmp:
         try:
-            proc = subprocess.run(["perf", "record", "-q", "-o", f"{tmp}/check.data", "--", "true"],
-                                  capture_output=True, text=True, timeout=30)
+            proc = subprocess.run(
+                ["perf", "record", "-q", "-o", f"{tmp}/check.data", "--", "true"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"perf record failed: {exc}"
     if proc.returncode != 0:
@@ -74,8 +83,14 @@ def perf_version() -> str:
 
 def dso_group(dso: str) -> str:
     name = dso.lower()
-    return next((group for group, prefixes in GROUPS if any(name.startswith(p) or f"/{p}" in name
-                                                            for p in prefixes)), "other")
+    return next(
+        (
+            group
+            for group, prefixes in GROUPS
+            if any(name.startswith(p) or f"/{p}" in name for p in prefixes)
+        ),
+        "other",
+    )
 
 
 def parse_report(text: str) -> list[dict]:
@@ -86,8 +101,12 @@ def parse_report(text: str) -> list[dict]:
         match = _ENTRY.match(line)
         if match and not line.lstrip().startswith("#"):
             children, percent, samples, dso, kind, symbol = match.groups()
-            entry = {"percent": float(children or percent), "samples": int(samples or 0), "dso": dso,
-                     "symbol": f"[{kind}] {symbol}" if kind else ""}
+            entry = {
+                "percent": float(children or percent),
+                "samples": int(samples or 0),
+                "dso": dso,
+                "symbol": f"[{kind}] {symbol}" if kind else "",
+            }
             if children:
                 entry["self"] = float(percent)
             entries.append(entry)
@@ -101,12 +120,14 @@ def _named(entry: dict) -> bool:
 def entry_points(inclusive: list[dict], n: int = INCLUSIVE_TOP) -> list[dict]:
     """The largest inclusive shares among the TLS library's exported functions and the kernel's
     system calls: what a connection's time goes to, below the tool's own code."""
+
     def wanted(e: dict) -> bool:
         if dso_group(e["dso"]) in TLS_GROUPS:
             return _named(e)
         if dso_group(e["dso"]) == "loadbench _core":  # rustls and ring are linked into it
             return any(k in e["symbol"] for k in RUSTLS_SYMBOLS)
         return dso_group(e["dso"]) == "kernel" and e["symbol"].startswith("[k] __x64_sys_")
+
     return [e for e in inclusive if wanted(e)][:n]
 
 
@@ -116,8 +137,9 @@ def top_entries(entries: list[dict], n: int = TOP) -> list[dict]:
     for e in entries:
         unnamed = not _named(e)
         key = (e["dso"], UNEXPORTED if unnamed else e["symbol"])
-        entry = folded.setdefault(key, {"percent": 0.0, "samples": 0, "dso": key[0], "symbol": key[1],
-                                        "addresses": 0})
+        entry = folded.setdefault(
+            key, {"percent": 0.0, "samples": 0, "dso": key[0], "symbol": key[1], "addresses": 0}
+        )
         entry["percent"] += e["percent"]
         entry["samples"] += e["samples"]
         entry["addresses"] += 1 if unnamed else 0
@@ -133,22 +155,48 @@ def shares_by_group(by_dso: list[dict]) -> dict[str, float]:
 
 
 def _perf_report(data: Path, sort: str, children: bool = False, limit: float = 0) -> str:
-    proc = subprocess.run(["perf", "report", "-i", str(data), "--children" if children else "--no-children",
-                           "--sort", sort, "--stdio", "-n", "-g", "none", "--percent-limit", str(limit)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            "perf",
+            "report",
+            "-i",
+            str(data),
+            "--children" if children else "--no-children",
+            "--sort",
+            sort,
+            "--stdio",
+            "-n",
+            "-g",
+            "none",
+            "--percent-limit",
+            str(limit),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"perf report exited {proc.returncode}: {proc.stderr[-400:]}")
     return proc.stdout
 
 
-def record(gen: gl.Generator, url: str, connections: int, duration_s: int, cpus: Sequence[int]) -> dict:
+def record(
+    gen: gl.Generator, url: str, connections: int, duration_s: int, cpus: Sequence[int]
+) -> dict:
     """One connection-per-request run of `gen` under `perf record` (perf itself not pinned): the
     run's counts and the profile's entries - self per symbol and per library, inclusive per
     exported TLS-library function and system call."""
     with tempfile.TemporaryDirectory(prefix=f"bench-{gen.name}-perf-") as tmp:
         data = Path(tmp) / "perf.data"
-        child, result = gen.run(url, connections, duration_s, False, cpus, wrap=perf_record(data),
-                                timeout_s=duration_s * 5 + 60)
+        child, result = gen.run(
+            url,
+            connections,
+            duration_s,
+            False,
+            cpus,
+            wrap=perf_record(data),
+            timeout_s=duration_s * 5 + 60,
+        )
         by_sym_text, by_dso_text = _perf_report(data, "dso,sym"), _perf_report(data, "dso")
         inclusive_text = _perf_report(data, "dso,sym", children=True, limit=0.5)
     by_dso = parse_report(by_dso_text)
@@ -156,14 +204,24 @@ def record(gen: gl.Generator, url: str, connections: int, duration_s: int, cpus:
     if not by_dso:
         raise ValueError(f"perf report has no samples: {by_dso_text[-400:]!r}")
     event = _EVENT.search(by_dso_text)
-    return {"argv": " ".join(child.argv), "duration_s": duration_s, "delay_ms": DELAY_MS,
-            "event": event.group(1) if event else "unknown",
-            "frequency_hz": FREQUENCY_HZ, "responses": result.responses, "errors": result.errors,
-            "new_connections": result.connections or result.responses,
-            "samples": sum(e["samples"] for e in by_dso), "by_dso": by_dso, "by_group": shares_by_group(by_dso),
-            "top": top_entries(entries, 3 * TOP), "entry_points": entry_points(parse_report(inclusive_text), 30),
-            "perf_report": "\n".join(by_sym_text.splitlines()[:RAW_LINES]), "perf_report_dso": by_dso_text,
-            "perf_report_children": "\n".join(inclusive_text.splitlines()[:RAW_LINES])}
+    return {
+        "argv": " ".join(child.argv),
+        "duration_s": duration_s,
+        "delay_ms": DELAY_MS,
+        "event": event.group(1) if event else "unknown",
+        "frequency_hz": FREQUENCY_HZ,
+        "responses": result.responses,
+        "errors": result.errors,
+        "new_connections": result.connections or result.responses,
+        "samples": sum(e["samples"] for e in by_dso),
+        "by_dso": by_dso,
+        "by_group": shares_by_group(by_dso),
+        "top": top_entries(entries, 3 * TOP),
+        "entry_points": entry_points(parse_report(inclusive_text), 30),
+        "perf_report": "\n".join(by_sym_text.splitlines()[:RAW_LINES]),
+        "perf_report_dso": by_dso_text,
+        "perf_report_children": "\n".join(inclusive_text.splitlines()[:RAW_LINES]),
+    }
 
 
 def perf_record(data: Path) -> list[str]:
@@ -178,7 +236,9 @@ def describe(r: dict) -> str:
     head = f"  profile   {r['scheme']:<5} {r['server']:<16} {r['generator']:<17}"
     if r["status"] != "ok":
         return f"{head} {r['status']}: {r.get('reason', '')[:160]}"
-    groups = ", ".join(f"{g} {p:.0f} %" for g, p in sorted(r["by_group"].items(), key=lambda kv: -kv[1])[:4])
+    groups = ", ".join(
+        f"{g} {p:.0f} %" for g, p in sorted(r["by_group"].items(), key=lambda kv: -kv[1])[:4]
+    )
     return f"{head} {r['samples']:,} samples; {groups}"
 
 
@@ -190,10 +250,12 @@ def _event_note(profiles: list[dict]) -> list[str]:
     events = sorted({r.get("event", "unknown") for r in profiles})
     if not any(e.startswith("cpu-clock") for e in events):
         return [f"Sampled event: {', '.join(events)}."]
-    return [f"Sampled event: {', '.join(events)} - a timer, as this machine offers perf no hardware counters "
-            "(a VM): a sample that falls while the kernel runs with interrupts off is credited to where it "
-            "turns them back on, so `_raw_spin_unlock_irqrestore` and its kind stand for kernel work before "
-            "them (TCP, softirq on loopback), not for lock contention."]
+    return [
+        f"Sampled event: {', '.join(events)} - a timer, as this machine offers perf no hardware counters "
+        "(a VM): a sample that falls while the kernel runs with interrupts off is credited to where it "
+        "turns them back on, so `_raw_spin_unlock_irqrestore` and its kind stand for kernel work before "
+        "them (TCP, softirq on loopback), not for lock contention."
+    ]
 
 
 def report_lines(profiles: list[dict], setup: list[dict]) -> list[str]:
@@ -203,21 +265,31 @@ def report_lines(profiles: list[dict], setup: list[dict]) -> list[str]:
     if not shown:
         return []
     ok = [r for r in shown if r["status"] == "ok"]
-    groups = [g for g, _ in GROUPS + (("other", ()),) if any(r["by_group"].get(g, 0) >= 0.05 for r in ok)]
+    groups = [
+        g for g, _ in GROUPS + (("other", ()),) if any(r["by_group"].get(g, 0) >= 0.05 for r in ok)
+    ]
     summary = []
     for r in shown:
         if r["status"] != "ok":
             summary.append([_label(r), r["status"], ""] + [""] * len(groups))
             continue
-        measured = summarize(s.get("gen_cpu_us_per_conn") for s in setup if s["status"] == "ok" and
-                                s["generator"] == r["generator"] and s["server"] == r["server"] and
-                                s["scheme"] == r["scheme"])
-        summary.append([_label(r), f"{r['samples']:,}", fmt_number(measured.median if measured else None, 1)] +
-                       [f"{r['by_group'].get(g, 0.0):.1f} %" for g in groups])
+        measured = summarize(
+            s.get("gen_cpu_us_per_conn")
+            for s in setup
+            if s["status"] == "ok"
+            and s["generator"] == r["generator"]
+            and s["server"] == r["server"]
+            and s["scheme"] == r["scheme"]
+        )
+        summary.append(
+            [_label(r), f"{r['samples']:,}", fmt_number(measured.median if measured else None, 1)]
+            + [f"{r['by_group'].get(g, 0.0):.1f} %" for g in groups]
+        )
     first = ok[0] if ok else shown[0]
     lines = [
         f"## Where the generator's CPU goes: perf profiles, one connection per request (c={first['connections']}, "
-        f"against {first['server']})", "",
+        f"against {first['server']})",
+        "",
         f"Each tool pinned to its core as above, under `{first.get('argv', command()).split(' -o ')[0]}` "
         f"(every thread, user and kernel; the first {first.get('delay_ms', DELAY_MS)} ms - interpreter start-up "
         "and imports - left out) "
@@ -227,25 +299,44 @@ def report_lines(profiles: list[dict], setup: list[dict]) -> list[str]:
         f"does not export have no name in its dynamic symbol table: they are summed as `{UNEXPORTED}`. "
         "The us column is the generator's CPU per new connection / handshake measured in the setup part "
         "(whole process, median; against this server): a share of it is that library's cost per connection.",
-        *_event_note(ok), "",
-        "By shared object:", "",
-        table(["Generator, scheme", "samples", "generator us/conn (setup part)"] + groups, summary), "",
+        *_event_note(ok),
+        "",
+        "By shared object:",
+        "",
+        table(["Generator, scheme", "samples", "generator us/conn (setup part)"] + groups, summary),
+        "",
     ]
     for r in shown:
         if r["status"] != "ok":
             lines += [f"Top entries, {_label(r)}: {r['status']} - {r.get('reason', '')[:200]}", ""]
             continue
-        rows = [[f"{e['percent']:.1f} %", e["dso"],
-                 f"`{e['symbol']}`" + (f" ({e['addresses']} addresses)" if e.get("addresses") else "")]
-                for e in r["top"][:TOP]]
-        lines += [f"Top {TOP} entries, {_label(r)} ({r['samples']:,} samples):", "",
-                  table(["self", "shared object", "symbol"], rows), ""]
-        points = [[f"{e['percent']:.1f} %", e["dso"], f"`{e['symbol']}`"]
-                  for e in r.get("entry_points", [])[:INCLUSIVE_TOP]]
+        rows = [
+            [
+                f"{e['percent']:.1f} %",
+                e["dso"],
+                f"`{e['symbol']}`"
+                + (f" ({e['addresses']} addresses)" if e.get("addresses") else ""),
+            ]
+            for e in r["top"][:TOP]
+        ]
+        lines += [
+            f"Top {TOP} entries, {_label(r)} ({r['samples']:,} samples):",
+            "",
+            table(["self", "shared object", "symbol"], rows),
+            "",
+        ]
+        points = [
+            [f"{e['percent']:.1f} %", e["dso"], f"`{e['symbol']}`"]
+            for e in r.get("entry_points", [])[:INCLUSIVE_TOP]
+        ]
         if points:
-            lines += [f"Inclusive (self + callees), {_label(r)}: the TLS library's exported functions and the "
-                      "system calls with the largest shares (nested: one may contain another):", "",
-                      table(["inclusive", "shared object", "function"], points), ""]
+            lines += [
+                f"Inclusive (self + callees), {_label(r)}: the TLS library's exported functions and the "
+                "system calls with the largest shares (nested: one may contain another):",
+                "",
+                table(["inclusive", "shared object", "function"], points),
+                "",
+            ]
     skipped = [f"{_label(r)} ({r.get('reason', '')})" for r in profiles if r["status"] == "n/a"]
     if skipped:
         lines += ["Not profiled: " + "; ".join(skipped) + ".", ""]

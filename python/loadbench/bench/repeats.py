@@ -1,5 +1,6 @@
 """A cell's repeats summed up: the median (loadbench.analysis.median, the one median of the
 package) with the lowest and highest repeat, and how far they disagree."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,6 +1,7 @@
 """What every bench report shares besides its tables (loadbench.report.markdown): the head
 (title, where it came from, settings, environment), the ours-vs-theirs headline sentence, and
 writing the file."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,10 +12,18 @@ from ..report.markdown import table
 def report_head(title: str, generated_by: str, env: dict, settings: dict, raw: str) -> list[str]:
     """Every bench report opens the same way: title, where it came from, the settings and the
     environment (load at start, outside CPU) - so a reader finds them in one place in each."""
-    return [f"# {title}", "",
-            f"Generated {env.get('Date (UTC)', '?')} UTC by `{generated_by}`; raw data ({raw}). Do not edit by hand.",
-            "", "## Settings", table(["Setting", "Value"], settings.items()),
-            "", "## Environment", table(["Item", "Value"], env.items()), ""]
+    return [
+        f"# {title}",
+        "",
+        f"Generated {env.get('Date (UTC)', '?')} UTC by `{generated_by}`; raw data ({raw}). Do not edit by hand.",
+        "",
+        "## Settings",
+        table(["Setting", "Value"], settings.items()),
+        "",
+        "## Environment",
+        table(["Item", "Value"], env.items()),
+        "",
+    ]
 
 
 def versus(ours: str, a: float, theirs: str, b: float, unit: str = "us/req") -> str:

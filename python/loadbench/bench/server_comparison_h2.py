@@ -12,6 +12,7 @@ Repeats outermost, servers innermost (interleaved), median of the repeats.
 
 Writes reports/server-h2.md and every repeat to reports/server-h2.jsonl (by default).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,11 +36,17 @@ from .peers import LaunchedPeer, PeerChoice, start_peers, stop_all
 from .repeats import Summary, summarize
 from .report_text import report_head, versus, write_report
 
-DEFAULT_SERVERS = ("loadbench-server h2c,loadbench-server h2,nginx h2,h2o h2c,h2o h2,node:http2 h2c")
+DEFAULT_SERVERS = "loadbench-server h2c,loadbench-server h2,nginx h2,h2o h2c,h2o h2,node:http2 h2c"
 # The report's servers: label -> (the registry peer of bench/peers/peers.toml, protocol).
-PEERS = {"loadbench-server h2c": ("beast", "h2c"), "loadbench-server h2": ("beast", "h2"),
-         "nginx h2": ("nginx", "h2"), "h2o h2c": ("h2o", "h2c"), "h2o h2": ("h2o", "h2"),
-         "node:http2 h2c": ("node", "h2c"), "node:http2 h2": ("node", "h2")}
+PEERS = {
+    "loadbench-server h2c": ("beast", "h2c"),
+    "loadbench-server h2": ("beast", "h2"),
+    "nginx h2": ("nginx", "h2"),
+    "h2o h2c": ("h2o", "h2c"),
+    "h2o h2": ("h2o", "h2"),
+    "node:http2 h2c": ("node", "h2c"),
+    "node:http2 h2": ("node", "h2"),
+}
 
 
 def parse_cells(text: str) -> list[tuple[int, int]]:
@@ -47,7 +54,9 @@ def parse_cells(text: str) -> list[tuple[int, int]]:
     for part in text.split(","):
         m = re.fullmatch(r"\s*(\d+)x(\d+)\s*", part)
         if not m:
-            raise SystemExit(f"server_vs_peers: --h2-cells expects CxM[,CxM...] (e.g. 25x10), got {part!r}")
+            raise SystemExit(
+                f"server_vs_peers: --h2-cells expects CxM[,CxM...] (e.g. 25x10), got {part!r}"
+            )
         cells.append((int(m.group(1)), int(m.group(2))))
     return cells
 
@@ -57,47 +66,77 @@ def peer_choices(args: argparse.Namespace) -> dict[str, PeerChoice]:
     waits for its HTTP/2 SETTINGS frame: some speak no HTTP/1.1 at all)."""
     unknown = [name for name in args.servers if name not in PEERS]
     if unknown:
-        raise SystemExit(f"server_vs_peers --protocol h2: unknown server(s) {', '.join(unknown)} "
-                         f"(known: {', '.join(PEERS)})")
+        raise SystemExit(
+            f"server_vs_peers --protocol h2: unknown server(s) {', '.join(unknown)} "
+            f"(known: {', '.join(PEERS)})"
+        )
     return {name: PeerChoice(name, *PEERS[name]) for name in args.servers}
 
 
-def h2load_run(h2load: str, url: str, c: int, m: int, duration: int, cpu: int) -> tuple[ChildRun, dict]:
+def h2load_run(
+    h2load: str, url: str, c: int, m: int, duration: int, cpu: int
+) -> tuple[ChildRun, dict]:
     argv = taskset([cpu]) + [h2load, "-t1", f"-c{c}", f"-m{m}", "-D", str(duration), url]
     child = run_child(argv, timeout_s=duration * 3 + 30)
     text = child.stdout
     codes = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", text)
     finished = re.search(r"finished in ([\d.]+)s", text)
-    counts = re.search(r"requests: \d+ total, \d+ started, \d+ done, \d+ succeeded, (\d+) failed, (\d+) errored, "
-                       r"(\d+) timeout", text)
+    counts = re.search(
+        r"requests: \d+ total, \d+ started, \d+ done, \d+ succeeded, (\d+) failed, (\d+) errored, "
+        r"(\d+) timeout",
+        text,
+    )
     if child.returncode != 0 or not (codes and finished and counts):
-        raise RuntimeError(f"h2load failed (exit {child.returncode}): {(child.stderr or text)[-600:]}")
+        raise RuntimeError(
+            f"h2load failed (exit {child.returncode}): {(child.stderr or text)[-600:]}"
+        )
     n = [int(g) for g in codes.groups()]
     protocol = re.search(r"Application protocol: (\S+)", text)
-    return child, {"responses": sum(n), "non_2xx": sum(n[1:]), "errors": sum(int(g) for g in counts.groups()),
-                   "duration_s": float(finished.group(1)), "protocol": protocol.group(1) if protocol else "?"}
+    return child, {
+        "responses": sum(n),
+        "non_2xx": sum(n[1:]),
+        "errors": sum(int(g) for g in counts.groups()),
+        "duration_s": float(finished.group(1)),
+        "protocol": protocol.group(1) if protocol else "?",
+    }
 
 
-def measure(peer: LaunchedPeer, h2load: str, args: argparse.Namespace, c: int, m: int, repeat: int) -> dict:
+def measure(
+    peer: LaunchedPeer, h2load: str, args: argparse.Namespace, c: int, m: int, repeat: int
+) -> dict:
     before = peer.snapshot()
     child, result = h2load_run(h2load, peer.url(args.path), c, m, args.duration, args.generator_cpu)
     server = window(before, peer.snapshot(), result["responses"])
     rps = result["responses"] / result["duration_s"] if result["duration_s"] > 0 else 0.0
     return {
-        "server": peer.name, "connections": c, "streams": m, "repeat": repeat, "path": args.path,
-        **result, "rps": rps, "server_cpu_s": server["cpu_s"], "server_cpu_us_per_req": server["cpu_us_per_req"],
-        "server_busy": server["cpu_s"] / server["window_s"], "server_window": server,
-        "h2load_cpu_s": child.cpu_s, "h2load_busy": child.busy, "wall_s": child.wall_s,
+        "server": peer.name,
+        "connections": c,
+        "streams": m,
+        "repeat": repeat,
+        "path": args.path,
+        **result,
+        "rps": rps,
+        "server_cpu_s": server["cpu_s"],
+        "server_cpu_us_per_req": server["cpu_us_per_req"],
+        "server_busy": server["cpu_s"] / server["window_s"],
+        "server_window": server,
+        "h2load_cpu_s": child.cpu_s,
+        "h2load_busy": child.busy,
+        "wall_s": child.wall_s,
         "foreign_cores": foreign_cores(server, child.cpu_s),
-        "outside_share": outside_share(server, child.cpu_s), "load1": os.getloadavg()[0],
-        "argv": shlex.join(child.argv), "h2load_stdout": child.stdout,
+        "outside_share": outside_share(server, child.cpu_s),
+        "load1": os.getloadavg()[0],
+        "argv": shlex.join(child.argv),
+        "h2load_stdout": child.stdout,
     }
 
 
 def run(args: argparse.Namespace, cells: list[tuple[int, int]]) -> tuple[list[dict], dict]:
     h2load = shutil.which("h2load")
     if h2load is None:
-        raise SystemExit("server_vs_peers: h2load is not installed (apt-get install nghttp2-client)")
+        raise SystemExit(
+            "server_vs_peers: h2load is not installed (apt-get install nghttp2-client)"
+        )
     env = environment()
     env["Load generator"] = program_version([h2load, "--version"], r"nghttp2/\S+")
     records: list[dict] = []
@@ -107,10 +146,18 @@ def run(args: argparse.Namespace, cells: list[tuple[int, int]]) -> tuple[list[di
     jsonl = JsonlWriter(out.with_suffix(".jsonl"))
     peers: list[LaunchedPeer] = []
     try:
-        peers = start_peers(list(peer_choices(args).values()), [args.server_cpu], env, args.peers_dir,
-                            binary=args.beast_bin)
+        peers = start_peers(
+            list(peer_choices(args).values()),
+            [args.server_cpu],
+            env,
+            args.peers_dir,
+            binary=args.beast_bin,
+        )
         for peer in peers:
-            print(f"{peer.name}: pid {peer.pid} on CPU {args.server_cpu}, {peer.url(args.path)}", flush=True)
+            print(
+                f"{peer.name}: pid {peer.pid} on CPU {args.server_cpu}, {peer.url(args.path)}",
+                flush=True,
+            )
             if args.warmup > 0:
                 h2load_run(h2load, peer.url(args.path), 10, 10, args.warmup, args.generator_cpu)
         for repeat in range(1, args.repeats + 1):
@@ -125,9 +172,12 @@ def run(args: argparse.Namespace, cells: list[tuple[int, int]]) -> tuple[list[di
                         continue
                     jsonl.write(record)
                     records.append(record)
-                    print(f"  repeat {repeat} c={c:<3} m={m:<3} {peer.name:<21} {record['rps']:>10,.0f} req/s "
-                          f"{record['server_cpu_us_per_req']:>7.2f} us/req  server busy {record['server_busy']:.2f}"
-                          f"  h2load busy {record['h2load_busy']:.2f} ({record['protocol']})", flush=True)
+                    print(
+                        f"  repeat {repeat} c={c:<3} m={m:<3} {peer.name:<21} {record['rps']:>10,.0f} req/s "
+                        f"{record['server_cpu_us_per_req']:>7.2f} us/req  server busy {record['server_busy']:.2f}"
+                        f"  h2load busy {record['h2load_busy']:.2f} ({record['protocol']})",
+                        flush=True,
+                    )
     finally:
         stop_all(peers)
         env["Load average at start"] += f" - {machine_note(first['load1_at_start'], first)}"
@@ -137,23 +187,40 @@ def run(args: argparse.Namespace, cells: list[tuple[int, int]]) -> tuple[list[di
     return records, env
 
 
-def report(records: list[dict], env: dict, args: argparse.Namespace, cells: list[tuple[int, int]],
-           command: str) -> str:
+def report(
+    records: list[dict],
+    env: dict,
+    args: argparse.Namespace,
+    cells: list[tuple[int, int]],
+    command: str,
+) -> str:
     header = ["Server"] + [f"c = {c}, m = {m}" for c, m in cells]
 
     def cell(server: str, c: int, m: int, key: str) -> Optional[Summary]:
-        return summarize(r[key] for r in records
-                            if r["server"] == server and r["connections"] == c and r["streams"] == m)
+        return summarize(
+            r[key]
+            for r in records
+            if r["server"] == server and r["connections"] == c and r["streams"] == m
+        )
 
     def table(key: str, lowest: bool, digits: int) -> str:
-        rows = [[s] + [(x.median if (x := cell(s, c, m, key)) else None) for c, m in cells] for s in args.servers]
+        rows = [
+            [s] + [(x.median if (x := cell(s, c, m, key)) else None) for c, m in cells]
+            for s in args.servers
+        ]
         return best_table(header, rows, lowest, digits)
 
     def headline() -> list[str]:
         lines = []
         for c, m in cells:
-            for ours, theirs in (("loadbench-server h2", "nginx h2"), ("loadbench-server h2c", "h2o h2c")):
-                a, b = cell(ours, c, m, "server_cpu_us_per_req"), cell(theirs, c, m, "server_cpu_us_per_req")
+            for ours, theirs in (
+                ("loadbench-server h2", "nginx h2"),
+                ("loadbench-server h2c", "h2o h2c"),
+            ):
+                a, b = (
+                    cell(ours, c, m, "server_cpu_us_per_req"),
+                    cell(theirs, c, m, "server_cpu_us_per_req"),
+                )
                 if not (a and b):
                     lines.append(f"- c = {c}, m = {m}: {ours} vs {theirs}: n/a")
                     continue
@@ -164,42 +231,52 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, cells: list
     settings = {
         "Workload": f"GET {args.path} (14-byte `Hello, World!\\n`), HTTP/2, c connections x m concurrent streams",
         "Generator": f"`taskset -c {args.generator_cpu} h2load -t1 -cC -mM -D {args.duration} URL` "
-                     "(http:// = h2c prior knowledge, https:// = TLS with ALPN h2)",
+        "(http:// = h2c prior knowledge, https:// = TLS with ALPN h2)",
         "Servers": f"each pinned to CPU {args.server_cpu}, one worker: loadbench-server `--workers 1`, nginx "
-                   "`worker_processes 1` + `listen ... ssl http2` (bench/peers/nginx), h2o `num-threads: 1` with an "
-                   "mruby handler (bench/peers/h2o), node:http2 stream API, one process (bench/peers/node/hello_h2.js)",
+        "`worker_processes 1` + `listen ... ssl http2` (bench/peers/nginx), h2o `num-threads: 1` with an "
+        "mruby handler (bench/peers/h2o), node:http2 stream API, one process (bench/peers/node/hello_h2.js)",
         "Repeats": f"median of {args.repeats} x {args.duration} s per cell; repeats outermost, servers innermost; "
-                   f"{args.warmup} s unrecorded warm-up per server",
+        f"{args.warmup} s unrecorded warm-up per server",
         "CPU us/req": "server utime+stime over its process tree from /proc right before and after the h2load run "
-                      "/ h2load's exact response count",
+        "/ h2load's exact response count",
         "Command": f"`{command}`",
     }
-    return "\n".join([
-        *report_head("HTTP/2 servers: loadbench-server vs nginx, h2o, node:http2",
-                        "bench/server_vs_peers.py --protocol h2", env, settings,
-                        f"every repeat, with h2load's own output, in `{Path(args.out).name}.jsonl`"),
-        "## Headline: server CPU us per HTTP/2 response (median)",
-        "",
-        *headline(),
-        "",
-        "## Server CPU us per response (median; lower is better)",
-        table("server_cpu_us_per_req", True, 2),
-        "",
-        "## Throughput, req/s (median; higher is better)",
-        table("rps", False, 0),
-        "",
-        "## Core use: server busy (fraction of one core, median)",
-        table("server_busy", False, 2),
-        "",
-        "## Other work on the machine during the runs (cores busy outside server and h2load, median)",
-        table("foreign_cores", True, 2),
-        "",
-        "## Errors",
-        "none: every run answered every request with 2xx" if not problems else
-        "\n".join(f"- {r['server']} c={r['connections']} m={r['streams']} repeat {r['repeat']}: {r['errors']} "
-                  f"failed/errored/timeout, {r['non_2xx']} non-2xx" for r in problems),
-        "",
-    ])
+    return "\n".join(
+        [
+            *report_head(
+                "HTTP/2 servers: loadbench-server vs nginx, h2o, node:http2",
+                "bench/server_vs_peers.py --protocol h2",
+                env,
+                settings,
+                f"every repeat, with h2load's own output, in `{Path(args.out).name}.jsonl`",
+            ),
+            "## Headline: server CPU us per HTTP/2 response (median)",
+            "",
+            *headline(),
+            "",
+            "## Server CPU us per response (median; lower is better)",
+            table("server_cpu_us_per_req", True, 2),
+            "",
+            "## Throughput, req/s (median; higher is better)",
+            table("rps", False, 0),
+            "",
+            "## Core use: server busy (fraction of one core, median)",
+            table("server_busy", False, 2),
+            "",
+            "## Other work on the machine during the runs (cores busy outside server and h2load, median)",
+            table("foreign_cores", True, 2),
+            "",
+            "## Errors",
+            "none: every run answered every request with 2xx"
+            if not problems
+            else "\n".join(
+                f"- {r['server']} c={r['connections']} m={r['streams']} repeat {r['repeat']}: {r['errors']} "
+                f"failed/errored/timeout, {r['non_2xx']} non-2xx"
+                for r in problems
+            ),
+            "",
+        ]
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -217,5 +294,7 @@ def main(args: argparse.Namespace) -> int:
     text = report(records, env, args, cells, command)
     write_report(Path(args.out).with_suffix(".md"), text)
     print(text)
-    print(f"server_vs_peers --protocol h2: done in {time.monotonic() - started:.0f} s; wrote {args.out}.md and .jsonl")
+    print(
+        f"server_vs_peers --protocol h2: done in {time.monotonic() - started:.0f} s; wrote {args.out}.md and .jsonl"
+    )
     return 0

@@ -1,4 +1,5 @@
 """`strace -c` tables read into calls by name: the system calls a load tool or a server made."""
+
 from __future__ import annotations
 
 

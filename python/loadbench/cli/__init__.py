@@ -4,6 +4,7 @@ Each subcommand is one module in this package that defines
     register(subparsers) -> None      add its parser, set `func=<callable(args) -> int>`
 Modules are discovered, so adding a subcommand touches only its own file.
 """
+
 from __future__ import annotations
 
 import argparse

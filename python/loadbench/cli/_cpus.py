@@ -1,4 +1,5 @@
 """The one parser of CPU lists on the command line (run, serve, env): the `taskset -c` form."""
+
 from __future__ import annotations
 
 from ..core.errors import ConfigError

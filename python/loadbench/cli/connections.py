@@ -1,4 +1,5 @@
 """`loadbench connections URL -c N`: memory per idle keep-alive connection (C10k)."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,9 +22,13 @@ def register(subparsers: Any) -> None:
         "to prove they are live.",
     )
     p.add_argument("url", help="http://host:port/path")
-    p.add_argument("-c", "--connections", type=int, default=10_000, help="connections to hold (default 10000)")
+    p.add_argument(
+        "-c", "--connections", type=int, default=10_000, help="connections to hold (default 10000)"
+    )
     p.add_argument("--sample-pid", type=int, help="the server's pid: its memory per connection too")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds to open them all, and for the answers")
+    p.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds to open them all, and for the answers"
+    )
     p.add_argument("--json", metavar="FILE", help="write the record as JSON ('-' = stdout)")
     p.set_defaults(func=run)
 
@@ -37,24 +42,38 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--connections must be at least 1")
     if not args.timeout > 0:
         raise ConfigError("--timeout must be positive")
-    record = hold_connections(args.url, args.connections, sample_pid=args.sample_pid, timeout=args.timeout,
-                              progress=lambda message: print(f"loadbench connections: {message}", file=sys.stderr))
+    record = hold_connections(
+        args.url,
+        args.connections,
+        sample_pid=args.sample_pid,
+        timeout=args.timeout,
+        progress=lambda message: print(f"loadbench connections: {message}", file=sys.stderr),
+    )
     if args.json == "-":
         print(json.dumps(record, indent=2))
     else:
         gen = record["generator"]
-        print(f"held {record['connections_held']:,} of {record['connections']:,} connections, "
-              f"{record['requests_ok']:,} answered 2xx")
-        print(f"  generator  {_kib(gen['bytes_per_connection'])} per connection "
-              f"({gen['holder_bytes_per_connection']} B of holder state each)")
+        print(
+            f"held {record['connections_held']:,} of {record['connections']:,} connections, "
+            f"{record['requests_ok']:,} answered 2xx"
+        )
+        print(
+            f"  generator  {_kib(gen['bytes_per_connection'])} per connection "
+            f"({gen['holder_bytes_per_connection']} B of holder state each)"
+        )
         server = record.get("server")
         if server:
-            print(f"  server     RSS {_kib(server['rss_bytes_per_connection'])} / PSS "
-                  f"{_kib(server['pss_bytes_per_connection'])} per connection "
-                  f"({server['accepted']:,} accepted, pid {server['pid']})")
+            print(
+                f"  server     RSS {_kib(server['rss_bytes_per_connection'])} / PSS "
+                f"{_kib(server['pss_bytes_per_connection'])} per connection "
+                f"({server['accepted']:,} accepted, pid {server['pid']})"
+            )
         if record["first_error"]:
             print(f"  first error: {record['first_error']}")
         if args.json:
             Path(args.json).write_text(json.dumps(record, indent=2) + "\n")
-    ok = record["connections_held"] == record["connections"] and record["requests_ok"] == record["connections_held"]
+    ok = (
+        record["connections_held"] == record["connections"]
+        and record["requests_ok"] == record["connections_held"]
+    )
     return 0 if ok else 1

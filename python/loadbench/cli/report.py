@@ -1,5 +1,6 @@
 """`loadbench report RESULTS_DIR [--html [--compare BASE_DIR]]`: rewrite report.md and the charts
 from a sweep's raw results; --html also writes report.html (one offline file)."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,18 +13,33 @@ from ..report.html import write_html
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "report", help="write report.md and PNG charts (--html: report.html) from a sweep's results folder",
+        "report",
+        help="write report.md and PNG charts (--html: report.html) from a sweep's results folder",
         description="Rebuild report.md and the charts of RESULTS_DIR from its results.jsonl, "
-                    "sweep.json and environment.json (nothing is re-measured).")
-    parser.add_argument("results_dir", metavar="RESULTS_DIR", help="a folder written by `loadbench sweep`")
-    parser.add_argument("--no-charts", action="store_true",
-                        help="no PNG charts (report.md only; report.html keeps its own)")
-    parser.add_argument("--baseline", metavar="SERVER", help="the server ratios divide by (default: the first)")
-    parser.add_argument("--html", action="store_true",
-                        help="also write report.html: tables and interactive charts in one file that works offline")
-    parser.add_argument("--compare", metavar="BASE_DIR",
-                        help="with --html: add the comparison of RESULTS_DIR (new) against BASE_DIR (base), as "
-                             "`loadbench compare BASE_DIR RESULTS_DIR` computes it")
+        "sweep.json and environment.json (nothing is re-measured).",
+    )
+    parser.add_argument(
+        "results_dir", metavar="RESULTS_DIR", help="a folder written by `loadbench sweep`"
+    )
+    parser.add_argument(
+        "--no-charts",
+        action="store_true",
+        help="no PNG charts (report.md only; report.html keeps its own)",
+    )
+    parser.add_argument(
+        "--baseline", metavar="SERVER", help="the server ratios divide by (default: the first)"
+    )
+    parser.add_argument(
+        "--html",
+        action="store_true",
+        help="also write report.html: tables and interactive charts in one file that works offline",
+    )
+    parser.add_argument(
+        "--compare",
+        metavar="BASE_DIR",
+        help="with --html: add the comparison of RESULTS_DIR (new) against BASE_DIR (base), as "
+        "`loadbench compare BASE_DIR RESULTS_DIR` computes it",
+    )
     parser.set_defaults(func=run)
 
 
@@ -36,5 +52,7 @@ def run(args: argparse.Namespace) -> int:
     out = write_report(directory, charts=not args.no_charts, baseline=args.baseline)
     print(f"loadbench: wrote {out}")
     if args.html:
-        print(f"loadbench: wrote {write_html(directory, compare_with=args.compare, baseline=args.baseline)}")
+        print(
+            f"loadbench: wrote {write_html(directory, compare_with=args.compare, baseline=args.baseline)}"
+        )
     return 0

@@ -1,4 +1,5 @@
 """`loadbench run URL`: one load run with flags an oha or wrk user already knows."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,7 @@ _UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
 def parse_duration(text: str, what: str = "duration") -> float:
-    """"10s", "500ms", "2m", "1h" or plain seconds."""
+    """ "10s", "500ms", "2m", "1h" or plain seconds."""
     m = _DURATION.match(str(text))
     if not m:
         raise ConfigError(f"bad {what} {text!r}: use e.g. 10s, 500ms, 2m")
@@ -43,64 +44,129 @@ def check_writable(flag: str, path: str) -> None:
 def _help(name: str, more: str = "") -> str:
     """A flag's help: the option's own text (RunOptions, written once) and its default."""
     default = next(f.default for f in fields(RunOptions) if f.name == name)
-    shown = "" if default is None else f"; default {default:g}" if isinstance(default, float) else f"; default {default}"
+    shown = (
+        ""
+        if default is None
+        else f"; default {default:g}"
+        if isinstance(default, float)
+        else f"; default {default}"
+    )
     return f"{FIELD_HELP[name]}{shown}" + (f" ({more})" if more else "")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("run", help="load a URL and report throughput, latency and errors",
-                              description="Load a URL (closed loop) and print req/s, latency percentiles, "
-                                          "status codes, errors and the generator's own CPU cost.")
+    p = subparsers.add_parser(
+        "run",
+        help="load a URL and report throughput, latency and errors",
+        description="Load a URL (closed loop) and print req/s, latency percentiles, "
+        "status codes, errors and the generator's own CPU cost.",
+    )
     p.add_argument("url", help="http:// or https:// URL")
     p.add_argument("-c", "--connections", type=int, default=10, help=_help("connections"))
     p.add_argument("-t", "--threads", type=int, default=1, help=_help("threads"))
-    p.add_argument("-z", "-d", "--duration", default=None, help=_help("duration", "e.g. 10s, 500ms, 2m"))
+    p.add_argument(
+        "-z", "-d", "--duration", default=None, help=_help("duration", "e.g. 10s, 500ms, 2m")
+    )
     p.add_argument("-n", "--requests", type=int, default=None, help=_help("requests"))
     p.add_argument("-m", "--method", default="GET", help=_help("method"))
-    p.add_argument("--h2", "--http2", dest="h2", action="store_true",
-                   help="HTTP/2: h2c with prior knowledge for http://, ALPN h2 (only) for https://")
-    p.add_argument("-p", "--streams", type=int, default=1, metavar="N",
-                   help=_help("streams", "-m is --method here, as in oha"))
-    p.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'", help="header (repeatable)")
+    p.add_argument(
+        "--h2",
+        "--http2",
+        dest="h2",
+        action="store_true",
+        help="HTTP/2: h2c with prior knowledge for http://, ALPN h2 (only) for https://",
+    )
+    p.add_argument(
+        "-p",
+        "--streams",
+        type=int,
+        default=1,
+        metavar="N",
+        help=_help("streams", "-m is --method here, as in oha"),
+    )
+    p.add_argument(
+        "-H",
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="header (repeatable)",
+    )
     p.add_argument("-b", "--body", default=None, help="request body")
     p.add_argument("--body-file", default=None, help="send this file as the request body")
-    p.add_argument("--disable-keepalive", action="store_true", help=_help("keepalive", "this flag sets it false"))
-    p.add_argument("--ack-with-request", action="store_true",
-                   help=_help("ack_with_request"))
-    p.add_argument("--rst-close", action="store_true",
-                   help=_help("rst_close"))
-    p.add_argument("--insecure", action="store_true", default=True,
-                   help=_help("insecure"))
+    p.add_argument(
+        "--disable-keepalive",
+        action="store_true",
+        help=_help("keepalive", "this flag sets it false"),
+    )
+    p.add_argument("--ack-with-request", action="store_true", help=_help("ack_with_request"))
+    p.add_argument("--rst-close", action="store_true", help=_help("rst_close"))
+    p.add_argument("--insecure", action="store_true", default=True, help=_help("insecure"))
     p.add_argument("--verify", action="store_true", help=_help("verify"))
     p.add_argument("--cacert", default=None, help=_help("cacert"))
-    p.add_argument("--tls-library", choices=("openssl", "wolfssl", "rustls"), default="openssl",
-                   help=_help("tls_library"))
+    p.add_argument(
+        "--tls-library",
+        choices=("openssl", "wolfssl", "rustls"),
+        default="openssl",
+        help=_help("tls_library"),
+    )
     p.add_argument("--tls-resume", action="store_true", help=_help("tls_session_resumption"))
     p.add_argument("--timeout", default="10s", help=_help("timeout", "e.g. 10s"))
     p.add_argument("--warmup", default="0s", help=_help("warmup", "e.g. 2s"))
     p.add_argument("--cpus", default=None, help=_help("cpus", "e.g. 1 or 2-3"))
-    p.add_argument("-q", "-R", "--rate", type=float, default=None, metavar="RATE",
-                   help=_help("rate"))
-    p.add_argument("--arrival", choices=("constant", "poisson"), default="constant",
-                   help=_help("arrival"))
-    p.add_argument("--max-connections", type=int, default=None,
-                   help=_help("max_connections"))
+    p.add_argument(
+        "-q", "-R", "--rate", type=float, default=None, metavar="RATE", help=_help("rate")
+    )
+    p.add_argument(
+        "--arrival", choices=("constant", "poisson"), default="constant", help=_help("arrival")
+    )
+    p.add_argument("--max-connections", type=int, default=None, help=_help("max_connections"))
     p.add_argument("--seed", type=int, default=1, help=_help("seed"))
-    p.add_argument("--json", default=None, metavar="FILE", help="write the result as JSON (docs/run.md, Result JSON)")
-    p.add_argument("--hdr-log", default=None, metavar="FILE", help="write the latency histogram as an HdrHistogram log")
-    p.add_argument("--sample-pid", type=int, default=None, metavar="PID",
-                   help="read the server's CPU, memory and fds from /proc at the window's edges "
-                        "(PID and all its descendants): adds server CPU us/req")
-    p.add_argument("--cluster", default=None, metavar="ADDRESS",
-                   help="spread the run over Dask workers: tcp://HOST:8786, or 'local' for worker "
-                        "processes on this machine (docs/distributed.md)")
-    p.add_argument("--shards", type=int, default=None,
-                   help="with --cluster: split the run into N shards on N workers (default: every worker)")
+    p.add_argument(
+        "--json",
+        default=None,
+        metavar="FILE",
+        help="write the result as JSON (docs/run.md, Result JSON)",
+    )
+    p.add_argument(
+        "--hdr-log",
+        default=None,
+        metavar="FILE",
+        help="write the latency histogram as an HdrHistogram log",
+    )
+    p.add_argument(
+        "--sample-pid",
+        type=int,
+        default=None,
+        metavar="PID",
+        help="read the server's CPU, memory and fds from /proc at the window's edges "
+        "(PID and all its descendants): adds server CPU us/req",
+    )
+    p.add_argument(
+        "--cluster",
+        default=None,
+        metavar="ADDRESS",
+        help="spread the run over Dask workers: tcp://HOST:8786, or 'local' for worker "
+        "processes on this machine (docs/distributed.md)",
+    )
+    p.add_argument(
+        "--shards",
+        type=int,
+        default=None,
+        help="with --cluster: split the run into N shards on N workers (default: every worker)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no live progress line")
-    p.add_argument("--wait-quiet", nargs="?", type=float, const=120.0, default=None, metavar="SECONDS",
-                   help="before the run, wait until the machine is quiet (1-min load below 0.25 x cores, or "
-                        "other processes under 5 %% of the CPU over a second), at most SECONDS (default 120); "
-                        "the summary and JSON say whether it was quiet")
+    p.add_argument(
+        "--wait-quiet",
+        nargs="?",
+        type=float,
+        const=120.0,
+        default=None,
+        metavar="SECONDS",
+        help="before the run, wait until the machine is quiet (1-min load below 0.25 x cores, or "
+        "other processes under 5 %% of the CPU over a second), at most SECONDS (default 120); "
+        "the summary and JSON say whether it was quiet",
+    )
     p.set_defaults(func=main)
 
 
@@ -147,29 +213,48 @@ def main(args: argparse.Namespace) -> int:
         body = Path(args.body_file)
     gate = None
     if args.wait_quiet is not None:
-        gate = LoadGate(timeout_s=args.wait_quiet,
-                        on_wait=lambda text: print(f"loadbench: {text}", file=sys.stderr)).wait()
+        gate = LoadGate(
+            timeout_s=args.wait_quiet,
+            on_wait=lambda text: print(f"loadbench: {text}", file=sys.stderr),
+        ).wait()
     progress: Optional[_ProgressLine] = None
     if not args.no_progress and sys.stderr.isatty():
         progress = _ProgressLine(sys.stderr)
     if args.shards is not None and args.cluster is None:
         raise ConfigError("--shards needs --cluster (a Dask scheduler address, or 'local')")
     kwargs = dict(
-        connections=args.connections, threads=args.threads, duration=duration, requests=args.requests,
-        warmup=parse_duration(args.warmup, "warm-up"), method=args.method, headers=args.header, body=body,
-        keepalive=not args.disable_keepalive, timeout=parse_duration(args.timeout, "timeout"),
-        verify=args.verify, cacert=args.cacert, tls_session_resumption=args.tls_resume, tls_library=args.tls_library,
-        ack_with_request=args.ack_with_request, rst_close=args.rst_close,
+        connections=args.connections,
+        threads=args.threads,
+        duration=duration,
+        requests=args.requests,
+        warmup=parse_duration(args.warmup, "warm-up"),
+        method=args.method,
+        headers=args.header,
+        body=body,
+        keepalive=not args.disable_keepalive,
+        timeout=parse_duration(args.timeout, "timeout"),
+        verify=args.verify,
+        cacert=args.cacert,
+        tls_session_resumption=args.tls_resume,
+        tls_library=args.tls_library,
+        ack_with_request=args.ack_with_request,
+        rst_close=args.rst_close,
         cpus=parse_cpu_list(args.cpus) if args.cpus else None,
-        sample_pid=args.sample_pid, rate=args.rate, arrival=args.arrival,
-        max_connections=args.max_connections, seed=args.seed)
+        sample_pid=args.sample_pid,
+        rate=args.rate,
+        arrival=args.arrival,
+        max_connections=args.max_connections,
+        seed=args.seed,
+    )
     if args.h2 or args.streams != 1:
         kwargs.update(protocol="h2" if args.h2 else "http/1.1", streams=args.streams)
     lost: Optional[LoadbenchError] = None
     try:
         if args.cluster is not None:
             try:
-                result = distributed.run(args.url, cluster=args.cluster, shards=args.shards, **kwargs)
+                result = distributed.run(
+                    args.url, cluster=args.cluster, shards=args.shards, **kwargs
+                )
             except distributed.ShardLostError as exc:
                 if exc.result is None:
                     raise
@@ -199,5 +284,7 @@ def main(args: argparse.Namespace) -> int:
         # Nothing answered (refused port, TLS to a plain port, ...): the summary and JSON above
         # keep the counts, and the exit status says the run measured no server at all.
         kinds = ", ".join(f"{k} {n:,}" for k, n in result.errors.items() if n)
-        raise LoadbenchError(f"no responses from {args.url} ({kinds}); first: {result.first_error or 'unknown'}")
+        raise LoadbenchError(
+            f"no responses from {args.url} ({kinds}); first: {result.first_error or 'unknown'}"
+        )
     return 0

@@ -3,6 +3,7 @@
 Flags mirror the `loadbench-server` binary (plus --cpus to pin it). Ctrl-C (or SIGTERM)
 stops it gracefully and prints what it served.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,21 +25,38 @@ def register(subparsers: Any) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=0, help="HTTP port, 0 = a free port (default 0)")
     p.add_argument("--no-http", action="store_true", help="no plain HTTP listener (needs --tls)")
-    p.add_argument("--tls", action="store_true", help="also serve HTTPS (self-signed EC P-256 unless --cert/--key)")
-    p.add_argument("--tls-port", type=int, default=0, help="HTTPS port, 0 = a free port (default 0)")
+    p.add_argument(
+        "--tls",
+        action="store_true",
+        help="also serve HTTPS (self-signed EC P-256 unless --cert/--key)",
+    )
+    p.add_argument(
+        "--tls-port", type=int, default=0, help="HTTPS port, 0 = a free port (default 0)"
+    )
     p.add_argument("--cert", help="PEM certificate chain for HTTPS")
     p.add_argument("--key", help="PEM private key for HTTPS")
     p.add_argument("-w", "--workers", type=int, default=1, help="worker threads (default 1)")
     p.add_argument("--max-body", type=int, help="request body limit in bytes (default 1 MiB)")
     p.add_argument("--header-timeout-ms", type=int, help="request header timeout (default 10000)")
     p.add_argument("--idle-timeout-ms", type=int, help="keep-alive idle timeout (default 60000)")
-    p.add_argument("--accept", choices=["reuseport", "shared"], help="accept strategy (default reuseport)")
-    p.add_argument("--no-h2", action="store_true",
-                   help="HTTP/1.1 only (default: h2c prior knowledge on --port, ALPN h2 with --tls)")
-    p.add_argument("--h2-max-streams", type=int,
-                   help="HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; more streams are refused (default 100)")
-    p.add_argument("--h2-max-requests", type=int,
-                   help="HTTP/2: GOAWAY after N streams on a connection (default 0 = never)")
+    p.add_argument(
+        "--accept", choices=["reuseport", "shared"], help="accept strategy (default reuseport)"
+    )
+    p.add_argument(
+        "--no-h2",
+        action="store_true",
+        help="HTTP/1.1 only (default: h2c prior knowledge on --port, ALPN h2 with --tls)",
+    )
+    p.add_argument(
+        "--h2-max-streams",
+        type=int,
+        help="HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; more streams are refused (default 100)",
+    )
+    p.add_argument(
+        "--h2-max-requests",
+        type=int,
+        help="HTTP/2: GOAWAY after N streams on a connection (default 0 = never)",
+    )
     p.add_argument("--cpus", help="pin the server to these CPUs, e.g. 0 or 0-1")
     p.set_defaults(func=run)
 
@@ -77,7 +95,11 @@ def format_counters(stopped: dict) -> str:
     requests = stopped.get("requests", {})
     served = ", ".join(f"{name} {count}" for name, count in requests.items() if count)
     h2 = stopped.get("h2") or {}
-    over_h2 = f"; HTTP/2: {h2.get('requests', 0)} requests on {h2.get('connections', 0)} connections" if h2 else ""
+    over_h2 = (
+        f"; HTTP/2: {h2.get('requests', 0)} requests on {h2.get('connections', 0)} connections"
+        if h2
+        else ""
+    )
     return (
         f"loadbench serve: stopped; {stopped.get('requests_total', 0)} requests"
         f" ({served or 'none'}), {stopped.get('connections_accepted', 0)} connections accepted{over_h2}"
@@ -99,13 +121,19 @@ def run(args: argparse.Namespace) -> int:
             port = server.https_port if https else server.http_port
             if port is not None:
                 print(f"loadbench serve: listening on {server.url('/', https=https)}", flush=True)
-        print(f"loadbench serve: pid {server.pid}, {args.workers} worker(s); Ctrl-C stops", flush=True)
+        print(
+            f"loadbench serve: pid {server.pid}, {args.workers} worker(s); Ctrl-C stops", flush=True
+        )
         if server.cgroup_path:
-            print(f"loadbench serve: in cgroup {server.cgroup_path} (--sample-pid {server.pid} reads its exact CPU)",
-                  flush=True)
+            print(
+                f"loadbench serve: in cgroup {server.cgroup_path} (--sample-pid {server.pid} reads its exact CPU)",
+                flush=True,
+            )
         elif server.cgroup_note:
-            print(f"loadbench serve: no cgroup of its own ({server.cgroup_note}); CPU is sampled from /proc",
-                  flush=True)
+            print(
+                f"loadbench serve: no cgroup of its own ({server.cgroup_note}); CPU is sampled from /proc",
+                flush=True,
+            )
         try:
             code = server.proc.wait() if server.proc else 1
         except KeyboardInterrupt:

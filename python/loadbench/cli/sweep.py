@@ -4,6 +4,7 @@ With no file: the default sweep (the embedded Beast server and every peer instal
 ./bench/peers, http and https, sized for about 10 minutes on 2 cores) into
 reports/<date>-<host>/. Running the same command again resumes an interrupted sweep.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,8 @@ from pathlib import Path
 from typing import Optional
 
 from ..core.errors import ConfigError
-from ..core.tcp_exchange import OPTIONS as TCP_OPTIONS
 from ..core.gate import LoadGate
+from ..core.tcp_exchange import OPTIONS as TCP_OPTIONS
 from ..report.document import headline_lines, write_report
 from ..report.model import load as load_model
 from ..sweep.file import default_sweep, load_sweep
@@ -26,38 +27,84 @@ from ..sweep.runner import Sweep
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "sweep", help="run a matrix of servers x workloads x loads and write report.md + charts",
+        "sweep",
+        help="run a matrix of servers x workloads x loads and write report.md + charts",
         description="Run a sweep described by CONFIG.toml (see bench/sweeps/example.toml), or the default "
-                    "sweep (Beast + installed peers) without one. Each cell is appended to "
-                    "DIR/results.jsonl as it ends; the same command resumes an interrupted sweep.")
-    parser.add_argument("config", nargs="?", metavar="CONFIG.toml", help="sweep file (default: the built-in sweep)")
-    parser.add_argument("--out", metavar="DIR",
-                        help="results folder (default: reports/<date>-<host>[-quick|-<config name>])")
-    parser.add_argument("--quick", action="store_true",
-                        help="the default sweep cut to about 2-3 minutes (1 repeat, 0.5 s cells, C = 25)")
-    parser.add_argument("--cluster", metavar="ADDRESS", default=None,
-                        help="generate every cell's load from Dask workers (tcp://HOST:8786, or 'local')")
-    parser.add_argument("--shards", type=int, default=None, help="with --cluster: workers per cell (default: all)")
-    parser.add_argument("--tls-library", choices=("openssl", "wolfssl", "rustls"), default=None,
-                        help="the generator's TLS library for https/h2 cells (default: the sweep file's, else "
-                             "openssl; rustls: the cheapest client handshake, where the build has it)")
-    parser.add_argument("--ack-with-request", action="store_true", default=None,
-                        help="connection-setup cells: the handshake's last ACK rides on the request (see run --help)")
-    parser.add_argument("--rst-close", action="store_true", default=None,
-                        help="connection-setup cells: close connections the server closed with RST (see run --help)")
-    parser.add_argument("--no-report", action="store_true", help="measure only; `loadbench report DIR` later")
-    parser.add_argument("--plan", action="store_true",
-                        help="print the cells that would run here and the planned time, then exit (measures nothing)")
+        "sweep (Beast + installed peers) without one. Each cell is appended to "
+        "DIR/results.jsonl as it ends; the same command resumes an interrupted sweep.",
+    )
+    parser.add_argument(
+        "config", nargs="?", metavar="CONFIG.toml", help="sweep file (default: the built-in sweep)"
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="results folder (default: reports/<date>-<host>[-quick|-<config name>])",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="the default sweep cut to about 2-3 minutes (1 repeat, 0.5 s cells, C = 25)",
+    )
+    parser.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        default=None,
+        help="generate every cell's load from Dask workers (tcp://HOST:8786, or 'local')",
+    )
+    parser.add_argument(
+        "--shards", type=int, default=None, help="with --cluster: workers per cell (default: all)"
+    )
+    parser.add_argument(
+        "--tls-library",
+        choices=("openssl", "wolfssl", "rustls"),
+        default=None,
+        help="the generator's TLS library for https/h2 cells (default: the sweep file's, else "
+        "openssl; rustls: the cheapest client handshake, where the build has it)",
+    )
+    parser.add_argument(
+        "--ack-with-request",
+        action="store_true",
+        default=None,
+        help="connection-setup cells: the handshake's last ACK rides on the request (see run --help)",
+    )
+    parser.add_argument(
+        "--rst-close",
+        action="store_true",
+        default=None,
+        help="connection-setup cells: close connections the server closed with RST (see run --help)",
+    )
+    parser.add_argument(
+        "--no-report", action="store_true", help="measure only; `loadbench report DIR` later"
+    )
+    parser.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the cells that would run here and the planned time, then exit (measures nothing)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    parser.add_argument("--no-wait", action="store_true",
-                        help="do not wait for a quiet machine before the sweep and each cell (recorded as skipped)")
-    parser.add_argument("--wait-timeout", type=float, default=120.0, metavar="SECONDS",
-                        help="wait at most this long for a quiet machine before the sweep, then measure anyway "
-                             "and say so in the report (default 120; before each cell at most 20 s, or this if "
-                             "shorter)")
-    parser.add_argument("--quiet-load", type=float, default=None, metavar="LOAD",
-                        help="1-min load average counted as quiet (default 0.25 x logical cores); also quiet: "
-                             "other processes under 5 %% of the CPU over the last second")
+    parser.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="do not wait for a quiet machine before the sweep and each cell (recorded as skipped)",
+    )
+    parser.add_argument(
+        "--wait-timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="wait at most this long for a quiet machine before the sweep, then measure anyway "
+        "and say so in the report (default 120; before each cell at most 20 s, or this if "
+        "shorter)",
+    )
+    parser.add_argument(
+        "--quiet-load",
+        type=float,
+        default=None,
+        metavar="LOAD",
+        help="1-min load average counted as quiet (default 0.25 x logical cores); also quiet: "
+        "other processes under 5 %% of the CPU over the last second",
+    )
     parser.set_defaults(func=run)
 
 
@@ -81,7 +128,9 @@ def free_out_dir(sweep: "Sweep", base: Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     if args.config and args.quick:
-        raise ConfigError("--quick shortens the default sweep; edit the file's duration/repeats instead")
+        raise ConfigError(
+            "--quick shortens the default sweep; edit the file's duration/repeats instead"
+        )
     sweep = load_sweep(args.config) if args.config else default_sweep(quick=args.quick)
     if args.cluster is not None or args.shards is not None:
         sweep.cluster = args.cluster or sweep.cluster
@@ -96,28 +145,44 @@ def run(args: argparse.Namespace) -> int:
         sweep.check_tls_library()
     out = Path(args.out) if args.out else default_out_dir(args.quick, args.config)
     if not args.out and (free := free_out_dir(sweep, out)) != out:
-        print(f"loadbench: {out} holds another sweep's results (left as they are); writing to {free}",
-              file=sys.stderr)
+        print(
+            f"loadbench: {out} holds another sweep's results (left as they are); writing to {free}",
+            file=sys.stderr,
+        )
         out = free
     cells = sweep.cells()
     peers = Path(sweep.peers_dir) if sweep.peers_dir else None
     by_target = {t.name: t for t in sweep.targets}
-    runnable = [c for c in cells if not by_target[c.target].unavailable_reason(c.protocol, peers)
-                and c.workload not in by_target[c.target].unsupported_workloads]
-    planned = (f"{len(runnable)} to measure here, planned {sweep.planned_seconds(runnable) / 60:.1f} min on a quiet "
-               "machine plus re-runs of contended windows")
-    print(f"loadbench: sweep of {len(cells)} cells ({planned}; "
-          f"{len(sweep.targets)} servers: {', '.join(t.name for t in sweep.targets)}) -> {out}",
-          file=sys.stderr)
+    runnable = [
+        c
+        for c in cells
+        if not by_target[c.target].unavailable_reason(c.protocol, peers)
+        and c.workload not in by_target[c.target].unsupported_workloads
+    ]
+    planned = (
+        f"{len(runnable)} to measure here, planned {sweep.planned_seconds(runnable) / 60:.1f} min on a quiet "
+        "machine plus re-runs of contended windows"
+    )
+    print(
+        f"loadbench: sweep of {len(cells)} cells ({planned}; "
+        f"{len(sweep.targets)} servers: {', '.join(t.name for t in sweep.targets)}) -> {out}",
+        file=sys.stderr,
+    )
     if args.plan:
         groups: dict = {}
         for c in runnable:
             groups.setdefault((c.target, c.protocol), []).append(c)
         for (target, protocol), group in groups.items():
-            print(f"  {target:<16} {protocol:<6} {len(group):>3} repeats, {sweep.planned_seconds(group):5.1f} s")
+            print(
+                f"  {target:<16} {protocol:<6} {len(group):>3} repeats, {sweep.planned_seconds(group):5.1f} s"
+            )
         return 0
-    gate = LoadGate(quiet_load=args.quiet_load, timeout_s=args.wait_timeout, enabled=not args.no_wait,
-                    cell_timeout_s=min(args.wait_timeout, 20.0))
+    gate = LoadGate(
+        quiet_load=args.quiet_load,
+        timeout_s=args.wait_timeout,
+        enabled=not args.no_wait,
+        cell_timeout_s=min(args.wait_timeout, 20.0),
+    )
     started = time.monotonic()
 
     def terminate(signum: int, _frame: object) -> None:
@@ -127,9 +192,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         results = sweep.run(out, progress=not args.no_progress, gate=gate)
     except KeyboardInterrupt:
-        print(f"\nloadbench: interrupted; every finished cell is in {out / 'results.jsonl'}. "
-              f"Run the same command again to resume, or `loadbench report {out}` for a report of what is there.",
-              file=sys.stderr)
+        print(
+            f"\nloadbench: interrupted; every finished cell is in {out / 'results.jsonl'}. "
+            f"Run the same command again to resume, or `loadbench report {out}` for a report of what is there.",
+            file=sys.stderr,
+        )
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)

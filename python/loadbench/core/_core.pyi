@@ -1,4 +1,5 @@
 """Type stubs for the native extension `loadbench.core._core` (partial: each part adds its own)."""
+
 from typing import Any, Optional
 
 def build_info() -> dict[str, str]: ...
@@ -40,7 +41,9 @@ class Server:
     def __exit__(self, *exc: object) -> None: ...
 
 def clock_ticks_per_second() -> float: ...
-def tls_libraries() -> list[str]: ...  # "openssl" first, then "wolfssl" / "rustls" where the build has them
+def tls_libraries() -> list[
+    str
+]: ...  # "openssl" first, then "wolfssl" / "rustls" where the build has them
 
 class Sampler:
     """A process (with its descendants when tree=True) and the machine, read from /proc.
@@ -63,18 +66,33 @@ class Sampler:
     def sampling_thread_cpu_s(self) -> float: ...
     def proc_listings(self) -> int: ...
 
-def cgroup_cpu_ns(dir: str) -> Optional[int]: ...  # one reading of a cgroup's CPU usage; None if unreadable
-def machine_processes() -> list[tuple[int, int, int, float, str, bool]]: ...  # (pid, ppid, start_ticks, cpu_s, comm, kernel_thread)
+def cgroup_cpu_ns(
+    dir: str,
+) -> Optional[int]: ...  # one reading of a cgroup's CPU usage; None if unreadable
+def machine_processes() -> list[
+    tuple[int, int, int, float, str, bool]
+]: ...  # (pid, ppid, start_ticks, cpu_s, comm, kernel_thread)
 
 class ConnectionHolder:
     """N idle keep-alive connections at an fd and a state byte each (loadbench.hold_connections)."""
 
     bytes_per_slot: int
-    def __init__(self, address: str, port: int, connections: int, request: bytes | str,
-                 head_request: bool = False, connects_in_flight: int = 256) -> None: ...
-    def open(self, timeout_s: float) -> dict[str, Any]: ...  # connected, failed, timed_out, first_error
+    def __init__(
+        self,
+        address: str,
+        port: int,
+        connections: int,
+        request: bytes | str,
+        head_request: bool = False,
+        connects_in_flight: int = 256,
+    ) -> None: ...
+    def open(
+        self, timeout_s: float
+    ) -> dict[str, Any]: ...  # connected, failed, timed_out, first_error
     def held(self) -> int: ...
-    def request_all(self, timeout_s: float) -> dict[str, Any]: ...  # ok, non_2xx, failed, first_error
+    def request_all(
+        self, timeout_s: float
+    ) -> dict[str, Any]: ...  # ok, non_2xx, failed, first_error
     def close(self) -> None: ...
 
 def __getattr__(name: str) -> Any: ...  # the other parts' bindings

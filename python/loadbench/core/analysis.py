@@ -40,6 +40,7 @@ Definitions used throughout:
   open towards better values). Everything else between two servers is *uncertain*, and a rank
   becomes a range (:func:`certain_ranks`).
 """
+
 from __future__ import annotations
 
 import math
@@ -70,7 +71,9 @@ class Figure(float):
     bounded: int
     cells: int
 
-    def __new__(cls, value: float, bound: Optional[str] = None, bounded: int = 0, cells: int = 1) -> "Figure":
+    def __new__(
+        cls, value: float, bound: Optional[str] = None, bounded: int = 0, cells: int = 1
+    ) -> "Figure":
         if bound not in (None, "lower", "upper", "unknown"):
             raise ValueError(f"bound must be None, 'lower', 'upper' or 'unknown', not {bound!r}")
         obj = super().__new__(cls, value)
@@ -81,7 +84,11 @@ class Figure(float):
         return (Figure, (float(self), self.bound, self.bounded, self.cells))
 
     def __repr__(self) -> str:
-        return f"Figure({float(self)!r}, bound={self.bound!r})" if self.bound else f"Figure({float(self)!r})"
+        return (
+            f"Figure({float(self)!r}, bound={self.bound!r})"
+            if self.bound
+            else f"Figure({float(self)!r})"
+        )
 
     @property
     def prefix(self) -> str:
@@ -156,7 +163,9 @@ def certainly_better(x: float, y: float, higher_is_better: bool) -> bool:
     return better and not open_ended(y, higher_is_better)
 
 
-def certain_ranks(values: Mapping[str, Optional[float]], *, higher_is_better: bool) -> dict[str, Rank]:
+def certain_ranks(
+    values: Mapping[str, Optional[float]], *, higher_is_better: bool
+) -> dict[str, Rank]:
     """The :class:`Rank` of every key with a value (bounds read from :class:`Figure` values):
     best = 1 + the keys certainly better, worst = best + the keys whose order against it is
     uncertain. Keys without a value are left out."""
@@ -171,11 +180,17 @@ def certain_ranks(values: Mapping[str, Optional[float]], *, higher_is_better: bo
                 above += 1
             elif certainly_better(v, w, higher_is_better):
                 continue
-            elif float(w) == float(v) and not open_ended(v, higher_is_better) and not open_ended(w, higher_is_better):
+            elif (
+                float(w) == float(v)
+                and not open_ended(v, higher_is_better)
+                and not open_ended(w, higher_is_better)
+            ):
                 continue  # measured and equal: a shared place
             else:
                 unsure.append(other)
-        out[k] = Rank(1 + above, 1 + above + len(unsure), tuple(unsure), open_ended(v, higher_is_better))
+        out[k] = Rank(
+            1 + above, 1 + above + len(unsure), tuple(unsure), open_ended(v, higher_is_better)
+        )
     return out
 
 
@@ -233,8 +248,13 @@ def is_starved(inflight: float, connections: int, fraction: float = UNDERDRIVEN_
     return inflight < fraction * connections
 
 
-def underdriven_cause(inflight: Optional[float], connections: Optional[int], errors: int,
-                      reconnects: int, fraction: float = UNDERDRIVEN_FRACTION) -> Optional[str]:
+def underdriven_cause(
+    inflight: Optional[float],
+    connections: Optional[int],
+    errors: int,
+    reconnects: int,
+    fraction: float = UNDERDRIVEN_FRACTION,
+) -> Optional[str]:
     """Why a closed loop held fewer than ``fraction`` x C requests in flight, or None when it
     held them (or lost slots without a cause the generator saw, e.g. an unfair server)."""
     if inflight is None or not connections or not is_starved(inflight, connections, fraction):
@@ -260,9 +280,14 @@ def non_2xx(status_codes: Mapping[str, int]) -> int:
     return sum(int(n) for code, n in status_codes.items() if not str(code).startswith("2"))
 
 
-def outside_cpu_share(busy_share: Optional[float], window_s: Optional[float], cores: Optional[int],
-                      server_cpu_s: Optional[float], generator_cpu_s: Optional[float],
-                      irq_share: Optional[float] = None) -> Optional[float]:
+def outside_cpu_share(
+    busy_share: Optional[float],
+    window_s: Optional[float],
+    cores: Optional[int],
+    server_cpu_s: Optional[float],
+    generator_cpu_s: Optional[float],
+    irq_share: Optional[float] = None,
+) -> Optional[float]:
     """The old rule, for results without ``others_cpu_s``: CPU used by everything but the server
     tree and the generator in a window, as a share of the whole machine (0.05 = 5 % of all
     cores), from the machine's busy time. None when a term is unknown.
@@ -277,8 +302,13 @@ def outside_cpu_share(busy_share: Optional[float], window_s: Optional[float], co
     return max(0.0, busy_share - (irq_share or 0.0) - ours)
 
 
-def outside_share(server: Mapping, cores: Optional[int], generator_cpu_s: Optional[float] = None,
-                  irq_share: Optional[float] = None, duration_s: Optional[float] = None) -> Optional[float]:
+def outside_share(
+    server: Mapping,
+    cores: Optional[int],
+    generator_cpu_s: Optional[float] = None,
+    irq_share: Optional[float] = None,
+    duration_s: Optional[float] = None,
+) -> Optional[float]:
     """THE outside-CPU share of a window, from a run's ``server`` block: other processes' CPU
     (``others_cpu_s``) and the hypervisor's steal (``steal_s``) over the window's CPU time
     (window x ``cores``). A block from before that reading existed is judged by
@@ -290,8 +320,9 @@ def outside_share(server: Mapping, cores: Optional[int], generator_cpu_s: Option
         taken = float(server["others_cpu_s"]) + float(server.get("steal_s") or 0.0)
         return max(0.0, taken) / (window_s * cores)
     machine = server.get("machine") if isinstance(server.get("machine"), Mapping) else {}
-    return outside_cpu_share(machine.get("busy_share"), window_s, cores, server.get("cpu_s"), generator_cpu_s,
-                             irq_share)
+    return outside_cpu_share(
+        machine.get("busy_share"), window_s, cores, server.get("cpu_s"), generator_cpu_s, irq_share
+    )
 
 
 def cpu_us_per_request(cpu_seconds: float, responses: int) -> Optional[float]:
@@ -324,7 +355,9 @@ def best_of(
     for key, value in values.items():
         if key in excluded or value is None or math.isnan(value):
             continue
-        better = best_key is None or (value > best_value if higher_is_better else value < best_value)
+        better = best_key is None or (
+            value > best_value if higher_is_better else value < best_value
+        )
         if better:
             best_key, best_value = key, value
     return best_key
@@ -350,7 +383,9 @@ def is_generator_bound(result: Mapping) -> bool:
     return bool(generator.get("saturated", False))
 
 
-def cpu_us_per_connection(cpu_seconds: Optional[float], connections: Optional[int]) -> Optional[float]:
+def cpu_us_per_connection(
+    cpu_seconds: Optional[float], connections: Optional[int]
+) -> Optional[float]:
     """CPU microseconds per new connection (http) or full TLS handshake (https); None when
     either figure is missing or no connection was opened."""
     if cpu_seconds is None or not connections:
@@ -358,7 +393,9 @@ def cpu_us_per_connection(cpu_seconds: Optional[float], connections: Optional[in
     return cpu_seconds * 1e6 / connections
 
 
-def is_setup_generator_bound(generator_us_per_conn: Optional[float], server_us_per_conn: Optional[float]) -> bool:
+def is_setup_generator_bound(
+    generator_us_per_conn: Optional[float], server_us_per_conn: Optional[float]
+) -> bool:
     """A connection-setup cell measures the generator when the generator spent more CPU per new
     connection (or handshake) than the server did: with one core each, the generator runs out
     first, so the cell's rate is the generator's limit, not the server's. False when either

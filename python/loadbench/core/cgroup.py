@@ -19,6 +19,7 @@ the next create (a launcher killed with SIGKILL cannot clean up after itself).
 one of its workers), so a sampler in another loadbench process (``loadbench serve`` + ``run
 --sample-pid``) reads it too.
 """
+
 from __future__ import annotations
 
 import errno
@@ -84,7 +85,7 @@ def hierarchies() -> list[Hierarchy]:
     """Where this kernel can account a tree's CPU, best first: v2, then v1 cpuacct."""
     own = _membership("self")
     found = []
-    for mount, fstype, options in _mounts():
+    for mount, fstype, _options in _mounts():
         if fstype == "cgroup2" and "" in own:
             found.append(Hierarchy(2, mount, _under(mount, own[""])))
     for mount, fstype, options in _mounts():
@@ -126,7 +127,7 @@ def remove_stale(parent: Path) -> list[Path]:
         name = entry.name
         if not name.startswith(PREFIX) or not entry.is_dir():
             continue
-        launcher = name[len(PREFIX):].split("-", 1)[0]
+        launcher = name[len(PREFIX) :].split("-", 1)[0]
         if not launcher.isdigit() or _pid_alive(int(launcher)) or _populated(entry):
             continue
         try:
@@ -151,7 +152,10 @@ class ServerCgroup:
         reasons = []
         found = hierarchies()
         if not found:
-            return None, "this kernel mounts no cgroup hierarchy that accounts CPU (no cgroup2, no cpuacct)"
+            return (
+                None,
+                "this kernel mounts no cgroup hierarchy that accounts CPU (no cgroup2, no cpuacct)",
+            )
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)[:40]
         for hierarchy in found:
             remove_stale(hierarchy.own)
@@ -265,7 +269,7 @@ def cgroup_of(pid: int) -> Optional[str]:
         return None
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
     except (OSError, ValueError, IndexError):
         return None
     parents = _membership(ppid) if ppid > 0 else {}

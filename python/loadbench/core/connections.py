@@ -13,6 +13,7 @@
 5. sends one request on each connection; `requests_ok` counts 2xx answers (proof that every
    held connection was live, not a socket the server had given up on).
 """
+
 from __future__ import annotations
 
 import resource
@@ -49,8 +50,10 @@ def raise_fd_limit(needed: int) -> tuple[int, str]:
             return needed, f"raised the open-file limit from {soft} (hard {hard}) to {needed}"
         except (ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-            return hard, (f"the open-file limit is {hard} (hard) and cannot be raised to {needed} here "
-                          "(raising the hard limit needs CAP_SYS_RESOURCE: ulimit -Hn)")
+            return hard, (
+                f"the open-file limit is {hard} (hard) and cannot be raised to {needed} here "
+                "(raising the hard limit needs CAP_SYS_RESOURCE: ulimit -Hn)"
+            )
     resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
     return needed, f"raised the open-file limit from {soft} to {needed}"
 
@@ -76,12 +79,24 @@ def _server_reading(sampler: Any) -> dict[str, Any]:
     snap = sampler.snapshot()
     if snap.exited:
         raise LoadbenchError(f"the sampled server (pid {sampler.pid}) exited")
-    return {"rss_kib": snap.rss_kib, "pss_kib": snap.pss_kib, "fds": snap.fds, "processes": len(snap.pids)}
+    return {
+        "rss_kib": snap.rss_kib,
+        "pss_kib": snap.pss_kib,
+        "fds": snap.fds,
+        "processes": len(snap.pids),
+    }
 
 
-def hold_connections(url: str, connections: int = 10_000, *, sample_pid: Optional[int] = None,
-                     timeout: float = 60.0, accept_timeout: float = 30.0,
-                     progress: Optional[Callable[[str], None]] = None, tree: bool = True) -> dict[str, Any]:
+def hold_connections(
+    url: str,
+    connections: int = 10_000,
+    *,
+    sample_pid: Optional[int] = None,
+    timeout: float = 60.0,
+    accept_timeout: float = 30.0,
+    progress: Optional[Callable[[str], None]] = None,
+    tree: bool = True,
+) -> dict[str, Any]:
     """Holds `connections` idle keep-alive connections to `url`; returns the JSON-ready record
     described in the module docstring. `tree`: sample `sample_pid` with its descendants (a
     sweep passes its target's setting, as for the load cells)."""
@@ -126,7 +141,11 @@ def hold_connections(url: str, connections: int = 10_000, *, sample_pid: Optiona
                 now = time.monotonic()
                 if accepted != last:
                     last, last_change = accepted, now
-                if accepted >= opened["connected"] or now > deadline or now - last_change > STABLE_S:
+                if (
+                    accepted >= opened["connected"]
+                    or now > deadline
+                    or now - last_change > STABLE_S
+                ):
                     break
                 time.sleep(0.05)
             time.sleep(0.2)  # lazily allocated per-connection state settles
@@ -171,9 +190,14 @@ def hold_connections(url: str, connections: int = 10_000, *, sample_pid: Optiona
             "rss_after_kib": server_after["rss_kib"],
             "pss_before_kib": pss_before,
             "pss_after_kib": pss_after,
-            "rss_bytes_per_connection": (server_after["rss_kib"] - server_before["rss_kib"]) * 1024 / n,
-            "pss_bytes_per_connection": ((pss_after - pss_before) * 1024 / n
-                                         if pss_before is not None and pss_after is not None else None),
+            "rss_bytes_per_connection": (server_after["rss_kib"] - server_before["rss_kib"])
+            * 1024
+            / n,
+            "pss_bytes_per_connection": (
+                (pss_after - pss_before) * 1024 / n
+                if pss_before is not None and pss_after is not None
+                else None
+            ),
         }
     return record
 
@@ -193,8 +217,10 @@ def hold_shortfall(record: dict[str, Any]) -> Optional[str]:
     if lost > 0 and "instead of" not in note:
         reasons.append(f"{lost} connection(s) closed by the server before the measurement")
     if record["requests_ok"] < held:
-        reasons.append(f"{record['requests_ok']} of {held} answered 2xx ({record.get('requests_non_2xx', 0)} non-2xx, "
-                       f"{record.get('requests_failed', 0)} failed)")
+        reasons.append(
+            f"{record['requests_ok']} of {held} answered 2xx ({record.get('requests_non_2xx', 0)} non-2xx, "
+            f"{record.get('requests_failed', 0)} failed)"
+        )
     if held == 0 and not reasons:
         reasons.append("no connection held")
     if not reasons:

@@ -1,5 +1,6 @@
 """The Environment block of a report: what machine, kernel, toolchain and pinning a result
 came from, as data (to_dict) and as a | Item | Value | markdown table (to_markdown)."""
+
 from __future__ import annotations
 
 import os
@@ -55,15 +56,26 @@ def git_commit(cwd: Optional[str] = None) -> Optional[str]:
     """HEAD of the git repository holding `cwd` (with '-dirty' when it has local changes)."""
     try:
         head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=False
+            ["git", "rev-parse", "HEAD"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
         )
         if head.returncode != 0:
             return None
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=cwd, capture_output=True, text=True, timeout=5, check=False,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
         )
-        return head.stdout.strip() + ("-dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
+        return head.stdout.strip() + (
+            "-dirty" if dirty.returncode == 0 and dirty.stdout.strip() else ""
+        )
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -112,8 +124,11 @@ class Environment:
             ("OpenSSL", self.openssl),
             ("loadbench", self.loadbench),
             ("Commit", self.git_commit or "not in a git repository"),
-            ("Server CPUs", pinning(self.server_cpus, self.server_pinned)
-             + (f", pid {self.server_pid}" if self.server_pid else "")),
+            (
+                "Server CPUs",
+                pinning(self.server_cpus, self.server_pinned)
+                + (f", pid {self.server_pid}" if self.server_pid else ""),
+            ),
             ("Generator CPUs", pinning(self.generator_cpus, self.generator_pinned)),
         ]
         return rows
@@ -130,7 +145,9 @@ def _affinity(pid: int) -> set[int]:
     except ProcessLookupError:
         raise ConfigError(f"no process with pid {pid}: cannot read its CPU affinity") from None
     except PermissionError:
-        raise ConfigError(f"pid {pid} belongs to another user: cannot read its CPU affinity") from None
+        raise ConfigError(
+            f"pid {pid} belongs to another user: cannot read its CPU affinity"
+        ) from None
 
 
 def environment(

@@ -1,4 +1,5 @@
 """The errors a user can cause. Each carries one clear, complete message."""
+
 from __future__ import annotations
 
 

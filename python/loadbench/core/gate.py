@@ -18,6 +18,7 @@ environment block shows it. ``--no-wait`` skips it (``GateResult.skipped``).
 
 The readers are injectable (tests drive the gate without a busy machine or a long wait).
 """
+
 from __future__ import annotations
 
 import os
@@ -38,7 +39,9 @@ def cpu_snapshot() -> MachineProcesses:
     return MachineProcesses.read()
 
 
-def outside_share_between(before: MachineProcesses, after: MachineProcesses, ours: Iterable[int] = ()) -> Optional[float]:
+def outside_share_between(
+    before: MachineProcesses, after: MachineProcesses, ours: Iterable[int] = ()
+) -> Optional[float]:
     """Share of the machine's CPU that processes other than this one and ``ours`` (e.g. a server
     tree we started and measure ourselves), and the hypervisor's steal, took between two
     :func:`cpu_snapshot` readings: the sampler's rule for a window's outside CPU
@@ -50,7 +53,9 @@ def outside_share_between(before: MachineProcesses, after: MachineProcesses, our
     return others_cpu(before, after, ours).competing_s / (elapsed * cores)
 
 
-def outside_share_now(interval_s: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> Optional[float]:
+def outside_share_now(
+    interval_s: float = 1.0, sleep: Callable[[float], None] = time.sleep
+) -> Optional[float]:
     """Share of the machine's CPU that processes other than this one used over ``interval_s``."""
     try:
         before = cpu_snapshot()
@@ -91,10 +96,16 @@ class GateResult:
         if self.skipped:
             return "load gate skipped (--no-wait)"
         load = f"load {self.load1:.2f}" if self.load1 is not None else "load ?"
-        outside = f", outside CPU {100 * self.outside_share:.0f} %" if self.outside_share is not None else ""
+        outside = (
+            f", outside CPU {100 * self.outside_share:.0f} %"
+            if self.outside_share is not None
+            else ""
+        )
         if self.timed_out:
-            return (f"machine still busy after {self.timeout_s:g} s ({load}{outside}); measuring anyway - "
-                    "the report says so")
+            return (
+                f"machine still busy after {self.timeout_s:g} s ({load}{outside}); measuring anyway - "
+                "the report says so"
+            )
         return f"machine quiet after {self.waited_s:.0f} s ({load}{outside})"
 
 
@@ -122,16 +133,36 @@ class LoadGate:
             return self.quiet_load
         return DEFAULT_LOAD_PER_CORE * (os.cpu_count() or 1)
 
-    def _result(self, quiet: bool, waited: float, load: Optional[float], outside: Optional[float],
-                timeout_s: float, timed_out: bool = False, skipped: bool = False) -> GateResult:
-        return GateResult(quiet, waited, load, outside, timed_out, skipped, self.load_threshold,
-                          self.quiet_outside, timeout_s)
+    def _result(
+        self,
+        quiet: bool,
+        waited: float,
+        load: Optional[float],
+        outside: Optional[float],
+        timeout_s: float,
+        timed_out: bool = False,
+        skipped: bool = False,
+    ) -> GateResult:
+        return GateResult(
+            quiet,
+            waited,
+            load,
+            outside,
+            timed_out,
+            skipped,
+            self.load_threshold,
+            self.quiet_outside,
+            timeout_s,
+        )
 
     def is_quiet(self, load: Optional[float], outside: Optional[float]) -> bool:
-        return ((load is not None and load < self.load_threshold)
-                or (outside is not None and outside < self.quiet_outside))
+        return (load is not None and load < self.load_threshold) or (
+            outside is not None and outside < self.quiet_outside
+        )
 
-    def vouch(self, outside_share: Optional[float], timeout_s: Optional[float] = None) -> Optional[GateResult]:
+    def vouch(
+        self, outside_share: Optional[float], timeout_s: Optional[float] = None
+    ) -> Optional[GateResult]:
         """A quiet result without probing, when ``outside_share`` - other processes' share of the
         machine's CPU over a measured window that just ended (the sweep's per-window figure) - is
         below the gate's outside threshold; else None (probe with :meth:`wait`). That window is a
@@ -156,7 +187,11 @@ class LoadGate:
         told = False
         while True:
             load = _safe(self.read_load)
-            outside = None if load is not None and load < self.load_threshold else _safe(self.read_outside)
+            outside = (
+                None
+                if load is not None and load < self.load_threshold
+                else _safe(self.read_outside)
+            )
             waited = self.clock() - start
             if self.is_quiet(load, outside):
                 return self._result(True, waited, load, outside, timeout)
@@ -164,8 +199,10 @@ class LoadGate:
                 return self._result(False, waited, load, outside, timeout, timed_out=True)
             if not told and self.on_wait is not None:
                 told = True
-                self.on_wait(f"waiting for a quiet machine (load {'?' if load is None else f'{load:.2f}'}, "
-                             f"quiet below {self.load_threshold:g}; up to {timeout:g} s)")
+                self.on_wait(
+                    f"waiting for a quiet machine (load {'?' if load is None else f'{load:.2f}'}, "
+                    f"quiet below {self.load_threshold:g}; up to {timeout:g} s)"
+                )
             self.sleep(min(self.poll_s, max(0.0, timeout - waited)))
 
 

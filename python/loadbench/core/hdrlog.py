@@ -5,6 +5,7 @@ can be written the way every HdrHistogram implementation (Java, C, Go, the `hdrh
 PyPI package) reads it: zig-zag LEB128 counts (runs of zeros as one negative number), a
 40-byte big-endian header, zlib, and base64 - the "HISTFAAA..." strings of a histogram log.
 """
+
 from __future__ import annotations
 
 import base64
@@ -18,9 +19,11 @@ from typing import Iterable, Sequence, Union
 
 import numpy as np
 
-_ENCODING_COOKIE = 0x1C849303 | 0x10      # V2 payload, as HdrHistogram writes it
-_COMPRESSION_COOKIE = 0x1C849304 | 0x10   # V2 compressed wrapper
-_PAYLOAD_HEADER = struct.Struct(">iiiiqqd")  # cookie, payload length, normalizing offset, sig figs, lowest, highest, ratio
+_ENCODING_COOKIE = 0x1C849303 | 0x10  # V2 payload, as HdrHistogram writes it
+_COMPRESSION_COOKIE = 0x1C849304 | 0x10  # V2 compressed wrapper
+_PAYLOAD_HEADER = struct.Struct(
+    ">iiiiqqd"
+)  # cookie, payload length, normalizing offset, sig figs, lowest, highest, ratio
 _OUTER_HEADER = struct.Struct(">ii")
 
 
@@ -119,9 +122,13 @@ def encode(counts: Sequence[int], lowest: int, highest: int, significant_figures
             items.append(c)
             i += 1
     payload = _zigzag_leb128(items)
-    header = _PAYLOAD_HEADER.pack(_ENCODING_COOKIE, len(payload), 0, significant_figures, lowest, highest, 1.0)
+    header = _PAYLOAD_HEADER.pack(
+        _ENCODING_COOKIE, len(payload), 0, significant_figures, lowest, highest, 1.0
+    )
     compressed = zlib.compress(header + payload)
-    return base64.b64encode(_OUTER_HEADER.pack(_COMPRESSION_COOKIE, len(compressed)) + compressed).decode("ascii")
+    return base64.b64encode(
+        _OUTER_HEADER.pack(_COMPRESSION_COOKIE, len(compressed)) + compressed
+    ).decode("ascii")
 
 
 def decode(text: str) -> tuple[np.ndarray, Layout]:
@@ -130,7 +137,7 @@ def decode(text: str) -> tuple[np.ndarray, Layout]:
     cookie, length = _OUTER_HEADER.unpack_from(raw)
     if cookie & ~0xF0 != 0x1C849304:
         raise ValueError("not a compressed V2 HdrHistogram encoding")
-    data = zlib.decompress(raw[_OUTER_HEADER.size:_OUTER_HEADER.size + length])
+    data = zlib.decompress(raw[_OUTER_HEADER.size : _OUTER_HEADER.size + length])
     cookie, payload_len, _offset, sig, lowest, highest, _ratio = _PAYLOAD_HEADER.unpack_from(data)
     if cookie & ~0xF0 != 0x1C849303:
         raise ValueError("not a V2 HdrHistogram payload")
@@ -149,8 +156,12 @@ def decode(text: str) -> tuple[np.ndarray, Layout]:
     return counts, layout
 
 
-def write_log(path: Union[str, Path], intervals: Sequence[tuple[float, float, str, float]],
-              start_time: float | None = None, comment: str = "") -> Path:
+def write_log(
+    path: Union[str, Path],
+    intervals: Sequence[tuple[float, float, str, float]],
+    start_time: float | None = None,
+    comment: str = "",
+) -> Path:
     """A standard HdrHistogram interval log (version 1.3).
 
     intervals: (start seconds relative to start_time, length seconds, encoded histogram,
@@ -162,8 +173,12 @@ def write_log(path: Union[str, Path], intervals: Sequence[tuple[float, float, st
     if comment:
         lines.append(f"#{comment}")
     lines.append("#[Histogram log format version 1.3]")
-    lines.append(f"#[StartTime: {start:.3f} (seconds since epoch), {time.strftime('%a %b %d %H:%M:%S %Z %Y', time.localtime(start))}]")
-    lines.append('"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"')
+    lines.append(
+        f"#[StartTime: {start:.3f} (seconds since epoch), {time.strftime('%a %b %d %H:%M:%S %Z %Y', time.localtime(start))}]"
+    )
+    lines.append(
+        '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"'
+    )
     for begin, length, encoded, max_ms in intervals:
         lines.append(f"{begin:.3f},{length:.3f},{max_ms:.3f},{encoded}")
     path.write_text("\n".join(lines) + "\n")

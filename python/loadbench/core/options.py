@@ -12,6 +12,7 @@ streams > 1 without HTTP/2, the open-file limit) are checked once, in C++
 (core/generator/engine.cpp), and arrive as ConfigError; what only Python can check - types, the
 header syntax, a body file, the TLS library this build has - is checked here.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,15 @@ TLS_LIBRARIES = {
     "wolfssl": "apt-get install libwolfssl-dev",
     "rustls": "it is built by cargo from the Rust crate registry: put a Rust toolchain >= 1.78 (rustup) on PATH",
 }
-PROTOCOL_NAMES = {"h2": "h2", "http2": "h2", "HTTP/2": "h2", "http/2": "h2",
-                  "http/1.1": "http/1.1", "HTTP/1.1": "http/1.1", "h1": "http/1.1"}
+PROTOCOL_NAMES = {
+    "h2": "h2",
+    "http2": "h2",
+    "HTTP/2": "h2",
+    "http/2": "h2",
+    "http/1.1": "http/1.1",
+    "HTTP/1.1": "http/1.1",
+    "h1": "http/1.1",
+}
 
 
 def option(default: Any, help: str, kind: str) -> Any:
@@ -55,42 +63,83 @@ class Request:
 class RunOptions:
     """Everything one run is asked to do, but its URL (see the module docstring)."""
 
-    connections: int = option(10, "concurrent connections (closed loop); the open loop's starting pool", "integer")
+    connections: int = option(
+        10, "concurrent connections (closed loop); the open loop's starting pool", "integer"
+    )
     threads: int = option(1, "generator threads, each one event loop", "integer")
-    duration: Optional[float] = option(10.0, "measured window in seconds (unless `requests` is given)", "seconds")
-    requests: Optional[int] = option(None, "exactly this many requests (responses + errors) instead of a duration",
-                                     "integer")
+    duration: Optional[float] = option(
+        10.0, "measured window in seconds (unless `requests` is given)", "seconds"
+    )
+    requests: Optional[int] = option(
+        None, "exactly this many requests (responses + errors) instead of a duration", "integer"
+    )
     warmup: float = option(0.0, "warm-up in seconds, excluded from every figure", "seconds")
     method: str = option("GET", "HTTP method", "string")
-    headers: HeadersLike = option(None, "headers: a dict, (name, value) pairs or 'Name: value' strings",
-                                  "list of 'Name: value'")
-    body: BodyLike = option(None, "request body: bytes, text, or a path of a file to send", "string or path")
+    headers: HeadersLike = option(
+        None,
+        "headers: a dict, (name, value) pairs or 'Name: value' strings",
+        "list of 'Name: value'",
+    )
+    body: BodyLike = option(
+        None, "request body: bytes, text, or a path of a file to send", "string or path"
+    )
     requests_list: Optional[Sequence[Union[Request, Mapping[str, Any]]]] = option(
-        None, "request templates sent round-robin instead of one (method, path, headers, body)", "list of tables")
-    keepalive: bool = option(True, "keep connections open; false: a new connection (and TLS handshake) per request",
-                             "boolean")
-    timeout: float = option(10.0, "per-request timeout in seconds, connect and handshake included", "seconds")
-    insecure: bool = option(True, "do not check TLS certificates (the default, like oha --insecure)", "boolean")
+        None,
+        "request templates sent round-robin instead of one (method, path, headers, body)",
+        "list of tables",
+    )
+    keepalive: bool = option(
+        True,
+        "keep connections open; false: a new connection (and TLS handshake) per request",
+        "boolean",
+    )
+    timeout: float = option(
+        10.0, "per-request timeout in seconds, connect and handshake included", "seconds"
+    )
+    insecure: bool = option(
+        True, "do not check TLS certificates (the default, like oha --insecure)", "boolean"
+    )
     verify: bool = option(False, "check TLS certificates against the system CAs", "boolean")
-    cacert: Union[str, os.PathLike, None] = option(None, "check TLS certificates against this CA file", "path")
-    tls_session_resumption: bool = option(False, "resume TLS sessions (default: a full handshake each time)",
-                                          "boolean")
-    tls_library: str = option("openssl", "the generator's TLS library: openssl, wolfssl or rustls (cheaper full "
-                              "handshakes, where the build has them)", "string")
-    ack_with_request: bool = option(False, "TCP: the handshake's last ACK rides on the first request (closed loop "
-                                    "only): one packet fewer per new connection", "boolean")
-    rst_close: bool = option(False, "TCP: close a connection the server already closed with RST, not FIN",
-                             "boolean")
-    cpus: Optional[Sequence[int]] = option(None, "pin the generator threads to these CPUs", "list of integers")
+    cacert: Union[str, os.PathLike, None] = option(
+        None, "check TLS certificates against this CA file", "path"
+    )
+    tls_session_resumption: bool = option(
+        False, "resume TLS sessions (default: a full handshake each time)", "boolean"
+    )
+    tls_library: str = option(
+        "openssl",
+        "the generator's TLS library: openssl, wolfssl or rustls (cheaper full "
+        "handshakes, where the build has them)",
+        "string",
+    )
+    ack_with_request: bool = option(
+        False,
+        "TCP: the handshake's last ACK rides on the first request (closed loop "
+        "only): one packet fewer per new connection",
+        "boolean",
+    )
+    rst_close: bool = option(
+        False, "TCP: close a connection the server already closed with RST, not FIN", "boolean"
+    )
+    cpus: Optional[Sequence[int]] = option(
+        None, "pin the generator threads to these CPUs", "list of integers"
+    )
     interval: float = option(1.0, "timeline interval in seconds", "seconds")
-    rate: Optional[float] = option(None, "open loop: requests per second in total, latency corrected for "
-                                   "coordinated omission", "number")
+    rate: Optional[float] = option(
+        None,
+        "open loop: requests per second in total, latency corrected for coordinated omission",
+        "number",
+    )
     arrival: str = option("constant", "open-loop arrivals: constant or poisson", "string")
-    max_connections: Optional[int] = option(None, "open loop: grow the pool up to this many connections when all "
-                                            "are busy", "integer")
+    max_connections: Optional[int] = option(
+        None, "open loop: grow the pool up to this many connections when all are busy", "integer"
+    )
     seed: int = option(1, "seed of the Poisson arrival schedule", "integer")
-    protocol: str = option("http/1.1", "http/1.1, or h2: h2c with prior knowledge for http://, ALPN h2 (only) for "
-                           "https://", "string")
+    protocol: str = option(
+        "http/1.1",
+        "http/1.1, or h2: h2c with prior knowledge for http://, ALPN h2 (only) for https://",
+        "string",
+    )
     streams: int = option(1, "HTTP/2 streams in flight per connection (h2load's -m)", "integer")
 
     def __post_init__(self) -> None:
@@ -98,7 +147,11 @@ class RunOptions:
         for name in ("connections", "threads"):
             _integer(name, getattr(self, name))
         if self.requests is not None:
-            if isinstance(self.requests, bool) or not isinstance(self.requests, int) or self.requests < 1:
+            if (
+                isinstance(self.requests, bool)
+                or not isinstance(self.requests, int)
+                or self.requests < 1
+            ):
                 raise ConfigError(f"requests must be an integer >= 1, not {self.requests!r}")
         elif self.duration is None:
             raise ConfigError("give a duration (seconds) or a number of requests")
@@ -122,8 +175,10 @@ class RunOptions:
         _integer("streams", self.streams)
         check_tls_library(self.tls_library)
         if self.tls_library == "wolfssl" and self.tls_session_resumption:
-            raise ConfigError("TLS session resumption is implemented for tls_library='openssl' and 'rustls', "
-                              "not 'wolfssl'")
+            raise ConfigError(
+                "TLS session resumption is implemented for tls_library='openssl' and 'rustls', "
+                "not 'wolfssl'"
+            )
         if self.cacert is not None and not Path(self.cacert).is_file():
             raise ConfigError(f"CA file {os.fspath(self.cacert)!r} does not exist")
         self.cpus = _cpu_list(self.cpus)
@@ -171,24 +226,41 @@ class RunOptions:
         """The `config` block of the Result JSON: what the run was asked to do."""
         templates = self.templates()
         out = {
-            "connections": self.connections, "threads": self.threads,
-            "duration_s": self.duration if self.requests is None else None, "requests": self.requests,
-            "warmup_s": self.warmup, "method": templates[0].method.upper() if len(templates) == 1 else None,
-            "request_templates": len(templates), "keepalive": bool(self.keepalive), "timeout_s": self.timeout,
-            "tls_verify": self.tls_verify, "tls_session_resumption": bool(self.tls_session_resumption),
-            "tls_library": self.tls_library, "ack_with_request": bool(self.ack_with_request),
-            "rst_close": bool(self.rst_close), "cpus": list(self.cpus) if self.cpus else None,
-            "interval_s": float(self.interval), "protocol": self.protocol, "streams": self.streams,
+            "connections": self.connections,
+            "threads": self.threads,
+            "duration_s": self.duration if self.requests is None else None,
+            "requests": self.requests,
+            "warmup_s": self.warmup,
+            "method": templates[0].method.upper() if len(templates) == 1 else None,
+            "request_templates": len(templates),
+            "keepalive": bool(self.keepalive),
+            "timeout_s": self.timeout,
+            "tls_verify": self.tls_verify,
+            "tls_session_resumption": bool(self.tls_session_resumption),
+            "tls_library": self.tls_library,
+            "ack_with_request": bool(self.ack_with_request),
+            "rst_close": bool(self.rst_close),
+            "cpus": list(self.cpus) if self.cpus else None,
+            "interval_s": float(self.interval),
+            "protocol": self.protocol,
+            "streams": self.streams,
         }
         if self.rate is not None:
-            out.update(rate=self.rate, arrival=self.arrival, max_connections=self.max_connections or self.connections,
-                       seed=self.seed)
+            out.update(
+                rate=self.rate,
+                arrival=self.arrival,
+                max_connections=self.max_connections or self.connections,
+                seed=self.seed,
+            )
         return out
 
     def changed(self) -> dict[str, Any]:
         """The fields that differ from their defaults (a call that says only what it asks for)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.default is not MISSING and getattr(self, f.name) != f.default}
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.default is not MISSING and getattr(self, f.name) != f.default
+        }
 
     def but(self, **changes: Any) -> "RunOptions":
         """A copy with ``changes`` (checked again)."""
@@ -209,8 +281,10 @@ def check_tls_library(name: str, built: bool = True) -> None:
     if name not in TLS_LIBRARIES:
         raise ConfigError(f"tls_library: {name!r} is not one of {', '.join(TLS_LIBRARIES)}")
     if built and name not in _core.tls_libraries():
-        raise ConfigError(f"tls_library: this loadbench was built without {name} ({TLS_LIBRARIES[name]}, "
-                          "then reinstall loadbench)")
+        raise ConfigError(
+            f"tls_library: this loadbench was built without {name} ({TLS_LIBRARIES[name]}, "
+            "then reinstall loadbench)"
+        )
 
 
 # -- Python-side checks and conversions ---------------------------------------------------------
@@ -234,7 +308,9 @@ def _cpu_list(cpus: Optional[Sequence[int]]) -> Optional[list[int]]:
     try:
         out = [int(c) for c in cpus]
     except (TypeError, ValueError):
-        raise ConfigError(f"cpus must be a list of CPU numbers such as [0, 1], not {cpus!r}") from None
+        raise ConfigError(
+            f"cpus must be a list of CPU numbers such as [0, 1], not {cpus!r}"
+        ) from None
     if not out:
         raise ConfigError("cpus is empty")
     return out
@@ -244,7 +320,9 @@ def normalize_headers(headers: HeadersLike) -> list[tuple[str, str]]:
     if headers is None:
         return []
     if isinstance(headers, (str, bytes)) or not isinstance(headers, (Mapping, Iterable)):
-        raise ConfigError(f"headers must be a dict, (name, value) pairs or 'Name: value' strings, not {headers!r}")
+        raise ConfigError(
+            f"headers must be a dict, (name, value) pairs or 'Name: value' strings, not {headers!r}"
+        )
     if isinstance(headers, Mapping):
         items = list(headers.items())
     else:
@@ -278,7 +356,9 @@ def read_body(body: BodyLike) -> bytes:
         try:
             return Path(body).read_bytes()
         except OSError as exc:
-            raise ConfigError(f"cannot read body file {os.fspath(body)!r}: {exc.strerror or exc}") from None
+            raise ConfigError(
+                f"cannot read body file {os.fspath(body)!r}: {exc.strerror or exc}"
+            ) from None
     raise ConfigError(f"body must be bytes, str or a path, not {type(body).__name__}")
 
 
@@ -288,7 +368,9 @@ def _as_request(item: Union[Request, Mapping[str, Any]]) -> Request:
     if isinstance(item, Mapping):
         unknown = set(item) - {"method", "path", "headers", "body"}
         if unknown:
-            raise ConfigError(f"unknown request keys {sorted(unknown)} (use method, path, headers, body)")
+            raise ConfigError(
+                f"unknown request keys {sorted(unknown)} (use method, path, headers, body)"
+            )
         return Request(**item)
     raise ConfigError(f"requests_list items must be Request or dict, not {type(item).__name__}")
 

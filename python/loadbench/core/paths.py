@@ -1,4 +1,5 @@
 """Where the installed native pieces live."""
+
 from __future__ import annotations
 
 import shutil
@@ -6,7 +7,9 @@ from pathlib import Path
 
 from .errors import ServerError
 
-_PACKAGE_DIR = Path(__file__).resolve().parents[1]  # python/loadbench: bin/ is installed beside core/
+_PACKAGE_DIR = (
+    Path(__file__).resolve().parents[1]
+)  # python/loadbench: bin/ is installed beside core/
 
 
 def server_binary() -> Path:

@@ -1,4 +1,5 @@
 """Child-process hygiene shared by everything that starts a server."""
+
 from __future__ import annotations
 
 import signal

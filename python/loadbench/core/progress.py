@@ -1,4 +1,5 @@
 """The sweep's progress bar on stderr: cells done, the cell running now, and the ETA."""
+
 from __future__ import annotations
 
 import sys
@@ -27,9 +28,17 @@ class ProgressBar:
     stay readable.
     """
 
-    def __init__(self, total: int, done: int = 0, estimate_s: float = 1.0,
-                 stream: Optional[TextIO] = None, width: int = 24, show_bar: bool = True,
-                 to_measure: Optional[int] = None, to_measure_s: Optional[float] = None) -> None:
+    def __init__(
+        self,
+        total: int,
+        done: int = 0,
+        estimate_s: float = 1.0,
+        stream: Optional[TextIO] = None,
+        width: int = 24,
+        show_bar: bool = True,
+        to_measure: Optional[int] = None,
+        to_measure_s: Optional[float] = None,
+    ) -> None:
         self.total = total
         # cells that will really run (skipped ones take no time); default: all that are left
         self.to_measure = total - done if to_measure is None else to_measure
@@ -48,7 +57,9 @@ class ProgressBar:
 
     def eta_s(self) -> float:
         if self.to_measure_s is not None:
-            pace = self._measured_s / self._measured_planned_s if self._measured_planned_s > 0 else 1.0
+            pace = (
+                self._measured_s / self._measured_planned_s if self._measured_planned_s > 0 else 1.0
+            )
             return max(0.0, self.to_measure_s) * pace
         per_cell = self._measured_s / self._measured if self._measured else self.estimate_s
         return per_cell * max(0, self.to_measure)
@@ -57,8 +68,10 @@ class ProgressBar:
         filled = int(self.width * self.done / self.total) if self.total else self.width
         pct = 100 * self.done // self.total if self.total else 100
         bar = "#" * filled + "." * (self.width - filled)
-        return (f"[{bar}] {self.done}/{self.total} {pct:3d}% | {current} | "
-                f"ETA {format_seconds(self.eta_s())}")
+        return (
+            f"[{bar}] {self.done}/{self.total} {pct:3d}% | {current} | "
+            f"ETA {format_seconds(self.eta_s())}"
+        )
 
     def start_cell(self, label: str, planned_s: float = 0.0) -> None:
         """``planned_s``: this cell's planned seconds (its part of ``to_measure_s``)."""

@@ -1,6 +1,7 @@
 """What one load run measured: exact counts, the latency histogram, the timeline, and the
 generator's own cost. Plain data first: `to_dict()` / `to_json()` are the contract other
 tools read (documented in docs/run.md, "Result JSON"); `from_json()` reads it back."""
+
 from __future__ import annotations
 
 import html
@@ -25,8 +26,15 @@ LATE_THRESHOLD_US = 1000  # a send more than this after its intended time is lat
 def _histogram_block(h: Optional[LatencyHistogram]) -> Optional[dict[str, Any]]:
     if h is None:
         return None
-    return {"unit": "us", "lowest": h.lowest, "highest": h.highest, "significant_figures": h.significant_figures,
-            "min": h.min_us, "max": h.max_us, "hdr": h.encode()}
+    return {
+        "unit": "us",
+        "lowest": h.lowest,
+        "highest": h.highest,
+        "significant_figures": h.significant_figures,
+        "min": h.min_us,
+        "max": h.max_us,
+        "hdr": h.encode(),
+    }
 
 
 def _percentile_key(q: float) -> str:
@@ -101,7 +109,9 @@ class LatencyHistogram:
     @classmethod
     def decode(cls, text: str, min_us: int = 0, max_us: int = 0) -> "LatencyHistogram":
         counts, layout = hdrlog.decode(text)
-        return cls(counts, layout.lowest, layout.highest, layout.significant_figures, min_us, max_us)
+        return cls(
+            counts, layout.lowest, layout.highest, layout.significant_figures, min_us, max_us
+        )
 
 
 # The engine's plain counters, in its order (core/generator/config.hpp, LOADBENCH_COUNTERS):
@@ -224,7 +234,12 @@ class Result:
 
     def latency_summary(self, histogram: Optional[LatencyHistogram] = None) -> dict[str, float]:
         lat = histogram if histogram is not None else self.latency
-        out = {"min": lat.min, "mean": round(lat.mean, 3), "stdev": round(lat.stdev, 3), "max": lat.max}
+        out = {
+            "min": lat.min,
+            "mean": round(lat.mean, 3),
+            "stdev": round(lat.stdev, 3),
+            "max": lat.max,
+        }
         for q in SUMMARY_PERCENTILES:
             out[_percentile_key(q)] = lat.percentile(q)
         return out
@@ -238,8 +253,13 @@ class Result:
             if kind == OPEN_LOOP and not self.open_loop:
                 continue
             if kind == COUNTERS_HERE:
-                d.update({name: self.counters.get(name, 0) for name in COUNTERS
-                          if name not in PLACED_COUNTERS and name not in OPEN_LOOP_COUNTERS})
+                d.update(
+                    {
+                        name: self.counters.get(name, 0)
+                        for name in COUNTERS
+                        if name not in PLACED_COUNTERS and name not in OPEN_LOOP_COUNTERS
+                    }
+                )
                 continue
             d[key] = source(self)
         d.update(self.extras)
@@ -248,8 +268,10 @@ class Result:
     def _timeline_rows(self) -> list[dict[str, Any]]:
         cols = self.timeline_arrays()
         floats = ("t_s", "interval_s", "rps")
-        return [{k: (float(v[i]) if k in floats else int(v[i])) for k, v in cols.items()}
-                for i in range(len(cols["t_s"]))]
+        return [
+            {k: (float(v[i]) if k in floats else int(v[i])) for k, v in cols.items()}
+            for i in range(len(cols["t_s"]))
+        ]
 
     def to_json(self, path: Union[str, Path, None] = None, indent: Optional[int] = 2) -> str:
         text = json.dumps(self.to_dict(), indent=indent)
@@ -266,29 +288,41 @@ class Result:
         timeline = d.get("timeline", [])
         rate = d.get("rate") or {}
         gen = d.get("generator", {})
-        counters = {name: int(d.get(name, 0)) for name in COUNTERS if name not in OPEN_LOOP_COUNTERS}
+        counters = {
+            name: int(d.get(name, 0)) for name in COUNTERS if name not in OPEN_LOOP_COUNTERS
+        }
         counters.update({name: int(rate.get(name, 0)) for name in OPEN_LOOP_COUNTERS})
 
         def hist(key: str) -> Optional[LatencyHistogram]:
             block = d.get(key)
             if not block:
                 return None
-            return LatencyHistogram.decode(block["hdr"], int(block.get("min", 0)), int(block.get("max", 0)))
+            return LatencyHistogram.decode(
+                block["hdr"], int(block.get("min", 0)), int(block.get("max", 0))
+            )
 
         return cls(
-            url=d["url"], config=d.get("config", {}), duration_s=float(d["duration_s"]),
+            url=d["url"],
+            config=d.get("config", {}),
+            duration_s=float(d["duration_s"]),
             status_codes={int(k): int(v) for k, v in d.get("status_codes", {}).items()},
             errors={k: int(v) for k, v in d.get("errors", {}).items()},
             latency=LatencyHistogram.decode(h["hdr"], int(h.get("min", 0)), int(h.get("max", 0))),
             counters=counters,
             streams_reset={str(k): int(v) for k, v in (d.get("streams_reset") or {}).items()},
-            cpu_s=float(gen.get("cpu_s", 0.0)), threads=int(gen.get("threads", d.get("config", {}).get("threads", 1))),
-            interrupted=bool(d.get("interrupted", False)), first_error=d.get("first_error", ""),
+            cpu_s=float(gen.get("cpu_s", 0.0)),
+            threads=int(gen.get("threads", d.get("config", {}).get("threads", 1))),
+            interrupted=bool(d.get("interrupted", False)),
+            first_error=d.get("first_error", ""),
             interval_s=float(d.get("interval_s", 1.0)),
-            timeline_columns={k: np.array([row[k] for row in timeline], dtype=np.int64)
-                              for k in ("responses", "errors", "p50_us", "p99_us")},
-            open_loop="rate" in d, target_rate=float(rate.get("target", 0.0)),
-            latency_uncorrected=hist("histogram_uncorrected"), lateness=hist("histogram_lateness"),
+            timeline_columns={
+                k: np.array([row[k] for row in timeline], dtype=np.int64)
+                for k in ("responses", "errors", "p50_us", "p99_us")
+            },
+            open_loop="rate" in d,
+            target_rate=float(rate.get("target", 0.0)),
+            latency_uncorrected=hist("histogram_uncorrected"),
+            lateness=hist("histogram_lateness"),
             extras={k: v for k, v in d.items() if k not in KNOWN_KEYS},
         )
 
@@ -313,7 +347,9 @@ class Result:
             counts = np.zeros(len(self.latency.counts), dtype=np.int64)
             sl = slice(int(offsets[i]), int(offsets[i + 1]))
             counts[index[sl]] = count[sl]
-            h = LatencyHistogram(counts, self.latency.lowest, self.latency.highest, self.latency.significant_figures)
+            h = LatencyHistogram(
+                counts, self.latency.lowest, self.latency.highest, self.latency.significant_figures
+            )
             if h.count:
                 h.min_us = int(h._low[np.flatnonzero(counts)[0]])
                 last = np.flatnonzero(counts)[-1]
@@ -327,12 +363,19 @@ class Result:
         interval, or one line for the whole window when the intervals are not available."""
         per_interval = self.interval_histograms()
         if per_interval:
-            lines = [(float(t), float(length), h.encode(), h.max / 1000.0)
-                     for t, length, h in zip(self.timeline_arrays()["t_s"], self.timeline_arrays()["interval_s"],
-                                             per_interval)]
+            lines = [
+                (float(t), float(length), h.encode(), h.max / 1000.0)
+                for t, length, h in zip(
+                    self.timeline_arrays()["t_s"],
+                    self.timeline_arrays()["interval_s"],
+                    per_interval,
+                )
+            ]
         else:
             lines = [(0.0, self.duration_s, self.latency.encode(), self.latency.max / 1000.0)]
-        return hdrlog.write_log(path, lines, comment=f"loadbench {self.url} latency in microseconds")
+        return hdrlog.write_log(
+            path, lines, comment=f"loadbench {self.url} latency in microseconds"
+        )
 
     # -- display --------------------------------------------------------------------------
     def summary_lines(self) -> list[str]:
@@ -340,15 +383,25 @@ class Result:
 
     def __repr__(self) -> str:
         lat = self.latency
-        return (f"<Result {self.url}: {self.responses:,} responses in {self.duration_s:.3f} s = {self.rps:,.1f} req/s, "
-                f"p50 {lat.percentile(50) / 1000:.3f} ms, p99 {lat.percentile(99) / 1000:.3f} ms, "
-                f"errors {self.error_count:,}{', interrupted' if self.interrupted else ''}>")
+        return (
+            f"<Result {self.url}: {self.responses:,} responses in {self.duration_s:.3f} s = {self.rps:,.1f} req/s, "
+            f"p50 {lat.percentile(50) / 1000:.3f} ms, p99 {lat.percentile(99) / 1000:.3f} ms, "
+            f"errors {self.error_count:,}{', interrupted' if self.interrupted else ''}>"
+        )
 
     def _repr_html_(self) -> str:
-        rows = [(label, value) for label, value in (line.split("  ", 1) if "  " in line else (line, "")
-                                                     for line in (s.strip() for s in self.summary_lines()[1:]))]
-        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
-                       f"{html.escape(v.strip())}</td></tr>" for k, v in rows)
+        rows = [
+            (label, value)
+            for label, value in (
+                line.split("  ", 1) if "  " in line else (line, "")
+                for line in (s.strip() for s in self.summary_lines()[1:])
+            )
+        ]
+        body = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
+            f"{html.escape(v.strip())}</td></tr>"
+            for k, v in rows
+        )
         return f"<div><b>{html.escape(self.summary_lines()[0])}</b><table>{body}</table></div>"
 
 
@@ -367,8 +420,13 @@ def _lateness(r: Result) -> dict[str, Any]:
     h = r.lateness
     if h is None:
         return {}
-    return {"p50": h.percentile(50), "p90": h.percentile(90), "p99": h.percentile(99),
-            "p99.9": h.percentile(99.9), "max": h.max}
+    return {
+        "p50": h.percentile(50),
+        "p90": h.percentile(90),
+        "p99": h.percentile(99),
+        "p99.9": h.percentile(99.9),
+        "max": h.max,
+    }
 
 
 LAYOUT: list[tuple[str, str, Callable[[Result], Any]]] = [
@@ -397,16 +455,35 @@ LAYOUT: list[tuple[str, str, Callable[[Result], Any]]] = [
     ("", COUNTERS_HERE, lambda r: None),  # a counter LAYOUT does not name yet
     ("streams_reset", ALWAYS, lambda r: dict(r.streams_reset)),
     ("interrupted", ALWAYS, lambda r: r.interrupted),
-    ("generator", ALWAYS, lambda r: {"threads": r.threads, "cpu_s": r.cpu_s, "cpu_us_per_req": r.cpu_us_per_req,
-                                     "utilisation": r.cpu_utilisation, "saturated": r.saturated}),
+    (
+        "generator",
+        ALWAYS,
+        lambda r: {
+            "threads": r.threads,
+            "cpu_s": r.cpu_s,
+            "cpu_us_per_req": r.cpu_us_per_req,
+            "utilisation": r.cpu_utilisation,
+            "saturated": r.saturated,
+        },
+    ),
     ("histogram", ALWAYS, lambda r: _histogram_block(r.latency)),
     ("interval_s", ALWAYS, lambda r: r.interval_s),
     ("timeline", ALWAYS, lambda r: r._timeline_rows()),
     ("latency_uncorrected_us", OPEN_LOOP, lambda r: r.latency_summary(r.latency_uncorrected)),
-    ("rate", OPEN_LOOP, lambda r: {"target": r.target_rate, "achieved": r.achieved_rate,
-                                   "arrival": r.config.get("arrival", "constant"), "due": r.due, "sends": r.sends,
-                                   "late_sends": r.late_sends, "late_threshold_us": LATE_THRESHOLD_US,
-                                   "lateness_us": _lateness(r)}),
+    (
+        "rate",
+        OPEN_LOOP,
+        lambda r: {
+            "target": r.target_rate,
+            "achieved": r.achieved_rate,
+            "arrival": r.config.get("arrival", "constant"),
+            "due": r.due,
+            "sends": r.sends,
+            "late_sends": r.late_sends,
+            "late_threshold_us": LATE_THRESHOLD_US,
+            "lateness_us": _lateness(r),
+        },
+    ),
     ("histogram_uncorrected", OPEN_LOOP, lambda r: _histogram_block(r.latency_uncorrected)),
     ("histogram_lateness", OPEN_LOOP, lambda r: _histogram_block(r.lateness)),
 ]

@@ -6,6 +6,7 @@ callers that want to poll progress themselves. What a run is asked to do is one
 :class:`loadbench.core.options.RunOptions`; what it measured comes back as the engine's own
 result struct and becomes a :class:`loadbench.Result`.
 """
+
 from __future__ import annotations
 
 import time
@@ -21,7 +22,15 @@ from .sampler import Sampler, WindowEdges
 POLL_INTERVAL_S = 0.1
 OPTION_NAMES = tuple(f.name for f in fields(RunOptions))
 
-__all__ = ["POLL_INTERVAL_S", "Request", "RunningLoad", "check_tls_library", "prepare", "run", "start"]
+__all__ = [
+    "POLL_INTERVAL_S",
+    "Request",
+    "RunningLoad",
+    "check_tls_library",
+    "prepare",
+    "run",
+    "start",
+]
 
 
 def _histogram(h: Any) -> LatencyHistogram:
@@ -39,9 +48,16 @@ class RunningLoad:
 
     def progress(self) -> dict[str, Any]:
         p = self.engine.progress()
-        out = {"elapsed_s": p.elapsed_s, "warming_up": p.warming_up, "finished": p.finished,
-               "responses": p.responses, "errors": p.errors, "duration_s": self.config.get("duration_s"),
-               "requests": self.config.get("requests"), "warmup_s": self.config.get("warmup_s", 0.0)}
+        out = {
+            "elapsed_s": p.elapsed_s,
+            "warming_up": p.warming_up,
+            "finished": p.finished,
+            "responses": p.responses,
+            "errors": p.errors,
+            "duration_s": self.config.get("duration_s"),
+            "requests": self.config.get("requests"),
+            "warmup_s": self.config.get("warmup_s", 0.0),
+        }
         measured = max(out["elapsed_s"] - out["warmup_s"], 0.0)
         out["rps"] = out["responses"] / measured if measured > 0 else 0.0
         return out
@@ -59,11 +75,22 @@ class RunningLoad:
             raise LoadbenchError(str(exc)) from None
         t = raw.totals
         return Result(
-            url=self.url, config=self.config, duration_s=raw.duration_s, status_codes=t.status_codes,
-            errors=t.errors, latency=_histogram(t.latency_us), counters={name: getattr(t, name) for name in _core.COUNTERS},
-            streams_reset=t.streams_reset, cpu_s=raw.cpu_s, threads=raw.threads, interrupted=raw.interrupted,
-            first_error=t.first_error, interval_s=raw.interval_s, timeline_columns=raw.timeline,
-            open_loop=raw.open_loop, target_rate=raw.target_rate,
+            url=self.url,
+            config=self.config,
+            duration_s=raw.duration_s,
+            status_codes=t.status_codes,
+            errors=t.errors,
+            latency=_histogram(t.latency_us),
+            counters={name: getattr(t, name) for name in _core.COUNTERS},
+            streams_reset=t.streams_reset,
+            cpu_s=raw.cpu_s,
+            threads=raw.threads,
+            interrupted=raw.interrupted,
+            first_error=t.first_error,
+            interval_s=raw.interval_s,
+            timeline_columns=raw.timeline,
+            open_loop=raw.open_loop,
+            target_rate=raw.target_rate,
             latency_uncorrected=_histogram(t.latency_uncorrected_us) if raw.open_loop else None,
             lateness=_histogram(t.lateness_us) if raw.open_loop else None,
         )
@@ -93,12 +120,19 @@ def _checked(url: str, options: dict[str, Any]) -> tuple[dict[str, Any], Any, An
         engine = _core.Engine(engine_config)
     except ValueError as exc:
         message = str(exc)
-        raise ConfigError(message[len("config: "):] if message.startswith("config: ") else message) from None
+        raise ConfigError(
+            message[len("config: ") :] if message.startswith("config: ") else message
+        ) from None
     return run_options.record(), engine_config, engine
 
 
-def run(url: str, *, progress: Optional[Callable[[dict], None]] = None, sample_pid: Optional[int] = None,
-        **options: Any) -> Result:
+def run(
+    url: str,
+    *,
+    progress: Optional[Callable[[dict], None]] = None,
+    sample_pid: Optional[int] = None,
+    **options: Any,
+) -> Result:
     """Load `url` and return what was measured. The keywords are the fields of
     :class:`loadbench.core.options.RunOptions` (each with its help there):
 
@@ -128,8 +162,11 @@ def run(url: str, *, progress: Optional[Callable[[dict], None]] = None, sample_p
     (cpu_us_per_req = server CPU in the window / exact responses).
     """
     run_options = RunOptions(**_known_options("run", options))
-    edges = _window_edges(sample_pid, run_options.warmup,
-                          None if run_options.requests is not None else run_options.duration)
+    edges = _window_edges(
+        sample_pid,
+        run_options.warmup,
+        None if run_options.requests is not None else run_options.duration,
+    )
     try:
         return _run_with_edges(edges, progress, lambda: start(url, **options))
     finally:
@@ -144,13 +181,18 @@ def _known_options(caller: str, options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
-def _run_with_edges(edges: Optional[WindowEdges], progress: Optional[Callable[[dict], None]],
-                    begin: Callable[[], RunningLoad]) -> Result:
+def _run_with_edges(
+    edges: Optional[WindowEdges],
+    progress: Optional[Callable[[dict], None]],
+    begin: Callable[[], RunningLoad],
+) -> Result:
     handle = begin()
     if edges is not None:
         edges.started(handle.engine.progress().elapsed_s)
     try:
-        while not handle.wait(edges.wait_s(POLL_INTERVAL_S) if edges is not None else POLL_INTERVAL_S):
+        while not handle.wait(
+            edges.wait_s(POLL_INTERVAL_S) if edges is not None else POLL_INTERVAL_S
+        ):
             if edges is not None:
                 edges.poll()
             if progress is not None:
@@ -168,7 +210,9 @@ def _run_with_edges(edges: Optional[WindowEdges], progress: Optional[Callable[[d
     return result
 
 
-def _window_edges(sample_pid: Optional[int], warmup: float, duration: Optional[float]) -> Optional[WindowEdges]:
+def _window_edges(
+    sample_pid: Optional[int], warmup: float, duration: Optional[float]
+) -> Optional[WindowEdges]:
     """Opens the sampler before any load, so a bad pid fails first; without warm-up the
     window opens with the engine, so its first snapshot is taken now, on an idle server."""
     if sample_pid is None:

@@ -37,6 +37,7 @@ window as sampled), `pss_kib` (summed proportional set size, /proc/PID/smaps_rol
 pages counted once over the tree; snapshots only), `rss_peak_kib` (sum of members' lifetime
 VmHWM - peaks at different moments added, shared pages once per process: an upper bound).
 """
+
 from __future__ import annotations
 
 import os
@@ -48,7 +49,16 @@ from . import _core
 from .cgroup import cgroup_of
 from .errors import ConfigError
 
-_MACHINE_FIELDS = ("user_s", "nice_s", "system_s", "idle_s", "iowait_s", "irq_s", "softirq_s", "steal_s")
+_MACHINE_FIELDS = (
+    "user_s",
+    "nice_s",
+    "system_s",
+    "idle_s",
+    "iowait_s",
+    "irq_s",
+    "softirq_s",
+    "steal_s",
+)
 
 
 @dataclass(frozen=True)
@@ -97,8 +107,15 @@ class MachineProcesses:
     @classmethod
     def read(cls) -> "MachineProcesses":
         rows = _core.machine_processes()
-        return cls(time.monotonic(), {pid: ProcessCpu(ppid, start, cpu_s, comm, kernel)
-                                      for pid, ppid, start, cpu_s, comm, kernel in rows}, _steal_s(), _uptime_s())
+        return cls(
+            time.monotonic(),
+            {
+                pid: ProcessCpu(ppid, start, cpu_s, comm, kernel)
+                for pid, ppid, start, cpu_s, comm, kernel in rows
+            },
+            _steal_s(),
+            _uptime_s(),
+        )
 
 
 def _uptime_s() -> Optional[float]:
@@ -158,7 +175,11 @@ def used_between(before: MachineProcesses, after: MachineProcesses) -> dict[int,
     ticks = os.sysconf("SC_CLK_TCK")
 
     def alive(pid: int) -> bool:
-        return pid in before.cpu and pid in after.cpu and after.cpu[pid].start_ticks == before.cpu[pid].start_ticks
+        return (
+            pid in before.cpu
+            and pid in after.cpu
+            and after.cpu[pid].start_ticks == before.cpu[pid].start_ticks
+        )
 
     def reaper(proc: ProcessCpu) -> int:
         """The nearest ancestor alive at both readings: a compiler reaped by its gcc driver, which
@@ -169,7 +190,9 @@ def used_between(before: MachineProcesses, after: MachineProcesses) -> dict[int,
             parent = before.cpu[parent].ppid
         return parent if alive(parent) else 1
 
-    reaped_before: dict[int, float] = {}  # reaper -> what its descendants that left had used by `before`
+    reaped_before: dict[
+        int, float
+    ] = {}  # reaper -> what its descendants that left had used by `before`
     for pid, proc in before.cpu.items():
         if not alive(pid):
             who = reaper(proc)
@@ -188,7 +211,9 @@ def used_between(before: MachineProcesses, after: MachineProcesses) -> dict[int,
     return out
 
 
-def others_cpu(before: MachineProcesses, after: MachineProcesses, ours: Iterable[int] = ()) -> OthersCpu:
+def others_cpu(
+    before: MachineProcesses, after: MachineProcesses, ours: Iterable[int] = ()
+) -> OthersCpu:
     """The CPU that processes other than ``ours`` and this one used between two readings
     (per process as :func:`used_between` counts it)."""
     mine = set(ours) | {os.getpid()}
@@ -203,7 +228,11 @@ def others_cpu(before: MachineProcesses, after: MachineProcesses, ours: Iterable
         else:
             user += used
             by[proc.command] = by.get(proc.command, 0.0) + used
-    steal = (after.steal_s - before.steal_s) if after.steal_s is not None and before.steal_s is not None else 0.0
+    steal = (
+        (after.steal_s - before.steal_s)
+        if after.steal_s is not None and before.steal_s is not None
+        else 0.0
+    )
     return OthersCpu(user, kernel, sorted(by.items(), key=lambda item: -item[1]), max(0.0, steal))
 
 
@@ -263,7 +292,9 @@ def machine_shares(start: MachineSnapshot, end: MachineSnapshot) -> dict[str, Op
     }
 
 
-def window(start: ProcSnapshot, end: ProcSnapshot, responses: int, also_ours: Iterable[int] = ()) -> dict[str, Any]:
+def window(
+    start: ProcSnapshot, end: ProcSnapshot, responses: int, also_ours: Iterable[int] = ()
+) -> dict[str, Any]:
     """The `server` block of a run: what the server spent between two snapshots, and what
     processes other than the run's used meanwhile (``also_ours``: more pids of the run, e.g. the
     local shards of a distributed run)."""
@@ -272,14 +303,22 @@ def window(start: ProcSnapshot, end: ProcSnapshot, responses: int, also_ours: It
     if start.processes is not None and end.processes is not None:
         ours = set(start.pids) | set(end.pids) | set(also_ours)
         found = others_cpu(start.processes, end.processes, ours)
-        others = {"others_cpu_s": found.cpu_s, "steal_s": found.steal_s, "kernel_threads_cpu_s": found.kernel_cpu_s,
-                  "others_top": [{"command": comm, "cpu_s": round(used, 6)} for comm, used in found.top[:3]]}
+        others = {
+            "others_cpu_s": found.cpu_s,
+            "steal_s": found.steal_s,
+            "kernel_threads_cpu_s": found.kernel_cpu_s,
+            "others_top": [
+                {"command": comm, "cpu_s": round(used, 6)} for comm, used in found.top[:3]
+            ],
+        }
     return {
         "pid": start.pid or end.pid,
         "pids": sorted(set(start.pids) | set(end.pids)),
         "cpu_s": cpu_s,
         "cpu_us_per_req": cpu_s * 1e6 / responses if responses > 0 else None,
-        "cpu_source": end.cpu_source if end.cpu_source == start.cpu_source else f"{start.cpu_source}/{end.cpu_source}",
+        "cpu_source": end.cpu_source
+        if end.cpu_source == start.cpu_source
+        else f"{start.cpu_source}/{end.cpu_source}",
         "utime_s": max(0.0, end.utime_s - start.utime_s),
         "stime_s": max(0.0, end.stime_s - start.stime_s),
         "rss_kib": end.rss_kib,
@@ -289,7 +328,8 @@ def window(start: ProcSnapshot, end: ProcSnapshot, responses: int, also_ours: It
         "fds_start": start.fds,
         "fds_end": end.fds,
         "threads": end.threads if not end.exited else start.threads,
-        "ctx_switches": (end.ctx_voluntary - start.ctx_voluntary) + (end.ctx_involuntary - start.ctx_involuntary),
+        "ctx_switches": (end.ctx_voluntary - start.ctx_voluntary)
+        + (end.ctx_involuntary - start.ctx_involuntary),
         "exited": end.exited,
         "window_s": end.t - start.t,
         "machine": machine_shares(start.machine, end.machine),
@@ -317,9 +357,13 @@ class Sampler:
         try:
             pid = int(self.pid)
         except (TypeError, ValueError):
-            raise ConfigError(f"invalid pid {self.pid!r}: a process id is a positive integer") from None
+            raise ConfigError(
+                f"invalid pid {self.pid!r}: a process id is a positive integer"
+            ) from None
         if not self.interval > 0:
-            raise ConfigError(f"invalid sampling interval {self.interval!r}: it must be positive (seconds)")
+            raise ConfigError(
+                f"invalid sampling interval {self.interval!r}: it must be positive (seconds)"
+            )
         self.pid = pid
         cgroup = self.cgroup
         if cgroup == "auto":
@@ -395,10 +439,12 @@ class Sampler:
         duration = float(last["t"] - first["t"])
         cpu_s = float(last["cpu_s"] - first["cpu_s"])
         machine_start = MachineSnapshot(
-            **{name: float(first[f"machine_{name}"]) for name in _MACHINE_FIELDS}, loadavg_1m=float(first["loadavg_1m"])
+            **{name: float(first[f"machine_{name}"]) for name in _MACHINE_FIELDS},
+            loadavg_1m=float(first["loadavg_1m"]),
         )
         machine_end = MachineSnapshot(
-            **{name: float(last[f"machine_{name}"]) for name in _MACHINE_FIELDS}, loadavg_1m=float(last["loadavg_1m"])
+            **{name: float(last[f"machine_{name}"]) for name in _MACHINE_FIELDS},
+            loadavg_1m=float(last["loadavg_1m"]),
         )
         out.update(
             {
@@ -413,7 +459,8 @@ class Sampler:
                 "threads_max": int(df["threads"].max()),
                 "processes_max": int(df["processes"].max()),
                 "ctx_switches": int(
-                    (last["ctx_voluntary"] - first["ctx_voluntary"]) + (last["ctx_involuntary"] - first["ctx_involuntary"])
+                    (last["ctx_voluntary"] - first["ctx_voluntary"])
+                    + (last["ctx_involuntary"] - first["ctx_involuntary"])
                 ),
                 "machine": machine_shares(machine_start, machine_end),
                 "loadavg_1m_max": float(df["loadavg_1m"].max()),

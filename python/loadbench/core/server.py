@@ -11,6 +11,7 @@ and, after a graceful stop (SIGINT/SIGTERM), one line with its counters:
      "h1": {"connections": 4, "requests": 3},
      "h2": {"connections": 6, "streams": 2, "requests": 2, "streams_refused": 0, "goaways": 0}}
 """
+
 from __future__ import annotations
 
 import json
@@ -23,10 +24,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from .process import die_with_parent
 from .cgroup import ServerCgroup
 from .errors import ConfigError, ServerError
 from .paths import server_binary
+from .process import die_with_parent
 
 
 @dataclass
@@ -70,7 +71,13 @@ class ServerProcess:
     _collected: bool = field(default=False, init=False, repr=False)
 
     def argv(self) -> list[str]:
-        args = [str(self.binary or server_binary()), "--host", self.host, "--workers", str(self.workers)]
+        args = [
+            str(self.binary or server_binary()),
+            "--host",
+            self.host,
+            "--workers",
+            str(self.workers),
+        ]
         if self.http:
             args += ["--port", str(self.port)]
         else:
@@ -100,8 +107,10 @@ class ServerProcess:
         if cpus is not None:
             available = os.sched_getaffinity(0)
             if not cpus or not cpus <= available:
-                raise ConfigError(f"cannot pin loadbench-server to CPUs {sorted(cpus)}: available are "
-                                  f"{','.join(map(str, sorted(available)))}")
+                raise ConfigError(
+                    f"cannot pin loadbench-server to CPUs {sorted(cpus)}: available are "
+                    f"{','.join(map(str, sorted(available)))}"
+                )
         self._stderr_file = tempfile.TemporaryFile()
         group: Optional[ServerCgroup] = None
         if self.cgroup:
@@ -113,6 +122,7 @@ class ServerProcess:
                 group.join()
             if cpus is not None:
                 os.sched_setaffinity(0, cpus)
+
         try:
             self.proc = subprocess.Popen(
                 self.argv(), stdout=subprocess.PIPE, stderr=self._stderr_file, preexec_fn=preexec
@@ -129,12 +139,16 @@ class ServerProcess:
         line = self._read_line(self.ready_timeout)
         if line is None:
             self.kill()
-            raise ServerError(f"loadbench-server did not become ready: {self.stderr_text() or 'no output'}")
+            raise ServerError(
+                f"loadbench-server did not become ready: {self.stderr_text() or 'no output'}"
+            )
         try:
             msg = json.loads(line)
         except ValueError:
             self.kill()
-            raise ServerError(f"loadbench-server printed an unexpected first line: {line!r}") from None
+            raise ServerError(
+                f"loadbench-server printed an unexpected first line: {line!r}"
+            ) from None
         if msg.get("event") != "ready":
             try:  # the binary exits right after its error line: 2 = a bad flag, 1 = could not start
                 code = self.proc.wait(timeout=2.0)
@@ -181,7 +195,9 @@ class ServerProcess:
             out, _ = self.proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise ServerError(f"loadbench-server (pid {self.pid}) did not stop within {timeout} s") from None
+            raise ServerError(
+                f"loadbench-server (pid {self.pid}) did not stop within {timeout} s"
+            ) from None
         self._collected = True
         self._remove_cgroup()
         for line in out.decode(errors="replace").splitlines():

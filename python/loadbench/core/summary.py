@@ -2,6 +2,7 @@
 
 It reads a Result's attributes only, so result.py can offer it as Result.summary_lines()
 without this module importing that one."""
+
 from __future__ import annotations
 
 import os
@@ -9,7 +10,6 @@ from typing import Any
 
 from . import analysis
 from .tcp_exchange import tcp_exchange_text, uses_lean_exchange
-
 
 
 def format_us(us: float) -> str:
@@ -32,44 +32,65 @@ def summary_lines(r: Any) -> list[str]:
     """The lines `loadbench run` prints for a loadbench.Result ``r``."""
     cfg = r.config
     lat = r.latency
-    mode = (f"{cfg.get('requests'):,} requests" if cfg.get("requests") else f"{cfg.get('duration_s', r.duration_s):g} s")
+    mode = (
+        f"{cfg.get('requests'):,} requests"
+        if cfg.get("requests")
+        else f"{cfg.get('duration_s', r.duration_s):g} s"
+    )
     if r.open_loop:
         mode += f", open loop at {r.target_rate:g}/s"
-    head = (f"{r.url}: {cfg.get('connections', '?')} connections, {r.threads} thread{'s' if r.threads != 1 else ''}, "
-            f"{mode}{', no keep-alive' if cfg.get('keepalive') is False else ''}"
-            f"{', warm-up %g s' % cfg['warmup_s'] if cfg.get('warmup_s') else ''}"
-            f"{'  [INTERRUPTED]' if r.interrupted else ''}")
+    head = (
+        f"{r.url}: {cfg.get('connections', '?')} connections, {r.threads} thread{'s' if r.threads != 1 else ''}, "
+        f"{mode}{', no keep-alive' if cfg.get('keepalive') is False else ''}"
+        f"{', warm-up %g s' % cfg['warmup_s'] if cfg.get('warmup_s') else ''}"
+        f"{'  [INTERRUPTED]' if r.interrupted else ''}"
+    )
     lines = [head]
     if cfg.get("protocol") == "h2":
         tls = r.url.lower().startswith("https:")
-        lines.append(f"  protocol      HTTP/2 ({'h2, negotiated with ALPN' if tls else 'h2c, prior knowledge'}), "
-                     f"{cfg.get('streams', 1)} stream{'s' if cfg.get('streams', 1) != 1 else ''} per connection")
-    lines.append(f"  requests/s    {r.rps:,.2f}  ({r.responses:,} responses in {r.duration_s:.3f} s)")
+        lines.append(
+            f"  protocol      HTTP/2 ({'h2, negotiated with ALPN' if tls else 'h2c, prior knowledge'}), "
+            f"{cfg.get('streams', 1)} stream{'s' if cfg.get('streams', 1) != 1 else ''} per connection"
+        )
+    lines.append(
+        f"  requests/s    {r.rps:,.2f}  ({r.responses:,} responses in {r.duration_s:.3f} s)"
+    )
     if r.unfinished:
-        lines.append(f"  unfinished    {r.unfinished:,} requests of the window had no answer when the drain ended"
-                     + (" (in the corrected latency with the time they had waited)" if r.open_loop else ""))
+        lines.append(
+            f"  unfinished    {r.unfinished:,} requests of the window had no answer when the drain ended"
+            + (" (in the corrected latency with the time they had waited)" if r.open_loop else "")
+        )
     if lat.count and r.open_loop and r.latency_uncorrected is not None:
         unc = r.latency_uncorrected
-        lines.append(f"  rate          target {r.target_rate:,.1f}/s ({cfg.get('arrival', 'constant')}), achieved "
-                     f"{r.achieved_rate:,.1f}/s; {r.due:,} due, {r.late_sends:,} of {r.sends:,} sends late (> 1 ms), "
-                     f"lateness p99 {format_us(r.lateness.percentile(99)) if r.lateness else 'n/a'}")
-        lines.append("  latency       " + " ".join(f"{h:>10}" for h in ("p50", "p90", "p99", "p99.9", "max")))
+        lines.append(
+            f"  rate          target {r.target_rate:,.1f}/s ({cfg.get('arrival', 'constant')}), achieved "
+            f"{r.achieved_rate:,.1f}/s; {r.due:,} due, {r.late_sends:,} of {r.sends:,} sends late (> 1 ms), "
+            f"lateness p99 {format_us(r.lateness.percentile(99)) if r.lateness else 'n/a'}"
+        )
+        lines.append(
+            "  latency       " + " ".join(f"{h:>10}" for h in ("p50", "p90", "p99", "p99.9", "max"))
+        )
         for label, h in (("corrected", lat), ("service", unc)):
             cells = [format_us(h.percentile(q)) for q in (50, 90, 99, 99.9)] + [format_us(h.max)]
             lines.append(f"    {label:<11} " + " ".join(f"{c:>10}" for c in cells))
-        lines.append("                (corrected: from the intended send time; service: from the actual send)")
+        lines.append(
+            "                (corrected: from the intended send time; service: from the actual send)"
+        )
     elif lat.count:
         pct = "  ".join(f"p{q:g} {format_us(lat.percentile(q))}" for q in (50, 90, 99, 99.9))
         lines.append(f"  latency       {pct}  max {format_us(lat.max)}")
-        lines.append(f"                mean {format_us(lat.mean)}  stdev {format_us(lat.stdev)}  min {format_us(lat.min)}")
+        lines.append(
+            f"                mean {format_us(lat.mean)}  stdev {format_us(lat.stdev)}  min {format_us(lat.min)}"
+        )
     else:
         lines.append("  latency       no responses")
     codes = ", ".join(f"{code}: {n:,}" for code, n in sorted(r.status_codes.items())) or "none"
     errors = sum(int(n) for n in r.errors.values())
     share = analysis.bad_share(analysis.non_2xx(r.status_codes), errors, r.responses)
     if share:  # the report's non-2xx + errors figure; above 1 % a sweep never ranks the cell
-        codes += f"  (non-2xx + errors: {100 * share:.2f} % of outcomes" + \
-            (", above the 1 % a report ranks)" if share > analysis.DIRTY_SHARE else ")")
+        codes += f"  (non-2xx + errors: {100 * share:.2f} % of outcomes" + (
+            ", above the 1 % a report ranks)" if share > analysis.DIRTY_SHARE else ")"
+        )
     lines.append(f"  status codes  {codes}")
     errs = ", ".join(f"{kind} {n:,}" for kind, n in r.errors.items() if n)
     if errs:
@@ -90,45 +111,79 @@ def summary_lines(r: Any) -> list[str]:
     lines.append(f"  connections   {conn}")
     if r.goaways or r.retried or r.streams_reset:
         resets = ", ".join(f"{name} {n:,}" for name, n in sorted(r.streams_reset.items())) or "none"
-        lines.append(f"  http/2        GOAWAY {r.goaways:,}, refused and re-sent {r.retried:,}, RST_STREAM {resets}")
-    lines.append(f"  transfer      read {format_bytes(r.bytes_read)}, written {format_bytes(r.bytes_written)}")
+        lines.append(
+            f"  http/2        GOAWAY {r.goaways:,}, refused and re-sent {r.retried:,}, RST_STREAM {resets}"
+        )
+    lines.append(
+        f"  transfer      read {format_bytes(r.bytes_read)}, written {format_bytes(r.bytes_written)}"
+    )
     per_req = f"{r.cpu_us_per_req:.2f} us/response" if r.cpu_us_per_req is not None else "n/a"
-    lines.append(f"  generator     CPU {r.cpu_s:.3f} s = {per_req}, {r.cpu_utilisation * 100:.0f} % of "
-                 f"{r.threads} thread{'s' if r.threads != 1 else ''}"
-                 f"{'  SATURATED: the generator may be the bottleneck' if r.saturated else ''}")
+    lines.append(
+        f"  generator     CPU {r.cpu_s:.3f} s = {per_req}, {r.cpu_utilisation * 100:.0f} % of "
+        f"{r.threads} thread{'s' if r.threads != 1 else ''}"
+        f"{'  SATURATED: the generator may be the bottleneck' if r.saturated else ''}"
+    )
     server = r.extras.get("server")
     if server:
         lines.extend(server_lines(server))
-    lines.append(f"  in flight     {r.in_flight:.1f} (Little's law: req/s x mean latency; "
-                 f"{cfg.get('connections', '?')} connections)")
+    lines.append(
+        f"  in flight     {r.in_flight:.1f} (Little's law: req/s x mean latency; "
+        f"{cfg.get('connections', '?')} connections)"
+    )
     return lines
 
 
 def server_lines(server: dict) -> list[str]:
     """The sampled server (`server` block): CPU per response, memory, fds, machine noise."""
-    per_req = f"{server['cpu_us_per_req']:.2f} us/response" if server.get("cpu_us_per_req") is not None else "n/a"
+    per_req = (
+        f"{server['cpu_us_per_req']:.2f} us/response"
+        if server.get("cpu_us_per_req") is not None
+        else "n/a"
+    )
     pids = server.get("pids") or [server.get("pid")]
     who = f"pid {server.get('pid')}" + (f" + {len(pids) - 1} descendants" if len(pids) > 1 else "")
     source = f", {server['cpu_source']}" if server.get("cpu_source") else ""
-    if server.get("rss_max_kib") is not None:  # the window's own peak, sampled; PSS counts shared pages once
+    if (
+        server.get("rss_max_kib") is not None
+    ):  # the window's own peak, sampled; PSS counts shared pages once
         memory = f"peak RSS {format_bytes(server['rss_max_kib'] * 1024)} (sampled in the window)"
         if server.get("pss_kib") is not None:
             memory += f", PSS {format_bytes(server['pss_kib'] * 1024)}"
     else:
         memory = f"peak RSS {format_bytes(server['rss_peak_kib'] * 1024)}"
-    lines = [f"  server        CPU {server['cpu_s']:.3f} s = {per_req} ({who}{source})"
-             f"{'  EXITED during the run' if server.get('exited') else ''}",
-             f"                {memory}, fds {server['fds_start']}"
-             f" -> {server['fds_end']}, {server['threads']} threads, {server['ctx_switches']:,} context switches"]
+    lines = [
+        f"  server        CPU {server['cpu_s']:.3f} s = {per_req} ({who}{source})"
+        f"{'  EXITED during the run' if server.get('exited') else ''}",
+        f"                {memory}, fds {server['fds_start']}"
+        f" -> {server['fds_end']}, {server['threads']} threads, {server['ctx_switches']:,} context switches",
+    ]
     machine = server.get("machine") or {}
     if machine.get("idle_share") is not None:
-        lines.append(f"  machine       idle {machine['idle_share'] * 100:.1f} %, steal {machine['steal_share'] * 100:.1f} %"
-                     " of all CPU time in the window")
+        lines.append(
+            f"  machine       idle {machine['idle_share'] * 100:.1f} %, steal {machine['steal_share'] * 100:.1f} %"
+            " of all CPU time in the window"
+        )
     outside = analysis.outside_share(server, os.cpu_count())
     if server.get("others_cpu_s") is not None and outside is not None:
-        top = ", ".join([f"{o['command']} {o['cpu_s']:.2f} s" for o in server.get("others_top") or [] if o.get("cpu_s")]
-                        + ([f"steal {server['steal_s']:.2f} s"] if (server.get("steal_s") or 0) >= 0.005 else []))
-        lines.append(f"  others        {outside * 100:.1f} % of the machine taken by other processes and steal"
-                     + (f" ({top})" if top else "")
-                     + ("  CONTENDED: a sweep would re-run this window" if outside > analysis.CONTENDED_SHARE else ""))
+        top = ", ".join(
+            [
+                f"{o['command']} {o['cpu_s']:.2f} s"
+                for o in server.get("others_top") or []
+                if o.get("cpu_s")
+            ]
+            + (
+                [f"steal {server['steal_s']:.2f} s"]
+                if (server.get("steal_s") or 0) >= 0.005
+                else []
+            )
+        )
+        lines.append(
+            f"  others        {outside * 100:.1f} % of the machine taken by other processes and steal"
+            + (f" ({top})" if top else "")
+            + (
+                "  CONTENDED: a sweep would re-run this window"
+                if outside > analysis.CONTENDED_SHARE
+                else ""
+            )
+        )
     return lines

@@ -5,6 +5,7 @@ the generator on loopback, where the sender's CPU also pays for the receiver's T
 every packet it sends. Each changes the packets the server's kernel sees, so every figure
 measured with them must say so: this module holds the one wording.
 """
+
 from __future__ import annotations
 
 from typing import Mapping
@@ -14,7 +15,9 @@ OPTIONS = {
     "ack_with_request": "the handshake's last ACK rides on the request (TCP_QUICKACK off before connect)",
     "rst_close": "a connection the server has closed is closed with RST (SO_LINGER 0), not FIN",
 }
-DEFAULT = "TCP exchange as wrk's: the handshake's last ACK sent at once, connections closed with FIN"
+DEFAULT = (
+    "TCP exchange as wrk's: the handshake's last ACK sent at once, connections closed with FIN"
+)
 
 
 def tcp_exchange_text(options: Mapping) -> str:

@@ -12,6 +12,7 @@ clock (offsets measured through the scheduler, clock.py), and merged bucket by b
 (merge.py). `cluster` is a scheduler address, a `distributed.Client`, or "local" for a
 LocalCluster of `shards` worker processes on this machine.
 """
+
 from __future__ import annotations
 
 import socket
@@ -20,8 +21,8 @@ import uuid
 from typing import Any, Callable, Optional
 
 from ..core.errors import ConfigError, LoadbenchError
-from ..core.result import Result
 from ..core.options import RunOptions
+from ..core.result import Result
 from ..core.run import POLL_INTERVAL_S, prepare
 from ..core.sampler import Sampler, WindowEdges
 from .clock import ClockOffset, measure_offsets
@@ -49,22 +50,32 @@ def _client(cluster: Any, shards: int) -> tuple[Any, Callable[[], None]]:
     try:
         from distributed import Client, LocalCluster
     except ImportError:
-        raise ConfigError("distributed runs need Dask: pip install 'loadbench[distributed]' "
-                          "(or pip install distributed)") from None
+        raise ConfigError(
+            "distributed runs need Dask: pip install 'loadbench[distributed]' "
+            "(or pip install distributed)"
+        ) from None
     if isinstance(cluster, Client):
         return cluster, lambda: None
     if cluster == "local":
-        local = LocalCluster(n_workers=shards, threads_per_worker=1, processes=True,
-                             resources={RESOURCE: 1}, dashboard_address=":0")
+        local = LocalCluster(
+            n_workers=shards,
+            threads_per_worker=1,
+            processes=True,
+            resources={RESOURCE: 1},
+            dashboard_address=":0",
+        )
         client = Client(local)
 
         def close() -> None:
             client.close()
             local.close()
+
         return client, close
     if not isinstance(cluster, str) or not cluster:
-        raise ConfigError(f"cluster must be a scheduler address (tcp://HOST:8786), a Client or 'local', "
-                          f"not {cluster!r}")
+        raise ConfigError(
+            f"cluster must be a scheduler address (tcp://HOST:8786), a Client or 'local', "
+            f"not {cluster!r}"
+        )
     try:
         client = Client(cluster, timeout=CONNECT_TIMEOUT_S)
     except (OSError, TimeoutError) as exc:
@@ -91,9 +102,17 @@ def pick_workers(workers: dict[str, dict], shards: int) -> list[str]:
     return picked
 
 
-def run(url: str, *, cluster: Any, shards: Optional[int] = None, start_delay: float = DEFAULT_START_DELAY_S,
-        clock_tolerance_ms: float = DEFAULT_CLOCK_TOLERANCE_MS, sample_pid: Optional[int] = None,
-        progress: Optional[Callable[[dict], None]] = None, **run_kwargs: Any) -> Result:
+def run(
+    url: str,
+    *,
+    cluster: Any,
+    shards: Optional[int] = None,
+    start_delay: float = DEFAULT_START_DELAY_S,
+    clock_tolerance_ms: float = DEFAULT_CLOCK_TOLERANCE_MS,
+    sample_pid: Optional[int] = None,
+    progress: Optional[Callable[[dict], None]] = None,
+    **run_kwargs: Any,
+) -> Result:
     """`loadbench.run()` spread over Dask workers; every keyword of run() is accepted.
 
     Raises ShardLostError (with `.result` = the other shards merged) when a worker is lost.
@@ -114,8 +133,21 @@ def run(url: str, *, cluster: Any, shards: Optional[int] = None, start_delay: fl
         picked = pick_workers(workers, shards)
         tagged = all((workers[a].get("resources") or {}).get(RESOURCE, 0) >= 1 for a in picked)
         offsets = measure_offsets(client, picked)
-        return _run_shards(client, url, options, plan, picked, tagged, offsets, start_delay,
-                           clock_tolerance_ms, sample_pid, progress, workers, info.get("address", str(cluster)))
+        return _run_shards(
+            client,
+            url,
+            options,
+            plan,
+            picked,
+            tagged,
+            offsets,
+            start_delay,
+            clock_tolerance_ms,
+            sample_pid,
+            progress,
+            workers,
+            info.get("address", str(cluster)),
+        )
     finally:
         close()
 
@@ -130,10 +162,21 @@ def scheduler_identity(client: Any) -> dict:
         return dict(client.sync(client.scheduler.identity))
 
 
-def _run_shards(client: Any, url: str, options: RunOptions, plan: list, picked: list[str], tagged: bool,
-                offsets: dict[str, ClockOffset], start_delay: float, clock_tolerance_ms: float,
-                sample_pid: Optional[int], progress: Optional[Callable[[dict], None]], workers: dict[str, dict],
-                scheduler: str) -> Result:
+def _run_shards(
+    client: Any,
+    url: str,
+    options: RunOptions,
+    plan: list,
+    picked: list[str],
+    tagged: bool,
+    offsets: dict[str, ClockOffset],
+    start_delay: float,
+    clock_tolerance_ms: float,
+    sample_pid: Optional[int],
+    progress: Optional[Callable[[dict], None]],
+    workers: dict[str, dict],
+    scheduler: str,
+) -> Result:
     from distributed import Event
 
     run_id = uuid.uuid4().hex[:12]
@@ -143,10 +186,22 @@ def _run_shards(client: Any, url: str, options: RunOptions, plan: list, picked: 
     futures = []
     for shard, addr in zip(plan, picked):
         start_at = instant + shard.start_offset_s + offsets[addr].offset_s  # the worker's clock
-        futures.append(client.submit(
-            run_shard, shard.index, url, shard.run_kwargs, start_at, stop.name,
-            key=f"loadbench-shard-{shard.index}-{run_id}", workers=[addr], allow_other_workers=False,
-            resources={RESOURCE: 1} if tagged else None, pure=False, retries=0))
+        futures.append(
+            client.submit(
+                run_shard,
+                shard.index,
+                url,
+                shard.run_kwargs,
+                start_at,
+                stop.name,
+                key=f"loadbench-shard-{shard.index}-{run_id}",
+                workers=[addr],
+                allow_other_workers=False,
+                resources={RESOURCE: 1} if tagged else None,
+                pure=False,
+                retries=0,
+            )
+        )
     parts: dict[int, dict] = {}
     lost: dict[int, str] = {}
     interrupted = False
@@ -161,8 +216,14 @@ def _run_shards(client: Any, url: str, options: RunOptions, plan: list, picked: 
             if edges is not None:
                 edges.poll()
             if progress is not None:
-                progress({"shards": len(futures), "shards_done": len(parts), "shards_lost": len(lost),
-                          "elapsed_s": max(0.0, now - instant)})
+                progress(
+                    {
+                        "shards": len(futures),
+                        "shards_done": len(parts),
+                        "shards_lost": len(lost),
+                        "elapsed_s": max(0.0, now - instant),
+                    }
+                )
             time.sleep(edges.wait_s(POLL_INTERVAL_S) if edges is not None else POLL_INTERVAL_S)
     except KeyboardInterrupt:
         interrupted = True
@@ -176,8 +237,24 @@ def _run_shards(client: Any, url: str, options: RunOptions, plan: list, picked: 
                 lost[i] = "did not answer the stop"
                 f.cancel()
     measured = [parts[i] for i in sorted(parts) if "result" in parts[i]]
-    result = _merge(url, options, measured, picked, offsets, instant, plan, workers, scheduler,
-                    clock_tolerance_ms, lost, interrupted) if measured else None
+    result = (
+        _merge(
+            url,
+            options,
+            measured,
+            picked,
+            offsets,
+            instant,
+            plan,
+            workers,
+            scheduler,
+            clock_tolerance_ms,
+            lost,
+            interrupted,
+        )
+        if measured
+        else None
+    )
     if result is not None and edges is not None:
         edges.poll()
         # shards on this machine are the run's generator, not other processes
@@ -195,7 +272,9 @@ def _run_shards(client: Any, url: str, options: RunOptions, plan: list, picked: 
     return result
 
 
-def _collect(client: Any, futures: list, picked: list[str], parts: dict[int, dict], lost: dict[int, str]) -> None:
+def _collect(
+    client: Any, futures: list, picked: list[str], parts: dict[int, dict], lost: dict[int, str]
+) -> None:
     alive = set(scheduler_identity(client).get("workers", {}))
     for i, f in enumerate(futures):
         if i in parts or i in lost:
@@ -208,7 +287,9 @@ def _collect(client: Any, futures: list, picked: list[str], parts: dict[int, dic
                 raise ConfigError(str(exc))  # the same bad argument on every shard: say it once
             lost[i] = f"{type(exc).__name__}: {exc}"
         elif f.status in ("cancelled", "lost") or picked[i] not in alive:
-            lost[i] = "its worker left the cluster" if picked[i] not in alive else f"task {f.status}"
+            lost[i] = (
+                "its worker left the cluster" if picked[i] not in alive else f"task {f.status}"
+            )
             f.cancel()
 
 
@@ -221,9 +302,20 @@ def _window_edges(sample_pid: Optional[int], options: RunOptions) -> Any:
     return edges
 
 
-def _merge(url: str, options: RunOptions, measured: list[dict], picked: list[str],
-           offsets: dict[str, ClockOffset], instant: float, plan: list, workers: dict[str, dict], scheduler: str,
-           clock_tolerance_ms: float, lost: dict[int, str], interrupted: bool) -> Result:
+def _merge(
+    url: str,
+    options: RunOptions,
+    measured: list[dict],
+    picked: list[str],
+    offsets: dict[str, ClockOffset],
+    instant: float,
+    plan: list,
+    workers: dict[str, dict],
+    scheduler: str,
+    clock_tolerance_ms: float,
+    lost: dict[int, str],
+    interrupted: bool,
+) -> Result:
     config = options.record()
     config.update(shards=len(plan), cluster=scheduler)
     shard_offsets = [offsets[picked[p["index"]]].offset_s for p in measured]
@@ -233,22 +325,29 @@ def _merge(url: str, options: RunOptions, measured: list[dict], picked: list[str
     for p in measured:
         addr = picked[p["index"]]
         o = offsets[addr]
-        figures.append(shard_figures(p, addr, o.offset_s, o.uncertainty_s,
-                                     instant + plan[p["index"]].start_offset_s))
+        figures.append(
+            shard_figures(
+                p, addr, o.offset_s, o.uncertainty_s, instant + plan[p["index"]].start_offset_s
+            )
+        )
     skews = [abs(f["start_skew_ms"]) for f in figures]
     uncertain = [f["clock_uncertainty_ms"] for f in figures]
     warnings = []
     if max(skews + uncertain) > clock_tolerance_ms:
-        warnings.append(f"shards started up to {max(skews):.1f} ms apart (clock uncertainty up to "
-                        f"{max(uncertain):.1f} ms), above the {clock_tolerance_ms:g} ms tolerance: "
-                        "sync the generator hosts' clocks (NTP/chrony)")
+        warnings.append(
+            f"shards started up to {max(skews):.1f} ms apart (clock uncertainty up to "
+            f"{max(uncertain):.1f} ms), above the {clock_tolerance_ms:g} ms tolerance: "
+            "sync the generator hosts' clocks (NTP/chrony)"
+        )
     result.extras["shards"] = figures
     result.extras["cluster"] = {
         "scheduler": scheduler,
         "generator_hosts": sorted({workers[a].get("host", a) for a in picked}),
         "start_skew_ms_max": max(skews) if skews else 0.0,
         "warnings": warnings,
-        "lost_shards": [{"index": i, "worker": picked[i], "reason": why} for i, why in sorted(lost.items())],
+        "lost_shards": [
+            {"index": i, "worker": picked[i], "reason": why} for i, why in sorted(lost.items())
+        ],
     }
     return result
 

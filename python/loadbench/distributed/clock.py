@@ -1,6 +1,7 @@
 """Each worker's clock against ours, measured through the scheduler (NTP's estimate: the
 worker's reading minus the midpoint of the round trip; the round trip with the least delay
 wins, and half of it bounds the error)."""
+
 from __future__ import annotations
 
 import time
@@ -12,11 +13,13 @@ ROUND_TRIPS = 5
 
 @dataclass
 class ClockOffset:
-    offset_s: float      # worker clock - our clock
+    offset_s: float  # worker clock - our clock
     uncertainty_s: float  # half the best round trip
 
 
-def measure_offsets(client: Any, workers: list[str], round_trips: int = ROUND_TRIPS) -> dict[str, ClockOffset]:
+def measure_offsets(
+    client: Any, workers: list[str], round_trips: int = ROUND_TRIPS
+) -> dict[str, ClockOffset]:
     best: dict[str, ClockOffset] = {}
     for _ in range(round_trips):
         for addr in workers:

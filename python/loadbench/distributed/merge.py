@@ -1,6 +1,7 @@
 """Shard results merged exactly: counts summed, HDR histograms added bucket by bucket (the
 merged percentiles are those of one histogram that recorded every request), timelines added
 interval by interval, and the window is the union of the shards' windows."""
+
 from __future__ import annotations
 
 from typing import Any, Optional, Sequence
@@ -16,7 +17,11 @@ def add_histograms(histograms: Sequence[Optional[LatencyHistogram]]) -> Optional
         return None
     first = present[0]
     for h in present[1:]:
-        if (h.lowest, h.highest, h.significant_figures) != (first.lowest, first.highest, first.significant_figures):
+        if (h.lowest, h.highest, h.significant_figures) != (
+            first.lowest,
+            first.highest,
+            first.significant_figures,
+        ):
             raise ValueError("histograms with different layouts cannot be added")
     length = max(len(h.counts) for h in present)
     counts = np.zeros(length, dtype=np.int64)
@@ -25,7 +30,9 @@ def add_histograms(histograms: Sequence[Optional[LatencyHistogram]]) -> Optional
     filled = [h for h in present if h.count]
     min_us = min(h.min_us for h in filled) if filled else 0
     max_us = max(h.max_us for h in filled) if filled else 0
-    return LatencyHistogram(counts, first.lowest, first.highest, first.significant_figures, min_us, max_us)
+    return LatencyHistogram(
+        counts, first.lowest, first.highest, first.significant_figures, min_us, max_us
+    )
 
 
 def _sum_dicts(dicts: Sequence[dict]) -> dict:
@@ -36,7 +43,9 @@ def _sum_dicts(dicts: Sequence[dict]) -> dict:
     return out
 
 
-def _merged_timeline(parts: Sequence[dict[str, Any]], layout: LatencyHistogram) -> dict[str, np.ndarray]:
+def _merged_timeline(
+    parts: Sequence[dict[str, Any]], layout: LatencyHistogram
+) -> dict[str, np.ndarray]:
     """Interval i of the merged timeline is interval i of every shard (their windows start at
     one instant, up to the start skew each shard reports)."""
     n = max(len(p["intervals"]) for p in parts)
@@ -51,8 +60,13 @@ def _merged_timeline(parts: Sequence[dict[str, Any]], layout: LatencyHistogram) 
     p99 = np.zeros(n, dtype=np.int64)
     offsets, index, count = [0], [], []
     for i in range(n):
-        hs = [LatencyHistogram.decode(p["intervals"][i][0], p["intervals"][i][1], p["intervals"][i][2])
-              for p in parts if i < len(p["intervals"])]
+        hs = [
+            LatencyHistogram.decode(
+                p["intervals"][i][0], p["intervals"][i][1], p["intervals"][i][2]
+            )
+            for p in parts
+            if i < len(p["intervals"])
+        ]
         merged = add_histograms(hs) if hs else None
         if merged is not None and merged.count:
             p50[i] = int(merged.percentile(50))
@@ -62,49 +76,76 @@ def _merged_timeline(parts: Sequence[dict[str, Any]], layout: LatencyHistogram) 
             index.extend(nz.tolist())
             count.extend(merged.counts[nz].tolist())
         offsets.append(len(index))
-    return {"responses": responses, "errors": errors, "p50_us": p50, "p99_us": p99,
-            "bucket_offsets": np.array(offsets, dtype=np.int64), "bucket_index": np.array(index, dtype=np.int64),
-            "bucket_count": np.array(count, dtype=np.int64)}
+    return {
+        "responses": responses,
+        "errors": errors,
+        "p50_us": p50,
+        "p99_us": p99,
+        "bucket_offsets": np.array(offsets, dtype=np.int64),
+        "bucket_index": np.array(index, dtype=np.int64),
+        "bucket_count": np.array(count, dtype=np.int64),
+    }
 
 
-def merge_shards(url: str, config: dict[str, Any], parts: Sequence[dict[str, Any]],
-                 offsets_s: Sequence[float]) -> Result:
+def merge_shards(
+    url: str, config: dict[str, Any], parts: Sequence[dict[str, Any]], offsets_s: Sequence[float]
+) -> Result:
     """`parts` as returned by run_shard; `offsets_s[i]` = shard i's worker clock - our clock."""
     results = [Result.from_dict(p["result"]) for p in parts]
     # Window edges on the client's clock: the engine's window opens warm-up after its start.
-    starts = [p["started_wall"] - off + r.config.get("warmup_s", 0.0) for p, r, off in zip(parts, results, offsets_s)]
+    starts = [
+        p["started_wall"] - off + r.config.get("warmup_s", 0.0)
+        for p, r, off in zip(parts, results, offsets_s)
+    ]
     ends = [s + r.duration_s for s, r in zip(starts, results)]
     window = max(ends) - min(starts)
     latency = add_histograms([r.latency for r in results])
     merged = Result(
-        url=url, config=config, duration_s=window,
-        status_codes=_sum_dicts([r.status_codes for r in results]), errors=_sum_dicts([r.errors for r in results]),
-        latency=latency, counters=_sum_dicts([r.counters for r in results]),
+        url=url,
+        config=config,
+        duration_s=window,
+        status_codes=_sum_dicts([r.status_codes for r in results]),
+        errors=_sum_dicts([r.errors for r in results]),
+        latency=latency,
+        counters=_sum_dicts([r.counters for r in results]),
         streams_reset=_sum_dicts([r.streams_reset for r in results]),
-        cpu_s=sum(r.cpu_s for r in results), threads=sum(r.threads for r in results),
+        cpu_s=sum(r.cpu_s for r in results),
+        threads=sum(r.threads for r in results),
         interrupted=any(r.interrupted for r in results),
         first_error=next((r.first_error for r in results if r.first_error), ""),
-        interval_s=results[0].interval_s, timeline_columns=_merged_timeline(parts, latency),
-        open_loop=results[0].open_loop, target_rate=sum(r.target_rate for r in results),
+        interval_s=results[0].interval_s,
+        timeline_columns=_merged_timeline(parts, latency),
+        open_loop=results[0].open_loop,
+        target_rate=sum(r.target_rate for r in results),
         latency_uncorrected=add_histograms([r.latency_uncorrected for r in results]),
         lateness=add_histograms([r.lateness for r in results]),
     )
     return merged
 
 
-def shard_figures(part: dict[str, Any], worker: str, offset_s: float, uncertainty_s: float,
-                  instant: float) -> dict[str, Any]:
+def shard_figures(
+    part: dict[str, Any], worker: str, offset_s: float, uncertainty_s: float, instant: float
+) -> dict[str, Any]:
     """One shard's own figures for the merged result's `shards` list."""
     r = Result.from_dict(part["result"])
     return {
-        "index": part["index"], "worker": worker, "host": part.get("host"),
-        "connections": r.config.get("connections"), "requests": r.config.get("requests"),
-        "rate": r.config.get("rate"), "seed": r.config.get("seed"),
-        "responses": r.responses, "errors": r.error_count, "unfinished": r.unfinished,
-        "duration_s": r.duration_s, "rps": r.rps,
-        "p50_us": r.latency.percentile(50), "p99_us": r.latency.percentile(99),
+        "index": part["index"],
+        "worker": worker,
+        "host": part.get("host"),
+        "connections": r.config.get("connections"),
+        "requests": r.config.get("requests"),
+        "rate": r.config.get("rate"),
+        "seed": r.config.get("seed"),
+        "responses": r.responses,
+        "errors": r.error_count,
+        "unfinished": r.unfinished,
+        "duration_s": r.duration_s,
+        "rps": r.rps,
+        "p50_us": r.latency.percentile(50),
+        "p99_us": r.latency.percentile(99),
         "generator_cpu_s": r.cpu_s,
-        "clock_offset_ms": offset_s * 1e3, "clock_uncertainty_ms": uncertainty_s * 1e3,
+        "clock_offset_ms": offset_s * 1e3,
+        "clock_uncertainty_ms": uncertainty_s * 1e3,
         # When the shard actually started, on the client's clock, after the instant it was given.
         "start_skew_ms": (part["started_wall"] - offset_s - instant) * 1e3,
     }

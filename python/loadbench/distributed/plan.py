@@ -4,6 +4,7 @@ Every count splits exactly (the shards' parts add up to the whole, none differs 
 more than one), the open-loop rate splits evenly, and each shard gets its own Poisson seed so
 the shards' arrivals are independent streams, not copies of one.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -37,13 +38,17 @@ def plan_shards(shards: int, run_kwargs: dict[str, Any]) -> list[Shard]:
         raise ConfigError(f"shards must be an integer >= 1, not {shards!r}")
     connections = int(run_kwargs.get("connections", 10))
     if connections < shards:
-        raise ConfigError(f"{shards} shards need at least {shards} connections (one each), not {connections}")
+        raise ConfigError(
+            f"{shards} shards need at least {shards} connections (one each), not {connections}"
+        )
     threads = int(run_kwargs.get("threads", 1))
     conn_parts = split_exact(connections, shards)
     requests: Optional[int] = run_kwargs.get("requests")
     req_parts = split_exact(requests, shards) if requests is not None else [None] * shards
     if requests is not None and requests < shards:
-        raise ConfigError(f"{shards} shards need at least {shards} requests (one each), not {requests}")
+        raise ConfigError(
+            f"{shards} shards need at least {shards} requests (one each), not {requests}"
+        )
     rate: Optional[float] = run_kwargs.get("rate")
     max_conn: Optional[int] = run_kwargs.get("max_connections")
     max_parts = split_exact(max_conn, shards) if max_conn is not None else [None] * shards

@@ -6,6 +6,7 @@ thread only polls, so the worker's heartbeats go on), stops early when the run's
 set (Ctrl-C on the client), and returns plain data: the result JSON with its histograms in
 HdrHistogram's compressed encoding, one histogram per timeline interval, and its real times.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,13 @@ def _stop_event(name: Optional[str]) -> Any:
     return Event(name)
 
 
-def run_shard(index: int, url: str, run_kwargs: dict[str, Any], start_at: float,
-              stop_event: Optional[str] = None) -> dict[str, Any]:
+def run_shard(
+    index: int,
+    url: str,
+    run_kwargs: dict[str, Any],
+    start_at: float,
+    stop_event: Optional[str] = None,
+) -> dict[str, Any]:
     stop = _stop_event(stop_event)
     # Wait for the instant, unless the run is stopped first. Asking the scheduler about the stop
     # takes a round trip, so the last stretch is a plain sleep that ends on the instant.
@@ -51,8 +57,8 @@ def run_shard(index: int, url: str, run_kwargs: dict[str, Any], start_at: float,
         "index": index,
         "host": socket.gethostname(),
         "pid": os.getpid(),
-        "start_at": start_at,             # worker clock
-        "started_wall": started_wall,     # worker clock, when the engine was started
+        "start_at": start_at,  # worker clock
+        "started_wall": started_wall,  # worker clock, when the engine was started
         "result": result.to_dict(),
         "intervals": [(h.encode(), h.min_us, h.max_us) for h in per_interval],
     }

@@ -3,6 +3,7 @@ report.md, the PNG charts, report.html, `compare` and the CI gate.
 
     loadbench.report.write_report("reports/2026-12-01-vm")   # -> report.md (+ charts)
 """
+
 from __future__ import annotations
 
 from .document import headline_lines, render, write_report

@@ -4,6 +4,7 @@ bars for bounds, and the two bar layouts the charts use - grouped bars (grouped_
 panels of grouped bars (panel_bars). matplotlib is imported when a chart is drawn (_plt), not
 when loadbench is: it takes about half a second.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,24 @@ Panel = tuple  # (title, groups, {series: [value per group]}, {series: [gap text
 
 # One colour per server, by its place in the sweep's target list, in every chart (tab10, then
 # the lighter tab20 shades for sweeps of more than ten servers).
-PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-           "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94"]
+PALETTE = [
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#aec7e8",
+    "#ffbb78",
+    "#98df8a",
+    "#ff9896",
+    "#c5b0d5",
+    "#c49c94",
+]
 
 
 # Series that are not servers (workloads, protocols) get neutral tones, so a colour always means
@@ -68,10 +85,18 @@ def mark_bounds(bars, values) -> bool:
     return marked
 
 
-def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series: dict[str, list],
-                 missing: Optional[dict[str, list]] = None, xlabel: str = "Server",
-                 colors: Optional[list[str]] = None, log_if_spread: Optional[float] = None,
-                 group_colors: Optional[list[str]] = None) -> Optional[Path]:
+def grouped_bars(
+    path: Path,
+    title: str,
+    ylabel: str,
+    groups: list[str],
+    series: dict[str, list],
+    missing: Optional[dict[str, list]] = None,
+    xlabel: str = "Server",
+    colors: Optional[list[str]] = None,
+    log_if_spread: Optional[float] = None,
+    group_colors: Optional[list[str]] = None,
+) -> Optional[Path]:
     """Bars for each series within each group, value on each bar, "n/a"/"FAIL"/"excluded" for
     gaps; no chart (None, and any old file of that name removed) when there is no value at all.
     ``group_colors``: one colour per group (a single series over the servers, each in its colour).
@@ -79,7 +104,9 @@ def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series:
     ``log_if_spread``: use a log value axis when max/min of the values exceeds it (latency
     bars spanning 0.05 ms to 200 ms are unreadable on a linear axis)."""
     if not any(v is not None for values in series.values() for v in values):
-        path.unlink(missing_ok=True)  # e.g. every cell contended: a chart of empty bars says nothing
+        path.unlink(
+            missing_ok=True
+        )  # e.g. every cell contended: a chart of empty bars says nothing
         return None
     plt = _plt()
     n = max(1, len(series))
@@ -98,19 +125,37 @@ def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series:
         xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
         color = (colors or PALETTE)[i % len(colors or PALETTE)]
         heights = [v if v is not None else 0 for v in values]
-        bars = ax.bar(xs, heights, width * 0.95, label=label,
-                      color=group_colors if group_colors and n == 1 else color)
+        bars = ax.bar(
+            xs,
+            heights,
+            width * 0.95,
+            label=label,
+            color=group_colors if group_colors and n == 1 else color,
+        )
         bounded = mark_bounds(bars, values) or bounded
         legend.append(Patch(facecolor=color, label=label))
         for j, (bar, value) in enumerate(zip(bars, values)):
             if value is None:
                 text = (missing or {}).get(label, ["n/a"] * len(values))[j] or "n/a"
-                ax.text(bar.get_x() + bar.get_width() / 2, floor * 1.1 if log else top * 0.01, text,
-                        ha="center", va="bottom",
-                        fontsize=8, color="#555555", rotation=90)
+                ax.text(
+                    bar.get_x() + bar.get_width() / 2,
+                    floor * 1.1 if log else top * 0.01,
+                    text,
+                    ha="center",
+                    va="bottom",
+                    fontsize=8,
+                    color="#555555",
+                    rotation=90,
+                )
             else:
-                ax.text(bar.get_x() + bar.get_width() / 2, value, _fmt(value).replace(",", " "), ha="center",
-                        va="bottom", fontsize=8)
+                ax.text(
+                    bar.get_x() + bar.get_width() / 2,
+                    value,
+                    _fmt(value).replace(",", " "),
+                    ha="center",
+                    va="bottom",
+                    fontsize=8,
+                )
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(groups)
     ax.set_title(title + (f"\n({BOUND_NOTE})" if bounded else ""), fontsize=11 if bounded else None)
@@ -124,10 +169,18 @@ def grouped_bars(path: Path, title: str, ylabel: str, groups: list[str], series:
 
         ax.set_ylabel(ylabel)
         ax.set_ylim(0, top * 1.15)
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}".replace(",", " ") if top >= 100 else f"{v:g}"))
+        ax.yaxis.set_major_formatter(
+            FuncFormatter(lambda v, _: f"{v:,.0f}".replace(",", " ") if top >= 100 else f"{v:g}")
+        )
     if not (group_colors and n == 1):  # the x labels already name a server's bar
         # outside the axes: it never hides a bar's value
-        ax.legend(handles=legend, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
+        ax.legend(
+            handles=legend,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            fontsize=8,
+            borderaxespad=0,
+        )
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -145,13 +198,16 @@ def _plain_log_axis(ax) -> None:
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
-def panel_bars(path: Path, title: str, ylabel: str, panels: list[Panel], colors: dict[str, str],
-               fmt=None) -> Optional[Path]:
+def panel_bars(
+    path: Path, title: str, ylabel: str, panels: list[Panel], colors: dict[str, str], fmt=None
+) -> Optional[Path]:
     """Grouped bars in one panel per entry of ``panels`` (same y axis), a legend of the series
     (servers) at the right, values above the bars (vertical when the bars are narrow), gaps
     labelled (n/a, FAIL, excluded), bounds hatched and labelled "≥". No file (and any old one
     removed) when nothing has a value."""
-    values = [v for _, _, series, _ in panels for vs in series.values() for v in vs if v is not None]
+    values = [
+        v for _, _, series, _ in panels for vs in series.values() for v in vs if v is not None
+    ]
     if not values:
         path.unlink(missing_ok=True)
         return None
@@ -167,8 +223,13 @@ def panel_bars(path: Path, title: str, ylabel: str, panels: list[Panel], colors:
     n_groups = max(len(groups) for _, groups, _, _ in panels)
     width_in = max(4.5, n_groups * max(1.0, 0.26 * n_series) + 1.2)
     legend_in = 1.9
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width_in * ncols + legend_in, 4.0 * nrows + 0.7),
-                             squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(width_in * ncols + legend_in, 4.0 * nrows + 0.7),
+        squeeze=False,
+        sharey=True,
+    )
     handles: dict = {}
     bounded = False
     vertical = n_series > 2
@@ -177,19 +238,39 @@ def panel_bars(path: Path, title: str, ylabel: str, panels: list[Panel], colors:
         width = 0.8 / n
         for i, (label, vals) in enumerate(series.items()):
             xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
-            bars = ax.bar(xs, [v if v is not None else 0 for v in vals], width * 0.92, label=label,
-                          color=colors.get(label, "#7f7f7f"))
+            bars = ax.bar(
+                xs,
+                [v if v is not None else 0 for v in vals],
+                width * 0.92,
+                label=label,
+                color=colors.get(label, "#7f7f7f"),
+            )
             bounded = mark_bounds(bars, vals) or bounded
             # the legend names the server's colour, never a hatch one of its bars happens to have
             handles.setdefault(label, Patch(facecolor=colors.get(label, "#7f7f7f")))
             for j, (bar, value) in enumerate(zip(bars, vals)):
                 x = bar.get_x() + bar.get_width() / 2
                 if value is None:
-                    ax.text(x, top * 0.01, (missing.get(label) or ["n/a"] * len(vals))[j] or "n/a", ha="center",
-                            va="bottom", rotation=90, fontsize=7, color="#555555")
+                    ax.text(
+                        x,
+                        top * 0.01,
+                        (missing.get(label) or ["n/a"] * len(vals))[j] or "n/a",
+                        ha="center",
+                        va="bottom",
+                        rotation=90,
+                        fontsize=7,
+                        color="#555555",
+                    )
                 else:
-                    ax.text(x, value, " " + fmt(value) if vertical else fmt(value), ha="center", va="bottom",
-                            rotation=90 if vertical else 0, fontsize=7)
+                    ax.text(
+                        x,
+                        value,
+                        " " + fmt(value) if vertical else fmt(value),
+                        ha="center",
+                        va="bottom",
+                        rotation=90 if vertical else 0,
+                        fontsize=7,
+                    )
         ax.set_xticks(range(len(groups)))
         ax.set_xticklabels(groups, fontsize=9)
         ax.set_title(sub, fontsize=10)
@@ -197,12 +278,19 @@ def panel_bars(path: Path, title: str, ylabel: str, panels: list[Panel], colors:
         ax.set_ylim(0, top * (1.3 if vertical else 1.15))
         ax.grid(axis="y", alpha=0.3)
         ax.tick_params(labelleft=True)
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}".replace(",", " ") if top >= 100 else f"{v:g}"))
-    for ax in list(axes.flat)[len(panels):]:
+        ax.yaxis.set_major_formatter(
+            FuncFormatter(lambda v, _: f"{v:,.0f}".replace(",", " ") if top >= 100 else f"{v:g}")
+        )
+    for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
     fig.suptitle(title + (f" ({BOUND_NOTE})" if bounded else ""), fontsize=11)
-    fig.legend(list(handles.values()), list(handles), loc="center left", fontsize=8,
-               bbox_to_anchor=(1 - (legend_in - 0.1) / fig.get_figwidth(), 0.5))
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="center left",
+        fontsize=8,
+        bbox_to_anchor=(1 - (legend_in - 0.1) / fig.get_figwidth(), 0.5),
+    )
     fig.tight_layout(rect=(0, 0, 1 - legend_in / fig.get_figwidth(), 0.95))
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -32,6 +32,7 @@ pooled - and both sides are summarised by THE median (:func:`loadbench.analysis.
 Inputs: a results folder (results.jsonl), a folder or glob of run JSON files (`loadbench run
 --json`), a list of such files, a :class:`loadbench.model.Model`, or a list of records.
 """
+
 from __future__ import annotations
 
 import glob as _glob
@@ -44,9 +45,9 @@ from typing import Any, Optional, Union
 from urllib.parse import urlsplit
 
 from ..core import analysis
-from . import model as _model
 from ..core.errors import ConfigError
 from ..sweep.results_folder import read_records
+from . import model as _model
 
 MIN_REPEATS = 4  # per side, to detect a difference at 0.05 (exact U: 2/70 = 0.029 at 4 + 4)
 CI_REPEATS = 6  # benchstat's count for a 95 % interval of one median; see ci_level
@@ -116,11 +117,14 @@ def mann_whitney_p(base: Sequence[float], new: Sequence[float]) -> float:
 
     if len(set(base) | set(new)) == 1:
         return 1.0  # every repeat identical: nothing changed
-    return float(mannwhitneyu(list(base), list(new), alternative="two-sided", method="exact").pvalue)
+    return float(
+        mannwhitneyu(list(base), list(new), alternative="two-sided", method="exact").pvalue
+    )
 
 
-def hodges_lehmann(base: Sequence[float], new: Sequence[float],
-                   confidence: float = CONFIDENCE) -> Optional[tuple[float, float, float, float]]:
+def hodges_lehmann(
+    base: Sequence[float], new: Sequence[float], confidence: float = CONFIDENCE
+) -> Optional[tuple[float, float, float, float]]:
     """(shift, low, high, level): the Hodges-Lehmann estimate of new - base (median of all
     pairwise differences) and the distribution-free interval of the k-th smallest to k-th
     largest difference, k from the exact U distribution; ``level`` is its exact coverage.
@@ -149,10 +153,18 @@ def run_record(result: dict, repeat: int, name: str = "run") -> dict:
     rate = (result.get("rate") or {}).get("target")
     mode = "open" if rate else ("connect" if config.get("keepalive") is False else "closed")
     workload = (url.path or "/") + (f"?{url.query}" if url.query else "")
-    rec = {"id": f"{name}|{url.scheme}|{workload}|{mode}|r{repeat}", "target": name,
-           "protocol": url.scheme or "http", "workload": workload, "mode": mode,
-           "connections": config.get("connections"), "repeat": repeat,
-           "status": "ok", "error": None, "result": result}
+    rec = {
+        "id": f"{name}|{url.scheme}|{workload}|{mode}|r{repeat}",
+        "target": name,
+        "protocol": url.scheme or "http",
+        "workload": workload,
+        "mode": mode,
+        "connections": config.get("connections"),
+        "repeat": repeat,
+        "status": "ok",
+        "error": None,
+        "result": result,
+    }
     if mode == "open":
         rec["load_pct"] = round(rate)  # the rate itself: runs at another rate are another cell
     return rec
@@ -195,7 +207,9 @@ def load_side(source: Source) -> _model.Model:
         return _model.build({}, {}, _records_of_files([Path(p) for p in matches]))
     items = list(source)
     if items and all(isinstance(i, dict) for i in items):
-        records = [i if "result" in i or "status" in i else run_record(i, n) for n, i in enumerate(items)]
+        records = [
+            i if "result" in i or "status" in i else run_record(i, n) for n, i in enumerate(items)
+        ]
         return _model.build({}, {}, records)
     return _model.build({}, {}, _records_of_files([Path(p) for p in items]))
 
@@ -204,7 +218,10 @@ def load_side(source: Source) -> _model.Model:
 def _values(rows: list[dict], key: tuple, column: str) -> list[float]:
     out = []
     for r in rows:
-        if r["status"] != "ok" or (r["target"], r["protocol"], r["workload"], r["mode"], r["load"]) != key:
+        if (
+            r["status"] != "ok"
+            or (r["target"], r["protocol"], r["workload"], r["mode"], r["load"]) != key
+        ):
             continue
         v = r.get(column)
         if v is not None and not (isinstance(v, float) and math.isnan(v)):
@@ -231,44 +248,85 @@ def bound_case(verdict: str, base_bound: bool, new_bound: bool) -> tuple[str, st
     if not base_bound and not new_bound:
         return verdict, ""
     if base_bound and new_bound:
-        return ("uncertain" if verdict in ("better", "worse", "~") else verdict,
-                "both lower bounds (generator-bound on both sides): the order is open")
+        return (
+            "uncertain" if verdict in ("better", "worse", "~") else verdict,
+            "both lower bounds (generator-bound on both sides): the order is open",
+        )
     if verdict not in ("better", "worse", "~"):
         return verdict, f"{'base' if base_bound else 'new'} is a lower bound (generator-bound)"
     if base_bound:
         if verdict == "worse":
             return verdict, "base is a lower bound: new is below even that - a certain regression"
-        return "uncertain", "base is a lower bound (generator-bound): the base server may have been faster than new"
+        return (
+            "uncertain",
+            "base is a lower bound (generator-bound): the base server may have been faster than new",
+        )
     if verdict == "better":
         return verdict, "new is a lower bound above the base figure: a certain improvement"
     if verdict == "~":
-        return verdict, "new is a lower bound (generator-bound) level with the base figure: at least as good"
-    return "uncertain", "new is a lower bound (generator-bound) below the base: the new server may be as fast"
+        return (
+            verdict,
+            "new is a lower bound (generator-bound) level with the base figure: at least as good",
+        )
+    return (
+        "uncertain",
+        "new is a lower bound (generator-bound) below the base: the new server may be as fast",
+    )
 
 
-def _row(key: tuple, m: Metric, a: list[float], b: list[float], alpha: float, confidence: float) -> dict:
+def _row(
+    key: tuple, m: Metric, a: list[float], b: list[float], alpha: float, confidence: float
+) -> dict:
     med_a, med_b = analysis.median(a), analysis.median(b)
-    change = (100.0 * (med_b - med_a) / med_a if med_a not in (None, 0) and med_b is not None else None)
-    row = {"target": key[0], "protocol": key[1], "workload": key[2], "mode": key[3], "load": key[4],
-           "metric": m.name, "label": m.label, "n_base": len(a), "n_new": len(b),
-           "base": med_a, "new": med_b, "change_pct": change, "ci_low_pct": None, "ci_high_pct": None,
-           "ci_level": None, "p_value": None, "verdict": None, "bounds": "", "flags": "", "note": ""}
+    change = (
+        100.0 * (med_b - med_a) / med_a if med_a not in (None, 0) and med_b is not None else None
+    )
+    row = {
+        "target": key[0],
+        "protocol": key[1],
+        "workload": key[2],
+        "mode": key[3],
+        "load": key[4],
+        "metric": m.name,
+        "label": m.label,
+        "n_base": len(a),
+        "n_new": len(b),
+        "base": med_a,
+        "new": med_b,
+        "change_pct": change,
+        "ci_low_pct": None,
+        "ci_high_pct": None,
+        "ci_level": None,
+        "p_value": None,
+        "verdict": None,
+        "bounds": "",
+        "flags": "",
+        "note": "",
+    }
     if len(a) < MIN_REPEATS or len(b) < MIN_REPEATS:
         row["verdict"] = "too few repeats"
         row["note"] = f"{len(a)} vs {len(b)} repeats; at least {MIN_REPEATS} per side are needed"
         return row
     p = mann_whitney_p(a, b)
     row["p_value"] = p
-    if min(a + b) > 0:  # on the ratio scale: log(new) - log(base), so a rate never drops below -100 %
+    if (
+        min(a + b) > 0
+    ):  # on the ratio scale: log(new) - log(base), so a rate never drops below -100 %
         interval = hodges_lehmann([math.log(x) for x in a], [math.log(x) for x in b], confidence)
         if interval is not None:
             _, lo, hi, level = interval
-            row.update(ci_low_pct=100.0 * math.expm1(lo), ci_high_pct=100.0 * math.expm1(hi), ci_level=level)
+            row.update(
+                ci_low_pct=100.0 * math.expm1(lo),
+                ci_high_pct=100.0 * math.expm1(hi),
+                ci_level=level,
+            )
     elif med_a:
         interval = hodges_lehmann(a, b, confidence)
         if interval is not None:
             _, lo, hi, level = interval
-            row.update(ci_low_pct=100.0 * lo / med_a, ci_high_pct=100.0 * hi / med_a, ci_level=level)
+            row.update(
+                ci_low_pct=100.0 * lo / med_a, ci_high_pct=100.0 * hi / med_a, ci_level=level
+            )
     if p >= alpha or change is None or change == 0:
         row["verdict"] = "~"
     else:
@@ -276,8 +334,13 @@ def _row(key: tuple, m: Metric, a: list[float], b: list[float], alpha: float, co
     return row
 
 
-def compare(base: Source, new: Source, metrics: Optional[Sequence[str]] = None, alpha: float = ALPHA,
-            confidence: float = CONFIDENCE):
+def compare(
+    base: Source,
+    new: Source,
+    metrics: Optional[Sequence[str]] = None,
+    alpha: float = ALPHA,
+    confidence: float = CONFIDENCE,
+):
     """The comparison DataFrame of two results (see the module docstring for every column)."""
     import pandas as pd
 
@@ -289,31 +352,67 @@ def compare(base: Source, new: Source, metrics: Optional[Sequence[str]] = None, 
         agg_a, agg_b = ma.aggs.get(key), mb.aggs.get(key)
         for m in chosen:
             flags_a, flags_b = _exclusions(agg_a, m.column), _exclusions(agg_b, m.column)
-            flags = "; ".join(f"{side}: {f}" for side, f in (("base", flags_a), ("new", flags_b)) if f)
+            flags = "; ".join(
+                f"{side}: {f}" for side, f in (("base", flags_a), ("new", flags_b)) if f
+            )
             a, b = _values(ma.rows, key, m.column), _values(mb.rows, key, m.column)
             if not a and not b:
                 continue
             row = _row(key, m, a, b, alpha, confidence)
             verdict_figures = row["verdict"]
             row.update(flags=flags, flags_base=flags_a, flags_new=flags_b)
-            bounded = [agg is not None and agg.status == "ok" and agg.ranked_for(m.column)
-                       and agg.bound_for(m.column) == "lower" for agg in (agg_a, agg_b)]
+            bounded = [
+                agg is not None
+                and agg.status == "ok"
+                and agg.ranked_for(m.column)
+                and agg.bound_for(m.column) == "lower"
+                for agg in (agg_a, agg_b)
+            ]
             if any(bounded):
                 row["verdict"], row["bounds"] = bound_case(row["verdict"], *bounded)
-            row["verdict_figures"] = verdict_figures  # on the figures alone, as if no side were a bound
+            row["verdict_figures"] = (
+                verdict_figures  # on the figures alone, as if no side were a bound
+            )
             if agg_a is None or agg_b is None:
                 row.update(verdict="missing", note=f"only in {'new' if agg_a is None else 'base'}")
             elif agg_b.status == "fail" and agg_a.status == "ok":
-                row.update(verdict="FAIL in new", note=agg_b.note or "the new side never measured this cell")
+                row.update(
+                    verdict="FAIL in new",
+                    note=agg_b.note or "the new side never measured this cell",
+                )
             elif key[3] == "open":
                 shares = (_rate_share(agg_a), _rate_share(agg_b))
                 if any(s is None or abs(s - 1) > RATE_TOLERANCE for s in shares):
                     text = ", ".join("?" if s is None else f"{100 * s:.1f} %" for s in shares)
-                    row.update(verdict="not comparable",
-                               note=f"open loop: achieved rate vs target {text} (base, new); both must be within "
-                                    f"{100 * RATE_TOLERANCE:g} %")
+                    row.update(
+                        verdict="not comparable",
+                        note=f"open loop: achieved rate vs target {text} (base, new); both must be within "
+                        f"{100 * RATE_TOLERANCE:g} %",
+                    )
             out.append(row)
-    columns = ["target", "protocol", "workload", "mode", "load", "metric", "label", "n_base", "n_new", "base",
-               "new", "change_pct", "ci_low_pct", "ci_high_pct", "ci_level", "p_value", "verdict",
-               "bounds", "verdict_figures", "flags", "flags_base", "flags_new", "note"]
+    columns = [
+        "target",
+        "protocol",
+        "workload",
+        "mode",
+        "load",
+        "metric",
+        "label",
+        "n_base",
+        "n_new",
+        "base",
+        "new",
+        "change_pct",
+        "ci_low_pct",
+        "ci_high_pct",
+        "ci_level",
+        "p_value",
+        "verdict",
+        "bounds",
+        "verdict_figures",
+        "flags",
+        "flags_base",
+        "flags_new",
+        "note",
+    ]
     return pd.DataFrame(out, columns=columns)

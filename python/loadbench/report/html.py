@@ -7,6 +7,7 @@ comparison with another results folder when given one.
 A Content-Security-Policy meta tag forbids every network load (only inline scripts and styles
 and data: images), so the page cannot fetch anything even if a library tried to.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -18,12 +19,16 @@ from typing import Optional, Union
 from . import html_charts
 from .comparison import compare
 from .document import render
-from .regression import HEADER, LEGEND, evaluate, rows_text
 from .model import Model
 from .model import load as load_model
+from .regression import HEADER, LEGEND, evaluate, rows_text
 
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
-PLOTLY_CONFIG = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"format": "png"}}
+PLOTLY_CONFIG = {
+    "displaylogo": False,
+    "responsive": True,
+    "toImageButtonOptions": {"format": "png"},
+}
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1400px;
@@ -44,13 +49,19 @@ def _inline(text: str) -> str:
     text = html.escape(text, quote=False)
     text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
     text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
-    return re.sub(r"!\[([^\]]*)\]\(([^)]*)\)", r"[\1]", text)  # no external images in an offline page
+    return re.sub(
+        r"!\[([^\]]*)\]\(([^)]*)\)", r"[\1]", text
+    )  # no external images in an offline page
 
 
 def _table(lines: list[str]) -> str:
     cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
     head, body = cells[0], [r for r in cells[2:]]
-    out = ["<table><thead><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in head) + "</tr></thead><tbody>"]
+    out = [
+        "<table><thead><tr>"
+        + "".join(f"<th>{_inline(c)}</th>" for c in head)
+        + "</tr></thead><tbody>"
+    ]
     out += ["<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in body]
     return "\n".join(out + ["</tbody></table>"])
 
@@ -66,7 +77,7 @@ def markdown_to_html(text: str) -> str:
             j = i + 1
             while j < len(lines) and not lines[j].startswith("```"):
                 j += 1
-            out.append("<pre>" + html.escape("\n".join(lines[i + 1:j])) + "</pre>")
+            out.append("<pre>" + html.escape("\n".join(lines[i + 1 : j])) + "</pre>")
             i = j + 1
         elif line.startswith("#"):
             level = min(len(line) - len(line.lstrip("#")), 6)
@@ -91,9 +102,15 @@ def markdown_to_html(text: str) -> str:
             i = j
         elif line.strip():
             j = i
-            while j < len(lines) and lines[j].strip() and not lines[j].startswith(("#", "|", "```", "- ")):
+            while (
+                j < len(lines)
+                and lines[j].strip()
+                and not lines[j].startswith(("#", "|", "```", "- "))
+            ):
                 j += 1
-            out.append("<p>" + _inline(" ".join(x.strip() for x in lines[i:max(j, i + 1)])) + "</p>")
+            out.append(
+                "<p>" + _inline(" ".join(x.strip() for x in lines[i : max(j, i + 1)])) + "</p>"
+            )
             i = max(j, i + 1)
         else:
             i += 1
@@ -104,22 +121,32 @@ def markdown_to_html(text: str) -> str:
 def comparison_html(frame, gate=None) -> str:
     verdicts = list(frame.verdict)
     rows = rows_text(frame)
-    out = ["<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in HEADER) + "</tr></thead><tbody>"]
+    out = [
+        "<table><thead><tr>"
+        + "".join(f"<th>{html.escape(h)}</th>" for h in HEADER)
+        + "</tr></thead><tbody>"
+    ]
     for verdict, row in zip(verdicts, rows):
         cls = f' class="{verdict}"' if verdict in ("worse", "better") else ""
         out.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>")
     out.append("</tbody></table>")
     out.append(f'<p class="note">{html.escape(LEGEND)}.</p>')
     if gate is not None and gate.thresholds:
-        out.append(f'<p class="gate-{gate.word}"><strong>Gate {html.escape(" ".join(gate.thresholds))}: '
-                   f"{gate.word}</strong></p>")
+        out.append(
+            f'<p class="gate-{gate.word}"><strong>Gate {html.escape(" ".join(gate.thresholds))}: '
+            f"{gate.word}</strong></p>"
+        )
         out += [f"<p>FAIL {html.escape(x)}</p>" for x in gate.failures]
     return "\n".join(out)
 
 
 # -- the page ----------------------------------------------------------------------------------
-def render_html(source: Union[str, Path, Model], compare_with: Union[str, Path, Model, None] = None,
-                baseline: Optional[str] = None, thresholds: Optional[list] = None) -> str:
+def render_html(
+    source: Union[str, Path, Model],
+    compare_with: Union[str, Path, Model, None] = None,
+    baseline: Optional[str] = None,
+    thresholds: Optional[list] = None,
+) -> str:
     """The HTML text of the report of ``source``; with ``compare_with`` (the *base*), a
     comparison section of ``source`` (new) against it comes first."""
     m = source if isinstance(source, Model) else load_model(source)
@@ -131,8 +158,10 @@ def render_html(source: Union[str, Path, Model], compare_with: Union[str, Path, 
         gate = evaluate(frame, thresholds or [])
         base_name = Path(str(compare_with)).name if not isinstance(compare_with, Model) else "base"
         chart = html_charts.comparison(frame, f"Change {name} vs {base_name}")
-        body = (f"<p>Base: <code>{html.escape(str(compare_with))}</code>; new: <code>{html.escape(name)}</code>. "
-                "Each metric per repeat, the repeat is the unit.</p>" + comparison_html(frame, gate))
+        body = (
+            f"<p>Base: <code>{html.escape(str(compare_with))}</code>; new: <code>{html.escape(name)}</code>. "
+            "Each metric per repeat, the repeat is the unit.</p>" + comparison_html(frame, gate)
+        )
         if chart is not None:
             charts.insert(0, chart)
         sections.append(("comparison", "Comparison", body))
@@ -141,11 +170,14 @@ def render_html(source: Union[str, Path, Model], compare_with: Union[str, Path, 
     first = True
     chart_html = []
     for c in charts:
-        fragment = c.figure.to_html(full_html=False, include_plotlyjs=first, div_id=f"chart-{c.id}",
-                                    config=PLOTLY_CONFIG)
+        fragment = c.figure.to_html(
+            full_html=False, include_plotlyjs=first, div_id=f"chart-{c.id}", config=PLOTLY_CONFIG
+        )
         first = False
-        chart_html.append(f'<div class="chart" data-chart="{c.id}"><h3>{html.escape(c.title)}</h3>'
-                          f'<p class="note">{html.escape(c.note)}</p>{fragment}</div>')
+        chart_html.append(
+            f'<div class="chart" data-chart="{c.id}"><h3>{html.escape(c.title)}</h3>'
+            f'<p class="note">{html.escape(c.note)}</p>{fragment}</div>'
+        )
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     nav = " ".join(f'<a href="#{sid}">{title}</a>' for sid, title, _ in sections)
     body = []
@@ -153,18 +185,28 @@ def render_html(source: Union[str, Path, Model], compare_with: Union[str, Path, 
         if sid == "charts":
             content = "\n".join(chart_html)
         body.append(f'<section id="{sid}"><h2>{title}</h2>\n{content}\n</section>')
-    return "\n".join([
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>loadbench report: {html.escape(name)}</title><style>{STYLE}</style></head><body>",
-        f"<h1>loadbench report: {html.escape(name)}</h1>",
-        f'<p class="note">Generated {generated} by loadbench from results.jsonl; one file, no network.</p>',
-        f"<nav>{nav}</nav>", *body, "</body></html>"])
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>loadbench report: {html.escape(name)}</title><style>{STYLE}</style></head><body>",
+            f"<h1>loadbench report: {html.escape(name)}</h1>",
+            f'<p class="note">Generated {generated} by loadbench from results.jsonl; one file, no network.</p>',
+            f"<nav>{nav}</nav>",
+            *body,
+            "</body></html>",
+        ]
+    )
 
 
-def write_html(results_dir, compare_with=None, baseline: Optional[str] = None,
-               out: Union[str, Path, None] = None) -> Path:
+def write_html(
+    results_dir,
+    compare_with=None,
+    baseline: Optional[str] = None,
+    out: Union[str, Path, None] = None,
+) -> Path:
     """Write ``results_dir``/report.html (or ``out``)."""
     results_dir = Path(results_dir)
     path = Path(out) if out else results_dir / "report.html"

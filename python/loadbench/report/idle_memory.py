@@ -5,6 +5,7 @@ Hold records carry no req/s, latency or CPU per request, so :mod:`loadbench.mode
 out of every load aggregate and exposes them through ``Model.memory_per_connection()``, which
 calls :func:`fold` here. The median is :func:`loadbench.analysis.median`, the one of the report.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -62,11 +63,21 @@ def fold(records: list[dict]) -> dict[str, IdleMemory]:
         failed = [r for r in group if r.get("status") == "fail"]
         status = "ok" if ok else ("fail" if failed else "skipped")
         note = next((r.get("error") for r in failed + group if r.get("error")), None)
-        cell = IdleMemory(target, int(group[0].get("connections") or 0), status, repeats=len(group),
-                          failed=len(failed), note=note, workload=group[0].get("workload"))
+        cell = IdleMemory(
+            target,
+            int(group[0].get("connections") or 0),
+            status,
+            repeats=len(group),
+            failed=len(failed),
+            note=note,
+            workload=group[0].get("workload"),
+        )
         # what the failed repeats held and answered still says how far they got
         counted = ok or [r for r in failed if r.get("result")]
-        cell.held, cell.answered = _median(counted, "connections_held"), _median(counted, "requests_ok")
+        cell.held, cell.answered = (
+            _median(counted, "connections_held"),
+            _median(counted, "requests_ok"),
+        )
         if ok:
             cell.rss_bytes_per_connection = _median(ok, "server", "rss_bytes_per_connection")
             cell.pss_bytes_per_connection = _median(ok, "server", "pss_bytes_per_connection")

@@ -3,6 +3,7 @@ formats (every one writes a bound's "≥"/"≤" before the number), the table he
 load table shows and how one cell of it is written and made bold. The sections (tables.py,
 prose.py, seed_sections.py, memory.py) are built from these.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Optional, Sequence
@@ -29,7 +30,7 @@ LEGEND = (
     f"latency is never bold. {GENERATOR_BOUND} = generator-bound: loadbench's own threads were "
     f"saturated, or (connection setup) its CPU per new connection or handshake exceeded the "
     f"server's, so the cell's req/s and connection rate are the generator's limit and the server's "
-    f"own is at least that: a lower bound, written \"≥ N\", ranked as one (bold only when even the bound "
+    f'own is at least that: a lower bound, written "≥ N", ranked as one (bold only when even the bound '
     f"beats every other server's value). Its latency percentiles are the generator's, never bold; its CPU "
     f"us/req and peak memory are the server's own at the load it got, ranked as measured. "
     f"{PARTIAL} = some repeats failed, the value is the median of the others. "
@@ -96,7 +97,9 @@ def bold_best(cells: Sequence[Optional[float]], lowest: bool, digits: int) -> li
     out = []
     for cell in cells:
         text = fmt_number(cell, digits)
-        out.append(f"**{text}**" if cell is not None and cell == best and len(present) > 1 else text)
+        out.append(
+            f"**{text}**" if cell is not None and cell == best and len(present) > 1 else text
+        )
     return out
 
 
@@ -105,16 +108,27 @@ def best_table(header: Sequence[str], rows: list[list], lowest: Any, digits: Any
     lowest / digits: one for every column, or a list with one per column."""
     n = len(header) - 1
     pick = lambda x, i: x[i] if isinstance(x, (list, tuple)) else x  # noqa: E731
-    columns = [bold_best([row[i + 1] for row in rows], pick(lowest, i), pick(digits, i)) for i in range(n)]
-    return table(header, [[row[0]] + [columns[i][j] for i in range(n)] for j, row in enumerate(rows)])
+    columns = [
+        bold_best([row[i + 1] for row in rows], pick(lowest, i), pick(digits, i)) for i in range(n)
+    ]
+    return table(
+        header, [[row[0]] + [columns[i][j] for i in range(n)] for j, row in enumerate(rows)]
+    )
 
 
 class _Metric:
     """One row of a table. ``rank``: the model metric whose ranking decides bold (a
     generator-bound cell is ranked for CPU us/req, not for req/s or latency)."""
 
-    def __init__(self, label: str, get: Callable[[Aggregate], Optional[float]], fmt: Callable,
-                 higher_is_better: Optional[bool], latency: bool, rank: str = "rps") -> None:
+    def __init__(
+        self,
+        label: str,
+        get: Callable[[Aggregate], Optional[float]],
+        fmt: Callable,
+        higher_is_better: Optional[bool],
+        latency: bool,
+        rank: str = "rps",
+    ) -> None:
         self.label, self.get, self.fmt = label, get, fmt
         self.higher_is_better, self.latency, self.rank = higher_is_better, latency, rank
 
@@ -126,7 +140,9 @@ def _median(spread: Optional[analysis.Spread]) -> Optional[float]:
 def fmt_share(value: Optional[float]) -> str:
     if value is None:
         return ""
-    return "0 %" if value == 0 else f"{100 * value:.2f} %" if value < 0.1 else f"{100 * value:.1f} %"
+    return (
+        "0 %" if value == 0 else f"{100 * value:.2f} %" if value < 0.1 else f"{100 * value:.1f} %"
+    )
 
 
 BAD = _Metric("non-2xx + errors", lambda a: a.bad_share, fmt_share, None, False)
@@ -135,7 +151,13 @@ METRICS = [
     _Metric("p50 (ms)", lambda a: _median(a.p50_ms), fmt_ms, False, True, "p50_ms"),
     _Metric("p99 (ms)", lambda a: _median(a.p99_ms), fmt_ms, False, True, "p99_ms"),
     _Metric("CPU us/req", lambda a: _median(a.cpu_us), fmt_us, False, False, "cpu_us"),
-    _Metric("in-flight", lambda a: _median(a.inflight), lambda v: "" if v is None else f"{v:.1f}", None, False),
+    _Metric(
+        "in-flight",
+        lambda a: _median(a.inflight),
+        lambda v: "" if v is None else f"{v:.1f}",
+        None,
+        False,
+    ),
     BAD,
 ]
 
@@ -182,10 +204,17 @@ def best_target(aggs: dict[str, Optional[Aggregate]], metric: _Metric) -> Option
         return None
     values = {}
     for name, agg in aggs.items():
-        if agg is None or agg.status != "ok" or not agg.ranked_for(metric.rank) or (metric.latency and agg.starved):
+        if (
+            agg is None
+            or agg.status != "ok"
+            or not agg.ranked_for(metric.rank)
+            or (metric.latency and agg.starved)
+        ):
             continue
         values[name] = _cell_value(agg, metric)
-    measured = sum(1 for a in aggs.values() if a is not None and a.status == "ok" and metric.get(a) is not None)
+    measured = sum(
+        1 for a in aggs.values() if a is not None and a.status == "ok" and metric.get(a) is not None
+    )
     if measured < 2:
         return None  # a single server is nobody's winner
     ranks = analysis.certain_ranks(values, higher_is_better=metric.higher_is_better)
@@ -193,14 +222,22 @@ def best_target(aggs: dict[str, Optional[Aggregate]], metric: _Metric) -> Option
 
 
 def _load_name(a: Aggregate) -> str:
-    return {"closed": f"C = {a.load}", "connect": f"new-conn c = {a.load}",
-            "open": f"open loop {a.load} %"}.get(a.mode, str(a.load))
+    return {
+        "closed": f"C = {a.load}",
+        "connect": f"new-conn c = {a.load}",
+        "open": f"open loop {a.load} %",
+    }.get(a.mode, str(a.load))
 
 
 def outcome_note(cells: list[Optional[Aggregate]]) -> str:
     """The footnote under a table: the top non-2xx codes / error kinds of its cells that had any."""
-    parts = [f"{a.target} {a.protocol} {a.workload} {_load_name(a)}: {a.top_outcomes()}"
-             for a in cells if a is not None and a.status == "ok" and a.top_outcomes()]
+    parts = [
+        f"{a.target} {a.protocol} {a.workload} {_load_name(a)}: {a.top_outcomes()}"
+        for a in cells
+        if a is not None and a.status == "ok" and a.top_outcomes()
+    ]
     if not parts:
         return ""
-    return "\n\nNon-2xx answers and errors (top kinds, summed over repeats): " + "; ".join(parts) + "."
+    return (
+        "\n\nNon-2xx answers and errors (top kinds, summed over repeats): " + "; ".join(parts) + "."
+    )

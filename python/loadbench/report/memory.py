@@ -1,14 +1,15 @@
 """report.md's "Memory per idle connection" section: what each server's tree grew by per idle
 keep-alive connection in the sweep's hold cells. Every number is
 :meth:`loadbench.model.Model.memory_per_connection`; this module only lays it out."""
+
 from __future__ import annotations
 
 from typing import Callable, Optional
 
 from ..core import analysis
 from .idle_memory import IdleMemory
-from .model import Model
 from .markdown import fmt_int, table
+from .model import Model
 
 
 def _bytes(value: Optional[float]) -> str:
@@ -24,7 +25,9 @@ def heading(model: Model) -> Optional[str]:
     return f"Memory per idle connection ({' / '.join(fmt_int(n) for n in asked)} held)"
 
 
-def _lowest(cells: dict[str, IdleMemory], get: Callable[[IdleMemory], Optional[float]]) -> Optional[str]:
+def _lowest(
+    cells: dict[str, IdleMemory], get: Callable[[IdleMemory], Optional[float]]
+) -> Optional[str]:
     """The bold server of a column: the lowest among servers whose hold cells held and answered
     every connection (status ok); a single server is nobody's winner, as in the load tables."""
     values = {t: get(c) for t, c in cells.items() if c.status == "ok"}
@@ -58,22 +61,32 @@ def section(model: Model) -> list[str]:
         values = []
         for name, get in getters.items():
             text = _bytes(get(c))
-            values.append((f"**{text}**" if best.get(name) == t else text) + (" †" if c.failed else ""))
+            values.append(
+                (f"**{text}**" if best.get(name) == t else text) + (" †" if c.failed else "")
+            )
         if c.failed:
-            notes.append(f"{t}: {c.failed} of {c.repeats} repeats fell short ({c.note}); † = the median of the others")
+            notes.append(
+                f"{t}: {c.failed} of {c.repeats} repeats fell short ({c.note}); † = the median of the others"
+            )
         rows.append([t, _bytes(c.held), _bytes(c.answered)] + values)
     lines = [
-        f"## {title}", "",
-        ("Each server held that many idle keep-alive connections (`loadbench.hold_connections`), on a "
-        "freshly started server per repeat, with no load. Its process tree's RSS and PSS (shared pages "
-        "counted once) grew by the figure shown per held connection, measured once the server held a "
-        f"descriptor for each; then one GET of the {workload} workload on each connection proved it live "
-        f"(answered = 2xx answers). Median of {repeats} repeat(s); the lowest per column in bold among "
-        "servers that held and answered every connection. Generator B/conn is loadbench's own growth "
-        "(page-granular: 0 when the holder's fd and state byte per connection fit pages it had). "
-        "Over plain http only: the holder speaks cleartext HTTP/1.1, so https, h2c and h2 have no hold "
-        "cells. These cells are not in any req/s, latency or CPU figure above or below."), "",
-        table(["Server", "Held", "Answered 2xx", "RSS B/conn", "PSS B/conn", "Generator B/conn"], rows),
+        f"## {title}",
+        "",
+        (
+            "Each server held that many idle keep-alive connections (`loadbench.hold_connections`), on a "
+            "freshly started server per repeat, with no load. Its process tree's RSS and PSS (shared pages "
+            "counted once) grew by the figure shown per held connection, measured once the server held a "
+            f"descriptor for each; then one GET of the {workload} workload on each connection proved it live "
+            f"(answered = 2xx answers). Median of {repeats} repeat(s); the lowest per column in bold among "
+            "servers that held and answered every connection. Generator B/conn is loadbench's own growth "
+            "(page-granular: 0 when the holder's fd and state byte per connection fit pages it had). "
+            "Over plain http only: the holder speaks cleartext HTTP/1.1, so https, h2c and h2 have no hold "
+            "cells. These cells are not in any req/s, latency or CPU figure above or below."
+        ),
+        "",
+        table(
+            ["Server", "Held", "Answered 2xx", "RSS B/conn", "PSS B/conn", "Generator B/conn"], rows
+        ),
     ]
     if notes:
         lines += ["", "Not measured or short of the asked connections: " + "; ".join(notes) + "."]

@@ -25,6 +25,7 @@ that is certain (:func:`loadbench.analysis.certain_ranks`): a lower bound above 
 measured value ranks above it; otherwise the rank is a range that names the servers it is
 uncertain against. Excluding a lower bound would turn a fast server into a slow one.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -87,10 +88,12 @@ def _mib(kib: Optional[float]) -> Optional[float]:
 # 0.1 s series), the sweep's background series around the cell, and last (results from before
 # those existed) the sum of each process's lifetime VmHWM - an upper bound that adds peaks of
 # different moments and counts shared pages once per process.
-PEAK_MEMORY_SOURCES = (("server", "rss_max_kib", "sampled peak of the tree's RSS in the window"),
-                       ("sampled", "rss_kib_max", "sampled peak of the tree's RSS around the cell"),
-                       ("server", "rss_peak_kib", "sum of lifetime VmHWM (upper bound)"),
-                       ("sampled", "rss_peak_kib", "sum of lifetime VmHWM (upper bound)"))
+PEAK_MEMORY_SOURCES = (
+    ("server", "rss_max_kib", "sampled peak of the tree's RSS in the window"),
+    ("sampled", "rss_kib_max", "sampled peak of the tree's RSS around the cell"),
+    ("server", "rss_peak_kib", "sum of lifetime VmHWM (upper bound)"),
+    ("sampled", "rss_peak_kib", "sum of lifetime VmHWM (upper bound)"),
+)
 
 
 def peak_memory(server: dict, sampled: dict) -> tuple[Optional[float], Optional[str]]:
@@ -114,8 +117,9 @@ def load_of(record: dict) -> tuple[Optional[int], Optional[int]]:
     return record.get("connections"), None
 
 
-def flatten(record: dict, cores: Optional[int] = None,
-            contended_share: float = analysis.CONTENDED_SHARE) -> dict:
+def flatten(
+    record: dict, cores: Optional[int] = None, contended_share: float = analysis.CONTENDED_SHARE
+) -> dict:
     """One tidy row per cell and repeat (the shape pandas, the report and the notebook use).
 
     ``cores``: the machine's logical cores (for the outside-CPU share; environment.json)."""
@@ -127,11 +131,19 @@ def flatten(record: dict, cores: Optional[int] = None,
     sampled = record.get("sampler") or {}
     connections, load_pct = load_of(record)
     mode = record.get("mode")
-    inflight = analysis.littles_law_inflight(rps, mean_us) if rps is not None and mean_us is not None else None
+    inflight = (
+        analysis.littles_law_inflight(rps, mean_us)
+        if rps is not None and mean_us is not None
+        else None
+    )
     cpu_us = server.get("cpu_us_per_req")
     if cpu_us is None and server.get("cpu_s") is not None and responses:
         cpu_us = analysis.cpu_us_per_request(server["cpu_s"], responses)
-    error_kinds = {k: int(v) for k, v in (result.get("errors") or {}).items() if isinstance(v, (int, float)) and v}
+    error_kinds = {
+        k: int(v)
+        for k, v in (result.get("errors") or {}).items()
+        if isinstance(v, (int, float)) and v
+    }
     if result.get("unfinished"):
         # requests of the window with no outcome when the drain ended: as bad as an error for
         # ranking (a frozen server must not look clean), named apart in the footnotes
@@ -141,7 +153,9 @@ def flatten(record: dict, cores: Optional[int] = None,
     non2xx = analysis.non_2xx(codes)
     generator_cpu_s = _get(result, "generator", "cpu_s")
     cores = record.get("machine_cores") or cores
-    outside = analysis.outside_share(server, cores, generator_cpu_s, record.get("irq_share"), duration)
+    outside = analysis.outside_share(
+        server, cores, generator_cpu_s, record.get("irq_share"), duration
+    )
     if "contended" in record:
         contended = bool(record["contended"])
     else:  # a record from before the contended rule: judged on its window now
@@ -153,47 +167,80 @@ def flatten(record: dict, cores: Optional[int] = None,
     gen_us_per_conn = analysis.cpu_us_per_connection(generator_cpu_s, opened)
     server_us_per_conn = analysis.cpu_us_per_connection(server.get("cpu_s"), opened)
     setup_bound = analysis.is_setup_generator_bound(gen_us_per_conn, server_us_per_conn)
-    cause = (analysis.underdriven_cause(inflight, connections, errors, reconnects)
-             if mode == "closed" and record.get("status") == "ok" else None)
+    cause = (
+        analysis.underdriven_cause(inflight, connections, errors, reconnects)
+        if mode == "closed" and record.get("status") == "ok"
+        else None
+    )
     return {
-        "id": record.get("id"), "target": record.get("target"), "protocol": record.get("protocol"),
+        "id": record.get("id"),
+        "target": record.get("target"),
+        "protocol": record.get("protocol"),
         "streams": record.get("streams") or 1,
-        "workload": record.get("workload"), "mode": mode,
-        "connections": connections, "load_pct": load_pct,
+        "workload": record.get("workload"),
+        "mode": mode,
+        "connections": connections,
+        "load_pct": load_pct,
         "load": load_pct if mode == "open" else connections,
-        "repeat": record.get("repeat"), "status": record.get("status"), "error": record.get("error"),
-        "rps": rps, "responses": responses, "duration_s": duration,
-        "errors": errors, "unfinished": int(result.get("unfinished") or 0), "error_kinds": error_kinds, "status_codes": codes, "non2xx": non2xx,
+        "repeat": record.get("repeat"),
+        "status": record.get("status"),
+        "error": record.get("error"),
+        "rps": rps,
+        "responses": responses,
+        "duration_s": duration,
+        "errors": errors,
+        "unfinished": int(result.get("unfinished") or 0),
+        "error_kinds": error_kinds,
+        "status_codes": codes,
+        "non2xx": non2xx,
         "bad_share": analysis.bad_share(non2xx, errors, responses) if result else None,
-        "p50_ms": _ms(latency.get("p50")), "p90_ms": _ms(latency.get("p90")), "p99_ms": _ms(latency.get("p99")),
-        "p999_ms": _ms(latency.get("p99.9")), "max_ms": _ms(latency.get("max")), "mean_ms": _ms(mean_us),
-        "inflight": inflight, "reconnects": reconnects,
-        "starved": cause is not None, "starved_cause": cause,
+        "p50_ms": _ms(latency.get("p50")),
+        "p90_ms": _ms(latency.get("p90")),
+        "p99_ms": _ms(latency.get("p99")),
+        "p999_ms": _ms(latency.get("p99.9")),
+        "max_ms": _ms(latency.get("max")),
+        "mean_ms": _ms(mean_us),
+        "inflight": inflight,
+        "reconnects": reconnects,
+        "starved": cause is not None,
+        "starved_cause": cause,
         "server_cpu_us_per_req": cpu_us,
-        "rss_peak_mib": _mib(peak_memory(server, sampled)[0]), "rss_source": peak_memory(server, sampled)[1],
+        "rss_peak_mib": _mib(peak_memory(server, sampled)[0]),
+        "rss_source": peak_memory(server, sampled)[1],
         "pss_mib": _mib(server.get("pss_kib")),
         "steal_share": _get(server, "machine", "steal_share"),
         "idle_share": _get(server, "machine", "idle_share"),
-        "outside_share": outside, "contended": contended,
-        "outside_source": "processes" if server.get("others_cpu_s") is not None else "busy time", "reruns": int(record.get("reruns") or 0),
+        "outside_share": outside,
+        "contended": contended,
+        "outside_source": "processes" if server.get("others_cpu_s") is not None else "busy time",
+        "reruns": int(record.get("reruns") or 0),
         "gate": record.get("gate"),
         # share of the server's pinned CPUs it used in the window (1.0 = all of them busy)
-        "server_cpu_share": (server["cpu_s"] / duration / len(_get(record, "server", "cpus") or [1])
-                             if server.get("cpu_s") is not None and duration else None),
-        "wall_s": record.get("wall_s"), "started": record.get("started"),
+        "server_cpu_share": (
+            server["cpu_s"] / duration / len(_get(record, "server", "cpus") or [1])
+            if server.get("cpu_s") is not None and duration
+            else None
+        ),
+        "wall_s": record.get("wall_s"),
+        "started": record.get("started"),
         "generator_cpu_s": generator_cpu_s,
         "generator_cpu_us_per_req": _get(result, "generator", "cpu_us_per_req"),
         "generator_bound": analysis.is_generator_bound(result) or setup_bound,
         "setup_generator_bound": setup_bound,
-        "generator_cpu_us_per_conn": gen_us_per_conn, "server_cpu_us_per_conn": server_us_per_conn,
+        "generator_cpu_us_per_conn": gen_us_per_conn,
+        "server_cpu_us_per_conn": server_us_per_conn,
         "generator_utilisation": _get(result, "generator", "utilisation"),
-        "conn_per_s": (analysis.connection_rate(result.get("connections_opened", 0), duration)
-                       if duration else None),
+        "conn_per_s": (
+            analysis.connection_rate(result.get("connections_opened", 0), duration)
+            if duration
+            else None
+        ),
         "connections_opened": result.get("connections_opened"),
         # open loop: latency_us is corrected (from the intended send time), this one is not
         "p99_uncorrected_ms": _ms(_get(result, "latency_uncorrected_us", "p99")),
         "target_rate": _get(result, "rate", "target"),
-        "late_sends": _get(result, "rate", "late_sends"), "sends": _get(result, "rate", "sends"),
+        "late_sends": _get(result, "rate", "late_sends"),
+        "sends": _get(result, "rate", "sends"),
     }
 
 
@@ -283,7 +330,7 @@ class Aggregate:
         return self.generator_bound or self.setup_generator_bound
 
     def bound_for(self, metric: str = "rps") -> Optional[str]:
-        """"lower" / "upper" when this cell's ``metric`` is a bound on the server's (§ cells, see
+        """ "lower" / "upper" when this cell's ``metric`` is a bound on the server's (§ cells, see
         BOUNDED_METRICS), else None (measured)."""
         return BOUNDED_METRICS.get(metric) if self.bounded_by_generator else None
 
@@ -291,7 +338,11 @@ class Aggregate:
         """The cell's median ``metric`` as a :class:`Figure` that carries its bound."""
         spread = getattr(self, metric, None)
         value = spread.median if isinstance(spread, Spread) else spread
-        return None if value is None else Figure(value, self.bound_for(metric), int(bool(self.bound_for(metric))))
+        return (
+            None
+            if value is None
+            else Figure(value, self.bound_for(metric), int(bool(self.bound_for(metric))))
+        )
 
     def exclusions(self, metric: str = "rps") -> list[str]:
         """Why a measured cell is not ranked for ``metric`` (empty when it is). A generator-bound
@@ -301,13 +352,25 @@ class Aggregate:
         if self.dirty:
             out.append(f"{100 * self.bad_share:.1f} % non-2xx/errors")
         if self.contended:
-            out.append("contended" + (f" ({100 * self.outside_share:.0f} % outside CPU)"
-                                      if self.outside_share is not None else ""))
+            out.append(
+                "contended"
+                + (
+                    f" ({100 * self.outside_share:.0f} % outside CPU)"
+                    if self.outside_share is not None
+                    else ""
+                )
+            )
         if metric in SERVER_COST_METRICS or metric in BOUNDED_METRICS:
             return out
-        if self.setup_generator_bound and self.generator_cpu_us_per_conn and self.server_cpu_us_per_conn:
-            out.append(f"generator-bound (generator {self.generator_cpu_us_per_conn.median:.0f} us > server "
-                       f"{self.server_cpu_us_per_conn.median:.0f} us CPU per connection)")
+        if (
+            self.setup_generator_bound
+            and self.generator_cpu_us_per_conn
+            and self.server_cpu_us_per_conn
+        ):
+            out.append(
+                f"generator-bound (generator {self.generator_cpu_us_per_conn.median:.0f} us > server "
+                f"{self.server_cpu_us_per_conn.median:.0f} us CPU per connection)"
+            )
         elif self.generator_bound:
             out.append("generator-bound")
         return out
@@ -318,7 +381,9 @@ class Aggregate:
 
     def top_outcomes(self, n: int = 3) -> str:
         """'503 x 3 000, timeout x 12': the most frequent non-2xx codes and error kinds."""
-        bad = Counter({f"{c}": v for c, v in self.status_codes.items() if not str(c).startswith("2")})
+        bad = Counter(
+            {f"{c}": v for c, v in self.status_codes.items() if not str(c).startswith("2")}
+        )
         bad.update(self.error_kinds)
         return ", ".join(f"{k} x {v:,}".replace(",", " ") for k, v in bad.most_common(n))
 
@@ -331,7 +396,13 @@ def aggregate(rows: list[dict]) -> dict[Key, Aggregate]:
     any kept repeat was; non-2xx/errors pooled over the measured repeats."""
     groups: dict[Key, list[dict]] = {}
     for row in rows:
-        key = (row["target"], row["protocol"], row["workload"], row["mode"], row.get("load", row.get("connections")))
+        key = (
+            row["target"],
+            row["protocol"],
+            row["workload"],
+            row["mode"],
+            row.get("load", row.get("connections")),
+        )
         groups.setdefault(key, []).append(row)
     out = {}
     for key, group in groups.items():
@@ -352,7 +423,11 @@ def _fill(agg: Aggregate, ok: list[dict]) -> None:
         return analysis.median_spread([r.get(name) for r in ok])
 
     agg.rps, agg.p50_ms, agg.p99_ms = pick("rps"), pick("p50_ms"), pick("p99_ms")
-    agg.mean_ms, agg.cpu_us, agg.inflight = pick("mean_ms"), pick("server_cpu_us_per_req"), pick("inflight")
+    agg.mean_ms, agg.cpu_us, agg.inflight = (
+        pick("mean_ms"),
+        pick("server_cpu_us_per_req"),
+        pick("inflight"),
+    )
     agg.conn_per_s, agg.p999_ms, agg.max_ms = pick("conn_per_s"), pick("p999_ms"), pick("max_ms")
     if agg.mode == "open":
         agg.p99_uncorrected_ms, agg.target_rate = pick("p99_uncorrected_ms"), pick("target_rate")
@@ -365,7 +440,9 @@ def _fill(agg: Aggregate, ok: list[dict]) -> None:
     if agg.mode == "closed" and agg.inflight is not None:
         errors = sum(r.get("errors") or 0 for r in ok)
         reconnects = sum(r.get("reconnects") or 0 for r in ok)
-        agg.starved_cause = analysis.underdriven_cause(agg.inflight.median, agg.load, errors, reconnects)
+        agg.starved_cause = analysis.underdriven_cause(
+            agg.inflight.median, agg.load, errors, reconnects
+        )
         agg.starved = agg.starved_cause is not None
     agg.generator_bound = any(r.get("generator_bound") for r in ok)
     agg.generator_cpu_us_per_conn = pick("generator_cpu_us_per_conn")
@@ -386,15 +463,20 @@ def _fill(agg: Aggregate, ok: list[dict]) -> None:
     agg.reruns = sum(r.get("reruns") or 0 for r in ok)
 
 
-def common_closed_cells(aggs: dict[Key, Aggregate], targets: list[str], metric: str = "rps") -> set[tuple]:
+def common_closed_cells(
+    aggs: dict[Key, Aggregate], targets: list[str], metric: str = "rps"
+) -> set[tuple]:
     """(protocol, workload, connections) of the closed-loop cells ranked for ``metric`` that
     every server with any such cell has: averages over them do not favour a server for the cells
     it skipped (node without https, nginx without echo) or lost to errors or contention. Per
     metric, because a generator-bound cell is ranked for CPU us/req but not for req/s."""
     common: Optional[set] = None
     for t in targets:
-        mine = {(k[1], k[2], k[4]) for k, a in aggs.items()
-                if k[0] == t and k[3] == "closed" and a.ranked_for(metric)}
+        mine = {
+            (k[1], k[2], k[4])
+            for k, a in aggs.items()
+            if k[0] == t and k[3] == "closed" and a.ranked_for(metric)
+        }
         if mine:
             common = mine if common is None else common & mine
     return common or set()
@@ -433,31 +515,56 @@ class Model:
         per connection (see :class:`loadbench.idle_memory.IdleMemory`). Servers in report
         order, then any that had hold cells only."""
         folded = fold_idle_memory(self.hold_records)
-        order = [t for t in self.targets if t in folded] + [t for t in folded if t not in self.targets]
+        order = [t for t in self.targets if t in folded] + [
+            t for t in folded if t not in self.targets
+        ]
         return {t: folded[t] for t in order}
 
-    def cells(self, target: Optional[str] = None, protocol: Protocols = None,
-              workload: Optional[str] = None, mode: Optional[str] = "closed") -> list[Aggregate]:
+    def cells(
+        self,
+        target: Optional[str] = None,
+        protocol: Protocols = None,
+        workload: Optional[str] = None,
+        mode: Optional[str] = "closed",
+    ) -> list[Aggregate]:
         """``protocol``: one name, several (a tuple: e.g. HTTP2_PROTOCOLS) or None for all."""
-        return [a for a in self.aggs.values() if (target is None or a.target == target)
-                and _matches(a.protocol, protocol) and (workload is None or a.workload == workload)
-                and (mode is None or a.mode == mode)]
+        return [
+            a
+            for a in self.aggs.values()
+            if (target is None or a.target == target)
+            and _matches(a.protocol, protocol)
+            and (workload is None or a.workload == workload)
+            and (mode is None or a.mode == mode)
+        ]
 
-    def peak(self, target: str, protocol: Protocols = None, workload: Optional[str] = None) -> Optional[Figure]:
+    def peak(
+        self, target: str, protocol: Protocols = None, workload: Optional[str] = None
+    ) -> Optional[Figure]:
         """The best median req/s of the server's ranked closed-loop cells. A lower bound ("≥")
         when any of those cells is generator-bound: such a cell may hide a higher value than the
         best measured one, whichever cell the best figure came from."""
         return self._best(target, protocol, workload, "rps", higher_is_better=True)
 
-    def best_cpu(self, target: str, protocol: Protocols = None, workload: Optional[str] = None) -> Optional[Figure]:
+    def best_cpu(
+        self, target: str, protocol: Protocols = None, workload: Optional[str] = None
+    ) -> Optional[Figure]:
         """The lowest median CPU us/req of the server's closed-loop cells ranked for CPU us/req:
         the CPU counterpart of :meth:`peak` (a generator-bound cell counts; see SERVER_COST_METRICS)."""
         return self._best(target, protocol, workload, "cpu_us", higher_is_better=False)
 
-    def _best(self, target: str, protocol: Protocols, workload: Optional[str], metric: str,
-              higher_is_better: bool) -> Optional[Figure]:
-        figures = [f for a in self.cells(target, protocol, workload) if a.ranked_for(metric)
-                   and (f := a.figure(metric)) is not None]
+    def _best(
+        self,
+        target: str,
+        protocol: Protocols,
+        workload: Optional[str],
+        metric: str,
+        higher_is_better: bool,
+    ) -> Optional[Figure]:
+        figures = [
+            f
+            for a in self.cells(target, protocol, workload)
+            if a.ranked_for(metric) and (f := a.figure(metric)) is not None
+        ]
         if not figures:
             return None
         best = (max if higher_is_better else min)(figures, key=float)
@@ -466,25 +573,41 @@ class Model:
         bound = next((f.bound for f in figures if f.bound), None) if bounded else None
         return Figure(float(best), bound, bounded, len(figures))
 
-    def common(self, protocol: Protocols = None, workload: Optional[str] = None, metric: str = "rps") -> set[tuple]:
+    def common(
+        self, protocol: Protocols = None, workload: Optional[str] = None, metric: str = "rps"
+    ) -> set[tuple]:
         """The cells the averages of ``metric`` run over (see :func:`common_closed_cells`)."""
-        aggs = {k: a for k, a in self.aggs.items() if _matches(k[1], protocol) and (workload is None or k[2] == workload)}
+        aggs = {
+            k: a
+            for k, a in self.aggs.items()
+            if _matches(k[1], protocol) and (workload is None or k[2] == workload)
+        }
         return common_closed_cells(aggs, self.targets, metric)
 
-    def average(self, target: str, protocol: Protocols = None, metric: str = "rps",
-                workload: Optional[str] = None) -> Optional[Figure]:
+    def average(
+        self,
+        target: str,
+        protocol: Protocols = None,
+        metric: str = "rps",
+        workload: Optional[str] = None,
+    ) -> Optional[Figure]:
         """Mean of the median ``metric`` (rps, cpu_us, mean_ms) over the cells every server has
         ranked for that metric (of ``protocol`` and ``workload`` when given). A bound when any
         averaged cell is one (``bounded`` of ``cells`` say how many)."""
         common = self.common(protocol, workload, metric)
-        cells = [a for a in self.cells(target, protocol, workload)
-                 if a.ranked_for(metric) and (a.protocol, a.workload, a.load) in common]
+        cells = [
+            a
+            for a in self.cells(target, protocol, workload)
+            if a.ranked_for(metric) and (a.protocol, a.workload, a.load) in common
+        ]
         figures = [f for a in cells if (f := a.figure(metric)) is not None]
         mean = analysis.arithmetic_mean(figures)
         if mean is None:
             return None
         bounded = sum(1 for f in figures if f.bound)
-        return Figure(mean, next((f.bound for f in figures if f.bound), None), bounded, len(figures))
+        return Figure(
+            mean, next((f.bound for f in figures if f.bound), None), bounded, len(figures)
+        )
 
     def mean_latency(self, target: str, protocol: Protocols = None) -> Optional[Figure]:
         """Mean latency (ms): the mean of the cells' median mean latency over the same cells as
@@ -492,10 +615,13 @@ class Model:
         bound ("≤") when generator-bound cells entered it."""
         return self.average(target, protocol, metric="mean_ms")
 
-    def peak_ranks(self, protocol: Protocols = None, workload: Optional[str] = None) -> dict[str, Rank]:
+    def peak_ranks(
+        self, protocol: Protocols = None, workload: Optional[str] = None
+    ) -> dict[str, Rank]:
         """Each server's place by peak req/s, as far as the figures make it certain."""
-        return analysis.certain_ranks({t: self.peak(t, protocol, workload) for t in self.targets},
-                                      higher_is_better=True)
+        return analysis.certain_ranks(
+            {t: self.peak(t, protocol, workload) for t in self.targets}, higher_is_better=True
+        )
 
     def ranks(self, values: dict[str, Optional[float]], higher_is_better: bool) -> dict[str, Rank]:
         """Certain ranks of any per-server figures (averages, mean latency, CPU us/req)."""
@@ -521,34 +647,62 @@ class Model:
         """(base, variant) for every measured target whose settings say ``variant_of = base``."""
         out = []
         for t in self.settings.get("targets") or []:
-            if isinstance(t, dict) and t.get("variant_of") in self.targets and t.get("name") in self.targets:
+            if (
+                isinstance(t, dict)
+                and t.get("variant_of") in self.targets
+                and t.get("name") in self.targets
+            ):
                 out.append((t["variant_of"], t["name"]))
         return out
 
-    def speedup(self, base: str, variant: str, protocol: Protocols = None, workload: Optional[str] = None,
-                kind: str = "peak") -> Optional[Figure]:
+    def speedup(
+        self,
+        base: str,
+        variant: str,
+        protocol: Protocols = None,
+        workload: Optional[str] = None,
+        kind: str = "peak",
+    ) -> Optional[Figure]:
         """``variant`` over ``base``: peaks (kind="peak") or averages (kind="average")."""
         if kind == "peak":
-            return analysis.figure_ratio(self.peak(variant, protocol, workload), self.peak(base, protocol, workload))
-        return analysis.figure_ratio(self.average(variant, protocol, workload=workload),
-                                     self.average(base, protocol, workload=workload))
+            return analysis.figure_ratio(
+                self.peak(variant, protocol, workload), self.peak(base, protocol, workload)
+            )
+        return analysis.figure_ratio(
+            self.average(variant, protocol, workload=workload),
+            self.average(base, protocol, workload=workload),
+        )
 
     def rss(self, target: str) -> Optional[float]:
         """Peak RSS (MiB) over every measured cell of the server (contention does not move it)."""
-        mem = [a.rss_peak_mib for a in self.aggs.values() if a.target == target and a.rss_peak_mib is not None]
+        mem = [
+            a.rss_peak_mib
+            for a in self.aggs.values()
+            if a.target == target and a.rss_peak_mib is not None
+        ]
         return max(mem) if mem else None
 
     def excluded(self, target: Optional[str] = None, metric: str = "rps") -> list[Aggregate]:
         """Measured cells not ranked for ``metric`` (default req/s: left out of its bold marks,
         peaks and averages; see Aggregate.exclusions)."""
-        return [a for a in self.aggs.values() if a.status == "ok" and not a.ranked_for(metric)
-                and (target is None or a.target == target)]
+        return [
+            a
+            for a in self.aggs.values()
+            if a.status == "ok"
+            and not a.ranked_for(metric)
+            and (target is None or a.target == target)
+        ]
 
     def bounded(self, target: Optional[str] = None, metric: str = "rps") -> list[Aggregate]:
         """Ranked cells whose ``metric`` is a bound (generator-bound, §): they enter peaks,
         averages and rankings as what they prove."""
-        return [a for a in self.aggs.values() if a.ranked_for(metric) and a.bound_for(metric)
-                and (target is None or a.target == target)]
+        return [
+            a
+            for a in self.aggs.values()
+            if a.ranked_for(metric)
+            and a.bound_for(metric)
+            and (target is None or a.target == target)
+        ]
 
     def gap(self, cells: list[Aggregate], metric: str = "rps") -> str:
         """What a chart prints where a server has no ranked value: why, in a word or two."""
@@ -566,18 +720,38 @@ class Model:
         def med(spread: Optional[Spread]) -> Optional[float]:
             return None if spread is None else spread.median
 
-        return pd.DataFrame([{
-            "target": a.target, "protocol": a.protocol, "workload": a.workload, "mode": a.mode,
-            "load": a.load, "status": a.status, "repeats": a.repeats,
-            "rps": med(a.rps), "rps_min": a.rps.min if a.rps else None, "rps_max": a.rps.max if a.rps else None,
-            "p50_ms": med(a.p50_ms), "p99_ms": med(a.p99_ms), "cpu_us": med(a.cpu_us),
-            "inflight": med(a.inflight), "bad_share": a.bad_share, "outside_share": a.outside_share,
-            "contended": a.contended, "starved": a.starved, "generator_bound": a.generator_bound,
-            "generator_cpu_us_per_conn": med(a.generator_cpu_us_per_conn),
-            "server_cpu_us_per_conn": med(a.server_cpu_us_per_conn),
-            "ranked": a.ranked, "ranked_cpu": a.ranked_for("cpu_us"),
-            # the req/s of a generator-bound cell is a lower bound on the server's ("≥")
-            "rps_lower_bound": a.ranked and a.bound_for("rps") == "lower"} for a in self.aggs.values()])
+        return pd.DataFrame(
+            [
+                {
+                    "target": a.target,
+                    "protocol": a.protocol,
+                    "workload": a.workload,
+                    "mode": a.mode,
+                    "load": a.load,
+                    "status": a.status,
+                    "repeats": a.repeats,
+                    "rps": med(a.rps),
+                    "rps_min": a.rps.min if a.rps else None,
+                    "rps_max": a.rps.max if a.rps else None,
+                    "p50_ms": med(a.p50_ms),
+                    "p99_ms": med(a.p99_ms),
+                    "cpu_us": med(a.cpu_us),
+                    "inflight": med(a.inflight),
+                    "bad_share": a.bad_share,
+                    "outside_share": a.outside_share,
+                    "contended": a.contended,
+                    "starved": a.starved,
+                    "generator_bound": a.generator_bound,
+                    "generator_cpu_us_per_conn": med(a.generator_cpu_us_per_conn),
+                    "server_cpu_us_per_conn": med(a.server_cpu_us_per_conn),
+                    "ranked": a.ranked,
+                    "ranked_cpu": a.ranked_for("cpu_us"),
+                    # the req/s of a generator-bound cell is a lower bound on the server's ("≥")
+                    "rps_lower_bound": a.ranked and a.bound_for("rps") == "lower",
+                }
+                for a in self.aggs.values()
+            ]
+        )
 
     @property
     def cores(self) -> Optional[int]:
@@ -585,18 +759,27 @@ class Model:
         return env.get("logical_cores") or _get(env, "cpu", "logical_cores")
 
 
-def build(settings: dict, environment: dict, records: list[dict], directory: Optional[Path] = None) -> Model:
+def build(
+    settings: dict, environment: dict, records: list[dict], directory: Optional[Path] = None
+) -> Model:
     cores = environment.get("logical_cores") or _get(environment, "cpu", "logical_cores")
     share = settings.get("contended_share") or analysis.CONTENDED_SHARE
     held = [r for r in records if is_hold(r)]
     records = [r for r in records if not is_hold(r)]
     rows = [flatten(r, cores, share) for r in records]
     aggs = aggregate(rows)
-    return Model(settings, environment, records, rows, aggs,
-                 targets=_ordered(settings.get("targets"), [r["target"] for r in rows]),
-                 workloads=_ordered(settings.get("workloads"), [r["workload"] for r in rows]),
-                 protocols=[p for p in PROTOCOL_ORDER if any(r["protocol"] == p for r in rows)],
-                 directory=directory, hold_records=held)
+    return Model(
+        settings,
+        environment,
+        records,
+        rows,
+        aggs,
+        targets=_ordered(settings.get("targets"), [r["target"] for r in rows]),
+        workloads=_ordered(settings.get("workloads"), [r["workload"] for r in rows]),
+        protocols=[p for p in PROTOCOL_ORDER if any(r["protocol"] == p for r in rows)],
+        directory=directory,
+        hold_records=held,
+    )
 
 
 def load(results_dir) -> Model:

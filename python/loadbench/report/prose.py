@@ -3,6 +3,7 @@
 Each sentence is derived from what the results folder holds, so the report never claims a
 setting the run did not use or hides a measurement it did not make.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -23,8 +24,12 @@ def _cpus(cpus: Optional[list]) -> str:
 def _workload_line(w: dict, default_cs: list) -> str:
     body = w.get("body")
     size = body.get("bytes") if isinstance(body, dict) else (len(body) if body else 0)
-    what = (f"{len(w['requests'])} requests round-robin" if w.get("requests")
-            else f"{w.get('method', 'GET')} {w.get('path', '/')}" + (f" with a {size}-byte body" if size else ""))
+    what = (
+        f"{len(w['requests'])} requests round-robin"
+        if w.get("requests")
+        else f"{w.get('method', 'GET')} {w.get('path', '/')}"
+        + (f" with a {size}-byte body" if size else "")
+    )
     cs = w.get("concurrencies") or default_cs
     return f"{w['name']}: {what} (C = {', '.join(str(c) for c in cs)})"
 
@@ -32,7 +37,9 @@ def _workload_line(w: dict, default_cs: list) -> str:
 def intro(generated: str, settings: dict, environment: dict, rows: list[dict]) -> list[str]:
     version = environment.get("loadbench") or environment.get("loadbench_version") or ""
     started = sorted(r["started"] for r in rows if r.get("started"))
-    measured = f", measured by `loadbench sweep` from {started[0]} to {started[-1]}" if started else ""
+    measured = (
+        f", measured by `loadbench sweep` from {started[0]} to {started[-1]}" if started else ""
+    )
     lines = [
         f"Generated {generated} by `loadbench report` from the raw results in this folder "
         f"(`results.jsonl`, one line per cell and repeat; `sweep.json` the settings; "
@@ -45,7 +52,9 @@ def intro(generated: str, settings: dict, environment: dict, rows: list[dict]) -
     seen = {r["target"] for r in rows}
     for t in settings.get("targets", []):
         if t.get("name") in seen:
-            how = t.get("description") or (" ".join(t.get("argv") or []) if t.get("kind") == "command" else t.get("kind"))
+            how = t.get("description") or (
+                " ".join(t.get("argv") or []) if t.get("kind") == "command" else t.get("kind")
+            )
             lines.append(f"- **{t['name']}**: {how}")
     lines += [
         "",
@@ -71,7 +80,7 @@ def intro(generated: str, settings: dict, environment: dict, rows: list[dict]) -
         "A generator-bound cell (§) is one where loadbench's own generator, not the server, was the limit - "
         "common on a small machine, where a non-pipelined HTTP/1.1 request costs the generator about what it "
         "costs a fast server. Its req/s is then a lower bound on the server's: the server answered at least "
-        "that many, written \"≥ N\" in every table and hatched in the charts. It enters peaks, averages and "
+        'that many, written "≥ N" in every table and hatched in the charts. It enters peaks, averages and '
         "ranks as a lower bound, and a rank claims only what is certain (a lower bound above another server's "
         "measured value ranks above it; otherwise the rank is a range). Its CPU us/req and peak memory are "
         "the server's own at the load it got and rank as measured; its latency percentiles are the "
@@ -83,55 +92,115 @@ def intro(generated: str, settings: dict, environment: dict, rows: list[dict]) -
 
 def settings_table(settings: dict, rows: list[dict], aggs: dict, held: Sequence[dict] = ()) -> str:
     """``held``: the hold cells' records (memory per idle connection), counted beside the load cells."""
-    repeats, duration, warmup = settings.get("repeats"), settings.get("duration"), settings.get("warmup")
+    repeats, duration, warmup = (
+        settings.get("repeats"),
+        settings.get("duration"),
+        settings.get("warmup"),
+    )
     cs = settings.get("concurrencies") or []
     status = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "fail", "skipped")}
-    window = (f"{settings['requests']:,} requests (responses + errors)".replace(",", " ")
-              if settings.get("requests") else f"{duration:g} s")
+    window = (
+        f"{settings['requests']:,} requests (responses + errors)".replace(",", " ")
+        if settings.get("requests")
+        else f"{duration:g} s"
+    )
     items = [
-        ("Throughput/latency", f"median of {repeats} x {window} closed-loop runs, keep-alive, "
-                               f"after a {warmup:g} s warm-up excluded from every figure"),
+        (
+            "Throughput/latency",
+            f"median of {repeats} x {window} closed-loop runs, keep-alive, "
+            f"after a {warmup:g} s warm-up excluded from every figure",
+        ),
         ("Concurrencies", ", ".join(str(c) for c in cs)),
         ("Workloads", "; ".join(_workload_line(w, cs) for w in settings.get("workloads", []))),
         ("Protocols", ", ".join(settings.get("protocols", []))),
     ]
     if settings.get("open_fractions"):
-        items.append(("Open loop", "constant rate at " + ", ".join(f"{round(100 * f)} %" for f in settings["open_fractions"])
-                      + f" of each server's best closed-loop req/s ({settings.get('open_loop_workload')}), "
-                      f"{repeats} x {duration:g} s; latency corrected for coordinated omission"))
+        items.append(
+            (
+                "Open loop",
+                "constant rate at "
+                + ", ".join(f"{round(100 * f)} %" for f in settings["open_fractions"])
+                + f" of each server's best closed-loop req/s ({settings.get('open_loop_workload')}), "
+                f"{repeats} x {duration:g} s; latency corrected for coordinated omission",
+            )
+        )
     if settings.get("connection_setup"):
-        items.append(("Connection-setup rate", f"a new connection per request (no keep-alive) at "
-                      f"c = {settings.get('connection_setup_concurrency')}, {settings.get('connection_setup_workload')}, "
-                      f"{repeats} x {duration:g} s; " + tcp_exchange_text(settings)))
+        items.append(
+            (
+                "Connection-setup rate",
+                f"a new connection per request (no keep-alive) at "
+                f"c = {settings.get('connection_setup_concurrency')}, {settings.get('connection_setup_workload')}, "
+                f"{repeats} x {duration:g} s; " + tcp_exchange_text(settings),
+            )
+        )
     h2 = [p for p in settings.get("protocols", []) if p in ("h2c", "h2")]
     if h2:
         streams = settings.get("streams")
         per = {p: (streams.get(p, 10) if isinstance(streams, dict) else streams or 10) for p in h2}
-        items.append(("HTTP/2", "; ".join(f"{p}: {per[p]} concurrent streams per connection" for p in h2)
-                      + " (h2c: prior knowledge on the plain port; h2: ALPN over TLS); HTTP/1.1: one request "
-                        "in flight per connection"))
+        items.append(
+            (
+                "HTTP/2",
+                "; ".join(f"{p}: {per[p]} concurrent streams per connection" for p in h2)
+                + " (h2c: prior knowledge on the plain port; h2: ALPN over TLS); HTTP/1.1: one request "
+                "in flight per connection",
+            )
+        )
     if held:
         asked = sorted({r.get("connections") for r in held if r.get("connections")})
-        items.append(("Memory per idle connection", (f"{', '.join(str(n) for n in asked)} idle keep-alive "
-                      f"connections held per server, {repeats} repeat(s), each on a freshly started server; plain "
-                      "http only (the holder speaks cleartext HTTP/1.1)")))
+        items.append(
+            (
+                "Memory per idle connection",
+                (
+                    f"{', '.join(str(n) for n in asked)} idle keep-alive "
+                    f"connections held per server, {repeats} repeat(s), each on a freshly started server; plain "
+                    "http only (the holder speaks cleartext HTTP/1.1)"
+                ),
+            )
+        )
     if any(p in ("https", "h2") for p in settings.get("protocols", [])):
         library = settings.get("tls_library") or "openssl"
-        items.append(("TLS", "self-signed EC P-256 certificate (CN=localhost); the generator does not verify it "
-                             "and resumes no sessions, so every new connection is a full handshake; the "
-                             f"generator's TLS library: {library}"))
+        items.append(
+            (
+                "TLS",
+                "self-signed EC P-256 certificate (CN=localhost); the generator does not verify it "
+                "and resumes no sessions, so every new connection is a full handshake; the "
+                f"generator's TLS library: {library}",
+            )
+        )
     items += [
-        ("Core isolation", f"servers on {_cpus(settings.get('server_cpus'))}, generator on "
-                           f"{_cpus(settings.get('generator_cpus'))} (sched_setaffinity, taskset semantics)"),
-        ("Worker threads", f"{settings.get('workers')} per server, passed as each runtime expects: "
-                           + "; ".join(_worker_passing(t, settings.get("workers")) for t in settings.get("targets", []))),
-        ("Generator threads", str(settings.get("generator_threads") or len(settings.get("generator_cpus") or [1]))),
+        (
+            "Core isolation",
+            f"servers on {_cpus(settings.get('server_cpus'))}, generator on "
+            f"{_cpus(settings.get('generator_cpus'))} (sched_setaffinity, taskset semantics)",
+        ),
+        (
+            "Worker threads",
+            f"{settings.get('workers')} per server, passed as each runtime expects: "
+            + "; ".join(
+                _worker_passing(t, settings.get("workers")) for t in settings.get("targets", [])
+            ),
+        ),
+        (
+            "Generator threads",
+            str(settings.get("generator_threads") or len(settings.get("generator_cpus") or [1])),
+        ),
         ("Per-request timeout", f"{settings.get('timeout') or 0:g} s"),
-        ("Cells", f"{len(rows)} ({status['ok']} measured, {status['fail']} FAIL, {status['skipped']} not run)"
-                  + (f" + {len(held)} hold cell(s) ({sum(1 for r in held if r.get('status') == 'ok')} ok)"
-                     if held else "")),
-        ("Sweep wall time", (f"{sum(r.get('wall_s') or 0 for r in list(rows) + list(held)) / 60:.1f} min of "
-                             "cells, server starts included")),
+        (
+            "Cells",
+            f"{len(rows)} ({status['ok']} measured, {status['fail']} FAIL, {status['skipped']} not run)"
+            + (
+                f" + {len(held)} hold cell(s) ({sum(1 for r in held if r.get('status') == 'ok')} ok)"
+                if held
+                else ""
+            ),
+        ),
+        (
+            "Sweep wall time",
+            (
+                f"{sum(r.get('wall_s') or 0 for r in list(rows) + list(held)) / 60:.1f} min of "
+                "cells, server starts included"
+            ),
+        ),
     ]
     return table(["Setting", "Value"], [[k, v] for k, v in items])
 
@@ -173,31 +242,53 @@ def environment_table(environment: dict, rows: list[dict], settings: Optional[di
         items = _flatten_env(environment)  # an environment.json from another loadbench version
     items += quiet_rows(gate, rows, settings)
     if settings.get("workers"):
-        items.append(("Workers per server", f"{settings['workers']} (the same for every server; see Settings)"))
+        items.append(
+            (
+                "Workers per server",
+                f"{settings['workers']} (the same for every server; see Settings)",
+            )
+        )
     steal = [r["steal_share"] for r in rows if r.get("steal_share") is not None]
     if steal:
-        items.append(("Machine steal during windows",
-                      f"median {100 * analysis.median(steal):.1f} %, max {100 * max(steal):.1f} % of CPU time"))
+        items.append(
+            (
+                "Machine steal during windows",
+                f"median {100 * analysis.median(steal):.1f} %, max {100 * max(steal):.1f} % of CPU time",
+            )
+        )
     else:
         items.append(("Machine steal during windows", "not measured"))
     idle = [r["idle_share"] for r in rows if r.get("idle_share") is not None]
     if idle:
-        items.append(("Machine idle during windows",
-                      f"median {100 * analysis.median(idle):.1f} %, min {100 * min(idle):.1f} % "
-                      "of all CPU time (near 0 % on a 2-core run is expected: server + generator)"))
+        items.append(
+            (
+                "Machine idle during windows",
+                f"median {100 * analysis.median(idle):.1f} %, min {100 * min(idle):.1f} % "
+                "of all CPU time (near 0 % on a 2-core run is expected: server + generator)",
+            )
+        )
     return table(["Item", "Value"], [[k, v] for k, v in items])
 
 
 def _gate_text(gate: dict) -> str:
     if gate.get("skipped"):
         return "not waited for (--no-wait)"
-    state = (f"proceeded after the {gate.get('timeout_s', 0):g} s timeout, machine NOT quiet"
-             if gate.get("timed_out") else f"quiet after {gate.get('waited_s', 0):.0f} s")
+    state = (
+        f"proceeded after the {gate.get('timeout_s', 0):g} s timeout, machine NOT quiet"
+        if gate.get("timed_out")
+        else f"quiet after {gate.get('waited_s', 0):.0f} s"
+    )
     load = gate.get("load1")
     outside = gate.get("outside_share")
-    return (f"{state} (1-min load {load:.2f}" if load is not None else f"{state} (") + \
-        (f", outside CPU {100 * outside:.0f} % over the last second" if outside is not None else "") + \
-        f"; quiet = load below {gate.get('quiet_load', 0):g} or outside CPU below {100 * gate.get('quiet_outside', 0):g} %)"
+    return (
+        (f"{state} (1-min load {load:.2f}" if load is not None else f"{state} (")
+        + (
+            f", outside CPU {100 * outside:.0f} % over the last second"
+            if outside is not None
+            else ""
+        )
+        + f"; quiet = load below {gate.get('quiet_load', 0):g} or outside CPU below {100 * gate.get('quiet_outside', 0):g} %)"
+    )
 
 
 def quiet_rows(gate: Optional[dict], rows: list[dict], settings: dict) -> list[tuple[str, str]]:
@@ -211,12 +302,21 @@ def quiet_rows(gate: Optional[dict], rows: list[dict], settings: dict) -> list[t
         waited = sum(g.get("waited_s") or 0 for g in gates)
         skipped = all(g.get("skipped") for g in gates)
         vouched = sum(1 for g in gates if g.get("source") == "previous window")
-        by_window = (f"; {vouched} of them went ahead without a probe because the window just before showed "
-                     f"other processes below {100 * gates[0].get('quiet_outside', 0):g} % of the machine"
-                     if vouched else "")
-        items.append(("Load gate before each cell", "not waited for (--no-wait)" if skipped else
-                      f"waited {waited:.0f} s in all; {late} of {len(gates)} cell(s) proceeded after the timeout "
-                      f"on a busy machine{by_window}"))
+        by_window = (
+            f"; {vouched} of them went ahead without a probe because the window just before showed "
+            f"other processes below {100 * gates[0].get('quiet_outside', 0):g} % of the machine"
+            if vouched
+            else ""
+        )
+        items.append(
+            (
+                "Load gate before each cell",
+                "not waited for (--no-wait)"
+                if skipped
+                else f"waited {waited:.0f} s in all; {late} of {len(gates)} cell(s) proceeded after the timeout "
+                f"on a busy machine{by_window}",
+            )
+        )
     elif not gate:
         items.append(("Load gate", "none (results from before the gate existed)"))
     outside = [r["outside_share"] for r in rows if r.get("outside_share") is not None]
@@ -225,52 +325,86 @@ def quiet_rows(gate: Optional[dict], rows: list[dict], settings: dict) -> list[t
         contended = sum(1 for r in rows if r.get("contended") and r["status"] == "ok")
         reran = sum(1 for r in rows if r.get("reruns"))
         reruns = sum(r.get("reruns") or 0 for r in rows)
-        per_process = all(r.get("outside_source") == "processes" for r in rows if r.get("outside_share") is not None)
-        how = ("CPU of every process other than the server tree and loadbench itself, read per process at each "
-               "window's edges, plus the hypervisor's steal" if per_process else
-               "machine busy time not used by the server tree or the generator - results from before loadbench "
-               "read other processes' CPU per process; that busy time also holds kernel work no process is "
-               "charged for, a few % on a busy loopback")
-        items.append(("Outside CPU during windows",
-                      f"median {100 * analysis.median(outside):.1f} %, max {100 * max(outside):.1f} % of the machine "
-                      f"({how})"))
+        per_process = all(
+            r.get("outside_source") == "processes"
+            for r in rows
+            if r.get("outside_share") is not None
+        )
+        how = (
+            "CPU of every process other than the server tree and loadbench itself, read per process at each "
+            "window's edges, plus the hypervisor's steal"
+            if per_process
+            else "machine busy time not used by the server tree or the generator - results from before loadbench "
+            "read other processes' CPU per process; that busy time also holds kernel work no process is "
+            "charged for, a few % on a busy loopback"
+        )
+        items.append(
+            (
+                "Outside CPU during windows",
+                f"median {100 * analysis.median(outside):.1f} %, max {100 * max(outside):.1f} % of the machine "
+                f"({how})",
+            )
+        )
         if "contended_reruns" in settings:
-            rerun_text = (f"{reran} cell(s) re-run ({reruns} re-runs, up to {settings['contended_reruns']} each) "
-                          f"because other processes (or the hypervisor, as steal) took more than {100 * share:g} % of "
-                          "the machine; ")
+            rerun_text = (
+                f"{reran} cell(s) re-run ({reruns} re-runs, up to {settings['contended_reruns']} each) "
+                f"because other processes (or the hypervisor, as steal) took more than {100 * share:g} % of "
+                "the machine; "
+            )
         else:
-            rerun_text = (f"none re-run (measured before loadbench re-ran contended cells); judged now at "
-                          f"{100 * share:g} % of the machine, without the irq/softirq correction those results "
-                          "lack (the benchmark's own loopback softirq, a few %, counts as outside): ")
-        items.append(("Contended cells", rerun_text + f"{contended} repeat(s) contended, marked ⚑ and left out "
-                      "of peaks and averages"))
+            rerun_text = (
+                f"none re-run (measured before loadbench re-ran contended cells); judged now at "
+                f"{100 * share:g} % of the machine, without the irq/softirq correction those results "
+                "lack (the benchmark's own loopback softirq, a few %, counts as outside): "
+            )
+        items.append(
+            (
+                "Contended cells",
+                rerun_text + f"{contended} repeat(s) contended, marked ⚑ and left out "
+                "of peaks and averages",
+            )
+        )
     return items
 
 
-def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict[tuple, Aggregate]) -> list[str]:
+def known_limits(
+    settings: dict, environment: dict, rows: list[dict], aggs: dict[tuple, Aggregate]
+) -> list[str]:
     """What this run did not measure, most important first, as markdown bullets."""
     out = []
     if not any(r["mode"] == "open" for r in rows):
-        out.append("- **No open-loop latency.** Every latency here is closed-loop: when a server stalls, the "
-                   "generator stops sending and never measures the requests that would have waited "
-                   "(coordinated omission). Service-level latency needs an open-loop run at fixed fractions "
-                   "of each server's capacity.")
-    cpus = sorted(set(settings.get("server_cpus") or []) | set(settings.get("generator_cpus") or []))
+        out.append(
+            "- **No open-loop latency.** Every latency here is closed-loop: when a server stalls, the "
+            "generator stops sending and never measures the requests that would have waited "
+            "(coordinated omission). Service-level latency needs an open-loop run at fixed fractions "
+            "of each server's capacity."
+        )
+    cpus = sorted(
+        set(settings.get("server_cpus") or []) | set(settings.get("generator_cpus") or [])
+    )
     if len(cpus) < 4:
-        out.append(f"- **Few cores.** Servers and generator shared {len(cpus)} CPU(s) "
-                   f"(servers {_cpus(settings.get('server_cpus'))}, generator {_cpus(settings.get('generator_cpus'))}); "
-                   "multi-worker scaling was not measured, and one generator core caps every req/s figure.")
-    bound = sorted({_cell_name(a) for a in aggs.values() if a.bounded_by_generator and a.status == "ok"})
+        out.append(
+            f"- **Few cores.** Servers and generator shared {len(cpus)} CPU(s) "
+            f"(servers {_cpus(settings.get('server_cpus'))}, generator {_cpus(settings.get('generator_cpus'))}); "
+            "multi-worker scaling was not measured, and one generator core caps every req/s figure."
+        )
+    bound = sorted(
+        {_cell_name(a) for a in aggs.values() if a.bounded_by_generator and a.status == "ok"}
+    )
     if bound:
-        out.append(f"- **Generator-bound cells ({len(bound)}, marked §):** {', '.join(bound)}. Their req/s is "
-                   "loadbench's ceiling on this machine, so the server's own is only known to be at least that "
-                   "(\"≥\"): their peaks and ranks are lower bounds, and a faster generator (more generator "
-                   "cores) is needed to measure the servers' real limits. Their latency percentiles are not "
-                   "ranked; their CPU us/req and peak memory are the server's own and stay ranked.")
+        out.append(
+            f"- **Generator-bound cells ({len(bound)}, marked §):** {', '.join(bound)}. Their req/s is "
+            "loadbench's ceiling on this machine, so the server's own is only known to be at least that "
+            '("≥"): their peaks and ranks are lower bounds, and a faster generator (more generator '
+            "cores) is needed to measure the servers' real limits. Their latency percentiles are not "
+            "ranked; their CPU us/req and peak memory are the server's own and stay ranked."
+        )
     starved = sorted(f"{_cell_name(a)} ({a.starved_cause})" for a in aggs.values() if a.starved)
     if starved:
-        out.append(f"- **Under-driven cells ({len(starved)}, marked ‡):** {', '.join(starved)}. The server saw "
-                   "fewer requests in flight than the column's C; their latency is not the C-connection number.")
+        out.append(
+            f"- **Under-driven cells ({len(starved)}, marked ‡):** {', '.join(starved)}. The server saw "
+            "fewer requests in flight than the column's C; their latency is not the C-connection number."
+        )
     skipped: dict = {}
     for r in rows:
         if r["status"] == "skipped":
@@ -286,51 +420,96 @@ def known_limits(settings: dict, environment: dict, rows: list[dict], aggs: dict
     contended = sorted({_cell_name(a) for a in aggs.values() if a.contended and a.status == "ok"})
     if contended:
         ok = sum(1 for a in aggs.values() if a.status == "ok")
-        which = ", ".join(contended) if len(contended) <= 12 else f"{len(contended)} of the {ok} measured cells"
-        stolen = sorted({_cell_name(a) for a in aggs.values() if a.contended and a.status == "ok"
-                         and a.steal_share is not None and a.outside_share is not None
-                         and a.steal_share >= a.outside_share / 2})
-        by_steal = (f" In {len(stolen)} of them the hypervisor's steal was most of it: this virtual machine did "
-                    "not get the CPU it asked for (other guests, or its own CPU quota)." if stolen else "")
-        out.append(f"- **Contended cells ({len(contended)}, marked ⚑):** {which}. Other processes "
-                   "or the hypervisor took the machine's CPUs during their windows; their numbers understate the "
-                   f"server and are not ranked.{by_steal} Re-measure on a quiet machine.")
+        which = (
+            ", ".join(contended)
+            if len(contended) <= 12
+            else f"{len(contended)} of the {ok} measured cells"
+        )
+        stolen = sorted(
+            {
+                _cell_name(a)
+                for a in aggs.values()
+                if a.contended
+                and a.status == "ok"
+                and a.steal_share is not None
+                and a.outside_share is not None
+                and a.steal_share >= a.outside_share / 2
+            }
+        )
+        by_steal = (
+            f" In {len(stolen)} of them the hypervisor's steal was most of it: this virtual machine did "
+            "not get the CPU it asked for (other guests, or its own CPU quota)."
+            if stolen
+            else ""
+        )
+        out.append(
+            f"- **Contended cells ({len(contended)}, marked ⚑):** {which}. Other processes "
+            "or the hypervisor took the machine's CPUs during their windows; their numbers understate the "
+            f"server and are not ranked.{by_steal} Re-measure on a quiet machine."
+        )
     dirty = sorted({_cell_name(a) for a in aggs.values() if a.dirty and a.status == "ok"})
     if dirty:
-        out.append(f"- **Cells with non-2xx answers or errors ({len(dirty)}, marked ✗):** {', '.join(dirty)}. "
-                   "Their req/s counts error answers; they are not ranked.")
-    failed = sorted({(r["target"], r["protocol"], r["workload"], r["load"] or 0, r["mode"]) for r in rows if r["status"] == "fail"})
+        out.append(
+            f"- **Cells with non-2xx answers or errors ({len(dirty)}, marked ✗):** {', '.join(dirty)}. "
+            "Their req/s counts error answers; they are not ranked."
+        )
+    failed = sorted(
+        {
+            (r["target"], r["protocol"], r["workload"], r["load"] or 0, r["mode"])
+            for r in rows
+            if r["status"] == "fail"
+        }
+    )
     if failed:
         first = next(r for r in rows if r["status"] == "fail")
-        out.append(f"- **{len(failed)} cell(s) FAIL** (server died or never became ready), e.g. "
-                   f"{first['target']} {first['protocol']} {first['workload']} c={first['load']}: {first['error']}")
-    spreads = [(a.rps.relative_range, a) for a in aggs.values() if a.rps is not None and a.rps.n > 1]
+        out.append(
+            f"- **{len(failed)} cell(s) FAIL** (server died or never became ready), e.g. "
+            f"{first['target']} {first['protocol']} {first['workload']} c={first['load']}: {first['error']}"
+        )
+    spreads = [
+        (a.rps.relative_range, a) for a in aggs.values() if a.rps is not None and a.rps.n > 1
+    ]
     if spreads:
         spreads.sort(key=lambda pair: pair[0])
         median = analysis.median([pair[0] for pair in spreads])
         worst, cell = spreads[-1]
-        out.append(f"- **Repeat spread.** req/s of the repeats of one cell spread over a median of "
-                   f"{100 * median:.0f} % of their median (max - min); the widest was {_cell_name(cell)} "
-                   f"at {100 * worst:.0f} %. Differences between servers "
-                   "smaller than the spread are not established by this run.")
+        out.append(
+            f"- **Repeat spread.** req/s of the repeats of one cell spread over a median of "
+            f"{100 * median:.0f} % of their median (max - min); the widest was {_cell_name(cell)} "
+            f"at {100 * worst:.0f} %. Differences between servers "
+            "smaller than the spread are not established by this run."
+        )
     if (settings.get("repeats") or 1) < 3:
-        out.append(f"- **{settings.get('repeats')} repeat(s) per cell:** too few for a spread; differences under "
-                   "~10 % between servers are not established by this run.")
+        out.append(
+            f"- **{settings.get('repeats')} repeat(s) per cell:** too few for a spread; differences under "
+            "~10 % between servers are not established by this run."
+        )
     h2 = any(r.get("protocol") in ("h2c", "h2") and r.get("status") == "ok" for r in rows)
     if h2:
-        streams = sorted({r.get("streams") or 1 for r in rows if r.get("protocol") in ("h2c", "h2")})
-        out.append(f"- **HTTP/2 at {', '.join(str(s) for s in streams)} streams per connection only, loopback "
-                   "only.** No HTTP/3, no other stream counts or flow-control windows, no real network (no latency, "
-                   "loss or NIC offload), no slow clients, no large responses, no long (soak) runs.")
+        streams = sorted(
+            {r.get("streams") or 1 for r in rows if r.get("protocol") in ("h2c", "h2")}
+        )
+        out.append(
+            f"- **HTTP/2 at {', '.join(str(s) for s in streams)} streams per connection only, loopback "
+            "only.** No HTTP/3, no other stream counts or flow-control windows, no real network (no latency, "
+            "loss or NIC offload), no slow clients, no large responses, no long (soak) runs."
+        )
     else:
-        out.append("- **HTTP/1.1 only, loopback only.** No HTTP/2 or HTTP/3, no real network (no latency, "
-                   "loss or NIC offload), no slow clients, no large responses, no long (soak) runs.")
-    out.append("- **One machine, one time.** A shared VM's steal time and frequency scaling move the "
-               "numbers between runs; the Environment block gives the steal measured in the windows.")
+        out.append(
+            "- **HTTP/1.1 only, loopback only.** No HTTP/2 or HTTP/3, no real network (no latency, "
+            "loss or NIC offload), no slow clients, no large responses, no long (soak) runs."
+        )
+    out.append(
+        "- **One machine, one time.** A shared VM's steal time and frequency scaling move the "
+        "numbers between runs; the Environment block gives the steal measured in the windows."
+    )
     return out
 
 
 def _cell_name(a: Aggregate) -> str:
-    load = {"closed": f"c={a.load}", "connect": f"new-conn c={a.load}",
-            "open": f"open loop {a.load} %"}.get(a.mode, str(a.load))
+    load = {
+        "closed": f"c={a.load}",
+        "connect": f"new-conn c={a.load}",
+        "open": f"open loop {a.load} %",
+    }.get(a.mode, str(a.load))
     return f"{a.target} {a.protocol} {a.workload} {load}"

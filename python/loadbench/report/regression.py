@@ -11,6 +11,7 @@ a contended cell or a generator-bound latency, or a req/s whose lower bound leav
 ``uncertain`` - each unless ``judge_flagged``, which judges the figures as if measured), else 0. A new req/s significantly below a base lower
 bound is a certain regression and fails like any other (see loadbench.comparison).
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-from .comparison import Metric, metric
 from ..core.errors import ConfigError
+from .comparison import Metric, metric
 
 PASS, FAIL, INCONCLUSIVE = 0, 1, 2
 _THRESHOLD = re.compile(r"^\s*([A-Za-z0-9./_]+)\s*:\s*([+-]?)\s*(\d+(?:\.\d+)?)\s*%?\s*$")
@@ -67,8 +68,11 @@ class GateResult:
 
 
 def _cell(row) -> str:
-    load = {"closed": f"C={row['load']}", "connect": f"new-conn c={row['load']}",
-            "open": f"open {row['load']}"}.get(row["mode"], str(row["load"]))
+    load = {
+        "closed": f"C={row['load']}",
+        "connect": f"new-conn c={row['load']}",
+        "open": f"open {row['load']}",
+    }.get(row["mode"], str(row["load"]))
     return f"{row['target']} {row['protocol']} {row['workload']} {load}"
 
 
@@ -85,9 +89,14 @@ def evaluate(frame, thresholds: Sequence[Threshold], judge_flagged: bool = False
     # a cell that FAILed or turned non-2xx in the new results fails any gate
     failed = {_cell(r): r["note"] for r in records if r["verdict"] == "FAIL in new"}
     result.failures += [f"{cell}: FAIL in new ({note})" for cell, note in failed.items()]
-    dirty = {_cell(r): r["flags_new"] for r in records
-             if "non-2xx" in (r["flags_new"] or "") and "non-2xx" not in (r["flags_base"] or "")}
-    result.failures += [f"{cell}: new results have non-2xx answers or errors ({why})" for cell, why in dirty.items()]
+    dirty = {
+        _cell(r): r["flags_new"]
+        for r in records
+        if "non-2xx" in (r["flags_new"] or "") and "non-2xx" not in (r["flags_base"] or "")
+    }
+    result.failures += [
+        f"{cell}: new results have non-2xx answers or errors ({why})" for cell, why in dirty.items()
+    ]
     for t in thresholds:
         mine = [r for r in records if r["metric"] == t.metric.name and r["verdict"] != "missing"]
         if not mine:  # e.g. cpu from runs without a sampled server: nothing to judge is no pass
@@ -107,8 +116,10 @@ def evaluate(frame, thresholds: Sequence[Threshold], judge_flagged: bool = False
                 result.inconclusive.append(f"{where}: flagged ({row['flags']})")
             elif verdict == "worse" and t.crossed(row["change_pct"]):
                 why = f"; {row['bounds']}" if row.get("bounds") else ""
-                result.failures.append(f"{where}: {_pct(row['change_pct'])} (p = {row['p_value']:.3f}), "
-                                       f"beyond {t.text}{why}")
+                result.failures.append(
+                    f"{where}: {_pct(row['change_pct'])} (p = {row['p_value']:.3f}), "
+                    f"beyond {t.text}{why}"
+                )
             else:
                 result.passed.append(f"{where}: {verdict} {_pct(row['change_pct'])}")
     if result.failures:
@@ -141,7 +152,17 @@ def _verdict(row) -> str:
     return v
 
 
-HEADER = ["Cell", "Metric", "base", "new", "change", "interval of the change", "n", "verdict", "flags"]
+HEADER = [
+    "Cell",
+    "Metric",
+    "base",
+    "new",
+    "change",
+    "interval of the change",
+    "n",
+    "verdict",
+    "flags",
+]
 
 
 def _lower(row, side: str) -> str:
@@ -153,10 +174,28 @@ def _lower(row, side: str) -> str:
 def rows_text(frame) -> list[list[str]]:
     out = []
     for r in frame.to_dict("records"):
-        notes = [n for n in (r["flags"] or "", r.get("bounds") or "",
-                             r["note"] if r["note"] and r["verdict"] != "too few repeats" else "") if n]
-        out.append([_cell(r), r["label"], _lower(r, "base") + _num(r["base"]), _lower(r, "new") + _num(r["new"]),
-                    _pct(r["change_pct"]), _ci(r), f"{r['n_base']}+{r['n_new']}", _verdict(r), "; ".join(notes)])
+        notes = [
+            n
+            for n in (
+                r["flags"] or "",
+                r.get("bounds") or "",
+                r["note"] if r["note"] and r["verdict"] != "too few repeats" else "",
+            )
+            if n
+        ]
+        out.append(
+            [
+                _cell(r),
+                r["label"],
+                _lower(r, "base") + _num(r["base"]),
+                _lower(r, "new") + _num(r["new"]),
+                _pct(r["change_pct"]),
+                _ci(r),
+                f"{r['n_base']}+{r['n_new']}",
+                _verdict(r),
+                "; ".join(notes),
+            ]
+        )
     return out
 
 
@@ -169,10 +208,12 @@ def _gate_lines(gate: Optional[GateResult]) -> list[str]:
     return lines
 
 
-LEGEND = ("median of repeats per side; change = (new - base) / base; interval: Hodges-Lehmann, exact "
-          "coverage in brackets; ~ = no significant difference (exact Mann-Whitney U, p >= 0.05); ≥ = a "
-          "lower bound (generator-bound: the server did at least this); uncertain = a significant change a lower "
-          "bound leaves open")
+LEGEND = (
+    "median of repeats per side; change = (new - base) / base; interval: Hodges-Lehmann, exact "
+    "coverage in brackets; ~ = no significant difference (exact Mann-Whitney U, p >= 0.05); ≥ = a "
+    "lower bound (generator-bound: the server did at least this); uncertain = a significant change a lower "
+    "bound leaves open"
+)
 
 
 def format_table(frame, gate: Optional[GateResult] = None) -> str:
@@ -187,15 +228,21 @@ def format_markdown(frame, gate: Optional[GateResult] = None) -> str:
     lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows_text(frame)]
     gate_lines = _gate_lines(gate)
     if gate_lines:
-        lines += ["", f"**{gate_lines[0]}**"] + ([""] + [f"- {x.strip()}" for x in gate_lines[1:]]
-                                                    if gate_lines[1:] else [])
+        lines += ["", f"**{gate_lines[0]}**"] + (
+            [""] + [f"- {x.strip()}" for x in gate_lines[1:]] if gate_lines[1:] else []
+        )
     return "\n".join(lines + ["", f"({LEGEND})"]) + "\n"
 
 
 def format_json(frame, gate: Optional[GateResult] = None) -> str:
-    rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
-            for r in frame.to_dict("records")]
-    return json.dumps({"rows": rows, "gate": asdict(gate) if gate else None}, indent=2, default=str) + "\n"
+    rows = [
+        {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+        for r in frame.to_dict("records")
+    ]
+    return (
+        json.dumps({"rows": rows, "gate": asdict(gate) if gate else None}, indent=2, default=str)
+        + "\n"
+    )
 
 
 FORMATS = {"table": format_table, "markdown": format_markdown, "json": format_json}

@@ -4,15 +4,21 @@ per protocol, mean latency by protocol, and the speedup between two configuratio
 server (``variant_of``). Every number is a :class:`loadbench.model.Model` method; this module
 only lays them out.
 """
+
 from __future__ import annotations
 
 from typing import Optional
 
-from .model import HTTP1_PROTOCOLS, HTTP2_PROTOCOLS, Model
 from .markdown import GENERATOR_BOUND, fmt_average, fmt_int, fmt_ms, fmt_ratio, table
+from .model import HTTP1_PROTOCOLS, HTTP2_PROTOCOLS, Model
 from .tables import by_rank
 
-PROTOCOL_NAMES = {"http": "HTTP/1.1", "https": "HTTP/1.1 TLS", "h2c": "HTTP/2 h2c", "h2": "HTTP/2 TLS"}
+PROTOCOL_NAMES = {
+    "http": "HTTP/1.1",
+    "https": "HTTP/1.1 TLS",
+    "h2c": "HTTP/2 h2c",
+    "h2": "HTTP/2 TLS",
+}
 
 
 class _Gaps:
@@ -21,16 +27,35 @@ class _Gaps:
     def __init__(self, model: Model) -> None:
         self.model, self.notes = model, {}
 
-    def text(self, target: str, protocol, value: Optional[float], fmt=fmt_int, workload: Optional[str] = None,
-             average: bool = False) -> str:
+    def text(
+        self,
+        target: str,
+        protocol,
+        value: Optional[float],
+        fmt=fmt_int,
+        workload: Optional[str] = None,
+        average: bool = False,
+    ) -> str:
         if value is not None:
             return fmt_average(value, fmt) if average else fmt(value)
         cells = self.model.cells(target, protocol, workload, mode=None)
         gap = self.model.gap(cells)
         if gap == "n/a":
-            for p in sorted({a.protocol for a in cells} or ([protocol] if isinstance(protocol, str) else [])):
-                reason = next((a.note for a in cells if a.protocol == p and a.status == "skipped" and a.note),
-                              None) if workload else self.model.unserved(target, p)
+            for p in sorted(
+                {a.protocol for a in cells} or ([protocol] if isinstance(protocol, str) else [])
+            ):
+                reason = (
+                    next(
+                        (
+                            a.note
+                            for a in cells
+                            if a.protocol == p and a.status == "skipped" and a.note
+                        ),
+                        None,
+                    )
+                    if workload
+                    else self.model.unserved(target, p)
+                )
                 if reason:
                     self.notes[(target, p)] = reason
         return gap
@@ -38,43 +63,71 @@ class _Gaps:
     def note(self) -> str:
         if not self.notes:
             return ""
-        return "\n\nn/a: " + "; ".join(f"{t} {p}: {why}" for (t, p), why in self.notes.items()) + "."
+        return (
+            "\n\nn/a: " + "; ".join(f"{t} {p}: {why}" for (t, p), why in self.notes.items()) + "."
+        )
 
 
 def ranking_table(model: Model) -> str:
     """Rank, peak req/s, average req/s, mean latency, peak RSS (seed 001 section 2). The rank is
     the certain place by peak req/s (a range where a lower bound leaves the order open)."""
     gaps = _Gaps(model)
-    header = ["Rank", "Server", "Peak req/s", "Average req/s", "Mean latency (ms)", "Peak RSS (MiB)"]
+    header = [
+        "Rank",
+        "Server",
+        "Peak req/s",
+        "Average req/s",
+        "Mean latency (ms)",
+        "Peak RSS (MiB)",
+    ]
     peaks = {t: model.peak(t) for t in model.targets}
     ranks = model.peak_ranks()
     rows = []
     for t in by_rank(model.targets, peaks, ranks):
         rss = model.rss(t)
-        rows.append([ranks[t].text() if t in ranks else "not ranked", t, gaps.text(t, None, peaks[t]),
-                     gaps.text(t, None, model.average(t), average=True),
-                     gaps.text(t, None, model.mean_latency(t), fmt_ms, average=True),
-                     "n/a" if rss is None else f"{rss:.1f}"])
+        rows.append(
+            [
+                ranks[t].text() if t in ranks else "not ranked",
+                t,
+                gaps.text(t, None, peaks[t]),
+                gaps.text(t, None, model.average(t), average=True),
+                gaps.text(t, None, model.mean_latency(t), fmt_ms, average=True),
+                "n/a" if rss is None else f"{rss:.1f}",
+            ]
+        )
     note = ""
     if any(getattr(v, "bound", None) for v in peaks.values()):
-        note = (f"\n\n≥: a lower bound - some of the server's cells were generator-bound ({GENERATOR_BOUND}), so it "
-                "did at least this; ≤ (mean latency): an upper bound from the same cells (Little's law); "
-                f"(k of n {GENERATOR_BOUND}): k of the n averaged cells were such bounds.")
+        note = (
+            f"\n\n≥: a lower bound - some of the server's cells were generator-bound ({GENERATOR_BOUND}), so it "
+            "did at least this; ≤ (mean latency): an upper bound from the same cells (Little's law); "
+            f"(k of n {GENERATOR_BOUND}): k of the n averaged cells were such bounds."
+        )
     return table(header, rows) + note + gaps.note()
 
 
 def protocol_table(model: Model, http1: str, http2: str) -> str:
     """HTTP/1.1 peak and mean, HTTP/2 peak and mean, H2/H1 peak ratio per server (seed 001 section 3)."""
     gaps = _Gaps(model)
-    header = ["Server", f"{PROTOCOL_NAMES[http1]} peak (req/s)", f"{PROTOCOL_NAMES[http1]} mean (req/s)",
-              f"{PROTOCOL_NAMES[http2]} peak (req/s)", f"{PROTOCOL_NAMES[http2]} mean (req/s)", "H2 / H1 peak ratio"]
+    header = [
+        "Server",
+        f"{PROTOCOL_NAMES[http1]} peak (req/s)",
+        f"{PROTOCOL_NAMES[http1]} mean (req/s)",
+        f"{PROTOCOL_NAMES[http2]} peak (req/s)",
+        f"{PROTOCOL_NAMES[http2]} mean (req/s)",
+        "H2 / H1 peak ratio",
+    ]
     rows = []
     for t in model.targets:
-        rows.append([t, gaps.text(t, http1, model.peak(t, http1)),
-                     gaps.text(t, http1, model.average(t, http1), average=True),
-                     gaps.text(t, http2, model.peak(t, http2)),
-                     gaps.text(t, http2, model.average(t, http2), average=True),
-                     fmt_ratio(model.h2_h1_ratio(t, http1, http2))])
+        rows.append(
+            [
+                t,
+                gaps.text(t, http1, model.peak(t, http1)),
+                gaps.text(t, http1, model.average(t, http1), average=True),
+                gaps.text(t, http2, model.peak(t, http2)),
+                gaps.text(t, http2, model.average(t, http2), average=True),
+                fmt_ratio(model.h2_h1_ratio(t, http1, http2)),
+            ]
+        )
     return table(header, rows) + gaps.note()
 
 
@@ -86,8 +139,12 @@ def workload_peak_mean_table(model: Model, protocol: str, workloads: list[str]) 
     for t in model.targets:
         row = [t]
         for w in workloads:
-            row += [gaps.text(t, protocol, model.peak(t, protocol, w), workload=w),
-                    gaps.text(t, protocol, model.average(t, protocol, workload=w), workload=w, average=True)]
+            row += [
+                gaps.text(t, protocol, model.peak(t, protocol, w), workload=w),
+                gaps.text(
+                    t, protocol, model.average(t, protocol, workload=w), workload=w, average=True
+                ),
+            ]
         rows.append(row)
     return table(header, rows) + gaps.note()
 
@@ -95,34 +152,69 @@ def workload_peak_mean_table(model: Model, protocol: str, workloads: list[str]) 
 def latency_table(model: Model) -> str:
     """Mean latency by protocol family and overall, lowest overall first (seed 001 section 6)."""
     gaps = _Gaps(model)
-    families = [(name, ps) for name, ps in (("HTTP/1.1", HTTP1_PROTOCOLS), ("HTTP/2", HTTP2_PROTOCOLS))
-                if any(p in model.protocols for p in ps)]
-    header = ["Server"] + [f"{name} mean latency (ms)" for name, _ in families] + ["Overall mean latency (ms)"]
+    families = [
+        (name, ps)
+        for name, ps in (("HTTP/1.1", HTTP1_PROTOCOLS), ("HTTP/2", HTTP2_PROTOCOLS))
+        if any(p in model.protocols for p in ps)
+    ]
+    header = (
+        ["Server"]
+        + [f"{name} mean latency (ms)" for name, _ in families]
+        + ["Overall mean latency (ms)"]
+    )
     overall = {t: model.mean_latency(t) for t in model.targets}
     order = sorted(model.targets, key=lambda t: (overall[t] is None, overall[t] or 0.0))
     rows = []
     for t in order:
-        rows.append([t] + [gaps.text(t, ps, model.mean_latency(t, ps), fmt_ms, average=True) for _, ps in families]
-                    + [gaps.text(t, None, overall[t], fmt_ms, average=True)])
+        rows.append(
+            [t]
+            + [
+                gaps.text(t, ps, model.mean_latency(t, ps), fmt_ms, average=True)
+                for _, ps in families
+            ]
+            + [gaps.text(t, None, overall[t], fmt_ms, average=True)]
+        )
     return table(header, rows) + gaps.note()
 
 
 def variant_table(model: Model, base: str, variant: str) -> str:
     """Per protocol and workload: the peak of each configuration and the speedup (seed 001 section 5)."""
-    header = ["Workload & protocol", f"{base} peak (req/s)", f"{variant} peak (req/s)", f"Speedup ({variant} / {base})"]
+    header = [
+        "Workload & protocol",
+        f"{base} peak (req/s)",
+        f"{variant} peak (req/s)",
+        f"Speedup ({variant} / {base})",
+    ]
     rows = []
     for p in model.protocols:
         for w in model.workloads:
             a, b = model.peak(base, p, w), model.peak(variant, p, w)
             if a is None and b is None:
                 continue
-            rows.append([f"{PROTOCOL_NAMES[p]} {w}", fmt_int(a) or "n/a", fmt_int(b) or "n/a",
-                         fmt_ratio(model.speedup(base, variant, p, w))])
-    rows.append(["Overall mean", fmt_average(model.average(base), fmt_int) or "n/a",
-                 fmt_average(model.average(variant), fmt_int) or "n/a",
-                 fmt_ratio(model.speedup(base, variant, kind="average"))])
-    rows.append(["Overall peak", fmt_int(model.peak(base)) or "n/a", fmt_int(model.peak(variant)) or "n/a",
-                 fmt_ratio(model.speedup(base, variant))])
+            rows.append(
+                [
+                    f"{PROTOCOL_NAMES[p]} {w}",
+                    fmt_int(a) or "n/a",
+                    fmt_int(b) or "n/a",
+                    fmt_ratio(model.speedup(base, variant, p, w)),
+                ]
+            )
+    rows.append(
+        [
+            "Overall mean",
+            fmt_average(model.average(base), fmt_int) or "n/a",
+            fmt_average(model.average(variant), fmt_int) or "n/a",
+            fmt_ratio(model.speedup(base, variant, kind="average")),
+        ]
+    )
+    rows.append(
+        [
+            "Overall peak",
+            fmt_int(model.peak(base)) or "n/a",
+            fmt_int(model.peak(variant)) or "n/a",
+            fmt_ratio(model.speedup(base, variant)),
+        ]
+    )
     return table(header, rows)
 
 
@@ -132,34 +224,63 @@ def sections(model: Model, streams: dict[str, int]) -> list[str]:
     how = ", ".join(f"{p}: {streams.get(p, 1)} concurrent streams per connection" for p in h2)
     shared = sorted({k[0] for k in model.common()}, key=lambda p: list(model.protocols).index(p))
     over = f" ({', '.join(shared)})" if shared and len(shared) < len(model.protocols) else ""
-    parts = ["## Overall ranking", "",
-             "Peak: the best ranked closed-loop cell of each server over every protocol and workload. "
-             f"Average and mean latency: over the {len(model.common())} ranked closed-loop cells that every server "
-             f"with ranked cells has{over}, the same cells for every server, so a server gains nothing from the "
-             "protocols or workloads it does not serve.", "", ranking_table(model), ""]
+    parts = [
+        "## Overall ranking",
+        "",
+        "Peak: the best ranked closed-loop cell of each server over every protocol and workload. "
+        f"Average and mean latency: over the {len(model.common())} ranked closed-loop cells that every server "
+        f"with ranked cells has{over}, the same cells for every server, so a server gains nothing from the "
+        "protocols or workloads it does not serve.",
+        "",
+        ranking_table(model),
+        "",
+    ]
     pairs = model.pairs()
     if pairs and h2:
-        parts += ["## Protocol comparison: HTTP/1.1 vs HTTP/2", "",
-                  f"The same connections C in both columns; HTTP/2 multiplexes requests on them ({how}), "
-                  "HTTP/1.1 has one request in flight per connection. Peak: the best ranked cell of that protocol; "
-                  "mean: over the ranked cells of that protocol every server with any has. The ratio divides the "
-                  "HTTP/2 peak by the HTTP/1.1 peak of the same server.", ""]
+        parts += [
+            "## Protocol comparison: HTTP/1.1 vs HTTP/2",
+            "",
+            f"The same connections C in both columns; HTTP/2 multiplexes requests on them ({how}), "
+            "HTTP/1.1 has one request in flight per connection. Peak: the best ranked cell of that protocol; "
+            "mean: over the ranked cells of that protocol every server with any has. The ratio divides the "
+            "HTTP/2 peak by the HTTP/1.1 peak of the same server.",
+            "",
+        ]
         for label, h1p, h2p in pairs:
-            parts += [f"### {'Cleartext' if label == 'cleartext' else 'TLS'}: {h1p} vs {h2p}", "",
-                      protocol_table(model, h1p, h2p), ""]
+            parts += [
+                f"### {'Cleartext' if label == 'cleartext' else 'TLS'}: {h1p} vs {h2p}",
+                "",
+                protocol_table(model, h1p, h2p),
+                "",
+            ]
     workloads = [w for w in model.workloads if model.cells(workload=w)]
     if len(workloads) > 1:
         parts += ["## Workload breakdown by protocol: peak and mean", ""]
         for p in model.protocols:
-            parts += [f"### {PROTOCOL_NAMES[p]} ({p})", "", workload_peak_mean_table(model, p, workloads), ""]
-    parts += ["## Mean latency by protocol (lower is better)", "",
-              "Mean of each cell's median mean latency over the same cells as the averages; a closed loop's latency "
-              "grows with C (and with the streams per HTTP/2 connection), so compare servers within a column. "
-              f"Overall: the cells every server shares{over}.", "",
-              latency_table(model), ""]
+            parts += [
+                f"### {PROTOCOL_NAMES[p]} ({p})",
+                "",
+                workload_peak_mean_table(model, p, workloads),
+                "",
+            ]
+    parts += [
+        "## Mean latency by protocol (lower is better)",
+        "",
+        "Mean of each cell's median mean latency over the same cells as the averages; a closed loop's latency "
+        "grows with C (and with the streams per HTTP/2 connection), so compare servers within a column. "
+        f"Overall: the cells every server shares{over}.",
+        "",
+        latency_table(model),
+        "",
+    ]
     for base, variant in model.variants():
-        parts += [f"## Variant speedup: {variant} vs {base}", "",
-                  f"{variant} is another configuration of {base} (its `variant_of`). Peaks per protocol and "
-                  "workload; the overall rows compare the average over the shared cells and the overall peak.", "",
-                  variant_table(model, base, variant), ""]
+        parts += [
+            f"## Variant speedup: {variant} vs {base}",
+            "",
+            f"{variant} is another configuration of {base} (its `variant_of`). Peaks per protocol and "
+            "workload; the overall rows compare the average over the shared cells and the overall peak.",
+            "",
+            variant_table(model, base, variant),
+            "",
+        ]
     return parts

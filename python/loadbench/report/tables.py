@@ -4,27 +4,56 @@ loop, the workload breakdown, and the summary with its peaks, averages, certain 
 headline a sweep prints. Every figure is a :class:`loadbench.report.model.Model` method or an
 :class:`Aggregate`'s median.
 """
+
 from __future__ import annotations
 
 from typing import Optional
 
 from ..core import analysis
-from .markdown import (BAD, CONTENDED, GENERATOR_BOUND, PARTIAL, METRICS, _load_name, _median, _Metric, best_target, cell_text, fmt_average,
-                       fmt_int, fmt_ms, fmt_ratio, fmt_us, outcome_note, table)
+from .markdown import (
+    BAD,
+    CONTENDED,
+    GENERATOR_BOUND,
+    METRICS,
+    PARTIAL,
+    _load_name,
+    _median,
+    _Metric,
+    best_target,
+    cell_text,
+    fmt_average,
+    fmt_int,
+    fmt_ms,
+    fmt_ratio,
+    fmt_us,
+    outcome_note,
+    table,
+)
 from .model import BOUNDED_METRICS, PROTOCOL_ORDER, SERVER_COST_METRICS, Aggregate, Model
 
-def load_table(aggs: dict[tuple, Aggregate], targets: list[str], protocol: str, workload: str) -> str:
+
+def load_table(
+    aggs: dict[tuple, Aggregate], targets: list[str], protocol: str, workload: str
+) -> str:
     """req/s, p50, p99, CPU us/req, in-flight and non-2xx + errors by server x concurrency (closed loop)."""
-    concurrencies = sorted({k[4] for k in aggs if k[1] == protocol and k[2] == workload and k[3] == "closed"})
+    concurrencies = sorted(
+        {k[4] for k in aggs if k[1] == protocol and k[2] == workload and k[3] == "closed"}
+    )
     header = ["Metric", "Server"] + [f"C = {c}" for c in concurrencies]
     rows = []
     for metric in METRICS:
-        best = {c: best_target({t: aggs.get((t, protocol, workload, "closed", c)) for t in targets}, metric)
-                for c in concurrencies}
+        best = {
+            c: best_target(
+                {t: aggs.get((t, protocol, workload, "closed", c)) for t in targets}, metric
+            )
+            for c in concurrencies
+        }
         for i, t in enumerate(targets):
             row = [metric.label if i == 0 else "", t]
             for c in concurrencies:
-                row.append(cell_text(aggs.get((t, protocol, workload, "closed", c)), metric, best[c] == t))
+                row.append(
+                    cell_text(aggs.get((t, protocol, workload, "closed", c)), metric, best[c] == t)
+                )
             rows.append(row)
     cells = [aggs.get((t, protocol, workload, "closed", c)) for t in targets for c in concurrencies]
     return table(header, rows) + outcome_note(cells)
@@ -46,11 +75,19 @@ def connection_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
     """Connections (cleartext) or full TLS handshakes (https, h2) per second, one column per
     protocol that has connection-setup cells, the generator's and the server's CPU per new
     connection (or handshake), then their non-2xx + errors."""
-    protocols = [p for p in PROTOCOL_ORDER if any(k[1] == p and k[3] == "connect" for k in aggs)] or ["http", "https"]
+    protocols = [
+        p for p in PROTOCOL_ORDER if any(k[1] == p and k[3] == "connect" for k in aggs)
+    ] or ["http", "https"]
     tls = ("https", "h2")
-    header = (["Server"] + [f"{p} handshakes/s" if p in tls else f"{p} conn/s" for p in protocols]
-              + [f"{p} CPU us/{'handshake' if p in tls else 'conn'} (generator / server)" for p in protocols]
-              + [f"{p} non-2xx + errors" for p in protocols])
+    header = (
+        ["Server"]
+        + [f"{p} handshakes/s" if p in tls else f"{p} conn/s" for p in protocols]
+        + [
+            f"{p} CPU us/{'handshake' if p in tls else 'conn'} (generator / server)"
+            for p in protocols
+        ]
+        + [f"{p} non-2xx + errors" for p in protocols]
+    )
     metric = _Metric("", lambda a: _median(a.conn_per_s), fmt_int, True, False)
     keys = {p: [k for k in aggs if k[1] == p and k[3] == "connect"] for p in protocols}
     best = {}
@@ -67,20 +104,35 @@ def connection_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
         rows.append(row + cpu + bad)
     note = ""
     if any(aggs[k].setup_generator_bound for ks in keys.values() for k in ks):
-        note = (f"\n\n{GENERATOR_BOUND} in a connection-setup cell: the generator spent more CPU per new "
-                f"connection (or TLS handshake) than the server, so with a core each the generator ran out "
-                f"first and the rate is the generator's limit: the server's own rate is at least the figure (\"≥\"), "
-                f"bold only where even that beats every other server's rate.")
+        note = (
+            f"\n\n{GENERATOR_BOUND} in a connection-setup cell: the generator spent more CPU per new "
+            f"connection (or TLS handshake) than the server, so with a core each the generator ran out "
+            f"first and the rate is the generator's limit: the server's own rate is at least the figure (\"≥\"), "
+            f"bold only where even that beats every other server's rate."
+        )
     return table(header, rows) + note + outcome_note([aggs[k] for ks in keys.values() for k in ks])
 
 
 def open_loop_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
     """Open-loop cells: corrected latency percentiles per server, protocol and rate."""
-    header = ["Server", "Protocol", "Load", "Target req/s", "Achieved req/s", "p50 (ms)", "p99 (ms)",
-              "p99.9 (ms)", "max (ms)", "p99 uncorrected (ms)", "non-2xx + errors"]
+    header = [
+        "Server",
+        "Protocol",
+        "Load",
+        "Target req/s",
+        "Achieved req/s",
+        "p50 (ms)",
+        "p99 (ms)",
+        "p99.9 (ms)",
+        "max (ms)",
+        "p99 uncorrected (ms)",
+        "non-2xx + errors",
+    ]
     rows, cells = [], []
     for t in targets:
-        for k in sorted((k for k in aggs if k[0] == t and k[3] == "open"), key=lambda k: (k[1], k[4])):
+        for k in sorted(
+            (k for k in aggs if k[0] == t and k[3] == "open"), key=lambda k: (k[1], k[4])
+        ):
             a = aggs[k]
             cells.append(a)
             load = f"{a.load_pct} % of capacity"
@@ -88,10 +140,21 @@ def open_loop_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
                 rows.append([t, k[1], load] + ["FAIL" if a.status == "fail" else "n/a"] * 8)
                 continue
             mark = (f" {PARTIAL}" if a.failed else "") + (f" {CONTENDED}" if a.contended else "")
-            rows.append([t, k[1], load, fmt_int(_median(a.target_rate)), fmt_int(_median(a.rps)) + mark,
-                         fmt_ms(_median(a.p50_ms)), fmt_ms(_median(a.p99_ms)), fmt_ms(_median(a.p999_ms)),
-                         fmt_ms(_median(a.max_ms)), fmt_ms(_median(a.p99_uncorrected_ms)),
-                         cell_text(a, BAD, False)])
+            rows.append(
+                [
+                    t,
+                    k[1],
+                    load,
+                    fmt_int(_median(a.target_rate)),
+                    fmt_int(_median(a.rps)) + mark,
+                    fmt_ms(_median(a.p50_ms)),
+                    fmt_ms(_median(a.p99_ms)),
+                    fmt_ms(_median(a.p999_ms)),
+                    fmt_ms(_median(a.max_ms)),
+                    fmt_ms(_median(a.p99_uncorrected_ms)),
+                    cell_text(a, BAD, False),
+                ]
+            )
     return table(header, rows) + outcome_note(cells)
 
 
@@ -104,20 +167,37 @@ def summary_table(model: Model, baseline: str) -> str:
     targets = model.targets
     peak = {t: model.peak(t) for t in targets}
     best_cpu = {t: model.best_cpu(t) for t in targets}
-    header = ["Server", "Peak req/s", "Average req/s", f"Peak vs {baseline}", "Best CPU us/req",
-              "Average CPU us/req", "Peak RSS (MiB)", f"Cells left out (req/s / CPU) / lower bounds {GENERATOR_BOUND}",
-              "Rank by peak req/s", "Rank by best CPU us/req"]
+    header = [
+        "Server",
+        "Peak req/s",
+        "Average req/s",
+        f"Peak vs {baseline}",
+        "Best CPU us/req",
+        "Average CPU us/req",
+        "Peak RSS (MiB)",
+        f"Cells left out (req/s / CPU) / lower bounds {GENERATOR_BOUND}",
+        "Rank by peak req/s",
+        "Rank by best CPU us/req",
+    ]
     order = model.peak_ranks()
     cpu_order = model.ranks(best_cpu, higher_is_better=False)
     rows = []
     for t in targets:
         avg, cpu, rss = model.average(t), model.average(t, metric="cpu_us"), model.rss(t)
-        rows.append([t, fmt_int(peak[t]) or "n/a", fmt_average(avg, fmt_int) or "n/a",
-                     fmt_ratio(peak_ratio(peak, t, baseline)), fmt_us(best_cpu[t]) or "n/a",
-                     fmt_us(cpu) or "n/a", "n/a" if rss is None else f"{rss:.1f}",
-                     f"{len(model.excluded(t))} / {len(model.excluded(t, 'cpu_us'))} / {len(model.bounded(t))}",
-                     order[t].text() if t in order else "not ranked",
-                     cpu_order[t].text() if t in cpu_order else "not ranked"])
+        rows.append(
+            [
+                t,
+                fmt_int(peak[t]) or "n/a",
+                fmt_average(avg, fmt_int) or "n/a",
+                fmt_ratio(peak_ratio(peak, t, baseline)),
+                fmt_us(best_cpu[t]) or "n/a",
+                fmt_us(cpu) or "n/a",
+                "n/a" if rss is None else f"{rss:.1f}",
+                f"{len(model.excluded(t))} / {len(model.excluded(t, 'cpu_us'))} / {len(model.bounded(t))}",
+                order[t].text() if t in order else "not ranked",
+                cpu_order[t].text() if t in cpu_order else "not ranked",
+            ]
+        )
     sources = sorted({a.rss_source for a in model.aggs.values() if a.rss_source})
     note = f"\n\nPeak RSS: {'; '.join(sources)}." if sources else ""
     return table(header, rows) + note
@@ -140,53 +220,73 @@ def by_rank(targets: list[str], values: dict, ranks: dict) -> list[str]:
 def headline_lines(model: Model, baseline: Optional[str] = None) -> list[str]:
     """The few lines a sweep prints when it ends: each server's peak req/s and its certain place,
     its best CPU us/req; lower bounds said in words. The same figures as the summary table."""
-    base = baseline or model.settings.get("baseline") or (model.targets[0] if model.targets else None)
+    base = (
+        baseline or model.settings.get("baseline") or (model.targets[0] if model.targets else None)
+    )
     peak = {t: model.peak(t) for t in model.targets}
     ranks = model.peak_ranks()
-    lines = ["Peak req/s per server (closed loop; ≥ = a lower bound: loadbench's generator was the limit, the "
-             "server did at least this):"]
+    lines = [
+        "Peak req/s per server (closed loop; ≥ = a lower bound: loadbench's generator was the limit, the "
+        "server did at least this):"
+    ]
     width = max((len(t) for t in model.targets), default=0)
     for t in by_rank(model.targets, peak, ranks):
         rank = ranks[t].text() if t in ranks else "not ranked"
         cpu = model.best_cpu(t)
         ratio = peak_ratio(peak, t, base) if base and t != base else None
-        lines.append(f"  {t:<{width}}  {fmt_int(peak[t]) or 'n/a':>11}  rank {rank}"
-                     + (f"; {fmt_ratio(ratio)} {base}" if ratio is not None else "")
-                     + (f"; best CPU {fmt_us(cpu)} us/req" if cpu is not None else ""))
+        lines.append(
+            f"  {t:<{width}}  {fmt_int(peak[t]) or 'n/a':>11}  rank {rank}"
+            + (f"; {fmt_ratio(ratio)} {base}" if ratio is not None else "")
+            + (f"; best CPU {fmt_us(cpu)} us/req" if cpu is not None else "")
+        )
     return lines
 
 
 def summary_note(model: Model, base: str) -> str:
     """How the summary's peaks, averages and ranks were chosen, per metric."""
-    return (f"Peak: the best closed-loop cell ranked for req/s of each server; best CPU us/req: the lowest of "
-            f"its closed-loop cells ranked for CPU us/req (each over the protocols and workloads the server "
-            f"serves). Averages, per metric: req/s over "
-            f"the {len(model.common())} closed-loop cells (protocol x workload x C) ranked for req/s that every "
-            f"server with such cells has; CPU us/req over the {len(model.common(metric='cpu_us'))} cells ranked "
-            f"for CPU us/req that every server with such cells has; so no server gains from the cells it skipped "
-            f"or lost. The ratio compares peaks with {base}. Ranked for every metric = at most "
-            f"{100 * analysis.DIRTY_SHARE:g} % non-2xx/errors and not contended. A generator-bound cell "
-            f"({GENERATOR_BOUND}: loadbench's generator, not the server, was the limit) is ranked as what it proves: "
-            f"its req/s is a lower bound, so a peak or average it enters is written \"≥\" (with how many of the "
-            f"averaged cells were bounds), and a ratio over it is a bound too; its CPU us/req and peak memory are "
-            f"the server's own. Ranks claim only the order that is certain: a lower bound above another server's "
-            f"measured value ranks above it, while against a higher measured value or another lower bound the "
-            f"order is open, so the rank is a range naming the servers it is uncertain against. A server with no "
-            f"cell ranked for a metric is not ranked by it; peak RSS is over every measured cell.")
+    return (
+        f"Peak: the best closed-loop cell ranked for req/s of each server; best CPU us/req: the lowest of "
+        f"its closed-loop cells ranked for CPU us/req (each over the protocols and workloads the server "
+        f"serves). Averages, per metric: req/s over "
+        f"the {len(model.common())} closed-loop cells (protocol x workload x C) ranked for req/s that every "
+        f"server with such cells has; CPU us/req over the {len(model.common(metric='cpu_us'))} cells ranked "
+        f"for CPU us/req that every server with such cells has; so no server gains from the cells it skipped "
+        f"or lost. The ratio compares peaks with {base}. Ranked for every metric = at most "
+        f"{100 * analysis.DIRTY_SHARE:g} % non-2xx/errors and not contended. A generator-bound cell "
+        f"({GENERATOR_BOUND}: loadbench's generator, not the server, was the limit) is ranked as what it proves: "
+        f'its req/s is a lower bound, so a peak or average it enters is written "≥" (with how many of the '
+        f"averaged cells were bounds), and a ratio over it is a bound too; its CPU us/req and peak memory are "
+        f"the server's own. Ranks claim only the order that is certain: a lower bound above another server's "
+        f"measured value ranks above it, while against a higher measured value or another lower bound the "
+        f"order is open, so the rank is a range naming the servers it is uncertain against. A server with no "
+        f"cell ranked for a metric is not ranked by it; peak RSS is over every measured cell."
+    )
 
 
 def _why(cells: list[Aggregate], metric: str = "rps") -> str:
     """'1 with > 1 % non-2xx/errors, 2 contended (...)': the reasons ``cells`` are not ranked
     for ``metric`` (generator-bound is a reason only for the metrics it bounds nothing of)."""
-    dirty, contended, bound = (sum(1 for a in cells if flag(a)) for flag in
-                               (lambda a: a.dirty, lambda a: a.contended,
-                                lambda a: a.generator_bound and metric not in SERVER_COST_METRICS
-                                and metric not in BOUNDED_METRICS))
+    dirty, contended, bound = (
+        sum(1 for a in cells if flag(a))
+        for flag in (
+            lambda a: a.dirty,
+            lambda a: a.contended,
+            lambda a: (
+                a.generator_bound
+                and metric not in SERVER_COST_METRICS
+                and metric not in BOUNDED_METRICS
+            ),
+        )
+    )
     shares = [a.outside_share for a in cells if a.contended and a.outside_share is not None]
-    why = [f"{dirty} with > {100 * analysis.DIRTY_SHARE:g} % non-2xx/errors" if dirty else "",
-           f"{contended} contended" + (f" ({100 * min(shares):.0f}-{100 * max(shares):.0f} % outside CPU)"
-                                       if shares else "") if contended else "",
-           f"{bound} generator-bound" if bound else ""]
+    why = [
+        f"{dirty} with > {100 * analysis.DIRTY_SHARE:g} % non-2xx/errors" if dirty else "",
+        f"{contended} contended"
+        + (f" ({100 * min(shares):.0f}-{100 * max(shares):.0f} % outside CPU)" if shares else "")
+        if contended
+        else "",
+        f"{bound} generator-bound" if bound else "",
+    ]
     return ", ".join(w for w in why if w)
 
 
@@ -199,29 +299,43 @@ def excluded_text(model: Model, list_up_to: int = 12) -> str:
     if not excluded:
         text = "Every measured cell is ranked for req/s: none had more than 1 % non-2xx/errors or contention."
     else:
-        head = (f"Left out of req/s peaks, averages, ranks and bold marks ({len(excluded)} measured cell(s); "
-                "still shown in the tables with their marks): ")
+        head = (
+            f"Left out of req/s peaks, averages, ranks and bold marks ({len(excluded)} measured cell(s); "
+            "still shown in the tables with their marks): "
+        )
         if len(excluded) <= list_up_to:
-            text = head + "; ".join(f"{a.target} {a.protocol} {a.workload} {_load_name(a)} ({', '.join(a.exclusions())})"
-                                    for a in excluded) + "."
+            text = (
+                head
+                + "; ".join(
+                    f"{a.target} {a.protocol} {a.workload} {_load_name(a)} ({', '.join(a.exclusions())})"
+                    for a in excluded
+                )
+                + "."
+            )
         else:
             parts = []
             for t in model.targets:
                 mine = model.excluded(t)
                 if mine:
-                    parts.append(f"{t}: {len(mine)} of {sum(1 for a in model.cells(t, mode=None) if a.status == 'ok')} "
-                                 f"({_why(mine)})")
+                    parts.append(
+                        f"{t}: {len(mine)} of {sum(1 for a in model.cells(t, mode=None) if a.status == 'ok')} "
+                        f"({_why(mine)})"
+                    )
             text = head + "; ".join(parts) + ". The marks in the tables say which."
     if bounded:
         per = [f"{t}: {len(m)}" for t in model.targets if (m := model.bounded(t))]
-        text += (f" Lower bounds ({GENERATOR_BOUND}, {len(bounded)} cell(s) - {'; '.join(per)}): the generator was "
-                 "the limit, so the server's req/s is at least the figure shown (\"≥\"); they enter peaks, "
-                 "averages and ranks as lower bounds, and their CPU us/req and peak memory as measured. Their "
-                 "latency percentiles are the generator's and are not ranked.")
+        text += (
+            f" Lower bounds ({GENERATOR_BOUND}, {len(bounded)} cell(s) - {'; '.join(per)}): the generator was "
+            'the limit, so the server\'s req/s is at least the figure shown ("≥"); they enter peaks, '
+            "averages and ranks as lower bounds, and their CPU us/req and peak memory as measured. Their "
+            "latency percentiles are the generator's and are not ranked."
+        )
     return text
 
 
-def workload_table(aggs: dict[tuple, Aggregate], targets: list[str], protocol: str, workloads: list[str]) -> str:
+def workload_table(
+    aggs: dict[tuple, Aggregate], targets: list[str], protocol: str, workloads: list[str]
+) -> str:
     """req/s per workload at the concurrency they share (the workload breakdown)."""
     common = None
     for w in workloads:
@@ -231,15 +345,30 @@ def workload_table(aggs: dict[tuple, Aggregate], targets: list[str], protocol: s
         return ""
     c = max(common)
     metric = METRICS[0]
-    header = (["Server"] + [f"{w} req/s" for w in workloads] + [f"{w} CPU us/req" for w in workloads]
-              + [f"{w} non-2xx + errors" for w in workloads])
-    best = {w: best_target({t: aggs.get((t, protocol, w, "closed", c)) for t in targets}, metric) for w in workloads}
-    best_cpu = {w: best_target({t: aggs.get((t, protocol, w, "closed", c)) for t in targets}, METRICS[3])
-                for w in workloads}
+    header = (
+        ["Server"]
+        + [f"{w} req/s" for w in workloads]
+        + [f"{w} CPU us/req" for w in workloads]
+        + [f"{w} non-2xx + errors" for w in workloads]
+    )
+    best = {
+        w: best_target({t: aggs.get((t, protocol, w, "closed", c)) for t in targets}, metric)
+        for w in workloads
+    }
+    best_cpu = {
+        w: best_target({t: aggs.get((t, protocol, w, "closed", c)) for t in targets}, METRICS[3])
+        for w in workloads
+    }
     rows = []
     for t in targets:
-        row = [t] + [cell_text(aggs.get((t, protocol, w, "closed", c)), metric, best[w] == t) for w in workloads]
-        row += [cell_text(aggs.get((t, protocol, w, "closed", c)), METRICS[3], best_cpu[w] == t) for w in workloads]
+        row = [t] + [
+            cell_text(aggs.get((t, protocol, w, "closed", c)), metric, best[w] == t)
+            for w in workloads
+        ]
+        row += [
+            cell_text(aggs.get((t, protocol, w, "closed", c)), METRICS[3], best_cpu[w] == t)
+            for w in workloads
+        ]
         row += [cell_text(aggs.get((t, protocol, w, "closed", c)), BAD, False) for w in workloads]
         rows.append(row)
     cells = [aggs.get((t, protocol, w, "closed", c)) for t in targets for w in workloads]

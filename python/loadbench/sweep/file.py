@@ -4,6 +4,7 @@ Every key is checked: an unknown key or a value of the wrong type raises ConfigE
 the key as a path (``targets[1].argv``, ``workloads[0].concurrencies``), so a typo never
 silently falls back to a default.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,6 +19,7 @@ from .toml_tables import SWEEP_KEYS, _check, _list_of, _read_toml, _target, _wor
 
 __all__ = ["default_sweep", "load_peer_registry", "load_sweep", "parse_seconds", "sweep_from_dict"]
 
+
 def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
     """The same as a TOML file, from a dict already parsed.
 
@@ -31,20 +33,39 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
             kwargs[key] = parse_seconds(data[key], key)
     if "contended_share" in data:
         kwargs["contended_share"] = float(data["contended_share"])
-    for key in ("repeats", "connection_setup", "connection_setup_concurrency",
-                "connection_setup_workload", "workers", "generator_threads", "baseline",
-                "open_fractions", "open_loop_workload", "contended_reruns", "cluster", "shards",
-                "streams", "requests", "hold_connections", "tls_library",
-                "ack_with_request", "rst_close"):
+    for key in (
+        "repeats",
+        "connection_setup",
+        "connection_setup_concurrency",
+        "connection_setup_workload",
+        "workers",
+        "generator_threads",
+        "baseline",
+        "open_fractions",
+        "open_loop_workload",
+        "contended_reruns",
+        "cluster",
+        "shards",
+        "streams",
+        "requests",
+        "hold_connections",
+        "tls_library",
+        "ack_with_request",
+        "rst_close",
+    ):
         if key in data:
             kwargs[key] = data[key]
     for key in ("concurrencies", "server_cpus", "generator_cpus"):
         if key in data:
             kwargs[key] = _list_of(data[key], int, key, "an integer")
     if "protocols" in data:
-        kwargs["protocols"] = _list_of(data["protocols"], str, "protocols", '"http", "https", "h2c" or "h2"')
+        kwargs["protocols"] = _list_of(
+            data["protocols"], str, "protocols", '"http", "https", "h2c" or "h2"'
+        )
     if "detail_protocols" in data:
-        kwargs["detail_protocols"] = _list_of(data["detail_protocols"], str, "detail_protocols", "a protocol")
+        kwargs["detail_protocols"] = _list_of(
+            data["detail_protocols"], str, "detail_protocols", "a protocol"
+        )
     base = base_dir or Path.cwd()
     peers_dir = base / data["peers_dir"] if "peers_dir" in data else base / "bench" / "peers"
     kwargs["peers_dir"] = str(peers_dir)
@@ -52,7 +73,9 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
     if not targets:
         targets = [Target("beast", description=BEAST_DESCRIPTION)]
     if data.get("default_peers", False):
-        targets += [t for t in default_peer_targets(peers_dir) if t.name not in {x.name for x in targets}]
+        targets += [
+            t for t in default_peer_targets(peers_dir) if t.name not in {x.name for x in targets}
+        ]
     for t in targets:
         if t.cwd and not Path(t.cwd).is_absolute():
             t.cwd = str(base / t.cwd)
@@ -95,15 +118,27 @@ def default_sweep(quick: bool = False, peers_dir: Optional[Path] = None) -> Swee
     """
     peers = Path(peers_dir) if peers_dir is not None else Path.cwd() / "bench" / "peers"
     registry = peer_registry(peers)  # Beast and every peer, as bench/peers/peers.toml declares them
-    targets = [t for t in registry if t.kind == "beast"] + [t for t in registry if t.kind != "beast"]
+    targets = [t for t in registry if t.kind == "beast"] + [
+        t for t in registry if t.kind != "beast"
+    ]
     if quick:
         concurrencies, repeats, duration, warmup, fractions = [25], 1, 0.5, 0.2, [0.5]
     else:
         concurrencies, repeats, duration, warmup, fractions = [25], 3, 1.0, 0.25, [0.5, 0.95]
     builtins = builtin_workloads()
     workloads = [builtins["plaintext"], builtins["json"], builtins["echo"]]
-    return Sweep(targets=targets, workloads=workloads, concurrencies=concurrencies,
-                 protocols=["http", "https", "h2c", "h2"], streams={"h2c": 10, "h2": 10},
-                 detail_protocols=["http"], connection_setup=True, connection_setup_concurrency=20,
-                 repeats=repeats, duration=duration, warmup=warmup, peers_dir=str(peers),
-                 open_fractions=fractions)
+    return Sweep(
+        targets=targets,
+        workloads=workloads,
+        concurrencies=concurrencies,
+        protocols=["http", "https", "h2c", "h2"],
+        streams={"h2c": 10, "h2": 10},
+        detail_protocols=["http"],
+        connection_setup=True,
+        connection_setup_concurrency=20,
+        repeats=repeats,
+        duration=duration,
+        warmup=warmup,
+        peers_dir=str(peers),
+        open_fractions=fractions,
+    )

@@ -1,5 +1,6 @@
 """One (target, protocol) of a sweep: its server's lifecycle and its cells, each measured
 after the load gate, re-run while the window was contended, and appended to results.jsonl."""
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -8,13 +9,12 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..core import analysis
-from ..core import tcp_exchange
+from ..core import analysis, tcp_exchange
 from ..core.connections import FD_MARGIN, hold_connections, hold_shortfall, raise_fd_limit
 from ..core.errors import LoadbenchError
 from ..core.gate import LoadGate
-from ..core.progress import ProgressBar
 from ..core.options import RunOptions
+from ..core.progress import ProgressBar
 from ..core.sampler import Sampler
 from .plan import Cell, SweepPlan
 from .results_folder import ResultsFolder
@@ -30,8 +30,18 @@ class ServerGroup:
     ``runner`` is loadbench.run, a distributed SweepRunner, or a test's stand-in with run()'s
     keywords."""
 
-    def __init__(self, sweep: SweepPlan, target: Target, protocol: str, cells: list[Cell], folder: ResultsFolder,
-                 bar: ProgressBar, runner: Callable, cert_dir: Path, gate: Optional[LoadGate] = None) -> None:
+    def __init__(
+        self,
+        sweep: SweepPlan,
+        target: Target,
+        protocol: str,
+        cells: list[Cell],
+        folder: ResultsFolder,
+        bar: ProgressBar,
+        runner: Callable,
+        cert_dir: Path,
+        gate: Optional[LoadGate] = None,
+    ) -> None:
         self.sweep, self.target, self.protocol = sweep, target, protocol
         self.cells, self.folder, self.bar, self.runner = cells, folder, bar, runner
         self.cert_dir = cert_dir
@@ -54,7 +64,9 @@ class ServerGroup:
         try:
             for cell in self.cells:
                 if reason or cell.workload in self.target.unsupported_workloads:
-                    why = reason or f"{self.target.name} does not serve the {cell.workload} workload"
+                    why = (
+                        reason or f"{self.target.name} does not serve the {cell.workload} workload"
+                    )
                     self._record(cell, "skipped", why, None, 0.0)
                     self.bar.end_cell(measured=False)
                     continue
@@ -77,7 +89,9 @@ class ServerGroup:
                     status, error, result = self._hold(cell)
                     extra = {}
                     if self.sweep.cluster is not None:
-                        extra["note"] = "held from this machine: hold cells do not use the cluster's generators"
+                        extra["note"] = (
+                            "held from this machine: hold cells do not use the cluster's generators"
+                        )
                 else:
                     status, error, result, extra = self._measure_quiet(cell)
                 self._record(cell, status, error, result, time.monotonic() - started, extra)
@@ -92,9 +106,14 @@ class ServerGroup:
         if self.server is not None:
             self.server.stop()
         try:
-            self.server = launch(self.target, self.protocol, workers=self.target.workers or self.sweep.workers,
-                                 cpus=self.sweep.server_cpus, peers_dir=self.peers_dir,
-                                 cert_dir=self.cert_dir)
+            self.server = launch(
+                self.target,
+                self.protocol,
+                workers=self.target.workers or self.sweep.workers,
+                cpus=self.sweep.server_cpus,
+                peers_dir=self.peers_dir,
+                cert_dir=self.cert_dir,
+            )
         except LoadbenchError as exc:
             self.server = None
             self.bar.note(f"{self.target.name} {self.protocol}: {exc}")
@@ -115,21 +134,27 @@ class ServerGroup:
             status, error, result = self._measure(cell)
             server = (result or {}).get("server") or {}
             outside = analysis.outside_share(server, cores)
-            contended = status == "ok" and outside is not None and outside > self.sweep.contended_share
+            contended = (
+                status == "ok" and outside is not None and outside > self.sweep.contended_share
+            )
             if status == "ok":
                 self.last_outside = outside
             if contended and reruns < self.sweep.contended_reruns:
                 reruns += 1
-                self.bar.note(f"re-running {cell.label()}: other processes and steal took {100 * outside:.0f} % of the "
-                              f"machine's CPU in its window{_who(server)} (re-run {reruns} of "
-                              f"{self.sweep.contended_reruns})")
+                self.bar.note(
+                    f"re-running {cell.label()}: other processes and steal took {100 * outside:.0f} % of the "
+                    f"machine's CPU in its window{_who(server)} (re-run {reruns} of "
+                    f"{self.sweep.contended_reruns})"
+                )
                 continue
             if outside is not None:
                 extra.update(outside_share=round(outside, 4), contended=contended)
             extra["reruns"] = reruns
             if contended:
-                self.bar.note(f"CONTENDED {cell.label()}: still {100 * outside:.0f} % outside CPU{_who(server)} "
-                              f"after {reruns} re-run(s); marked and left out of peaks")
+                self.bar.note(
+                    f"CONTENDED {cell.label()}: still {100 * outside:.0f} % outside CPU{_who(server)} "
+                    f"after {reruns} re-run(s); marked and left out of peaks"
+                )
             return status, error, result, extra
 
     def _measure(self, cell: Cell) -> tuple[str, Optional[str], Optional[dict]]:
@@ -138,15 +163,24 @@ class ServerGroup:
         self.pool = None
         threads = self.sweep.generator_threads or len(self.sweep.generator_cpus)
         kwargs: dict = {
-            "connections": cell.load, "threads": max(1, min(threads, cell.load)),
-            "duration": self.sweep.duration, "warmup": self.sweep.warmup, "timeout": self.sweep.timeout,
-            "keepalive": cell.mode != "connect", "insecure": True, "cpus": self.sweep.generator_cpus,
+            "connections": cell.load,
+            "threads": max(1, min(threads, cell.load)),
+            "duration": self.sweep.duration,
+            "warmup": self.sweep.warmup,
+            "timeout": self.sweep.timeout,
+            "keepalive": cell.mode != "connect",
+            "insecure": True,
+            "cpus": self.sweep.generator_cpus,
         }
         if self.sweep.requests is not None and cell.mode != "open":
-            kwargs.update(requests=self.sweep.requests, duration=None)  # exactly N outcomes, as run() counts them
+            kwargs.update(
+                requests=self.sweep.requests, duration=None
+            )  # exactly N outcomes, as run() counts them
         if cell.protocol in HTTP2:
             # Only HTTP/2 cells name the protocol: an HTTP/1.1 cell's call is what it always was.
-            kwargs.update(protocol=wire_protocol(cell.protocol), streams=self.sweep.streams_for(cell.protocol))
+            kwargs.update(
+                protocol=wire_protocol(cell.protocol), streams=self.sweep.streams_for(cell.protocol)
+            )
         if cell.protocol in TLS_PROTOCOLS and self.sweep.tls_library != "openssl":
             kwargs.update(tls_library=self.sweep.tls_library)
         if cell.mode == "connect":
@@ -155,15 +189,24 @@ class ServerGroup:
         if cell.mode == "open":
             capacity = self._capacity(cell)
             if capacity is None:
-                return "fail", "no closed-loop capacity was measured for this server, so no open-loop rate", None
+                return (
+                    "fail",
+                    "no closed-loop capacity was measured for this server, so no open-loop rate",
+                    None,
+                )
             rate, pool = capacity[0] * cell.load / 100.0, capacity[1]
             self.pool = pool
             # The pool the capacity was measured with, fixed (wrk2's model): every server is offered
             # the same connections, and a request that finds them all busy waits - the corrected
             # latency counts that wait. (With a pool allowed to grow 4x, a 10 000 req/s https run
             # against Beast had a p99 of 437 ms instead of 58 ms: the growth, not the server.)
-            kwargs.update(rate=rate, arrival="constant", connections=pool, max_connections=pool,
-                          threads=max(1, min(threads, pool)))
+            kwargs.update(
+                rate=rate,
+                arrival="constant",
+                connections=pool,
+                max_connections=pool,
+                threads=max(1, min(threads, pool)),
+            )
         self.sampled = None
         sampler = None
         if self.server.pid is not None:
@@ -203,7 +246,9 @@ class ServerGroup:
         if not self.server.alive():
             return "fail", f"server died during the cell: {self.server.death_note()}", result
         if not result.get("responses"):
-            errors = ", ".join(f"{k} {v}" for k, v in (result.get("errors") or {}).items()) or "none"
+            errors = (
+                ", ".join(f"{k} {v}" for k, v in (result.get("errors") or {}).items()) or "none"
+            )
             return "fail", f"no responses in the window (errors: {errors})", result
         return "ok", None, result
 
@@ -217,7 +262,9 @@ class ServerGroup:
         self.last_outside = None
         url = self.server.base_url + self.sweep.hold_workload().path
         try:
-            record = hold_connections(url, cell.load, sample_pid=self.server.pid, tree=self.target.tree)
+            record = hold_connections(
+                url, cell.load, sample_pid=self.server.pid, tree=self.target.tree
+            )
         except Exception as exc:  # noqa: BLE001 - any failure of one cell must not end the sweep
             if not self.server.alive():
                 return "fail", f"server died during the cell: {self.server.death_note()}", None
@@ -231,8 +278,13 @@ class ServerGroup:
         """(best median req/s, its concurrency) of this target/protocol/workload's closed cells."""
         by_c: dict[int, list[float]] = {}
         for r in self.folder.records():
-            if (r.get("target"), r.get("protocol"), r.get("workload"), r.get("mode"), r.get("status")) == \
-                    (cell.target, cell.protocol, cell.workload, "closed", "ok"):
+            if (
+                r.get("target"),
+                r.get("protocol"),
+                r.get("workload"),
+                r.get("mode"),
+                r.get("status"),
+            ) == (cell.target, cell.protocol, cell.workload, "closed", "ok"):
                 by_c.setdefault(r["connections"], []).append(r["result"]["rps"])
         if not by_c:
             return None
@@ -240,13 +292,25 @@ class ServerGroup:
         best = max(medians, key=lambda c: medians[c])
         return medians[best], best
 
-    def _record(self, cell: Cell, status: str, error: Optional[str], result: Optional[dict],
-                wall_s: float, extra: Optional[dict] = None) -> None:
+    def _record(
+        self,
+        cell: Cell,
+        status: str,
+        error: Optional[str],
+        result: Optional[dict],
+        wall_s: float,
+        extra: Optional[dict] = None,
+    ) -> None:
         record = {
-            "id": cell.id, "target": cell.target, "protocol": cell.protocol, "workload": cell.workload,
-            "mode": cell.mode, "connections": self.pool if cell.mode == "open" else cell.load,
+            "id": cell.id,
+            "target": cell.target,
+            "protocol": cell.protocol,
+            "workload": cell.workload,
+            "mode": cell.mode,
+            "connections": self.pool if cell.mode == "open" else cell.load,
             "repeat": cell.repeat,
-            "status": status, "error": error,
+            "status": status,
+            "error": error,
             "started": self.started_at if wall_s else _now(),
             "wall_s": round(wall_s, 3),
             "server": self.server.describe() if self.server is not None else None,
@@ -269,7 +333,11 @@ class ServerGroup:
 def _who(server: dict) -> str:
     """' (cc1plus 0.41 s, chromium 0.05 s, steal 0.30 s)': who took the CPU: the other processes
     that used the most, and the hypervisor's steal."""
-    top = [f"{o['command']} {o['cpu_s']:.2f} s" for o in server.get("others_top") or [] if o.get("cpu_s")]
+    top = [
+        f"{o['command']} {o['cpu_s']:.2f} s"
+        for o in server.get("others_top") or []
+        if o.get("cpu_s")
+    ]
     if (server.get("steal_s") or 0) >= 0.005:
         top.append(f"hypervisor steal {server['steal_s']:.2f} s")
     return f" ({', '.join(top)})" if top else ""

@@ -1,6 +1,7 @@
 """What a sweep runs: its settings (validated once, here), its workloads, and the plan - every
 cell in execution order and the time it should take. Nothing here measures; runner.py does.
 """
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional, Union
 
 from ..core import analysis
-from ..core.run import check_tls_library
 from ..core.errors import ConfigError
+from ..core.run import check_tls_library
 from .targets import HTTP2, PROTOCOLS, TLS_PROTOCOLS, Target, default_cpu_split
 
 DEFAULT_H2_STREAMS = 10  # concurrent streams per HTTP/2 connection (seed report 001: 10)
@@ -46,15 +47,21 @@ class Workload:
 
     def __post_init__(self) -> None:
         if not self.name or any(c in self.name for c in "|/\n"):
-            raise ConfigError(f"workload name {self.name!r} must be non-empty without '|', '/' or newlines")
+            raise ConfigError(
+                f"workload name {self.name!r} must be non-empty without '|', '/' or newlines"
+            )
         if self.requests is not None:
             if not self.requests:
                 raise ConfigError(f"workload {self.name!r}: requests must not be empty")
             for i, req in enumerate(self.requests):
                 if not isinstance(req, dict) or not str(req.get("path", "/")).startswith("/"):
-                    raise ConfigError(f"workload {self.name!r}: requests[{i}] needs a path starting with '/'")
+                    raise ConfigError(
+                        f"workload {self.name!r}: requests[{i}] needs a path starting with '/'"
+                    )
         if not self.path.startswith("/"):
-            raise ConfigError(f"workload {self.name!r}: path must start with '/', not {self.path!r}")
+            raise ConfigError(
+                f"workload {self.name!r}: path must start with '/', not {self.path!r}"
+            )
 
 
 def builtin_workloads() -> dict[str, Workload]:
@@ -62,8 +69,13 @@ def builtin_workloads() -> dict[str, Workload]:
     return {
         "plaintext": Workload("plaintext", "GET", "/plaintext"),
         "json": Workload("json", "GET", "/json"),
-        "echo": Workload("echo", "POST", "/echo", {"Content-Type": "application/octet-stream"},
-                         body="x" * ECHO_BODY_BYTES),
+        "echo": Workload(
+            "echo",
+            "POST",
+            "/echo",
+            {"Content-Type": "application/octet-stream"},
+            body="x" * ECHO_BODY_BYTES,
+        ),
     }
 
 
@@ -83,13 +95,18 @@ class Cell:
 
     @property
     def id(self) -> str:
-        load = {"closed": "c", "connect": "connect", "open": "open", "hold": "hold"}[self.mode] + str(self.load)
+        load = {"closed": "c", "connect": "connect", "open": "open", "hold": "hold"}[
+            self.mode
+        ] + str(self.load)
         return f"{self.target}|{self.protocol}|{self.workload}|{load}|r{self.repeat}"
 
     def label(self) -> str:
-        load = {"closed": f"c={self.load}", "connect": f"new-conn c={self.load}",
-                "open": f"open loop {self.load}% of capacity",
-                "hold": f"{self.load} idle connections held"}[self.mode]
+        load = {
+            "closed": f"c={self.load}",
+            "connect": f"new-conn c={self.load}",
+            "open": f"open loop {self.load}% of capacity",
+            "hold": f"{self.load} idle connections held",
+        }[self.mode]
         return f"{self.target} {self.protocol} {self.workload} {load} #{self.repeat + 1}"
 
 
@@ -150,11 +167,15 @@ class SweepPlan:
     rst_close: bool = False
 
     def __post_init__(self) -> None:
-        self.workloads = [builtin_workloads()[w] if isinstance(w, str) and w in builtin_workloads()
-                          else w for w in self.workloads]
+        self.workloads = [
+            builtin_workloads()[w] if isinstance(w, str) and w in builtin_workloads() else w
+            for w in self.workloads
+        ]
         for w in self.workloads:
             if not isinstance(w, Workload):
-                raise ConfigError(f"unknown workload {w!r}: use plaintext, json, echo or a Workload")
+                raise ConfigError(
+                    f"unknown workload {w!r}: use plaintext, json, echo or a Workload"
+                )
         names = [t.name for t in self.targets]
         if not names:
             raise ConfigError("a sweep needs at least one target")
@@ -162,9 +183,13 @@ class SweepPlan:
             raise ConfigError(f"target names must be unique: {names}")
         for t in self.targets:
             if t.variant_of is not None and (t.variant_of not in names or t.variant_of == t.name):
-                raise ConfigError(f"target {t.name!r}: variant_of {t.variant_of!r} is not another target of this sweep")
+                raise ConfigError(
+                    f"target {t.name!r}: variant_of {t.variant_of!r} is not another target of this sweep"
+                )
         if self.baseline is not None and self.baseline not in names:
-            raise ConfigError(f"baseline {self.baseline!r} is not one of the targets ({', '.join(names)})")
+            raise ConfigError(
+                f"baseline {self.baseline!r} is not one of the targets ({', '.join(names)})"
+            )
         wnames = [w.name for w in self.workloads]
         if len(set(wnames)) != len(wnames):
             raise ConfigError(f"workload names must be unique: {wnames}")
@@ -179,18 +204,29 @@ class SweepPlan:
             if p not in PROTOCOLS:
                 raise ConfigError(f"detail_protocols: {p!r} is not one of {', '.join(PROTOCOLS)}")
         self._check_streams()
-        if self.requests is not None and (isinstance(self.requests, bool) or not isinstance(self.requests, int)
-                                          or self.requests < 1):
+        if self.requests is not None and (
+            isinstance(self.requests, bool)
+            or not isinstance(self.requests, int)
+            or self.requests < 1
+        ):
             raise ConfigError(f"requests: {self.requests!r} is not a positive integer")
-        for c in list(self.concurrencies) + [c for w in self.workloads for c in (w.concurrencies or [])]:
+        for c in list(self.concurrencies) + [
+            c for w in self.workloads for c in (w.concurrencies or [])
+        ]:
             if not isinstance(c, int) or c < 1:
                 raise ConfigError(f"concurrencies: {c!r} is not a positive integer")
-        checks = {"repeats": self.repeats >= 1, "duration": self.duration > 0, "warmup": self.warmup >= 0,
-                  "timeout": self.timeout > 0, "connection_setup_concurrency": self.connection_setup_concurrency >= 1,
-                  "workers": self.workers is None or self.workers >= 1,
-                  "generator_threads": self.generator_threads is None or self.generator_threads >= 1,
-                  "contended_share": 0 < self.contended_share <= 1, "contended_reruns": self.contended_reruns >= 0,
-                  "shards": self.shards is None or self.shards >= 1}
+        checks = {
+            "repeats": self.repeats >= 1,
+            "duration": self.duration > 0,
+            "warmup": self.warmup >= 0,
+            "timeout": self.timeout > 0,
+            "connection_setup_concurrency": self.connection_setup_concurrency >= 1,
+            "workers": self.workers is None or self.workers >= 1,
+            "generator_threads": self.generator_threads is None or self.generator_threads >= 1,
+            "contended_share": 0 < self.contended_share <= 1,
+            "contended_reruns": self.contended_reruns >= 0,
+            "shards": self.shards is None or self.shards >= 1,
+        }
         if self.shards is not None and self.cluster is None:
             raise ConfigError("shards needs cluster (a Dask scheduler address, or 'local')")
         for key, ok in checks.items():
@@ -200,16 +236,22 @@ class SweepPlan:
             if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 2:
                 raise ConfigError(f"open_fractions: {f!r} is not a fraction of capacity in (0, 2]")
         if self.open_fractions and self.open_loop_workload not in wnames:
-            raise ConfigError(f"open_loop_workload {self.open_loop_workload!r} is not a workload of this sweep")
+            raise ConfigError(
+                f"open_loop_workload {self.open_loop_workload!r} is not a workload of this sweep"
+            )
         if self.connection_setup and self.connection_setup_workload not in wnames:
-            raise ConfigError(f"connection_setup_workload {self.connection_setup_workload!r} is not a workload of this sweep")
+            raise ConfigError(
+                f"connection_setup_workload {self.connection_setup_workload!r} is not a workload of this sweep"
+            )
         self._check_hold()
         self.check_tls_library()
         available = sorted(os.sched_getaffinity(0))
         for key in ("server_cpus", "generator_cpus"):
             for cpu in getattr(self, key) or []:
                 if cpu not in available:
-                    raise ConfigError(f"{key}: CPU {cpu} is not available here (allowed: {available})")
+                    raise ConfigError(
+                        f"{key}: CPU {cpu} is not available here (allowed: {available})"
+                    )
         split = default_cpu_split(available)
         self.server_cpus = list(self.server_cpus or split[0])
         self.generator_cpus = list(self.generator_cpus or split[1])
@@ -222,28 +264,36 @@ class SweepPlan:
             return
         items = value.items() if isinstance(value, dict) else [(p, value) for p in HTTP2]
         if not isinstance(value, (int, dict)) or isinstance(value, bool):
-            raise ConfigError(f"streams: {value!r} is not a positive integer or a table of protocol = integer")
+            raise ConfigError(
+                f"streams: {value!r} is not a positive integer or a table of protocol = integer"
+            )
         for p, n in items:
             if p not in PROTOCOLS:
                 raise ConfigError(f"streams.{p}: not one of {', '.join(PROTOCOLS)}")
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
                 raise ConfigError(f"streams.{p}: {n!r} is not a positive integer")
             if p not in HTTP2 and n != 1:
-                raise ConfigError(f"streams.{p}: HTTP/1.1 has one request in flight per connection "
-                                  f"(no pipelining), so it must be 1, not {n}")
+                raise ConfigError(
+                    f"streams.{p}: HTTP/1.1 has one request in flight per connection "
+                    f"(no pipelining), so it must be 1, not {n}"
+                )
 
     def _check_hold(self) -> None:
         n = self.hold_connections
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise ConfigError(f"hold_connections: {n!r} is not a number of connections (an integer >= 1, or 0 for none)")
+            raise ConfigError(
+                f"hold_connections: {n!r} is not a number of connections (an integer >= 1, or 0 for none)"
+            )
         if not n:
             return
         w = self.hold_workload()
         # the holder sends one fixed GET on each connection (no body, no request list)
         if w.requests is not None or w.method != "GET" or w.body:
-            raise ConfigError(f"hold_connections: the held connections each send one GET of connection_setup_workload, "
-                              f"and {w.name!r} is not a plain GET; set connection_setup_workload to one "
-                              "(e.g. plaintext)")
+            raise ConfigError(
+                f"hold_connections: the held connections each send one GET of connection_setup_workload, "
+                f"and {w.name!r} is not a plain GET; set connection_setup_workload to one "
+                "(e.g. plaintext)"
+            )
 
     def hold_workload(self) -> Workload:
         """The request of the hold cells: connection_setup_workload's (one of this sweep's
@@ -251,8 +301,10 @@ class SweepPlan:
         name = self.connection_setup_workload
         found = {w.name: w for w in self.workloads}.get(name) or builtin_workloads().get(name)
         if found is None:
-            raise ConfigError(f"connection_setup_workload {name!r} (the hold cells' request) is neither a workload "
-                              f"of this sweep nor a built-in ({', '.join(builtin_workloads())})")
+            raise ConfigError(
+                f"connection_setup_workload {name!r} (the hold cells' request) is neither a workload "
+                f"of this sweep nor a built-in ({', '.join(builtin_workloads())})"
+            )
         return found
 
     def hold_cell_seconds(self) -> float:
@@ -284,14 +336,20 @@ class SweepPlan:
         cells = self.cells() if cells is None else cells
         loaded = [c for c in cells if c.mode != "hold"]
         groups = {(c.target, c.protocol) for c in loaded}
-        return (len(loaded) * (self.warmup + self.duration + REPEAT_OVERHEAD_S)
-                + (len(cells) - len(loaded)) * self.hold_cell_seconds()
-                + len(groups) * (SERVER_START_S + GATE_PROBE_S))
+        return (
+            len(loaded) * (self.warmup + self.duration + REPEAT_OVERHEAD_S)
+            + (len(cells) - len(loaded)) * self.hold_cell_seconds()
+            + len(groups) * (SERVER_START_S + GATE_PROBE_S)
+        )
 
     def planned_cell_seconds(self, cell: Cell) -> float:
         """One cell's share of planned_seconds() without the per-server costs (the progress
         bar's weight for it)."""
-        return self.hold_cell_seconds() if cell.mode == "hold" else self.warmup + self.duration + REPEAT_OVERHEAD_S
+        return (
+            self.hold_cell_seconds()
+            if cell.mode == "hold"
+            else self.warmup + self.duration + REPEAT_OVERHEAD_S
+        )
 
     # -- the matrix ----------------------------------------------------------------------
     def cells(self) -> list[Cell]:
@@ -300,15 +358,34 @@ class SweepPlan:
         for target in self.targets:
             for protocol in self.protocols:
                 for w in self.workloads:
-                    for c in (w.concurrencies or self.concurrencies):
-                        out += [Cell(target.name, protocol, w.name, "closed", c, r) for r in range(self.repeats)]
+                    for c in w.concurrencies or self.concurrencies:
+                        out += [
+                            Cell(target.name, protocol, w.name, "closed", c, r)
+                            for r in range(self.repeats)
+                        ]
                     detail = self.detail_protocols is None or protocol in self.detail_protocols
-                    if self.connection_setup and detail and w.name == self.connection_setup_workload:
-                        out += [Cell(target.name, protocol, w.name, "connect", self.connection_setup_concurrency, r)
-                                for r in range(self.repeats)]
+                    if (
+                        self.connection_setup
+                        and detail
+                        and w.name == self.connection_setup_workload
+                    ):
+                        out += [
+                            Cell(
+                                target.name,
+                                protocol,
+                                w.name,
+                                "connect",
+                                self.connection_setup_concurrency,
+                                r,
+                            )
+                            for r in range(self.repeats)
+                        ]
                     if detail and w.name == self.open_loop_workload:
-                        out += [Cell(target.name, protocol, w.name, "open", round(100 * f), r)
-                                for f in self.open_fractions for r in range(self.repeats)]
+                        out += [
+                            Cell(target.name, protocol, w.name, "open", round(100 * f), r)
+                            for f in self.open_fractions
+                            for r in range(self.repeats)
+                        ]
                 if protocol == "http":
                     out += self._hold_cells(target)
             if "http" not in self.protocols:  # hold cells are http whatever the load protocols are
@@ -319,7 +396,10 @@ class SweepPlan:
         if not self.hold_connections:
             return []
         name = self.hold_workload().name
-        return [Cell(target.name, "http", name, "hold", self.hold_connections, r) for r in range(self.repeats)]
+        return [
+            Cell(target.name, "http", name, "hold", self.hold_connections, r)
+            for r in range(self.repeats)
+        ]
 
     def check_tls_library(self) -> None:
         # The build matters only where a cell makes TLS handshakes.

@@ -4,6 +4,7 @@ its rules. The default sweep, a sweep file's ``default_peers = true``, the bench
 tests all read it here; nothing else says how a peer starts, which protocols it serves or which
 workloads it answers.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,8 +30,10 @@ def load_peer_registry(path: Union[str, Path]) -> list[Target]:
             if target.name in seen:
                 raise ConfigError(f"targets[{i}]: a second peer named {target.name!r}")
             if target.kind == "url":
-                raise ConfigError(f"targets[{i}]: {target.name!r}: a registry peer is started by loadbench "
-                                  "(kind beast or command), not a url")
+                raise ConfigError(
+                    f"targets[{i}]: {target.name!r}: a registry peer is started by loadbench "
+                    "(kind beast or command), not a url"
+                )
             seen.add(target.name)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
@@ -46,7 +49,9 @@ def peer_target(name: str, peers_dir: Union[str, Path]) -> Target:
     """The registry's entry ``name`` (ConfigError naming the known ones when there is none)."""
     targets = {t.name: t for t in peer_registry(peers_dir)}
     if name not in targets:
-        raise ConfigError(f"{Path(peers_dir) / REGISTRY}: no peer {name!r} (known: {', '.join(targets)})")
+        raise ConfigError(
+            f"{Path(peers_dir) / REGISTRY}: no peer {name!r} (known: {', '.join(targets)})"
+        )
     return targets[name]
 
 

@@ -16,6 +16,7 @@ workers, cpus), ``result`` (the Result dict of loadbench.run, absent when the ce
 ``reruns`` (CPU used by other processes in the window, and how often the cell was re-run
 because of it) and ``machine_cores``.
 """
+
 from __future__ import annotations
 
 import json
@@ -71,10 +72,10 @@ def read_records(path: Path) -> list[dict]:
 class ResultsFolder:
     """The files of one sweep's results folder, and the only code that writes them.
 
-        folder = ResultsFolder("reports/2026-12-01-vm")
-        folder.records()                      # every complete line of results.jsonl
-        folder.append(record)                 # one cell, fsynced
-        folder.update_environment(gate=...)   # add keys to environment.json
+    folder = ResultsFolder("reports/2026-12-01-vm")
+    folder.records()                      # every complete line of results.jsonl
+    folder.append(record)                 # one cell, fsynced
+    folder.update_environment(gate=...)   # add keys to environment.json
     """
 
     def __init__(self, path: "str | os.PathLike") -> None:

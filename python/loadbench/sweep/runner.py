@@ -10,6 +10,7 @@ skips the cells already recorded. A server is started once per (target, protocol
 restarted if it dies; a cell during which it died, or for which it never became ready, is
 recorded as FAIL and the sweep goes on.
 """
+
 from __future__ import annotations
 
 import io
@@ -34,9 +35,16 @@ class Sweep(SweepPlan):
     """A :class:`SweepPlan` that runs: ``Sweep(...).run(out_dir)``."""
 
     # -- running -------------------------------------------------------------------------
-    def run(self, out_dir: Union[str, Path], *, progress: bool = True, notes: bool = True,
-            runner: Optional[Callable] = None, environment: bool = True,
-            gate: Optional[LoadGate] = None) -> Path:
+    def run(
+        self,
+        out_dir: Union[str, Path],
+        *,
+        progress: bool = True,
+        notes: bool = True,
+        runner: Optional[Callable] = None,
+        environment: bool = True,
+        gate: Optional[LoadGate] = None,
+    ) -> Path:
         """Run every cell not yet in OUT_DIR/results.jsonl; returns the results file.
 
         ``progress``: the bar on stderr; ``notes``: skip/FAIL lines on stderr (even without the bar).
@@ -47,20 +55,32 @@ class Sweep(SweepPlan):
         folder = ResultsFolder(out_dir).create()
         self._check_same_sweep(folder)
         if environment and not folder.environment_path.exists():
-            folder.write_environment(machine_environment(generator_cpus=self.generator_cpus,
-                                                         server_cpus=self.server_cpus).to_dict())
+            folder.write_environment(
+                machine_environment(
+                    generator_cpus=self.generator_cpus, server_cpus=self.server_cpus
+                ).to_dict()
+            )
         folder.repair_tail()
         done = {r.get("id") for r in folder.records()}
         cells = self.cells()
         by_target = {t.name: t for t in self.targets}
         pending = [c for c in cells if c.id not in done]
         peers = Path(self.peers_dir) if self.peers_dir else None
-        runnable = [c for c in pending if not by_target[c.target].unavailable_reason(c.protocol, peers)
-                    and c.workload not in by_target[c.target].unsupported_workloads]
-        bar = ProgressBar(len(cells), done=len(cells) - len(pending), to_measure=len(runnable),
-                          estimate_s=self.cell_seconds(),
-                          to_measure_s=sum(self.planned_cell_seconds(c) for c in runnable),
-                          stream=None if notes else io.StringIO(), show_bar=progress)
+        runnable = [
+            c
+            for c in pending
+            if not by_target[c.target].unavailable_reason(c.protocol, peers)
+            and c.workload not in by_target[c.target].unsupported_workloads
+        ]
+        bar = ProgressBar(
+            len(cells),
+            done=len(cells) - len(pending),
+            to_measure=len(runnable),
+            estimate_s=self.cell_seconds(),
+            to_measure_s=sum(self.planned_cell_seconds(c) for c in runnable),
+            stream=None if notes else io.StringIO(),
+            show_bar=progress,
+        )
         if gate is not None and runnable:
             gate.on_wait = gate.on_wait or bar.note
             before = gate.wait()
@@ -73,8 +93,13 @@ class Sweep(SweepPlan):
             cluster = SweepRunner(self.cluster, self.shards)
             runner, closing = cluster, cluster.close
             if environment:  # the report's environment block lists the generator hosts
-                folder.update_environment(generators={"cluster": self.cluster, "shards": self.shards,
-                                                      "hosts": cluster.generator_hosts})
+                folder.update_environment(
+                    generators={
+                        "cluster": self.cluster,
+                        "shards": self.shards,
+                        "hosts": cluster.generator_hosts,
+                    }
+                )
         try:
             self._run_groups(pending, by_target, folder, bar, runner or run, gate)
         finally:
@@ -83,15 +108,24 @@ class Sweep(SweepPlan):
         bar.finish("done")
         return folder.results
 
-    def _run_groups(self, pending: list, by_target: dict, folder: ResultsFolder, bar: ProgressBar,
-                    runner: Callable, gate: Optional[LoadGate]) -> None:
+    def _run_groups(
+        self,
+        pending: list,
+        by_target: dict,
+        folder: ResultsFolder,
+        bar: ProgressBar,
+        runner: Callable,
+        gate: Optional[LoadGate],
+    ) -> None:
         groups: dict = {}
         for cell in pending:
             groups.setdefault((cell.target, cell.protocol), []).append(cell)
         # One self-signed pair per invocation, outside the results folder (never committed).
         with tempfile.TemporaryDirectory(prefix="loadbench-certs-") as certs:
             for (name, protocol), group in groups.items():
-                ServerGroup(self, by_target[name], protocol, group, folder, bar, runner, Path(certs), gate).run()
+                ServerGroup(
+                    self, by_target[name], protocol, group, folder, bar, runner, Path(certs), gate
+                ).run()
 
     def holds_other_sweep(self, out: Union[str, Path]) -> bool:
         """Whether OUT already holds the results of a sweep with other settings (resuming
@@ -106,6 +140,8 @@ class Sweep(SweepPlan):
     def _check_same_sweep(self, out: Union[str, Path, ResultsFolder]) -> None:
         folder = out if isinstance(out, ResultsFolder) else ResultsFolder(out)
         if self.holds_other_sweep(folder.path):
-            raise ConfigError(f"{folder.path} holds results of a different sweep (its {SETTINGS_FILE} differs); "
-                              "choose another output folder to start a new one")
+            raise ConfigError(
+                f"{folder.path} holds results of a different sweep (its {SETTINGS_FILE} differs); "
+                "choose another output folder to start a new one"
+            )
         folder.write_settings(self.settings())

@@ -37,6 +37,7 @@ process may use for servers, the second half for the generator; on 2 cores CPU 0
 applied with ``sched_setaffinity`` in the child before exec - ``taskset`` semantics, inherited
 by every process and thread the server spawns.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -54,10 +55,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..core.process import die_with_parent
+from ..core._core import build_info
 from ..core.cgroup import ServerCgroup
 from ..core.errors import ConfigError, ServerError
-from ..core._core import build_info
+from ..core.process import die_with_parent
 from ..core.server import ServerProcess
 
 KINDS = ("beast", "command", "url")
@@ -65,8 +66,12 @@ PROTOCOLS = ("http", "https", "h2c", "h2")
 HTTP2 = ("h2c", "h2")  # the protocols whose cells run HTTP/2 (streams per connection)
 TLS_PROTOCOLS = ("https", "h2")  # the protocols whose cells make TLS handshakes
 TLS = ("https", "h2")
-PROTOCOL_TITLES = {"http": "HTTP/1.1", "https": "HTTP/1.1 over TLS",
-                   "h2c": "HTTP/2 cleartext (h2c, prior knowledge)", "h2": "HTTP/2 over TLS (ALPN h2)"}
+PROTOCOL_TITLES = {
+    "http": "HTTP/1.1",
+    "https": "HTTP/1.1 over TLS",
+    "h2c": "HTTP/2 cleartext (h2c, prior knowledge)",
+    "h2": "HTTP/2 over TLS (ALPN h2)",
+}
 
 
 def is_tls(protocol: str) -> bool:
@@ -106,31 +111,50 @@ class Target:
     workers: Optional[int] = None  # overrides the sweep's worker count for this target
     variant_of: Optional[str] = None  # the target this one is another configuration of
     version: Sequence[str] = ()  # a command that prints the server's version (placeholders as argv)
-    version_pattern: Optional[str] = None  # the part of that output to keep (default: its first line)
+    version_pattern: Optional[str] = (
+        None  # the part of that output to keep (default: its first line)
+    )
 
     def __post_init__(self) -> None:
         if not self.name or any(c in self.name for c in "|/\n"):
-            raise ConfigError(f"target name {self.name!r} must be non-empty without '|', '/' or newlines")
+            raise ConfigError(
+                f"target name {self.name!r} must be non-empty without '|', '/' or newlines"
+            )
         if self.kind not in KINDS:
-            raise ConfigError(f"target {self.name!r}: kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
-        if self.kind == "command" and not (self.argv or self.https_argv or self.h2c_argv or self.h2_argv):
+            raise ConfigError(
+                f"target {self.name!r}: kind must be one of {', '.join(KINDS)}, not {self.kind!r}"
+            )
+        if self.kind == "command" and not (
+            self.argv or self.https_argv or self.h2c_argv or self.h2_argv
+        ):
             # an HTTP/2-only server (node:http2) has h2c_argv/h2_argv and no argv
-            raise ConfigError(f"target {self.name!r}: a command target needs argv (or https_argv, h2c_argv, h2_argv)")
+            raise ConfigError(
+                f"target {self.name!r}: a command target needs argv (or https_argv, h2c_argv, h2_argv)"
+            )
         if self.kind == "url" and not (self.url or self.https_url or self.h2c_url or self.h2_url):
-            raise ConfigError(f"target {self.name!r}: a url target needs url, https_url, h2c_url or h2_url")
+            raise ConfigError(
+                f"target {self.name!r}: a url target needs url, https_url, h2c_url or h2_url"
+            )
         if self.ready_timeout <= 0:
             raise ConfigError(f"target {self.name!r}: ready_timeout must be positive")
-        if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(self.workers, int)
-                                         or self.workers < 1):
-            raise ConfigError(f"target {self.name!r}: workers must be a positive integer, not {self.workers!r}")
+        if self.workers is not None and (
+            isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1
+        ):
+            raise ConfigError(
+                f"target {self.name!r}: workers must be a positive integer, not {self.workers!r}"
+            )
         for key in self.protocol_notes:
             if key not in PROTOCOLS:
-                raise ConfigError(f"target {self.name!r}: protocol_notes.{key}: not one of {', '.join(PROTOCOLS)}")
+                raise ConfigError(
+                    f"target {self.name!r}: protocol_notes.{key}: not one of {', '.join(PROTOCOLS)}"
+                )
         if self.version_pattern is not None:
             try:
                 re.compile(self.version_pattern)
             except re.error as exc:
-                raise ConfigError(f"target {self.name!r}: version_pattern is no regular expression: {exc}") from None
+                raise ConfigError(
+                    f"target {self.name!r}: version_pattern is no regular expression: {exc}"
+                ) from None
 
     def version_text(self, peers_dir: Optional[Path] = None) -> str:
         """What the server says its version is ("nginx/1.22.1"; Beast: "loadbench 0.1.0"), or "n/a"."""
@@ -139,15 +163,26 @@ class Target:
         if not self.version:
             return "n/a"
         values = {"peers": str(peers_dir or ""), "python": sys.executable}
-        return program_version([_expand(str(a), values) for a in self.version], self.version_pattern)
+        return program_version(
+            [_expand(str(a), values) for a in self.version], self.version_pattern
+        )
 
     def argv_for(self, protocol: str) -> Optional[Sequence[str]]:
         """The command line that starts this (command) target for ``protocol``, None if it has none."""
-        return {"http": self.argv or None, "https": self.https_argv, "h2c": self.h2c_argv,
-                "h2": self.h2_argv}.get(protocol)
+        return {
+            "http": self.argv or None,
+            "https": self.https_argv,
+            "h2c": self.h2c_argv,
+            "h2": self.h2_argv,
+        }.get(protocol)
 
     def url_for(self, protocol: str) -> Optional[str]:
-        return {"http": self.url, "https": self.https_url, "h2c": self.h2c_url, "h2": self.h2_url}.get(protocol)
+        return {
+            "http": self.url,
+            "https": self.https_url,
+            "h2c": self.h2c_url,
+            "h2": self.h2_url,
+        }.get(protocol)
 
     @property
     def protocols(self) -> list[str]:
@@ -170,13 +205,18 @@ class Target:
         argv = self.argv_for(protocol)
         if argv is None:
             served = ", ".join(self.protocols) or "nothing"
-            return self.protocol_notes.get(protocol) or f"{self.name} does not serve {protocol} (serves {served})"
+            return (
+                self.protocol_notes.get(protocol)
+                or f"{self.name} does not serve {protocol} (serves {served})"
+            )
         for need in self.requires:
             path = _expand(need, {"peers": str(peers_dir or "")})
             if path.startswith("python-module:"):  # importable by {python} (this interpreter)
                 module = path.split(":", 1)[1]
                 if importlib.util.find_spec(module) is None:
-                    return f"the Python module {module} is not installed (bash bench/install-peers.sh)"
+                    return (
+                        f"the Python module {module} is not installed (bash bench/install-peers.sh)"
+                    )
             elif "/" in path:
                 if not Path(self.cwd or ".", path).exists():
                     return f"{path} is missing"
@@ -237,13 +277,34 @@ def self_signed_cert(directory: Path) -> tuple[Path, Path]:
         return cert, key
     openssl = _which("openssl")
     if openssl is None:
-        raise ServerError("openssl is not installed: cannot make the self-signed certificate for https peers")
+        raise ServerError(
+            "openssl is not installed: cannot make the self-signed certificate for https peers"
+        )
     directory.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-         "-keyout", str(key), "-out", str(cert), "-days", "30", "-subj", "/CN=localhost",
-         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-        capture_output=True, text=True, timeout=30,
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "30",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     if proc.returncode != 0:
         raise ServerError(f"openssl could not make a certificate: {proc.stderr.strip()}")
@@ -254,7 +315,9 @@ def self_signed_cert(directory: Path) -> tuple[Path, Path]:
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 
 
-def probe(host: str, port: int, path: str, https: bool, timeout: float, http2: bool = False) -> Optional[str]:
+def probe(
+    host: str, port: int, path: str, https: bool, timeout: float, http2: bool = False
+) -> Optional[str]:
     """One request on a fresh connection; returns None when an HTTP status line came back
     (``http2``: when ALPN chose h2 over TLS and the server's first frame is SETTINGS), else a
     short reason (connection refused, TLS failure, no answer)."""
@@ -282,7 +345,9 @@ def probe(host: str, port: int, path: str, https: bool, timeout: float, http2: b
                     return None
                 return f"probe got {head[:16]!r} instead of an HTTP/2 SETTINGS frame"
             hostport = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-            sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n\r\n".encode())
+            sock.sendall(
+                f"GET {path} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n\r\n".encode()
+            )
             head = sock.recv(64)
             if head.startswith(b"HTTP/1."):
                 return None
@@ -342,13 +407,24 @@ class RunningServer:
         return f"{self.target.name} exited ({how})" + (f": {tail}" if tail else " with no stderr")
 
     def describe(self) -> dict:
-        cgroup = self._beast.cgroup_path if self._beast is not None else (
-            str(self._cgroup.path) if self._cgroup is not None else None)
+        cgroup = (
+            self._beast.cgroup_path
+            if self._beast is not None
+            else (str(self._cgroup.path) if self._cgroup is not None else None)
+        )
         note = self._beast.cgroup_note if self._beast is not None else self.cgroup_note
-        return {"target": self.target.name, "kind": self.target.kind, "protocol": self.protocol,
-                "url": self.base_url, "pid": self.pid, "argv": self.argv,
-                "workers": self.workers, "cpus": self.cpus, "cgroup": cgroup,
-                **({"cgroup_note": note} if note and cgroup is None else {})}
+        return {
+            "target": self.target.name,
+            "kind": self.target.kind,
+            "protocol": self.protocol,
+            "url": self.base_url,
+            "pid": self.pid,
+            "argv": self.argv,
+            "workers": self.workers,
+            "cpus": self.cpus,
+            "cgroup": cgroup,
+            **({"cgroup_note": note} if note and cgroup is None else {}),
+        }
 
     def stop(self, timeout: float = 5.0) -> None:
         try:
@@ -407,27 +483,56 @@ def launch(
     if target.kind == "beast":
         https = is_tls(protocol)
         # TLS: full handshakes only, like the nginx peer (ssl_session_cache off, tickets off)
-        beast = ServerProcess(workers=workers, host=host, tls=https, http=not https, cpus=cpu_list,
-                              ready_timeout=target.ready_timeout, binary=binary,
-                              extra_args=["--no-tls-resumption"] if https else ())
+        beast = ServerProcess(
+            workers=workers,
+            host=host,
+            tls=https,
+            http=not https,
+            cpus=cpu_list,
+            ready_timeout=target.ready_timeout,
+            binary=binary,
+            extra_args=["--no-tls-resumption"] if https else (),
+        )
         try:
             beast.start()
         except BaseException:
             beast.kill()  # Ctrl-C while it starts must not leave it running
             raise
-        return RunningServer(target, protocol, beast.url("", https=https), beast.pid, argv=beast.argv(),
-                             workers=workers, cpus=cpu_list, _beast=beast)
-    return _launch_command(target, protocol, workers, cpu_list, peers_dir, cert_dir, host, env or {})
+        return RunningServer(
+            target,
+            protocol,
+            beast.url("", https=https),
+            beast.pid,
+            argv=beast.argv(),
+            workers=workers,
+            cpus=cpu_list,
+            _beast=beast,
+        )
+    return _launch_command(
+        target, protocol, workers, cpu_list, peers_dir, cert_dir, host, env or {}
+    )
 
 
-def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[list],
-                    peers_dir: Optional[Path], cert_dir: Optional[Path], host: str,
-                    extra_env: dict) -> RunningServer:
+def _launch_command(
+    target: Target,
+    protocol: str,
+    workers: int,
+    cpus: Optional[list],
+    peers_dir: Optional[Path],
+    cert_dir: Optional[Path],
+    host: str,
+    extra_env: dict,
+) -> RunningServer:
     https = is_tls(protocol)
     run_dir = tempfile.TemporaryDirectory(prefix=f"loadbench-{target.name}-")
     port = free_port(host)
-    values = {"port": port, "workers": workers, "run_dir": run_dir.name,
-              "peers": str(peers_dir or ""), "python": sys.executable}
+    values = {
+        "port": port,
+        "workers": workers,
+        "run_dir": run_dir.name,
+        "peers": str(peers_dir or ""),
+        "python": sys.executable,
+    }
     if https:
         cert, key = self_signed_cert(cert_dir or Path(run_dir.name))
         values.update(cert=str(cert), key=str(key))
@@ -453,9 +558,16 @@ def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[
             os.sched_setaffinity(0, cpus)
 
     try:
-        proc = subprocess.Popen(argv, cwd=target.cwd, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=stderr, preexec_fn=preexec,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            cwd=target.cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            preexec_fn=preexec,
+            start_new_session=True,
+        )
     except BaseException as exc:
         run_dir.cleanup()
         if group is not None:
@@ -465,16 +577,30 @@ def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[
         raise
     if group is not None and not group.confirm(proc.pid):
         note, group = f"{target.name} could not be moved into {group.path}", None
-    server = RunningServer(target, protocol, f"{'https' if https else 'http'}://{host}:{port}", proc.pid,
-                           argv=argv, workers=workers, cpus=cpus, _proc=proc, _stderr=stderr,
-                           _run_dir=run_dir, _cgroup=group, cgroup_note=note)
+    server = RunningServer(
+        target,
+        protocol,
+        f"{'https' if https else 'http'}://{host}:{port}",
+        proc.pid,
+        argv=argv,
+        workers=workers,
+        cpus=cpus,
+        _proc=proc,
+        _stderr=stderr,
+        _run_dir=run_dir,
+        _cgroup=group,
+        cgroup_note=note,
+    )
     deadline = time.monotonic() + target.ready_timeout
     reason = "no answer"
     try:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise ServerError(f"{target.name} never became ready: {server.death_note()}")
-            reason = probe(host, port, target.probe_path, https, timeout=1.0, http2=protocol in HTTP2) or ""
+            reason = (
+                probe(host, port, target.probe_path, https, timeout=1.0, http2=protocol in HTTP2)
+                or ""
+            )
             if not reason:
                 return server
             time.sleep(0.05)
@@ -483,5 +609,7 @@ def _launch_command(target: Target, protocol: str, workers: int, cpus: Optional[
         raise
     tail = server.stderr_tail(500)
     server.stop()
-    raise ServerError(f"{target.name} was not ready within {target.ready_timeout:g} s on port {port} "
-                      f"({reason}); stderr: {tail or '(empty)'}")
+    raise ServerError(
+        f"{target.name} was not ready within {target.ready_timeout:g} s on port {port} "
+        f"({reason}); stderr: {tail or '(empty)'}"
+    )

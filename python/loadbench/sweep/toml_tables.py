@@ -4,6 +4,7 @@ an unknown key or a value of the wrong type raises ConfigError naming the key as
 (``targets[1].argv``, ``workloads[0].concurrencies``), so a typo never silently falls back to a
 default.
 """
+
 from __future__ import annotations
 
 import sys
@@ -34,7 +35,10 @@ SWEEP_KEYS = {
     "repeats": (_INT, "a positive integer"),
     "concurrencies": (_LIST, "a list of positive integers"),
     "protocols": (_LIST, 'a list of "http", "https", "h2c", "h2"'),
-    "streams": (_INT + _DICT, "streams per HTTP/2 connection: an integer, or a table like {h2c = 10, h2 = 10}"),
+    "streams": (
+        _INT + _DICT,
+        "streams per HTTP/2 connection: an integer, or a table like {h2c = 10, h2 = 10}",
+    ),
     "requests": (_INT, "responses + errors per closed-loop cell (instead of duration)"),
     "detail_protocols": (_LIST, "the protocols that get connection-setup and open-loop cells"),
     "connection_setup": (_BOOL, "true or false"),
@@ -47,40 +51,70 @@ SWEEP_KEYS = {
     "peers_dir": (_STR, "a directory"),
     "open_fractions": (_LIST, "a list of fractions of capacity, e.g. [0.5, 0.8, 0.95]"),
     "open_loop_workload": (_STR, "a workload name"),
-    "hold_connections": (_INT, ("idle keep-alive connections to hold per server for memory per connection "
-                                "(an integer >= 1; 0 or absent: no hold cells)")),
+    "hold_connections": (
+        _INT,
+        (
+            "idle keep-alive connections to hold per server for memory per connection "
+            "(an integer >= 1; 0 or absent: no hold cells)"
+        ),
+    ),
     "baseline": (_STR, "a target name (the report's ratios divide by it)"),
     "contended_share": (_NUM, "a share of the machine's CPU in (0, 1], e.g. 0.05"),
     "contended_reruns": (_INT, "how often a contended cell is re-run (0 or more)"),
     "default_peers": (_BOOL, "true or false (add the installed peers of peers_dir)"),
     "cluster": (_STR, "a Dask scheduler address (tcp://HOST:8786) or 'local'"),
     "shards": (_INT, "a positive integer (generator shards per cell, with cluster)"),
-    "ack_with_request": (_BOOL, "true or false (connection-setup cells: the handshake's last ACK rides on the request)"),
-    "rst_close": (_BOOL, "true or false (connection-setup cells: close a connection the server closed with RST)"),
-    "tls_library": (_STR, 'the generator\'s TLS library for https/h2 cells: "openssl" (default), "wolfssl" or "rustls"'),
+    "ack_with_request": (
+        _BOOL,
+        "true or false (connection-setup cells: the handshake's last ACK rides on the request)",
+    ),
+    "rst_close": (
+        _BOOL,
+        "true or false (connection-setup cells: close a connection the server closed with RST)",
+    ),
+    "tls_library": (
+        _STR,
+        'the generator\'s TLS library for https/h2 cells: "openssl" (default), "wolfssl" or "rustls"',
+    ),
     "targets": (_LIST, "an array of [[targets]] tables"),
     "workloads": (_LIST, "an array of [[workloads]] tables or workload names"),
 }
 TARGET_KEYS = {
-    "name": (_STR, "a name"), "kind": (_STR, "beast, command or url"),
-    "argv": (_LIST, "a list of strings"), "https_argv": (_LIST, "a list of strings"),
-    "h2c_argv": (_LIST, "a list of strings"), "h2_argv": (_LIST, "a list of strings"),
+    "name": (_STR, "a name"),
+    "kind": (_STR, "beast, command or url"),
+    "argv": (_LIST, "a list of strings"),
+    "https_argv": (_LIST, "a list of strings"),
+    "h2c_argv": (_LIST, "a list of strings"),
+    "h2_argv": (_LIST, "a list of strings"),
     "protocol_notes": (_DICT, "a table protocol = why it is not served"),
-    "h2c_url": (_STR, "an http:// URL serving h2c"), "h2_url": (_STR, "an https:// URL serving h2"),
+    "h2c_url": (_STR, "an http:// URL serving h2c"),
+    "h2_url": (_STR, "an https:// URL serving h2"),
     "workers": (_INT, "a positive integer (overrides the sweep's workers)"),
     "variant_of": (_STR, "the name of the target this is another configuration of"),
-    "env": (_DICT, "a table of strings"), "workers_env": (_STR, "an environment variable name"),
-    "cwd": (_STR, "a directory"), "requires": (_LIST, "a list of programs or files"),
-    "url": (_STR, "an http:// URL"), "https_url": (_STR, "an https:// URL"),
-    "pid": (_INT, "a process id"), "tree": (_BOOL, "true or false"),
-    "ready_timeout": (_NUM + _STR, "seconds"), "probe_path": (_STR, "a path"),
-    "unsupported_workloads": (_LIST, "a list of workload names"), "description": (_STR, "text"),
+    "env": (_DICT, "a table of strings"),
+    "workers_env": (_STR, "an environment variable name"),
+    "cwd": (_STR, "a directory"),
+    "requires": (_LIST, "a list of programs or files"),
+    "url": (_STR, "an http:// URL"),
+    "https_url": (_STR, "an https:// URL"),
+    "pid": (_INT, "a process id"),
+    "tree": (_BOOL, "true or false"),
+    "ready_timeout": (_NUM + _STR, "seconds"),
+    "probe_path": (_STR, "a path"),
+    "unsupported_workloads": (_LIST, "a list of workload names"),
+    "description": (_STR, "text"),
     "version": (_LIST, "a command printing the server's version, a list of strings"),
-    "version_pattern": (_STR, "a regular expression: the part of the version command's output to keep"),
+    "version_pattern": (
+        _STR,
+        "a regular expression: the part of the version command's output to keep",
+    ),
 }
 WORKLOAD_KEYS = {
-    "name": (_STR, "a name"), "method": (_STR, "an HTTP method"), "path": (_STR, "a path"),
-    "headers": (_DICT, "a table of strings"), "body": (_STR, "a string"),
+    "name": (_STR, "a name"),
+    "method": (_STR, "an HTTP method"),
+    "path": (_STR, "a path"),
+    "headers": (_DICT, "a table of strings"),
+    "body": (_STR, "a string"),
     "body_size": (_INT, "a byte count (a body of that many 'x')"),
     "requests": (_LIST, "an array of {method, path, headers, body} tables"),
     "concurrencies": (_LIST, "a list of positive integers"),
@@ -95,7 +129,7 @@ def parse_seconds(value: Union[int, float, str], key: str) -> float:
     if isinstance(value, (int, float)):
         return float(value)
     text = value.strip().lower()
-    for suffix, scale in (("ms", 1e-3), ("us", 1e-6), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
+    for suffix, scale in (("ms", 1e-3), ("us", 1e-6), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):  # noqa: B007 - scale is used after the break
         if text.endswith(suffix):
             number = text[: -len(suffix)]
             break
@@ -135,7 +169,15 @@ def _target(table: Any, i: int) -> Target:
     if "name" not in table:
         raise ConfigError(f"{where}name is required")
     data = dict(table)
-    for key in ("argv", "https_argv", "h2c_argv", "h2_argv", "requires", "unsupported_workloads", "version"):
+    for key in (
+        "argv",
+        "https_argv",
+        "h2c_argv",
+        "h2_argv",
+        "requires",
+        "unsupported_workloads",
+        "version",
+    ):
         if key in data:
             _list_of(data[key], str, where + key, "a string")
     for name, value in data.get("protocol_notes", {}).items():
@@ -156,7 +198,9 @@ def _workload(item: Any, i: int) -> Workload:
     builtins = builtin_workloads()
     if isinstance(item, str):
         if item not in builtins:
-            raise ConfigError(f"workloads[{i}]: {item!r} is not a built-in workload ({', '.join(builtins)})")
+            raise ConfigError(
+                f"workloads[{i}]: {item!r} is not a built-in workload ({', '.join(builtins)})"
+            )
         return builtins[item]
     if not isinstance(item, dict):
         raise ConfigError(f"workloads[{i}]: expected a name or a table, got {item!r}")
@@ -179,7 +223,9 @@ def _workload(item: Any, i: int) -> Workload:
             raise ConfigError(f"{where}requests[{j}]: expected a table, got {req!r}")
         for key, value in req.items():
             if key not in REQUEST_KEYS:
-                raise ConfigError(f"unknown key {where}requests[{j}].{key!r} (known keys: {', '.join(REQUEST_KEYS)})")
+                raise ConfigError(
+                    f"unknown key {where}requests[{j}].{key!r} (known keys: {', '.join(REQUEST_KEYS)})"
+                )
             if not isinstance(value, REQUEST_KEYS[key]):
                 raise ConfigError(f"{where}requests[{j}].{key}: wrong type {value!r}")
     # A named built-in with overrides (e.g. json at fewer concurrencies) keeps its request.
