@@ -1,12 +1,25 @@
-"""A cell's repeats summed up: the median (loadbench.analysis.median, the one median of the
+"""A driver's matrix (connection counts x seconds x repeats, the same flags for every driver) and
+a cell's repeats summed up: the median (loadbench.analysis.median, the one median of the
 package) with the lowest and highest repeat, and how far they disagree."""
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from ..core import analysis
+
+
+def add_matrix_args(p: argparse.ArgumentParser) -> None:
+    """-c/--concurrencies, -d/--duration and -r/--repeats, as every comparison driver takes them."""
+    p.add_argument(
+        "-c", "--concurrencies", default="1,10,50,200", help="comma-separated connection counts"
+    )
+    p.add_argument("-d", "--duration", type=int, default=10, help="seconds per run (default 10)")
+    p.add_argument(
+        "-r", "--repeats", type=int, default=3, help="runs per cell; the median is reported"
+    )
 
 
 @dataclass(frozen=True)

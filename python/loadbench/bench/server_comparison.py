@@ -45,7 +45,7 @@ from .gate import add_gate_args, foreign_cores, gate_note, make_gate, outside_sh
 from .generators import Wrk
 from .jsonl import JsonlWriter, read_jsonl
 from .peers import LaunchedPeer, PeerChoice, start_peers, stop_all
-from .repeats import Summary, summarize
+from .repeats import Summary, add_matrix_args, summarize
 from .report_text import report_head, versus, write_report
 from .syscalls import parse_strace_counts
 from .tcp_counters import tcp_counters, tcp_per_connection
@@ -57,13 +57,7 @@ def parse_args(argv: Optional[list[str]] = None, repo: Optional[Path] = None) ->
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument(
-        "-c", "--concurrencies", default="1,10,50,200", help="comma-separated connection counts"
-    )
-    p.add_argument("-d", "--duration", type=int, default=10, help="seconds per run (default 10)")
-    p.add_argument(
-        "-r", "--repeats", type=int, default=3, help="runs per cell; the median is reported"
-    )
+    add_matrix_args(p)
     p.add_argument(
         "--warmup", type=int, default=2, help="seconds of unrecorded load per server first"
     )
