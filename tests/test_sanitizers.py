@@ -163,16 +163,19 @@ def test_sanitized_server_under_real_load_exits_clean(asan_build: Path, tmp_path
         # Hostile clients on the same sanitized process.
         for raw in (
             b"NOT HTTP\r\n\r\n",
-            b"GET / HTTP/1.1\r\nX: " + b"a" * 20000 + b"\r\n\r\n",
-            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;" + b"x" * 20000,
-            b"POST /echo HTTP/1.1\r\nContent-Length: 9999999\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 20000 + b"\r\n\r\n",
+            b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;"
+            + b"x" * 20000,
+            b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 9999999\r\n\r\n",
         ):
             with connect(http) as sock:
                 sock.sendall(raw)
                 read_until_closed(sock)
         for _ in range(5):
             sock = connect(http)
-            sock.sendall(b"POST /echo HTTP/1.1\r\nContent-Length: 200000\r\n\r\n" + b"v" * 200000)
+            sock.sendall(
+                b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n" + b"v" * 200000
+            )
             reset_close(sock)
             sock = connect(https)
             sock.sendall(os.urandom(600))

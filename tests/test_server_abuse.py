@@ -102,9 +102,9 @@ def test_clients_vanishing_mid_request(server, abrupt):
     partials = [
         b"GET /plain",
         b"GET /plaintext HTTP/1.1\r\nHost: x\r\n",
-        b"POST /echo HTTP/1.1\r\nContent-Length: 100000\r\n\r\n" + b"y" * 5000,
-        b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nabc",
-        b"GET /delay?ms=300 HTTP/1.1\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" + b"y" * 5000,
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nabc",
+        b"GET /delay?ms=300 HTTP/1.1\r\nHost: x\r\n\r\n",
     ]
     for partial in partials * 5:
         sock = connect(server.http_port)
@@ -149,27 +149,27 @@ def test_client_vanishing_while_its_delay_is_pending(server):
 @pytest.mark.parametrize(
     "name,head,stream",
     [
-        ("endless header line", b"GET / HTTP/1.1\r\nX-Long: ", b"a" * (1 << 20)),
+        ("endless header line", b"GET / HTTP/1.1\r\nHost: x\r\nX-Long: ", b"a" * (1 << 20)),
         ("endless request line", b"GET /", b"b" * (1 << 20)),
-        ("ten thousand headers", b"GET / HTTP/1.1\r\n", b"A: b\r\n" * 10000),
+        ("ten thousand headers", b"GET / HTTP/1.1\r\nHost: x\r\n", b"A: b\r\n" * 10000),
         (
             "huge content-length",
-            b"POST /echo HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n",
+            b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n",
             b"c" * (1 << 20),
         ),
         (
             "endless chunked body",
-            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
             b"4000\r\n" + b"d" * 0x4000 + b"\r\n",
         ),
         (
             "giant chunk size",
-            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
             b"ffffffffffffffffffff\r\n",
         ),
         (
             "endless chunk extension",
-            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;",
+            b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;",
             b"e" * (1 << 20),
         ),
     ],
@@ -194,10 +194,10 @@ def test_oversized_input_gets_an_error_answer_or_is_closed(server, name, head, s
 
 def test_oversized_answers_are_the_documented_statuses(server):
     with connect(server.http_port) as sock:
-        sock.sendall(b"GET / HTTP/1.1\r\n" + b"A: b\r\n" * 2000 + b"\r\n")
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n" + b"A: b\r\n" * 2000 + b"\r\n")
         assert read_response(sock.makefile("rb")).status == 431
     with connect(server.http_port) as sock:
-        sock.sendall(b"POST /echo HTTP/1.1\r\nContent-Length: 2000000\r\n\r\n")
+        sock.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n")
         assert read_response(sock.makefile("rb")).status == 413
 
 

@@ -115,9 +115,9 @@ def test_unknown_path_is_404(beast_server):
 
 def test_wrong_method_is_405_with_allow(beast_server):
     for method, path, allow in (
-        ("POST", "/json", "GET"),
+        ("POST", "/json", "GET, HEAD"),
         ("GET", "/echo", "POST"),
-        ("DELETE", "/", "GET"),
+        ("DELETE", "/", "GET, HEAD"),
     ):
         status, headers, _ = _get(beast_server.http_port, method, path)
         assert status == 405, (method, path)

@@ -171,7 +171,7 @@ def test_tls_pipelining_and_connection_close(tls_server):
     with _handshake(tls_server.https_port, _client_context()) as sock:
         sock.sendall(
             b"GET /json HTTP/1.1\r\nHost: x\r\n\r\n" * 3
-            + b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n"
+            + b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
         )
         stream = sock.makefile("rb")
         responses = [read_response(stream) for _ in range(4)]

@@ -91,12 +91,14 @@ def test_python_peer_routes_keepalive_and_pinning(tmp_path, protocol):
         assert (
             data.endswith(b'\r\n\r\n{"message":"Hello, World!"}') and b"Connection: close" in data
         )
-        assert exchange(server, b"GET /plaintext HTTP/1.1\r\n\r\n", https).endswith(
+        assert exchange(server, b"GET /plaintext HTTP/1.1\r\nHost: x\r\n\r\n", https).endswith(
             b"Hello, World!\n"
         )
-        assert exchange(server, b"GET /nope HTTP/1.1\r\n\r\n", https).startswith(b"HTTP/1.1 404")
+        assert exchange(server, b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n", https).startswith(
+            b"HTTP/1.1 404"
+        )
         assert exchange(
-            server, b"POST /json HTTP/1.1\r\nContent-Length: 0\r\n\r\n", https
+            server, b"POST /json HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", https
         ).startswith(b"HTTP/1.1 405")
         assert server.alive()
     finally:
@@ -116,9 +118,9 @@ def test_python_peer_workers_are_processes_sharing_the_port():
             time.sleep(0.02)
         assert len(children) == 2
         for _ in range(4):
-            assert exchange(server, b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n").endswith(
-                b"Hello, World!\n"
-            )
+            assert exchange(
+                server, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            ).endswith(b"Hello, World!\n")
     finally:
         server.stop()
     for pid in children:

@@ -48,6 +48,44 @@ TEST(ServerAnswer, Http1EncoderKeepsThePrebuiltFastPath) {
     EXPECT_EQ(counts.h2.requests, 0u);
 }
 
+TEST(ServerAnswer, HeadIsGetWithoutContent) {  // RFC 9110 §9.3.2
+    ServerConfig config;
+    HandlerContext ctx(config);
+    RequestProcessor requests;
+    std::string out;
+    const std::string in = "HEAD /plaintext HTTP/1.1\r\nHost: x\r\n\r\nHEAD /echo HTTP/1.1\r\nHost: x\r\n\r\n";
+    EXPECT_EQ(requests.process(ctx, in.data(), in.size(), out), in.size());
+    std::string head(ctx.responses.plaintext(ConnectionHeader::none));
+    head.resize(head.size() - plaintext_body.size());
+    ASSERT_EQ(out.compare(0, head.size(), head), 0);  // Content-Length: 14, no content
+    const std::string rest = out.substr(head.size());
+    EXPECT_EQ(rest.rfind("HTTP/1.1 405 Method Not Allowed\r\n", 0), 0u);
+    EXPECT_NE(rest.find("Allow: POST\r\n"), std::string::npos);
+    EXPECT_EQ(rest.substr(rest.size() - 4), "\r\n\r\n");  // the 405 carries no content either
+    EXPECT_EQ(answer_for(match_route(verb::post, "/json")).allow, "GET, HEAD");
+}
+
+TEST(ServerAnswer, RefusedRequestEndsTheConnectionAndNothingAfterItIsParsed) {
+    ServerConfig config;
+    HandlerContext ctx(config);
+    RequestProcessor requests;
+    std::string out;
+    // "chunked, gzip": the body's end is unknown; "0\r\n\r\n" must not become a second request.
+    const std::string in =
+        "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\nGET / HTTP/1.1\r\n\r\n";
+    requests.process(ctx, in.data(), in.size(), out);
+    EXPECT_EQ(out.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u);
+    EXPECT_NE(out.find("Connection: close\r\n"), std::string::npos);
+    EXPECT_EQ(out.find("HTTP/1.1", 1), std::string::npos);  // one response only
+    EXPECT_TRUE(requests.close_after_write());
+    out.clear();
+    RequestProcessor unknown;
+    const std::string gzip = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n";
+    unknown.process(ctx, gzip.data(), gzip.size(), out);
+    EXPECT_EQ(out.rfind("HTTP/1.1 501 Not Implemented\r\n", 0), 0u);
+    EXPECT_TRUE(unknown.close_after_write());
+}
+
 namespace {
 std::string frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream, const std::string& payload) {
     std::string f;

@@ -44,7 +44,8 @@ TEST(RequestParser, ChunkedBody) {
     RequestScratch scratch;
     RequestParser parser(scratch, 1024, 8192);
     EXPECT_FALSE(
-        feed(parser, "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"));
+        feed(parser,
+             "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"));
     EXPECT_TRUE(parser.is_done());
     EXPECT_EQ(scratch.body, "abcde");
 }
@@ -53,7 +54,7 @@ TEST(RequestParser, ReusedScratchIsClearedPerRequest) {
     RequestScratch scratch;
     {
         RequestParser first(scratch, 1024, 8192);
-        feed(first, "POST /echo HTTP/1.1\r\nContent-Type: a/b\r\nContent-Length: 3\r\n\r\nxyz");
+        feed(first, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\nContent-Length: 3\r\n\r\nxyz");
     }
     RequestParser second(scratch, 1024, 8192);
     EXPECT_FALSE(feed(second, "GET / HTTP/1.0\r\n\r\n"));
@@ -67,9 +68,9 @@ TEST(RequestParser, ReusedScratchIsClearedPerRequest) {
 TEST(RequestParser, Limits) {
     RequestScratch scratch;
     RequestParser big_body(scratch, 4, 8192);
-    EXPECT_EQ(feed(big_body, "POST /echo HTTP/1.1\r\nContent-Length: 5\r\n\r\n"), http::error::body_limit);
+    EXPECT_EQ(feed(big_body, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"), http::error::body_limit);
     RequestParser big_header(scratch, 4, 64);
-    EXPECT_EQ(feed(big_header, "GET / HTTP/1.1\r\nX: " + std::string(100, 'a') + "\r\n\r\n"),
+    EXPECT_EQ(feed(big_header, "GET / HTTP/1.1\r\nHost: x\r\nX: " + std::string(100, 'a') + "\r\n\r\n"),
               http::error::header_limit);
     RequestParser partial(scratch, 4, 8192);
     EXPECT_EQ(feed(partial, "GET / HTTP/1.1\r\nHost: x\r\n"), http::error::need_more);
@@ -78,7 +79,7 @@ TEST(RequestParser, Limits) {
 TEST(RequestParser, ExpectContinue) {
     RequestScratch scratch;
     RequestParser parser(scratch, 1024, 8192);
-    const auto ec = feed(parser, "POST /echo HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 3\r\n\r\n");
+    const auto ec = feed(parser, "POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nContent-Length: 3\r\n\r\n");
     EXPECT_TRUE(!ec || ec == http::error::need_more);
     EXPECT_TRUE(parser.is_header_done());
     EXPECT_FALSE(parser.is_done());
@@ -91,4 +92,70 @@ TEST(RequestParser, MalformedIsAnError) {
     const auto ec = feed(parser, "NOT HTTP AT ALL\r\n\r\n");
     EXPECT_TRUE(ec);
     EXPECT_NE(ec, http::error::need_more);
+}
+
+namespace {
+// What a fresh parser makes of `input`: the error and our refusal behind it.
+struct Outcome {
+    boost::beast::error_code ec;
+    RequestParser::Refusal refusal;
+    std::string target;
+};
+Outcome parse(std::string_view input) {
+    RequestScratch scratch;
+    RequestParser parser(scratch, 1024, 8192);
+    const auto ec = feed(parser, input);
+    return {ec, parser.refusal(), scratch.target};
+}
+using Refusal = RequestParser::Refusal;
+}  // namespace
+
+TEST(RequestParser, HostIsRequiredOnceAndValid) {  // RFC 9112 §3.2
+    EXPECT_FALSE(parse("GET / HTTP/1.1\r\nHost: localhost:80\r\n\r\n").ec);
+    EXPECT_FALSE(parse("GET / HTTP/1.0\r\n\r\n").ec);  // HTTP/1.0 needs no Host
+    for (const char* raw : {"GET / HTTP/1.1\r\n\r\n", "GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n",
+                            "GET / HTTP/1.1\r\nHost: user@localhost\r\n\r\n",
+                            "GET / HTTP/1.1\r\nHost: localhost/path\r\n\r\n", "GET / HTTP/1.1\r\nHost: a, b\r\n\r\n"}) {
+        const Outcome o = parse(raw);
+        EXPECT_TRUE(o.ec) << raw;
+        EXPECT_EQ(o.refusal, Refusal::bad_request) << raw;
+    }
+}
+
+TEST(RequestParser, TransferEncodingMustEndInChunked) {  // RFC 9112 §6.1, §6.3
+    const char* host = "POST /echo HTTP/1.1\r\nHost: x\r\n";
+    auto with = [&](std::string fields) { return std::string(host) + fields + "\r\n0\r\n\r\n"; };
+    EXPECT_FALSE(parse(with("Transfer-Encoding: chunked\r\n")).ec);
+    EXPECT_FALSE(parse(with("Transfer-Encoding: ,chunked , \r\n")).ec);  // empty list elements are ignored
+    for (const char* te : {"chunked, gzip", "gzip", "xchunked", "identity", "", "chunked, chunked", "chunked;x=1"}) {
+        const Outcome o = parse(with("Transfer-Encoding: " + std::string(te) + "\r\n"));
+        EXPECT_TRUE(o.ec) << te;
+        EXPECT_EQ(o.refusal, Refusal::bad_request) << te;
+    }
+    const Outcome gzip = parse(with("Transfer-Encoding: gzip, chunked\r\n"));
+    EXPECT_EQ(gzip.refusal, Refusal::not_implemented);
+    const Outcome split = parse(with("Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n"));
+    EXPECT_EQ(split.refusal, Refusal::not_implemented);
+    // With Content-Length, in either order: refused (Beast's check, the RFC's "MAY reject").
+    EXPECT_TRUE(parse(with("Transfer-Encoding: chunked\r\nContent-Length: 5\r\n")).ec);
+    EXPECT_TRUE(parse(with("Content-Length: 5\r\nTransfer-Encoding: chunked\r\n")).ec);
+    EXPECT_TRUE(parse(with("Transfer-Encoding: xchunked\r\nContent-Length: 5\r\n")).ec);
+    // Transfer-Encoding in HTTP/1.0.
+    EXPECT_EQ(parse("POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n").refusal,
+              Refusal::bad_request);
+}
+
+TEST(RequestParser, TargetForms) {  // RFC 9112 §3.2.1-3.2.4
+    EXPECT_EQ(parse("GET http://localhost:8080/plaintext?a=1 HTTP/1.1\r\nHost: localhost:8080\r\n\r\n").target,
+              "/plaintext?a=1");
+    EXPECT_EQ(parse("GET http://localhost HTTP/1.1\r\nHost: localhost\r\n\r\n").target, "/");
+    EXPECT_EQ(parse("GET http://localhost?q HTTP/1.1\r\nHost: localhost\r\n\r\n").target, "/?q");
+    EXPECT_EQ(parse("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n").target, "*");
+    for (const char* raw : {"GET http://user@localhost/ HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                            "GET localhost:80 HTTP/1.1\r\nHost: x\r\n\r\n", "GET * HTTP/1.1\r\nHost: x\r\n\r\n",
+                            "GET ftp://x/ HTTP/1.1\r\nHost: x\r\n\r\n"}) {
+        EXPECT_EQ(parse(raw).refusal, Refusal::bad_request) << raw;
+    }
+    // Absolute-form still needs a Host field in HTTP/1.1.
+    EXPECT_EQ(parse("GET http://localhost/ HTTP/1.1\r\n\r\n").refusal, Refusal::bad_request);
 }

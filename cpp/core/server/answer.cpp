@@ -37,7 +37,7 @@ Answer answer_for(const RouteMatch& match) {
             a.kind = RequestKind::method_not_allowed;
             a.content_type = "text/plain";
             a.body = "Method Not Allowed\n";
-            a.allow = match.allowed_method == "POST" ? "POST" : "GET";
+            a.allow = match.allowed_method;
             break;
         case Route::bad_request:
             a = limit_answer(RequestKind::bad_request);
@@ -66,6 +66,10 @@ Answer limit_answer(RequestKind kind) {
         case RequestKind::body_too_large:
             a.status = 413;
             a.body = "Payload Too Large\n";
+            break;
+        case RequestKind::not_implemented:
+            a.status = 501;
+            a.body = "Not Implemented\n";
             break;
         default:
             a.status = 400;

@@ -25,7 +25,8 @@ struct Answer {
 Answer answer_for(const RouteMatch& match);
 // The response a /delay request gets once its timer fired.
 Answer delay_answer();
-// A request refused by a limit: bad_request (400), header_too_large (431), body_too_large (413).
+// A request refused by a limit or a rule: bad_request (400), header_too_large (431),
+// body_too_large (413), not_implemented (501).
 Answer limit_answer(RequestKind kind);
 
 // Echo answers carry the request's Content-Type, or this when it had none.

@@ -20,6 +20,8 @@ std::string_view to_string(RequestKind kind) {
             return "bad_request";
         case RequestKind::header_too_large:
             return "header_too_large";
+        case RequestKind::not_implemented:
+            return "not_implemented";
         case RequestKind::body_too_large:
             return "body_too_large";
         case RequestKind::count_:

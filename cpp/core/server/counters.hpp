@@ -21,6 +21,7 @@ enum class RequestKind : std::uint8_t {
     bad_request,       // 400 (malformed request, invalid /delay parameter)
     header_too_large,  // 431
     body_too_large,    // 413
+    not_implemented,   // 501 (a transfer coding other than chunked)
     count_
 };
 inline constexpr std::size_t request_kind_count = static_cast<std::size_t>(RequestKind::count_);

@@ -61,13 +61,15 @@ ConnectionHeader RequestProcessor::connection_header(bool keep_alive) const {
 void RequestProcessor::answer_request(HandlerContext& ctx, std::string& out) {
     const bool keep_alive = state_->parser->keep_alive() && !ctx.stopping;
     const ConnectionHeader ch = connection_header(keep_alive);
+    const bool head_only = state_->parser->method() == boost::beast::http::verb::head;
     const Answer answer = answer_for(match_route(state_->parser->method(), state_->scratch.target));
     if (answer.delayed) {
         awaiting_delay_ = true;
         delay_ms_ = answer.delay_ms;
         delay_connection_header_ = ch;
+        delay_head_only_ = head_only;
     } else {
-        encode(ctx, answer, ch, out);
+        encode(ctx, answer, ch, head_only, out);
     }
     end_request(ctx);
     if (!keep_alive) close_after_write_ = true;
@@ -75,13 +77,19 @@ void RequestProcessor::answer_request(HandlerContext& ctx, std::string& out) {
 
 // The HTTP/1.1 encoder. The constant answers are the worker's prebuilt bytes (the fast
 // path: one copy, nothing formatted per request); the rest is formatted into `out`.
-void RequestProcessor::encode(HandlerContext& ctx, const Answer& answer, ConnectionHeader ch, std::string& out) {
+// A HEAD answer is the same bytes less the content: for the prebuilt ones, a shorter view.
+void RequestProcessor::encode(HandlerContext& ctx, const Answer& answer, ConnectionHeader ch, bool head_only,
+                              std::string& out) {
+    const auto prebuilt = [&](std::string_view response, std::string_view body) {
+        if (head_only) response.remove_suffix(body.size());
+        out += response;
+    };
     switch (answer.kind) {
         case RequestKind::plaintext:
-            out += ctx.responses.plaintext(ch);
+            prebuilt(ctx.responses.plaintext(ch), plaintext_body);
             break;
         case RequestKind::json:
-            out += ctx.responses.json(ch);
+            prebuilt(ctx.responses.json(ch), json_body);
             break;
         case RequestKind::echo: {
             const RequestScratch& request = state_->scratch;
@@ -91,9 +99,12 @@ void RequestProcessor::encode(HandlerContext& ctx, const Answer& answer, Connect
             break;
         }
         default: {
-            std::string_view allow;
-            if (!answer.allow.empty()) allow = answer.allow == "POST" ? "Allow: POST\r\n" : "Allow: GET\r\n";
-            append_response(out, {answer.status, ctx.date_value(), answer.content_type, ch, allow}, answer.body);
+            const ResponseHead head{answer.status, ctx.date_value(), answer.content_type, ch, allow_line(answer.allow)};
+            if (head_only) {
+                append_response_head(out, head, answer.body.size());
+            } else {
+                append_response(out, head, answer.body);
+            }
             break;
         }
     }
@@ -102,20 +113,24 @@ void RequestProcessor::encode(HandlerContext& ctx, const Answer& answer, Connect
 
 void RequestProcessor::answer_parse_error(HandlerContext& ctx, const boost::beast::error_code& ec, std::string& out) {
     namespace http = boost::beast::http;
+    const RequestParser& parser = *state_->parser;
     RequestKind kind = RequestKind::bad_request;
-    if (ec == http::error::header_limit) {
+    if (parser.refusal() == RequestParser::Refusal::not_implemented) {
+        kind = RequestKind::not_implemented;
+    } else if (ec == http::error::header_limit) {
         kind = RequestKind::header_too_large;
     } else if (ec == http::error::body_limit) {
         kind = RequestKind::body_too_large;
     }
-    encode(ctx, limit_answer(kind), ConnectionHeader::close, out);
+    // The method is known once the request line parsed; a HEAD gets no content even now.
+    encode(ctx, limit_answer(kind), ConnectionHeader::close, parser.method() == http::verb::head, out);
     end_request(ctx);
     close_after_write_ = true;
     error_close_ = true;
 }
 
 void RequestProcessor::answer_bad_request(HandlerContext& ctx, std::string& out) {
-    encode(ctx, limit_answer(RequestKind::bad_request), ConnectionHeader::close, out);
+    encode(ctx, limit_answer(RequestKind::bad_request), ConnectionHeader::close, /*head_only=*/false, out);
     end_request(ctx);
     close_after_write_ = true;
     error_close_ = true;
@@ -123,7 +138,7 @@ void RequestProcessor::answer_bad_request(HandlerContext& ctx, std::string& out)
 
 void RequestProcessor::finish_delay(HandlerContext& ctx, std::string& out) {
     awaiting_delay_ = false;
-    encode(ctx, delay_answer(), delay_connection_header_, out);
+    encode(ctx, delay_answer(), delay_connection_header_, delay_head_only_, out);
     if (delay_connection_header_ == ConnectionHeader::close) close_after_write_ = true;
 }
 

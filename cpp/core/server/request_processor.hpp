@@ -55,7 +55,9 @@ private:
     void maybe_send_continue(std::string& out);
     ConnectionHeader connection_header(bool keep_alive) const;
     void answer_request(HandlerContext& ctx, std::string& out);
-    void encode(HandlerContext& ctx, const Answer& answer, ConnectionHeader ch, std::string& out);
+    // `head_only`: the answer to a HEAD request - the head a GET gets (its Content-Length
+    // included) without the content (RFC 9110 §9.3.2).
+    void encode(HandlerContext& ctx, const Answer& answer, ConnectionHeader ch, bool head_only, std::string& out);
     void answer_parse_error(HandlerContext& ctx, const boost::beast::error_code& ec, std::string& out);
     void answer_bad_request(HandlerContext& ctx, std::string& out);
     void end_request(HandlerContext& ctx) { ctx.request_states.give(state_); }
@@ -65,6 +67,7 @@ private:
     clock::time_point request_started_{};
     std::uint32_t delay_ms_ = 0;
     ConnectionHeader delay_connection_header_ = ConnectionHeader::none;
+    bool delay_head_only_ = false;
     bool awaiting_delay_ = false;
     bool close_after_write_ = false;
     bool error_close_ = false;

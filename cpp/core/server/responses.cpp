@@ -31,6 +31,11 @@ void append_number(std::string& out, std::size_t n) {
 
 }  // namespace
 
+std::string_view allow_line(std::string_view allow) {
+    if (allow.empty()) return {};
+    return allow == "POST" ? "Allow: POST\r\n" : "Allow: GET, HEAD\r\n";
+}
+
 void append_response_head(std::string& out, const ResponseHead& head, std::size_t content_length) {
     namespace http = boost::beast::http;
     out += "HTTP/1.1 ";

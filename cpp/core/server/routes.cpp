@@ -35,11 +35,16 @@ std::optional<std::uint32_t> parse_delay_ms(std::string_view text) {
     return value;
 }
 
+namespace {
+constexpr std::string_view get_allow = "GET, HEAD";
+}  // namespace
+
 RouteMatch match_route(http::verb method, std::string_view target) {
     const std::string_view path = target_path(target);
+    // HEAD is GET without the content (RFC 9110 §9.3.2): every GET route answers it too.
     auto only = [&](http::verb wanted, Route route, std::string_view allow) {
         RouteMatch m;
-        if (method == wanted) {
+        if (method == wanted || (method == http::verb::head && wanted == http::verb::get)) {
             m.route = route;
         } else {
             m.route = Route::method_not_allowed;
@@ -47,11 +52,11 @@ RouteMatch match_route(http::verb method, std::string_view target) {
         }
         return m;
     };
-    if (path == "/plaintext" || path == "/") return only(http::verb::get, Route::plaintext, "GET");
-    if (path == "/json") return only(http::verb::get, Route::json, "GET");
+    if (path == "/plaintext" || path == "/") return only(http::verb::get, Route::plaintext, get_allow);
+    if (path == "/json") return only(http::verb::get, Route::json, get_allow);
     if (path == "/echo") return only(http::verb::post, Route::echo, "POST");
     if (path == "/delay") {
-        RouteMatch m = only(http::verb::get, Route::delay, "GET");
+        RouteMatch m = only(http::verb::get, Route::delay, get_allow);
         if (m.route != Route::delay) return m;
         const auto ms = query_parameter(target_query(target), "ms");
         const auto parsed = ms ? parse_delay_ms(*ms) : std::nullopt;

@@ -12,7 +12,7 @@
 namespace loadbench::server {
 
 enum class Route : std::uint8_t {
-    plaintext,           // GET / and GET /plaintext
+    plaintext,           // GET / and GET /plaintext (and HEAD for every GET route)
     json,                // GET /json
     echo,                // POST /echo
     delay,               // GET /delay?ms=N
@@ -24,7 +24,7 @@ enum class Route : std::uint8_t {
 struct RouteMatch {
     Route route = Route::not_found;
     std::uint32_t delay_ms = 0;       // for Route::delay
-    std::string_view allowed_method;  // for Route::method_not_allowed: the Allow header value
+    std::string_view allowed_method;  // for Route::method_not_allowed: the Allow header value ("GET, HEAD" or "POST")
 };
 
 // The longest /delay the server accepts: a timer, not a way to hold connections forever.
