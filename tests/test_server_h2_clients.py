@@ -158,7 +158,7 @@ def test_curl_every_route(h2_server: ServerProcess, tls: bool, tmp_path: Path) -
     status, _, _, body = curl(base + "/nope", tls)
     assert (status, body) == (404, b"Not Found\n")
     status, _, headers, _ = curl(base + "/json", tls, "-X", "POST", "-d", "x")
-    assert status == 405 and headers["allow"] == "GET"
+    assert status == 405 and headers["allow"] == "GET, HEAD"
     status, _, headers, _ = curl(base + "/echo", tls)
     assert status == 405 and headers["allow"] == "POST"
     status, _, _, _ = curl(base + "/delay?ms=abc", tls)

@@ -83,7 +83,8 @@ private:
         if (closed_ || lingering_) return;
         if (!writing_) {
             out_.clear();
-            if (!fatal_ && !session_.send(out_, write_chunk)) fatal_ = true;
+            // Also after a fatal receive: the GOAWAY saying why goes out before the close.
+            if (!session_.send(out_, write_chunk)) fatal_ = true;
             if (!out_.empty()) write_out();
             if (closed_) return;
         }

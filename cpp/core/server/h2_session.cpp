@@ -73,8 +73,10 @@ struct Http2Session::Callbacks {
     }
 
     static int on_begin_headers(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
-        if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
         Http2Session& s = self(user_data);
+        s.header_block_bytes_ = 0;
+        if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+        s.closed_streams_.opened(frame->hd.stream_id);
         const std::uint64_t max_requests = s.ctx_.config.h2_max_requests;
         if (max_requests != 0 && s.streams_begun_ >= max_requests) {
             // Past --h2-max-requests (the GOAWAY may still be on its way): not processed, retry elsewhere.
@@ -100,6 +102,15 @@ struct Http2Session::Callbacks {
                          std::size_t name_size, const std::uint8_t* value_bytes, std::size_t value_size, std::uint8_t,
                          void* user_data) {
         if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+        // An HPACK bomb: a small block that decodes to a huge header list (one stored field
+        // referenced thousands of times), each field costing nghttp2 a validation pass. Past
+        // hpack_bomb_factor x --max-header the connection ends (any stream, refused or trailers).
+        Http2Session& s = self(user_data);
+        s.header_block_bytes_ += name_size + value_size + 32;
+        if (s.header_block_bytes_ > hpack_bomb_factor * s.ctx_.config.max_header_bytes) {
+            s.enhance_your_calm_ = true;
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        }
         Stream* st = stream(session, frame->hd.stream_id);
         if (!st || st->headers_done) return 0;            // refused stream, or trailers (ignored)
         st->header_bytes += name_size + value_size + 32;  // RFC 9113 6.5.2's accounting
@@ -173,6 +184,7 @@ struct Http2Session::Callbacks {
 
     static int on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
         WorkerCounters& counters = self(user_data).ctx_.counters;
+        if (frame->hd.type == NGHTTP2_RST_STREAM) self(user_data).closed_streams_.reset_by_us(frame->hd.stream_id);
         if (frame->hd.type == NGHTTP2_GOAWAY) {
             counters.h2_goaway();
         } else if (frame->hd.type == NGHTTP2_RST_STREAM && frame->rst_stream.error_code == NGHTTP2_REFUSED_STREAM) {
@@ -226,12 +238,44 @@ Http2Session::~Http2Session() {
     for (Stream* st : live_) delete st;
 }
 
+// Most frames go to nghttp2 in one piece with the rest of the read. The input is cut just
+// before the last byte of a frame header only when that frame must be judged against what
+// nghttp2 made of the frames before it (a DATA or HEADERS on a stream already seen: the
+// closed-stream rules), or when it breaks a flood limit. An upload costs one cut per request;
+// GET requests (HEADERS on new streams) none.
 bool Http2Session::receive(const char* data, std::size_t size) {
+    const std::string_view input(data, size);
+    std::size_t fed = 0;
+    std::size_t pos = 0;
+    while (const auto found = scanner_.next(input, pos)) {
+        pos = found->end;
+        const FrameHeader& frame = found->header;
+        const bool stream_frame = frame.type == NGHTTP2_DATA || frame.type == NGHTTP2_HEADERS;
+        const bool seen_stream = frame.stream_id > 0 && frame.stream_id <= scanned_highest_;
+        if (frame.type == NGHTTP2_HEADERS && frame.stream_id > scanned_highest_ && frame.stream_id % 2 == 1) {
+            scanned_highest_ = frame.stream_id;
+        }
+        const bool flooding = flood_guard_.admit(frame.type, frame.flags, frame.length, ctx_.now) != nullptr;
+        if (!flooding && !(stream_frame && seen_stream)) continue;
+        if (!feed(data + fed, pos - 1 - fed)) return false;
+        fed = pos - 1;
+        if (flooding) {
+            nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
+            return false;
+        }
+        if (!admit(frame)) return false;
+    }
+    return feed(data + fed, size - fed);
+}
+
+bool Http2Session::feed(const char* data, std::size_t size) {
+    if (size == 0) return true;
     const auto rv = nghttp2_session_mem_recv(session_, reinterpret_cast<const std::uint8_t*>(data), size);
     if (rv < 0) {
         // Bad preface, flood, out of memory: say why (GOAWAY) and end the connection.
-        nghttp2_session_terminate_session(
-            session_, rv == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
+        nghttp2_session_terminate_session(session_, rv == NGHTTP2_ERR_FLOODED || enhance_your_calm_
+                                                        ? NGHTTP2_ENHANCE_YOUR_CALM
+                                                        : NGHTTP2_PROTOCOL_ERROR);
         return false;
     }
     return true;
@@ -279,6 +323,40 @@ void Http2Session::shutdown() {
     goaway_submitted_ = true;
     nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(session_),
                           NGHTTP2_NO_ERROR, nullptr, 0);
+}
+
+void Http2Session::ClosedStreams::opened(std::int32_t id) {
+    if (id <= highest_) return;  // not a new id: nghttp2 has already refused it
+    if (id - highest_ >= window) {
+        opened_.reset();
+        reset_.reset();
+    } else {
+        for (std::int32_t skipped = highest_ + 2; skipped < id; skipped += 2) {
+            opened_.reset(slot(skipped));
+            reset_.reset(slot(skipped));
+        }
+    }
+    highest_ = id;
+    opened_.set(slot(id));
+    reset_.reset(slot(id));
+}
+
+void Http2Session::ClosedStreams::reset_by_us(std::int32_t id) {
+    if (id > 0 && id <= highest_ && in_window(id)) reset_.set(slot(id));
+}
+
+bool Http2Session::admit(const FrameHeader& frame) {
+    const std::int32_t id = frame.stream_id;
+    // Only DATA and HEADERS are judged here (PRIORITY, RST_STREAM and WINDOW_UPDATE may follow
+    // a close, §5.1). Stream 0, our own (even) ids, idle ids and open streams: nghttp2's rules.
+    if (frame.type != NGHTTP2_DATA && frame.type != NGHTTP2_HEADERS) return true;
+    if (id <= 0 || id % 2 == 0 || id > closed_streams_.highest()) return true;
+    if (nghttp2_session_find_stream(session_, id) != nullptr) return true;
+    // We reset it: the client may have sent this before our RST_STREAM reached it (§5.1 closed).
+    if (closed_streams_.was_reset_by_us(id)) return true;
+    const bool unopened = frame.type == NGHTTP2_HEADERS && !closed_streams_.was_opened(id);
+    nghttp2_session_terminate_session(session_, unopened ? NGHTTP2_PROTOCOL_ERROR : NGHTTP2_STREAM_CLOSED);
+    return false;
 }
 
 Http2Session::Stream* Http2Session::begin_stream(std::int32_t id) {
@@ -365,10 +443,11 @@ void Http2Session::respond(Stream& st, const Answer& answer) {
     nv[n++] = header("content-length", {st.length, st.length_size});
     if (!answer.allow.empty()) nv[n++] = header("allow", answer.allow);
 
+    // A HEAD gets the GET's header block, content-length included, and no DATA (RFC 9110 §9.3.2).
     nghttp2_data_provider provider;
     provider.source.ptr = &st;
     provider.read_callback = &Callbacks::read_body;
-    nghttp2_submit_response(session_, st.id, nv.data(), n, &provider);
+    nghttp2_submit_response(session_, st.id, nv.data(), n, st.method == http::verb::head ? nullptr : &provider);
     ctx_.counters.request(answer.kind);
     ctx_.counters.h2_request();
 }
