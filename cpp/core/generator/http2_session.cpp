@@ -69,6 +69,7 @@ Http2Session::Http2Session(const std::vector<H2Request>& requests, int streams, 
     nghttp2_session_callbacks_new(&callbacks_);
     nghttp2_session_callbacks_set_on_header_callback(callbacks_, &Http2Session::on_header);
     nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks_, &Http2Session::on_frame_recv);
+    nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks_, &Http2Session::on_begin_frame);
     nghttp2_session_callbacks_set_on_frame_send_callback(callbacks_, &Http2Session::on_frame_send);
     nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks_, &Http2Session::on_frame_not_send);
     nghttp2_session_callbacks_set_on_stream_close_callback(callbacks_, &Http2Session::on_stream_close);
@@ -102,6 +103,8 @@ void Http2Session::reset() noexcept {
     failed_ = false;
     eof_ = false;
     settings_received_ = false;
+    continuations_ = 0;
+    flooded_ = false;
     out_.clear();
     out_pos_ = 0;
     out_base_ = 0;
@@ -218,7 +221,8 @@ InputResult Http2Session::input(const char* data, size_t n, int64_t now) noexcep
     now_ = now;
     const ssize_t rv = nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(data), n);
     if (rv < 0) {
-        error_ = std::string("HTTP/2: ") + nghttp2_strerror(static_cast<int>(rv));
+        // A limit of ours (on_begin_frame) said why already; else nghttp2's reason.
+        if (!flooded_) error_ = std::string("HTTP/2: ") + nghttp2_strerror(static_cast<int>(rv));
         failed_ = true;
         return InputResult::Error;
     }
@@ -372,6 +376,17 @@ int Http2Session::on_frame_not_send(nghttp2_session*, const nghttp2_frame* frame
     self->release(*s);
     self->events_.on_refused(r, self->now_);
     return 0;
+}
+
+int Http2Session::on_begin_frame(nghttp2_session* session, const nghttp2_frame_hd* hd, void* user) {
+    auto* self = static_cast<Http2Session*>(user);
+    if (hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_PUSH_PROMISE) self->continuations_ = 0;
+    if (hd->type != NGHTTP2_CONTINUATION || ++self->continuations_ <= kMaxContinuations) return 0;
+    self->flooded_ = true;
+    self->error_ = "HTTP/2: the server sent more than " + std::to_string(kMaxContinuations) +
+                   " CONTINUATION frames in one header block (a CONTINUATION flood)";
+    nghttp2_session_terminate_session(session, NGHTTP2_ENHANCE_YOUR_CALM);
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
 }
 
 int Http2Session::on_stream_close(nghttp2_session*, int32_t stream_id, uint32_t error_code, void* user) {

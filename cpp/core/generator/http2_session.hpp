@@ -7,6 +7,8 @@
 //  - Header name/value arrays are built once per template (NO_COPY: they point into the plan).
 //  - GOAWAY: no new streams; streams <= last_stream_id finish, the refused ones go back to the
 //    owner (SessionEvents::on_refused) to be sent again on another connection.
+//  - A header block in more than 8 CONTINUATION frames (a CONTINUATION flood, as nghttp2 1.61
+//    limits it) ends the connection with its own error; nghttp2 1.52 would read it forever.
 //  - RST_STREAM: counted per error code; the stream's request is an error unless it was refused
 //    before any response byte (REFUSED_STREAM), which is re-sent.
 #include <nghttp2/nghttp2.h>
@@ -71,6 +73,8 @@ private:
     static int on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
                          const uint8_t* value, size_t valuelen, uint8_t flags, void* user);
     static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user);
+    // Every frame header from the server: ends a CONTINUATION flood (nghttp2 1.52 has no limit).
+    static int on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* user);
     static int on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user);
     static int on_frame_not_send(nghttp2_session*, const nghttp2_frame* frame, int lib_error, void* user);
     static int on_stream_close(nghttp2_session*, int32_t stream_id, uint32_t error_code, void* user);
@@ -102,6 +106,9 @@ private:
     static constexpr uint64_t kPendingEnd = UINT64_MAX;
     bool eof_ = false;
     bool settings_received_ = false;
+    uint32_t continuations_ = 0;  // CONTINUATION frames in the header block being received
+    bool flooded_ = false;        // on_begin_frame ended the session (error_ says why)
+    static constexpr uint32_t kMaxContinuations = 8;
     nghttp2_option* option_ = nullptr;
     int64_t now_ = 0;
     std::string error_;
