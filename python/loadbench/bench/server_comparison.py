@@ -97,6 +97,11 @@ def parse_args(argv: Optional[list[str]] = None, repo: Optional[Path] = None) ->
     p.add_argument("--path", default="/plaintext")
     p.add_argument("--beast-bin", help="loadbench-server binary (default: the installed package's)")
     p.add_argument(
+        "--before-bin",
+        help="also measure this loadbench-server binary (an older build), as the keep-alive row "
+        "'loadbench-server (before)', side by side with the others in the same run",
+    )
+    p.add_argument(
         "--out",
         default=None,
         help="output stem: STEM.md and STEM.jsonl (default reports/server-baseline, h2: reports/server-h2)",
@@ -122,6 +127,7 @@ def parse_args(argv: Optional[list[str]] = None, repo: Optional[Path] = None) ->
 
 # The report's servers: label -> the registry peer (bench/peers/peers.toml) it is.
 PEERS = {"loadbench-server": "beast", "nginx": "nginx", "node:http": "node"}
+BEFORE = "loadbench-server (before)"  # --before-bin: the same peer, another binary
 SETUP_PEERS = ("loadbench-server", "nginx")  # the connection-setup part: over http and https
 
 
@@ -131,7 +137,10 @@ def peer_choices(args: argparse.Namespace) -> list[PeerChoice]:
         raise SystemExit(
             f"server_vs_peers: unknown server(s) {', '.join(unknown)} (known: {', '.join(PEERS)})"
         )
-    return [PeerChoice(name, PEERS[name], "http") for name in args.servers]
+    choices = [PeerChoice(name, PEERS[name], "http") for name in args.servers]
+    if args.before_bin:
+        choices.insert(1, PeerChoice(BEFORE, PEERS["loadbench-server"], "http"))
+    return choices
 
 
 def setup_choices(args: argparse.Namespace, https: bool) -> list[PeerChoice]:
@@ -143,8 +152,13 @@ def setup_choices(args: argparse.Namespace, https: bool) -> list[PeerChoice]:
 
 
 def start(choices: list[PeerChoice], args: argparse.Namespace, env: dict) -> list[LaunchedPeer]:
-    """Each server pinned to --server-cpu, one worker, through the registry (n/a in env when not)."""
-    return start_peers(choices, [args.server_cpu], env, args.peers_dir, binary=args.beast_bin)
+    """Each server pinned to --server-cpu, one worker, through the registry (n/a in env when not);
+    the --before-bin row runs that binary."""
+    running = []
+    for choice in choices:
+        binary = args.before_bin if choice.label == BEFORE else args.beast_bin
+        running += start_peers([choice], [args.server_cpu], env, args.peers_dir, binary=binary)
+    return running
 
 
 def measure(
@@ -509,6 +523,13 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
                 + versus("loadbench-server", beast.median, "nginx", nginx.median)
                 + f" (req/s: {fmt_number(beast_rps.median)} vs {fmt_number(nginx_rps.median)})"
             )
+        for c in concs:  # --before-bin: this build against the older one, in the same run
+            beast = cell(records, "loadbench-server", c, "server_cpu_us_per_req")
+            before = cell(records, BEFORE, c, "server_cpu_us_per_req")
+            if beast and before:
+                lines.append(
+                    f"- c = {c}: " + versus("loadbench-server", beast.median, BEFORE, before.median)
+                )
         return lines
 
     problems = [r for r in records if r["errors"] or r["non_2xx"]]
@@ -521,6 +542,13 @@ def report(records: list[dict], env: dict, args: argparse.Namespace, command: st
         "single process (bench/peers/node). On a connection it closes after the response, "
         "loadbench-server sends the response's tail and its FIN in one segment (MSG_MORE before the "
         "close); nginx sends them apart - the setup part's segment column counts it",
+        **(
+            {
+                BEFORE: f"the same peer entry launched from an older build's binary (`--before-bin {args.before_bin}`)"
+            }
+            if getattr(args, "before_bin", None)
+            else {}
+        ),
         "Concurrencies": ", ".join(str(c) for c in concs),
         "Repeats": f"median of {args.repeats} x {args.duration} s per cell; repeats outermost, servers "
         "innermost (interleaved), all servers running throughout; "
