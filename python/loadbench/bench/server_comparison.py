@@ -144,11 +144,16 @@ def peer_choices(args: argparse.Namespace) -> list[PeerChoice]:
 
 
 def setup_choices(args: argparse.Namespace, https: bool) -> list[PeerChoice]:
-    return [
+    choices = [
         PeerChoice(name, PEERS[name], "https" if https else "http")
         for name in args.servers
         if name in SETUP_PEERS
     ]
+    if args.before_bin:
+        choices.insert(
+            1, PeerChoice(BEFORE, PEERS["loadbench-server"], "https" if https else "http")
+        )
+    return choices
 
 
 def start(choices: list[PeerChoice], args: argparse.Namespace, env: dict) -> list[LaunchedPeer]:
