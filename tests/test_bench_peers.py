@@ -74,6 +74,31 @@ def _keepalive_count(peer: LaunchedPeer, n: int) -> int:
     return served
 
 
+def test_a_contended_repeat_is_measured_again_and_the_superseded_one_kept_apart() -> None:
+    """Bursts of steal or of another process: the bench re-measures a contended repeat (as the
+    sweep does a cell), writes every attempt to the raw data, and its tables read the last."""
+    from types import SimpleNamespace
+
+    shares = iter([0.4, 0.3, 0.01, 0.5, 0.5, 0.5])
+    measure = lambda: {"status": "ok", "outside_share": next(shares)}  # noqa: E731
+    written: list[dict] = []
+    sink = SimpleNamespace(write=written.append)
+    records: list[dict] = []
+    g = gate.make_gate(SimpleNamespace(no_wait=True, wait_timeout=1.0))
+    first = gate.measure_uncontended(g, 2, measure, sink, records)
+    assert first["outside_share"] == 0.01 and first["attempt"] == 3
+    # retries exhausted: the last attempt is kept, contended, and says so in the gate note
+    last = gate.measure_uncontended(g, 2, measure, sink, records)
+    assert last["outside_share"] == 0.5 and last["attempt"] == 3 and not last.get("superseded")
+    assert written == records and len(records) == 6
+    assert [r["outside_share"] for r in gate.kept(records)] == [0.01, 0.5]
+    note = gate.gate_note({"skipped": True, "load1_at_start": 0.0}, records)
+    assert (
+        "1 repeat(s) contended" in note
+        and "after 4 contended attempt(s) were measured again" in note
+    )
+
+
 @pytest.mark.skipif(
     shutil.which("node") is None, reason="node is not installed (bench/install-peers.sh)"
 )

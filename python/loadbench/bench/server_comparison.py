@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Optional
 
@@ -41,7 +42,16 @@ from ..report.markdown import best_table, fmt_number
 from . import server_comparison_h2
 from .checkout import peers_dir, reports_dir
 from .environment_block import environment, machine_note
-from .gate import add_gate_args, foreign_cores, gate_note, make_gate, outside_share, wait_quiet
+from .gate import (
+    add_gate_args,
+    foreign_cores,
+    gate_note,
+    kept,
+    make_gate,
+    measure_uncontended,
+    outside_share,
+    wait_quiet,
+)
 from .generators import Wrk
 from .jsonl import JsonlWriter, read_jsonl
 from .peers import LaunchedPeer, PeerChoice, start_peers, stop_all
@@ -233,13 +243,21 @@ def run_setup(
         try:
             for repeat in range(1, args.repeats + 1):
                 for peer in peers:
-                    waited = wait_quiet(gate)
-                    record = measure(
-                        peer, wrk, args, args.setup_concurrency, repeat, keepalive=False
+                    record = measure_uncontended(
+                        gate,
+                        args.contended_retries,
+                        partial(
+                            measure,
+                            peer,
+                            wrk,
+                            args,
+                            args.setup_concurrency,
+                            repeat,
+                            keepalive=False,
+                        ),
+                        jsonl,
+                        records,
                     )
-                    record["gate"], record["load1_at_start"] = waited, waited["load1_at_start"]
-                    jsonl.write(record)
-                    records.append(record)
                     print(
                         f"  setup repeat {repeat} {record['scheme']:<5} {peer.name:<17} "
                         f"{record['conn_per_s']:>8,.0f} conn/s  server {record['server_cpu_us_per_conn'] or 0:7.1f} "
@@ -371,11 +389,13 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict]:
         for repeat in range(1, args.repeats + 1):
             for c in args.concurrencies:
                 for peer in peers:
-                    waited = wait_quiet(gate)
-                    record = measure(peer, wrk, args, c, repeat)
-                    record["gate"], record["load1_at_start"] = waited, waited["load1_at_start"]
-                    jsonl.write(record)
-                    records.append(record)
+                    record = measure_uncontended(
+                        gate,
+                        args.contended_retries,
+                        partial(measure, peer, wrk, args, c, repeat),
+                        jsonl,
+                        records,
+                    )
                     print(
                         f"  repeat {repeat} c={c:<4} {peer.name:<17} {record['rps']:>10,.0f} req/s "
                         f"{record['server_cpu_us_per_req']:>7.2f} us/req  server busy {record['server_busy']:.2f}"
@@ -456,8 +476,9 @@ def setup_lines(records: list[dict], servers: list[str]) -> list[str]:
 
 
 def report(records: list[dict], env: dict, args: argparse.Namespace, command: str) -> str:
-    counted, records = records, [r for r in records if r.get("part") != "server_syscalls"]
-    servers, concs = args.servers, args.concurrencies
+    counted, records = records, kept(r for r in records if r.get("part") != "server_syscalls")
+    # The measured servers in run order (--before-bin adds its row).
+    servers, concs = list(dict.fromkeys(r["server"] for r in records)), args.concurrencies
     header = ["Server"] + [f"c = {c}" for c in concs]
 
     def table(key: str, lowest: bool, digits: int, scale: float = 1.0) -> str:
