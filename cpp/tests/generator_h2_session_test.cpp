@@ -1,6 +1,8 @@
 // The generator's Http2Session on raw server frames: the Session contract the load logic relies
 // on (slots, send and response times, refusals after GOAWAY, stream errors, per-stream
 // timeouts) and the request templates as HTTP/2 header fields.
+#include "h2_test_frames.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -12,16 +14,7 @@ using namespace loadbench::generator;
 
 namespace {
 
-std::string frame(uint8_t type, uint8_t flags, uint32_t stream, const std::string& payload = "") {
-    std::string f;
-    f += static_cast<char>((payload.size() >> 16) & 0xff);
-    f += static_cast<char>((payload.size() >> 8) & 0xff);
-    f += static_cast<char>(payload.size() & 0xff);
-    f += static_cast<char>(type);
-    f += static_cast<char>(flags);
-    for (int shift = 24; shift >= 0; shift -= 8) f += static_cast<char>((stream >> shift) & 0xff);
-    return f + payload;
-}
+using loadbench::testing::h2_frame;
 
 std::string u32(uint32_t v) {
     std::string s;
@@ -29,9 +22,9 @@ std::string u32(uint32_t v) {
     return s;
 }
 
-std::string settings_max_streams(uint32_t n) { return frame(4, 0, 0, std::string("\x00\x03", 2) + u32(n)); }
-const std::string kSettingsAck = frame(4, 1, 0);
-std::string ok_end(uint32_t stream) { return frame(1, 5, stream, "\x88"); }  // :status 200, END_STREAM
+std::string settings_max_streams(uint32_t n) { return h2_frame(4, 0, 0, std::string("\x00\x03", 2) + u32(n)); }
+const std::string kSettingsAck = h2_frame(4, 1, 0);
+std::string ok_end(uint32_t stream) { return h2_frame(1, 5, stream, "\x88"); }  // :status 200, END_STREAM
 
 struct Events final : SessionEvents {
     std::vector<int64_t> sent;
@@ -115,7 +108,7 @@ TEST(Http2Session, GoawayRefusesStreamsAboveLastStreamIdAndLetsTheOthersFinish) 
     ASSERT_EQ(s.input(settings.data(), settings.size(), 1), InputResult::Ok);
     for (int i = 1; i <= 3; ++i) s.submit(request(i));
     drain(s, 2);
-    const std::string goaway = frame(7, 0, 0, u32(3) + u32(0));  // last_stream_id 3: stream 5 refused
+    const std::string goaway = h2_frame(7, 0, 0, u32(3) + u32(0));  // last_stream_id 3: stream 5 refused
     ASSERT_EQ(s.input(goaway.data(), goaway.size(), 3), InputResult::Ok);
     EXPECT_EQ(ev.goaways, 1);
     EXPECT_EQ(ev.refused, std::vector<int64_t>({3}));
@@ -137,7 +130,7 @@ TEST(Http2Session, RstStreamFailsOnlyThatStreamAndRefusedStreamIsResent) {
     ASSERT_EQ(s.input(settings.data(), settings.size(), 1), InputResult::Ok);
     for (int i = 1; i <= 3; ++i) s.submit(request(i));
     drain(s, 2);
-    const std::string resets = frame(3, 0, 1, u32(2)) + frame(3, 0, 3, u32(7));  // INTERNAL_ERROR, REFUSED_STREAM
+    const std::string resets = h2_frame(3, 0, 1, u32(2)) + h2_frame(3, 0, 3, u32(7));  // INTERNAL_ERROR, REFUSED_STREAM
     ASSERT_EQ(s.input(resets.data(), resets.size(), 3), InputResult::Ok);
     EXPECT_EQ(ev.resets, std::vector<uint32_t>({2, 7}));
     ASSERT_EQ(ev.stream_errors.size(), 1u);
@@ -164,7 +157,7 @@ TEST(Http2Session, ExpiredStreamsAreTakenAloneAndCancelled) {
     EXPECT_EQ(s.in_flight(), 1);
     EXPECT_EQ(s.oldest_assigned_ns(), 20);
     const std::string cancel = drain(s, 40);
-    EXPECT_NE(cancel.find(frame(3, 0, 1, u32(8))), std::string::npos);  // RST_STREAM(CANCEL) for stream 1
+    EXPECT_NE(cancel.find(h2_frame(3, 0, 1, u32(8))), std::string::npos);  // RST_STREAM(CANCEL) for stream 1
     // A late answer for the cancelled stream is ignored; the other completes.
     const std::string answers = ok_end(1) + ok_end(3);
     ASSERT_EQ(s.input(answers.data(), answers.size(), 50), InputResult::Ok);

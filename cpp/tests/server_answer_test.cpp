@@ -5,6 +5,8 @@
 #include "core/server/handler_context.hpp"
 #include "core/server/request_processor.hpp"
 
+#include "h2_test_frames.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -87,16 +89,7 @@ TEST(ServerAnswer, RefusedRequestEndsTheConnectionAndNothingAfterItIsParsed) {
 }
 
 namespace {
-std::string frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream, const std::string& payload) {
-    std::string f;
-    f += static_cast<char>(payload.size() >> 16);
-    f += static_cast<char>(payload.size() >> 8);
-    f += static_cast<char>(payload.size());
-    f += static_cast<char>(type);
-    f += static_cast<char>(flags);
-    for (int i = 3; i >= 0; --i) f += static_cast<char>(stream >> (8 * i));
-    return f + payload;
-}
+using loadbench::testing::h2_frame;
 // GET / with :authority (static table entries, :authority as a literal).
 const std::string get_root = std::string("\x82\x84\x86\x01\x09", 5) + "127.0.0.1";
 }  // namespace
@@ -114,8 +107,8 @@ TEST(ServerAnswer, Http2SessionAnswersAndAdvertisesItsLimits) {
     EXPECT_EQ(out.substr(9, 6), std::string("\x00\x03\x00\x00\x00\x02", 6));
 
     std::string in(http2_preface);
-    in += frame(0x4, 0, 0, "");
-    for (std::uint32_t id : {1u, 3u, 5u}) in += frame(0x1, 0x5, id, get_root);  // the third is one too many
+    in += h2_frame(0x4, 0, 0, "");
+    for (std::uint32_t id : {1u, 3u, 5u}) in += h2_frame(0x1, 0x5, id, get_root);  // the third is one too many
     ASSERT_TRUE(session.receive(in.data(), in.size()));
     out.clear();
     ASSERT_TRUE(session.send(out, 1 << 16));

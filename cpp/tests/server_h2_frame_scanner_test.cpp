@@ -1,5 +1,7 @@
 #include "core/server/h2_frame_scanner.hpp"
 
+#include "h2_test_frames.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -8,16 +10,7 @@
 using namespace loadbench::server;
 
 namespace {
-std::string frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream, const std::string& payload) {
-    std::string f;
-    f += static_cast<char>(payload.size() >> 16);
-    f += static_cast<char>(payload.size() >> 8);
-    f += static_cast<char>(payload.size());
-    f += static_cast<char>(type);
-    f += static_cast<char>(flags);
-    for (int i = 3; i >= 0; --i) f += static_cast<char>(stream >> (8 * i));
-    return f + payload;
-}
+using loadbench::testing::h2_frame;
 
 // Every header the scanner finds when `input` arrives in pieces of `piece` bytes.
 std::vector<FrameHeader> scan(const std::string& input, std::size_t piece) {
@@ -36,8 +29,8 @@ std::vector<FrameHeader> scan(const std::string& input, std::size_t piece) {
 }  // namespace
 
 TEST(Http2FrameScanner, FindsEveryHeaderAfterThePrefaceWhateverTheReadSizes) {
-    const std::string input = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, "") + frame(1, 5, 1, "abc") +
-                              frame(0, 1, 1, std::string(20000, 'x')) + frame(3, 0, 0x7fffffff, "1234");
+    const std::string input = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + h2_frame(4, 0, 0, "") + h2_frame(1, 5, 1, "abc") +
+                              h2_frame(0, 1, 1, std::string(20000, 'x')) + h2_frame(3, 0, 0x7fffffff, "1234");
     for (std::size_t piece : {1u, 2u, 7u, 9u, 24u, 100u, 16384u, 100000u}) {
         const auto found = scan(input, piece);
         ASSERT_EQ(found.size(), 4u) << piece;
@@ -51,7 +44,7 @@ TEST(Http2FrameScanner, FindsEveryHeaderAfterThePrefaceWhateverTheReadSizes) {
 }
 
 TEST(Http2FrameScanner, ReportsWhereEachHeaderEnds) {
-    const std::string input = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(6, 0, 0, "12345678");
+    const std::string input = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + h2_frame(6, 0, 0, "12345678");
     Http2FrameScanner scanner;
     const auto f = scanner.next(input, 0);
     ASSERT_TRUE(f);
