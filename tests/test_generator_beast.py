@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Callable
 
@@ -11,6 +10,7 @@ import pytest
 
 import loadbench
 from loadbench import ServerProcess
+from loadbench.core.certificates import self_signed
 
 
 def test_request_count_equals_the_servers_own_counter(beast_server: ServerProcess):
@@ -57,31 +57,11 @@ def test_https_handshake_per_request(server_factory: Callable[..., ServerProcess
     shutil.which("openssl") is None, reason="needs the openssl command to make a certificate"
 )
 def test_certificate_verification(server_factory: Callable[..., ServerProcess], tmp_path: Path):
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-            "-days",
-            "1",
-            "-subj",
-            "/CN=127.0.0.1",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=30,
+    cert, key = self_signed(
+        tmp_path / "cert.pem",
+        tmp_path / "key.pem",
+        "/CN=127.0.0.1",
+        ["subjectAltName=IP:127.0.0.1"],
     )
     server = server_factory(tls=True, http=False, cert=str(cert), key=str(key))
     url = server.url("/plaintext", https=True)
@@ -131,58 +111,18 @@ def test_full_handshakes_with_rsa_ec_and_ed25519_certificates_verified_or_not(
     type still decodes, verifies against its CA file, and a wrong CA is still refused."""
     if shutil.which("openssl") is None:
         pytest.skip("needs the openssl CLI")
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            *key_type,
-            "-nodes",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-            "-days",
-            "1",
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
+    cert, key = self_signed(
+        tmp_path / "cert.pem",
+        tmp_path / "key.pem",
+        extensions=["subjectAltName=IP:127.0.0.1"],
+        newkey=key_type,
     )
     server = server_factory(tls=True, http=False, cert=str(cert), key=str(key))
     url = server.url("/", https=True)
     for cacert in (None, str(cert)):
         r = loadbench.run(url, connections=2, requests=10, keepalive=False, cacert=cacert)
         assert r.responses == 10 and r.error_count == 0 and r.tls_handshakes == 10, r.first_error
-    other = tmp_path / "other.pem"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            str(tmp_path / "other.key"),
-            "-out",
-            str(other),
-            "-days",
-            "1",
-            "-subj",
-            "/CN=other",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
+    other, _ = self_signed(tmp_path / "other.pem", tmp_path / "other.key", "/CN=other")
     refused = loadbench.run(url, connections=1, requests=2, keepalive=False, cacert=str(other))
     assert refused.responses == 0 and refused.errors["connect"] == 2
     assert "certificate" in refused.first_error

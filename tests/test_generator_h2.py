@@ -25,6 +25,7 @@ import pytest
 
 import loadbench
 from loadbench import ConfigError
+from loadbench.core.certificates import self_signed
 
 
 def need(tool: str, package: str) -> str:
@@ -65,31 +66,8 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-def self_signed(folder: Path) -> tuple[Path, Path]:
-    key, cert = folder / "key.pem", folder / "cert.pem"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=localhost",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+def key_and_cert(folder: Path) -> tuple[Path, Path]:
+    cert, key = self_signed(folder / "cert.pem", folder / "key.pem", days=2)
     return key, cert
 
 
@@ -308,7 +286,7 @@ def test_nghttpd_h2c_exact_and_max_concurrent_streams_below_streams(nghttpd_h2c)
 def test_nghttpd_tls_h2(tmp_path: Path) -> None:
     binary = need("nghttpd", "nghttp2-server")
     (tmp_path / "index.html").write_bytes(b"hello\n")
-    key, cert = self_signed(tmp_path)
+    key, cert = key_and_cert(tmp_path)
     port = free_port()
     proc = subprocess.Popen(
         [binary, "-d", str(tmp_path), str(port), str(key), str(cert)],
@@ -358,7 +336,7 @@ def nginx_h2(tmp_path: Path, request) -> Iterator[tuple[int, Path]]:
     binary = need("nginx", "nginx-light")
     run_dir = Path(tempfile.mkdtemp(prefix="lb-nginx-h2-"))
     os.chmod(run_dir, 0o755)
-    self_signed(run_dir)
+    key_and_cert(run_dir)
     os.chmod(run_dir / "key.pem", 0o644)
     port = free_port()
     keepalive_requests = getattr(request, "param", 100000)

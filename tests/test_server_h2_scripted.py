@@ -11,6 +11,7 @@ import struct
 import time
 
 import pytest
+from conformance import frame
 from h2_client import H2Client
 
 from loadbench import ServerProcess
@@ -18,15 +19,6 @@ from loadbench import ServerProcess
 REFUSED_STREAM = 0x7
 PROTOCOL_ERROR = 0x1
 NO_ERROR = 0x0
-
-
-def frame(type_: int, flags: int, stream: int, payload: bytes) -> bytes:
-    return (
-        struct.pack(">I", len(payload))[1:]
-        + bytes([type_, flags])
-        + struct.pack(">I", stream)
-        + payload
-    )
 
 
 def test_streams_beyond_the_limit_are_refused_before_and_after_settings_ack(server_factory) -> None:

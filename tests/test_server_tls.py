@@ -10,6 +10,8 @@ import subprocess
 import pytest
 from server_helpers import read_response
 
+from loadbench.core.certificates import self_signed
+
 
 def _client_context(maximum: ssl.TLSVersion | None = None) -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -132,26 +134,11 @@ def test_https_only(server_factory):
 
 
 def test_cert_and_key_files(server_factory, tmp_path):
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-            "-days",
-            "1",
-            "-subj",
-            "/CN=files.example",
-        ],
-        check=True,
-        capture_output=True,
+    cert, key = self_signed(
+        tmp_path / "cert.pem",
+        tmp_path / "key.pem",
+        "/CN=files.example",
+        newkey=("-newkey", "rsa:2048"),
     )
     server = server_factory(tls=True, http=False, cert=str(cert), key=str(key))
     with _handshake(server.https_port, _client_context()) as sock:

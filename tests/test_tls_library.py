@@ -15,6 +15,7 @@ import pytest
 import loadbench
 from loadbench import ConfigError, ServerProcess
 from loadbench.core import _core
+from loadbench.core.certificates import private_key, self_signed
 
 OPTIONAL = {
     "wolfssl": "built without wolfSSL (apt-get install libwolfssl-dev)",
@@ -35,31 +36,10 @@ def make_cert(
 ) -> tuple[Path, Path]:
     """A self-signed server certificate that is its own trust anchor. CA:FALSE: rustls (webpki)
     refuses a CA certificate as the server's own, where OpenSSL and wolfSSL accept it."""
-    cert, key = tmp_path / f"{name}.pem", tmp_path / f"{name}.key"
-    argv = [
-        "openssl",
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-        "-keyout",
-        str(key),
-        "-out",
-        str(cert),
-        "-days",
-        "1",
-        "-subj",
-        subject,
-        "-addext",
-        f"basicConstraints=critical,CA:{'TRUE' if ca else 'FALSE'}",
-    ]
+    extensions = [f"basicConstraints=critical,CA:{'TRUE' if ca else 'FALSE'}"]
     if san:
-        argv += ["-addext", f"subjectAltName={san}"]
-    subprocess.run(argv, check=True, capture_output=True, timeout=60)
-    return cert, key
+        extensions.append(f"subjectAltName={san}")
+    return self_signed(tmp_path / f"{name}.pem", tmp_path / f"{name}.key", subject, extensions)
 
 
 def test_the_build_lists_openssl_first():
@@ -187,22 +167,7 @@ def test_a_server_that_signs_with_another_key_than_its_certificates_is_refused(t
     signature's, not the test server's)."""
     pytest.importorskip("tlslite")
     cert, right_key = make_cert(tmp_path, "server", "/CN=localhost")
-    other_key = tmp_path / "other.key"
-    subprocess.run(
-        [
-            "openssl",
-            "genpkey",
-            "-algorithm",
-            "EC",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-out",
-            str(other_key),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
+    other_key = private_key(tmp_path / "other.key")
     for key, refused in ((right_key, False), (other_key, True)):
         proc = subprocess.Popen(
             [

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import loadbench
+from loadbench.core.certificates import self_signed
 
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 OPENSSL = shutil.which("openssl")
@@ -39,30 +40,7 @@ class Nginx:
     def __init__(self, root: Path, protocol: str) -> None:
         self.root = root
         self.port = free_port()
-        cert, key = root / "cert.pem", root / "key.pem"
-        subprocess.run(
-            [
-                OPENSSL,
-                "req",
-                "-x509",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:P-256",
-                "-nodes",
-                "-keyout",
-                str(key),
-                "-out",
-                str(cert),
-                "-days",
-                "1",
-                "-subj",
-                "/CN=localhost",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=30,
-        )
+        cert, key = self_signed(root / "cert.pem", root / "key.pem")
         for sub in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
             (root / sub).mkdir(exist_ok=True)
         conf = root / "nginx.conf"

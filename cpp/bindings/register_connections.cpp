@@ -1,5 +1,5 @@
-// Thin binding of the connection holder (C10k memory per connection): convert, release the
-// GIL, call.
+// Thin binding of the connection holder (C10k memory per connection): its config in, its
+// result structs out as they are, the GIL released around every call.
 #include <pybind11/stl.h>
 
 #include "bindings/registry.hpp"
@@ -12,6 +12,17 @@ namespace loadbench::bindings {
 void register_connections(py::module_& m) {
     using generator::ConnectionHolder;
     using generator::HoldConfig;
+    // The results are bound as they are (read-only fields), not copied into dicts.
+    py::class_<generator::OpenResult>(m, "OpenResult")
+        .def_readonly("connected", &generator::OpenResult::connected)
+        .def_readonly("failed", &generator::OpenResult::failed)
+        .def_readonly("timed_out", &generator::OpenResult::timed_out)
+        .def_readonly("first_error", &generator::OpenResult::first_error);
+    py::class_<generator::RequestResult>(m, "RequestResult")
+        .def_readonly("ok", &generator::RequestResult::ok)
+        .def_readonly("non_2xx", &generator::RequestResult::non_2xx)
+        .def_readonly("failed", &generator::RequestResult::failed)
+        .def_readonly("first_error", &generator::RequestResult::first_error);
     py::class_<ConnectionHolder>(m, "ConnectionHolder", "Many idle keep-alive connections at minimal cost each")
         .def(py::init([](const std::string& address, int port, int connections, const std::string& request,
                          bool head_request, int connects_in_flight) {
@@ -26,39 +37,10 @@ void register_connections(py::module_& m) {
              }),
              py::arg("address"), py::arg("port"), py::arg("connections"), py::arg("request"),
              py::arg("head_request") = false, py::arg("connects_in_flight") = 256)
-        .def(
-            "open",
-            [](ConnectionHolder& self, double timeout_s) {
-                generator::OpenResult r;
-                {
-                    py::gil_scoped_release release;
-                    r = self.open(timeout_s);
-                }
-                py::dict d;
-                d["connected"] = r.connected;
-                d["failed"] = r.failed;
-                d["timed_out"] = r.timed_out;
-                d["first_error"] = r.first_error;
-                return d;
-            },
-            py::arg("timeout_s"))
+        .def("open", &ConnectionHolder::open, py::arg("timeout_s"), py::call_guard<py::gil_scoped_release>())
         .def("held", &ConnectionHolder::held, py::call_guard<py::gil_scoped_release>())
-        .def(
-            "request_all",
-            [](ConnectionHolder& self, double timeout_s) {
-                generator::RequestResult r;
-                {
-                    py::gil_scoped_release release;
-                    r = self.request_all(timeout_s);
-                }
-                py::dict d;
-                d["ok"] = r.ok;
-                d["non_2xx"] = r.non_2xx;
-                d["failed"] = r.failed;
-                d["first_error"] = r.first_error;
-                return d;
-            },
-            py::arg("timeout_s"))
+        .def("request_all", &ConnectionHolder::request_all, py::arg("timeout_s"),
+             py::call_guard<py::gil_scoped_release>())
         .def("close", &ConnectionHolder::close_all, py::call_guard<py::gil_scoped_release>())
         .def_property_readonly_static("bytes_per_slot", [](py::object) { return ConnectionHolder::bytes_per_slot(); });
 }

@@ -24,7 +24,7 @@ TEST(Responses, CachedPlaintextBytes) {
 
 TEST(Responses, ErrorWithExtraHeader) {
     std::string out;
-    append_response(out, {405, date, "text/plain", ConnectionHeader::none, "Allow: GET\r\n"}, "no\n");
+    append_response(out, {405, date, "text/plain", ConnectionHeader::none, "GET"}, "no\n");
     EXPECT_EQ(out,
               "HTTP/1.1 405 Method Not Allowed\r\nServer: loadbench\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
               "Content-Type: text/plain\r\nContent-Length: 3\r\nAllow: GET\r\n\r\nno\n");

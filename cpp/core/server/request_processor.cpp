@@ -99,7 +99,7 @@ void RequestProcessor::encode(HandlerContext& ctx, const Answer& answer, Connect
             break;
         }
         default: {
-            const ResponseHead head{answer.status, ctx.date_value(), answer.content_type, ch, allow_line(answer.allow)};
+            const ResponseHead head{answer.status, ctx.date_value(), answer.content_type, ch, answer.allow};
             if (head_only) {
                 append_response_head(out, head, answer.body.size());
             } else {

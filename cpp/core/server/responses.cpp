@@ -31,11 +31,6 @@ void append_number(std::string& out, std::size_t n) {
 
 }  // namespace
 
-std::string_view allow_line(std::string_view allow) {
-    if (allow.empty()) return {};
-    return allow == "POST" ? "Allow: POST\r\n" : "Allow: GET, HEAD\r\n";
-}
-
 void append_response_head(std::string& out, const ResponseHead& head, std::size_t content_length) {
     namespace http = boost::beast::http;
     out += "HTTP/1.1 ";
@@ -56,7 +51,11 @@ void append_response_head(std::string& out, const ResponseHead& head, std::size_
     append_number(out, content_length);
     out += "\r\n";
     out += connection_line(head.connection);
-    out += head.extra_headers;
+    if (!head.allow.empty()) {
+        out += "Allow: ";
+        out += head.allow;
+        out += "\r\n";
+    }
     out += "\r\n";
 }
 

@@ -22,11 +22,8 @@ struct ResponseHead {
     std::string_view date;
     std::string_view content_type;
     ConnectionHeader connection = ConnectionHeader::none;
-    std::string_view extra_headers;  // complete "Name: value\r\n" lines, e.g. Allow
+    std::string_view allow;  // a 405's Allow value ("GET, HEAD"); empty: no Allow header
 };
-
-// The "Allow: ...\r\n" line for a 405's allowed methods ("GET, HEAD" or "POST"), empty for none.
-std::string_view allow_line(std::string_view allow);
 
 // Appends a complete HTTP/1.1 response (status line, headers, body) to `out`.
 void append_response(std::string& out, const ResponseHead& head, std::string_view body);

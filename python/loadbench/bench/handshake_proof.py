@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from ..core.certificates import private_key, self_signed
 from ..report.markdown import table
 from . import generators as gl
 from .checkout import repo_root
@@ -34,48 +35,11 @@ def unavailable() -> Optional[str]:
 
 
 def _keys(tmp: Path) -> tuple[Path, Path, Path]:
-    cert, key, other = tmp / "server.pem", tmp / "server.key", tmp / "other.key"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-            "-days",
-            "1",
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "basicConstraints=critical,CA:FALSE",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
+    """The server's certificate and key, and a second key the forged server signs with."""
+    cert, key = self_signed(
+        tmp / "server.pem", tmp / "server.key", extensions=["basicConstraints=critical,CA:FALSE"]
     )
-    subprocess.run(
-        [
-            "openssl",
-            "genpkey",
-            "-algorithm",
-            "EC",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-out",
-            str(other),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-    return cert, key, other
+    return cert, key, private_key(tmp / "other.key")
 
 
 def _answered(gen: gl.Generator, url: str, cpus: Sequence[int]) -> tuple[int, str]:

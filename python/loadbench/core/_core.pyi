@@ -73,6 +73,18 @@ def machine_processes() -> list[
     tuple[int, int, int, float, str, bool]
 ]: ...  # (pid, ppid, start_ticks, cpu_s, comm, kernel_thread)
 
+class OpenResult:
+    connected: int
+    failed: int
+    timed_out: bool
+    first_error: str
+
+class RequestResult:
+    ok: int  # a 2xx response, connection still usable
+    non_2xx: int
+    failed: int  # closed, reset, malformed or no answer in time
+    first_error: str
+
 class ConnectionHolder:
     """N idle keep-alive connections at an fd and a state byte each (loadbench.hold_connections)."""
 
@@ -86,13 +98,9 @@ class ConnectionHolder:
         head_request: bool = False,
         connects_in_flight: int = 256,
     ) -> None: ...
-    def open(
-        self, timeout_s: float
-    ) -> dict[str, Any]: ...  # connected, failed, timed_out, first_error
+    def open(self, timeout_s: float) -> OpenResult: ...
     def held(self) -> int: ...
-    def request_all(
-        self, timeout_s: float
-    ) -> dict[str, Any]: ...  # ok, non_2xx, failed, first_error
+    def request_all(self, timeout_s: float) -> RequestResult: ...
     def close(self) -> None: ...
 
 def __getattr__(name: str) -> Any: ...  # the other parts' bindings

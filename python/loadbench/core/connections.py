@@ -125,7 +125,7 @@ def hold_connections(
         started = time.monotonic()
         opened = holder.open(timeout)
         open_s = time.monotonic() - started
-        say(f"{opened['connected']} of {connections} connections open in {open_s:.2f} s")
+        say(f"{opened.connected} of {connections} connections open in {open_s:.2f} s")
 
         server_after: dict[str, Any] = {}
         accepted: Optional[int] = None
@@ -141,11 +141,7 @@ def hold_connections(
                 now = time.monotonic()
                 if accepted != last:
                     last, last_change = accepted, now
-                if (
-                    accepted >= opened["connected"]
-                    or now > deadline
-                    or now - last_change > STABLE_S
-                ):
+                if accepted >= opened.connected or now > deadline or now - last_change > STABLE_S:
                     break
                 time.sleep(0.05)
             time.sleep(0.2)  # lazily allocated per-connection state settles
@@ -155,7 +151,7 @@ def hold_connections(
         generator_after = own_rss_kib()
         held = holder.held()
         answered = holder.request_all(timeout)
-        say(f"{answered['ok']} of {held} held connections answered 2xx")
+        say(f"{answered.ok} of {held} held connections answered 2xx")
     finally:
         holder.close()
 
@@ -164,11 +160,11 @@ def hold_connections(
         "url": url,
         "connections": asked,
         "connections_held": held,
-        "connect_failed": opened["failed"],
-        "requests_ok": answered["ok"],
-        "requests_non_2xx": answered["non_2xx"],
-        "requests_failed": answered["failed"],
-        "first_error": opened["first_error"] or answered["first_error"],
+        "connect_failed": opened.failed,
+        "requests_ok": answered.ok,
+        "requests_non_2xx": answered.non_2xx,
+        "requests_failed": answered.failed,
+        "first_error": opened.first_error or answered.first_error,
         "open_s": open_s,
         "fd_limit": {"soft": limit, "note": fd_note},
         "generator": {

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..core._core import build_info
+from ..core.certificates import self_signed
 from ..core.cgroup import ServerCgroup
 from ..core.errors import ConfigError, ServerError
 from ..core.process import die_with_parent
@@ -275,40 +276,8 @@ def self_signed_cert(directory: Path) -> tuple[Path, Path]:
     cert, key = directory / "cert.pem", directory / "key.pem"
     if cert.exists() and key.exists():
         return cert, key
-    openssl = _which("openssl")
-    if openssl is None:
-        raise ServerError(
-            "openssl is not installed: cannot make the self-signed certificate for https peers"
-        )
     directory.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(
-        [
-            openssl,
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-            "-days",
-            "30",
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    if proc.returncode != 0:
-        raise ServerError(f"openssl could not make a certificate: {proc.stderr.strip()}")
-    return cert, key
+    return self_signed(cert, key, days=30, extensions=["subjectAltName=DNS:localhost,IP:127.0.0.1"])
 
 
 # The HTTP/2 client connection preface and an empty SETTINGS frame (RFC 9113 3.4).
