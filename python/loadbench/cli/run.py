@@ -15,6 +15,7 @@ from ..core.errors import ConfigError, LoadbenchError
 from ..core.gate import LoadGate
 from ..core.options import FIELD_HELP, RunOptions
 from ..core.run import run
+from ..core.summary import saturation_warning
 from ._cpus import parse_cpu_list
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(us|ms|s|m|h)?\s*$")
@@ -269,6 +270,9 @@ def main(args: argparse.Namespace) -> int:
     print("\n".join(result.summary_lines()))
     if gate is not None:
         print(f"  load gate     {gate.describe()}")
+    warning = saturation_warning(result)
+    if warning:
+        print(warning, file=sys.stderr)
     try:
         if args.json:
             result.to_json(args.json)

@@ -6,7 +6,7 @@ without this module importing that one."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Optional
 
 from . import analysis
 from .tcp_exchange import tcp_exchange_text, uses_lean_exchange
@@ -187,3 +187,16 @@ def server_lines(server: dict) -> list[str]:
             )
         )
     return lines
+
+
+def saturation_warning(r) -> Optional[str]:
+    """One line for stderr when the generator's own threads were busy for nearly the whole
+    window: then the req/s above may be loadbench's limit rather than the server's."""
+    if not r.saturated:
+        return None
+    threads = f"{r.threads} thread{'s' if r.threads != 1 else ''}"
+    return (
+        f"loadbench: warning: the generator was saturated ({r.cpu_utilisation * 100:.0f} % of "
+        f"{threads}): these figures may be its limit, not the server's; give it more threads "
+        "and cores (-t N --cpus LIST)"
+    )

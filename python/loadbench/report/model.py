@@ -214,6 +214,8 @@ def flatten(
         "contended": contended,
         "outside_source": "processes" if server.get("others_cpu_s") is not None else "busy time",
         "reruns": int(record.get("reruns") or 0),
+        # generator-bound at first, measured again with generator threads on spare CPUs: these
+        "generator_widened_cpus": (record.get("generator_headroom") or {}).get("cpus"),
         "gate": record.get("gate"),
         # share of the server's pinned CPUs it used in the window (1.0 = all of them busy)
         "server_cpu_share": (

@@ -388,6 +388,13 @@ def known_limits(
             f"(servers {_cpus(settings.get('server_cpus'))}, generator {_cpus(settings.get('generator_cpus'))}); "
             "multi-worker scaling was not measured, and one generator core caps every req/s figure."
         )
+    widened = [r for r in rows if r.get("generator_widened_cpus")]
+    if widened:
+        out.append(
+            f"- **Generator headroom.** {len(widened)} repeat(s) saturated the generator's own core(s) "
+            "and were measured again with a generator thread on every spare CPU "
+            f"({_cpus(widened[0]['generator_widened_cpus'])}); the first attempts are kept in the raw data."
+        )
     bound = sorted(
         {_cell_name(a) for a in aggs.values() if a.bounded_by_generator and a.status == "ok"}
     )

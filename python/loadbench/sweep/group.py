@@ -52,6 +52,8 @@ class ServerGroup:
         self.sampled: Optional[dict] = None
         self.gate = gate
         self.pool: Optional[int] = None  # the open loop's fixed connection count
+        # while a generator-bound cell is measured again with threads on spare CPUs: its CPUs
+        self.widened_cpus: Optional[list[int]] = None
         # other processes' CPU share in the last window of this group, when it was measured
         # cleanly: the gate before the next cell takes it instead of probing (LoadGate.vouch)
         self.last_outside: Optional[float] = None
@@ -149,6 +151,29 @@ class ServerGroup:
                 continue
             if outside is not None:
                 extra.update(outside_share=round(outside, 4), contended=contended)
+            spare = self._spare_generator_cpus()
+            if status == "ok" and not contended and spare and analysis.is_generator_bound(result):
+                # The generator's own cores were the limit and the machine has cores neither
+                # side uses: measure again with a generator thread on each of them before the
+                # cell is marked generator-bound (§). The first attempt stays in the raw data.
+                self.bar.note(
+                    f"re-running {cell.label()} with {len(spare)} more generator thread(s) on CPU(s) "
+                    f"{','.join(map(str, spare))}: the generator's own core(s) were saturated"
+                )
+                self.widened_cpus = list(self.sweep.generator_cpus) + spare
+                try:
+                    status2, error2, result2, extra2 = self._measure_quiet(cell)
+                finally:
+                    self.widened_cpus = None
+                extra2["generator_headroom"] = {
+                    "cpus": list(self.sweep.generator_cpus) + spare,
+                    "first_attempt": {
+                        "rps": result["rps"],
+                        "generator": result.get("generator"),
+                        "cpus": list(self.sweep.generator_cpus),
+                    },
+                }
+                return status2, error2, result2, extra2
             extra["reruns"] = reruns
             if contended:
                 self.bar.note(
@@ -157,11 +182,22 @@ class ServerGroup:
                 )
             return status, error, result, extra
 
+    def _spare_generator_cpus(self) -> list[int]:
+        """CPUs this process may use that neither the servers nor the generator are pinned to
+        (none with the default split, which hands every core to one side): where a saturated
+        generator gets more threads. None while a cell already runs widened, or when the sweep
+        fixes generator_threads."""
+        if self.widened_cpus is not None or self.sweep.generator_threads:
+            return []
+        used = set(self.sweep.server_cpus) | set(self.sweep.generator_cpus)
+        return sorted(set(os.sched_getaffinity(0)) - used)
+
     def _measure(self, cell: Cell) -> tuple[str, Optional[str], Optional[dict]]:
         assert self.server is not None
         w = self.workloads[cell.workload]
         self.pool = None
-        threads = self.sweep.generator_threads or len(self.sweep.generator_cpus)
+        generator_cpus = self.widened_cpus or self.sweep.generator_cpus
+        threads = self.sweep.generator_threads or len(generator_cpus)
         kwargs: dict = {
             "connections": cell.load,
             "threads": max(1, min(threads, cell.load)),
@@ -170,7 +206,7 @@ class ServerGroup:
             "timeout": self.sweep.timeout,
             "keepalive": cell.mode != "connect",
             "insecure": True,
-            "cpus": self.sweep.generator_cpus,
+            "cpus": generator_cpus,
         }
         if self.sweep.requests is not None and cell.mode != "open":
             kwargs.update(
