@@ -127,6 +127,9 @@ def test_two_workers_count_exactly_what_the_server_counted(cluster, server_facto
     assert sum(s["responses"] for s in shards) == 3001
     assert len({s["worker"] for s in shards}) == 2
     assert r.latency.count == 3001 and r.config["shards"] == 2 and r.config["connections"] == 6
+    # each shard opened its connections before the instant: the window measured no setup
+    assert [s["preconnected"] for s in shards] == [3, 3]
+    assert r.preconnected == 6 and r.connections_opened == 0
     for s in shards:
         assert abs(s["clock_offset_ms"]) < 50  # one machine: one clock, up to the round trips
         assert s["start_skew_ms"] > -1.0  # never before the instant

@@ -176,6 +176,7 @@ void register_generator(py::module_& m) {
         .def_readonly("open_loop", &generator::RunResult::open_loop)
         .def_readonly("target_rate", &generator::RunResult::target_rate)
         .def_readonly("max_connections", &generator::RunResult::max_connections)
+        .def_readonly("preconnected", &generator::RunResult::preconnected)
         .def_property_readonly("timeline", [](const generator::RunResult& r) { return timeline_columns(r.timeline); });
 
     py::class_<generator::Progress>(m, "Progress", "A run's live counters")
@@ -190,6 +191,8 @@ void register_generator(py::module_& m) {
                  return translating([&] { return std::make_unique<Engine>(std::move(config)); });
              }),
              py::arg("config"))
+        .def("preconnect", &Engine::preconnect, py::arg("timeout_s"), py::call_guard<py::gil_scoped_release>(),
+             "Open every connection (TLS included) before start(), at most timeout_s; how many are open")
         .def("start", &Engine::start, py::call_guard<py::gil_scoped_release>())
         .def("wait", &Engine::wait_for, py::arg("seconds"), py::call_guard<py::gil_scoped_release>(),
              "Wait up to `seconds` with the GIL released; True once the run is over.")

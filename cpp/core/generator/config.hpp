@@ -103,6 +103,7 @@ struct RunResult {
     bool open_loop = false;
     double target_rate = 0.0;
     int max_connections = 0;
+    int preconnected = 0;  // connections open before the start (Engine::preconnect)
 };
 
 struct Progress {

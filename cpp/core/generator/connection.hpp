@@ -57,6 +57,9 @@ public:
     // The TCP connection already carried a response (so a close before any byte of the next
     // one is the server's idle timeout, not an answer).
     bool reused() const noexcept { return reused_; }
+    // Opened ahead of its first request (Worker::preconnect): like a kept-alive connection, the
+    // server may have closed it while it waited, so a request it loses unanswered is sent again.
+    void opened_ahead() noexcept { reused_ = true; }
 
     // Starts connecting; false (nothing left open) when the socket could not even be created.
     bool open(std::string& why) noexcept;

@@ -161,9 +161,29 @@ Engine::~Engine() {
     join();
 }
 
+int Engine::preconnect(double timeout_s) {
+    if (spawned_) return 0;
+    plan_.preconnect_until_ns = monotonic_ns() + seconds_to_ns(timeout_s);
+    spawn();
+    int open = 0;
+    for (auto& w : workers_) open += w->preconnected();
+    return open;
+}
+
 void Engine::start() {
     if (started_) return;
     started_ = true;
+    spawn();
+    plan_.start_ns = monotonic_ns();
+    plan_.window_start_ns = plan_.start_ns + seconds_to_ns(config_.warmup_s);
+    plan_.window_end_ns = plan_.count_mode ? INT64_MAX : plan_.window_start_ns + seconds_to_ns(config_.duration_s);
+    plan_.started.store(true);
+    plan_.started.notify_all();
+}
+
+void Engine::spawn() {
+    if (spawned_) return;
+    spawned_ = true;
     running_ = static_cast<int>(workers_.size());
     for (auto& worker : workers_) {
         Worker* w = worker.get();
@@ -176,14 +196,10 @@ void Engine::start() {
             }
         });
     }
-    // Start barrier: every worker has its event loop before the clock starts.
+    // Start barrier: every worker has its event loop (and its pre-connected connections) before
+    // the clock starts.
     for (int ready = ready_count_.load(); ready < static_cast<int>(workers_.size()); ready = ready_count_.load())
         ready_count_.wait(ready);
-    plan_.start_ns = monotonic_ns();
-    plan_.window_start_ns = plan_.start_ns + seconds_to_ns(config_.warmup_s);
-    plan_.window_end_ns = plan_.count_mode ? INT64_MAX : plan_.window_start_ns + seconds_to_ns(config_.duration_s);
-    plan_.started.store(true);
-    plan_.started.notify_all();
 }
 
 bool Engine::wait_for(double seconds) {
@@ -225,6 +241,7 @@ RunResult Engine::result() {
     join();
     RunResult r;
     r.threads = static_cast<int>(workers_.size());
+    for (auto& w : workers_) r.preconnected += w->preconnected();
     r.interval_s = config_.interval_s;
     r.warmup_s = config_.warmup_s;
     r.open_loop = plan_.open_loop;

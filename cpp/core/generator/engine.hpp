@@ -25,6 +25,12 @@ public:
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
 
+    // Opens every connection (and finishes its TLS handshake) and returns, the clock not started:
+    // start() then begins the window on open connections (a distributed shard does this before
+    // its start instant, so the window does not measure connection setup). Waits at most
+    // `timeout_s`; a connection not open by then, or refused, is opened again at the start as
+    // usual. Returns how many are open. Call once, before start().
+    int preconnect(double timeout_s);
     void start();
     // Waits up to `seconds`; true once every worker has finished.
     bool wait_for(double seconds);
@@ -38,6 +44,8 @@ public:
 
 private:
     void join();
+    // Starts the worker threads and waits until each has set up (and pre-connected, when asked).
+    void spawn();
 
     EngineConfig config_;
     RunPlan plan_;
@@ -48,6 +56,7 @@ private:
     std::mutex mutex_;
     std::condition_variable finished_cv_;
     int running_ = 0;
+    bool spawned_ = false;
     bool started_ = false;
     bool joined_ = false;
     std::atomic<int64_t> stop_requested_ns_{0};

@@ -47,6 +47,8 @@ struct RunPlan {
     double rate_per_worker = 0.0;
     uint64_t seed = 1;
     int threads = 1;
+    // Engine::preconnect: workers open their connections before reporting ready, until then.
+    int64_t preconnect_until_ns = 0;
     // Set by the engine before `started` is released.
     int64_t start_ns = 0;
     int64_t window_start_ns = 0;

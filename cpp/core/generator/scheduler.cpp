@@ -18,6 +18,8 @@ void Scheduler::begin() {
     schedule_.emplace(plan_.arrival, plan_.rate_per_worker, plan_.start_ns,
                       static_cast<double>(worker_index_) / plan_.threads,
                       plan_.seed + static_cast<uint64_t>(worker_index_));
+    const double mean_gap_ns = 1e9 / plan_.rate_per_worker;
+    batch_ns_ = mean_gap_ns < static_cast<double>(kSendBatchNs) ? kSendBatchNs : 0;
 }
 
 Request Scheduler::make(int64_t intended, bool counted) noexcept {
@@ -63,6 +65,11 @@ bool Scheduler::next_due(int64_t now, Request& out) noexcept {
 int64_t Scheduler::next_due_ns() const noexcept {
     if (!schedule_ || schedule_done_) return INT64_MAX;
     return schedule_->next() < plan_.window_end_ns ? schedule_->next() : INT64_MAX;
+}
+
+int64_t Scheduler::next_wake_ns() const noexcept {
+    const int64_t due = next_due_ns();
+    return due == INT64_MAX ? INT64_MAX : due + batch_ns_;
 }
 
 bool Scheduler::exhausted(int64_t now) const noexcept {

@@ -59,6 +59,7 @@ void Worker::run(std::atomic<int>& ready_count) {
             setup_error_ = "cannot pin worker " + std::to_string(index_) + " to CPU " + std::to_string(cpu_);
     }
     if (!loop_.error().empty() && setup_error_.empty()) setup_error_ = loop_.error();
+    if (setup_error_.empty() && plan_.preconnect_until_ns) preconnect();
     ready_count.fetch_add(1);
     ready_count.notify_all();
     plan_.started.wait(false);
@@ -70,7 +71,11 @@ void Worker::run(std::atomic<int>& ready_count) {
     int64_t now = monotonic_ns();
     for (size_t i = 0; i < connections_.size(); ++i) {
         if (plan_.open_loop) {
-            open_pool_connection(*connections_[i], now);
+            if (connections_[i]->state() == Connection::State::Open) {
+                mark_ready(*connections_[i]);  // pre-connected
+            } else {
+                open_pool_connection(*connections_[i], now);
+            }
         } else {
             next_closed(*connections_[i], now);
         }
@@ -95,7 +100,7 @@ void Worker::run(std::atomic<int>& ready_count) {
         int64_t wake = std::min(next_housekeeping, drain_end);
         if (!in_window) wake = std::min(wake, plan_.window_start_ns);
         if (now < plan_.window_end_ns) wake = std::min(wake, plan_.window_end_ns);
-        if (plan_.open_loop) wake = std::min(wake, scheduler_.next_due_ns());
+        if (plan_.open_loop) wake = std::min(wake, scheduler_.next_wake_ns());
         loop_.run_once(now, wake, plan_.open_loop);
     }
     now = monotonic_ns();
@@ -103,6 +108,30 @@ void Worker::run(std::atomic<int>& ready_count) {
     if (in_window) cpu_s_ = thread_cpu_s() - cpu_at_window_start;
     recorder_.finish();
     for (auto& c : connections_) c->close();
+}
+
+void Worker::preconnect() {
+    preconnecting_ = true;
+    std::string why;
+    for (auto& c : connections_)
+        if (!c->open(why)) c->close();
+    auto pending = [this] {
+        for (auto& c : connections_)
+            if (c->state() == Connection::State::Connecting || c->state() == Connection::State::Handshaking)
+                return true;
+        return false;
+    };
+    for (int64_t now = monotonic_ns(); pending() && now < plan_.preconnect_until_ns; now = monotonic_ns())
+        loop_.run_once(now, plan_.preconnect_until_ns, false);
+    for (auto& c : connections_) {
+        if (c->state() == Connection::State::Open) {
+            ++preconnected_;
+            c->opened_ahead();
+        } else {
+            c->close();  // not open in time: opened again, and counted, in the run
+        }
+    }
+    preconnecting_ = false;
 }
 
 bool Worker::finished(int64_t now) const noexcept {
@@ -150,12 +179,14 @@ void Worker::next_closed(Connection& c, int64_t now) {
 }
 
 void Worker::on_tcp_connected(Connection& c, int64_t now) noexcept {
+    if (preconnecting_) return;  // before the window
     // Closed loop: the connection belongs to the window when its request does; open loop
     // (connections opened ahead of requests): when it opened inside the window.
     recorder_.connection_opened(plan_.open_loop ? plan_.in_window(now) : c.session().carries_counted());
 }
 
 void Worker::on_ready(Connection& c, int64_t now) {
+    if (preconnecting_) return;  // open before the window: the run hands it requests
     if (c.transport().needs_handshake())
         recorder_.tls_handshake(plan_.open_loop ? plan_.in_window(now) : c.session().carries_counted(),
                                 c.transport().resumed());
@@ -177,6 +208,10 @@ void Worker::on_response(Connection&, Request& r, int status, int64_t now) noexc
 }
 
 void Worker::on_answered(Connection& c, int64_t now) {
+    if (preconnecting_) {  // HTTP/2 SETTINGS before any request; a closing server: reopened later
+        if (!c.session().reusable()) c.close();
+        return;
+    }
     if (!plan_.keepalive || !c.session().reusable()) {
         // The server closed (or asked to close) the connection: reopen it.
         if (plan_.keepalive) recorder_.reconnect(c.last_counted);
@@ -219,11 +254,13 @@ void Worker::on_stream_error(Connection&, Request& r, const std::string& why, in
 }
 
 void Worker::on_idle_closed(Connection& c, int64_t now) {
+    if (preconnecting_) return;  // stays closed: opened again in the run
     // No request outstanding: the server closing an idle connection is not an error.
     if (plan_.open_loop) open_pool_connection(c, now);
 }
 
 void Worker::on_lost(Connection& c, ErrorKind kind, const std::string& why, int64_t now) {
+    if (preconnecting_) return;  // refused before the window: opened again, and counted, in the run
     if (c.pool_connecting) {
         c.pool_connecting = false;
         --connecting_;

@@ -37,6 +37,8 @@ public:
     int64_t last_outcome_ns() const noexcept { return recorder_.last_outcome_ns(); }
     const std::string& setup_error() const noexcept { return setup_error_; }
     const Recorder::Live& live() const noexcept { return recorder_.live(); }
+    // Connections open when the worker reported ready (RunPlan::preconnect_until_ns set).
+    int preconnected() const noexcept { return preconnected_; }
 
 private:
     // ConnectionEvents
@@ -50,6 +52,10 @@ private:
     void on_stream_error(Connection& c, Request& r, const std::string& why, int64_t now) noexcept override;
 
     Connection& add_connection();
+    // Before the start flag: opens every connection and runs the loop until each is open (TLS
+    // handshake done), failed, or the plan's pre-connect deadline passes. Nothing is counted:
+    // the window has not begun; what failed is opened again, counted, once it has.
+    void preconnect();
     // Gives `r` to `c` (opening it first when closed) and writes it if it can.
     void assign(Connection& c, const Request& r, int64_t now, bool write_now = true);
     // Closed loop: fill c's free slots with new requests.
@@ -77,7 +83,9 @@ private:
     std::vector<std::unique_ptr<Connection>> connections_;
     std::vector<Connection*> ready_;  // open loop: connected with free slots (entries may be stale)
     int connecting_ = 0;              // open loop: pool connections on their way
-    int64_t counted_in_flight_ = 0;   // counted requests held by sessions
+    bool preconnecting_ = false;      // inside preconnect(): the events count nothing
+    int preconnected_ = 0;
+    int64_t counted_in_flight_ = 0;  // counted requests held by sessions
     double cpu_s_ = 0.0;
     std::string setup_error_;
 };

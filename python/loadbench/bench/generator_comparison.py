@@ -51,7 +51,7 @@ from . import perf_profiles as profiles
 from .checkout import peers_dir, reports_dir
 from .environment_block import environment, machine_note
 from .gate import add_gate_args, foreign_cores, gate_note, make_gate, outside_share, wait_quiet
-from .generator_comparison_report import h2_report, report
+from .generator_comparison_report import h2_report, open_loop_report, report
 from .jsonl import JsonlWriter, read_jsonl
 from .peers import LaunchedPeer, PeerChoice, start_peers, stop_all
 from .repeats import add_matrix_args
@@ -139,6 +139,30 @@ def parse_args(argv: Optional[list[str]] = None, repo: Optional[Path] = None) ->
         default=4,
         help=f"seconds per profiled run (the first {profiles.DELAY_MS} ms are not sampled)",
     )
+    p.add_argument(
+        "--open-loop",
+        action="store_true",
+        help="the open-loop part: loadbench (and --before's build) at fixed rates (--open-rates) "
+        "and at fractions of its own closed-loop peak against each server (--open-fractions), "
+        "beside the keep-alive part's closed loop",
+    )
+    p.add_argument(
+        "--only-open-loop",
+        action="store_true",
+        help="only the keep-alive part (loadbench builds) and the open-loop part",
+    )
+    p.add_argument(
+        "--open-rates", default="10000,50000", help="open-loop rates in requests per second"
+    )
+    p.add_argument(
+        "--open-fractions",
+        default="0.95",
+        help="open-loop rates as fractions of loadbench's closed-loop peak against the server "
+        "(the best median req/s of the keep-alive part, over a pool of that cell's connections)",
+    )
+    p.add_argument(
+        "--open-pool", type=int, default=50, help="connections of the fixed-rate open-loop runs"
+    )
     p.add_argument("--only-h2", action="store_true", help="only the HTTP/2 part")
     p.add_argument(
         "--only-setup",
@@ -190,6 +214,13 @@ def parse_args(argv: Optional[list[str]] = None, repo: Optional[Path] = None) ->
         args.generators = []
     if args.only_setup:
         args.no_setup, args.no_keepalive_part, args.no_h2_part = False, True, True
+    args.open_rates = [float(r) for r in args.open_rates.split(",") if r.strip()]
+    args.open_fractions = [float(f) for f in args.open_fractions.split(",") if f.strip()]
+    if args.only_open_loop:
+        args.open_loop = True
+        args.no_setup = args.no_h2_part = args.no_syscalls = True
+        args.profiles = False
+        args.generators = [g for g in args.generators if g.startswith("loadbench")] or ["loadbench"]
     return args
 
 
@@ -456,6 +487,53 @@ def run_profiles(
         stop_all(peers)
 
 
+def open_rates(args: argparse.Namespace, records: list[dict], peer: LaunchedPeer) -> list[tuple]:
+    """(rate, pool, what it is) for one server: the fixed rates over --open-pool connections, and
+    fractions of loadbench's own closed-loop peak against it over the peak cell's connections (the
+    sweep's model: every server offered the pool its capacity was measured with)."""
+    out = [(rate, args.open_pool, f"{rate:g}/s") for rate in args.open_rates]
+    by_c: dict[int, list[float]] = {}
+    for r in records:
+        if (r.get("part"), r.get("generator"), r.get("server"), r.get("status")) == (
+            "keepalive",
+            "loadbench",
+            peer.name,
+            "ok",
+        ):
+            by_c.setdefault(r["connections"], []).append(r["rps"])
+    if by_c:
+        medians = {c: sorted(v)[len(v) // 2] for c, v in by_c.items()}
+        c = max(medians, key=lambda k: medians[k])
+        for f in args.open_fractions:
+            out.append((round(medians[c] * f), c, f"{100 * f:g} % of the closed-loop peak"))
+    return out
+
+
+def open_loop_part(
+    args: argparse.Namespace,
+    runnable: list[gl.Generator],
+    peers: list[LaunchedPeer],
+    records: list[dict],
+    gate,
+    waited: dict,
+    keep: Callable[[dict], None],
+) -> None:
+    """loadbench's open loop (and --before's) at each rate, repeats outermost, builds innermost."""
+    builds = [g for g in runnable if g.name in ("loadbench", "loadbench-before")]
+    for repeat in range(1, args.repeats + 1):
+        for peer in peers:
+            for rate, pool, what in open_rates(args, records, peer):
+                for gen in builds:
+                    gen.rate = rate
+                    try:
+                        waited["gate"] = wait_quiet(gate)
+                        record = measure(gen, peer, args, "open", pool, repeat, True)
+                    finally:
+                        gen.rate = None
+                    record.update(rate=rate, rate_basis=what)
+                    keep(record)
+
+
 def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]:
     chosen = chosen_generators(args)
     env = environment()
@@ -527,6 +605,8 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict, list[gl.Generator]]
                         for gen in runnable:
                             waited["gate"] = wait_quiet(gate)
                             keep(measure(gen, peer, args, "keepalive", c, repeat, True))
+        if args.open_loop:
+            open_loop_part(args, runnable, http_peers, records, gate, waited, keep)
         counted = (
             [g for g in runnable if g.name in args.syscall_generators]
             if not args.no_syscalls
@@ -599,7 +679,11 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
         records, env, chosen = run(args)
         command = args.command
     # The HTTP/2 part has its own table (its cells are c x m); the HTTP/1.1 sections never mix it in.
-    text = report([r for r in records if r.get("part") != "h2"], env, args, command, chosen)
+    text = report(
+        [r for r in records if r.get("part") not in ("h2", "open")], env, args, command, chosen
+    )
+    if any(r.get("part") == "open" for r in records):
+        text += "\n" + open_loop_report(records, args)
     if not getattr(args, "no_h2_part", False):
         text += "\n" + h2_report(records, args)
     write_report(Path(args.out).with_suffix(".md"), text)

@@ -729,3 +729,100 @@ def h2_report(records: list[dict], args: argparse.Namespace) -> str:
     if fails:
         text += ["Runs that did not complete:", ""] + fails + [""]
     return "\n".join(text)
+
+
+def open_loop_report(records: list[dict], args: argparse.Namespace) -> str:
+    """The open-loop part: per server and rate, each loadbench build's achieved rate, what it left
+    unfinished, how late it sent, and its CPU per response beside its own closed loop's over the
+    same connections (the keep-alive part) - the cost of keeping a schedule."""
+    rows = [r for r in records if r.get("part") == "open"]
+    builds = sorted({r["generator"] for r in rows}, key=lambda g: (g != "loadbench", g))
+    headers = [
+        "server",
+        "rate",
+        "pool",
+        "build",
+        "req/s",
+        "unfinished",
+        "late sends",
+        "lateness p99 us",
+        "CPU us/resp",
+        "engine us/resp",
+        "closed engine us/resp",
+        "open / closed",
+        "engine busy",
+    ]
+    body = []
+    for server in sorted({r["server"] for r in rows}):
+        for rate in sorted({r["rate"] for r in rows if r["server"] == server}):
+            for gen in builds:
+                group = [
+                    r
+                    for r in rows
+                    if (r["server"], r["rate"], r["generator"]) == (server, rate, gen)
+                ]
+                ok = [r for r in group if r.get("status") == "ok"]
+                if not group:
+                    continue
+                pool = group[0]["connections"]
+                if not ok:
+                    body.append(
+                        [server, fmt_number(rate), str(pool), gen, _status(group) or "fail"]
+                    )
+                    continue
+                extra = [r.get("extra") or {} for r in ok]
+                lateness = [(e.get("rate") or {}).get("lateness_us", {}).get("p99") for e in extra]
+                engine = analysis_median(
+                    [e["self_cpu_us_per_req"] for e in extra if e.get("self_cpu_us_per_req")]
+                )
+                closed = analysis_median(
+                    [
+                        r["extra"]["self_cpu_us_per_req"]
+                        for r in records
+                        if r.get("part") == "keepalive"
+                        and (r["generator"], r["server"], r["connections"]) == (gen, server, pool)
+                        and r.get("status") == "ok"
+                        and (r.get("extra") or {}).get("self_cpu_us_per_req")
+                    ]
+                )
+                busy = analysis_median(
+                    [
+                        e["self_cpu_s"] / r["duration_s"]
+                        for e, r in zip(extra, ok)
+                        if e.get("self_cpu_s") is not None and r.get("duration_s")
+                    ]
+                )
+                body.append(
+                    [
+                        server,
+                        f"{fmt_number(rate)} ({ok[0].get('rate_basis', '')})",
+                        str(pool),
+                        gen,
+                        fmt_number(_median(ok, "rps")),
+                        " / ".join(str(e.get("unfinished", "n/a")) for e in extra),
+                        " / ".join(
+                            str((e.get("rate") or {}).get("late_sends", "n/a")) for e in extra
+                        ),
+                        fmt_number(analysis_median([v for v in lateness if v is not None])),
+                        fmt_number(_median(ok, "gen_cpu_us_per_resp"), 2),
+                        fmt_number(engine, 2),
+                        fmt_number(closed, 2),
+                        f"{engine / closed:.2f}" if engine and closed else "n/a",
+                        f"{100 * busy:.0f} %" if busy is not None else "n/a",
+                    ]
+                )
+    text = [
+        "## Open loop",
+        "",
+        f"`loadbench run -q RATE --max-connections POOL -c POOL`, one generator thread pinned to CPU "
+        f"{args.generator_cpu}, the server on CPU {args.server_cpu}; {args.duration} s per run, "
+        f"medians of {args.repeats} (unfinished and late sends listed per repeat). CPU us/resp: the "
+        "whole generator process (getrusage), per response; engine: its event-loop thread alone; "
+        "closed: the same build's engine in the keep-alive part at the pool's connections (no "
+        "schedule to keep); engine busy: the event-loop thread's share of one core in the window. "
+        "Lateness: how long after its due time each request was handed to the socket (the "
+        "corrected latency includes it).",
+        "",
+    ]
+    text.append(table(headers, body))
+    return "\n".join(text) + "\n"

@@ -415,6 +415,10 @@ class Ab(Generator):
 class Loadbench(Generator):
     """`python3 -m loadbench run` from the interpreter that runs the benchmark (its venv)."""
 
+    # open loop (the open-loop part): requests per second, due whatever the server does, over a
+    # fixed pool of `connections` (-q RATE --max-connections C, the sweep's wrk2-style model)
+    rate: Optional[float] = None
+
     def __init__(self) -> None:
         # `python3 -m loadbench run`: this interpreter, when its loadbench has the run command
         binary = (
@@ -450,6 +454,8 @@ class Loadbench(Generator):
         ]
         if not keepalive:
             args.append("--disable-keepalive")
+        if self.rate:
+            args += ["-q", f"{self.rate:g}", "--max-connections", str(connections)]
         return args
 
     def startup_argv(self, url, out):
@@ -490,6 +496,9 @@ class Loadbench(Generator):
                 "self_cpu_s": generator.get("cpu_s"),
                 "self_cpu_us_per_req": generator.get("cpu_us_per_req"),
                 "self_saturated": generator.get("saturated"),
+                "unfinished": data.get("unfinished"),
+                # open loop: due/sends/late_sends and the send lateness percentiles
+                "rate": data.get("rate"),
             },
         )
 

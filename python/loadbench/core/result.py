@@ -140,6 +140,9 @@ class Result:
     streams_reset: dict[str, int] = field(default_factory=dict)
     cpu_s: float = 0.0
     threads: int = 1
+    # connections opened (TLS included) before the window's start instant (a distributed
+    # shard's pre-connect): neither their setup nor their handshakes are in the figures
+    preconnected: int = 0
     interrupted: bool = False
     first_error: str = ""
     interval_s: float = 1.0
@@ -312,6 +315,7 @@ class Result:
             streams_reset={str(k): int(v) for k, v in (d.get("streams_reset") or {}).items()},
             cpu_s=float(gen.get("cpu_s", 0.0)),
             threads=int(gen.get("threads", d.get("config", {}).get("threads", 1))),
+            preconnected=int(gen.get("preconnected", 0)),
             interrupted=bool(d.get("interrupted", False)),
             first_error=d.get("first_error", ""),
             interval_s=float(d.get("interval_s", 1.0)),
@@ -464,6 +468,7 @@ LAYOUT: list[tuple[str, str, Callable[[Result], Any]]] = [
             "cpu_us_per_req": r.cpu_us_per_req,
             "utilisation": r.cpu_utilisation,
             "saturated": r.saturated,
+            **({"preconnected": r.preconnected} if r.preconnected else {}),
         },
     ),
     ("histogram", ALWAYS, lambda r: _histogram_block(r.latency)),

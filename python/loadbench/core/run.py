@@ -27,6 +27,7 @@ __all__ = [
     "Request",
     "RunningLoad",
     "check_tls_library",
+    "connect_ahead",
     "prepare",
     "run",
     "start",
@@ -62,6 +63,11 @@ class RunningLoad:
         out["rps"] = out["responses"] / measured if measured > 0 else 0.0
         return out
 
+    def begin(self) -> None:
+        """Start the clock of a run made by connect_ahead(): warm-up, then the window."""
+        self.started_at = time.monotonic()
+        self.engine.start()
+
     def wait(self, timeout: float) -> bool:
         return bool(self.engine.wait(timeout))
 
@@ -85,6 +91,7 @@ class RunningLoad:
             streams_reset=t.streams_reset,
             cpu_s=raw.cpu_s,
             threads=raw.threads,
+            preconnected=raw.preconnected,
             interrupted=raw.interrupted,
             first_error=t.first_error,
             interval_s=raw.interval_s,
@@ -101,6 +108,17 @@ def start(url: str, **options: Any) -> RunningLoad:
     config, _, engine = _checked(url, _known_options("start", options))
     engine.start()
     return RunningLoad(url=url, config=config, engine=engine)
+
+
+def connect_ahead(url: str, within: float, **options: Any) -> tuple[RunningLoad, int]:
+    """Build a run and open its connections (TLS handshakes included), waiting at most
+    ``within`` seconds, without starting its clock: ``begin()`` then starts the window on open
+    connections, so it measures no connection setup (a distributed shard does this before the
+    common instant). Returns the run and how many connections are open; one that is not (refused,
+    too slow) is opened in the run as usual, and counted there."""
+    config, _, engine = _checked(url, _known_options("connect_ahead", options))
+    opened = engine.preconnect(max(0.0, within))
+    return RunningLoad(url=url, config=config, engine=engine), opened
 
 
 def prepare(url: str, **options: Any) -> tuple[dict[str, Any], Any]:

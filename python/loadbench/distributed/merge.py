@@ -111,6 +111,7 @@ def merge_shards(
         streams_reset=_sum_dicts([r.streams_reset for r in results]),
         cpu_s=sum(r.cpu_s for r in results),
         threads=sum(r.threads for r in results),
+        preconnected=sum(r.preconnected for r in results),
         interrupted=any(r.interrupted for r in results),
         first_error=next((r.first_error for r in results if r.first_error), ""),
         interval_s=results[0].interval_s,
@@ -144,6 +145,8 @@ def shard_figures(
         "p50_us": r.latency.percentile(50),
         "p99_us": r.latency.percentile(99),
         "generator_cpu_s": r.cpu_s,
+        # connections open at the instant: the window started on them (pre-connect)
+        "preconnected": r.preconnected,
         "clock_offset_ms": offset_s * 1e3,
         "clock_uncertainty_ms": uncertainty_s * 1e3,
         # When the shard actually started, on the client's clock, after the instant it was given.
