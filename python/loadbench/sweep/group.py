@@ -113,6 +113,7 @@ class ServerGroup:
                 cpus=self.sweep.server_cpus,
                 peers_dir=self.peers_dir,
                 cert_dir=self.cert_dir,
+                transport=self.sweep.transport,
             )
         except LoadbenchError as exc:
             self.server = None
@@ -181,6 +182,8 @@ class ServerGroup:
             kwargs.update(
                 protocol=wire_protocol(cell.protocol), streams=self.sweep.streams_for(cell.protocol)
             )
+        if self.server.unix_socket is not None:
+            kwargs["unix_socket"] = self.server.unix_socket  # transport "unix"
         if cell.protocol in TLS_PROTOCOLS and self.sweep.tls_library != "openssl":
             kwargs.update(tls_library=self.sweep.tls_library)
         if cell.mode == "connect":
