@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
         return fail(e.what(), 1);
     }
     std::printf("%s\n", ready_line(static_cast<long>(getpid()), config.host, server->http_port(), server->https_port(),
-                                   config.workers)
+                                   config.workers, config.unix_path)
                             .c_str());
     std::fflush(stdout);
 

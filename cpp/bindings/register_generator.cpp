@@ -111,6 +111,7 @@ void register_generator(py::module_& m) {
         .def_readwrite("tls_library", &EngineConfig::tls_library)
         .def_readwrite("ack_with_request", &EngineConfig::ack_with_request)
         .def_readwrite("rst_close", &EngineConfig::rst_close)
+        .def_readwrite("unix_socket", &EngineConfig::unix_socket)
         .def_readwrite("cpus", &EngineConfig::cpus)
         .def_readwrite("interval_s", &EngineConfig::interval_s)
         .def_readwrite("rate", &EngineConfig::rate)

@@ -70,7 +70,7 @@ void register_server(py::module_& m) {
                          std::optional<std::string> cert, std::optional<std::string> key, unsigned workers,
                          std::size_t max_body, unsigned header_timeout_ms, unsigned idle_timeout_ms,
                          const std::string& accept, bool h2, std::uint32_t h2_max_streams,
-                         std::uint64_t h2_max_requests) {
+                         std::uint64_t h2_max_requests, const std::string& unix_path) {
                  if (port < 0 || port > 65535 || tls_port < 0 || tls_port > 65535) {
                      throw loadbench::server::ConfigError("ports must be in 0..65535");
                  }
@@ -91,13 +91,14 @@ void register_server(py::module_& m) {
                  if (h2_max_streams == 0) throw loadbench::server::ConfigError("h2_max_streams must be at least 1");
                  c.h2_max_streams = h2_max_streams;
                  c.h2_max_requests = h2_max_requests;
+                 c.unix_path = unix_path;
                  return std::make_unique<Server>(c);
              }),
              py::kw_only(), py::arg("host") = "127.0.0.1", py::arg("port") = 0, py::arg("http") = true,
              py::arg("tls") = false, py::arg("tls_port") = 0, py::arg("cert") = py::none(), py::arg("key") = py::none(),
              py::arg("workers") = 1, py::arg("max_body") = 1024 * 1024, py::arg("header_timeout_ms") = 10'000,
              py::arg("idle_timeout_ms") = 60'000, py::arg("accept") = "reuseport", py::arg("h2") = true,
-             py::arg("h2_max_streams") = 100, py::arg("h2_max_requests") = 0)
+             py::arg("h2_max_streams") = 100, py::arg("h2_max_requests") = 0, py::arg("unix") = "")
         .def("start", &Server::start, py::call_guard<py::gil_scoped_release>(),
              "Bind the listeners and start the worker threads; raises OSError (port in use, bad certificate).")
         .def(

@@ -129,6 +129,19 @@ TEST(Url, ParsesSchemesHostsPortsAndTargets) {
     EXPECT_EQ(c.target, "/?q");
     EXPECT_EQ(c.host_header(), "example.com");
     EXPECT_FALSE(c.host_is_ip_literal);
+    EXPECT_TRUE(c.unix_path.empty());
+}
+
+TEST(Url, UnixFormIsHttpLocalhostOverTheSocket) {
+    using loadbench::http::parse_url;
+    auto u = parse_url("unix:/run/app.sock");
+    EXPECT_EQ(u.unix_path, "/run/app.sock");
+    EXPECT_FALSE(u.tls);
+    EXPECT_EQ(u.host, "localhost");
+    EXPECT_EQ(u.target, "/");
+    EXPECT_EQ(u.host_header(), "localhost");
+    EXPECT_EQ(parse_url("UNIX:rel.sock").unix_path, "rel.sock");
+    EXPECT_THROW(parse_url("unix:"), loadbench::ConfigError);
 }
 
 TEST(Url, RejectsBadInputWithAReason) {

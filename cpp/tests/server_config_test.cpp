@@ -62,6 +62,9 @@ TEST(ServerConfig, EveryFlag) {
     EXPECT_EQ(c.idle_timeout_ms, 700u);
     EXPECT_EQ(c.accept, AcceptStrategy::shared);
     EXPECT_FALSE(parse({"--no-http", "--tls"}).serve_http);
+    EXPECT_EQ(parse({"--unix", "/tmp/s.sock"}).unix_path, "/tmp/s.sock");
+    EXPECT_EQ(parse({"--unix=/tmp/s.sock", "--tls"}).unix_path, "/tmp/s.sock");
+    EXPECT_TRUE(parse({}).unix_path.empty());
 }
 
 TEST(ServerConfig, ErrorsNameTheFlag) {
@@ -75,6 +78,9 @@ TEST(ServerConfig, ErrorsNameTheFlag) {
     EXPECT_NE(error_of({"--tls", "--cert", "c"}).find("--cert and --key"), std::string::npos);
     EXPECT_NE(error_of({"--cert", "c", "--key", "k"}).find("need --tls"), std::string::npos);
     EXPECT_NE(error_of({"--tls=yes"}).find("takes no value"), std::string::npos);
+    EXPECT_NE(error_of({"--unix", ""}).find("--unix needs a socket path"), std::string::npos);
+    EXPECT_NE(error_of({"--unix", "/s", "--no-http", "--tls"}).find("--unix serves plain HTTP"), std::string::npos);
+    EXPECT_NE(error_of({"--unix", "/" + std::string(200, 'x')}).find("--unix: the path is longer"), std::string::npos);
 }
 
 TEST(ServerConfig, HelpSkipsValidation) {

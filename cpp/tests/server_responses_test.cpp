@@ -36,6 +36,9 @@ TEST(Responses, ErrorWithExtraHeader) {
 TEST(StatusLines, ReadyErrorStopped) {
     EXPECT_EQ(ready_line(42, "127.0.0.1", 8080, std::nullopt, 2),
               R"({"event":"ready","pid":42,"host":"127.0.0.1","http_port":8080,"https_port":null,"workers":2})");
+    EXPECT_EQ(ready_line(42, "127.0.0.1", std::nullopt, std::nullopt, 1, "/tmp/s.sock"),
+              R"({"event":"ready","pid":42,"host":"127.0.0.1","http_port":null,"https_port":null,"workers":1,)"
+              R"("unix":"/tmp/s.sock"})");
     EXPECT_EQ(error_line("bad \"x\"\n"), R"({"event":"error","error":"bad \"x\"\n"})");
     WorkerCounters a, b;
     a.connection_opened();

@@ -13,6 +13,9 @@ namespace loadbench::generator {
 
 struct EngineConfig {
     std::string url;
+    // Non-empty: connect to this AF_UNIX socket instead of the URL's host and port, which still
+    // give the scheme, the Host header and the path (oha's and curl's --unix-socket).
+    std::string unix_socket;
     // Used round-robin per connection; empty means one GET of the URL.
     std::vector<http::RequestTemplate> requests;
     int connections = 10;

@@ -46,9 +46,11 @@ bool Connection::open(std::string& why) noexcept {
         why = std::string("socket: ") + std::strerror(errno);
         return false;
     }
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (plan_.ack_with_request) {
+    if (plan_.tcp) {
+        const int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    if (plan_.ack_with_request) {  // TCP only (Engine refuses it for a unix socket)
         // Quick-ACK mode off before connect: the kernel delays the handshake's last ACK and sends
         // it on the first bytes written - the request or the ClientHello, written as soon as the
         // connect completes (closed loop only, see Engine). One packet fewer per connection, and
@@ -58,6 +60,8 @@ bool Connection::open(std::string& why) noexcept {
         ::setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof zero);
         delaying_acks_ = true;
     }
+    // A unix socket connects (or fails: ENOENT, ECONNREFUSED, EAGAIN when its listen queue is
+    // full) at once; the writable edge that follows completes it as it completes a TCP connect.
     if (::connect(fd, reinterpret_cast<const sockaddr*>(&plan_.address), plan_.address_len) != 0 &&
         errno != EINPROGRESS) {
         why = std::string("connect: ") + std::strerror(errno);

@@ -3,10 +3,12 @@
 #include <netdb.h>
 #include <sched.h>
 #include <sys/resource.h>
+#include <sys/un.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
 #include "core/generator/http2_session.hpp"
@@ -79,31 +81,62 @@ void validate(const EngineConfig& c) {
     }
 }
 
-}  // namespace
-
-Engine::Engine(EngineConfig config) : config_(std::move(config)) {
-    validate(config_);
-    plan_.url = http::parse_url(config_.url);
-
-    // Resolve once. For a host name prefer IPv4 (what a server bound to 0.0.0.0 or 127.0.0.1
-    // answers); literals are used as given.
+// Resolve once. For a host name prefer IPv4 (what a server bound to 0.0.0.0 or 127.0.0.1
+// answers); literals are used as given.
+void resolve_tcp_address(RunPlan& plan) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = plan_.url.host_is_ip_literal ? AI_NUMERICHOST : 0;
+    hints.ai_flags = plan.url.host_is_ip_literal ? AI_NUMERICHOST : 0;
     addrinfo* found = nullptr;
-    const std::string port = std::to_string(plan_.url.port);
-    const int rc = getaddrinfo(plan_.url.host.c_str(), port.c_str(), &hints, &found);
-    if (rc != 0 || !found) throw ConfigError("cannot resolve host '" + plan_.url.host + "': " + gai_strerror(rc));
+    const std::string port = std::to_string(plan.url.port);
+    const int rc = getaddrinfo(plan.url.host.c_str(), port.c_str(), &hints, &found);
+    if (rc != 0 || !found) throw ConfigError("cannot resolve host '" + plan.url.host + "': " + gai_strerror(rc));
     const addrinfo* pick = found;
     for (const addrinfo* a = found; a; a = a->ai_next)
         if (a->ai_family == AF_INET) {
             pick = a;
             break;
         }
-    std::memcpy(&plan_.address, pick->ai_addr, pick->ai_addrlen);
-    plan_.address_len = static_cast<socklen_t>(pick->ai_addrlen);
+    std::memcpy(&plan.address, pick->ai_addr, pick->ai_addrlen);
+    plan.address_len = static_cast<socklen_t>(pick->ai_addrlen);
     freeaddrinfo(found);
+}
+
+// The path is not checked here: a missing socket or nobody listening is what connecting finds
+// out, counted as connect errors like a refused TCP port.
+void set_unix_address(RunPlan& plan, const std::string& path) {
+    sockaddr_un un{};
+    if (path.find('\0') != std::string::npos) throw ConfigError("unix socket path has a NUL byte");
+    if (path.size() >= sizeof un.sun_path)
+        throw ConfigError("unix socket path '" + path + "' is longer than the " +
+                          std::to_string(sizeof un.sun_path - 1) + " bytes an AF_UNIX address holds");
+    un.sun_family = AF_UNIX;
+    std::memcpy(un.sun_path, path.data(), path.size());
+    std::memcpy(&plan.address, &un, sizeof un);
+    plan.address_len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+    plan.tcp = false;
+}
+
+}  // namespace
+
+Engine::Engine(EngineConfig config) : config_(std::move(config)) {
+    validate(config_);
+    plan_.url = http::parse_url(config_.url);
+
+    if (!config_.unix_socket.empty() && !plan_.url.unix_path.empty())
+        throw ConfigError("give the unix socket once: a unix:PATH URL or unix_socket (--unix-socket), not both");
+    const std::string& unix_path = config_.unix_socket.empty() ? plan_.url.unix_path : config_.unix_socket;
+    if (unix_path.empty()) {
+        resolve_tcp_address(plan_);
+    } else {
+        set_unix_address(plan_, unix_path);
+        // These change TCP's packets, and a unix socket has none: refused rather than ignored,
+        // so a result never claims an exchange that did not happen.
+        if (config_.ack_with_request)
+            throw ConfigError("ack_with_request is a TCP option: a unix socket has no handshake ACK");
+        if (config_.rst_close) throw ConfigError("rst_close is a TCP option: a unix socket has no RST to close with");
+    }
 
     std::vector<http::RequestTemplate> requests = config_.requests;
     if (requests.empty()) requests.emplace_back();

@@ -27,6 +27,7 @@ struct H2Request {
 struct RunPlan {
     sockaddr_storage address{};
     socklen_t address_len = 0;
+    bool tcp = true;  // false: address is an AF_UNIX socket (no TCP socket options apply)
     http::Url url;
     std::vector<std::string> wire_requests;  // serialised once
     std::vector<bool> head_requests;

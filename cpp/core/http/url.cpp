@@ -36,6 +36,13 @@ std::string Url::host_header() const {
 
 Url parse_url(std::string_view text) {
     Url url;
+    if (lower(text.substr(0, 5)) == "unix:") {
+        url.unix_path = std::string(text.substr(5));
+        if (url.unix_path.empty()) fail(text, "no socket path after unix: (e.g. unix:/run/app.sock)");
+        url.host = "localhost";
+        url.port = 80;
+        return url;
+    }
     const auto scheme_end = text.find("://");
     if (scheme_end == std::string_view::npos) fail(text, "it must start with http:// or https://");
     const std::string scheme = lower(text.substr(0, scheme_end));

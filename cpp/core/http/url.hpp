@@ -1,6 +1,8 @@
 #pragma once
 // Target URLs: http:// and https://, host names, IPv4 and [IPv6] literals, explicit ports,
-// path + query. Bad input throws ConfigError with one message a user can act on.
+// path + query; and unix:PATH, short for http://localhost/ over the AF_UNIX socket PATH (the
+// form stays simple: any other Host, path or scheme is the http(s) URL plus a separate socket
+// path, EngineConfig::unix_socket). Bad input throws ConfigError with one message a user can act on.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -15,6 +17,7 @@ struct Url {
     bool host_is_ip_literal = false;
     uint16_t port = 0;
     std::string target = "/";  // path + query, what goes on the request line
+    std::string unix_path;     // unix:PATH: the socket to connect to (empty: TCP to host:port)
     // The Host header value: host (bracketed if IPv6) plus ":port" unless it is the default.
     std::string host_header() const;
 };

@@ -18,9 +18,10 @@ namespace {
 constexpr auto accept_retry_delay = std::chrono::milliseconds(50);
 }  // namespace
 
-AcceptLoop::AcceptLoop(Worker& owner, tcp::acceptor acceptor, bool tls, std::vector<Worker*> targets)
+AcceptLoop::AcceptLoop(Worker& owner, tcp::acceptor acceptor, const tcp& protocol, bool tls,
+                       std::vector<Worker*> targets)
     : owner_(owner),
-      protocol_(acceptor.local_endpoint().protocol()),
+      protocol_(protocol),
       listening_(owner.io(), protocol_, acceptor.release()),
       retry_timer_(owner.io()),
       tls_(tls),

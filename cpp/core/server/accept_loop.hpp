@@ -30,7 +30,8 @@ class Worker;
 //    would find the queue still empty).
 class AcceptLoop {
 public:
-    AcceptLoop(Worker& owner, boost::asio::ip::tcp::acceptor acceptor, bool tls, std::vector<Worker*> targets);
+    AcceptLoop(Worker& owner, boost::asio::ip::tcp::acceptor acceptor, const boost::asio::ip::tcp& protocol, bool tls,
+               std::vector<Worker*> targets);
     AcceptLoop(const AcceptLoop&) = delete;
     AcceptLoop& operator=(const AcceptLoop&) = delete;
 
@@ -70,7 +71,7 @@ private:
 #endif
 
     Worker& owner_;
-    boost::asio::ip::tcp protocol_;  // v4 or v6, looked up once (not a getsockname per connection)
+    boost::asio::ip::tcp protocol_;  // v4 or v6, given once (not a getsockname per connection)
     Listening listening_;
     boost::asio::steady_timer retry_timer_;
     bool tls_;

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <limits>
 
+#include <sys/un.h>
+
 namespace loadbench::server {
 
 std::string_view to_string(AcceptStrategy strategy) {
@@ -38,6 +40,12 @@ void validate(const ServerConfig& config) {
         throw ConfigError("--cert/--key need --tls");
     }
     if (config.host.empty()) throw ConfigError("--host must not be empty");
+    if (!config.unix_path.empty()) {
+        if (!config.serve_http) throw ConfigError("--unix serves plain HTTP: it cannot go with --no-http");
+        if (config.unix_path.size() >= sizeof(sockaddr_un::sun_path))
+            throw ConfigError("--unix: the path is longer than the " +
+                              std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes an AF_UNIX address holds");
+    }
 }
 
 ParsedArgs parse_server_args(const std::vector<std::string>& args) {
@@ -66,6 +74,9 @@ ParsedArgs parse_server_args(const std::vector<std::string>& args) {
             c.host = value();
         } else if (flag == "--port") {
             c.http_port = parse_integer<std::uint16_t>(flag, value(), 0, 65535);
+        } else if (flag == "--unix") {
+            c.unix_path = value();
+            if (c.unix_path.empty()) throw ConfigError("--unix needs a socket path");
         } else if (flag == "--no-http") {
             no_value();
             c.serve_http = false;
@@ -119,6 +130,8 @@ Boost.Beast HTTP/1.1 + nghttp2 HTTP/2 reference server. Prints one JSON line whe
 and one at exit. HTTP/2: h2c with prior knowledge on the HTTP port, ALPN h2 on the TLS port.
   --host ADDR             address to bind (default 127.0.0.1)
   --port N                HTTP port, 0 = a free port (default 0)
+  --unix PATH             plain HTTP (and h2c) on this unix socket instead of --port; a stale
+                          socket file there is replaced, and removed again at a clean stop
   --no-http               no plain HTTP listener (needs --tls)
   --tls                   also serve HTTPS (self-signed EC P-256 cert, CN=localhost, unless --cert/--key)
   --tls-port N            HTTPS port, 0 = a free port (default 0)

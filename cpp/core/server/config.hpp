@@ -21,6 +21,10 @@ struct ServerConfig {
     std::string host = "127.0.0.1";
     bool serve_http = true;
     std::uint16_t http_port = 0;  // 0 = the kernel picks a free port
+    // Non-empty: the plain listener (HTTP/1.1 and h2c) is this AF_UNIX socket instead of
+    // host:http_port; HTTPS, if asked for, stays on TCP. One listener that every worker is
+    // handed connections from (SO_REUSEPORT groups are for ports), whatever `accept` says.
+    std::string unix_path;
     bool serve_https = false;
     std::uint16_t https_port = 0;
     std::string cert_file;  // both empty = generate a self-signed EC P-256 cert in memory

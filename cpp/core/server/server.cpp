@@ -50,18 +50,27 @@ void Server::start() {
         const auto bound = acceptors.front().local_endpoint().port();
         if (reuseport) {
             for (std::size_t i = 0; i < acceptors.size(); ++i) {
-                workers_[i]->add_listener(std::move(acceptors[i]), tls, {workers_[i].get()});
+                const auto protocol = acceptors[i].local_endpoint().protocol();
+                workers_[i]->add_listener(std::move(acceptors[i]), protocol, tls, {workers_[i].get()});
             }
         } else {
-            workers_[0]->add_listener(std::move(acceptors[0]), tls, all_workers);
+            const auto protocol = acceptors[0].local_endpoint().protocol();
+            workers_[0]->add_listener(std::move(acceptors[0]), protocol, tls, all_workers);
         }
         return bound;
     };
     try {
-        if (config_.serve_http) http_port_ = listen(config_.http_port, false);
+        if (config_.serve_http && !config_.unix_path.empty()) {
+            // One listener, its connections handed round-robin to every worker (as --accept shared).
+            auto acceptor = open_unix_listener(config_.unix_path, workers_[0]->io(), unix_file_);
+            workers_[0]->add_listener(std::move(acceptor), asio::ip::tcp::v4(), false, all_workers);
+        } else if (config_.serve_http) {
+            http_port_ = listen(config_.http_port, false);
+        }
         if (config_.serve_https) https_port_ = listen(config_.https_port, true);
     } catch (...) {
         workers_.clear();
+        unix_file_.remove();
         http_port_.reset();
         https_port_.reset();
         throw;
@@ -99,6 +108,7 @@ void Server::wait() {
     for (auto& t : threads_) t.join();
     threads_.clear();
     joined_ = true;
+    unix_file_.remove();
 }
 
 CountersSnapshot Server::counters() const {

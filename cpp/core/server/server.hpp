@@ -4,6 +4,7 @@
 #include "core/server/config.hpp"
 #include "core/server/counters.hpp"
 #include "core/server/listener.hpp"
+#include "core/server/unix_listener.hpp"
 
 #include <chrono>
 #include <memory>
@@ -53,6 +54,7 @@ private:
     std::vector<std::thread> threads_;
     std::optional<std::uint16_t> http_port_;
     std::optional<std::uint16_t> https_port_;
+    UnixSocketFile unix_file_;  // --unix: removed once the workers have stopped
     struct Completion;
     std::shared_ptr<Completion> completion_;
     bool started_ = false;

@@ -45,10 +45,10 @@ std::string port_or_null(std::optional<std::uint16_t> port) { return port ? std:
 }  // namespace
 
 std::string ready_line(long pid, std::string_view host, std::optional<std::uint16_t> http_port,
-                       std::optional<std::uint16_t> https_port, unsigned workers) {
+                       std::optional<std::uint16_t> https_port, unsigned workers, std::string_view unix_path) {
     return R"({"event":"ready","pid":)" + std::to_string(pid) + R"(,"host":)" + json_escape(host) + R"(,"http_port":)" +
            port_or_null(http_port) + R"(,"https_port":)" + port_or_null(https_port) + R"(,"workers":)" +
-           std::to_string(workers) + "}";
+           std::to_string(workers) + (unix_path.empty() ? "" : R"(,"unix":)" + json_escape(unix_path)) + "}";
 }
 
 std::string error_line(std::string_view message) { return R"({"event":"error","error":)" + json_escape(message) + "}"; }

@@ -41,8 +41,8 @@ Worker::~Worker() {
     }
 }
 
-void Worker::add_listener(tcp::acceptor acceptor, bool tls, std::vector<Worker*> targets) {
-    listeners_.push_back(std::make_unique<AcceptLoop>(*this, std::move(acceptor), tls, std::move(targets)));
+void Worker::add_listener(tcp::acceptor acceptor, const tcp& protocol, bool tls, std::vector<Worker*> targets) {
+    listeners_.push_back(std::make_unique<AcceptLoop>(*this, std::move(acceptor), protocol, tls, std::move(targets)));
 }
 
 void Worker::run() {

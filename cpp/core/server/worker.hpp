@@ -71,7 +71,9 @@ public:
 
     // Before run(): a listening socket (on this worker's io_context) whose connections go to
     // `targets` round-robin (just {this} for SO_REUSEPORT; every worker for a shared listener).
-    void add_listener(boost::asio::ip::tcp::acceptor acceptor, bool tls, std::vector<Worker*> targets);
+    // `protocol`: what Asio is told the accepted sockets are (see open_unix_listener).
+    void add_listener(boost::asio::ip::tcp::acceptor acceptor, const boost::asio::ip::tcp& protocol, bool tls,
+                      std::vector<Worker*> targets);
 
     // Runs the event loop until the worker has stopped and its last connection is gone.
     void run();

@@ -62,7 +62,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Load a URL (closed loop) and print req/s, latency percentiles, "
         "status codes, errors and the generator's own CPU cost.",
     )
-    p.add_argument("url", help="http:// or https:// URL")
+    p.add_argument(
+        "url", help="http:// or https:// URL, or unix:PATH (http://localhost/ over that socket)"
+    )
     p.add_argument("-c", "--connections", type=int, default=10, help=_help("connections"))
     p.add_argument("-t", "--threads", type=int, default=1, help=_help("threads"))
     p.add_argument(
@@ -102,6 +104,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--ack-with-request", action="store_true", help=_help("ack_with_request"))
     p.add_argument("--rst-close", action="store_true", help=_help("rst_close"))
+    p.add_argument("--unix-socket", metavar="PATH", default=None, help=_help("unix_socket"))
     p.add_argument("--insecure", action="store_true", default=True, help=_help("insecure"))
     p.add_argument("--verify", action="store_true", help=_help("verify"))
     p.add_argument("--cacert", default=None, help=_help("cacert"))
@@ -240,6 +243,7 @@ def main(args: argparse.Namespace) -> int:
         tls_library=args.tls_library,
         ack_with_request=args.ack_with_request,
         rst_close=args.rst_close,
+        unix_socket=args.unix_socket,
         cpus=parse_cpu_list(args.cpus) if args.cpus else None,
         sample_pid=args.sample_pid,
         rate=args.rate,

@@ -24,6 +24,11 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=0, help="HTTP port, 0 = a free port (default 0)")
+    p.add_argument(
+        "--unix",
+        metavar="PATH",
+        help="plain HTTP (and h2c) on this unix socket instead of --port (loadbench run unix:PATH)",
+    )
     p.add_argument("--no-http", action="store_true", help="no plain HTTP listener (needs --tls)")
     p.add_argument(
         "--tls",
@@ -75,6 +80,7 @@ def _server_from_args(args: argparse.Namespace) -> ServerProcess:
         workers=args.workers,
         host=args.host,
         port=args.port,
+        unix=args.unix,
         http=not args.no_http,
         tls=args.tls,
         tls_port=args.tls_port,
@@ -117,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
     stopped: Optional[dict] = None
     try:
         server.start()
+        if server.unix_socket is not None:
+            print(f"loadbench serve: listening on unix:{server.unix_socket}", flush=True)
         for https in (False, True):
             port = server.https_port if https else server.http_port
             if port is not None:

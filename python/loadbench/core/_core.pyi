@@ -25,6 +25,7 @@ class Server:
         h2: bool = True,
         h2_max_streams: int = 100,
         h2_max_requests: int = 0,
+        unix: str = "",  # plain HTTP on this unix socket instead of the TCP port
     ) -> None: ...
     def start(self) -> None: ...
     def stop(self, timeout: float = 10.0) -> bool: ...
@@ -116,6 +117,7 @@ class EngineConfig:
     """A run's configuration, field by field (core/generator/config.hpp)."""
 
     url: str
+    unix_socket: str
     requests: list[RequestTemplate]
     connections: int
     threads: int

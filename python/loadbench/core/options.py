@@ -121,6 +121,9 @@ class RunOptions:
     rst_close: bool = option(
         False, "TCP: close a connection the server already closed with RST, not FIN", "boolean"
     )
+    unix_socket: Union[str, os.PathLike, None] = option(
+        None, "connect to this unix socket; the URL gives Host, path and scheme", "path"
+    )
     cpus: Optional[Sequence[int]] = option(
         None, "pin the generator threads to these CPUs", "list of integers"
     )
@@ -182,6 +185,12 @@ class RunOptions:
         if self.cacert is not None and not Path(self.cacert).is_file():
             raise ConfigError(f"CA file {os.fspath(self.cacert)!r} does not exist")
         self.cpus = _cpu_list(self.cpus)
+        if self.unix_socket is not None:
+            if not isinstance(self.unix_socket, (str, os.PathLike)) or not os.fspath(
+                self.unix_socket
+            ):
+                raise ConfigError(f"unix_socket must be a socket path, not {self.unix_socket!r}")
+            self.unix_socket = os.fspath(self.unix_socket)
 
     # -- what the engine gets ----------------------------------------------------------
     def templates(self) -> list[Request]:
@@ -209,6 +218,7 @@ class RunOptions:
         c.tls_session_resumption = bool(self.tls_session_resumption)
         c.tls_library = self.tls_library
         c.ack_with_request, c.rst_close = bool(self.ack_with_request), bool(self.rst_close)
+        c.unix_socket = self.unix_socket or ""
         c.cpus = list(self.cpus or [])
         c.rate = self.rate or 0.0
         c.poisson = self.arrival == "poisson"
@@ -222,8 +232,9 @@ class RunOptions:
     def tls_verify(self) -> bool:
         return bool(self.verify) or self.cacert is not None or not self.insecure
 
-    def record(self) -> dict[str, Any]:
-        """The `config` block of the Result JSON: what the run was asked to do."""
+    def record(self, url: Optional[str] = None) -> dict[str, Any]:
+        """The `config` block of the Result JSON: what the run was asked to do (``url``: a
+        unix:PATH URL's socket is recorded as unix_socket too)."""
         templates = self.templates()
         out = {
             "connections": self.connections,
@@ -240,6 +251,7 @@ class RunOptions:
             "tls_library": self.tls_library,
             "ack_with_request": bool(self.ack_with_request),
             "rst_close": bool(self.rst_close),
+            "unix_socket": self.unix_socket or _unix_path(url),
             "cpus": list(self.cpus) if self.cpus else None,
             "interval_s": float(self.interval),
             "protocol": self.protocol,
@@ -300,6 +312,10 @@ def _number(name: str, value: Any) -> float:
         return float(value)
     except (TypeError, ValueError):
         raise ConfigError(f"{name} must be a number, not {value!r}") from None
+
+
+def _unix_path(url: Optional[str]) -> Optional[str]:
+    return url[5:] if isinstance(url, str) and url[:5].lower() == "unix:" else None
 
 
 def _cpu_list(cpus: Optional[Sequence[int]]) -> Optional[list[int]]:

@@ -141,7 +141,7 @@ def _checked(url: str, options: dict[str, Any]) -> tuple[dict[str, Any], Any, An
         raise ConfigError(
             message[len("config: ") :] if message.startswith("config: ") else message
         ) from None
-    return run_options.record(), engine_config, engine
+    return run_options.record(url), engine_config, engine
 
 
 def run(

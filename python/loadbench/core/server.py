@@ -5,7 +5,8 @@ and RSS alone. The binary prints one JSON line once it listens, e.g.
 
     {"event": "ready", "pid": 123, "host": "127.0.0.1", "http_port": 40211, "https_port": null, "workers": 1}
 
-and, after a graceful stop (SIGINT/SIGTERM), one line with its counters:
+(with ``--unix PATH`` also ``"unix": PATH``, and ``http_port`` null: the plain listener is the
+unix socket), and, after a graceful stop (SIGINT/SIGTERM), one line with its counters:
 
     {"event": "stopped", "connections_accepted": 10, ..., "requests": {"plaintext": 5, ...},
      "h1": {"connections": 4, "requests": 3},
@@ -36,7 +37,8 @@ class ServerProcess:
 
     Arguments map to the binary's flags: workers -> --workers, tls -> --tls,
     header_timeout_ms -> --header-timeout-ms, and so on (None = the binary's default);
-    `extra_args` are passed through verbatim. `cpus` pins the process (taskset-style).
+    `extra_args` are passed through verbatim. `unix`: plain HTTP (and h2c) on this unix socket
+    instead of a TCP port (--unix); load it with ``loadbench.run(server.url(), unix_socket=...)``. `cpus` pins the process (taskset-style).
     `cgroup=True` (default) starts it in a cgroup of its own, so a Sampler of its pid reads
     the exact CPU of everything it runs (`cgroup_path`; when none can be made,
     `cgroup_note` says why and sampling falls back to /proc). The cgroup is removed at stop.
@@ -45,6 +47,7 @@ class ServerProcess:
     workers: int = 1
     host: str = "127.0.0.1"
     port: int = 0
+    unix: Optional[str] = None  # --unix PATH: the plain listener is this socket, not `port`
     tls: bool = False
     http: bool = True
     tls_port: int = 0
@@ -78,10 +81,12 @@ class ServerProcess:
             "--workers",
             str(self.workers),
         ]
-        if self.http:
-            args += ["--port", str(self.port)]
-        else:
+        if not self.http:
             args += ["--no-http"]
+        elif self.unix is None:
+            args += ["--port", str(self.port)]
+        if self.unix is not None:  # the binary refuses it with --no-http
+            args += ["--unix", os.fspath(self.unix)]
         if self.tls:
             args += ["--tls", "--tls-port", str(self.tls_port)]
         optional = {
@@ -245,7 +250,16 @@ class ServerProcess:
     def https_port(self) -> Optional[int]:
         return self.ready.get("https_port")
 
+    @property
+    def unix_socket(self) -> Optional[str]:
+        """The socket path of a server started with `unix` (None: it listens on TCP)."""
+        return self.ready.get("unix")
+
     def url(self, path: str = "/", https: bool = False) -> str:
+        """The URL of `path`; for a unix-socket server http://localhost{path}, which is what
+        its requests carry (pass ``unix_socket=server.unix_socket`` to reach it)."""
+        if self.unix_socket is not None and not https:
+            return f"http://localhost{path}"
         port = self.https_port if https else self.http_port
         if port is None:
             raise ServerError(f"this server has no {'https' if https else 'http'} listener")

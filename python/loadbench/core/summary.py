@@ -39,8 +39,10 @@ def summary_lines(r: Any) -> list[str]:
     )
     if r.open_loop:
         mode += f", open loop at {r.target_rate:g}/s"
+    over = cfg.get("unix_socket")
     head = (
-        f"{r.url}: {cfg.get('connections', '?')} connections, {r.threads} thread{'s' if r.threads != 1 else ''}, "
+        f"{r.url}{f' via unix:{over}' if over and not r.url.startswith('unix:') else ''}: "
+        f"{cfg.get('connections', '?')} connections, {r.threads} thread{'s' if r.threads != 1 else ''}, "
         f"{mode}{', no keep-alive' if cfg.get('keepalive') is False else ''}"
         f"{', warm-up %g s' % cfg['warmup_s'] if cfg.get('warmup_s') else ''}"
         f"{'  [INTERRUPTED]' if r.interrupted else ''}"

@@ -19,10 +19,14 @@ DEFAULT = (
     "TCP exchange as wrk's: the handshake's last ACK sent at once, connections closed with FIN"
 )
 
+UNIX = "over a unix socket: no TCP handshake, ACKs or close exchange at all"
+
 
 def tcp_exchange_text(options: Mapping) -> str:
     """One clause for a run's config or a sweep's settings: the default exchange, or the
-    opt-in changes that were in force."""
+    opt-in changes that were in force (or that there was no TCP: a unix socket)."""
+    if options.get("transport") == "unix" or options.get("unix_socket"):
+        return UNIX
     chosen = [text for key, text in OPTIONS.items() if options.get(key)]
     return "TCP exchange: " + "; ".join(chosen) if chosen else DEFAULT
 

@@ -316,7 +316,7 @@ def _merge(
     lost: dict[int, str],
     interrupted: bool,
 ) -> Result:
-    config = options.record()
+    config = options.record(url)
     config.update(shards=len(plan), cluster=scheduler)
     shard_offsets = [offsets[picked[p["index"]]].offset_s for p in measured]
     result = merge_shards(url, config, measured, shard_offsets)

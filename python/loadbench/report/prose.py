@@ -90,6 +90,16 @@ def intro(generated: str, settings: dict, environment: dict, rows: list[dict]) -
     return lines
 
 
+def transport_text(transport: str) -> str:
+    """How the generator reached the servers: a unix-socket figure is never to be read as TCP."""
+    if transport == "unix":
+        return (
+            "unix socket (loadbench-server --unix in a private directory): the same requests "
+            "without TCP's loopback cost - not comparable with figures measured over TCP"
+        )
+    return "TCP over loopback"
+
+
 def settings_table(settings: dict, rows: list[dict], aggs: dict, held: Sequence[dict] = ()) -> str:
     """``held``: the hold cells' records (memory per idle connection), counted beside the load cells."""
     repeats, duration, warmup = (
@@ -113,6 +123,7 @@ def settings_table(settings: dict, rows: list[dict], aggs: dict, held: Sequence[
         ("Concurrencies", ", ".join(str(c) for c in cs)),
         ("Workloads", "; ".join(_workload_line(w, cs) for w in settings.get("workloads", []))),
         ("Protocols", ", ".join(settings.get("protocols", []))),
+        ("Transport", transport_text(settings.get("transport") or "tcp")),
     ]
     if settings.get("open_fractions"):
         items.append(

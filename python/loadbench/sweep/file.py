@@ -52,6 +52,7 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
         "tls_library",
         "ack_with_request",
         "rst_close",
+        "transport",
     ):
         if key in data:
             kwargs[key] = data[key]

@@ -115,6 +115,7 @@ class ServerGroup:
                 cpus=self.sweep.server_cpus,
                 peers_dir=self.peers_dir,
                 cert_dir=self.cert_dir,
+                transport=self.sweep.transport,
             )
         except LoadbenchError as exc:
             self.server = None
@@ -217,6 +218,8 @@ class ServerGroup:
             kwargs.update(
                 protocol=wire_protocol(cell.protocol), streams=self.sweep.streams_for(cell.protocol)
             )
+        if self.server.unix_socket is not None:
+            kwargs["unix_socket"] = self.server.unix_socket  # transport "unix"
         if cell.protocol in TLS_PROTOCOLS and self.sweep.tls_library != "openssl":
             kwargs.update(tls_library=self.sweep.tls_library)
         if cell.mode == "connect":

@@ -14,6 +14,7 @@ from ..core.errors import ConfigError
 from ..core.run import check_tls_library
 from .targets import HTTP2, PROTOCOLS, TLS_PROTOCOLS, Target, default_cpu_split
 
+TRANSPORTS = ("tcp", "unix")
 DEFAULT_H2_STREAMS = 10  # concurrent streams per HTTP/2 connection (seed report 001: 10)
 
 ECHO_BODY_BYTES = 4096
@@ -165,6 +166,10 @@ class SweepPlan:
     # rst_close): fewer packets per new connection, stated in the report's settings.
     ack_with_request: bool = False
     rst_close: bool = False
+    # How the generator reaches the server: "tcp" (loopback), or "unix" - the embedded server on
+    # a unix socket, the same request path without TCP's loopback cost (a lower-noise "server
+    # only" figure, never to be compared with a tcp one: the report's settings name it).
+    transport: str = "tcp"
 
     def __post_init__(self) -> None:
         self.workloads = [
@@ -244,6 +249,7 @@ class SweepPlan:
                 f"connection_setup_workload {self.connection_setup_workload!r} is not a workload of this sweep"
             )
         self._check_hold()
+        self._check_transport()
         self.check_tls_library()
         available = sorted(os.sched_getaffinity(0))
         for key in ("server_cpus", "generator_cpus"):
@@ -294,6 +300,33 @@ class SweepPlan:
                 f"and {w.name!r} is not a plain GET; set connection_setup_workload to one "
                 "(e.g. plaintext)"
             )
+
+    def _check_transport(self) -> None:
+        """transport = "unix" is what loadbench-server --unix serves: plain HTTP/1.1 and h2c.
+        Anything a unix socket cannot carry here is refused, never silently measured over TCP."""
+        if self.transport not in TRANSPORTS:
+            raise ConfigError(
+                f"transport: {self.transport!r} is not one of {', '.join(TRANSPORTS)}"
+            )
+        if self.transport == "tcp":
+            return
+        others = [t.name for t in self.targets if t.kind != "beast"]
+        if others:
+            raise ConfigError(
+                f"transport 'unix' is for the embedded server (kind 'beast') only: {', '.join(others)} "
+                "would be started or reached on a TCP port; measure them in a tcp sweep"
+            )
+        tls = [p for p in self.protocols if p in TLS_PROTOCOLS]
+        if tls:
+            raise ConfigError(
+                f"transport 'unix' carries http and h2c only (loadbench-server --unix serves plain "
+                f"HTTP; its TLS listener is TCP): drop {', '.join(tls)} from protocols"
+            )
+        asked = [k for k in ("ack_with_request", "rst_close") if getattr(self, k)]
+        if self.hold_connections:
+            asked.append("hold_connections (the connection holder speaks TCP)")
+        if asked:
+            raise ConfigError(f"transport 'unix' has no TCP exchanges: {', '.join(asked)}")
 
     def hold_workload(self) -> Workload:
         """The request of the hold cells: connection_setup_workload's (one of this sweep's

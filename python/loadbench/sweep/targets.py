@@ -342,6 +342,7 @@ class RunningServer:
     _run_dir: Optional[tempfile.TemporaryDirectory] = None
     _cgroup: Optional[ServerCgroup] = None
     cgroup_note: str = ""
+    unix_socket: Optional[str] = None  # transport "unix": load goes to base_url over this socket
 
     def alive(self) -> bool:
         if self._beast is not None:
@@ -393,6 +394,7 @@ class RunningServer:
             "cpus": self.cpus,
             "cgroup": cgroup,
             **({"cgroup_note": note} if note and cgroup is None else {}),
+            **({"unix_socket": self.unix_socket} if self.unix_socket else {}),
         }
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -435,15 +437,22 @@ def launch(
     host: str = "127.0.0.1",
     env: Optional[dict] = None,
     binary: Optional[str] = None,
+    transport: str = "tcp",
 ) -> RunningServer:
     """Start ``target`` for ``protocol`` pinned to ``cpus`` and wait until it answers
     (``target.workers``, when set, replaces ``workers``). ``env``: variables added for this
     launch only (a command target's own knobs, e.g. NGINX_CONNECTIONS); ``binary``: another
-    loadbench-server executable for a beast target (default: the installed one)."""
+    loadbench-server executable for a beast target (default: the installed one); ``transport``
+    "unix": a beast target on a unix socket in a private directory (http and h2c only)."""
     if protocol not in PROTOCOLS:
         raise ConfigError(f"protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
     cpu_list = sorted(cpus) if cpus is not None else None
     workers = target.workers or workers
+    if transport == "unix" and (target.kind != "beast" or is_tls(protocol)):
+        raise ConfigError(
+            f"transport 'unix' is the embedded server's plain listener (http, h2c): not "
+            f"{target.name!r} ({target.kind}) over {protocol}"
+        )
     if target.kind == "url":
         url = target.url_for(protocol)
         if url is None:
@@ -451,10 +460,14 @@ def launch(
         return RunningServer(target, protocol, url.rstrip("/"), target.pid, cpus=None)
     if target.kind == "beast":
         https = is_tls(protocol)
+        run_dir = (
+            tempfile.TemporaryDirectory(prefix="loadbench-beast-") if transport == "unix" else None
+        )
         # TLS: full handshakes only, like the nginx peer (ssl_session_cache off, tickets off)
         beast = ServerProcess(
             workers=workers,
             host=host,
+            unix=os.path.join(run_dir.name, "beast.sock") if run_dir is not None else None,
             tls=https,
             http=not https,
             cpus=cpu_list,
@@ -466,6 +479,8 @@ def launch(
             beast.start()
         except BaseException:
             beast.kill()  # Ctrl-C while it starts must not leave it running
+            if run_dir is not None:
+                run_dir.cleanup()
             raise
         return RunningServer(
             target,
@@ -476,6 +491,8 @@ def launch(
             workers=workers,
             cpus=cpu_list,
             _beast=beast,
+            _run_dir=run_dir,
+            unix_socket=beast.unix_socket,
         )
     return _launch_command(
         target, protocol, workers, cpu_list, peers_dir, cert_dir, host, env or {}

@@ -72,6 +72,10 @@ SWEEP_KEYS = {
         _BOOL,
         "true or false (connection-setup cells: close a connection the server closed with RST)",
     ),
+    "transport": (
+        _STR,
+        '"tcp" (default) or "unix" (the embedded server on a unix socket; http and h2c only)',
+    ),
     "tls_library": (
         _STR,
         'the generator\'s TLS library for https/h2 cells: "openssl" (default), "wolfssl" or "rustls"',
