@@ -57,6 +57,23 @@ def test_cli_pipelined_exact_count_against_the_embedded_server(beast_server, tmp
     assert stopped["requests_total"] == 1000  # the server's own count agrees
 
 
+def test_pipelined_over_tls_with_a_large_body(server_factory):
+    # 16 x 4 KiB request bodies per connection: TLS takes the gathered requests a record (16 KiB)
+    # at a time, so writes end inside requests and the rest follows with later ones behind it.
+    server = server_factory(tls=True, http=False)
+    r = loadbench.run(
+        server.url("/echo", https=True),
+        method="POST",
+        body=b"x" * 4096,
+        requests=800,
+        connections=3,
+        pipeline=16,
+    )
+    assert r.responses == 800 and r.error_count == 0 and r.status_codes == {200: 800}
+    assert r.bytes_read > 800 * 4096
+    assert server.stop()["requests_total"] == 800
+
+
 def test_head_requests_in_a_pipeline_have_no_body(beast_server):
     r = loadbench.run(
         beast_server.url("/plaintext"),
