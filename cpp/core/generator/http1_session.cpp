@@ -38,10 +38,12 @@ void Http1Session::submit(const Request& r) noexcept {
     ++count_;
     counted_ += r.counted ? 1 : 0;
     if (depth_ > 1) {
-        if (out_pos_ > 0) {
-            out_.erase(0, out_pos_);  // rare: a partial write still waits (usually all of it went)
-            out_pos_ = 0;
+        if (out_pos_ == out_.size()) {
+            out_.clear();  // everything gathered so far went out (the usual case)
+        } else if (out_pos_ > 0) {
+            out_.erase(0, out_pos_);  // the end of a partial write still waits: keep only it
         }
+        out_pos_ = 0;
         out_.append(wire_[r.template_index]);
     }
 }
