@@ -221,6 +221,10 @@ def test_pipeline_goes_to_keepalive_http1_cells_only(tmp_path):
     assert records["beast|http|plaintext-pipelined|c2|r0"]["pipeline"] == 16
     assert "pipeline" not in records["beast|h2c|plaintext-pipelined|c2|r0"]
     assert "pipeline" not in records["beast|http|plaintext-pipelined|connect20|r0"]
+    text = report.render(tmp_path)  # the settings say which workloads were pipelined
+    assert "plaintext-pipelined: GET /plaintext, 16 pipelined per HTTP/1.1 connection" in text
+    assert "json: GET /json, 2 pipelined per HTTP/1.1 connection" in text
+    assert "HTTP/1.1: one request in flight per connection unless its workload is pipelined" in text
 
 
 def test_tls_library_goes_to_the_tls_cells_only_and_is_checked(tmp_path):
