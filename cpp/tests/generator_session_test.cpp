@@ -1,6 +1,7 @@
 // The generator's parts on their own: Http1Session (the Session contract the load logic relies
-// on, one request at a time and pipelined), the Recorder (each request counted once, unfinished open-loop requests in
-// the corrected histogram, drain outcomes in the window's last interval) and the Scheduler's queue.
+// on, one request at a time and pipelined), the Recorder (each request counted once, unfinished
+// open-loop requests in the corrected histogram, drain outcomes in the window's last interval)
+// and the Scheduler's queue.
 #include <gtest/gtest.h>
 
 #include <string>

@@ -58,7 +58,9 @@ void validate(const EngineConfig& c) {
     if (c.rate < 0.0 || !std::isfinite(c.rate)) throw ConfigError("rate must be > 0 requests per second");
     if (c.streams < 1) throw ConfigError("streams must be >= 1 (got " + std::to_string(c.streams) + ")");
     if (c.streams > 1 && !c.h2)
-        throw ConfigError("streams > 1 needs HTTP/2 (protocol='h2', --h2): HTTP/1.1 carries one request at a time");
+        throw ConfigError(
+            "streams > 1 needs HTTP/2 (protocol='h2', --h2): HTTP/1.1 has no streams (its form is a pipeline, "
+            "--pipeline)");
     if (c.pipeline < 1) throw ConfigError("pipeline must be an integer >= 1 (got " + std::to_string(c.pipeline) + ")");
     if (c.pipeline > 1 && c.h2)
         throw ConfigError(
