@@ -4,7 +4,8 @@ Each server runs in a background thread on 127.0.0.1 (port chosen by the kernel)
 the requests it answered and the connections it accepted, so tests can assert exact numbers.
 Behaviours: "pattern" (200/404/500 in turn), "chunked", "delay" (/delay?ms=N), "close-each"
 (Connection: close after every response), "close-mid" (closes halfway through a body),
-"garbage" (answers bytes that are not HTTP), "silent" (reads, never answers).
+"garbage" (answers bytes that are not HTTP), "silent" (reads, never answers). PipelineServer
+answers pipelined requests and records how many arrived back to back before its first answer.
 """
 
 from __future__ import annotations
@@ -182,6 +183,103 @@ class ScriptedServer(ThreadedServer):
                         return
                     continue
                 raise ValueError(f"unknown behaviour {b}")
+        except OSError:
+            return
+        finally:
+            with self.lock:
+                if conn in self._conns:
+                    self._conns.remove(conn)
+            conn.close()
+
+
+class PipelineServer(ThreadedServer):
+    """HTTP/1.1 for pipelining clients: every complete request in its buffer is answered, in
+    order, in one write (GET requests without a body, as the generator sends them).
+
+    gather: before its first answer on a connection it waits (up to gather_s) until this many
+    complete requests are buffered, and records how many there were in `first_batch` - a client
+    that pipelines has written them without waiting for an answer, one that does not has one.
+    close_after=k: the k-th response on each connection says `Connection: close` and the server
+    closes (`closes_sent` counts them); drop_after=k: it closes after the k-th response without
+    saying so. silent: reads and never answers. Closes are lingering (shut down writing, read
+    until the client closes), so the answers already written are never lost to a reset.
+    """
+
+    def __init__(
+        self,
+        gather: int = 1,
+        gather_s: float = 1.0,
+        close_after: Optional[int] = None,
+        drop_after: Optional[int] = None,
+        silent: bool = False,
+    ) -> None:
+        super().__init__(backlog=512)
+        self.gather, self.gather_s = gather, gather_s
+        self.close_after, self.drop_after, self.silent = close_after, drop_after, silent
+        self.served = 0  # responses written
+        self.received = 0  # complete requests read (answered or not)
+        self.first_batch: list[int] = []
+        self.closes_sent = 0
+        self.drops = 0
+
+    def _gather_first(self, conn: socket.socket, buf: bytearray) -> bool:
+        deadline = time.monotonic() + self.gather_s
+        try:
+            while buf.count(b"\r\n\r\n") < self.gather:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                conn.settimeout(left)
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return False
+                buf += chunk
+        except socket.timeout:
+            pass
+        finally:
+            conn.settimeout(None)
+        with self.lock:
+            self.first_batch.append(buf.count(b"\r\n\r\n"))
+        return True
+
+    def _serve(self, conn: socket.socket) -> None:
+        buf = bytearray()
+        answered = 0  # on this connection
+        try:
+            if not self._gather_first(conn, buf):
+                return
+            while not self._stopping.is_set():
+                if b"\r\n\r\n" not in buf:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    buf += chunk
+                    continue
+                out = bytearray()
+                ending = False
+                while b"\r\n\r\n" in buf and not ending:
+                    del buf[: buf.index(b"\r\n\r\n") + 4]
+                    with self.lock:
+                        self.received += 1
+                    if self.silent:
+                        continue
+                    answered += 1
+                    close = self.close_after is not None and answered == self.close_after
+                    ending = close or (self.drop_after is not None and answered == self.drop_after)
+                    out += b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+                    out += b"Connection: close\r\n\r\nok" if close else b"\r\nok"
+                    with self.lock:
+                        self.served += 1
+                        self.closes_sent += close
+                        self.drops += ending and not close
+                if out:
+                    conn.sendall(out)
+                if ending:
+                    conn.shutdown(socket.SHUT_WR)
+                    conn.settimeout(5)
+                    while conn.recv(65536):
+                        pass
+                    return
         except OSError:
             return
         finally:

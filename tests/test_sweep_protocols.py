@@ -28,7 +28,9 @@ def test_protocols_streams_and_requests_are_checked():
     for bad, named in [
         ({"protocols": ["h3"]}, "'h3' is not one of http, https, h2c, h2"),
         ({"protocols": ["http", "http"]}, "protocols must be unique"),
-        ({"streams": {"https": 2}}, "streams.https: HTTP/1.1 has one request in flight"),
+        ({"streams": {"https": 2}}, "streams.https: HTTP/1.1 has no streams"),
+        ({"pipeline": 0}, "pipeline: 0 is not a positive integer"),
+        ({"pipeline": True}, "pipeline: True is not a positive integer"),
         ({"streams": 0}, "streams.h2c: 0 is not a positive integer"),
         ({"requests": 0}, "requests: 0 is not a positive integer"),
         ({"detail_protocols": ["spdy"]}, "detail_protocols: 'spdy'"),
@@ -183,6 +185,46 @@ def test_runner_gets_protocol_and_streams_only_for_http2_cells(tmp_path):
     text = report.render(tmp_path)
     assert "n/a: python-asyncio h2c: the asyncio.Protocol peer speaks HTTP/1.1 only" in text
     assert "| beast | 1 000 | 1 000 | 2 000 | 2 000 | 2.00x |" in text
+
+
+def test_pipeline_goes_to_keepalive_http1_cells_only(tmp_path):
+    # plaintext-pipelined is a built-in that no sweep runs unless it names it
+    assert "plaintext-pipelined" not in [w.name for w in default_sweep(peers_dir=PEERS).workloads]
+    fake = FakeRun()
+    sweep = sweep_from_dict(
+        {
+            "protocols": ["http", "h2c"],
+            "concurrencies": [2],
+            "requests": 50,
+            "repeats": 1,
+            "contended_reruns": 0,
+            "connection_setup": True,
+            "connection_setup_workload": "plaintext-pipelined",
+            "pipeline": 2,
+            "workloads": ["plaintext-pipelined", {"name": "json", "path": "/json"}],
+        }
+    )
+    sweep.run(tmp_path, progress=False, notes=False, runner=fake, environment=False)
+    calls = {
+        (url.rsplit("/", 1)[1], kwargs.get("protocol"), kwargs["keepalive"]): kwargs.get("pipeline")
+        for url, kwargs in fake.calls
+    }
+    assert calls == {
+        ("plaintext", None, True): 16,  # the workload's own depth (TechEmpower's)
+        ("plaintext", None, False): None,  # a connection per request carries one
+        ("plaintext", "h2", True): None,  # HTTP/2 multiplexes with streams instead
+        ("plaintext", "h2", False): None,
+        ("json", None, True): 2,  # the sweep's depth
+        ("json", "h2", True): None,
+    }
+    records = {r["id"]: r for r in results.read_records(tmp_path / "results.jsonl")}
+    assert records["beast|http|plaintext-pipelined|c2|r0"]["pipeline"] == 16
+    assert "pipeline" not in records["beast|h2c|plaintext-pipelined|c2|r0"]
+    assert "pipeline" not in records["beast|http|plaintext-pipelined|connect20|r0"]
+    text = report.render(tmp_path)  # the settings say which workloads were pipelined
+    assert "plaintext-pipelined: GET /plaintext, 16 pipelined per HTTP/1.1 connection" in text
+    assert "json: GET /json, 2 pipelined per HTTP/1.1 connection" in text
+    assert "HTTP/1.1: one request in flight per connection unless its workload is pipelined" in text
 
 
 def test_tls_library_goes_to_the_tls_cells_only_and_is_checked(tmp_path):

@@ -46,6 +46,9 @@ struct EngineConfig {
     // HTTP/2: h2c with prior knowledge for http://, ALPN h2 (only) for https://.
     bool h2 = false;
     int streams = 1;  // HTTP/2 streams in flight per connection (h2load's -m)
+    // HTTP/1.1 pipelining: up to this many requests written back to back per connection, their
+    // responses matched in order (wrk's pipeline depth; 1: one at a time, plain keep-alive).
+    int pipeline = 1;
 };
 
 // A request that went out more than this after its intended time counts as a late send.

@@ -29,8 +29,8 @@ Connection::Connection(const RunPlan& plan, EventLoop& loop, Recorder& recorder,
         session_ = std::make_unique<Http2Session>(plan.h2_requests, plan.streams, !plan.keepalive,
                                                   static_cast<SessionEvents&>(*this));
     } else {
-        session_ =
-            std::make_unique<Http1Session>(plan.wire_requests, plan.head_requests, static_cast<SessionEvents&>(*this));
+        session_ = std::make_unique<Http1Session>(plan.wire_requests, plan.head_requests,
+                                                  static_cast<SessionEvents&>(*this), plan.pipeline);
     }
 }
 
@@ -228,7 +228,9 @@ void Connection::read_available() {
                 lose(kParse, session_->error());
                 return;
             }
-            if (session_->in_flight() == 0 && !multiplexed) break;
+            // HTTP/1.1: nothing more to read once every request is answered, or once a response
+            // ended the connection (the pipelined requests behind it will not be answered).
+            if (!multiplexed && (session_->in_flight() == 0 || !session_->reusable())) break;
             // A short read drained the socket; the next arrival raises a new edge.
             if (plain && n < read_capacity_ && !peer_closed_) break;
             continue;
@@ -238,7 +240,8 @@ void Connection::read_available() {
             peer_closed_ = true;
             now = monotonic_ns();
             const bool idle = session_->in_flight() == 0;
-            if (session_->input_eof(now) == InputResult::Ok && session_->in_flight() == 0) {
+            if (session_->input_eof(now) == InputResult::Ok &&
+                (session_->in_flight() == 0 || (!multiplexed && !session_->reusable()))) {
                 if (multiplexed && idle && settled_ == settled_before) {
                     // HTTP/2 connection closed with nothing in flight (idle timeout, after GOAWAY).
                     close();
@@ -254,7 +257,11 @@ void Connection::read_available() {
         return;
     }
     if (!multiplexed) {
-        if (session_->in_flight() == 0) owner_.on_answered(*this, now);
+        // Keep-alive: its one request was answered. Pipelined: responses freed slots for the
+        // owner to refill, or one ended the connection and the owner sends what it still held
+        // again on a fresh one.
+        if (session_->in_flight() == 0 || !session_->reusable() || settled_ != settled_before)
+            owner_.on_answered(*this, now);
         return;
     }
     // HTTP/2: what the session has to say back (SETTINGS ACK, WINDOW_UPDATE, PING ACK), then

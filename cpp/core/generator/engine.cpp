@@ -60,7 +60,18 @@ void validate(const EngineConfig& c) {
     if (c.rate < 0.0 || !std::isfinite(c.rate)) throw ConfigError("rate must be > 0 requests per second");
     if (c.streams < 1) throw ConfigError("streams must be >= 1 (got " + std::to_string(c.streams) + ")");
     if (c.streams > 1 && !c.h2)
-        throw ConfigError("streams > 1 needs HTTP/2 (protocol='h2', --h2): HTTP/1.1 carries one request at a time");
+        throw ConfigError(
+            "streams > 1 needs HTTP/2 (protocol='h2', --h2): HTTP/1.1 has no streams (its form is a pipeline, "
+            "--pipeline)");
+    if (c.pipeline < 1) throw ConfigError("pipeline must be an integer >= 1 (got " + std::to_string(c.pipeline) + ")");
+    if (c.pipeline > 1 && c.h2)
+        throw ConfigError(
+            "pipeline > 1 is HTTP/1.1 pipelining: HTTP/2 carries concurrent requests as streams (streams, -p), "
+            "not a pipeline");
+    if (c.pipeline > 1 && !c.keepalive)
+        throw ConfigError(
+            "pipeline > 1 needs keep-alive: pipelined requests share one connection, and without keep-alive "
+            "each connection carries one request");
     if (c.max_connections < 0) throw ConfigError("max_connections must be >= 0");
     if (c.rate > 0.0 && c.max_connections > 0 && c.max_connections < c.connections)
         throw ConfigError("max_connections must be an integer >= connections (" + std::to_string(c.connections) +
@@ -159,6 +170,7 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
     }
     plan_.tls = tls_.get();
     plan_.keepalive = config_.keepalive;
+    plan_.pipeline = config_.pipeline;
     plan_.ack_with_request = config_.ack_with_request;
     plan_.rst_close = config_.rst_close;
     plan_.count_mode = config_.total_requests > 0;

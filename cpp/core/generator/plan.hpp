@@ -33,6 +33,7 @@ struct RunPlan {
     std::vector<bool> head_requests;
     bool h2 = false;                     // HTTP/2 (h2c prior knowledge, or ALPN h2 over TLS)
     int streams = 1;                     // HTTP/2: most streams in flight per connection
+    int pipeline = 1;                    // HTTP/1.1: most requests in flight per connection
     std::vector<H2Request> h2_requests;  // HTTP/2: the templates as header fields, built once
     const TlsContext* tls = nullptr;     // null: plain TCP
     bool keepalive = true;

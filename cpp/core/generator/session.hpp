@@ -2,7 +2,8 @@
 // A Session speaks one protocol over one connection (the model is h2load's Session): it says
 // how many request slots it has free, takes requests, hands their bytes to the connection and
 // turns the bytes that come back into completed responses. `Http1Session` carries one request
-// at a time (keep-alive); an HTTP/2 session would carry one per stream. The load logic (the
+// at a time (keep-alive) or a pipeline of them, answered in order; an HTTP/2 session carries
+// one per stream. The load logic (the
 // Scheduler and the Worker) only sees slots and Requests, so adding a protocol is adding a
 // Session.
 #include <cstddef>

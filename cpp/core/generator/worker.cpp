@@ -32,6 +32,7 @@ Worker::Worker(const RunPlan& plan, int index, int connections, int max_connecti
       scheduler_(plan, index, budget),
       read_buffer_(std::make_unique<char[]>(kReadCapacity)) {
     connections_.reserve(static_cast<size_t>(std::max(connections, max_connections)));
+    resend_.reserve(static_cast<size_t>(std::max({plan.pipeline, plan.streams, 1})));  // a connection's worth
     for (int i = 0; i < connections; ++i) add_connection();
 }
 
@@ -138,7 +139,8 @@ bool Worker::finished(int64_t now) const noexcept {
     if (!scheduler_.exhausted(now) || counted_in_flight_ > 0) return false;
     // With a request count every request is sent, however late; a timed window's end stops
     // new sends, so what still waits in the queue then is unfinished.
-    // Closed loop: the queue holds only HTTP/2 requests a server refused, sent again in the drain.
+    // Closed loop: the queue holds only requests to send again (refused by an HTTP/2 server, never
+    // answered on a lost or closed connection), sent in the drain.
     return (!plan_.count_mode && plan_.open_loop) || scheduler_.queue_empty();
 }
 
@@ -162,8 +164,12 @@ void Worker::assign(Connection& c, const Request& r, int64_t now, bool write_now
 
 void Worker::next_closed(Connection& c, int64_t now) {
     Request r;
-    RequestQueue& retries = scheduler_.queue();  // closed loop: HTTP/2 requests refused by a server
-    const bool multiplexed = c.session().reads_when_idle();
+    // Closed loop: requests to send again first (refused by an HTTP/2 server, never answered on a
+    // lost or closed connection).
+    RequestQueue& retries = scheduler_.queue();
+    // HTTP/2 and an HTTP/1.1 pipeline: the slots filled now go out in one write (as h2load and
+    // wrk), not one write each.
+    const bool one_write = c.session().reads_when_idle() || plan_.pipeline > 1;
     while (c.session().free_slots() > 0) {
         if (!retries.empty()) {
             r = retries.front();
@@ -171,11 +177,10 @@ void Worker::next_closed(Connection& c, int64_t now) {
         } else if (!scheduler_.next_closed(now, r)) {
             break;
         }
-        // HTTP/2: the slots filled now go out in one write (as h2load), not one write each.
-        assign(c, r, now, !multiplexed);
+        assign(c, r, now, !one_write);
         if (c.state() == Connection::State::Closed) return;  // lost at once: settled and rescheduled
     }
-    if (multiplexed) c.flush();  // a failure is settled through on_lost
+    if (one_write) c.flush();  // a failure is settled through on_lost
 }
 
 void Worker::on_tcp_connected(Connection& c, int64_t now) noexcept {
@@ -213,11 +218,16 @@ void Worker::on_answered(Connection& c, int64_t now) {
         return;
     }
     if (!plan_.keepalive || !c.session().reusable()) {
-        // The server closed (or asked to close) the connection: reopen it.
+        // The server closed (or asked to close) the connection: reopen it. Pipelined requests
+        // behind the response that ended it were never answered (the server said so): they go
+        // out again first, on the fresh connection, neither lost nor counted twice.
         if (plan_.keepalive) recorder_.reconnect(c.last_counted);
+        const bool requeued = c.session().in_flight() > 0;
+        if (requeued) requeue_unanswered(c);
         c.close();
         if (plan_.open_loop) {
             open_pool_connection(c, now);
+            if (requeued) dispatch(now);
         } else {
             next_closed(c, now);
         }
@@ -268,9 +278,8 @@ void Worker::on_lost(Connection& c, ErrorKind kind, const std::string& why, int6
     Request taken[kTakeBatch];
     bool answered[kTakeBatch];
     bool any = false;
-    bool requeued = false;
-    bool retry = false;
-    Request retry_request;
+    bool resent_counted = false;
+    resend_.clear();
     while (c.session().in_flight() > 0) {
         const size_t n = c.session().take_in_flight(taken, answered, kTakeBatch);
         for (size_t i = 0; i < n; ++i) {
@@ -279,21 +288,18 @@ void Worker::on_lost(Connection& c, ErrorKind kind, const std::string& why, int6
             if (r.counted) --counted_in_flight_;
             // A keep-alive connection the server closed as we used it: the request never reached
             // its handler, so it goes out again on a fresh connection (what every HTTP client
-            // does), counting the reconnect - once in the closed loop, back to the front of
-            // the queue (its due time unchanged) in the open loop.
+            // does) - once in the closed loop; in the open loop its due time is unchanged. Back
+            // to the front of the queue, in order (a pipeline or HTTP/2 loses several at once).
             const bool unanswered_on_reuse = (kind == kRead || kind == kWrite) && c.reused() && !answered[i];
-            if (unanswered_on_reuse && plan_.open_loop) {
-                recorder_.reconnect(r.counted && now < plan_.window_end_ns);
-                r.assigned_ns = 0;
-                scheduler_.queue().push_front(r);
-                requeued = true;
-                continue;
-            }
-            if (unanswered_on_reuse && !r.retried) {
-                recorder_.reconnect(r.counted);
-                r.retried = true;
-                retry_request = r;
-                retry = true;
+            if (unanswered_on_reuse && (plan_.open_loop || !r.retried)) {
+                if (plan_.open_loop) {
+                    resent_counted |= r.counted && now < plan_.window_end_ns;
+                    r.assigned_ns = 0;
+                } else {
+                    resent_counted |= r.counted;
+                    r.retried = true;
+                }
+                resend_.push_back(r);
                 continue;
             }
             if (kind == kRead && !answered[i] && !c.reused()) {
@@ -302,6 +308,12 @@ void Worker::on_lost(Connection& c, ErrorKind kind, const std::string& why, int6
                 recorder_.error(r, kind, why, now);
             }
         }
+    }
+    // One reconnect for the connection reopened, however many requests it carried.
+    const bool resent = !resend_.empty();
+    if (resent) {
+        recorder_.reconnect(resent_counted);
+        requeue_front(now);
     }
     if (plan_.open_loop) {
         if (!any && kind == kConnect) {
@@ -316,16 +328,43 @@ void Worker::on_lost(Connection& c, ErrorKind kind, const std::string& why, int6
             return;
         }
         open_pool_connection(c, now);
-        if (requeued) dispatch(now);
+        if (resent) dispatch(now);
         return;
     }
-    if (retry) {
-        assign(c, retry_request, now);
+    if (resent) {
+        next_closed(c, now);  // the queue's front first: the requests to send again
     } else if (kind == kConnect) {
         c.retry_at_ns = now + std::max<int64_t>(plan_.connect_retry_delay_ns, 1);  // by housekeeping
     } else {
         next_closed(c, now);
     }
+}
+
+void Worker::requeue_unanswered(Connection& c) {
+    Request taken[kTakeBatch];
+    bool answered[kTakeBatch];
+    resend_.clear();
+    while (c.session().in_flight() > 0) {
+        const size_t n = c.session().take_in_flight(taken, answered, kTakeBatch);
+        for (size_t i = 0; i < n; ++i) {
+            if (taken[i].counted) --counted_in_flight_;
+            if (plan_.open_loop) taken[i].assigned_ns = 0;  // as a request lost on a reused connection
+            resend_.push_back(taken[i]);
+        }
+    }
+    requeue_front(monotonic_ns());
+}
+
+void Worker::requeue_front(int64_t now) {
+    RequestQueue& queue = scheduler_.queue();
+    for (size_t i = resend_.size(); i-- > 0;) {  // the oldest ends up first
+        try {
+            queue.push_front(resend_[i]);
+        } catch (...) {
+            recorder_.error(resend_[i], kRead, "out of memory re-queueing a request", now);
+        }
+    }
+    resend_.clear();
 }
 
 void Worker::housekeeping(int64_t now) {

@@ -66,6 +66,11 @@ private:
     void mark_ready(Connection& c);
     void open_pool_connection(Connection& c, int64_t now);
     void fail_queued_request(const std::string& why, int64_t now);
+    // Takes c's requests that were never answered (behind a response that ended a pipelined
+    // connection) and puts them first in the queue, in order, to go out again.
+    void requeue_unanswered(Connection& c);
+    // Puts resend_ first in the queue, oldest first.
+    void requeue_front(int64_t now);
     void housekeeping(int64_t now);
     void expire_streams(Connection& c, int64_t now);
     void settle_unfinished(int64_t now);
@@ -82,6 +87,7 @@ private:
     static constexpr size_t kReadCapacity = 256 * 1024;
     std::vector<std::unique_ptr<Connection>> connections_;
     std::vector<Connection*> ready_;  // open loop: connected with free slots (entries may be stale)
+    std::vector<Request> resend_;     // requests of a lost connection to send again, oldest first
     int connecting_ = 0;              // open loop: pool connections on their way
     bool preconnecting_ = false;      // inside preconnect(): the events count nothing
     int preconnected_ = 0;

@@ -20,7 +20,9 @@ void Worker::dispatch(int64_t now) {
     // wake-up latency and ended `unfinished` on a healthy server). No connection is opened then.
     if (plan_.stop.load(std::memory_order_relaxed)) return;
     RequestQueue& queue = scheduler_.queue();
-    Connection* unwritten = nullptr;  // HTTP/2: the requests given to one connection go out in one write
+    // HTTP/2 and an HTTP/1.1 pipeline: the requests given to one connection go out in one write.
+    Connection* unwritten = nullptr;
+    const bool pipelined = plan_.pipeline > 1;
     while (!queue.empty() && !ready_.empty()) {
         Connection* c = ready_.back();
         const int free = c->state() == Connection::State::Open ? c->session().free_slots() : 0;
@@ -35,9 +37,9 @@ void Worker::dispatch(int64_t now) {
         }
         const Request r = queue.front();
         queue.pop_front();
-        const bool multiplexed = c->session().reads_when_idle();
-        assign(*c, r, now, !multiplexed);
-        if (multiplexed) unwritten = c;
+        const bool one_write = pipelined || c->session().reads_when_idle();
+        assign(*c, r, now, !one_write);
+        if (one_write) unwritten = c;
     }
     if (unwritten) unwritten->flush();  // a failure is settled through on_lost
     // Every slot is busy and requests are waiting: grow the pool up to the cap.

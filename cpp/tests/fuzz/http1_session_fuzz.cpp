@@ -1,13 +1,16 @@
 // libFuzzer target: a keep-alive connection's worth of server bytes through the generator's
 // Http1Session, exactly as a Connection delivers them: read-sized pieces (the size drawn from
-// the first byte), a new request submitted whenever the previous one was answered, the peer's
-// close (input_eof) at the end. Besides the sanitizers' checks it asserts what the load logic
-// relies on:
-//  - at most one response per request, and every response has a status 100..999;
+// the first byte), every free slot refilled after each read (one, or a pipeline of 4 when bit 6
+// of the first byte is set), a connection the server ended taken back and reset as the Worker
+// does, the peer's close (input_eof) at the end. Besides the sanitizers' checks it asserts what
+// the load logic relies on:
+//  - at most one response per request (never more than were in flight), and every response
+//    has a status 100..999;
 //  - an Error always has a reason;
 //  - the bytes carried between reads stay bounded (header block + chunk line limits), so a
 //    hostile server cannot make a connection's buffer grow without end;
-//  - the slot accounting holds: in_flight() + free_slots() == 1.
+//  - the slot accounting holds: in_flight() + free_slots() == depth, and every request ends
+//    answered or taken back, once.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -51,35 +54,47 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                                   "HEAD / HTTP/1.1\r\nHost: x\r\n\r\n"};
     static const std::vector<bool> head = {false, true};
     const uint32_t which = (data[0] & 0x80) ? 1 : 0;
+    const int depth = (data[0] & 0x40) ? 4 : 1;
     const std::size_t piece = (data[0] & 0x3f) == 0 ? 65536 : (data[0] & 0x3f);
     const char* bytes = reinterpret_cast<const char*>(data + 1);
     --size;
 
     Events events;
-    Http1Session session(wire, head, events);
+    Http1Session session(wire, head, events, depth);
     int submitted = 0;
+    int taken = 0;
     std::size_t offset = 0;
     bool failed = false;
     while (offset < size && !failed) {
-        if (session.in_flight() == 0) {
+        if (!session.reusable()) {
+            // The Connection closes here; the Worker takes what was never answered to send again.
+            Request out[4];
+            bool answered[4];
+            taken += static_cast<int>(session.take_in_flight(out, answered, 4));
+            check(session.in_flight() == 0, "requests left behind after take_in_flight");
+            session.reset();
+        }
+        while (session.free_slots() > 0) {
             Request r;
             r.template_index = which;
             r.counted = true;
             session.submit(r);
-            session.wrote(session.output().size(), 1);
             ++submitted;
         }
-        check(session.in_flight() + session.free_slots() == 1, "slot accounting");
+        session.wrote(session.output().size(), 1);
+        check(session.output().empty(), "bytes left to write after writing them all");
+        check(session.in_flight() + session.free_slots() == depth, "slot accounting");
         const std::size_t n = std::min(piece, size - offset);
         const int before = events.responses;
+        const int in_flight = session.in_flight();
         failed = session.input(bytes + offset, n, 2) == InputResult::Error;
         offset += n;
-        check(events.responses - before <= 1, "two responses to one request");
+        check(events.responses - before <= in_flight, "more responses than requests in flight");
         check(session.carried_bytes() <= kCarryBound, "carried bytes keep growing");
         if (failed) check(!session.error().empty(), "error without a reason");
     }
     if (!failed && session.in_flight() > 0 && session.input_eof(3) == InputResult::Error)
         check(!session.error().empty(), "error without a reason at the close");
-    check(events.responses <= submitted && events.sends == submitted, "outcomes and sends add up");
+    check(events.responses + taken <= submitted && events.sends == submitted, "outcomes and sends add up");
     return 0;
 }

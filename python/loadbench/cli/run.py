@@ -88,6 +88,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=_help("streams", "-m is --method here, as in oha"),
     )
     p.add_argument(
+        "--pipeline",
+        type=int,
+        default=1,
+        metavar="N",
+        help=_help("pipeline", "TechEmpower's plaintext test uses 16"),
+    )
+    p.add_argument(
         "-H",
         "--header",
         action="append",
@@ -253,6 +260,8 @@ def main(args: argparse.Namespace) -> int:
     )
     if args.h2 or args.streams != 1:
         kwargs.update(protocol="h2" if args.h2 else "http/1.1", streams=args.streams)
+    if args.pipeline != 1:
+        kwargs.update(pipeline=args.pipeline)  # only when asked: a run's call names what it changes
     lost: Optional[LoadbenchError] = None
     try:
         if args.cluster is not None:

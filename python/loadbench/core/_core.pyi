@@ -140,6 +140,7 @@ class EngineConfig:
     max_connections: int
     h2: bool
     streams: int
+    pipeline: int
     def __init__(self) -> None: ...
 
 class HdrHistogram:

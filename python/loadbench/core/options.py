@@ -8,7 +8,7 @@ Each field carries its help text and its type as a sweep file or a command line 
 (``FIELD_HELP``, ``field_type``): `loadbench run`'s flags, `loadbench.run()`'s keywords, a
 sweep's cells and a distributed run's shards all pass a RunOptions, so a parameter has one name,
 one default and one explanation. The rules the engine enforces (ranges, combinations such as
-streams > 1 without HTTP/2, the open-file limit) are checked once, in C++
+streams > 1 without HTTP/2, a pipeline with HTTP/2 or without keep-alive, the open-file limit) are checked once, in C++
 (core/generator/engine.cpp), and arrive as ConfigError; what only Python can check - types, the
 header syntax, a body file, the TLS library this build has - is checked here.
 """
@@ -144,6 +144,12 @@ class RunOptions:
         "string",
     )
     streams: int = option(1, "HTTP/2 streams in flight per connection (h2load's -m)", "integer")
+    pipeline: int = option(
+        1,
+        "HTTP/1.1 pipelining: requests written back to back per connection, answered in order "
+        "(wrk's pipeline depth; needs keep-alive)",
+        "integer",
+    )
 
     def __post_init__(self) -> None:
         """The checks only Python can make; the engine checks ranges and combinations."""
@@ -176,6 +182,7 @@ class RunOptions:
             raise ConfigError(f"protocol must be 'http/1.1' or 'h2', not {self.protocol!r}")
         self.protocol = PROTOCOL_NAMES[self.protocol]
         _integer("streams", self.streams)
+        _integer("pipeline", self.pipeline)
         check_tls_library(self.tls_library)
         if self.tls_library == "wolfssl" and self.tls_session_resumption:
             raise ConfigError(
@@ -226,6 +233,7 @@ class RunOptions:
         c.max_connections = self.max_connections or 0
         c.h2 = self.protocol == "h2"
         c.streams = self.streams
+        c.pipeline = self.pipeline
         return c
 
     @property
@@ -256,6 +264,7 @@ class RunOptions:
             "interval_s": float(self.interval),
             "protocol": self.protocol,
             "streams": self.streams,
+            "pipeline": self.pipeline,
         }
         if self.rate is not None:
             out.update(

@@ -21,7 +21,7 @@ def _cpus(cpus: Optional[list]) -> str:
     return ("CPU " if len(cpus) == 1 else "CPUs ") + ", ".join(str(c) for c in cpus)
 
 
-def _workload_line(w: dict, default_cs: list) -> str:
+def _workload_line(w: dict, default_cs: list, sweep_pipeline: int = 1) -> str:
     body = w.get("body")
     size = body.get("bytes") if isinstance(body, dict) else (len(body) if body else 0)
     what = (
@@ -30,8 +30,17 @@ def _workload_line(w: dict, default_cs: list) -> str:
         else f"{w.get('method', 'GET')} {w.get('path', '/')}"
         + (f" with a {size}-byte body" if size else "")
     )
+    depth = w.get("pipeline") or sweep_pipeline
+    if depth > 1:
+        what += f", {depth} pipelined per HTTP/1.1 connection"
     cs = w.get("concurrencies") or default_cs
     return f"{w['name']}: {what} (C = {', '.join(str(c) for c in cs)})"
+
+
+def _pipelined(settings: dict) -> bool:
+    """Whether any workload of the sweep ran its HTTP/1.1 cells pipelined."""
+    sweep = settings.get("pipeline") or 1
+    return any((w.get("pipeline") or sweep) > 1 for w in settings.get("workloads", []))
 
 
 def intro(generated: str, settings: dict, environment: dict, rows: list[dict]) -> list[str]:
@@ -121,7 +130,13 @@ def settings_table(settings: dict, rows: list[dict], aggs: dict, held: Sequence[
             f"after a {warmup:g} s warm-up excluded from every figure",
         ),
         ("Concurrencies", ", ".join(str(c) for c in cs)),
-        ("Workloads", "; ".join(_workload_line(w, cs) for w in settings.get("workloads", []))),
+        (
+            "Workloads",
+            "; ".join(
+                _workload_line(w, cs, settings.get("pipeline") or 1)
+                for w in settings.get("workloads", [])
+            ),
+        ),
         ("Protocols", ", ".join(settings.get("protocols", []))),
         ("Transport", transport_text(settings.get("transport") or "tcp")),
     ]
@@ -153,7 +168,8 @@ def settings_table(settings: dict, rows: list[dict], aggs: dict, held: Sequence[
                 "HTTP/2",
                 "; ".join(f"{p}: {per[p]} concurrent streams per connection" for p in h2)
                 + " (h2c: prior knowledge on the plain port; h2: ALPN over TLS); HTTP/1.1: one request "
-                "in flight per connection",
+                "in flight per connection"
+                + (" unless its workload is pipelined" if _pipelined(settings) else ""),
             )
         )
     if held:

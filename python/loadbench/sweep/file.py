@@ -47,6 +47,7 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
         "cluster",
         "shards",
         "streams",
+        "pipeline",
         "requests",
         "hold_connections",
         "tls_library",

@@ -220,6 +220,9 @@ class ServerGroup:
             )
         if self.server.unix_socket is not None:
             kwargs["unix_socket"] = self.server.unix_socket  # transport "unix"
+        if self.sweep.pipeline_for(cell) > 1:
+            # Only when asked: an unpipelined cell's call is what it always was.
+            kwargs.update(pipeline=self.sweep.pipeline_for(cell))
         if cell.protocol in TLS_PROTOCOLS and self.sweep.tls_library != "openssl":
             kwargs.update(tls_library=self.sweep.tls_library)
         if cell.mode == "connect":
@@ -358,6 +361,8 @@ class ServerGroup:
             record["load_pct"] = cell.load
         if cell.protocol in HTTP2:
             record["streams"] = self.sweep.streams_for(cell.protocol)
+        if self.sweep.pipeline_for(cell) > 1:
+            record["pipeline"] = self.sweep.pipeline_for(cell)
         if self.sweep.requests is not None and cell.mode not in ("open", "hold"):
             record["requests"] = self.sweep.requests
         record.update(extra or {})

@@ -16,6 +16,7 @@ from .targets import HTTP2, PROTOCOLS, TLS_PROTOCOLS, Target, default_cpu_split
 
 TRANSPORTS = ("tcp", "unix")
 DEFAULT_H2_STREAMS = 10  # concurrent streams per HTTP/2 connection (seed report 001: 10)
+TECHEMPOWER_PIPELINE = 16  # TechEmpower's plaintext test: wrk with 16 pipelined requests
 
 ECHO_BODY_BYTES = 4096
 
@@ -35,7 +36,8 @@ HOLD_PER_CONNECTION_S = 75e-6
 class Workload:
     """What each request is: one template (method, path, headers, body) or a round-robin list.
 
-    ``concurrencies`` overrides the sweep's list for this workload (e.g. json at c=50 only).
+    ``concurrencies`` overrides the sweep's list for this workload (e.g. json at c=50 only),
+    ``pipeline`` the sweep's HTTP/1.1 pipeline depth (requests in flight per connection).
     """
 
     name: str
@@ -45,6 +47,7 @@ class Workload:
     body: Optional[str] = None
     requests: Optional[list] = None
     concurrencies: Optional[list] = None
+    pipeline: Optional[int] = None
 
     def __post_init__(self) -> None:
         if not self.name or any(c in self.name for c in "|/\n"):
@@ -63,12 +66,24 @@ class Workload:
             raise ConfigError(
                 f"workload {self.name!r}: path must start with '/', not {self.path!r}"
             )
+        if self.pipeline is not None:
+            _check_pipeline(f"workload {self.name!r}: pipeline", self.pipeline)
+
+
+def _check_pipeline(key: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{key}: {value!r} is not a positive integer (1: no pipelining)")
 
 
 def builtin_workloads() -> dict[str, Workload]:
-    """plaintext GET, json GET and echo POST with a 4 KiB body - the routes every peer serves."""
+    """plaintext GET, json GET and echo POST with a 4 KiB body - the routes every peer serves -
+    and plaintext-pipelined, TechEmpower's plaintext test (16 pipelined requests per HTTP/1.1
+    connection), which a sweep runs only when it names it."""
     return {
         "plaintext": Workload("plaintext", "GET", "/plaintext"),
+        "plaintext-pipelined": Workload(
+            "plaintext-pipelined", "GET", "/plaintext", pipeline=TECHEMPOWER_PIPELINE
+        ),
         "json": Workload("json", "GET", "/json"),
         "echo": Workload(
             "echo",
@@ -124,6 +139,10 @@ class SweepPlan:
     # Concurrent streams per connection: an int for every HTTP/2 protocol, or {protocol: n}.
     # HTTP/1.1 has one request in flight per connection (1); HTTP/2 defaults to 10.
     streams: Union[int, dict, None] = None
+    # HTTP/1.1 pipelining: requests written back to back per keep-alive connection, for every
+    # workload that sets no `pipeline` of its own (1: none). HTTP/2 cells use streams instead,
+    # connection-setup cells carry one request per connection.
+    pipeline: int = 1
     # The protocols that get the connection-setup and open-loop cells (None: all of them).
     detail_protocols: Optional[list] = None
     # Zuri's mode: a closed-loop or connection-setup cell ends after exactly this many responses
@@ -179,7 +198,7 @@ class SweepPlan:
         for w in self.workloads:
             if not isinstance(w, Workload):
                 raise ConfigError(
-                    f"unknown workload {w!r}: use plaintext, json, echo or a Workload"
+                    f"unknown workload {w!r}: use {', '.join(builtin_workloads())} or a Workload"
                 )
         names = [t.name for t in self.targets]
         if not names:
@@ -209,6 +228,7 @@ class SweepPlan:
             if p not in PROTOCOLS:
                 raise ConfigError(f"detail_protocols: {p!r} is not one of {', '.join(PROTOCOLS)}")
         self._check_streams()
+        _check_pipeline("pipeline", self.pipeline)
         if self.requests is not None and (
             isinstance(self.requests, bool)
             or not isinstance(self.requests, int)
@@ -280,8 +300,8 @@ class SweepPlan:
                 raise ConfigError(f"streams.{p}: {n!r} is not a positive integer")
             if p not in HTTP2 and n != 1:
                 raise ConfigError(
-                    f"streams.{p}: HTTP/1.1 has one request in flight per connection "
-                    f"(no pipelining), so it must be 1, not {n}"
+                    f"streams.{p}: HTTP/1.1 has no streams (its requests in flight per "
+                    f"connection are the pipeline key), so it must be 1, not {n}"
                 )
 
     def _check_hold(self) -> None:
@@ -352,6 +372,14 @@ class SweepPlan:
         if isinstance(self.streams, dict):
             return int(self.streams.get(protocol, DEFAULT_H2_STREAMS))
         return int(self.streams) if self.streams is not None else DEFAULT_H2_STREAMS
+
+    def pipeline_for(self, cell: Cell) -> int:
+        """HTTP/1.1 requests in flight per connection for ``cell`` (1: no pipelining): its
+        workload's pipeline, else the sweep's - for keep-alive HTTP/1.1 cells only."""
+        if cell.protocol in HTTP2 or cell.mode not in ("closed", "open"):
+            return 1
+        w = next(w for w in self.workloads if w.name == cell.workload)
+        return w.pipeline if w.pipeline is not None else self.pipeline
 
     def cell_seconds(self) -> float:
         """The planned wall time of one duration-based cell (the progress bar's first estimate)."""

@@ -39,6 +39,10 @@ SWEEP_KEYS = {
         _INT + _DICT,
         "streams per HTTP/2 connection: an integer, or a table like {h2c = 10, h2 = 10}",
     ),
+    "pipeline": (
+        _INT,
+        "HTTP/1.1 requests in flight per keep-alive connection (pipelining; 1: none)",
+    ),
     "requests": (_INT, "responses + errors per closed-loop cell (instead of duration)"),
     "detail_protocols": (_LIST, "the protocols that get connection-setup and open-loop cells"),
     "connection_setup": (_BOOL, "true or false"),
@@ -122,6 +126,7 @@ WORKLOAD_KEYS = {
     "body_size": (_INT, "a byte count (a body of that many 'x')"),
     "requests": (_LIST, "an array of {method, path, headers, body} tables"),
     "concurrencies": (_LIST, "a list of positive integers"),
+    "pipeline": (_INT, "HTTP/1.1 requests in flight per connection (overrides the sweep's)"),
 }
 REQUEST_KEYS = {"method": _STR, "path": _STR, "headers": _DICT, "body": _STR}
 
