@@ -163,6 +163,11 @@ def parse_args(argv: Optional[list[str]] = None, repo: Optional[Path] = None) ->
     p.add_argument(
         "--open-pool", type=int, default=50, help="connections of the fixed-rate open-loop runs"
     )
+    p.add_argument(
+        "--open-generators",
+        default="loadbench,loadbench-before,oha",
+        help="generators in the open-loop part (those with an open loop: loadbench builds, oha)",
+    )
     p.add_argument("--only-h2", action="store_true", help="only the HTTP/2 part")
     p.add_argument(
         "--only-setup",
@@ -214,13 +219,14 @@ def parse_args(argv: Optional[list[str]] = None, repo: Optional[Path] = None) ->
         args.generators = []
     if args.only_setup:
         args.no_setup, args.no_keepalive_part, args.no_h2_part = False, True, True
+    args.open_generators = [g.strip() for g in args.open_generators.split(",") if g.strip()]
     args.open_rates = [float(r) for r in args.open_rates.split(",") if r.strip()]
     args.open_fractions = [float(f) for f in args.open_fractions.split(",") if f.strip()]
     if args.only_open_loop:
         args.open_loop = True
         args.no_setup = args.no_h2_part = args.no_syscalls = True
         args.profiles = False
-        args.generators = [g for g in args.generators if g.startswith("loadbench")] or ["loadbench"]
+        args.generators = [g for g in args.generators if g in args.open_generators]
     return args
 
 
@@ -518,8 +524,8 @@ def open_loop_part(
     waited: dict,
     keep: Callable[[dict], None],
 ) -> None:
-    """loadbench's open loop (and --before's) at each rate, repeats outermost, builds innermost."""
-    builds = [g for g in runnable if g.name in ("loadbench", "loadbench-before")]
+    """The open-loop tools at each rate, repeats outermost, tools innermost."""
+    builds = [g for g in runnable if g.has_open_loop and g.name in args.open_generators]
     for repeat in range(1, args.repeats + 1):
         for peer in peers:
             for rate, pool, what in open_rates(args, records, peer):

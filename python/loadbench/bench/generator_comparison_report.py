@@ -748,9 +748,10 @@ def open_loop_report(records: list[dict], args: argparse.Namespace) -> str:
         "lateness p99 us",
         "CPU us/resp",
         "engine us/resp",
-        "closed engine us/resp",
+        "closed us/resp",
         "open / closed",
         "engine busy",
+        "outside CPU",
     ]
     body = []
     for server in sorted({r["server"] for r in rows}):
@@ -775,15 +776,22 @@ def open_loop_report(records: list[dict], args: argparse.Namespace) -> str:
                 engine = analysis_median(
                     [e["self_cpu_us_per_req"] for e in extra if e.get("self_cpu_us_per_req")]
                 )
+                # the same tool's closed loop over the same connections: loadbench's engine thread
+                # (its fixed start-up excluded), a tool without one its whole process
+                key = "self_cpu_us_per_req" if engine else "gen_cpu_us_per_resp"
                 closed = analysis_median(
                     [
-                        r["extra"]["self_cpu_us_per_req"]
+                        (r.get("extra") or {}).get(key) or r.get(key)
                         for r in records
                         if r.get("part") == "keepalive"
                         and (r["generator"], r["server"], r["connections"]) == (gen, server, pool)
                         and r.get("status") == "ok"
-                        and (r.get("extra") or {}).get("self_cpu_us_per_req")
+                        and ((r.get("extra") or {}).get(key) or r.get(key))
                     ]
+                )
+                opened = engine or _median(ok, "gen_cpu_us_per_resp")
+                outside = analysis_median(
+                    [r["outside_share"] for r in ok if r.get("outside_share") is not None]
                 )
                 busy = analysis_median(
                     [
@@ -807,8 +815,9 @@ def open_loop_report(records: list[dict], args: argparse.Namespace) -> str:
                         fmt_number(_median(ok, "gen_cpu_us_per_resp"), 2),
                         fmt_number(engine, 2),
                         fmt_number(closed, 2),
-                        f"{engine / closed:.2f}" if engine and closed else "n/a",
+                        f"{opened / closed:.2f}" if opened and closed else "n/a",
                         f"{100 * busy:.0f} %" if busy is not None else "n/a",
+                        f"{100 * outside:.1f} %" if outside is not None else "n/a",
                     ]
                 )
     text = [
@@ -817,11 +826,16 @@ def open_loop_report(records: list[dict], args: argparse.Namespace) -> str:
         f"`loadbench run -q RATE --max-connections POOL -c POOL`, one generator thread pinned to CPU "
         f"{args.generator_cpu}, the server on CPU {args.server_cpu}; {args.duration} s per run, "
         f"medians of {args.repeats} (unfinished and late sends listed per repeat). CPU us/resp: the "
-        "whole generator process (getrusage), per response; engine: its event-loop thread alone; "
-        "closed: the same build's engine in the keep-alive part at the pool's connections (no "
-        "schedule to keep); engine busy: the event-loop thread's share of one core in the window. "
-        "Lateness: how long after its due time each request was handed to the socket (the "
-        "corrected latency includes it).",
+        "whole generator process (getrusage), per response; engine: loadbench's event-loop thread "
+        "alone; closed: the same tool in the keep-alive part at the pool's connections (no "
+        "schedule to keep; loadbench's engine, another tool's whole process), and open / closed "
+        "divides the same two kinds of figure; engine busy: the event-loop thread's CPU from the "
+        "window's start to the end of its drain over the window (above 100 %: it was still "
+        "sending the window's requests after it). Lateness: how long after its due time each "
+        "request was handed to the socket (the corrected latency includes it; oha reports none). "
+        "Outside CPU: other processes and the hypervisor's steal, as a share of the machine, in the "
+        "window - on this VM the host takes the CPU back while the guest idles between sends, so "
+        "low-rate runs are where it shows.",
         "",
     ]
     text.append(table(headers, body))

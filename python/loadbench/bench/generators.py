@@ -59,6 +59,10 @@ class Generator:
     binary: Optional[str]
 
     missing_reason = "not installed (bash bench/install-peers.sh)"
+    # Tools with an open loop (a request rate, latency from the intended send time) run it in
+    # the open-loop part with `rate` set.
+    has_open_loop = False
+    rate: Optional[float] = None
 
     @property
     def available(self) -> bool:
@@ -348,6 +352,9 @@ class Bombardier(Generator):
 
 
 class Oha(Generator):
+    # open loop: -q RATE with --latency-correction (latency from the intended send time)
+    has_open_loop = True
+
     def __init__(self) -> None:
         super().__init__("oha", _which("oha"))
 
@@ -368,6 +375,8 @@ class Oha(Generator):
         ]
         if not keepalive:
             args.append("--disable-keepalive")
+        if self.rate:
+            args += ["-q", f"{self.rate:g}", "--latency-correction"]
         return args + [url]
 
     def parse(self, run, out):
@@ -415,9 +424,9 @@ class Ab(Generator):
 class Loadbench(Generator):
     """`python3 -m loadbench run` from the interpreter that runs the benchmark (its venv)."""
 
-    # open loop (the open-loop part): requests per second, due whatever the server does, over a
-    # fixed pool of `connections` (-q RATE --max-connections C, the sweep's wrk2-style model)
-    rate: Optional[float] = None
+    # open loop: -q RATE over a fixed pool of `connections` (--max-connections C, the sweep's
+    # wrk2-style model)
+    has_open_loop = True
 
     def __init__(self) -> None:
         # `python3 -m loadbench run`: this interpreter, when its loadbench has the run command
