@@ -731,6 +731,10 @@ def h2_report(records: list[dict], args: argparse.Namespace) -> str:
     return "\n".join(text)
 
 
+def _or_na(value: object) -> str:
+    return "n/a" if value is None else str(value)
+
+
 def open_loop_report(records: list[dict], args: argparse.Namespace) -> str:
     """The open-loop part: per server and rate, each loadbench build's achieved rate, what it left
     unfinished, how late it sent, and its CPU per response beside its own closed loop's over the
@@ -807,10 +811,8 @@ def open_loop_report(records: list[dict], args: argparse.Namespace) -> str:
                         str(pool),
                         gen,
                         fmt_number(_median(ok, "rps")),
-                        " / ".join(str(e.get("unfinished", "n/a")) for e in extra),
-                        " / ".join(
-                            str((e.get("rate") or {}).get("late_sends", "n/a")) for e in extra
-                        ),
+                        " / ".join(_or_na(e.get("unfinished")) for e in extra),
+                        " / ".join(_or_na((e.get("rate") or {}).get("late_sends")) for e in extra),
                         fmt_number(analysis_median([v for v in lateness if v is not None])),
                         fmt_number(_median(ok, "gen_cpu_us_per_resp"), 2),
                         fmt_number(engine, 2),
