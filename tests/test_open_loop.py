@@ -189,8 +189,53 @@ def test_open_loop_json_and_cli(beast_server: ServerProcess, tmp_path):
         (dict(rate=10, arrival="bursty"), "arrival must be"),
         (dict(max_connections=20), "needs an open-loop rate"),
         (dict(rate=10, connections=4, max_connections=2), "max_connections must be"),
+        (dict(rate=10, send_batch=-0.001), "send_batch must be from 0 to 1 second"),
+        (dict(rate=10, send_batch=2), "send_batch must be from 0 to 1 second"),
     ],
 )
 def test_open_loop_bad_input(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         loadbench.run("http://127.0.0.1:1/", duration=0.1, **kwargs)
+
+
+def test_a_send_batch_holds_due_requests_for_one_wake_up_and_says_so(beast_server: ServerProcess):
+    # 1000 req/s: a request every 1 ms. A 10 ms batch wakes once per ~10 due requests, so the
+    # sends run up to 10 ms late - measured as lateness, never sent early, every one counted.
+    r = loadbench.run(
+        beast_server.url("/plaintext"), rate=1000, requests=300, connections=4, send_batch=0.01
+    )
+    assert r.responses == 300 and r.error_count == 0 and r.due == 300
+    assert r.lateness.percentile(90) >= 5_000  # us: the batch's wait, not the server's
+    assert r.to_dict()["config"]["send_batch_s"] == 0.01
+    # the latency from the intended send time carries the batch's wait; the service time does not
+    assert (
+        r.latency.percentile(90) >= r.lateness.percentile(90) > r.latency_uncorrected.percentile(50)
+    )
+
+
+def test_send_batch_from_the_cli(beast_server: ServerProcess, tmp_path):
+    out = tmp_path / "r.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "loadbench",
+            "run",
+            beast_server.url("/plaintext"),
+            "-q",
+            "2000",
+            "-n",
+            "200",
+            "--send-batch",
+            "5ms",
+            "--no-progress",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(out.read_text())
+    assert d["config"]["send_batch_s"] == pytest.approx(0.005) and d["responses"] == 200

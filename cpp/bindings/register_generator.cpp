@@ -120,7 +120,8 @@ void register_generator(py::module_& m) {
         .def_readwrite("max_connections", &EngineConfig::max_connections)
         .def_readwrite("h2", &EngineConfig::h2)
         .def_readwrite("streams", &EngineConfig::streams)
-        .def_readwrite("pipeline", &EngineConfig::pipeline);
+        .def_readwrite("pipeline", &EngineConfig::pipeline)
+        .def_readwrite("send_batch_s", &EngineConfig::send_batch_s);
 
     py::class_<stats::HdrHistogram>(m, "HdrHistogram", "Latency in microseconds, HdrHistogram's bucket layout")
         .def_property_readonly("counts", &counts_of)

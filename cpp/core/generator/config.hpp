@@ -43,6 +43,9 @@ struct EngineConfig {
     bool poisson = false;
     uint64_t seed = 1;
     int max_connections = 0;
+    // Open loop: requests due within this span go out in one wake-up when they come closer
+    // together than it (Scheduler::next_wake_ns).
+    double send_batch_s = 40e-6;
     // HTTP/2: h2c with prior knowledge for http://, ALPN h2 (only) for https://.
     bool h2 = false;
     int streams = 1;  // HTTP/2 streams in flight per connection (h2load's -m)

@@ -77,6 +77,7 @@ void validate(const EngineConfig& c) {
         throw ConfigError("max_connections must be an integer >= connections (" + std::to_string(c.connections) +
                           "), not " + std::to_string(c.max_connections));
     if (c.rate == 0.0 && c.max_connections > 0) throw ConfigError("max_connections needs an open-loop rate");
+    if (!(c.send_batch_s >= 0.0 && c.send_batch_s <= 1.0)) throw ConfigError("send_batch must be from 0 to 1 second");
     if (c.ack_with_request && c.rate > 0.0)
         throw ConfigError(
             "ack_with_request needs a closed loop: an open-loop pool opens connections ahead of their "
@@ -184,6 +185,7 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
     plan_.open_loop = config_.rate > 0.0;
     plan_.arrival = config_.poisson ? ArrivalSchedule::Kind::Poisson : ArrivalSchedule::Kind::Constant;
     plan_.rate_per_worker = config_.rate / config_.threads;
+    plan_.send_batch_ns = seconds_to_ns(config_.send_batch_s);
     plan_.seed = config_.seed;
     plan_.threads = config_.threads;
     const int max_connections = config_.max_connections > 0 ? config_.max_connections : config_.connections;

@@ -47,6 +47,7 @@ struct RunPlan {
     bool open_loop = false;
     ArrivalSchedule::Kind arrival = ArrivalSchedule::Kind::Constant;
     double rate_per_worker = 0.0;
+    int64_t send_batch_ns = 40'000;  // EngineConfig::send_batch_s
     uint64_t seed = 1;
     int threads = 1;
     // Engine::preconnect: workers open their connections before reporting ready, until then.

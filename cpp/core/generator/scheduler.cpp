@@ -19,7 +19,7 @@ void Scheduler::begin() {
                       static_cast<double>(worker_index_) / plan_.threads,
                       plan_.seed + static_cast<uint64_t>(worker_index_));
     const double mean_gap_ns = 1e9 / plan_.rate_per_worker;
-    batch_ns_ = mean_gap_ns < static_cast<double>(kSendBatchNs) ? kSendBatchNs : 0;
+    batch_ns_ = mean_gap_ns < static_cast<double>(plan_.send_batch_ns) ? plan_.send_batch_ns : 0;
 }
 
 Request Scheduler::make(int64_t intended, bool counted) noexcept {

@@ -46,10 +46,6 @@ private:
     size_t size_ = 0;
 };
 
-// The most a send is held back so that it shares a wake-up with the next ones (open loop,
-// only when requests are due closer together than this): half the 100 us lateness budget.
-inline constexpr int64_t kSendBatchNs = 40'000;
-
 class Scheduler {
 public:
     // budget: with a request count, how many counted requests this worker may start.
@@ -66,12 +62,12 @@ public:
     bool next_due(int64_t now, Request& out) noexcept;
     // When the next open-loop request is due (INT64_MAX: none will be).
     int64_t next_due_ns() const noexcept;
-    // When the worker should wake to send it (INT64_MAX: never): its due time, or up to
-    // kSendBatchNs later when requests are due closer together than that, so one wake-up sends
-    // the few due within it. A wake-up (a timer, a context switch, on a VM exits to the
-    // hypervisor) costs the generator more CPU than the send itself: waking once per request
-    // made the open loop 1.4x dearer per request than the closed loop near a server's capacity.
-    // The lateness this adds is measured (`lateness_us`) and charged to the corrected latency.
+    // When the worker should wake to send it (INT64_MAX: never): its due time, or up to the
+    // plan's send batch (40 us by default: half a 100 us lateness budget) later when requests
+    // are due closer together than that, so one wake-up sends the few due within it. A wake-up (a timer, a context
+    // switch, on a VM exits to the hypervisor) costs the generator more CPU than the send itself: waking once per
+    // request made the open loop 1.4x dearer per request than the closed loop near a server's capacity. The lateness
+    // this adds is measured (`lateness_us`) and charged to the corrected latency.
     int64_t next_wake_ns() const noexcept;
     // Open-loop requests due and waiting for a slot (a request whose connection closed before
     // it was answered goes back to the front).

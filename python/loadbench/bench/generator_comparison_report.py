@@ -731,6 +731,21 @@ def h2_report(records: list[dict], args: argparse.Namespace) -> str:
     return "\n".join(text)
 
 
+def _closed_cpu(records: list[dict], tool: str, server: str, c: int, key: str) -> Optional[float]:
+    """The median CPU per response (``key``) of ``tool``'s keep-alive runs against ``server`` at
+    ``c`` connections: the closed loop an open-loop run is held against."""
+    return analysis_median(
+        [
+            (r.get("extra") or {}).get(key) or r.get(key)
+            for r in records
+            if r.get("part") == "keepalive"
+            and (r["generator"], r["server"], r["connections"]) == (tool, server, c)
+            and r.get("status") == "ok"
+            and ((r.get("extra") or {}).get(key) or r.get(key))
+        ]
+    )
+
+
 def _or_na(value: object) -> str:
     return "n/a" if value is None else str(value)
 
@@ -783,15 +798,10 @@ def open_loop_report(records: list[dict], args: argparse.Namespace) -> str:
                 # the same tool's closed loop over the same connections: loadbench's engine thread
                 # (its fixed start-up excluded), a tool without one its whole process
                 key = "self_cpu_us_per_req" if engine else "gen_cpu_us_per_resp"
-                closed = analysis_median(
-                    [
-                        (r.get("extra") or {}).get(key) or r.get(key)
-                        for r in records
-                        if r.get("part") == "keepalive"
-                        and (r["generator"], r["server"], r["connections"]) == (gen, server, pool)
-                        and r.get("status") == "ok"
-                        and ((r.get("extra") or {}).get(key) or r.get(key))
-                    ]
+
+                # an open-loop-only variant of loadbench is held against loadbench's closed loop
+                closed = _closed_cpu(records, gen, server, pool, key) or (
+                    _closed_cpu(records, "loadbench", server, pool, key) if engine else None
                 )
                 opened = engine or _median(ok, "gen_cpu_us_per_resp")
                 outside = analysis_median(

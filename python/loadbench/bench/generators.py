@@ -656,6 +656,24 @@ class LoadbenchLeanTcp(Loadbench):
         return super().startup_argv(url, out) + self.OPTIONS
 
 
+class LoadbenchSendBatch(Loadbench):
+    """loadbench's open loop with `--send-batch 1ms`: the requests due within a millisecond go
+    out in one wake-up (oha's timer granularity), trading measured lateness for generator CPU;
+    the open-loop part only; opt-in: `--generators loadbench-send-batch-1ms`."""
+
+    optional = True
+    OPTIONS = ["--send-batch", "1ms"]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.name = "loadbench-send-batch-1ms"
+
+    def argv(self, url, connections, duration_s, keepalive, out):
+        if not self.rate:
+            raise UnsupportedMode("open loop only: it changes when due requests are sent")
+        return super().argv(url, connections, duration_s, keepalive, out) + self.OPTIONS
+
+
 def all_generators() -> list[Generator]:
     return [
         Loadbench(),
@@ -668,4 +686,5 @@ def all_generators() -> list[Generator]:
         LoadbenchTls("wolfssl"),
         LoadbenchTls("rustls"),
         LoadbenchLeanTcp(),
+        LoadbenchSendBatch(),
     ]

@@ -88,6 +88,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=_help("streams", "-m is --method here, as in oha"),
     )
     p.add_argument(
+        "--send-batch",
+        default=None,
+        metavar="SPAN",
+        help=_help("send_batch", "e.g. 1ms; oha's timer sends in 1 ms steps"),
+    )
+    p.add_argument(
         "--pipeline",
         type=int,
         default=1,
@@ -258,6 +264,8 @@ def main(args: argparse.Namespace) -> int:
         max_connections=args.max_connections,
         seed=args.seed,
     )
+    if args.send_batch is not None:
+        kwargs.update(send_batch=parse_duration(args.send_batch, "send batch"))
     if args.h2 or args.streams != 1:
         kwargs.update(protocol="h2" if args.h2 else "http/1.1", streams=args.streams)
     if args.pipeline != 1:

@@ -141,6 +141,7 @@ class EngineConfig:
     h2: bool
     streams: int
     pipeline: int
+    send_batch_s: float
     def __init__(self) -> None: ...
 
 class HdrHistogram:
