@@ -30,21 +30,13 @@ public:
     // lifetime (closing the descriptor removes it): no epoll_ctl per request. False: `why` says.
     bool watch(int fd, IoHandler& handler, std::string& why) noexcept;
     // Waits until a descriptor is ready or `deadline_ns` (monotonic) and runs the handlers.
-    // precise: the deadline to the nanosecond (the open loop's sends) through a timerfd that
-    // stays armed across wake-ups for I/O: it is set again only when the deadline moves, where
-    // a timeout per wait (epoll_pwait2) armed and cancelled a kernel timer on every wake-up -
-    // on a VM each a trip to the hypervisor, twice per response. Otherwise milliseconds,
-    // rounded up (the closed loop's timers: timeouts, retries, the window's edges).
+    // precise: a nanosecond timeout (epoll_pwait2) for sends due at sub-millisecond times;
+    // otherwise milliseconds, rounded up.
     void run_once(int64_t now_ns, int64_t deadline_ns, bool precise) noexcept;
 
 private:
     static constexpr int kMaxEvents = 256;
-    // Arms the timerfd for `deadline_ns` unless it already is (INT64_MAX: disarmed).
-    void arm(int64_t deadline_ns) noexcept;
-
     int fd_ = -1;
-    int timer_fd_ = -1;
-    int64_t armed_ns_ = 0;  // what the timerfd is set to (0: not armed, or it fired)
     std::string error_;
     epoll_event events_[kMaxEvents];
 };
