@@ -51,7 +51,7 @@ from . import perf_profiles as profiles
 from .checkout import peers_dir, reports_dir
 from .environment_block import environment, machine_note
 from .gate import add_gate_args, foreign_cores, gate_note, make_gate, outside_share, wait_quiet
-from .generator_comparison_report import h2_report, open_loop_report, report
+from .generator_comparison_report import h2_report, open_loop_document, open_loop_report, report
 from .jsonl import JsonlWriter, read_jsonl
 from .peers import LaunchedPeer, PeerChoice, start_peers, stop_all
 from .repeats import add_matrix_args
@@ -226,7 +226,8 @@ def parse_args(argv: Optional[list[str]] = None, repo: Optional[Path] = None) ->
         args.open_loop = True
         args.no_setup = args.no_h2_part = args.no_syscalls = True
         args.profiles = False
-        args.generators = [g for g in args.generators if g in args.open_generators]
+        # the open-loop tools (opt-in variants included); loadbench-before comes from --before
+        args.generators = [g for g in args.open_generators if g != "loadbench-before"]
     return args
 
 
@@ -685,6 +686,12 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
         records, env, chosen = run(args)
         command = args.command
     # The HTTP/2 part has its own table (its cells are c x m); the HTTP/1.1 sections never mix it in.
+    if args.only_open_loop:
+        write_report(
+            Path(args.out).with_suffix(".md"), open_loop_document(records, env, args, command)
+        )
+        print(f"generator_vs_peers: wrote {args.out}.md and .jsonl")
+        return 0
     text = report(
         [r for r in records if r.get("part") not in ("h2", "open")], env, args, command, chosen
     )

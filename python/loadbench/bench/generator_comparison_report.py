@@ -852,3 +852,69 @@ def open_loop_report(records: list[dict], args: argparse.Namespace) -> str:
     ]
     text.append(table(headers, body))
     return "\n".join(text) + "\n"
+
+
+def open_loop_document(
+    records: list[dict], env: dict, args: argparse.Namespace, command: str
+) -> str:
+    """The whole report of `--only-open-loop`: settings, environment, the open-loop table and the
+    closed loop it is held against (the keep-alive runs of the same tools), nothing empty."""
+    settings = {
+        "Workload": f"GET {args.path}, HTTP/1.1 keep-alive",
+        "Generators": f"each pinned to CPU {args.generator_cpu} with `taskset`, one thread",
+        "Servers": f"pinned to CPU {args.server_cpu}, one worker: nginx `worker_processes 1`, "
+        "loadbench-server `--workers 1`",
+        "Closed loop": f"c = {', '.join(map(str, args.concurrencies))}; {args.repeats} x "
+        f"{args.duration} s; repeats outermost, tools innermost",
+        "Open loop": f"{', '.join(f'{r:g}' for r in args.open_rates)} req/s over {args.open_pool} "
+        "connections, and "
+        + ", ".join(f"{100 * f:g} %" for f in args.open_fractions)
+        + " of loadbench's closed-loop peak against each server over that cell's connections",
+        "Command": f"`{command}`",
+    }
+    head = report_head(
+        "loadbench's open loop: cost per response beside its closed loop, oha and the engine "
+        "before issue 28",
+        "bench/generator_vs_peers.py --only-open-loop",
+        env,
+        settings,
+        f"every run, with the tool's own output, in `{Path(args.out).name}.jsonl`",
+    )
+    ka = [r for r in records if r.get("part") == "keepalive" and r.get("status") == "ok"]
+    body = []
+    for server in sorted({r["server"] for r in ka}):
+        for gen in sorted({r["generator"] for r in ka}, key=lambda g: (g != "loadbench", g)):
+            for c in sorted({r["connections"] for r in ka}):
+                rows = [
+                    r
+                    for r in ka
+                    if (r["server"], r["generator"], r["connections"]) == (server, gen, c)
+                ]
+                if not rows:
+                    continue
+                engine = analysis_median(
+                    [
+                        r["extra"]["self_cpu_us_per_req"]
+                        for r in rows
+                        if (r.get("extra") or {}).get("self_cpu_us_per_req")
+                    ]
+                )
+                body.append(
+                    [
+                        server,
+                        gen,
+                        str(c),
+                        fmt_number(_median(rows, "rps")),
+                        fmt_number(_median(rows, "gen_cpu_us_per_resp"), 2),
+                        fmt_number(engine, 2),
+                    ]
+                )
+    closed = [
+        "## The closed loop (keep-alive runs of the same tools)",
+        "",
+        "Medians of the repeats; engine: loadbench's event-loop thread alone.",
+        "",
+        table(["server", "tool", "c", "req/s", "CPU us/resp", "engine us/resp"], body),
+        "",
+    ]
+    return "\n".join([*head, open_loop_report(records, args), *closed])
