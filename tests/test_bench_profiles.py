@@ -230,3 +230,53 @@ def test_lean_tcp_generator_is_setup_only_and_its_rows_are_reported(tmp_path, ca
     assert "loadbench-server: loadbench-lean-tcp 33.8 vs wrk 45.0 us (0.75x;" in text
     assert "| loadbench-lean-tcp | 7.00 / 1.00 |" in text and "| wrk | 10.00 / 0.00 |" in text
     capsys.readouterr()
+
+
+def test_open_loop_part_holds_each_tool_against_its_own_closed_loop(tmp_path, capsys):
+    from loadbench.bench import generators
+
+    batch = generators.LoadbenchSendBatch()
+    try:
+        batch.argv("http://127.0.0.1:1/", 50, 5, True, tmp_path / "o.json")
+        raise AssertionError("a closed loop must be refused")
+    except generators.UnsupportedMode as exc:
+        assert "open loop only" in str(exc)
+    batch.rate = 10000
+    argv = batch.argv("http://127.0.0.1:1/", 50, 5, True, tmp_path / "o.json")
+    assert argv[-6:] == ["-q", "10000", "--max-connections", "50", "--send-batch", "1ms"]
+    oha = generators.Oha()
+    oha.binary, oha.rate = "oha", 2000
+    assert "--latency-correction" in oha.argv("http://127.0.0.1:1/", 50, 5, True, tmp_path / "o")
+
+    def run(part: str, gen: str, cpu: float, engine=None, **fields) -> dict:
+        extra = {"self_cpu_us_per_req": engine, "self_cpu_s": engine and engine * 0.05}
+        if part == "open" and gen != "oha":  # oha reports no lateness, nothing unfinished
+            extra.update(unfinished=0, rate={"late_sends": 3, "lateness_us": {"p99": 80.0}})
+        return {
+            "part": part, "generator": gen, "server": "nginx", "scheme": "http",
+            "connections": 50, "repeat": 1, "status": "ok", "rps": 10000.0, "duration_s": 5.0,
+            "gen_cpu_us_per_resp": cpu, "outside_share": 0.01, "extra": extra, **fields,
+        }  # fmt: skip
+
+    records = [
+        run("keepalive", "loadbench", 6.0, 5.0),
+        run("keepalive", "oha", 10.0),
+        run("open", "loadbench", 7.0, 6.0, rate=10000, rate_basis="10000/s"),
+        run("open", "loadbench-send-batch-1ms", 6.5, 5.5, rate=10000, rate_basis="10000/s"),
+        run("open", "oha", 12.0, rate=10000, rate_basis="10000/s"),
+        {"record": "environment", "environment": {"Date (UTC)": "today"}, "command": "test"},
+    ]
+    stem = tmp_path / "ol"
+    stem.with_suffix(".jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert generator_vs_peers.main(["--report-only", "--only-open-loop", "--out", str(stem)]) == 0
+    text = stem.with_suffix(".md").read_text()
+    # engine against engine for loadbench (its variant against loadbench's closed loop), whole
+    # process against whole process for oha
+    assert (
+        "| nginx | 10 000 (10000/s) | 50 | loadbench | 10 000 | 0 | 3 | 80 | 7.00 | 6.00 | 5.00 | 1.20 |"
+        in text
+    )
+    assert "| loadbench-send-batch-1ms | 10 000 | 0 | 3 | 80 | 6.50 | 5.50 | 5.00 | 1.10 |" in text
+    assert "| oha | 10 000 | n/a | n/a | n/a | 12.00 | n/a | 10.00 | 1.20 |" in text
+    assert "## The closed loop" in text and "Headline" not in text
+    capsys.readouterr()
