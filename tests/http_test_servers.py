@@ -76,6 +76,13 @@ class ThreadedServer:
     def _serve(self, conn: socket.socket) -> None:
         raise NotImplementedError
 
+    def _forget(self, conn: socket.socket) -> None:
+        """A served connection is over: closed, and no longer one __exit__ must close."""
+        with self.lock:
+            if conn in self._conns:
+                self._conns.remove(conn)
+        conn.close()
+
 
 class ScriptedServer(ThreadedServer):
     def __init__(self, behaviour: str = "pattern") -> None:
@@ -186,10 +193,7 @@ class ScriptedServer(ThreadedServer):
         except OSError:
             return
         finally:
-            with self.lock:
-                if conn in self._conns:
-                    self._conns.remove(conn)
-            conn.close()
+            self._forget(conn)
 
 
 class PipelineServer(ThreadedServer):
@@ -283,7 +287,4 @@ class PipelineServer(ThreadedServer):
         except OSError:
             return
         finally:
-            with self.lock:
-                if conn in self._conns:
-                    self._conns.remove(conn)
-            conn.close()
+            self._forget(conn)

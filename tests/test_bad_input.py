@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 import resource
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_runner import loadbench_cli
 
 import loadbench
 from loadbench import ConfigError, ServerProcess
@@ -25,9 +25,7 @@ DEAD_URL = (
 
 
 def cli(*args: str, timeout: float = 20.0) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "loadbench", *args], capture_output=True, text=True, timeout=timeout
-    )
+    return loadbench_cli(*args, timeout=timeout)
 
 
 def assert_one_clear_error(proc: subprocess.CompletedProcess, message: str) -> None:

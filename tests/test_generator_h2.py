@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from nginx_access_log import Nginx, nginx_with_access_log
 
 import loadbench
 from loadbench import ConfigError
@@ -308,96 +309,42 @@ def test_nghttpd_tls_h2(tmp_path: Path) -> None:
 
 
 # --- nginx (http2 over TLS, access log, keepalive_requests -> GOAWAY) ---------------------
-NGINX_CONF = """
-worker_processes 1;
-pid {run}/nginx.pid;
-error_log {run}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    access_log {run}/access.log;
-    client_body_temp_path {run}/body;
-    proxy_temp_path {run}/proxy;
-    fastcgi_temp_path {run}/fastcgi;
-    uwsgi_temp_path {run}/uwsgi;
-    scgi_temp_path {run}/scgi;
-    keepalive_requests {keepalive_requests};
-    server {{
-        listen 127.0.0.1:{port} ssl http2;
-        ssl_certificate {run}/cert.pem;
-        ssl_certificate_key {run}/key.pem;
-        location / {{ return 200 "hello from nginx\\n"; }}
-    }}
-}}
-"""
-
-
 @pytest.fixture
-def nginx_h2(tmp_path: Path, request) -> Iterator[tuple[int, Path]]:
-    binary = need("nginx", "nginx-light")
-    run_dir = Path(tempfile.mkdtemp(prefix="lb-nginx-h2-"))
-    os.chmod(run_dir, 0o755)
-    key_and_cert(run_dir)
-    os.chmod(run_dir / "key.pem", 0o644)
-    port = free_port()
+def nginx_h2(request) -> Iterator[Nginx]:
+    need("nginx", "nginx-light")
     keepalive_requests = getattr(request, "param", 100000)
-    (run_dir / "nginx.conf").write_text(
-        NGINX_CONF.format(run=run_dir, port=port, keepalive_requests=keepalive_requests)
-    )
-    proc = subprocess.Popen(
-        [
-            binary,
-            "-p",
-            str(run_dir),
-            "-c",
-            str(run_dir / "nginx.conf"),
-            "-e",
-            str(run_dir / "error.log"),
-            "-g",
-            "daemon off;",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_port(port, proc)
-        yield port, run_dir
-    finally:
-        proc.send_signal(signal.SIGQUIT)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(run_dir, ignore_errors=True)
+    with nginx_with_access_log(keepalive_requests, h2_over_tls=True) as nginx:
+        yield nginx
 
 
-def access_log_lines(run_dir: Path) -> list[str]:
-    time.sleep(0.2)  # nginx writes the access log line after the response
-    return (run_dir / "access.log").read_text().splitlines()
-
-
-def test_nginx_h2_exact_count_vs_access_log(nginx_h2) -> None:
-    port, run_dir = nginx_h2
+def test_nginx_h2_exact_count_vs_access_log(nginx_h2: Nginx) -> None:
     # The issue's setting: c = 25, 10 streams each.
     r = loadbench.run(
-        f"https://127.0.0.1:{port}/x", connections=25, requests=5000, protocol="h2", streams=10
+        f"https://127.0.0.1:{nginx_h2.port}/x",
+        connections=25,
+        requests=5000,
+        protocol="h2",
+        streams=10,
     )
     assert r.responses == 5000 and r.error_count == 0, r.first_error
     assert r.tls_handshakes == 25
-    lines = access_log_lines(run_dir)
+    lines = nginx_h2.access_log_lines()
     assert len(lines) == 5000
     assert all('"GET /x HTTP/2.0" 200' in line for line in lines), lines[:3]
 
 
 @pytest.mark.parametrize("nginx_h2", [40], indirect=True)
-def test_nginx_keepalive_requests_goaway_no_errors(nginx_h2) -> None:
-    port, run_dir = nginx_h2
+def test_nginx_keepalive_requests_goaway_no_errors(nginx_h2: Nginx) -> None:
     r = loadbench.run(
-        f"https://127.0.0.1:{port}/x", connections=2, requests=1000, protocol="h2", streams=10
+        f"https://127.0.0.1:{nginx_h2.port}/x",
+        connections=2,
+        requests=1000,
+        protocol="h2",
+        streams=10,
     )
     assert r.responses == 1000 and r.error_count == 0 and r.unfinished == 0, r.first_error
     assert r.goaways >= 1000 // 40 - 2 and r.reconnects >= 1
-    assert len(access_log_lines(run_dir)) == 1000
+    assert len(nginx_h2.access_log_lines()) == 1000
 
 
 # --- h2o (h2c) -------------------------------------------------------------------------------

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import pytest
+from cli_runner import loadbench_cli
 from sweep_data import result_dict
 from test_honest import shed_target
 
@@ -99,25 +98,10 @@ def test_run_prints_the_warning_exactly_when_its_json_says_saturated(tmp_path, b
     # Whether one generator thread saturates against the embedded server depends on the machine,
     # so the CLI's stderr is checked against the JSON's own verdict: one line, or none.
     out = tmp_path / "r.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "loadbench",
-            "run",
-            beast_server.url("/plaintext"),
-            "-c",
-            "32",
-            "-z",
-            "1",
-            "--no-progress",
-            "--json",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = loadbench_cli(
+        "run", beast_server.url("/plaintext"), "-c", "32", "-z", "1", "--no-progress",
+        "--json", str(out),
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     saturated = json.loads(out.read_text())["generator"]["saturated"]
     warnings = [x for x in proc.stderr.splitlines() if "warning: the generator was saturated" in x]

@@ -6,30 +6,19 @@ combinations that cannot pipeline are refused with one clear message."""
 from __future__ import annotations
 
 import json
-import shutil
-import signal
-import socket
 import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
+from cli_runner import loadbench_cli
 from http_test_servers import PipelineServer
+from nginx_access_log import NGINX, nginx_with_access_log
 
 import loadbench
 from loadbench import ConfigError
 
-NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
-
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "loadbench", "run", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return loadbench_cli("run", *args, timeout=timeout)
 
 
 def test_cli_pipelined_exact_count_against_the_embedded_server(beast_server, tmp_path):
@@ -166,62 +155,16 @@ def test_python_api_refuses_a_pipeline_that_is_not_a_positive_integer():
         loadbench.run("http://127.0.0.1:1/", requests=1, pipeline=2, keepalive=False)
 
 
-NGINX_CONF = """
-worker_processes 1;
-pid {run}/nginx.pid;
-error_log {run}/error.log warn;
-daemon off;
-events {{ worker_connections 256; }}
-http {{
-    access_log {run}/access.log;
-    client_body_temp_path {run}/client_body;
-    proxy_temp_path {run}/proxy;
-    fastcgi_temp_path {run}/fastcgi;
-    uwsgi_temp_path {run}/uwsgi;
-    scgi_temp_path {run}/scgi;
-    keepalive_requests {keepalive_requests};
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{ default_type text/plain; return 200 "Hello, World!\\n"; }}
-    }}
-}}
-"""
-
-
 @pytest.mark.skipif(NGINX is None, reason="nginx is not installed")
 @pytest.mark.parametrize("keepalive_requests", [100000, 7])
-def test_pipelined_exact_count_against_nginx(tmp_path, keepalive_requests):
+def test_pipelined_exact_count_against_nginx(keepalive_requests):
     # nginx's own access log counts what it answered; keepalive_requests 7 makes it end every
     # connection with Connection: close mid-pipeline.
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    conf = tmp_path / "nginx.conf"
-    conf.write_text(
-        NGINX_CONF.format(run=tmp_path, port=port, keepalive_requests=keepalive_requests)
-    )
-    proc = subprocess.Popen(
-        [NGINX, "-p", str(tmp_path), "-c", str(conf)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"nginx did not start: {proc.stderr.read().decode()}")
-                time.sleep(0.05)
-        log = tmp_path / "access.log"
-        before = len(log.read_text().splitlines())  # the readiness probe sent no request
-        r = loadbench.run(f"http://127.0.0.1:{port}/", requests=1000, connections=4, pipeline=16)
-    finally:
-        proc.send_signal(signal.SIGQUIT)  # graceful: the log is complete when it exits
-        proc.wait(10)
+    with nginx_with_access_log(keepalive_requests) as nginx:
+        r = loadbench.run(
+            f"http://127.0.0.1:{nginx.port}/", requests=1000, connections=4, pipeline=16
+        )
     assert r.responses == 1000 and r.error_count == 0 and r.status_codes == {200: 1000}
-    assert len(log.read_text().splitlines()) - before == 1000
+    assert len(nginx.logged) == 1000
     if keepalive_requests < 1000:
         assert r.reconnects >= 1000 // keepalive_requests - 4

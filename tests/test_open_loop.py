@@ -12,6 +12,7 @@ import threading
 from typing import Callable
 
 import pytest
+from cli_runner import loadbench_cli
 
 import loadbench
 from loadbench import ConfigError, ServerProcess
@@ -215,27 +216,10 @@ def test_a_send_batch_holds_due_requests_for_one_wake_up_and_says_so(beast_serve
 
 def test_send_batch_from_the_cli(beast_server: ServerProcess, tmp_path):
     out = tmp_path / "r.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "loadbench",
-            "run",
-            beast_server.url("/plaintext"),
-            "-q",
-            "2000",
-            "-n",
-            "200",
-            "--send-batch",
-            "5ms",
-            "--no-progress",
-            "--json",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = loadbench_cli(
+        "run", beast_server.url("/plaintext"), "-q", "2000", "-n", "200", "--send-batch", "5ms",
+        "--no-progress", "--json", str(out),
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     d = json.loads(out.read_text())
     assert d["config"]["send_batch_s"] == pytest.approx(0.005) and d["responses"] == 200

@@ -4,12 +4,11 @@ against the `hdrhistogram` package from PyPI), and the CLI."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_runner import loadbench_cli
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 from http_test_servers import ScriptedServer
@@ -134,10 +133,7 @@ def test_display(result: loadbench.Result):
     assert counts.sum() == 2000 and np.all(np.diff(values) > 0)
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "loadbench", *args], capture_output=True, text=True, timeout=60
-    )
+run_cli = loadbench_cli
 
 
 def test_cli_run_prints_the_summary_and_writes_json(tmp_path: Path):
