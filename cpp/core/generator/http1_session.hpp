@@ -20,6 +20,7 @@ public:
 
     void reset() noexcept override;
     int free_slots() const noexcept override { return depth_ - count_; }
+    bool gathers_writes() const noexcept override { return depth_ > 1; }
     int in_flight() const noexcept override { return count_; }
     void submit(const Request& r) noexcept override;
     std::string_view output() const noexcept override;

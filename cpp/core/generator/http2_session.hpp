@@ -53,6 +53,7 @@ public:
     size_t take_in_flight(Request* out, bool* answered, size_t capacity) noexcept override;
     const std::string& error() const noexcept override { return error_; }
     bool reads_when_idle() const noexcept override { return true; }
+    bool gathers_writes() const noexcept override { return true; }
     size_t take_expired(int64_t assigned_before, Request* out, size_t capacity) noexcept override;
 
     // For tests: the server's GOAWAY arrived.

@@ -83,6 +83,9 @@ public:
     // Whether the connection feeds it bytes with no request in flight (HTTP/2: SETTINGS, PING,
     // GOAWAY arrive any time), and tells the owner when slots free while others are in flight.
     virtual bool reads_when_idle() const noexcept { return false; }
+    // Whether several requests submitted together leave in one write (HTTP/2's frames, an
+    // HTTP/1.1 pipeline): the owner then submits them all and flushes once, as h2load and wrk.
+    virtual bool gathers_writes() const noexcept { return false; }
     // Multiplexed sessions: removes up to `capacity` requests assigned at or before
     // `assigned_before` (their streams are cancelled; the connection goes on), for the caller
     // to settle as timeouts. Others time out with their connection (0 here).

@@ -171,9 +171,8 @@ void Worker::next_closed(Connection& c, int64_t now) {
     // Closed loop: requests to send again first (refused by an HTTP/2 server, never answered on a
     // lost or closed connection).
     RequestQueue& retries = scheduler_.queue();
-    // HTTP/2 and an HTTP/1.1 pipeline: the slots filled now go out in one write (as h2load and
-    // wrk), not one write each.
-    const bool one_write = c.session().reads_when_idle() || plan_.pipeline > 1;
+    // HTTP/2 and an HTTP/1.1 pipeline: the slots filled now go out in one write, not one each.
+    const bool one_write = c.session().gathers_writes();
     while (c.session().free_slots() > 0) {
         if (!retries.empty()) {
             r = retries.front();

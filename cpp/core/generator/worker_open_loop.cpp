@@ -22,7 +22,6 @@ void Worker::dispatch(int64_t now) {
     RequestQueue& queue = scheduler_.queue();
     // HTTP/2 and an HTTP/1.1 pipeline: the requests given to one connection go out in one write.
     Connection* unwritten = nullptr;
-    const bool pipelined = plan_.pipeline > 1;
     while (!queue.empty() && !ready_.empty()) {
         Connection* c = ready_.back();
         const int free = c->state() == Connection::State::Open ? c->session().free_slots() : 0;
@@ -37,7 +36,7 @@ void Worker::dispatch(int64_t now) {
         }
         const Request r = queue.front();
         queue.pop_front();
-        const bool one_write = pipelined || c->session().reads_when_idle();
+        const bool one_write = c->session().gathers_writes();
         assign(*c, r, now, !one_write);
         if (one_write) unwritten = c;
     }

@@ -44,6 +44,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from ..core import analysis
 from ..core.sampler import window
 from . import generators as gl
 from . import handshake_proof
@@ -509,7 +510,7 @@ def open_rates(args: argparse.Namespace, records: list[dict], peer: LaunchedPeer
         ):
             by_c.setdefault(r["connections"], []).append(r["rps"])
     if by_c:
-        medians = {c: sorted(v)[len(v) // 2] for c, v in by_c.items()}
+        medians = {c: analysis.median(v) for c, v in by_c.items()}
         c = max(medians, key=lambda k: medians[k])
         for f in args.open_fractions:
             out.append((round(medians[c] * f), c, f"{100 * f:g} % of the closed-loop peak"))
