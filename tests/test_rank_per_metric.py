@@ -165,11 +165,13 @@ def test_summary_ranks_and_averages_per_metric(directory):
     assert summary[0] == [
         "Server",
         "Peak req/s",
+        "Peak, % of the leader's",
+        "Peak: a ÷ this",
         "Average req/s",
-        "Peak vs a",
         "Best CPU us/req",
         "Average CPU us/req",
         "Peak RSS (MiB)",
+        "Peak RSS: this ÷ a",
         "Cells left out (req/s / CPU) / lower bounds §",
         "Rank by peak req/s",
         "Rank by best CPU us/req",
@@ -179,22 +181,26 @@ def test_summary_ranks_and_averages_per_metric(directory):
     # bound is an upper bound: b is at most half as fast
     assert rows["a"][1:] == [
         "≥ 100 000",
-        "≥ 80 000 (1 of 2 §)",
+        "100.0 %",
         "1.00x",
+        "≥ 80 000 (1 of 2 §)",
         "2.00",
         "2.50",
         "8.0",
+        "1.00x",
         "1 / 1 / 1",
         "1",
         "1",
     ]
     assert rows["b"][1:] == [
         "50 000",
+        "≤ 50.0 %",  # of a's lower bound: at most half
+        "≥ 2.00x",  # a's lower bound over b's measured peak: a is at least twice as fast
         "45 000",
-        "≤ 0.50x",
         "4.00",
         "5.50",
         "4.0",
+        "0.50x",
         "0 / 0 / 0",
         "2",
         "2",

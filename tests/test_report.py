@@ -156,15 +156,17 @@ def test_summary_settings_environment_and_limits(report_text):
     # (http plaintext C = 1, 10, https plaintext C = 1, https json C = 10: py's http json sheds 30 %
     # as 503s, py's https plaintext C = 10 FAILed), of which beast's https json C = 10 is a lower
     # bound: (11 000 + 51 000 + 8 000 + 35 000) / 4
-    assert beast[1:3] == ["≥ 51 000", "≥ 26 250 (1 of 4 §)"]
+    assert [beast[1], beast[4]] == ["≥ 51 000", "≥ 26 250 (1 of 4 §)"]
+    # the leader's own share is 100 %; py's peak over beast's lower bound: at most 39.2 %
+    assert beast[2] == "100.0 %" and next(r for r in summary if r[0] == "py")[2] == "≤ 39.2 %"
     # left out for req/s / for CPU / lower bounds: beast's two generator-bound cells enter as
     # bounds, py's 503-shedding cell counts for neither
-    assert beast[7] == "0 / 0 / 2" and next(r for r in summary if r[0] == "py")[7] == "1 / 1 / 0"
+    assert beast[9] == "0 / 0 / 2" and next(r for r in summary if r[0] == "py")[9] == "1 / 1 / 0"
     # by peak req/s: beast's lower bound is above py's measured peak, so the order is certain
-    assert [r[8] for r in summary[1:]] == ["1", "2", "not ranked"]
+    assert [r[10] for r in summary[1:]] == ["1", "2", "not ranked"]
     # CPU us/req over the 4 cells ranked for it that both have (beast's § https json C = 10 among
     # them): beast (20 + 10 + 25 + 14.29) / 4; its best: 10.00 (http plaintext C = 10)
-    assert beast[4:6] == ["10.00", "17.32"] and [r[9] for r in summary[1:]] == [
+    assert beast[5:7] == ["10.00", "17.32"] and [r[11] for r in summary[1:]] == [
         "1",
         "2",
         "not ranked",
@@ -307,9 +309,9 @@ def test_baseline_changes_the_ratio_column(tmp_path, capsys):
 
     directory = write_results_dir(tmp_path / "b")
     rows = table_after(report.render(directory, baseline="py"), "## Summary")
-    assert rows[0][3] == "Peak vs py"
-    # ≥ 51 000 / 20 000: a lower bound over a measured peak is a lower bound
-    assert {r[0]: r[3] for r in rows[1:]} == {"beast": "≥ 2.55x", "py": "1.00x", "node": "n/a"}
+    assert rows[0][3] == "Peak: py ÷ this" and rows[0][8] == "Peak RSS: this ÷ py"
+    # 20 000 / ≥ 51 000: a measured peak over a lower bound is an upper bound
+    assert {r[0]: r[3] for r in rows[1:]} == {"beast": "≤ 0.39x", "py": "1.00x", "node": "n/a"}
     assert main(["report", str(directory), "--no-charts", "--baseline", "nope"]) == 2
     assert (
         "baseline 'nope' is not a server of this sweep (beast, py, node)" in capsys.readouterr().err

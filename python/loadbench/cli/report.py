@@ -1,5 +1,6 @@
-"""`loadbench report RESULTS_DIR [--html [--compare BASE_DIR]]`: rewrite report.md and the charts
-from a sweep's raw results; --html also writes report.html (one offline file)."""
+"""`loadbench report RESULTS_DIR [--html [--compare BASE_DIR]] [--summary]`: rewrite report.md and
+the charts from a sweep's raw results; --html also writes report.html (one offline file);
+--summary prints the executive summary on the terminal and writes nothing."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import argparse
 from pathlib import Path
 
 from ..core.errors import ConfigError
-from ..report.document import write_report
+from ..report.document import summary_points, write_report
+from ..report.executive_summary import terminal_text
 from ..report.html import write_html
 
 
@@ -40,6 +42,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --html: add the comparison of RESULTS_DIR (new) against BASE_DIR (base), as "
         "`loadbench compare BASE_DIR RESULTS_DIR` computes it",
     )
+    parser.add_argument(
+        "--summary",
+        action="store_true",
+        help="print the executive summary (who leads, by how much, with what qualification) and "
+        "write nothing",
+    )
     parser.set_defaults(func=run)
 
 
@@ -47,6 +55,11 @@ def run(args: argparse.Namespace) -> int:
     directory = Path(args.results_dir)
     if not directory.is_dir():
         raise ConfigError(f"{directory} is not a directory")
+    if args.summary:
+        if args.html or args.compare:
+            raise ConfigError("--summary prints the summary and writes nothing: drop --html/--compare")
+        print(terminal_text(summary_points(directory, args.baseline)))
+        return 0
     if args.compare and not args.html:
         raise ConfigError("--compare adds a section to report.html: use it with --html")
     out = write_report(directory, charts=not args.no_charts, baseline=args.baseline)

@@ -22,7 +22,15 @@ from .markdown import LEGEND
 from .memory import section as memory_section
 from .model import Model
 from .model import load as load_model
-from .prose import environment_table, intro, known_limits, settings_table
+from .executive_summary import Point, executive_summary, markdown_lines
+from .prose import (
+    environment_table,
+    intro,
+    known_limits,
+    reading_notes,
+    servers_measured,
+    settings_table,
+)
 from .seed_sections import sections
 from .tables import (
     connection_table,
@@ -35,20 +43,61 @@ from .tables import (
     workload_table,
 )
 
-__all__ = ["headline_lines", "render", "write_report"]
+__all__ = ["baseline_of", "headline_lines", "render", "summary_points", "write_report"]
+
+
+# The charts the executive summary shows right under its sentences (the rest are in "Charts").
+HEADLINE_CHARTS = ("throughput_peak.png", "protocol_peak.png")
+
+
+def baseline_of(model: Model, baseline: Optional[str] = None) -> str:
+    """The server ratios compare with: ``baseline``, else the sweep's setting, else the first
+    target (the default sweep's is the embedded server)."""
+    if not model.targets:
+        raise ConfigError("the results hold no cells")
+    base = baseline or model.settings.get("baseline") or model.targets[0]
+    if base not in model.targets:
+        raise ConfigError(
+            f"baseline {base!r} is not a server of this sweep ({', '.join(model.targets)})"
+        )
+    return base
+
+
+def summary_points(source, baseline: Optional[str] = None) -> list[Point]:
+    """The executive summary of a results folder or :class:`Model` (see executive_summary.py)."""
+    model = source if isinstance(source, Model) else load_model(source)
+    return executive_summary(model, baseline_of(model, baseline))
 
 
 def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] = None) -> str:
     """The markdown text of report.md for a results folder or a :class:`Model`; ratios divide
-    by ``baseline`` (default: the sweep's baseline setting, else its first target)."""
+    by ``baseline`` (default: the sweep's baseline setting, else its first target).
+
+    The first page answers who leads, by how much, on which protocol and with what
+    qualification (the executive summary and the headline charts); then the settings, the
+    machine and the seed-shaped tables; the per-cell tables are the appendix."""
     model = source if isinstance(source, Model) else load_model(source)
     settings, environment, rows, aggs = model.settings, model.environment, model.rows, model.aggs
     targets, workloads, protocols = model.targets, model.workloads, model.protocols
     name = model.directory.resolve().name if model.directory else "results"
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    base = baseline_of(model, baseline)
+    charts = list(charts or [])
+    headline = [c for c in HEADLINE_CHARTS if c in charts]
     parts = [f"# loadbench sweep report: {name}", ""]
     # the hold cells' records too: their servers and start times belong to the run
-    parts += intro(generated, settings, environment, rows + model.hold_records)
+    parts += intro(generated, environment, rows + model.hold_records)
+    parts += ["## Executive summary", ""] + markdown_lines(executive_summary(model, base)) + [""]
+    parts += [_image(c) for c in headline]
+    parts += [
+        "The marks in the tables (≥ and § for a lower bound, ⚑ contended, ✗ errors, ‡ under-driven) "
+        "are explained in [How to read the tables](#how-to-read-the-tables); every cell of the sweep "
+        "is in the [appendix](#appendix-every-cell).",
+        "",
+        "## Servers",
+        "",
+    ]
+    parts += servers_measured(settings, rows + model.hold_records)
     parts += [
         "## Settings",
         "",
@@ -58,13 +107,6 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
         "",
         environment_table(environment, rows, settings),
         "",
-    ]
-    if not targets:
-        raise ConfigError("the results hold no cells")
-    base = baseline or settings.get("baseline") or targets[0]
-    if base not in targets:
-        raise ConfigError(f"baseline {base!r} is not a server of this sweep ({', '.join(targets)})")
-    parts += [
         "## Summary",
         "",
         summary_table(model, base),
@@ -76,30 +118,6 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
     ]
     streams = {r["protocol"]: r.get("streams") or 1 for r in rows if r.get("status") == "ok"}
     parts += sections(model, streams)
-    for protocol in protocols:
-        for w in workloads:
-            if any(k[1] == protocol and k[2] == w and k[3] == "closed" for k in aggs):
-                title = PROTOCOL_TITLES.get(protocol, protocol)
-                more = (
-                    f", {streams[protocol]} streams per connection"
-                    if streams.get(protocol, 1) > 1
-                    else ""
-                )
-                parts += [
-                    f"## {title} ({protocol}), {w}, keep-alive{more}",
-                    "",
-                    load_table(aggs, targets, protocol, w),
-                    "",
-                ]
-    share = settings.get("contended_share") or analysis.CONTENDED_SHARE
-    parts += [LEGEND.replace("{contended}", f"{100 * share:g}"), ""]
-    multi = [w for w in workloads if sum(1 for k in aggs if k[2] == w and k[3] == "closed") > 0]
-    if len(multi) > 1:
-        parts += ["## Workload breakdown", ""]
-        for protocol in protocols:
-            text = workload_table(aggs, targets, protocol, multi)
-            if text:
-                parts += [f"### {protocol}", "", text, ""]
     if any(k[3] == "connect" for k in aggs):
         parts += [
             "## Connection setup",
@@ -128,10 +146,56 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
             "",
         ]
     parts += memory_section(model)
-    if charts:
-        parts += ["## Charts", ""] + [f"![{Path(c).stem.replace('_', ' ')}]({c})\n" for c in charts]
+    rest = [c for c in charts if c not in headline]
+    if rest:
+        parts += ["## Charts", ""] + [_image(c) for c in rest]
     parts += ["## Known limits", ""] + known_limits(settings, environment, rows, aggs) + [""]
+    parts += _appendix(model, streams)
     return "\n".join(parts)
+
+
+def _image(name: str) -> str:
+    return f"![{Path(name).stem.replace('_', ' ')}]({name})\n"
+
+
+def _appendix(model: Model, streams: dict[str, int]) -> list[str]:
+    """How to read the tables, then every cell: a table per protocol and workload with every
+    row the model has (req/s, percentiles, CPU, in-flight, errors), and the workloads side by
+    side per protocol and concurrency."""
+    aggs, targets, workloads = model.aggs, model.targets, model.workloads
+    parts = ["## How to read the tables", ""] + reading_notes()
+    share = model.settings.get("contended_share") or analysis.CONTENDED_SHARE
+    parts += [LEGEND.replace("{contended}", f"{100 * share:g}"), ""]
+    parts += [
+        "## Appendix: every cell",
+        "",
+        "Each table is one protocol and workload, keep-alive; a column per server and concurrency, "
+        "the median of the repeats with the min-max spread; the marks as above.",
+        "",
+    ]
+    for protocol in model.protocols:
+        for w in workloads:
+            if any(k[1] == protocol and k[2] == w and k[3] == "closed" for k in aggs):
+                title = PROTOCOL_TITLES.get(protocol, protocol)
+                more = (
+                    f", {streams[protocol]} streams per connection"
+                    if streams.get(protocol, 1) > 1
+                    else ""
+                )
+                parts += [
+                    f"### {title} ({protocol}), {w}, keep-alive{more}",
+                    "",
+                    load_table(aggs, targets, protocol, w),
+                    "",
+                ]
+    multi = [w for w in workloads if sum(1 for k in aggs if k[2] == w and k[3] == "closed") > 0]
+    if len(multi) > 1:
+        parts += ["### Workload breakdown per concurrency", ""]
+        for protocol in model.protocols:
+            text = workload_table(aggs, targets, protocol, multi)
+            if text:
+                parts += [f"#### {protocol}", "", text, ""]
+    return parts
 
 
 def write_report(results_dir, charts: bool = True, baseline: Optional[str] = None) -> Path:

@@ -74,6 +74,15 @@ def fmt_ratio(value: Optional[float]) -> str:
     return f"{prefix(value)}{value:.2f}x"
 
 
+def fmt_percent(value: Optional[float]) -> str:
+    """A ratio as a percentage: '31.0 %', '≥ 24.0 %'; of two bounds in one direction, uncertain."""
+    if value is None:
+        return "n/a"
+    if getattr(value, "bound", None) == "unknown":
+        return f"uncertain (~{100 * value:.1f} % of two bounds)"
+    return f"{prefix(value)}{100 * value:.1f} %"
+
+
 def fmt_average(value: Optional[float], fmt: Callable[[Optional[float]], str]) -> str:
     """An average with how many of its cells were bounds: '≥ 150 003 (5 of 9 §)'."""
     text = fmt(value)

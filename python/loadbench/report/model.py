@@ -547,6 +547,13 @@ class Model:
         best measured one, whichever cell the best figure came from."""
         return self._best(target, protocol, workload, "rps", higher_is_better=True)
 
+    def peak_cell(
+        self, target: str, protocol: Protocols = None, workload: Optional[str] = None
+    ) -> Optional[Aggregate]:
+        """The ranked closed-loop cell :meth:`peak` took its figure from (where the peak was)."""
+        cells = [a for a in self.cells(target, protocol, workload) if a.ranked and a.rps]
+        return max(cells, key=lambda a: a.rps.median, default=None)
+
     def best_cpu(
         self, target: str, protocol: Protocols = None, workload: Optional[str] = None
     ) -> Optional[Figure]:

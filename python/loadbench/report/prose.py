@@ -43,7 +43,8 @@ def _pipelined(settings: dict) -> bool:
     return any((w.get("pipeline") or sweep) > 1 for w in settings.get("workloads", []))
 
 
-def intro(generated: str, settings: dict, environment: dict, rows: list[dict]) -> list[str]:
+def intro(generated: str, environment: dict, rows: list[dict]) -> list[str]:
+    """The report's first paragraph: when and from what it was generated."""
     version = environment.get("loadbench") or environment.get("loadbench_version") or ""
     started = sorted(r["started"] for r in rows if r.get("started"))
     measured = (
@@ -55,9 +56,13 @@ def intro(generated: str, settings: dict, environment: dict, rows: list[dict]) -
         f"`environment.json` the machine){measured}{' with loadbench ' + str(version) if version else ''}. "
         "Do not edit by hand: `loadbench report DIR` rewrites it from those files.",
         "",
-        "Servers measured:",
-        "",
     ]
+    return lines
+
+
+def servers_measured(settings: dict, rows: list[dict]) -> list[str]:
+    """A bullet per measured server with what it is (its peers.toml or sweep description)."""
+    lines = []
     seen = {r["target"] for r in rows}
     for t in settings.get("targets", []):
         if t.get("name") in seen:
@@ -65,8 +70,12 @@ def intro(generated: str, settings: dict, environment: dict, rows: list[dict]) -
                 " ".join(t.get("argv") or []) if t.get("kind") == "command" else t.get("kind")
             )
             lines.append(f"- **{t['name']}**: {how}")
-    lines += [
-        "",
+    return lines + [""]
+
+
+def reading_notes() -> list[str]:
+    """How to read the tables' rows and marks (the appendix opens with it)."""
+    return [
         "Read the throughput columns, not the latency columns, at high concurrency. These are "
         "closed-loop measurements: the generator holds C connections open and sends the next request "
         "the instant one returns. The effective in-flight count is req/s x mean latency (Little's "
@@ -96,7 +105,6 @@ def intro(generated: str, settings: dict, environment: dict, rows: list[dict]) -
         "generator's and are not ranked.",
         "",
     ]
-    return lines
 
 
 def transport_text(transport: str) -> str:

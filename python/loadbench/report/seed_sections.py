@@ -25,7 +25,7 @@ class _Gaps:
     """Collects why a table shows n/a, to print the reasons under it (never silently absent)."""
 
     def __init__(self, model: Model) -> None:
-        self.model, self.notes = model, {}
+        self.model, self.notes, self.excluded = model, {}, {}
 
     def text(
         self,
@@ -40,6 +40,10 @@ class _Gaps:
             return fmt_average(value, fmt) if average else fmt(value)
         cells = self.model.cells(target, protocol, workload, mode=None)
         gap = self.model.gap(cells)
+        if gap.startswith("excluded: "):  # why, once under the table rather than in every cell
+            where = " ".join(x for x in (target, _protocols_text(protocol), workload) if x)
+            self.excluded[where] = gap[len("excluded: ") :]
+            return "excluded"
         if gap == "n/a":
             for p in sorted(
                 {a.protocol for a in cells} or ([protocol] if isinstance(protocol, str) else [])
@@ -61,11 +65,27 @@ class _Gaps:
         return gap
 
     def note(self) -> str:
-        if not self.notes:
-            return ""
-        return (
-            "\n\nn/a: " + "; ".join(f"{t} {p}: {why}" for (t, p), why in self.notes.items()) + "."
-        )
+        out = ""
+        if self.excluded:
+            out += (
+                "\n\nexcluded: "
+                + "; ".join(f"{where}: {why}" for where, why in self.excluded.items())
+                + "."
+            )
+        if self.notes:
+            out += (
+                "\n\nn/a: "
+                + "; ".join(f"{t} {p}: {why}" for (t, p), why in self.notes.items())
+                + "."
+            )
+        return out
+
+
+def _protocols_text(protocol) -> str:
+    """'h2', 'h2c/h2' or '' (every protocol) for a note under a table."""
+    if protocol is None:
+        return ""
+    return protocol if isinstance(protocol, str) else "/".join(protocol)
 
 
 def ranking_table(model: Model) -> str:

@@ -11,6 +11,7 @@ from typing import Optional
 
 from ..core import analysis
 from .markdown import (
+    fmt_percent,
     BAD,
     CONTENDED,
     GENERATOR_BOUND,
@@ -170,17 +171,23 @@ def summary_table(model: Model, baseline: str) -> str:
     header = [
         "Server",
         "Peak req/s",
+        "Peak, % of the leader's",
+        f"Peak: {baseline} ÷ this",
         "Average req/s",
-        f"Peak vs {baseline}",
         "Best CPU us/req",
         "Average CPU us/req",
         "Peak RSS (MiB)",
+        f"Peak RSS: this ÷ {baseline}",
         f"Cells left out (req/s / CPU) / lower bounds {GENERATOR_BOUND}",
         "Rank by peak req/s",
         "Rank by best CPU us/req",
     ]
     order = model.peak_ranks()
     cpu_order = model.ranks(best_cpu, higher_is_better=False)
+    # the leader by peak: the highest figure (a certain rank never contradicts that order)
+    leader = max(
+        (t for t in targets if peak[t] is not None), key=lambda t: float(peak[t]), default=None
+    )
     rows = []
     for t in targets:
         avg, cpu, rss = model.average(t), model.average(t, metric="cpu_us"), model.rss(t)
@@ -188,11 +195,13 @@ def summary_table(model: Model, baseline: str) -> str:
             [
                 t,
                 fmt_int(peak[t]) or "n/a",
+                fmt_percent(peak_ratio(peak, t, leader) if leader else None),
+                fmt_ratio(peak_ratio(peak, baseline, t)),
                 fmt_average(avg, fmt_int) or "n/a",
-                fmt_ratio(peak_ratio(peak, t, baseline)),
                 fmt_us(best_cpu[t]) or "n/a",
                 fmt_us(cpu) or "n/a",
                 "n/a" if rss is None else f"{rss:.1f}",
+                fmt_ratio(analysis.figure_ratio(rss, model.rss(baseline))),
                 f"{len(model.excluded(t))} / {len(model.excluded(t, 'cpu_us'))} / {len(model.bounded(t))}",
                 order[t].text() if t in order else "not ranked",
                 cpu_order[t].text() if t in cpu_order else "not ranked",
@@ -204,7 +213,7 @@ def summary_table(model: Model, baseline: str) -> str:
 
 
 def peak_ratio(peaks: dict, target: str, baseline: str) -> Optional[analysis.Figure]:
-    """A server's peak over the baseline's, with its bound; the baseline over itself is 1."""
+    """``target``'s peak over ``baseline``'s, with its bound; a server over itself is 1."""
     if target == baseline and peaks.get(target) is not None:
         return analysis.Figure(1.0)
     return analysis.figure_ratio(peaks.get(target), peaks.get(baseline))
@@ -251,7 +260,8 @@ def summary_note(model: Model, base: str) -> str:
         f"the {len(model.common())} closed-loop cells (protocol x workload x C) ranked for req/s that every "
         f"server with such cells has; CPU us/req over the {len(model.common(metric='cpu_us'))} cells ranked "
         f"for CPU us/req that every server with such cells has; so no server gains from the cells it skipped "
-        f"or lost. The ratio compares peaks with {base}. Ranked for every metric = at most "
+        f"or lost. The ratios compare with {base} (its peak over the server's, the server's peak RSS over its) "
+        f"and with the leader, the server with the highest peak. Ranked for every metric = at most "
         f"{100 * analysis.DIRTY_SHARE:g} % non-2xx/errors and not contended. A generator-bound cell "
         f"({GENERATOR_BOUND}: loadbench's generator, not the server, was the limit) is ranked as what it proves: "
         f'its req/s is a lower bound, so a peak or average it enters is written "≥" (with how many of the '
