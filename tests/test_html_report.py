@@ -1,12 +1,14 @@
-"""report.html: one offline file whose charts render in a real browser (headless Debian
-`chromium`) without a single network request.
+"""report.html: one offline file, a dashboard whose charts render in a real browser (headless
+Debian `chromium`) without a single network request.
 
-A tiny real sweep (Beast, plaintext at C = 1 and 2, an open-loop cell at 50 % of capacity) is
-reported with `loadbench report DIR --html --compare DIR`; chromium loads the page with a
-proxy and a resolver pointing nowhere, dumps the DOM after the scripts ran and writes a net
-log. Every chart div must hold plotly's SVG with at least one trace; the net log must show no
-http(s) request the page started (a control page with an external image proves the check sees
-one), and the console no CSP violation or script error.
+A tiny real sweep (Beast, plaintext at C = 1 and 2 with 0.25 s timeline intervals, an open-loop
+cell at 50 % of capacity) is reported with `loadbench report DIR --html --compare DIR`; chromium
+loads the page with a proxy and a resolver pointing nowhere, dumps the DOM after the scripts ran
+and writes a net log. Every chart div must hold plotly's SVG with at least one trace; the net
+log must show no http(s) request the page started (a control page with an external image proves
+the check sees one), and the console no CSP violation or script error. The committed default
+sweep (8 servers) is drawn too: every chart one slice with a legend entry per server at most, and
+its first screen, as a screenshot, holds the executive summary and a chart.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("plotly")
@@ -26,7 +29,18 @@ from loadbench import Sweep, Target
 from loadbench.cli import main
 from loadbench.report.html import CSP
 
-CHARTS = {"comparison", "throughput", "latency_spectrum", "open_loop", "timelines", "cpu", "rss"}
+CHARTS = {
+    "comparison",
+    "peak",
+    "cpu_best",
+    "throughput",
+    "latency_spectrum",
+    "open_loop",
+    "timelines",
+    "cpu",
+    "rss",
+}
+COMMITTED = Path(__file__).resolve().parent.parent / "reports" / "2026-12-01-vm"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
@@ -42,6 +56,8 @@ def html_report(tmp_path_factory) -> Path:
         warmup=0.2,
         open_fractions=[0.5],
         contended_reruns=0,
+        contended_share=1.0,  # a drawing test: a busy CI machine must not leave cells unranked
+        interval=0.25,  # four points per window: a timeline is drawn
     ).run(out, progress=False, notes=False)
     assert main(["report", str(out), "--html", "--compare", str(out)]) == 0
     return out / "report.html"
@@ -54,12 +70,21 @@ def test_report_html_is_one_file_with_a_csp_and_plotly_inline(html_report):
     assert not re.search(r"<(?:script|img|link|iframe)[^>]+(?:src|href)=[\"']?(?:https?:)?//", text)
     assert "plotly.js v" in text and len(text) > 1_000_000  # the library itself, from the wheel
     assert "<h2>Comparison</h2>" in text and "<h2>Report</h2>" in text
+    # the summary first; the cells once, as data, drawn by the page's script
+    assert text.index("<h2>Executive summary</h2>") < text.index('data-chart="throughput"')
+    assert text.count('id="dashboard-data"') == 1 and "Plotly.react" in text
+    # besides plotly.js, the page is the data and the report's tables: small, no chart copies
+    from plotly.offline import get_plotlyjs
+
+    assert len(text) - len(get_plotlyjs()) < 250_000
     assert "<table>" in text and "<th>Metric</th>" in text  # the report's tables, as HTML
     for chart in CHARTS:
         assert f'data-chart="{chart}"' in text
 
 
-def _chromium(page: Path, tmp: Path, *extra: str) -> tuple[str, str, list[str]]:
+def _chromium(
+    page: Path, tmp: Path, *extra: str, size: str = "1400,5000"
+) -> tuple[str, str, list[str]]:
     """(DOM after the scripts ran, stderr, http(s) URLs the page requested)."""
     netlog = tmp / "net.json"
     argv = [
@@ -78,7 +103,7 @@ def _chromium(page: Path, tmp: Path, *extra: str) -> tuple[str, str, list[str]]:
         "--enable-logging=stderr",
         "--v=0",
         "--virtual-time-budget=20000",
-        "--window-size=1400,5000",
+        f"--window-size={size}",
         *extra,
         page.resolve().as_uri(),
     ]
@@ -113,6 +138,55 @@ def test_every_chart_renders_in_chromium_with_no_network_request(html_report, tm
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_the_committed_sweep_is_drawn_one_slice_at_a_time(tmp_path):
+    """8 servers x 4 protocols x 3 workloads: each chart draws the chosen slice, so no legend
+    lists more than the servers (the old page listed ~100 cells per chart)."""
+    from loadbench.report.html import write_html
+
+    page = write_html(COMMITTED, out=tmp_path / "report.html")
+    dom, stderr, urls = _chromium(page, tmp_path, "--dump-dom")
+    assert urls == [] and "Uncaught" not in stderr, stderr[-2000:]
+    pieces = {p.split('"', 1)[0]: p for p in dom.split('data-chart="')[1:]}
+    assert {"peak", "cpu_best", "throughput", "latency_spectrum", "cpu", "rss", "open_loop",
+            "connection_setup"} <= set(pieces)
+    for chart, piece in pieces.items():
+        assert re.search(r'class="trace (?:scatter|bars)', piece), chart
+        assert piece.count('class="legendtext"') <= 10, chart
+    # one concurrency: throughput is bars per server, not a column of dots
+    assert 'class="trace bars' in pieces["throughput"]
+    # the slice is named in every sliced chart's title
+    assert "HTTP/1.1 (http), plaintext, C = 25" in pieces["throughput"]
+    # the table of the slice: each server's cells of http plaintext, not all 330
+    table = dom[dom.index('id="cells-table"') :]
+    table = table[: table.index("</table>")]
+    assert 8 <= table.count("<tr>") - 1 <= 8 * 4
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_the_first_screen_holds_the_summary_and_a_chart(tmp_path):
+    """A 1400x900 screenshot: text on the left (the summary's sentences), and the bars of the
+    headline chart on the right in the servers' colours."""
+    from matplotlib.image import imread
+
+    from loadbench.report.bars import server_colors
+    from loadbench.report.html import write_html
+    from loadbench.report.model import load
+
+    page = write_html(COMMITTED, out=tmp_path / "report.html")
+    shot = tmp_path / "first.png"
+    _chromium(page, tmp_path, f"--screenshot={shot}", size="1400,900")
+    rgb = (imread(shot)[..., :3] * 255).astype(int)
+    assert rgb.shape[:2] == (900, 1400)
+    left, right = rgb[150:, :680], rgb[150:, 700:]
+    assert (left.sum(axis=2) < 200).mean() > 0.02  # dark text: the summary's sentences
+    colors = server_colors(load(COMMITTED).targets)
+    for name in list(colors)[:4]:  # the first servers' bars, each in its own colour
+        want = np.array([int(colors[name][i : i + 2], 16) for i in (1, 3, 5)])
+        share = (np.abs(right - want).sum(axis=2) < 30).mean()
+        assert share > 0.001, (name, share)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 def test_the_network_check_sees_a_page_that_loads_something(tmp_path):
     page = tmp_path / "control.html"
     page.write_text('<html><body><img src="http://example.invalid/x.png"></body></html>')
@@ -141,7 +215,8 @@ def test_results_without_histograms_or_timelines_still_give_a_report(tmp_path, c
     assert main(["report", str(out), "--html", "--no-charts"]) == 0
     text = (out / "report.html").read_text(encoding="utf-8")
     assert "<h2>Comparison</h2>" not in text and "<h2>Report</h2>" in text
-    assert {"throughput", "cpu", "rss"} <= set(re.findall(r'data-chart="(\w+)"', text))
+    assert {"throughput", "cpu", "rss", "peak"} <= set(re.findall(r'data-chart="(\w+)"', text))
+    assert "No timeline chart" in text  # no timelines stored: said, not drawn empty
     assert "FAIL" in text and "✗" in text  # the model's marks, as in report.md
     assert main(["report", str(out), "--compare", str(out)]) == 2
     assert "use it with --html" in capsys.readouterr().err

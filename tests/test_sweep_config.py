@@ -163,6 +163,8 @@ def test_full_sweep_from_dict_values():
             "unknown key workloads[0].requests[0].'verb'",
         ),
         ("duration = ", "invalid TOML"),
+        ("interval = 0", "interval: 0.0 is out of range"),
+        ("interval = [1]", "interval"),
         ("open_fractions = [0.5, 3]", "open_fractions: 3 is not a fraction of capacity in (0, 2]"),
         ("open_fractions = 0.5", "open_fractions: expected a list of fractions"),
         ("baseline = 'nginx'", "baseline 'nginx' is not one of the targets (beast)"),
@@ -182,6 +184,13 @@ def test_bad_key_or_value_is_named(tmp_path, text, named):
         load_sweep(write(tmp_path, text))
     assert named in str(info.value)
     assert str(tmp_path / "sweep.toml") in str(info.value)
+
+
+def test_timeline_interval_is_a_sweep_setting():
+    """Finer timeline intervals than the window: report.html draws a timeline per cell."""
+    assert sweep_from_dict({}).interval == 1.0
+    sweep = sweep_from_dict({"interval": "100ms"})
+    assert sweep.interval == 0.1 and sweep.settings()["interval"] == 0.1
 
 
 def test_missing_file_and_durations(tmp_path):

@@ -1,6 +1,9 @@
-"""report.html: ONE self-contained file that works offline - the report's tables and
-interactive charts (plotly; plotly.js embedded inline from the plotly wheel), and the
-comparison with another results folder when given one.
+"""report.html: ONE self-contained file that works offline, read as a dashboard - the executive
+summary and the headline charts on the first screen; controls that pick a slice (protocol,
+workload, concurrency, servers) for every chart and for the table of cells below them; then the
+report's tables, and the comparison with another results folder when given one. The cells are
+in the page once, as data (dashboard.py); its script (dashboard.js) draws the slice with
+plotly.js, embedded inline from the plotly wheel.
 
     loadbench.html_report.write_html("reports/new", compare_with="reports/base")
 
@@ -12,13 +15,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
+import json
 import re
 from pathlib import Path
 from typing import Optional, Union
 
-from . import html_charts
 from .comparison import compare
-from .document import render
+from .dashboard import comparison_figure, dashboard_data
+from .document import baseline_of, render
+from .executive_summary import executive_summary
 from .model import Model
 from .model import load as load_model
 from .regression import HEADER, LEGEND, evaluate, rows_text
@@ -39,7 +44,16 @@ table { border-collapse: collapse; margin: 12px 0; font-size: 13px; display: blo
 th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: right; white-space: nowrap; }
 th { background: #f6f6f6; } td:first-child, th:first-child, td:nth-child(2) { text-align: left; }
 tr.worse td { background: #fdecea; } tr.better td { background: #eafaf1; }
-.chart { margin: 8px 0 28px; } .note { color: #555; font-size: 13px; }
+.chart { margin: 8px 0 20px; min-width: 0; } .note { color: #555; font-size: 13px; }
+.first { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 24px; align-items: start; }
+.first h2 { margin-top: 8px; } ul.summary { font-size: 13.5px; padding-left: 18px; margin: 0; }
+ul.summary ul { padding-left: 18px; } ul.summary li { margin: 2px 0; }
+.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(620px, 1fr)); gap: 12px; }
+.controls { position: sticky; top: 0; z-index: 10; background: #fff; border-bottom: 1px solid #ddd;
+            padding: 8px 0; display: flex; flex-wrap: wrap; gap: 14px; align-items: center; font-size: 14px; }
+.controls .servers { display: flex; flex-wrap: wrap; gap: 10px; }
+.swatch { display: inline-block; width: 11px; height: 11px; margin: 0 4px 0 2px; border-radius: 2px; }
+@media (max-width: 1100px) { .first { grid-template-columns: 1fr; } }
 .gate-FAIL { color: #c0392b; } .gate-PASS { color: #27ae60; } .gate-INCONCLUSIVE { color: #b9770e; }
 """
 
@@ -141,50 +155,158 @@ def comparison_html(frame, gate=None) -> str:
 
 
 # -- the page ----------------------------------------------------------------------------------
+SCRIPT = Path(__file__).with_name("dashboard.js")
+# The slice charts, in the order the page shows them: (id, what it is). Open loop, connection
+# setup and timelines only when the results have such cells (and timelines long enough).
+SLICE_CHARTS = (
+    ("throughput", "Throughput"),
+    ("latency_spectrum", "Latency percentiles"),
+    ("cpu", "CPU per request"),
+    ("rss", "Peak RSS"),
+    ("open_loop", "Open loop"),
+    ("connection_setup", "Connection setup"),
+    ("timelines", "Timelines"),
+)
+
+
+def _json(value) -> str:
+    """JSON safe inside a <script> element (no '</' can close it early)."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+
+
+def _chart(chart_id: str) -> str:
+    return (
+        f'<div class="chart" data-chart="{chart_id}"><div id="plot-{chart_id}" class="plot"></div>'
+        f'<p id="empty-{chart_id}" class="note empty"></p></div>'
+    )
+
+
+def _select(name: str, label: str, values: list, chosen, fmt=str) -> str:
+    options = "".join(
+        f'<option value="{html.escape(str(v))}"{" selected" if v == chosen else ""}>'
+        f"{html.escape(fmt(v))}</option>"
+        for v in values
+    )
+    return f'<label>{label} <select id="pick-{name}">{options}</select></label>'
+
+
+def _controls(data: dict) -> str:
+    parts = [
+        _select("protocol", "Protocol", data["protocols"], data["protocols"][0]),
+        _select("workload", "Workload", data["workloads"], data["workloads"][0]),
+        _select(
+            "concurrency", "C", data["concurrencies"], data["concurrencies"][-1]
+        )
+        + ' <label><input type="checkbox" id="pick-all-c"> every C in the table</label>',
+    ]
+    if data["open_loads"]:
+        parts.append(
+            _select(
+                "open", "Open loop at", data["open_loads"], data["open_loads"][-1], lambda v: f"{v} %"
+            )
+        )
+    servers = "".join(
+        f'<label class="server"><input type="checkbox" id="pick-server-{i}" checked>'
+        f'<span class="swatch" style="background:{data["colors"][s]}"></span>{html.escape(s)}</label>'
+        for i, s in enumerate(data["servers"])
+    )
+    return f'<form id="controls" class="controls">{" ".join(parts)}<span class="servers">{servers}</span></form>'
+
+
+def _summary_html(points) -> str:
+    out, heading = [], None
+    for p in points:
+        if p.heading != heading:
+            if heading is not None:
+                out.append("</ul></li>")
+            heading = p.heading
+            out.append(f"<li><strong>{html.escape(heading)}:</strong><ul>")
+        out.append(f"<li>{html.escape(p.text)}</li>")
+    return "<ul class=\"summary\">" + "".join(out) + ("</ul></li>" if heading else "") + "</ul>"
+
+
 def render_html(
     source: Union[str, Path, Model],
     compare_with: Union[str, Path, Model, None] = None,
     baseline: Optional[str] = None,
     thresholds: Optional[list] = None,
 ) -> str:
-    """The HTML text of the report of ``source``; with ``compare_with`` (the *base*), a
-    comparison section of ``source`` (new) against it comes first."""
+    """The HTML text of the report of ``source``: the executive summary and the headline charts
+    first, then a dashboard (controls, a chart per metric for the chosen slice, the slice's
+    cells as a table), then the report's tables. With ``compare_with`` (the *base*), the
+    comparison of ``source`` (new) against it follows the summary."""
     m = source if isinstance(source, Model) else load_model(source)
     name = m.directory.resolve().name if m.directory else "results"
-    charts = html_charts.all_charts(m)
-    sections: list[tuple[str, str, str]] = []  # (id, title, html)
+    base = baseline_of(m, baseline)
+    data = dashboard_data(m) if m.aggs else None
+    figures: dict = {}
+    comparison = ""
     if compare_with is not None:
         frame = compare(compare_with, m)
         gate = evaluate(frame, thresholds or [])
         base_name = Path(str(compare_with)).name if not isinstance(compare_with, Model) else "base"
-        chart = html_charts.comparison(frame, f"Change {name} vs {base_name}")
-        body = (
+        figure = comparison_figure(frame, f"Change {name} vs {base_name}")
+        if figure is not None:
+            figures["comparison"] = json.loads(figure.to_json())
+        comparison = (
+            '<section id="comparison"><h2>Comparison</h2>'
             f"<p>Base: <code>{html.escape(str(compare_with))}</code>; new: <code>{html.escape(name)}</code>. "
-            "Each metric per repeat, the repeat is the unit.</p>" + comparison_html(frame, gate)
+            "Each metric per repeat, the repeat is the unit.</p>"
+            + (_chart("comparison") if figure is not None else "")
+            + comparison_html(frame, gate)
+            + "</section>"
         )
-        if chart is not None:
-            charts.insert(0, chart)
-        sections.append(("comparison", "Comparison", body))
-    sections.append(("charts", "Charts", ""))
-    sections.append(("report", "Report", markdown_to_html(render(m, None, baseline=baseline))))
-    first = True
-    chart_html = []
-    for c in charts:
-        fragment = c.figure.to_html(
-            full_html=False, include_plotlyjs=first, div_id=f"chart-{c.id}", config=PLOTLY_CONFIG
-        )
-        first = False
-        chart_html.append(
-            f'<div class="chart" data-chart="{c.id}"><h3>{html.escape(c.title)}</h3>'
-            f'<p class="note">{html.escape(c.note)}</p>{fragment}</div>'
-        )
+    # the report's sections below the dashboard: its own summary is above, and the appendix's
+    # per-cell tables are the dashboard's filterable table
+    text = render(m, None, baseline=base)
+    text = text[text.index("## Servers") :]
+    text = text.split("## Appendix: every cell")[0]
+    slice_charts = []
+    if data is not None:
+        have = {c["mode"] for c in data["cells"]}
+        for chart_id, _ in SLICE_CHARTS:
+            if chart_id == "open_loop" and "open" not in have:
+                continue
+            if chart_id == "connection_setup" and "connect" not in have:
+                continue
+            if chart_id == "timelines" and data["timeline_intervals"] < data["min_timeline_points"]:
+                continue
+            slice_charts.append(chart_id)
+    timeline_note = (
+        f'<p class="note">No timeline chart: each measured window had {data["timeline_intervals"]} '
+        f'interval(s), fewer than the {data["min_timeline_points"]} a line needs (a sweep with longer '
+        "windows, or a run with a shorter --interval, has them).</p>"
+        if data is not None and "timelines" not in slice_charts
+        else ""
+    )
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    nav = " ".join(f'<a href="#{sid}">{title}</a>' for sid, title, _ in sections)
-    body = []
-    for sid, title, content in sections:
-        if sid == "charts":
-            content = "\n".join(chart_html)
-        body.append(f'<section id="{sid}"><h2>{title}</h2>\n{content}\n</section>')
+    nav = " ".join(
+        f'<a href="#{sid}">{title}</a>'
+        for sid, title in (
+            ("summary", "Summary"),
+            ("comparison", "Comparison") if comparison else (None, None),
+            ("explore", "Explore") if data is not None else (None, None),
+            ("report", "Report"),
+        )
+        if sid
+    )
+    explore = (
+        '<section id="explore"><h2>Explore one slice at a time</h2>'
+        f"{_controls(data)}"
+        f'<div class="grid">{"".join(_chart(c) for c in slice_charts)}</div>{timeline_note}'
+        '<h3>The cells of this slice</h3><p id="cells-caption" class="note"></p><div id="cells-table"></div>'
+        "</section>"
+        if data is not None
+        else ""
+    )
+    script = (
+        f'<script type="application/json" id="dashboard-data">{_json(data)}</script>'
+        f'<script type="application/json" id="plotly-config">{_json(PLOTLY_CONFIG)}</script>'
+        f'<script type="application/json" id="figures">{_json(figures)}</script>'
+        f"<script>{_plotly_js()}</script><script>{SCRIPT.read_text(encoding='utf-8')}</script>"
+        if data is not None
+        else ""
+    )
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -195,10 +317,23 @@ def render_html(
             f"<h1>loadbench report: {html.escape(name)}</h1>",
             f'<p class="note">Generated {generated} by loadbench from results.jsonl; one file, no network.</p>',
             f"<nav>{nav}</nav>",
-            *body,
+            '<section id="summary" class="first"><div><h2>Executive summary</h2>'
+            f"{_summary_html(executive_summary(m, base)) if m.aggs else ''}</div>"
+            f'<div>{_chart("peak") + _chart("cpu_best") if data is not None else ""}</div></section>',
+            comparison,
+            explore,
+            f'<section id="report"><h2>Report</h2>\n{markdown_to_html(text)}\n</section>',
+            script,
             "</body></html>",
         ]
     )
+
+
+def _plotly_js() -> str:
+    """plotly.js from the plotly wheel, inline (the page loads nothing)."""
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
 
 
 def write_html(

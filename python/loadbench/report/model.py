@@ -1,6 +1,6 @@
 """The ONE report model of a sweep: rows, cells (median of repeats), peaks, averages over the
 cells every server shares, RSS, flags, and what each figure proves. report.md (report.py), the
-charts (plots.py, html_charts.py), the notebook, `loadbench compare` and bench/ all draw from it,
+charts (charts.py, the HTML dashboard: dashboard.py), the notebook, `loadbench compare` and bench/ all draw from it,
 so a number means the same thing wherever it appears.
 
     m = loadbench.model.load("reports/2026-11-29-host")

@@ -28,7 +28,7 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
     """
     _check(data, SWEEP_KEYS, "")
     kwargs: dict = {}
-    for key in ("duration", "warmup", "timeout"):
+    for key in ("duration", "warmup", "timeout", "interval"):
         if key in data:
             kwargs[key] = parse_seconds(data[key], key)
     if "contended_share" in data:

@@ -205,6 +205,7 @@ class ServerGroup:
             "duration": self.sweep.duration,
             "warmup": self.sweep.warmup,
             "timeout": self.sweep.timeout,
+            "interval": self.sweep.interval,
             "keepalive": cell.mode != "connect",
             "insecure": True,
             "cpus": generator_cpus,

@@ -164,6 +164,10 @@ class SweepPlan:
     duration: float = 2.0
     warmup: float = 0.5
     timeout: float = 5.0
+    # The timeline interval of every cell (loadbench.run's interval): finer than the window, so
+    # report.html can draw req/s and p99 over the window (a 1 s window at the default 1 s
+    # interval has one point, and no timeline is drawn).
+    interval: float = 1.0
     workers: Optional[int] = None
     server_cpus: Optional[list] = None
     generator_cpus: Optional[list] = None
@@ -245,6 +249,7 @@ class SweepPlan:
             "duration": self.duration > 0,
             "warmup": self.warmup >= 0,
             "timeout": self.timeout > 0,
+            "interval": self.interval > 0,
             "connection_setup_concurrency": self.connection_setup_concurrency >= 1,
             "workers": self.workers is None or self.workers >= 1,
             "generator_threads": self.generator_threads is None or self.generator_threads >= 1,

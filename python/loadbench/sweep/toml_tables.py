@@ -32,6 +32,7 @@ SWEEP_KEYS = {
     "duration": (_NUM + _STR, "seconds, or a string like '2s' / '500ms'"),
     "warmup": (_NUM + _STR, "seconds, or a string like '1s'"),
     "timeout": (_NUM + _STR, "seconds, or a string like '5s'"),
+    "interval": (_NUM + _STR, "the timeline interval: seconds, or a string like '100ms'"),
     "repeats": (_INT, "a positive integer"),
     "concurrencies": (_LIST, "a list of positive integers"),
     "protocols": (_LIST, 'a list of "http", "https", "h2c", "h2"'),

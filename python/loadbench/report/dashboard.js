@@ -1,0 +1,289 @@
+// report.html's dashboard: draws every chart from the one data block (dashboard.py) for the slice
+// the reader picks - protocol, workload, concurrency, open-loop load and servers - so each chart
+// shows one readable slice with a legend entry per server at most. Plain JS and the plotly.js
+// bundled in the page; no network (the page's Content-Security-Policy forbids it anyway).
+(function () {
+  "use strict";
+  const D = JSON.parse(document.getElementById("dashboard-data").textContent);
+  const CONFIG = JSON.parse(document.getElementById("plotly-config").textContent);
+  const $ = (id) => document.getElementById(id);
+  const SPECTRUM_TICKS = [[1, "0 %"], [2, "50 %"], [10, "90 %"], [100, "99 %"], [1e3, "99.9 %"],
+    [1e4, "99.99 %"], [1e5, "99.999 %"], [1e6, "99.9999 %"], [1e7, "99.99999 %"]];
+  const PROTOCOL_NAMES = { http: "HTTP/1.1", https: "HTTP/1.1 TLS", h2c: "HTTP/2 h2c", h2: "HTTP/2 TLS" };
+
+  function fmt(value, digits) {
+    return value.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
+      .replace(/,/g, " ");
+  }
+  function boundPrefix(bound) {
+    return bound === "lower" ? "≥ " : bound === "upper" ? "≤ " : bound === "unknown" ? "? " : "";
+  }
+  function protocolName(p) { return (PROTOCOL_NAMES[p] || p) + " (" + p + ")"; }
+
+  function layout(title, ytitle, extra) {
+    // "what it fixes | how to read it": the slice on the first line, the reading on a second
+    const parts = title.split(" | ");
+    const text = parts[0] + (parts[1] ? "<br><span style=\"font-size:11px;color:#666\">" + parts[1] + "</span>" : "");
+    return Object.assign({
+      title: { text: text, font: { size: 14 }, x: 0.01, xanchor: "left" },
+      height: 420,
+      margin: { l: 70, r: 20, t: 70, b: 60 },
+      paper_bgcolor: "#fff",
+      plot_bgcolor: "#fff",
+      hovermode: "closest",
+      legend: { font: { size: 11 } },
+      xaxis: { gridcolor: "#eee", automargin: true },
+      yaxis: { title: { text: ytitle }, gridcolor: "#eee", rangemode: "tozero", automargin: true },
+    }, extra || {});
+  }
+
+  // -- the slice -------------------------------------------------------------------------------
+  function slice() {
+    return {
+      p: $("pick-protocol").value,
+      w: $("pick-workload").value,
+      c: Number($("pick-concurrency").value),
+      open: $("pick-open") ? Number($("pick-open").value) : null,
+      servers: D.servers.filter((s, i) => $("pick-server-" + i).checked),
+    };
+  }
+  function cell(t, p, w, mode, load) {
+    return D.cells.find((c) => c.t === t && c.p === p && c.w === w && c.mode === mode && c.load === load);
+  }
+  function cellsOf(t, p, w, mode) {
+    return D.cells.filter((c) => c.t === t && c.p === p && c.w === w && c.mode === mode)
+      .sort((a, b) => a.load - b.load);
+  }
+  // what a chart says where a server has no value for the metric: n/a, FAIL or why it is left out
+  function gap(c, metric) {
+    if (!c || c.status === "skipped") return "n/a";
+    if (c.status === "fail") return "FAIL";
+    const why = (c.why[metric] || []).map((w) => w.split(" (")[0]);
+    return why.length ? "excluded: " + why.join(", ") : "n/a";
+  }
+
+  // -- a chart: its plot, or a sentence saying why there is none ---------------------------------
+  function show(id, traces, lay) {
+    $("empty-" + id).textContent = "";
+    $("plot-" + id).style.display = "";
+    Plotly.react("plot-" + id, traces, lay, CONFIG);
+  }
+  function empty(id, why) {
+    Plotly.purge("plot-" + id);
+    $("plot-" + id).style.display = "none";
+    $("empty-" + id).textContent = why;
+  }
+
+  // one bar per server in its colour; a bound hatched and written "≥ N"; a gap says why
+  // (logScale: a log axis when the values are two orders of magnitude apart - for costs, where
+  // the small bars are the interesting ones; req/s stays linear, heights compare as ratios)
+  function serverBars(id, title, ytitle, servers, valueOf, digits, logScale) {
+    const values = servers.map(valueOf);
+    if (values.every((v) => v.value === null || v.value === undefined)) return false;
+    const trace = {
+      type: "bar",
+      x: servers,
+      y: values.map((v) => v.value),
+      marker: {
+        color: servers.map((s) => D.colors[s]),
+        pattern: { shape: values.map((v) => (v.bound ? "/" : "")), fgcolor: "#fff" },
+        line: { color: servers.map((s) => D.colors[s]), width: 1.5 },
+      },
+      text: values.map((v) => (v.value === null || v.value === undefined ? "" : boundPrefix(v.bound) + fmt(v.value, digits))),
+      textposition: "outside",
+      cliponaxis: false,
+      hovertext: values.map((v, i) => servers[i] + (v.hover ? "<br>" + v.hover : "")),
+      hovertemplate: "%{hovertext}<br>%{text}<extra></extra>",
+      showlegend: false,
+    };
+    const annotations = values.map((v, i) => (v.value === null || v.value === undefined
+      ? { x: servers[i], y: 0.02, yref: "paper", text: v.gap || "n/a", showarrow: false, yanchor: "bottom", textangle: -90, font: { size: 11, color: "#777" } }
+      : null)).filter(Boolean);
+    // values two orders of magnitude apart: a log axis, or the small bars vanish
+    const present = values.map((v) => v.value).filter((v) => v > 0);
+    const log = logScale && present.length > 1 && Math.max.apply(null, present) / Math.min.apply(null, present) > 30;
+    const lay = layout(title + (log ? (title.includes(" | ") ? "; " : " | ") + "log scale" : ""), ytitle, { annotations: annotations });
+    if (log) lay.yaxis = Object.assign(lay.yaxis, { type: "log", rangemode: "normal", dtick: 1 });
+    show(id, [trace], lay);
+    return true;
+  }
+
+  // x of a spectrum point: 1 / (1 - p) at 20 steps per decade, the max at x = count
+  function spectrumTrace(s, spec, name, dash, showlegend) {
+    const xs = spec.ms.map((_, i) => Math.pow(10, i / D.steps_per_decade));
+    xs.push(Math.max(spec.count, xs[xs.length - 1] * 1.05));
+    const ys = spec.ms.concat([spec.max_ms]);
+    return {
+      type: "scatter", mode: "lines", x: xs, y: ys, name: name, legendgroup: s, showlegend: showlegend,
+      line: { color: D.colors[s], dash: dash },
+      hovertemplate: name + "<br>p%{customdata}: %{y:.3f} ms<extra></extra>",
+      customdata: xs.map((x, i) => (i === xs.length - 1 ? "max" : (100 * (1 - 1 / x)).toPrecision(4))),
+    };
+  }
+  function spectrumLayout(title) {
+    return layout(title, "latency (ms, log)", {
+      xaxis: { type: "log", title: { text: "percentile (log 1/(1-p))" }, tickvals: SPECTRUM_TICKS.map((t) => t[0]),
+        ticktext: SPECTRUM_TICKS.map((t) => t[1]), gridcolor: "#eee" },
+      yaxis: { type: "log", title: { text: "latency (ms, log)" }, gridcolor: "#eee" },
+    });
+  }
+
+  // -- the charts ------------------------------------------------------------------------------
+  function headline() {
+    const peak = {}, cpu = {};
+    D.servers.forEach((s, i) => { peak[s] = D.headline.peak[i]; cpu[s] = D.headline.cpu[i]; });
+    const none = "No server has a cell ranked for this (each is left out: contended, erroring or failed; see the report below).";
+    if (!serverBars("peak", "Peak req/s per server | best closed-loop cell of each; hatched ≥ = a lower bound (the generator was the limit)", "req/s",
+      D.servers, (s) => ({ value: peak[s].value, bound: peak[s].bound, gap: peak[s].gap, hover: peak[s].where }), 0)) empty("peak", none);
+    if (!serverBars("cpu_best", "Server CPU per request | best cell of each; lower is better", "CPU us/req",
+      D.servers, (s) => ({ value: cpu[s].value, gap: cpu[s].gap }), 2, true)) empty("cpu_best", none);
+  }
+
+  function throughput(f) {
+    const cs = new Set();
+    f.servers.forEach((s) => cellsOf(s, f.p, f.w, "closed").forEach((c) => cs.add(c.load)));
+    const what = protocolName(f.p) + ", " + f.w;
+    if (cs.size > 1) {  // several concurrencies: a line per server
+      const traces = f.servers.map((s) => {
+        const cells = cellsOf(s, f.p, f.w, "closed").filter((c) => c.rps);
+        return {
+          type: "scatter", mode: "lines+markers", name: s, x: cells.map((c) => c.load), y: cells.map((c) => c.rps[0]),
+          line: { color: D.colors[s] },
+          marker: { size: 9, color: D.colors[s], symbol: cells.map((c) => (!c.ranked.rps ? "x" : c.bound ? "triangle-up-open" : "circle")) },
+          error_y: { type: "data", symmetric: false, array: cells.map((c) => c.rps[2] - c.rps[0]), arrayminus: cells.map((c) => c.rps[0] - c.rps[1]) },
+          customdata: cells.map((c) => boundPrefix(c.bound) + (c.marks ? " " + c.marks : "")),
+          hovertemplate: s + " C=%{x}<br>%{customdata} %{y:,.0f} req/s<extra></extra>",
+        };
+      }).filter((t) => t.x.length);
+      if (!traces.length) return empty("throughput", "No closed-loop cell of " + what + " for these servers.");
+      show("throughput", traces, layout("Throughput vs concurrency: " + what + " | median, min-max of repeats; open triangle = lower bound, x = excluded", "req/s",
+        { xaxis: { type: "log", title: { text: "concurrency (connections)" }, tickvals: Array.from(cs).sort((a, b) => a - b), gridcolor: "#eee" } }));
+      return;
+    }
+    const c = cs.size ? Array.from(cs)[0] : f.c;
+    const ok = serverBars("throughput", "Throughput: " + what + ", C = " + c + " | median of repeats; hatched ≥ = lower bound", "req/s",
+      f.servers, (s) => {
+        const x = cell(s, f.p, f.w, "closed", c);
+        return x && x.rps && x.ranked.rps
+          ? { value: x.rps[0], bound: x.bound, hover: "min-max " + fmt(x.rps[1], 0) + " - " + fmt(x.rps[2], 0) + (x.marks ? " " + x.marks : "") }
+          : { value: null, gap: gap(x, "rps") };
+      }, 0);
+    if (!ok) empty("throughput", "No closed-loop cell of " + what + " for these servers.");
+  }
+
+  function latencySpectrum(f) {
+    const what = protocolName(f.p) + ", " + f.w + ", C = " + f.c;
+    const traces = [];
+    const left = [];
+    f.servers.forEach((s) => {
+      const c = cell(s, f.p, f.w, "closed", f.c);
+      if (c && c.spectrum) {
+        const note = c.ranked.p99_ms ? "" : " (" + gap(c, "p99_ms") + ")";
+        traces.push(spectrumTrace(s, c.spectrum, s + note, c.ranked.p99_ms ? "solid" : "dot", true));
+      } else if (c) left.push(s + ": " + gap(c, "p99_ms"));
+    });
+    if (!traces.length) return empty("latency_spectrum", "No latency histogram for " + what + (left.length ? " (" + left.join("; ") + ")" : "") + ".");
+    show("latency_spectrum", traces, spectrumLayout("Latency percentiles: " + what + " | the repeats' histograms added; dotted = not ranked"));
+  }
+
+  function perServerCell(id, title, ytitle, metric, value, digits, f, logScale) {
+    const what = protocolName(f.p) + ", " + f.w + ", C = " + f.c;
+    const ok = serverBars(id, title + ": " + what, ytitle, f.servers, (s) => {
+      const c = cell(s, f.p, f.w, "closed", f.c);
+      const v = c && c.status === "ok" ? value(c) : null;
+      return v !== null && v !== undefined && (!metric || c.ranked[metric]) ? { value: v, hover: c.marks } : { value: null, gap: gap(c, metric || "rps") };
+    }, digits, logScale);
+    if (!ok) empty(id, "No measured cell of " + what + " for these servers.");
+  }
+
+  function openLoop(f) {
+    if (!$("plot-open_loop")) return;
+    const what = protocolName(f.p) + ", " + D.open_workload + ", " + f.open + " % of each server's closed-loop peak";
+    const traces = [];
+    f.servers.forEach((s) => {
+      const c = cell(s, f.p, D.open_workload, "open", f.open);
+      if (!c || !c.spectrum) return;
+      const rate = c.rps ? " (" + fmt(c.rps[0], 0) + " req/s)" : "";
+      traces.push(spectrumTrace(s, c.spectrum, s + rate, "solid", true));
+      if (c.spectrum_uncorrected) traces.push(spectrumTrace(s, c.spectrum_uncorrected, s + " uncorrected", "dot", false));
+    });
+    if (!traces.length) return empty("open_loop", "No open-loop cell of " + what + " for these servers.");
+    show("open_loop", traces, spectrumLayout("Open loop: " + what + " | solid: from the intended send (corrected); dotted: uncorrected"));
+  }
+
+  function connectionSetup(f) {
+    if (!$("plot-connection_setup")) return;
+    const tls = f.p === "https" || f.p === "h2";
+    const ok = serverBars("connection_setup", "Connection setup, a new connection per request: " + protocolName(f.p),
+      tls ? "full TLS handshakes/s" : "connections/s", f.servers, (s) => {
+        const c = D.cells.find((x) => x.t === s && x.p === f.p && x.mode === "connect");
+        return c && c.conn_per_s !== null && c.ranked.conn_per_s
+          ? { value: c.conn_per_s, bound: c.bound, hover: "c=" + c.load + (c.marks ? " " + c.marks : "") }
+          : { value: null, gap: gap(c, "rps") };
+      }, 0);
+    if (!ok) empty("connection_setup", "No connection-setup cell over " + f.p + " for these servers.");
+  }
+
+  function timelines(f) {
+    if (!$("plot-timelines")) return;
+    const what = protocolName(f.p) + ", " + f.w + ", C = " + f.c;
+    const traces = [];
+    f.servers.forEach((s) => {
+      const c = cell(s, f.p, f.w, "closed", f.c);
+      if (!c || !c.timeline) return;
+      traces.push({ type: "scatter", mode: "lines+markers", name: s, x: c.timeline.t, y: c.timeline.rps,
+        line: { color: D.colors[s] }, customdata: c.timeline.p99,
+        hovertemplate: s + " %{x:.2f} s<br>%{y:,.0f} req/s, p99 %{customdata:.3f} ms<extra></extra>" });
+    });
+    if (!traces.length) return empty("timelines", "No timeline with " + D.min_timeline_points + " or more intervals for " + what + ".");
+    show("timelines", traces, layout("req/s per interval (first repeat): " + what, "req/s",
+      { xaxis: { title: { text: "seconds into the measured window" }, gridcolor: "#eee" } }));
+  }
+
+  // -- the cells of the slice, as a table --------------------------------------------------------
+  function cellsTable(f) {
+    const num = (v, d) => (v === null || v === undefined ? "" : fmt(v, d));
+    const head = ["Server", "Mode", "C / load", "req/s (median)", "min-max", "p50 ms", "p99 ms", "p99.9 ms",
+      "mean ms", "CPU us/req", "peak RSS MiB", "non-2xx + errors", "marks / why"];
+    const rows = [];
+    f.servers.forEach((s) => {
+      D.cells.filter((c) => c.t === s && c.p === f.p && c.w === f.w)
+        .filter((c) => c.mode !== "closed" || c.load === f.c || $("pick-all-c").checked)
+        .sort((a, b) => a.mode.localeCompare(b.mode) || a.load - b.load)
+        .forEach((c) => {
+          const load = c.mode === "open" ? c.load + " %" : c.mode === "connect" ? "new conn, c=" + c.load : String(c.load);
+          const why = c.status === "ok" ? [c.marks].concat(c.why.rps || []).filter(Boolean).join(" ") : c.status.toUpperCase() + (c.note ? ": " + c.note : "");
+          rows.push([s, c.mode, load, c.rps ? boundPrefix(c.bound) + num(c.rps[0], 0) : "", c.rps ? num(c.rps[1], 0) + " - " + num(c.rps[2], 0) : "",
+            num(c.p50, 3), num(c.p99, 3), num(c.p999, 3), num(c.mean, 3), num(c.cpu, 2), num(c.rss, 1),
+            c.bad === null || c.bad === undefined ? "" : (100 * c.bad).toFixed(2) + " %", why]);
+        });
+    });
+    const table = document.createElement("table");
+    const tr = table.createTHead().insertRow();
+    head.forEach((h) => { const th = document.createElement("th"); th.textContent = h; tr.appendChild(th); });
+    const body = table.createTBody();
+    rows.forEach((r) => { const row = body.insertRow(); r.forEach((v) => { row.insertCell().textContent = v; }); });
+    const box = $("cells-table");
+    box.replaceChildren(table);
+    $("cells-caption").textContent = rows.length + " cell(s): " + protocolName(f.p) + ", " + f.w +
+      ($("pick-all-c").checked ? ", every C" : ", C = " + f.c) + ", with the open-loop and connection-setup cells of this protocol and workload.";
+  }
+
+  function draw() {
+    const f = slice();
+    throughput(f);
+    latencySpectrum(f);
+    perServerCell("cpu", "Server CPU per request", "CPU us/req", "cpu_us", (c) => c.cpu, 2, f, true);
+    perServerCell("rss", "Server peak RSS", "MiB", null, (c) => c.rss, 1, f);
+    openLoop(f);
+    connectionSetup(f);
+    timelines(f);
+    cellsTable(f);
+  }
+
+  const FIGURES = JSON.parse(document.getElementById("figures").textContent);
+  Object.keys(FIGURES).forEach((id) => Plotly.newPlot("plot-" + id, FIGURES[id].data, FIGURES[id].layout, CONFIG));
+  headline();
+  document.querySelectorAll("#controls select, #controls input").forEach((el) => el.addEventListener("change", draw));
+  draw();
+})();
