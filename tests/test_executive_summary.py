@@ -16,14 +16,13 @@ import re
 from pathlib import Path
 
 import pytest
+from sweep_data import write_results_dir
 
 from loadbench.cli import main
 from loadbench.core import analysis
 from loadbench.report.document import render, summary_points
 from loadbench.report.executive_summary import BOUND_WORDS, Point, terminal_text
 from loadbench.report.model import load as load_model
-
-from sweep_data import write_results_dir
 
 REPORTS = Path(__file__).resolve().parent.parent / "reports"
 COMMITTED = sorted(p.parent for p in REPORTS.glob("*/sweep.json"))

@@ -147,8 +147,16 @@ def test_the_committed_sweep_is_drawn_one_slice_at_a_time(tmp_path):
     dom, stderr, urls = _chromium(page, tmp_path, "--dump-dom")
     assert urls == [] and "Uncaught" not in stderr, stderr[-2000:]
     pieces = {p.split('"', 1)[0]: p for p in dom.split('data-chart="')[1:]}
-    assert {"peak", "cpu_best", "throughput", "latency_spectrum", "cpu", "rss", "open_loop",
-            "connection_setup"} <= set(pieces)
+    assert {
+        "peak",
+        "cpu_best",
+        "throughput",
+        "latency_spectrum",
+        "cpu",
+        "rss",
+        "open_loop",
+        "connection_setup",
+    } <= set(pieces)
     for chart, piece in pieces.items():
         assert re.search(r'class="trace (?:scatter|bars)', piece), chart
         assert piece.count('class="legendtext"') <= 10, chart

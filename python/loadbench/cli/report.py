@@ -57,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"{directory} is not a directory")
     if args.summary:
         if args.html or args.compare:
-            raise ConfigError("--summary prints the summary and writes nothing: drop --html/--compare")
+            raise ConfigError(
+                "--summary prints the summary and writes nothing: drop --html/--compare"
+            )
         print(terminal_text(summary_points(directory, args.baseline)))
         return 0
     if args.compare and not args.html:

@@ -1,13 +1,16 @@
 """The drawing vocabulary of every PNG chart: one colour per server (by its place in the
 sweep's target list), neutral tones for series that are not servers, number labels, hatched
 bars for bounds, and the two bar layouts the charts use - grouped bars (grouped_bars) and
-panels of grouped bars (panel_bars). matplotlib is imported when a chart is drawn (_plt), not
-when loadbench is: it takes about half a second.
+panels of grouped bars (panel_bars). Each layout draws a matplotlib Figure (grouped_figure,
+panel_figure) that save_figure writes, so a test can read a chart's bars, colours and titles
+back. matplotlib is imported when a chart is drawn (_plt), not when loadbench is: it takes about
+half a second.
 """
 
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 from typing import Optional
 
@@ -85,8 +88,23 @@ def mark_bounds(bars, values) -> bool:
     return marked
 
 
-def grouped_bars(
-    path: Path,
+def save_figure(fig, path: Path) -> Optional[Path]:
+    """Write a chart's PNG and free its figure. ``fig`` None (nothing to draw): no file, and any
+    old one of that name removed - e.g. every cell contended: a chart of empty bars says nothing."""
+    if fig is None:
+        path.unlink(missing_ok=True)
+        return None
+    fig.savefig(path, dpi=110)
+    _plt().close(fig)
+    return path
+
+
+def grouped_bars(path: Path, *args, **kwargs) -> Optional[Path]:
+    """:func:`grouped_figure` written to ``path`` (None and no file when it has no value)."""
+    return save_figure(grouped_figure(*args, **kwargs), path)
+
+
+def grouped_figure(
     title: str,
     ylabel: str,
     groups: list[str],
@@ -96,27 +114,25 @@ def grouped_bars(
     colors: Optional[list[str]] = None,
     log_if_spread: Optional[float] = None,
     group_colors: Optional[list[str]] = None,
-) -> Optional[Path]:
-    """Bars for each series within each group, value on each bar, "n/a"/"FAIL"/"excluded" for
-    gaps; no chart (None, and any old file of that name removed) when there is no value at all.
+):
+    """Bars for each series within each group, value on each bar (vertical when more than two
+    series share a group: horizontal ones run into each other), "n/a"/"FAIL"/"excluded" for
+    gaps; None when there is no value at all.
     ``group_colors``: one colour per group (a single series over the servers, each in its colour).
 
     ``log_if_spread``: use a log value axis when max/min of the values exceeds it (latency
     bars spanning 0.05 ms to 200 ms are unreadable on a linear axis)."""
     if not any(v is not None for values in series.values() for v in values):
-        path.unlink(
-            missing_ok=True
-        )  # e.g. every cell contended: a chart of empty bars says nothing
         return None
     plt = _plt()
     n = max(1, len(series))
     width = 0.8 / n
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(groups) * max(1, n / 2)), 4.5))
-    values_all = [v for vals in series.values() for v in vals if v is not None and v > 0]
-    top = max(values_all or [1.0])
-    bottom = min(values_all or [1.0])
-    log = log_if_spread is not None and top / bottom > log_if_spread
-    floor = bottom / 2 if log else 0.0
+    vertical = n > 2
+    # about a third of an inch per bar (wider only stretches the labels out of reading range),
+    # and room for the longest group name (about 0.085 inch a character at 10 pt)
+    group_in = max(0.5 + 0.34 * n, 0.25 + 0.085 * max((len(g) for g in groups), default=0))
+    fig, ax = plt.subplots(figsize=(max(6.0, len(groups) * group_in + 2.0), 4.5))
+    scale = _Scale([v for vals in series.values() for v in vals], log_if_spread, vertical)
     bounded = False
     from matplotlib.patches import Patch
 
@@ -139,7 +155,7 @@ def grouped_bars(
                 text = (missing or {}).get(label, ["n/a"] * len(values))[j] or "n/a"
                 ax.text(
                     bar.get_x() + bar.get_width() / 2,
-                    floor * 1.1 if log else top * 0.01,
+                    scale.gap_y,
                     text,
                     ha="center",
                     va="bottom",
@@ -151,27 +167,17 @@ def grouped_bars(
                 ax.text(
                     bar.get_x() + bar.get_width() / 2,
                     value,
-                    _fmt(value).replace(",", " "),
+                    (" " if vertical else "") + _fmt(value).replace(",", " "),
                     ha="center",
                     va="bottom",
+                    rotation=90 if vertical else 0,
                     fontsize=8,
                 )
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(groups)
-    ax.set_title(title + (f"\n({BOUND_NOTE})" if bounded else ""), fontsize=11 if bounded else None)
+    ax.set_title(_wrap_title(title, bounded, fig.get_figwidth() - 1.2, 11), fontsize=11)
     ax.set_xlabel(xlabel)
-    if log:
-        _plain_log_axis(ax)
-        ax.set_ylim(floor, top * 2.0)
-        ax.set_ylabel(ylabel + ", log scale")
-    else:
-        from matplotlib.ticker import FuncFormatter
-
-        ax.set_ylabel(ylabel)
-        ax.set_ylim(0, top * 1.15)
-        ax.yaxis.set_major_formatter(
-            FuncFormatter(lambda v, _: f"{v:,.0f}".replace(",", " ") if top >= 100 else f"{v:g}")
-        )
+    scale.apply(ax, ylabel)
     if not (group_colors and n == 1):  # the x labels already name a server's bar
         # outside the axes: it never hides a bar's value
         ax.legend(
@@ -183,9 +189,51 @@ def grouped_bars(
         )
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig
+
+
+class _Scale:
+    """The value axis of a bar chart: linear from 0, or log when ``log_if_spread`` is given and
+    the values span more than that factor; headroom above the highest bar for its label (more
+    for a vertical one)."""
+
+    def __init__(self, values: list, log_if_spread: Optional[float], vertical: bool):
+        positive = [v for v in values if v is not None and v > 0]
+        self.top, bottom = max(positive or [1.0]), min(positive or [1.0])
+        self.log = log_if_spread is not None and self.top / bottom > log_if_spread
+        self.floor = bottom / 2 if self.log else 0.0
+        self.vertical = vertical
+
+    @property
+    def gap_y(self) -> float:
+        """Where a gap's label (n/a, FAIL, excluded) starts: just above the axis."""
+        return self.floor * 1.1 if self.log else self.top * 0.01
+
+    def apply(self, ax, ylabel: str) -> None:
+        if self.log:
+            _plain_log_axis(ax)
+            ax.set_ylim(self.floor, self.top * (4.0 if self.vertical else 2.0))
+            ax.set_ylabel(ylabel + ", log scale")
+            return
+        from matplotlib.ticker import FuncFormatter
+
+        top = self.top
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(0, top * (1.3 if self.vertical else 1.15))
+        ax.yaxis.set_major_formatter(
+            FuncFormatter(lambda v, _: f"{v:,.0f}".replace(",", " ") if top >= 100 else f"{v:g}")
+        )
+
+
+def _wrap_title(title: str, bounded: bool, width_in: float, fontsize: float) -> str:
+    """``title`` broken into lines that fit ``width_in`` inches (a character is about 0.55 em),
+    with the note on hatched bars on lines of its own when a bar is a bound. "C = 25" stays on
+    one line: a line that ends in "C =" says nothing."""
+    chars = max(40, int(width_in * 72 / (fontsize * 0.55)))
+    lines = textwrap.wrap(title.replace(" = ", "\0=\0"), chars)
+    if bounded:
+        lines += textwrap.wrap(f"({BOUND_NOTE})", chars)
+    return "\n".join(lines).replace("\0", " ")
 
 
 def _plain_log_axis(ax) -> None:
@@ -198,25 +246,32 @@ def _plain_log_axis(ax) -> None:
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
-def panel_bars(
-    path: Path, title: str, ylabel: str, panels: list[Panel], colors: dict[str, str], fmt=None
-) -> Optional[Path]:
+def panel_bars(path: Path, *args, **kwargs) -> Optional[Path]:
+    """:func:`panel_figure` written to ``path`` (None and no file when nothing has a value)."""
+    return save_figure(panel_figure(*args, **kwargs), path)
+
+
+def panel_figure(
+    title: str,
+    ylabel: str,
+    panels: list[Panel],
+    colors: dict[str, str],
+    fmt=None,
+    log_if_spread: Optional[float] = None,
+):
     """Grouped bars in one panel per entry of ``panels`` (same y axis), a legend of the series
     (servers) at the right, values above the bars (vertical when the bars are narrow), gaps
-    labelled (n/a, FAIL, excluded), bounds hatched and labelled "≥". No file (and any old one
-    removed) when nothing has a value."""
+    labelled (n/a, FAIL, excluded), bounds hatched and labelled "≥". None when nothing has a
+    value. ``log_if_spread``: as for :func:`grouped_figure`."""
     values = [
         v for _, _, series, _ in panels for vs in series.values() for v in vs if v is not None
     ]
     if not values:
-        path.unlink(missing_ok=True)
         return None
     fmt = fmt or (lambda v: _fmt(v).replace(",", " "))  # 12 345, as in the tables
     plt = _plt()
     from matplotlib.patches import Patch
-    from matplotlib.ticker import FuncFormatter
 
-    top = max(values)
     ncols = min(2, len(panels))
     nrows = math.ceil(len(panels) / ncols)
     n_series = max(len(series) for _, _, series, _ in panels)
@@ -233,6 +288,7 @@ def panel_bars(
     handles: dict = {}
     bounded = False
     vertical = n_series > 2
+    scale = _Scale(values, log_if_spread, vertical)
     for ax, (sub, groups, series, missing) in zip(axes.flat, panels):
         n = max(1, len(series))
         width = 0.8 / n
@@ -253,7 +309,7 @@ def panel_bars(
                 if value is None:
                     ax.text(
                         x,
-                        top * 0.01,
+                        scale.gap_y,
                         (missing.get(label) or ["n/a"] * len(vals))[j] or "n/a",
                         ha="center",
                         va="bottom",
@@ -274,16 +330,12 @@ def panel_bars(
         ax.set_xticks(range(len(groups)))
         ax.set_xticklabels(groups, fontsize=9)
         ax.set_title(sub, fontsize=10)
-        ax.set_ylabel(ylabel)
-        ax.set_ylim(0, top * (1.3 if vertical else 1.15))
+        scale.apply(ax, ylabel)
         ax.grid(axis="y", alpha=0.3)
         ax.tick_params(labelleft=True)
-        ax.yaxis.set_major_formatter(
-            FuncFormatter(lambda v, _: f"{v:,.0f}".replace(",", " ") if top >= 100 else f"{v:g}")
-        )
     for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
-    fig.suptitle(title + (f" ({BOUND_NOTE})" if bounded else ""), fontsize=11)
+    fig.suptitle(_wrap_title(title, bounded, fig.get_figwidth() - legend_in, 11), fontsize=11)
     fig.legend(
         list(handles.values()),
         list(handles),
@@ -291,7 +343,6 @@ def panel_bars(
         fontsize=8,
         bbox_to_anchor=(1 - (legend_in - 0.1) / fig.get_figwidth(), 0.5),
     )
-    fig.tight_layout(rect=(0, 0, 1 - legend_in / fig.get_figwidth(), 0.95))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    # tight_layout leaves room for the (wrapped) title itself (matplotlib >= 3.3)
+    fig.tight_layout(rect=(0, 0, 1 - legend_in / fig.get_figwidth(), 1))
+    return fig

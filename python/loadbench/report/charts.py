@@ -1,26 +1,53 @@
 """PNG charts of a sweep (matplotlib, Agg backend): in the spirit of seed report 001.
 
-Every chart has a title, axis labels with units and a legend; bar charts print their values
-on the bars, and a server that was not measured shows "n/a" / "FAIL" where its bar would be.
-All figures come from the same report model as report.md (loadbench.model): peaks and
-averages over ranked cells only (a cell with > 1 % non-2xx/errors or a contended one shows
+Every chart has a title that says what it holds fixed (protocol, workload, concurrency C, how
+many repeats a figure is the median of), axis labels with units and a legend; bar charts print
+their values on the bars, and a server that was not measured shows "n/a" / "FAIL" where its bar
+would be. A bar or line per server is in that server's colour (bars.server_colors), the same in
+every chart. All figures come from the same report model as report.md (loadbench.model): peaks
+and averages over ranked cells only (a cell with > 1 % non-2xx/errors or a contended one shows
 "excluded: why" where its bar would be). A figure that is a bound (a generator-bound cell
 entered it) is drawn as a hatched, outlined bar labelled "≥ N" (or "≤ N"): the server's value
 is at least (at most) the bar, never exactly it.
 
-    loadbench.plots.write_charts("reports/2026-11-29-host")  # -> [Path(...png), ...]
+The charts follow the data's shape: a sweep that measured each (protocol, workload) at one
+concurrency gets bars at that C (throughput_at_c25.png), one with several gets lines over C
+(throughput_vs_concurrency.png) - a line chart of one C is a column of dots.
+
+    loadbench.report.charts.write_charts("reports/2026-11-29-host")  # -> [Path(...png), ...]
+    dict(chart_figures(model))["throughput_at_c25.png"]             # the Figure, unsaved
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
-from ..sweep.targets import PROTOCOL_TITLES
-from .bars import LINESTYLES, NEUTRAL, PALETTE, _plain_log_axis, _plt, grouped_bars, server_colors
+from .bars import (
+    NEUTRAL,
+    _plain_log_axis,
+    _plt,
+    grouped_figure,
+    panel_figure,
+    save_figure,
+    server_colors,
+)
 from .model import Aggregate, Model
 from .model import load as load_model
-from .protocol_charts import protocol_charts
+from .protocol_charts import c_scope, concurrencies, protocol_figures, protocol_title
+
+# Every PNG write_charts may write. One it did not write this time is an old chart of data the
+# folder no longer holds (throughput_vs_concurrency.png of a sweep re-run at one C): removed.
+CHART_FILES = (
+    "throughput_*.png",
+    "protocol_*.png",
+    "workloads*.png",
+    "latency*.png",
+    "memory_peak_rss.png",
+    "connection_setup.png",
+    "variant_*_vs_*.png",
+)
 
 
 def _status(agg: Optional[Aggregate], metric: str = "rps") -> str:
@@ -34,12 +61,10 @@ def _status(agg: Optional[Aggregate], metric: str = "rps") -> str:
     return "under-driven" if agg.starved else "n/a"
 
 
-def _closed(aggs: dict, target: str, protocol: str, workload: str) -> list[Aggregate]:
-    return [
-        a
-        for k, a in aggs.items()
-        if k[0] == target and k[3] == "closed" and k[1] == protocol and k[2] == workload
-    ]
+def _median_of(model: Model) -> str:
+    """How a cell's figure was made, for a title: "median of 3 repeats"."""
+    n = model.settings.get("repeats") or max((a.repeats for a in model.aggs.values()), default=1)
+    return f"median of {n} repeats" if n > 1 else "one run per cell"
 
 
 def write_charts(source) -> list[Path]:
@@ -47,39 +72,58 @@ def write_charts(source) -> list[Path]:
     model = source if isinstance(source, Model) else load_model(source)
     if model.directory is None:
         raise ValueError("write_charts needs a model loaded from a folder (where the PNGs go)")
+    written = []
+    for name, fig in chart_figures(model):
+        path = save_figure(fig, model.directory / name)
+        if path is not None:
+            written.append(path)
+    for pattern in CHART_FILES:
+        for old in model.directory.glob(pattern):
+            if old not in written:
+                old.unlink()
+    return written
+
+
+def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
+    """(file name, matplotlib Figure or None) of every chart the model can support, drawn one at
+    a time, so a caller can save and close each before the next is drawn. None: the chart has
+    no value at all, and no file of that name should stay."""
     aggs, targets, protocols = model.aggs, model.targets, model.protocols
     workloads = [w for w in model.workloads if any(k[2] == w for k in aggs)]
-    out: list[Optional[Path]] = []
-    d = model.directory
     if not any(a.status == "ok" for a in aggs.values()):
-        return out  # nothing measured: no chart of empty bars
+        return  # nothing measured: no chart of empty bars
 
+    shape = concurrencies(model)
+    scope = c_scope(sorted({c for cs in shape.values() for c in cs}))
+    one_concurrency = bool(shape) and all(len(cs) == 1 for cs in shape.values())
     colors = server_colors(targets)
     by_server = [colors[t] for t in targets]
     peaks = [model.peak(t) for t in targets]
     gaps = [model.gap(model.cells(t)) for t in targets]
-    out.append(
-        grouped_bars(
-            d / "throughput_peak.png",
-            "Peak throughput per server (best closed-loop cell)",
+    yield (
+        "throughput_peak.png",
+        grouped_figure(
+            f"Peak throughput per server: best ranked closed-loop cell (every protocol and "
+            f"workload, {scope})",
             "Throughput (req/s)",
             targets,
             {"peak req/s": peaks},
             {"peak req/s": gaps},
             group_colors=by_server,
-        )
+        ),
     )
     means = [model.average(t) for t in targets]
-    out.append(
-        grouped_bars(
-            d / "throughput_average.png",
-            f"Average throughput per server (mean over the {len(model.common())} ranked cells all share)",
+    yield (
+        "throughput_average.png",
+        grouped_figure(
+            f"Average throughput per server: mean over the {len(model.common())} ranked "
+            f"closed-loop cells all servers share ({scope})",
             "Throughput (req/s)",
             targets,
             {"average req/s": means},
             {"average req/s": gaps},
             group_colors=by_server,
-        )
+        ),
     )
     if "http" in protocols and "https" in protocols:
         series = {f"{p} peak": [model.peak(t, p) for t in targets] for p in ("http", "https")}
@@ -93,30 +137,32 @@ def write_charts(source) -> list[Path]:
             for p in ("http", "https")
             for kind in ("peak", "average")
         }
-        out.append(
-            grouped_bars(
-                d / "protocol_http_vs_https.png",
-                "HTTP vs HTTPS throughput (keep-alive)",
+        yield (
+            "protocol_http_vs_https.png",
+            grouped_figure(
+                f"HTTP vs HTTPS throughput, closed loop, keep-alive: peak and average over every "
+                f"workload ({scope})",
                 "Throughput (req/s)",
                 targets,
                 series,
                 missing,
                 colors=[NEUTRAL[0], NEUTRAL[1], NEUTRAL[3], NEUTRAL[2]],
-            )
+            ),
         )
     if len(workloads) > 1:
         series = {w: [model.peak(t, workload=w) for t in targets] for w in workloads}
         missing = {w: [model.gap(model.cells(t, workload=w)) for t in targets] for w in workloads}
-        out.append(
-            grouped_bars(
-                d / "workloads.png",
-                "Workload breakdown: peak throughput per workload",
+        yield (
+            "workloads.png",
+            grouped_figure(
+                f"Workload breakdown: peak throughput per workload (best ranked closed-loop cell "
+                f"over every protocol, {scope})",
                 "Throughput (req/s)",
                 targets,
                 series,
                 missing,
                 colors=NEUTRAL,
-            )
+            ),
         )
     ref = _latency_reference(
         aggs, targets, protocols[0] if protocols else "http", workloads[0] if workloads else ""
@@ -131,37 +177,40 @@ def write_charts(source) -> list[Path]:
             "p50": [a.p50_ms.median if a and a.p50_ms else None for a in usable],
             "p99": [a.p99_ms.median if a and a.p99_ms else None for a in usable],
         }
-        out.append(
-            grouped_bars(
-                d / "latency.png",
-                f"Latency at C = {c} ({protocol}, {workload}; lower is better)",
+        yield (
+            "latency.png",
+            grouped_figure(
+                f"Latency at C = {c}, {protocol}, {workload}, closed loop, keep-alive, "
+                f"{_median_of(model)} (lower is better)",
                 "Latency (ms)",
                 targets,
                 series,
                 {k: [_status(a, "p99_ms") for a in cells] for k in series},
                 log_if_spread=20,
                 colors=NEUTRAL,
-            )
+            ),
         )
     rss = [model.rss(t) for t in targets]
     if any(v is not None for v in rss):
-        out.append(
-            grouped_bars(
-                d / "memory_peak_rss.png",
-                "Peak RSS per server (lower is better)",
+        yield (
+            "memory_peak_rss.png",
+            grouped_figure(
+                "Peak RSS per server: the most over every measured cell (lower is better)",
                 "Peak RSS (MiB)",
                 targets,
                 {"peak RSS": rss},
                 {"peak RSS": gaps},
                 group_colors=by_server,
-            )
+            ),
         )
-    out += protocol_charts(model, colors)
-    if any(k[3] == "connect" for k in aggs):
+    yield from protocol_figures(model, colors, per_cell_chart=one_concurrency)
+    setups = sorted({(k[2], k[4]) for k in aggs if k[3] == "connect"})
+    if setups:
         series, missing = {}, {}
-        for p in protocols:
-            if not any(k[1] == p and k[3] == "connect" for k in aggs):
-                continue
+        setup_protocols = [
+            p for p in protocols if any(k[1] == p and k[3] == "connect" for k in aggs)
+        ]
+        for p in setup_protocols:
             label = f"{p} handshakes/s" if p in ("https", "h2") else f"{p} conn/s"
             keys = [
                 next((k for k in aggs if k[0] == t and k[1] == p and k[3] == "connect"), None)
@@ -172,28 +221,34 @@ def write_charts(source) -> list[Path]:
                 for k in keys
             ]
             missing[label] = [_status(aggs[k]) if k else "n/a" for k in keys]
-        out.append(
-            grouped_bars(
-                d / "connection_setup.png",
-                "Connection setup: a new connection per request",
+        yield (
+            "connection_setup.png",
+            grouped_figure(
+                f"Connection setup: a new connection per request, {', '.join(setup_protocols)}, "
+                + "; ".join(f"{w}, C = {c}" for w, c in setups)
+                + f", {_median_of(model)}",
                 "Rate (connections/s)",
                 targets,
                 series,
                 missing,
                 colors=NEUTRAL,
-            )
+                # one protocol: a bar per server, in its colour (the title names the protocol)
+                group_colors=by_server,
+            ),
         )
     if any(k[3] == "open" and a.status == "ok" for k, a in aggs.items()):
-        out.append(latency_vs_throughput(d / "latency_vs_throughput.png", aggs, targets, protocols))
-    if workloads and any(
-        k[2] == workloads[0] and k[3] == "closed" and a.status == "ok" for k, a in aggs.items()
-    ):
-        out.append(
-            throughput_vs_concurrency(
-                d / "throughput_vs_concurrency.png", aggs, targets, protocols, workloads[0]
-            )
+        yield "latency_vs_throughput.png", latency_vs_throughput(model, colors)
+    if one_concurrency:
+        yield throughput_at_concurrency(model, colors, shape)
+    else:
+        lines_of = next(
+            (w for w in workloads if any(len(shape.get((p, w), [])) > 1 for p in protocols)), None
         )
-    return [p for p in out if p is not None]
+        if lines_of is not None:
+            yield (
+                "throughput_vs_concurrency.png",
+                throughput_vs_concurrency(model, colors, lines_of),
+            )
 
 
 def _latency_reference(
@@ -214,34 +269,107 @@ def _latency_reference(
     return protocol, workload, cs[-1]
 
 
-def throughput_vs_concurrency(
-    path: Path, aggs: dict, targets: list[str], protocols: list[str], workload: str
-) -> Path:
-    """One panel per protocol (same y axis), one line per server in its colour, min-max of
-    repeats as error bars."""
-    import math
+def throughput_at_concurrency(
+    model: Model, colors: dict[str, str], shape: dict[tuple[str, str], list[int]]
+) -> tuple[str, object]:
+    """(file name, Figure) of a sweep that measured each (protocol, workload) at one concurrency:
+    one panel per protocol, a group per workload, a bar per server in its colour - the cell
+    itself, with its bound hatched and its gap (n/a, FAIL, excluded: why) labelled. Named and
+    titled by its C (throughput_at_c25.png); when workloads ran at different Cs, each group
+    says its own."""
+    levels = sorted({cs[0] for cs in shape.values()})
+    panels = []
+    for p in model.protocols:
+        cells = {w: shape[(p, w)][0] for w in model.workloads if (p, w) in shape}
+        if not cells:
+            continue
+        series, missing = {}, {}
+        for t in model.targets:
+            at = [model.aggs.get((t, p, w, "closed", c)) for w, c in cells.items()]
+            series[t] = [a.figure("rps") if a is not None and a.ranked else None for a in at]
+            missing[t] = [_status(a) for a in at]
+        groups = list(cells) if len(levels) == 1 else [f"{w}\nC = {c}" for w, c in cells.items()]
+        panels.append((protocol_title(model, p), groups, series, missing))
+    at_c = (
+        c_scope(levels)
+        if len(levels) == 1
+        else "one concurrency per workload (C = " + ", ".join(str(c) for c in levels) + ")"
+    )
+    return (
+        "throughput_at_" + "_".join(f"c{c}" for c in levels) + ".png",
+        panel_figure(
+            f"Throughput at {at_c}, closed loop, keep-alive, {_median_of(model)}",
+            "Throughput (req/s)",
+            panels,
+            colors,
+        ),
+    )
 
+
+def _panels(count: int, width: float, height: float):
+    """A figure of ``count`` panels, two to a row, sharing the y axis, with room at the right
+    for one legend of the servers; returns (fig, axes)."""
+    plt = _plt()
+    ncols = min(2, max(1, count))
+    nrows = math.ceil(max(1, count) / ncols)
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(width * ncols + 1.8, height * nrows + 0.9),
+        squeeze=False,
+        sharey=True,
+    )
+    for ax in list(axes.flat)[count:]:
+        ax.axis("off")
+    return fig, axes
+
+
+def _finish_panels(fig, handles: dict, title: str) -> None:
+    """The servers' legend at the right (one entry per server, in its colour) and the title."""
+    fig.suptitle(title, fontsize=10)
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="center left",
+        bbox_to_anchor=(1 - 1.6 / fig.get_figwidth(), 0.5),
+        fontsize=8,
+    )
+    # tight_layout leaves room for the title itself (matplotlib >= 3.3)
+    fig.tight_layout(rect=(0, 0, 1 - 1.7 / fig.get_figwidth(), 1))
+
+
+def _line(ax, xs: list, ys: list, color: str, label: str):
+    """A server's points joined by a line - a marker alone when there is one point: a line
+    through one point would draw a trend the data does not have."""
+    (line,) = ax.plot(
+        xs, ys, label=label, color=color, marker="o", linestyle="-" if len(xs) > 1 else "none"
+    )
+    return line
+
+
+def _thousands(axis) -> None:
+    """Tick labels of a req/s axis as the tables write them: 12 345."""
     from matplotlib.ticker import FuncFormatter
 
-    plt = _plt()
-    shown = [
-        p
-        for p in protocols
-        if any(a.status == "ok" for t in targets for a in _closed(aggs, t, p, workload))
-    ]
-    ncols = min(2, max(1, len(shown)))
-    nrows = math.ceil(max(1, len(shown)) / ncols)
-    fig, axes = plt.subplots(
-        nrows, ncols, figsize=(6.0 * ncols + 1.8, 3.8 * nrows + 0.6), squeeze=False, sharey=True
-    )
-    colors = server_colors(targets)
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}".replace(",", " ")))
+
+
+def throughput_vs_concurrency(model: Model, colors: dict[str, str], workload: str):
+    """Lines over C of ``workload``: one panel per protocol measured at two or more
+    concurrencies (same y axis), one line per server in its colour, min-max of repeats as error
+    bars, marks for lower bounds (≥), under-driven (‡) and excluded (x) cells."""
+    shape = concurrencies(model)
+    shown = [p for p in model.protocols if len(shape.get((p, workload), [])) > 1]
+    if not shown:
+        return None
+    levels = sorted({c for p in shown for c in shape[(p, workload)]})
+    fig, axes = _panels(len(shown), 6.0, 3.8)
     handles: dict = {}
     top = 0.0
     for ax, protocol in zip(axes.flat, shown):
-        all_cs: set = set()
-        for t in targets:
+        for t in model.targets:
             cells = sorted(
-                (a for a in _closed(aggs, t, protocol, workload) if a.status == "ok" and a.rps),
+                (a for a in model.cells(t, protocol, workload) if a.status == "ok" and a.rps),
                 key=lambda a: a.load,
             )
             if not cells:
@@ -253,7 +381,7 @@ def throughput_vs_concurrency(
                 [a.rps.max - a.rps.median for a in cells],
             ]
             ax.errorbar(xs, ys, yerr=err, color=colors[t], linestyle="none", capsize=3)
-            (line,) = ax.plot(xs, ys, label=t, color=colors[t], marker="o")
+            handles.setdefault(t, _line(ax, xs, ys, colors[t], t))
             bound = [(x, y) for x, y, a in zip(xs, ys, cells) if a.bound_for("rps")]
             if bound:  # a lower bound: the server's value is above the point
                 ax.plot(
@@ -265,8 +393,6 @@ def throughput_vs_concurrency(
                     markerfacecolor="white",
                     markeredgecolor=colors[t],
                 )
-            handles.setdefault(t, line)
-            all_cs.update(xs)
             top = max([top] + [a.rps.max for a in cells])
             for x, y, a in zip(xs, ys, cells):
                 marks = (
@@ -278,69 +404,61 @@ def throughput_vs_concurrency(
                     ax.annotate(
                         marks, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=9
                     )
+        cs = shape[(protocol, workload)]
         ax.set_xscale("log")
-        if all_cs:
-            ax.set_xticks(sorted(all_cs))
-            ax.set_xticklabels([str(c) for c in sorted(all_cs)])
-            ax.minorticks_off()
-        ax.set_title(f"{PROTOCOL_TITLES.get(protocol, protocol)} ({protocol})", fontsize=10)
-        ax.set_xlabel("Concurrency (connections, log scale)")
+        ax.set_xticks(cs)
+        ax.set_xticklabels([str(c) for c in cs])
+        ax.minorticks_off()
+        ax.set_title(protocol_title(model, protocol), fontsize=10)
+        ax.set_xlabel("Concurrency C (connections, log scale)")
         ax.set_ylabel("Throughput (req/s)")
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}".replace(",", " ")))
+        _thousands(ax.yaxis)
         ax.grid(alpha=0.3)
     for ax in axes.flat:  # shared y: set once all panels are drawn, or a later panel is cut off
         ax.set_ylim(0, max(top, 1.0) * 1.08)
-    for ax in list(axes.flat)[len(shown) :]:
-        ax.axis("off")
-    fig.suptitle(
-        f"Throughput vs concurrency ({workload}; median, min-max of repeats; x = excluded; "
-        "open triangle ≥ = a lower bound, the generator was the limit)",
-        fontsize=10,
+    _finish_panels(
+        fig,
+        handles,
+        f"Throughput vs concurrency ({c_scope(levels)}), {workload}, closed loop, keep-alive, "
+        f"{_median_of(model)}\n"
+        "error bars: min-max of repeats; x = excluded; ‡ = under-driven; open triangle ≥ = a "
+        "lower bound (the generator was the limit)",
     )
-    fig.legend(
-        list(handles.values()),
-        list(handles),
-        loc="center left",
-        bbox_to_anchor=(1 - 1.6 / fig.get_figwidth(), 0.5),
-        fontsize=8,
-    )
-    fig.tight_layout(rect=(0, 0, 1 - 1.7 / fig.get_figwidth(), 0.95))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig
 
 
-def latency_vs_throughput(path: Path, aggs: dict, targets: list[str], protocols: list[str]) -> Path:
-    """Open loop: corrected p99 (log axis) against achieved req/s, one line per server and protocol,
-    each point labelled with its rate as a percent of the server's capacity."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    for i, t in enumerate(targets):
-        for protocol in protocols:
+def latency_vs_throughput(model: Model, colors: dict[str, str]):
+    """Open loop: one panel per protocol (and workload, should several have run open), one line
+    per server in its colour: corrected p99 (log axis) against achieved req/s, each point
+    labelled with its offered rate as a percent of the server's capacity."""
+    measured = [
+        a for a in model.cells(mode="open") if a.status == "ok" and a.rps and a.p99_ms is not None
+    ]
+    shown = [
+        (p, w)
+        for p in model.protocols
+        for w in model.workloads
+        if any(a.protocol == p and a.workload == w for a in measured)
+    ]
+    if not shown:
+        return None
+    workloads = list(dict.fromkeys(w for _, w in shown))
+    fig, axes = _panels(len(shown), 6.5, 4.2)
+    handles: dict = {}
+    for ax, (protocol, workload) in zip(axes.flat, shown):
+        for t in model.targets:
             cells = sorted(
                 (
                     a
-                    for k, a in aggs.items()
-                    if k[0] == t
-                    and k[1] == protocol
-                    and k[3] == "open"
-                    and a.status == "ok"
-                    and a.rps
-                    and a.p99_ms
+                    for a in measured
+                    if (a.target, a.protocol, a.workload) == (t, protocol, workload)
                 ),
                 key=lambda a: a.load,
             )
             if not cells:
                 continue
             xs, ys = [a.rps.median for a in cells], [a.p99_ms.median for a in cells]
-            ax.plot(
-                xs,
-                ys,
-                label=f"{t} {protocol}",
-                color=PALETTE[i % len(PALETTE)],
-                linestyle=LINESTYLES.get(protocol, "-"),
-                marker="o",
-            )
+            handles.setdefault(t, _line(ax, xs, ys, colors[t], t))
             for x, y, a in zip(xs, ys, cells):
                 ax.annotate(
                     f"{a.load_pct}%" + ("" if a.ranked else " x"),
@@ -348,14 +466,24 @@ def latency_vs_throughput(path: Path, aggs: dict, targets: list[str], protocols:
                     textcoords="offset points",
                     xytext=(4, 4),
                     fontsize=7,
+                    color=colors[t],
                 )
-    _plain_log_axis(ax)
-    ax.set_xlabel("Achieved throughput (req/s)")
-    ax.set_ylabel("p99 latency, corrected (ms, log scale)")
-    ax.set_title("Open loop: p99 latency vs throughput (labels: % of capacity; x = excluded)")
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+        _plain_log_axis(ax)
+        _thousands(ax.xaxis)
+        ax.set_xlim(left=0)
+        ax.set_title(
+            protocol_title(model, protocol) + (f", {workload}" if len(workloads) > 1 else ""),
+            fontsize=10,
+        )
+        ax.set_xlabel("Achieved throughput (req/s)")
+        ax.set_ylabel("p99 latency, corrected (ms, log scale)")
+        ax.grid(alpha=0.3, which="both")
+    _finish_panels(
+        fig,
+        handles,
+        f"Open loop, {', '.join(workloads)}: corrected p99 latency vs achieved throughput, "
+        f"{_median_of(model)}\n(latency from each request's intended send time: coordinated "
+        "omission corrected)\npoint labels: offered rate as % of the server's closed-loop "
+        "capacity; x = excluded",
+    )
+    return fig

@@ -168,9 +168,7 @@ def dashboard_data(m: Model) -> dict[str, Any]:
         "min_timeline_points": MIN_TIMELINE_POINTS,
         "steps_per_decade": SPECTRUM_STEPS_PER_DECADE,
         "headline": {
-            "peak": [
-                _headline(m.peak(t), m.peak_cell(t), m.gap(m.cells(t))) for t in m.targets
-            ],
+            "peak": [_headline(m.peak(t), m.peak_cell(t), m.gap(m.cells(t))) for t in m.targets],
             "cpu": [_headline(m.best_cpu(t), None, m.gap(m.cells(t), "cpu_us")) for t in m.targets],
         },
     }

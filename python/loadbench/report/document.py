@@ -18,11 +18,11 @@ from ..core import analysis
 from ..core.errors import ConfigError
 from ..sweep.targets import PROTOCOL_TITLES
 from .charts import write_charts
+from .executive_summary import Point, executive_summary, markdown_lines
 from .markdown import LEGEND
 from .memory import section as memory_section
 from .model import Model
 from .model import load as load_model
-from .executive_summary import Point, executive_summary, markdown_lines
 from .prose import (
     environment_table,
     intro,
@@ -78,7 +78,7 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
     machine and the seed-shaped tables; the per-cell tables are the appendix."""
     model = source if isinstance(source, Model) else load_model(source)
     settings, environment, rows, aggs = model.settings, model.environment, model.rows, model.aggs
-    targets, workloads, protocols = model.targets, model.workloads, model.protocols
+    targets = model.targets
     name = model.directory.resolve().name if model.directory else "results"
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     base = baseline_of(model, baseline)

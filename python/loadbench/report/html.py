@@ -194,15 +194,17 @@ def _controls(data: dict) -> str:
     parts = [
         _select("protocol", "Protocol", data["protocols"], data["protocols"][0]),
         _select("workload", "Workload", data["workloads"], data["workloads"][0]),
-        _select(
-            "concurrency", "C", data["concurrencies"], data["concurrencies"][-1]
-        )
+        _select("concurrency", "C", data["concurrencies"], data["concurrencies"][-1])
         + ' <label><input type="checkbox" id="pick-all-c"> every C in the table</label>',
     ]
     if data["open_loads"]:
         parts.append(
             _select(
-                "open", "Open loop at", data["open_loads"], data["open_loads"][-1], lambda v: f"{v} %"
+                "open",
+                "Open loop at",
+                data["open_loads"],
+                data["open_loads"][-1],
+                lambda v: f"{v} %",
             )
         )
     servers = "".join(
@@ -222,7 +224,7 @@ def _summary_html(points) -> str:
             heading = p.heading
             out.append(f"<li><strong>{html.escape(heading)}:</strong><ul>")
         out.append(f"<li>{html.escape(p.text)}</li>")
-    return "<ul class=\"summary\">" + "".join(out) + ("</ul></li>" if heading else "") + "</ul>"
+    return '<ul class="summary">' + "".join(out) + ("</ul></li>" if heading else "") + "</ul>"
 
 
 def render_html(
@@ -274,7 +276,7 @@ def render_html(
             slice_charts.append(chart_id)
     timeline_note = (
         f'<p class="note">No timeline chart: each measured window had {data["timeline_intervals"]} '
-        f'interval(s), fewer than the {data["min_timeline_points"]} a line needs (a sweep with longer '
+        f"interval(s), fewer than the {data['min_timeline_points']} a line needs (a sweep with longer "
         "windows, or a run with a shorter --interval, has them).</p>"
         if data is not None and "timelines" not in slice_charts
         else ""
@@ -319,7 +321,7 @@ def render_html(
             f"<nav>{nav}</nav>",
             '<section id="summary" class="first"><div><h2>Executive summary</h2>'
             f"{_summary_html(executive_summary(m, base)) if m.aggs else ''}</div>"
-            f'<div>{_chart("peak") + _chart("cpu_best") if data is not None else ""}</div></section>',
+            f"<div>{_chart('peak') + _chart('cpu_best') if data is not None else ''}</div></section>",
             comparison,
             explore,
             f'<section id="report"><h2>Report</h2>\n{markdown_to_html(text)}\n</section>',

@@ -1,15 +1,17 @@
 """The charts of seed report 001's sections (seed_sections.py): protocol comparison (peak and
 average), workload breakdown per protocol (peak and average), mean latency by protocol and the
-variant speedup. Panels of grouped bars (bars.panel_bars), one bar per server in its colour;
+variant speedup. Panels of grouped bars (bars.panel_figure), one bar per server in its colour;
 every value is a :class:`loadbench.report.model.Model` method.
+
+Also the words every chart's title uses for what it fixes: the concurrencies the sweep measured
+(:func:`concurrencies`, :func:`c_scope`) and a protocol's panel title (:func:`protocol_title`).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional
+from typing import Iterator
 
-from .bars import panel_bars
+from .bars import panel_figure
 from .model import HTTP1_PROTOCOLS, HTTP2_PROTOCOLS, Model
 
 NAMES = {
@@ -18,6 +20,37 @@ NAMES = {
     "h2c": "HTTP/2\n(h2c)",
     "h2": "HTTP/2 TLS\n(h2)",
 }
+
+
+def concurrencies(model: Model) -> dict[tuple[str, str], list[int]]:
+    """{(protocol, workload): the concurrencies measured there}, over the closed-loop cells with
+    a measurement (any server): the shape that decides lines over C or bars at one C."""
+    out: dict[tuple[str, str], set] = {}
+    for a in model.cells():
+        if a.status == "ok":
+            out.setdefault((a.protocol, a.workload), set()).add(a.load)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def c_scope(levels: list[int]) -> str:
+    """What a title says of the concurrencies a figure spans: "C = 25", "C = 1, 10",
+    "C = 1 to 500" ("every C" when no closed-loop cell measured anything)."""
+    if not levels:
+        return "every C"
+    if len(levels) == 1:
+        return f"C = {levels[0]}"
+    if len(levels) <= 3:
+        return "C = " + ", ".join(str(c) for c in levels)
+    return f"C = {levels[0]} to {levels[-1]}"
+
+
+def protocol_title(model: Model, protocol: str) -> str:
+    """A protocol's panel title, with its streams per connection when HTTP/2 multiplexed."""
+    streams = max(
+        (r.get("streams") or 1 for r in model.rows if r["protocol"] == protocol), default=1
+    )
+    more = f", {streams} streams per connection" if streams > 1 else ""
+    return NAMES.get(protocol, protocol).replace("\n", " ") + more
 
 
 def _series(model: Model, value, protocol_of) -> tuple[dict, dict]:
@@ -29,15 +62,21 @@ def _series(model: Model, value, protocol_of) -> tuple[dict, dict]:
     return series, missing
 
 
-def protocol_charts(model: Model, colors: dict[str, str]) -> list[Path]:
-    d = model.directory
-    out: list[Optional[Path]] = []
+def protocol_figures(
+    model: Model, colors: dict[str, str], per_cell_chart: bool = False
+) -> Iterator[tuple[str, object]]:
+    """(file name, Figure or None) of each chart of the seed-001 sections.
+
+    ``per_cell_chart``: the caller draws every (protocol, workload) cell at its one concurrency
+    (charts.throughput_at_concurrency); the workload breakdown by protocol would draw the very
+    same bars again, labelled as a peak and an average of one cell, so it is left out."""
+    scope = c_scope(sorted({c for cs in concurrencies(model).values() for c in cs}))
     h2 = [p for p in HTTP2_PROTOCOLS if p in model.protocols]
     pairs = [(label, [p for p in (a, b) if p in model.protocols]) for label, a, b in model.pairs()]
     if h2 and pairs:
         for kind, get, what in (
-            ("peak", model.peak, "Peak"),
-            ("average", model.average, "Average"),
+            ("peak", model.peak, "best ranked cell"),
+            ("average", model.average, "mean over the ranked cells all servers share"),
         ):
             panels = []
             for label, ps in pairs:
@@ -50,18 +89,22 @@ def protocol_charts(model: Model, colors: dict[str, str]) -> list[Path]:
                         missing,
                     )
                 )
-            out.append(
-                panel_bars(
-                    d / f"protocol_{kind}.png",
-                    f"Protocol comparison: {what.lower()} throughput, HTTP/1.1 vs HTTP/2",
-                    f"{what} throughput (req/s)",
+            yield (
+                f"protocol_{kind}.png",
+                panel_figure(
+                    f"Protocol comparison: {kind} throughput, HTTP/1.1 vs HTTP/2, closed loop "
+                    f"({what}, every workload, {scope})",
+                    f"{kind.capitalize()} throughput (req/s)",
                     panels,
                     colors,
-                )
+                ),
             )
     workloads = [w for w in model.workloads if model.cells(workload=w)]
-    if len(workloads) > 1 and len(model.protocols) > 1:
-        for kind, what in (("peak", "Peak"), ("average", "Average")):
+    if len(workloads) > 1 and len(model.protocols) > 1 and not per_cell_chart:
+        for kind, what in (
+            ("peak", "best ranked cell"),
+            ("average", "mean over the ranked cells all servers share"),
+        ):
             panels = []
             for p in model.protocols:
                 series, missing = {}, {}
@@ -71,15 +114,16 @@ def protocol_charts(model: Model, colors: dict[str, str]) -> list[Path]:
                         for w in workloads
                     ]
                     missing[t] = [model.gap(model.cells(t, p, w)) for w in workloads]
-                panels.append((NAMES[p].replace("\n", " "), workloads, series, missing))
-            out.append(
-                panel_bars(
-                    d / f"workloads_{kind}.png",
-                    f"Workload breakdown: {what.lower()} throughput by protocol",
-                    f"{what} throughput (req/s)",
+                panels.append((protocol_title(model, p), workloads, series, missing))
+            yield (
+                f"workloads_{kind}.png",
+                panel_figure(
+                    f"Workload breakdown: {kind} throughput by protocol, closed loop ({what} "
+                    f"over {scope})",
+                    f"{kind.capitalize()} throughput (req/s)",
                     panels,
                     colors,
-                )
+                ),
             )
     families = [
         (name, ps)
@@ -91,38 +135,34 @@ def protocol_charts(model: Model, colors: dict[str, str]) -> list[Path]:
         sets = [ps for _, ps in families] + [None]
         series = {t: [model.mean_latency(t, ps) for ps in sets] for t in model.targets}
         missing = {t: [model.gap(model.cells(t, ps)) for ps in sets] for t in model.targets}
-        out.append(
-            panel_bars(
-                d / "latency_by_protocol.png",
-                "Mean latency by protocol (lower is better)",
+        yield (
+            "latency_by_protocol.png",
+            panel_figure(
+                "Mean latency by protocol, closed loop (mean over the cells all servers share, "
+                f"every workload, {scope}; lower is better)",
                 "Mean latency (ms)",
                 [("", groups, series, missing)],
                 colors,
-            )
+                log_if_spread=20,  # one slow server would flatten every other bar
+            ),
         )
     for base, variant in model.variants():
-        groups, a, b = [], [], []
+        groups, series, missing = [], {base: [], variant: []}, {base: [], variant: []}
         for p in model.protocols:
             for w in workloads:
                 if model.peak(base, p, w) is None and model.peak(variant, p, w) is None:
                     continue
                 groups.append(f"{p}\n{w}")
-                a.append(model.peak(base, p, w))
-                b.append(model.peak(variant, p, w))
-        out.append(
-            panel_bars(
-                d / f"variant_{variant}_vs_{base}.png",
-                f"{variant} vs {base}: peak throughput",
+                for t in (base, variant):
+                    series[t].append(model.peak(t, p, w))
+                    missing[t].append(model.gap(model.cells(t, p, w)))
+        yield (
+            f"variant_{variant}_vs_{base}.png",
+            panel_figure(
+                f"{variant} vs {base}: peak throughput per protocol and workload, closed loop "
+                f"(best ranked cell over {scope})",
                 "Peak throughput (req/s)",
-                [
-                    (
-                        "",
-                        groups,
-                        {base: a, variant: b},
-                        {base: ["n/a"] * len(a), variant: ["n/a"] * len(b)},
-                    )
-                ],
+                [("", groups, series, missing)],
                 colors,
-            )
+            ),
         )
-    return [p for p in out if p is not None]

@@ -11,7 +11,6 @@ from typing import Optional
 
 from ..core import analysis
 from .markdown import (
-    fmt_percent,
     BAD,
     CONTENDED,
     GENERATOR_BOUND,
@@ -25,6 +24,7 @@ from .markdown import (
     fmt_average,
     fmt_int,
     fmt_ms,
+    fmt_percent,
     fmt_ratio,
     fmt_us,
     outcome_note,

@@ -1,0 +1,229 @@
+"""The PNG charts follow the data's shape (issue 29, part 3).
+
+A sweep that measured every (protocol, workload) at one concurrency gets bars at that C, one
+bar per server in its colour (throughput_at_c25.png), never a line chart over C (a column of
+dots); a sweep with several concurrencies gets throughput_vs_concurrency.png, one line per
+server. Every chart's title says what it holds fixed, a server keeps its colour in every chart,
+and no chart draws a line through a single point. The figures are read back from matplotlib
+(charts.chart_figures draws them without saving).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from sweep_data import SETTINGS, record, result_dict
+
+from loadbench.report import bars, charts, model
+from loadbench.sweep import results_folder as results
+
+pytest.importorskip("matplotlib")
+
+SERVERS = ("beast", "py", "node")
+COLORS = bars.server_colors(list(SERVERS))
+PANELS = ["HTTP/1.1 (http)", "HTTP/1.1 TLS (https)"]
+
+
+def write_sweep(directory: Path, concurrencies: dict[str, list[int]], open_loop=False) -> Path:
+    """beast, py and node over http and https, the workloads and concurrencies given, 3 repeats:
+    beast's https plaintext at the highest C is generator-bound (a lower bound), py's http json
+    sheds 30 % as 503s (excluded: errors), py's https plaintext at the highest C failed, node is
+    not installed (every cell skipped). ``open_loop``: open-loop plaintext cells at 50 % and
+    95 % of capacity for beast and py over both protocols."""
+    directory.mkdir(parents=True)
+    settings = copy.deepcopy(SETTINGS)
+    settings["workloads"] = [
+        dict(w, concurrencies=concurrencies[w["name"]])
+        for w in settings["workloads"]
+        if w["name"] in concurrencies
+    ]
+    settings.update(connection_setup=False, protocols=["http", "https"])
+    (directory / results.SETTINGS_FILE).write_text(json.dumps(settings))
+    (directory / results.ENVIRONMENT_FILE).write_text(
+        json.dumps({"host": "testhost", "cpu": {"logical_cores": 2}})
+    )
+    path = directory / results.RESULTS_FILE
+    for workload, cs in concurrencies.items():
+        for c in cs:
+            for protocol in ("http", "https"):
+                slower = 1.0 if protocol == "http" else 0.8
+                for r in range(3):
+                    for t, rps in (("beast", 5000 * c), ("py", 2000 * c)):
+                        if (t, protocol, workload, c) == ("py", "https", "plaintext", max(cs)):
+                            results.append_record(
+                                path,
+                                record(t, protocol, workload, "closed", c, r, "fail", None, "boom"),
+                            )
+                            continue
+                        result = result_dict(
+                            rps * slower + 100 * r,
+                            c * 1e6 / rps,
+                            100,
+                            300,
+                            0.5,
+                            saturated=(t, protocol, workload, c)
+                            == ("beast", "https", "plaintext", max(cs)),
+                            shed=0.3 if (t, protocol, workload) == ("py", "http", "json") else 0.0,
+                        )
+                        results.append_record(
+                            path, record(t, protocol, workload, "closed", c, r, result=result)
+                        )
+                    results.append_record(
+                        path,
+                        record("node", protocol, workload, "closed", c, r, "skipped", None, "nope"),
+                    )
+    if open_loop:
+        for protocol in ("http", "https"):
+            for pct in (50, 95):
+                for t, capacity in (("beast", 50_000), ("py", 20_000)):
+                    for r in range(3):
+                        result = result_dict(capacity * pct / 100, 500, 400, 10 * pct, 0.5)
+                        results.append_record(
+                            path, record(t, protocol, "plaintext", "open", pct, r, result=result)
+                        )
+    return directory
+
+
+@pytest.fixture
+def figures():
+    """figures(directory) -> {file name: Figure} of every chart, closed after the test."""
+    opened: list = []
+
+    def draw(directory: Path) -> dict:
+        drawn = {name: fig for name, fig in charts.chart_figures(model.load(directory)) if fig}
+        opened.extend(drawn.values())
+        return drawn
+
+    yield draw
+    plt = bars._plt()
+    for fig in opened:
+        plt.close(fig)
+
+
+def title(fig) -> str:
+    """The chart's title on one line (a long one is wrapped to the figure's width)."""
+    text = fig.get_suptitle() or " ".join(ax.get_title() for ax in fig.axes)
+    return " ".join(text.split())
+
+
+def panels(fig) -> list:
+    return [ax for ax in fig.axes if ax.get_visible() and ax.axison]
+
+
+def rgb(color) -> str:
+    from matplotlib.colors import to_hex
+
+    return to_hex(color, keep_alpha=False)
+
+
+def test_one_concurrency_writes_bars_at_that_c_and_no_line_chart(tmp_path):
+    directory = write_sweep(tmp_path / "one", {"plaintext": [25], "json": [25]})
+    (directory / "throughput_vs_concurrency.png").write_bytes(b"a chart of an earlier run")
+    (directory / "notebook_concurrency.png").write_bytes(b"not a chart write_charts owns")
+    names = {p.name for p in charts.write_charts(directory)}
+    assert "throughput_at_c25.png" in names and (directory / "throughput_at_c25.png").exists()
+    assert "throughput_vs_concurrency.png" not in names
+    # the old line chart of a shape this folder no longer has is gone; other PNGs stay
+    assert not (directory / "throughput_vs_concurrency.png").exists()
+    assert (directory / "notebook_concurrency.png").exists()
+    # a peak and an average of one cell per (protocol, workload) would draw the same bars again
+    assert not names & {"workloads_peak.png", "workloads_average.png"}
+
+
+def test_bars_at_one_concurrency_one_per_server_in_its_colour(tmp_path, figures):
+    fig = figures(write_sweep(tmp_path / "one", {"plaintext": [25], "json": [25]}))[
+        "throughput_at_c25.png"
+    ]
+    words = title(fig)
+    for fixed in ("Throughput at C = 25", "closed loop", "keep-alive", "median of 3 repeats"):
+        assert fixed in words
+    http, https = panels(fig)
+    assert [http.get_title(), https.get_title()] == PANELS
+    for ax in (http, https):
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["plaintext", "json"]
+        assert [c.get_label() for c in ax.containers] == list(SERVERS)
+        for container in ax.containers:  # a bar per workload, in the server's colour
+            assert len(container) == 2
+            assert {rgb(bar.get_facecolor()) for bar in container} == {
+                COLORS[container.get_label()]
+            }
+    texts = {t.get_text().strip() for t in https.texts}
+    beast = {c.get_label(): c for c in https.containers}["beast"]
+    # generator-bound: hatched, labelled as a lower bound; the failed and skipped cells say why
+    assert beast[0].get_hatch() == bars.BOUND_HATCH and beast[1].get_hatch() is None
+    assert "≥ 100 100" in texts and "FAIL" in texts and "n/a" in texts
+    assert "excluded: errors" in {t.get_text() for t in http.texts}
+
+
+def test_workloads_at_different_single_concurrencies_say_their_c(tmp_path, figures):
+    drawn = figures(write_sweep(tmp_path / "mixed", {"plaintext": [1], "json": [10]}))
+    assert "throughput_vs_concurrency.png" not in drawn
+    fig = drawn["throughput_at_c1_c10.png"]
+    assert "C = 1, 10" in title(fig)
+    for ax in panels(fig):
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["plaintext\nC = 1", "json\nC = 10"]
+
+
+def test_several_concurrencies_draw_one_line_per_server(tmp_path, figures):
+    directory = write_sweep(tmp_path / "two", {"plaintext": [1, 10], "json": [1, 10]})
+    names = {p.name for p in charts.write_charts(directory)}
+    assert "throughput_vs_concurrency.png" in names
+    assert not [n for n in names if n.startswith("throughput_at_")]
+    assert {"workloads_peak.png", "workloads_average.png"} <= names
+    fig = figures(directory)["throughput_vs_concurrency.png"]
+    words = title(fig)
+    assert "plaintext" in words and "closed loop" in words and "median of 3 repeats" in words
+    http, https = panels(fig)
+    assert [http.get_title(), https.get_title()] == PANELS
+    lines = {line.get_label(): line for line in http.get_lines() if line.get_label() in SERVERS}
+    assert sorted(lines) == ["beast", "py"]  # node was not measured: no line
+    for server, line in lines.items():
+        assert rgb(line.get_color()) == COLORS[server]
+        assert list(line.get_xdata()) == [1, 10] and line.get_linestyle() == "-"
+    # py's https plaintext failed at C = 10: one point, drawn as a marker with no line
+    py = next(line for line in https.get_lines() if line.get_label() == "py")
+    assert list(py.get_xdata()) == [1] and py.get_linestyle() == "None"
+
+
+def test_open_loop_panel_per_protocol_servers_in_their_colours(tmp_path, figures):
+    drawn = figures(write_sweep(tmp_path / "open", {"plaintext": [25]}, open_loop=True))
+    fig = drawn["latency_vs_throughput.png"]
+    words = title(fig)
+    assert "Open loop, plaintext" in words and "corrected" in words
+    http, https = panels(fig)
+    assert [http.get_title(), https.get_title()] == PANELS
+    for ax in (http, https):
+        lines = {line.get_label(): line for line in ax.get_lines()}
+        assert sorted(lines) == ["beast", "py"]
+        for server, line in lines.items():
+            assert rgb(line.get_color()) == COLORS[server] and len(line.get_xdata()) == 2
+
+
+@pytest.mark.parametrize(
+    "concurrencies", [{"plaintext": [25], "json": [25]}, {"plaintext": [1, 10], "json": [1, 10]}]
+)
+def test_every_chart_names_its_c_keeps_server_colours_and_no_line_through_one_point(
+    tmp_path, figures, concurrencies
+):
+    drawn = figures(write_sweep(tmp_path / "sweep", concurrencies, open_loop=True))
+    assert len(drawn) >= 8
+    for name, fig in drawn.items():
+        if name not in ("memory_peak_rss.png", "latency_vs_throughput.png"):
+            assert "C = " in title(fig), name
+        for ax in fig.axes:
+            for line in ax.get_lines():
+                if line.get_linestyle() not in ("None", "none", "", " "):
+                    assert len(line.get_xdata()) > 1, (name, line.get_label())
+                if line.get_label() in COLORS:
+                    assert rgb(line.get_color()) == COLORS[line.get_label()], name
+            for container in ax.containers:
+                if container.get_label() in COLORS:  # a series per server: its colour
+                    for bar in container:
+                        assert rgb(bar.get_facecolor()) == COLORS[container.get_label()], name
+    # one series over the servers: each server's bar in its colour, in the sweep's order
+    for name in ("throughput_peak.png", "throughput_average.png", "memory_peak_rss.png"):
+        (ax,) = drawn[name].axes
+        assert [rgb(bar.get_facecolor()) for bar in ax.patches] == [COLORS[s] for s in SERVERS]
