@@ -1,9 +1,8 @@
 """The drawing vocabulary of every PNG chart: one colour per server (by its place in the
 sweep's target list), neutral tones for series that are not servers, number labels, hatched
-bars for bounds, and the two bar layouts the charts use - grouped bars (grouped_bars) and
-panels of grouped bars (panel_bars). Each layout draws a matplotlib Figure (grouped_figure,
-panel_figure) that save_figure writes, so a test can read a chart's bars, colours and titles
-back. matplotlib is imported when a chart is drawn (_plt), not when loadbench is: it takes about
+bars for bounds, and the two bar layouts the charts use - grouped bars (grouped_figure) and
+panels of grouped bars (panel_figure). Each layout draws a matplotlib Figure that save_figure
+writes, so a test can read a chart's bars, colours and titles back. matplotlib is imported when a chart is drawn (_plt), not when loadbench is: it takes about
 half a second.
 """
 
@@ -97,11 +96,6 @@ def save_figure(fig, path: Path) -> Optional[Path]:
     fig.savefig(path, dpi=110)
     _plt().close(fig)
     return path
-
-
-def grouped_bars(path: Path, *args, **kwargs) -> Optional[Path]:
-    """:func:`grouped_figure` written to ``path`` (None and no file when it has no value)."""
-    return save_figure(grouped_figure(*args, **kwargs), path)
 
 
 def grouped_figure(
@@ -244,11 +238,6 @@ def _plain_log_axis(ax) -> None:
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-
-
-def panel_bars(path: Path, *args, **kwargs) -> Optional[Path]:
-    """:func:`panel_figure` written to ``path`` (None and no file when nothing has a value)."""
-    return save_figure(panel_figure(*args, **kwargs), path)
 
 
 def panel_figure(

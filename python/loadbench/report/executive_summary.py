@@ -515,25 +515,29 @@ def executive_summary(model: Model, base: str) -> list[Point]:
     return out
 
 
+def by_heading(points: list[Point]) -> list[tuple[str, list[Point]]]:
+    """The points grouped under their headings, in order (every layout shows them so)."""
+    groups: list[tuple[str, list[Point]]] = []
+    for p in points:
+        if not groups or groups[-1][0] != p.heading:
+            groups.append((p.heading, []))
+        groups[-1][1].append(p)
+    return groups
+
+
 def markdown_lines(points: list[Point]) -> list[str]:
     """Seed 001's layout: a bullet per heading, its sentences as sub-bullets."""
     lines: list[str] = []
-    heading = None
-    for p in points:
-        if p.heading != heading:
-            heading = p.heading
-            lines.append(f"- **{heading}:**")
-        lines.append(f"  - {p.text}")
+    for heading, group in by_heading(points):
+        lines += [f"- **{heading}:**"] + [f"  - {p.text}" for p in group]
     return lines
 
 
 def terminal_text(points: list[Point], width: int = 100) -> str:
     """The same points for a terminal: headings, then wrapped, indented sentences."""
     out: list[str] = []
-    heading = None
-    for p in points:
-        if p.heading != heading:
-            heading = p.heading
-            out.append(f"{heading}:")
-        out += textwrap.wrap(p.text, width, initial_indent="  - ", subsequent_indent="    ")
+    for heading, group in by_heading(points):
+        out.append(f"{heading}:")
+        for p in group:
+            out += textwrap.wrap(p.text, width, initial_indent="  - ", subsequent_indent="    ")
     return "\n".join(out)

@@ -23,7 +23,7 @@ from typing import Optional, Union
 from .comparison import compare
 from .dashboard import comparison_figure, dashboard_data
 from .document import baseline_of, render
-from .executive_summary import executive_summary
+from .executive_summary import by_heading, executive_summary
 from .model import Model
 from .model import load as load_model
 from .regression import HEADER, LEGEND, evaluate, rows_text
@@ -216,15 +216,14 @@ def _controls(data: dict) -> str:
 
 
 def _summary_html(points) -> str:
-    out, heading = [], None
-    for p in points:
-        if p.heading != heading:
-            if heading is not None:
-                out.append("</ul></li>")
-            heading = p.heading
-            out.append(f"<li><strong>{html.escape(heading)}:</strong><ul>")
-        out.append(f"<li>{html.escape(p.text)}</li>")
-    return '<ul class="summary">' + "".join(out) + ("</ul></li>" if heading else "") + "</ul>"
+    """The executive summary's headings and sentences as nested lists."""
+    items = "".join(
+        f"<li><strong>{html.escape(heading)}:</strong><ul>"
+        + "".join(f"<li>{html.escape(p.text)}</li>" for p in group)
+        + "</ul></li>"
+        for heading, group in by_heading(points)
+    )
+    return f'<ul class="summary">{items}</ul>'
 
 
 def render_html(

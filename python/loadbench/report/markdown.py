@@ -67,20 +67,20 @@ def fmt_us(value: Optional[float]) -> str:
 
 def fmt_ratio(value: Optional[float]) -> str:
     """'1.32x', '≥ 6.10x'; a ratio of two bounds in the same direction bounds nothing."""
-    if value is None:
-        return "n/a"
-    if getattr(value, "bound", None) == "unknown":
-        return f"uncertain (~{value:.2f}x of two bounds)"
-    return f"{prefix(value)}{value:.2f}x"
+    return _fmt_quotient(value, lambda v: f"{v:.2f}x")
 
 
 def fmt_percent(value: Optional[float]) -> str:
     """A ratio as a percentage: '31.0 %', '≥ 24.0 %'; of two bounds in one direction, uncertain."""
+    return _fmt_quotient(value, lambda v: f"{100 * v:.1f} %")
+
+
+def _fmt_quotient(value: Optional[float], fmt: Callable[[float], str]) -> str:
     if value is None:
         return "n/a"
     if getattr(value, "bound", None) == "unknown":
-        return f"uncertain (~{100 * value:.1f} % of two bounds)"
-    return f"{prefix(value)}{100 * value:.1f} %"
+        return f"uncertain (~{fmt(value)} of two bounds)"
+    return prefix(value) + fmt(value)
 
 
 def fmt_average(value: Optional[float], fmt: Callable[[Optional[float]], str]) -> str:
