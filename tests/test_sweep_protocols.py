@@ -13,7 +13,12 @@ from loadbench import Sweep, Target, model
 from loadbench.core.errors import ConfigError
 from loadbench.report import document as report
 from loadbench.sweep import results_folder as results
-from loadbench.sweep.file import DEFAULT_CELL_BUDGET_S, default_sweep, sweep_from_dict
+from loadbench.sweep.file import (
+    DEFAULT_CAPACITY_BUDGET_S,
+    DEFAULT_CELL_BUDGET_S,
+    default_sweep,
+    sweep_from_dict,
+)
 from loadbench.sweep.registry import default_peer_targets
 from loadbench.sweep.targets import HTTP2
 
@@ -123,10 +128,19 @@ def test_default_sweep_covers_http2_and_fits_ten_minutes_on_two_cores():
     # warm-up + window per repeat, a server start and one gate probe per (target, protocol): the
     # costs the timestamps of the 2026-11-30 sweep show (a probe per cell cost it 320 s of 795)
     planned = sweep.planned_seconds(run)
+    searches = [c for c in run if c.mode == "capacity"]
+    repeat = sweep.warmup + sweep.duration + 0.01
     assert planned == pytest.approx(
-        len(run) * (sweep.warmup + sweep.duration + 0.01) + len(groups) * 1.15
+        (len(run) - len(searches)) * repeat
+        + len(searches) * sweep.capacity_steps() * repeat
+        + len(groups) * 1.15
     )
-    assert planned <= DEFAULT_CELL_BUDGET_S, f"{len(run)} cells, {planned:.0f} s"
+    # one capacity search per server, over http, at C = 25, within its own budget
+    assert {(c.target, c.protocol, c.load) for c in searches} == {(t, "http", 25) for t in declared}
+    assert len(searches) * sweep.capacity_steps() * repeat <= DEFAULT_CAPACITY_BUDGET_S
+    assert planned <= DEFAULT_CELL_BUDGET_S + DEFAULT_CAPACITY_BUDGET_S, (
+        f"{len(run)} cells, {planned:.0f} s"
+    )
     assert sweep.repeats >= 3  # a median and a spread per cell
     assert {t for t, p in groups if p in HTTP2} == set(declared) - {"python-asyncio"}
 

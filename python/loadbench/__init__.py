@@ -2,6 +2,7 @@
 
 One obvious entry per job:
   loadbench.run(...)          one load run against a URL
+  loadbench.capacity(...)     the highest rate that meets latency/error objectives (p99<10ms)
   loadbench.Sweep(...)        a matrix of servers x workloads x loads x protocols x repeats
   loadbench.report            report.md, charts and report.html from a results folder
   loadbench.compare(a, b)     two results compared with statistics (a pandas DataFrame)
@@ -13,6 +14,7 @@ One obvious entry per job:
 The package is layered, each layer importing only the ones below it:
   loadbench.core       one run: options, the engine, Result, sampler, servers, the load gate
   loadbench.distributed  one run split over Dask workers
+  loadbench.slo        objectives (p99<10ms) judged per run and per window; the capacity search
   loadbench.sweep      the matrix: config, planner, runner, targets (the peer registry), results folder
   loadbench.report     the one report model, markdown, charts, HTML, compare and the CI gate
   loadbench.cli        the `loadbench` command: a thin shell over the same API
@@ -34,6 +36,7 @@ from .core.sampler import MachineSnapshot, ProcSnapshot, Sampler
 from .core.server import ServerProcess
 from .report import model
 from .report.comparison import compare
+from .slo import capacity
 from .sweep.file import load_sweep
 from .sweep.runner import Sweep, Workload
 from .sweep.targets import Target
@@ -61,6 +64,7 @@ __all__ = [
     "__version__",
     "analysis",
     "build_info",
+    "capacity",
     "compare",
     "environment",
     "gate",

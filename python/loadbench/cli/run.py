@@ -3,56 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import sys
-from dataclasses import fields
-from pathlib import Path
 from typing import Optional
 
 from .. import distributed
 from ..core.errors import ConfigError, LoadbenchError
 from ..core.gate import LoadGate
-from ..core.options import FIELD_HELP, RunOptions
 from ..core.run import run
 from ..core.summary import saturation_warning
-from ._cpus import parse_cpu_list
-
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(us|ms|s|m|h)?\s*$")
-_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
-
-
-def parse_duration(text: str, what: str = "duration") -> float:
-    """ "10s", "500ms", "2m", "1h" or plain seconds."""
-    m = _DURATION.match(str(text))
-    if not m:
-        raise ConfigError(f"bad {what} {text!r}: use e.g. 10s, 500ms, 2m")
-    return float(m.group(1)) * _UNITS[m.group(2)]
-
-
-def check_writable(flag: str, path: str) -> None:
-    """The output file's folder exists and is writable (and the path is not a folder)."""
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
-        raise ConfigError(f"{flag} {path!r} is a directory, not a file")
-    if not folder.is_dir():
-        raise ConfigError(f"{flag} {path!r}: folder {str(folder)!r} does not exist")
-    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise ConfigError(f"{flag} {path!r} is not writable")
-
-
-def _help(name: str, more: str = "") -> str:
-    """A flag's help: the option's own text (RunOptions, written once) and its default."""
-    default = next(f.default for f in fields(RunOptions) if f.name == name)
-    shown = (
-        ""
-        if default is None
-        else f"; default {default:g}"
-        if isinstance(default, float)
-        else f"; default {default}"
-    )
-    return f"{FIELD_HELP[name]}{shown}" + (f" ({more})" if more else "")
+from ._load_flags import (
+    add_load_arguments,
+    check_writable,
+    load_kwargs,
+    option_help,
+    parse_duration,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -62,83 +27,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Load a URL (closed loop) and print req/s, latency percentiles, "
         "status codes, errors and the generator's own CPU cost.",
     )
+    add_load_arguments(p)
     p.add_argument(
-        "url", help="http:// or https:// URL, or unix:PATH (http://localhost/ over that socket)"
+        "-z", "-d", "--duration", default=None, help=option_help("duration", "e.g. 10s, 500ms, 2m")
     )
-    p.add_argument("-c", "--connections", type=int, default=10, help=_help("connections"))
-    p.add_argument("-t", "--threads", type=int, default=1, help=_help("threads"))
-    p.add_argument(
-        "-z", "-d", "--duration", default=None, help=_help("duration", "e.g. 10s, 500ms, 2m")
-    )
-    p.add_argument("-n", "--requests", type=int, default=None, help=_help("requests"))
-    p.add_argument("-m", "--method", default="GET", help=_help("method"))
-    p.add_argument(
-        "--h2",
-        "--http2",
-        dest="h2",
-        action="store_true",
-        help="HTTP/2: h2c with prior knowledge for http://, ALPN h2 (only) for https://",
-    )
-    p.add_argument(
-        "-p",
-        "--streams",
-        type=int,
-        default=1,
-        metavar="N",
-        help=_help("streams", "-m is --method here, as in oha"),
-    )
-    p.add_argument(
-        "--send-batch",
-        default=None,
-        metavar="SPAN",
-        help=_help("send_batch", "e.g. 1ms; oha's timer sends in 1 ms steps"),
-    )
-    p.add_argument(
-        "--pipeline",
-        type=int,
-        default=1,
-        metavar="N",
-        help=_help("pipeline", "TechEmpower's plaintext test uses 16"),
-    )
-    p.add_argument(
-        "-H",
-        "--header",
-        action="append",
-        default=[],
-        metavar="'NAME: VALUE'",
-        help="header (repeatable)",
-    )
-    p.add_argument("-b", "--body", default=None, help="request body")
-    p.add_argument("--body-file", default=None, help="send this file as the request body")
+    p.add_argument("-n", "--requests", type=int, default=None, help=option_help("requests"))
     p.add_argument(
         "--disable-keepalive",
         action="store_true",
-        help=_help("keepalive", "this flag sets it false"),
+        help=option_help("keepalive", "this flag sets it false"),
     )
-    p.add_argument("--ack-with-request", action="store_true", help=_help("ack_with_request"))
-    p.add_argument("--rst-close", action="store_true", help=_help("rst_close"))
-    p.add_argument("--unix-socket", metavar="PATH", default=None, help=_help("unix_socket"))
-    p.add_argument("--insecure", action="store_true", default=True, help=_help("insecure"))
-    p.add_argument("--verify", action="store_true", help=_help("verify"))
-    p.add_argument("--cacert", default=None, help=_help("cacert"))
+    p.add_argument("--ack-with-request", action="store_true", help=option_help("ack_with_request"))
+    p.add_argument("--rst-close", action="store_true", help=option_help("rst_close"))
+    p.add_argument("--warmup", default="0s", help=option_help("warmup", "e.g. 2s"))
     p.add_argument(
-        "--tls-library",
-        choices=("openssl", "wolfssl", "rustls"),
-        default="openssl",
-        help=_help("tls_library"),
+        "-q", "-R", "--rate", type=float, default=None, metavar="RATE", help=option_help("rate")
     )
-    p.add_argument("--tls-resume", action="store_true", help=_help("tls_session_resumption"))
-    p.add_argument("--timeout", default="10s", help=_help("timeout", "e.g. 10s"))
-    p.add_argument("--warmup", default="0s", help=_help("warmup", "e.g. 2s"))
-    p.add_argument("--cpus", default=None, help=_help("cpus", "e.g. 1 or 2-3"))
-    p.add_argument(
-        "-q", "-R", "--rate", type=float, default=None, metavar="RATE", help=_help("rate")
-    )
-    p.add_argument(
-        "--arrival", choices=("constant", "poisson"), default="constant", help=_help("arrival")
-    )
-    p.add_argument("--max-connections", type=int, default=None, help=_help("max_connections"))
-    p.add_argument("--seed", type=int, default=1, help=_help("seed"))
     p.add_argument(
         "--json",
         default=None,
@@ -150,14 +54,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         metavar="FILE",
         help="write the latency histogram as an HdrHistogram log",
-    )
-    p.add_argument(
-        "--sample-pid",
-        type=int,
-        default=None,
-        metavar="PID",
-        help="read the server's CPU, memory and fds from /proc at the window's edges "
-        "(PID and all its descendants): adds server CPU us/req",
     )
     p.add_argument(
         "--cluster",
@@ -219,15 +115,11 @@ class _ProgressLine:
 def main(args: argparse.Namespace) -> int:
     if args.requests is not None and args.duration is not None:
         raise ConfigError("give either -z/--duration or -n/--requests, not both")
-    if args.body is not None and args.body_file is not None:
-        raise ConfigError("give either --body or --body-file, not both")
+    kwargs = load_kwargs(args)
     for flag, path in (("--json", args.json), ("--hdr-log", args.hdr_log)):
         if path is not None:
             check_writable(flag, path)  # before the run, not after minutes of load
     duration = parse_duration(args.duration) if args.duration is not None else 10.0
-    body: Optional[object] = args.body
-    if args.body_file is not None:
-        body = Path(args.body_file)
     gate = None
     if args.wait_quiet is not None:
         gate = LoadGate(
@@ -239,37 +131,16 @@ def main(args: argparse.Namespace) -> int:
         progress = _ProgressLine(sys.stderr)
     if args.shards is not None and args.cluster is None:
         raise ConfigError("--shards needs --cluster (a Dask scheduler address, or 'local')")
-    kwargs = dict(
-        connections=args.connections,
-        threads=args.threads,
+    kwargs.update(
         duration=duration,
         requests=args.requests,
         warmup=parse_duration(args.warmup, "warm-up"),
-        method=args.method,
-        headers=args.header,
-        body=body,
         keepalive=not args.disable_keepalive,
-        timeout=parse_duration(args.timeout, "timeout"),
-        verify=args.verify,
-        cacert=args.cacert,
-        tls_session_resumption=args.tls_resume,
-        tls_library=args.tls_library,
         ack_with_request=args.ack_with_request,
         rst_close=args.rst_close,
-        unix_socket=args.unix_socket,
-        cpus=parse_cpu_list(args.cpus) if args.cpus else None,
         sample_pid=args.sample_pid,
         rate=args.rate,
-        arrival=args.arrival,
-        max_connections=args.max_connections,
-        seed=args.seed,
     )
-    if args.send_batch is not None:
-        kwargs.update(send_batch=parse_duration(args.send_batch, "send batch"))
-    if args.h2 or args.streams != 1:
-        kwargs.update(protocol="h2" if args.h2 else "http/1.1", streams=args.streams)
-    if args.pipeline != 1:
-        kwargs.update(pipeline=args.pipeline)  # only when asked: a run's call names what it changes
     lost: Optional[LoadbenchError] = None
     try:
         if args.cluster is not None:

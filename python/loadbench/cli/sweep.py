@@ -173,8 +173,24 @@ def run(args: argparse.Namespace) -> int:
         for c in runnable:
             groups.setdefault((c.target, c.protocol), []).append(c)
         for (target, protocol), group in groups.items():
+            searches = sum(1 for c in group if c.mode == "capacity")
+            more = (
+                f" (with {searches} capacity search(es) of ~{sweep.capacity_steps()} steps)"
+                if searches
+                else ""
+            )
             print(
-                f"  {target:<16} {protocol:<6} {len(group):>3} repeats, {sweep.planned_seconds(group):5.1f} s"
+                f"  {target:<16} {protocol:<6} {len(group):>3} repeats, "
+                f"{sweep.planned_seconds(group):5.1f} s{more}"
+            )
+        searches = [c for c in runnable if c.mode == "capacity"]
+        if searches:
+            print(
+                f"  capacity under {' and '.join(sweep.capacity)}: {len(searches)} search(es), "
+                f"{sum(sweep.planned_cell_seconds(c) for c in searches):.0f} s of the plan "
+                f"(~{sweep.capacity_steps()} steps each, bisected to "
+                f"{100 * sweep.capacity_precision:g} %; a capacity far from the closed-loop peak "
+                "takes more)"
             )
         return 0
     gate = LoadGate(

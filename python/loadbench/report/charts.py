@@ -24,6 +24,7 @@ import math
 from pathlib import Path
 from typing import Iterator, Optional
 
+from . import capacity
 from .bars import (
     NEUTRAL,
     _plain_log_axis,
@@ -46,6 +47,7 @@ CHART_FILES = (
     "latency*.png",
     "memory_peak_rss.png",
     "connection_setup.png",
+    "capacity_latency.png",
     "variant_*_vs_*.png",
 )
 
@@ -223,6 +225,7 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
             missing[label] = [_status(aggs[k]) if k else "n/a" for k in keys]
         yield (
             "connection_setup.png",
+            "capacity_latency.png",
             grouped_figure(
                 f"Connection setup: a new connection per request, {', '.join(setup_protocols)}, "
                 + "; ".join(f"{w}, C = {c}" for w, c in setups)
@@ -238,6 +241,8 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
         )
     if any(k[3] == "open" and a.status == "ok" for k, a in aggs.items()):
         yield "latency_vs_throughput.png", latency_vs_throughput(model, colors)
+    if model.capacities():
+        yield "capacity_latency.png", capacity_latency(model, colors)
     if one_concurrency:
         yield throughput_at_concurrency(model, colors, shape)
     else:
@@ -423,6 +428,47 @@ def throughput_vs_concurrency(model: Model, colors: dict[str, str], workload: st
         f"{_median_of(model)}\n"
         "error bars: min-max of repeats; x = excluded; ‡ = under-driven; open triangle ≥ = a "
         "lower bound (the generator was the limit)",
+    )
+    return fig
+
+
+def capacity_latency(model: Model, colors: dict[str, str]):
+    """The capacity searches' steps: one panel per protocol, one line per server in its colour -
+    corrected p99 against the rate each step achieved (many points, where the open loop has
+    two), the p99 objective as a dashed line and each server's capacity as a filled marker."""
+    series = capacity.chart_series(model)
+    if not series:
+        return None
+    objectives = capacity.objectives_of(model)
+    limit = capacity.latency_limit_ms(objectives)
+    found = model.capacities()
+    fig, axes = _panels(len(series), 6.5, 4.2)
+    handles: dict = {}
+    for ax, (protocol, per_server) in zip(axes.flat, series.items()):
+        for t in model.targets:
+            if t not in per_server:
+                continue
+            xs, ys = zip(*per_server[t])
+            handles.setdefault(t, _line(ax, list(xs), list(ys), colors[t], t))
+            cap = found[(t, protocol)].capacity
+            if cap is not None:
+                ax.axvline(cap.median, color=colors[t], linewidth=0.8, linestyle=":")
+        if limit is not None:
+            ax.axhline(limit, color="#555", linestyle="--", linewidth=1)
+        _plain_log_axis(ax)
+        _thousands(ax.xaxis)
+        ax.set_xlim(left=0)
+        ax.set_title(protocol_title(model, protocol), fontsize=10)
+        ax.set_xlabel("Achieved rate of the step (req/s)")
+        ax.set_ylabel("p99 latency, corrected (ms, log scale)")
+        ax.grid(alpha=0.3, which="both")
+    cell = next(iter(found.values()))
+    _finish_panels(
+        fig,
+        handles,
+        f"Capacity search under {' and '.join(objectives)}: every step's corrected p99 vs its "
+        f"achieved rate, {cell.workload}, C = {cell.connections} and up\n(dashed: the objective; "
+        "dotted: each server's capacity, the highest rate that met every objective)",
     )
     return fig
 

@@ -3,7 +3,7 @@
     df = loadbench.compare("reports/base", "reports/new")     # a pandas DataFrame
 
 One row per cell (target, protocol, workload, mode, load) and metric (req/s, server CPU us/req,
-p50, p99, p99.9). Each metric is taken per repeat - the repeat is the unit, requests are never
+p50, p99, p99.9; for a capacity cell, the capacity its searches found). Each metric is taken per repeat - the repeat is the unit, requests are never
 pooled - and both sides are summarised by THE median (:func:`loadbench.analysis.median`).
 
 - ``change_pct``: (median new - median base) / median base, in %.
@@ -72,6 +72,8 @@ METRICS = [
     Metric("p50", "p50_ms", "p50 (ms)", False),
     Metric("p99", "p99_ms", "p99 (ms)", False),
     Metric("p99.9", "p999_ms", "p99.9 (ms)", False),
+    # a capacity search's answer per repeat (capacity cells only, see _capacity_rows)
+    Metric("capacity", "capacity", "capacity (req/s)", True),
 ]
 ALIASES = {"req/s": "rps", "throughput": "rps", "cpu_us": "cpu", "cpu/req": "cpu", "p999": "p99.9"}
 
@@ -334,6 +336,42 @@ def _row(
     return row
 
 
+def _capacity_rows(ma, mb, alpha: float, confidence: float) -> list[dict]:
+    """Capacity cells compared like any metric, one search per repeat. A generator-bound
+    search's highest passing rate is a lower bound on the capacity, so its side is compared as
+    one (bound_case); a search that found nothing gives no value."""
+    m = metric("capacity")
+    ca, cb = ma.capacities(), mb.capacities()
+    out = []
+    for key in list(ca) + [k for k in cb if k not in ca]:
+        sides = [ca.get(key), cb.get(key)]
+        values, bounded = [], []
+        for cell in sides:
+            found = [] if cell is None else cell.searches
+            vals = [s.get("capacity") or s.get("lower_bound") for s in found]
+            values.append([float(v) for v in vals if v is not None])
+            bounded.append(any(s.get("outcome") == "generator-bound" for s in found))
+        if not values[0] and not values[1]:
+            continue
+        cell = next(c for c in sides if c is not None)
+        row = _row(
+            (cell.target, cell.protocol, cell.workload, "capacity", cell.connections),
+            m,
+            values[0],
+            values[1],
+            alpha,
+            confidence,
+        )
+        row["verdict_figures"] = row["verdict"]
+        if any(bounded):
+            row["verdict"], row["bounds"] = bound_case(row["verdict"], *bounded)
+        if None in sides:
+            row.update(verdict="missing", note=f"only in {'new' if sides[0] is None else 'base'}")
+        row.update(flags_base="", flags_new="")
+        out.append(row)
+    return out
+
+
 def compare(
     base: Source,
     new: Source,
@@ -390,6 +428,8 @@ def compare(
                         f"{100 * RATE_TOLERANCE:g} %",
                     )
             out.append(row)
+    if any(m.name == "capacity" for m in chosen):
+        out += _capacity_rows(ma, mb, alpha, confidence)
     columns = [
         "target",
         "protocol",

@@ -17,6 +17,7 @@ from typing import Optional
 from ..core import analysis
 from ..core.errors import ConfigError
 from ..sweep.targets import PROTOCOL_TITLES
+from .capacity import section as capacity_section
 from .charts import write_charts
 from .executive_summary import Point, executive_summary, markdown_lines
 from .markdown import LEGEND
@@ -145,6 +146,7 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
             open_loop_table(aggs, targets),
             "",
         ]
+    parts += capacity_section(model)
     parts += memory_section(model)
     rest = [c for c in charts if c not in headline]
     if rest:

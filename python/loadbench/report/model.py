@@ -36,6 +36,8 @@ from typing import Any, Optional
 from ..core import analysis
 from ..core.analysis import Figure, Rank, Spread
 from ..sweep.results_folder import ResultsFolder
+from .capacity_cells import CapacityCell, is_capacity
+from .capacity_cells import fold as fold_capacity
 from .idle_memory import IdleMemory, is_hold
 from .idle_memory import fold as fold_idle_memory
 
@@ -510,6 +512,12 @@ class Model:
     protocols: list[str]
     directory: Optional[Path] = None
     hold_records: list[dict] = field(default_factory=list)
+    # capacity cells (one search each): no single req/s or latency, folded by capacities()
+    capacity_records: list[dict] = field(default_factory=list)
+
+    def capacities(self) -> dict[tuple[str, str], CapacityCell]:
+        """Per (server, protocol), its capacity searches folded (report/capacity.py)."""
+        return fold_capacity(self.capacity_records)
 
     def memory_per_connection(self) -> dict[str, IdleMemory]:
         """Per server, its hold cells folded: medians over repeats of the server's RSS and PSS
@@ -774,7 +782,8 @@ def build(
     cores = environment.get("logical_cores") or _get(environment, "cpu", "logical_cores")
     share = settings.get("contended_share") or analysis.CONTENDED_SHARE
     held = [r for r in records if is_hold(r)]
-    records = [r for r in records if not is_hold(r)]
+    searched = [r for r in records if is_capacity(r)]
+    records = [r for r in records if not is_hold(r) and not is_capacity(r)]
     rows = [flatten(r, cores, share) for r in records]
     aggs = aggregate(rows)
     return Model(
@@ -788,6 +797,7 @@ def build(
         protocols=[p for p in PROTOCOL_ORDER if any(r["protocol"] == p for r in rows)],
         directory=directory,
         hold_records=held,
+        capacity_records=searched,
     )
 
 

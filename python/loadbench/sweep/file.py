@@ -33,6 +33,8 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
             kwargs[key] = parse_seconds(data[key], key)
     if "contended_share" in data:
         kwargs["contended_share"] = float(data["contended_share"])
+    if "capacity_precision" in data:
+        kwargs["capacity_precision"] = float(data["capacity_precision"])
     for key in (
         "repeats",
         "connection_setup",
@@ -43,6 +45,8 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
         "baseline",
         "open_fractions",
         "open_loop_workload",
+        "capacity",
+        "capacity_repeats",
         "contended_reruns",
         "cluster",
         "shards",
@@ -103,6 +107,10 @@ BEAST_DESCRIPTION = "the embedded Boost.Beast reference server"
 # windows not included): under the issue's ~10 minutes with room for the re-runs a quiet machine
 # still needs (24 re-runs, 54 s, in the quiet sweep of 2026-11-30).
 DEFAULT_CELL_BUDGET_S = 570.0
+# ... plus one capacity search per server over http (p99 < 10 ms, 5 % precision): about 7 steps
+# of 1.25 s each, 9 s per server (Sweep.capacity_steps), 70 s for every peer
+DEFAULT_CAPACITY_BUDGET_S = 80.0
+DEFAULT_CAPACITY_OBJECTIVES = ["p99<10ms"]
 
 
 def default_sweep(quick: bool = False, peers_dir: Optional[Path] = None) -> Sweep:
@@ -114,7 +122,8 @@ def default_sweep(quick: bool = False, peers_dir: Optional[Path] = None) -> Swee
     Full: plaintext, json and echo (4 KiB POST) at C = 25 (seed report 001's concurrency; HTTP/2
     with 10 streams per connection) over http, https, h2c and h2; over http also a new
     connection per request at c = 20 and open loop at 50 and 95 % of each server's plaintext
-    capacity; median of 3 x 1 s windows after a 0.25 s warm-up each. (Before HTTP/2 it also
+    capacity, and the capacity under p99 < 10 ms (one search, steps of the same windows,
+    loadbench.capacity); median of 3 x 1 s windows after a 0.25 s warm-up each. (Before HTTP/2 it also
     swept plaintext at C = 1, 10, 200, had 2 s windows and ran connection setup and open loop over
     https: four protocols and seven peers did not fit ten minutes with them.)
     """
@@ -143,4 +152,6 @@ def default_sweep(quick: bool = False, peers_dir: Optional[Path] = None) -> Swee
         warmup=warmup,
         peers_dir=str(peers),
         open_fractions=fractions,
+        capacity=list(DEFAULT_CAPACITY_OBJECTIVES),
+        capacity_precision=0.1 if quick else 0.05,
     )

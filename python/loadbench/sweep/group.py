@@ -16,6 +16,7 @@ from ..core.gate import LoadGate
 from ..core.options import RunOptions
 from ..core.progress import ProgressBar
 from ..core.sampler import Sampler
+from ..slo.search import SEARCH_OWNS, capacity
 from .plan import Cell, SweepPlan
 from .results_folder import ResultsFolder
 from .targets import HTTP2, TLS_PROTOCOLS, RunningServer, Target, launch, wire_protocol
@@ -250,6 +251,11 @@ class ServerGroup:
                 max_connections=pool,
                 threads=max(1, min(threads, pool)),
             )
+        start = None
+        if cell.mode == "capacity":
+            # the search starts at half the closed-loop peak measured earlier (else it probes)
+            peak = self._capacity(cell)
+            start = peak[0] / 2 if peak is not None else None
         self.sampled = None
         sampler = None
         if self.server.pid is not None:
@@ -273,9 +279,12 @@ class ServerGroup:
             # HTTP/1.1 cell never names a protocol.
             options = RunOptions(**kwargs)
             named = {name: getattr(options, name) for name in kwargs}
-            if sample_pid is not None:
-                named["sample_pid"] = sample_pid
-            result = self.runner(url, **named).to_dict()
+            if cell.mode == "capacity":
+                result = self._search(url, named, sample_pid, start)
+            else:
+                if sample_pid is not None:
+                    named["sample_pid"] = sample_pid
+                result = self.runner(url, **named).to_dict()
         except Exception as exc:  # noqa: BLE001 - any failure of one cell must not end the sweep
             if not self.server.alive():
                 return "fail", f"server died during the cell: {self.server.death_note()}", None
@@ -284,16 +293,43 @@ class ServerGroup:
             if sampler is not None:
                 sampler.stop()
                 self.sampled = sampler.totals()
-        if result.get("interrupted"):
+        if result.get("interrupted") or result.get("outcome") == "interrupted":
             raise KeyboardInterrupt  # Ctrl-C cut the window short: not a cell to keep
         if not self.server.alive():
             return "fail", f"server died during the cell: {self.server.death_note()}", result
+        if cell.mode == "capacity":
+            return "ok", None, result  # every outcome of a search is a finding, said in it
         if not result.get("responses"):
             errors = (
                 ", ".join(f"{k} {v}" for k, v in (result.get("errors") or {}).items()) or "none"
             )
             return "fail", f"no responses in the window (errors: {errors})", result
         return "ok", None, result
+
+    def _search(
+        self, url: str, named: dict, sample_pid: Optional[int], start: Optional[float]
+    ) -> dict:
+        """A capacity cell: loadbench.capacity with the cell's run options, each step a window
+        of the sweep's duration after its warm-up, judged per 1 s window (or per step when the
+        steps are shorter)."""
+        for key in SEARCH_OWNS:
+            named.pop(key, None)
+        found = capacity(
+            url,
+            self.sweep.capacity,
+            start=start,
+            step=self.sweep.duration,
+            settle=self.sweep.warmup,
+            window=min(1.0, self.sweep.duration),
+            precision=self.sweep.capacity_precision,
+            repeats=1,
+            sample_pid=sample_pid,
+            contended_share=self.sweep.contended_share,
+            contended_reruns=self.sweep.contended_reruns,
+            **named,
+        )
+        self.bar.note(f"{self.target.name} {self.protocol}: {found.message()}")
+        return found.to_dict()
 
     def _hold(self, cell: Cell) -> tuple[str, Optional[str], Optional[dict]]:
         """Hold ``cell.load`` idle connections to the fresh server and measure its memory per

@@ -5,6 +5,7 @@ cell in execution order and the time it should take. Nothing here measures; runn
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Union
@@ -12,6 +13,7 @@ from typing import Optional, Union
 from ..core import analysis
 from ..core.errors import ConfigError
 from ..core.run import check_tls_library
+from ..slo.objectives import parse_objectives
 from .targets import HTTP2, PROTOCOLS, TLS_PROTOCOLS, Target, default_cpu_split
 
 TRANSPORTS = ("tcp", "unix")
@@ -30,6 +32,11 @@ GATE_PROBE_S = 1.0
 # measuring, then about 70 us per connection to open, accept, measure and answer.
 HOLD_FIXED_S = 0.25
 HOLD_PER_CONNECTION_S = 75e-6
+# A capacity cell's search: from half the closed-loop peak one passing step, one failing at the
+# peak, bisections down to capacity_precision of a bracket half the peak wide, and the
+# confirmations (loadbench.slo.search). The planned count; a server whose capacity is far from
+# its closed-loop peak takes a few more.
+CAPACITY_BRACKET_STEPS = 2
 
 
 @dataclass
@@ -101,8 +108,8 @@ class Cell:
     protocol: str
     workload: str
     # "closed" (keep-alive, closed loop), "connect" (a new connection per request), "open"
-    # (open loop at a fixed rate) or "hold" (N idle keep-alive connections held: memory per
-    # connection, no load)
+    # (open loop at a fixed rate), "hold" (N idle keep-alive connections held: memory per
+    # connection, no load) or "capacity" (the highest open-loop rate meeting the objectives)
     mode: str
     # connections (closed, connect, hold), or for "open" the rate as a percent of the target's
     # closed-loop capacity measured earlier in the same sweep (the record's `load_pct`)
@@ -111,9 +118,13 @@ class Cell:
 
     @property
     def id(self) -> str:
-        load = {"closed": "c", "connect": "connect", "open": "open", "hold": "hold"}[
-            self.mode
-        ] + str(self.load)
+        load = {
+            "closed": "c",
+            "connect": "connect",
+            "open": "open",
+            "hold": "hold",
+            "capacity": "capacity",
+        }[self.mode] + str(self.load)
         return f"{self.target}|{self.protocol}|{self.workload}|{load}|r{self.repeat}"
 
     def label(self) -> str:
@@ -122,6 +133,7 @@ class Cell:
             "connect": f"new-conn c={self.load}",
             "open": f"open loop {self.load}% of capacity",
             "hold": f"{self.load} idle connections held",
+            "capacity": f"capacity search c={self.load}",
         }[self.mode]
         return f"{self.target} {self.protocol} {self.workload} {load} #{self.repeat + 1}"
 
@@ -155,6 +167,13 @@ class SweepPlan:
     # best closed-loop req/s for open_loop_workload, measured earlier in the same sweep.
     open_fractions: list = field(default_factory=list)
     open_loop_workload: str = "plaintext"
+    # Capacity under these objectives (e.g. ["p99<10ms"]; empty: none): per target and detail
+    # protocol, capacity_repeats searches (loadbench.capacity) over open_loop_workload at the
+    # largest concurrency, from half the closed-loop peak measured earlier in the sweep; steps
+    # of `duration` after `warmup`, bisected to capacity_precision, confirmed once.
+    capacity: list = field(default_factory=list)
+    capacity_precision: float = 0.05
+    capacity_repeats: int = 1
     # Memory per idle connection: for each target, `repeats` cells that hold this many idle
     # keep-alive connections (loadbench.hold_connections) on a freshly started server and
     # measure its RSS/PSS growth per connection (0: none). Plain http only (the holder speaks
@@ -269,6 +288,7 @@ class SweepPlan:
             raise ConfigError(
                 f"open_loop_workload {self.open_loop_workload!r} is not a workload of this sweep"
             )
+        self._check_capacity(wnames)
         if self.connection_setup and self.connection_setup_workload not in wnames:
             raise ConfigError(
                 f"connection_setup_workload {self.connection_setup_workload!r} is not a workload of this sweep"
@@ -308,6 +328,31 @@ class SweepPlan:
                     f"streams.{p}: HTTP/1.1 has no streams (its requests in flight per "
                     f"connection are the pipeline key), so it must be 1, not {n}"
                 )
+
+    def _check_capacity(self, workloads: list[str]) -> None:
+        if not self.capacity:
+            return
+        if isinstance(self.capacity, str):
+            self.capacity = [self.capacity]
+        parse_objectives(self.capacity)  # a bad objective stops the sweep before it starts
+        if not 0 < self.capacity_precision < 1:
+            raise ConfigError(
+                f"capacity_precision: {self.capacity_precision!r} is not a fraction in (0, 1)"
+            )
+        if isinstance(self.capacity_repeats, bool) or not (
+            isinstance(self.capacity_repeats, int) and self.capacity_repeats >= 1
+        ):
+            raise ConfigError(f"capacity_repeats: {self.capacity_repeats!r} is not an integer >= 1")
+        if self.open_loop_workload not in workloads:
+            raise ConfigError(
+                f"open_loop_workload {self.open_loop_workload!r} (the capacity cells' workload) "
+                "is not a workload of this sweep"
+            )
+
+    def capacity_steps(self) -> int:
+        """The planned steps of one capacity search (CAPACITY_BRACKET_STEPS, the bisections of a
+        bracket half the peak wide down to capacity_precision, one confirmation)."""
+        return CAPACITY_BRACKET_STEPS + math.ceil(math.log2(0.5 / self.capacity_precision)) + 1
 
     def _check_hold(self) -> None:
         n = self.hold_connections
@@ -402,20 +447,17 @@ class SweepPlan:
         cells = self.cells() if cells is None else cells
         loaded = [c for c in cells if c.mode != "hold"]
         groups = {(c.target, c.protocol) for c in loaded}
-        return (
-            len(loaded) * (self.warmup + self.duration + REPEAT_OVERHEAD_S)
-            + (len(cells) - len(loaded)) * self.hold_cell_seconds()
-            + len(groups) * (SERVER_START_S + GATE_PROBE_S)
+        return sum(self.planned_cell_seconds(c) for c in cells) + len(groups) * (
+            SERVER_START_S + GATE_PROBE_S
         )
 
     def planned_cell_seconds(self, cell: Cell) -> float:
         """One cell's share of planned_seconds() without the per-server costs (the progress
         bar's weight for it)."""
-        return (
-            self.hold_cell_seconds()
-            if cell.mode == "hold"
-            else self.warmup + self.duration + REPEAT_OVERHEAD_S
-        )
+        if cell.mode == "hold":
+            return self.hold_cell_seconds()
+        repeat = self.warmup + self.duration + REPEAT_OVERHEAD_S
+        return repeat * (self.capacity_steps() if cell.mode == "capacity" else 1)
 
     # -- the matrix ----------------------------------------------------------------------
     def cells(self) -> list[Cell]:
@@ -452,6 +494,12 @@ class SweepPlan:
                             for f in self.open_fractions
                             for r in range(self.repeats)
                         ]
+                        if self.capacity:
+                            c = max(w.concurrencies or self.concurrencies)
+                            out += [
+                                Cell(target.name, protocol, w.name, "capacity", c, r)
+                                for r in range(self.capacity_repeats)
+                            ]
                 if protocol == "http":
                     out += self._hold_cells(target)
             if "http" not in self.protocols:  # hold cells are http whatever the load protocols are

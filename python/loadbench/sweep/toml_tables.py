@@ -56,6 +56,9 @@ SWEEP_KEYS = {
     "peers_dir": (_STR, "a directory"),
     "open_fractions": (_LIST, "a list of fractions of capacity, e.g. [0.5, 0.8, 0.95]"),
     "open_loop_workload": (_STR, "a workload name"),
+    "capacity": (_LIST + _STR, 'objectives, e.g. ["p99<10ms", "errors<0.1%"]'),
+    "capacity_precision": (_NUM, "a fraction, e.g. 0.05"),
+    "capacity_repeats": (_INT, "a positive integer"),
     "hold_connections": (
         _INT,
         (

@@ -1,0 +1,122 @@
+"""report.md's "Capacity under the objective" section and the data of its chart, from the
+capacity searches the model folds (``Model.capacities()``, report/capacity_cells.py)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..slo.objectives import parse_objective
+from .capacity_cells import CapacityCell
+from .markdown import CONTENDED, fmt_int, fmt_us, table
+
+
+def _capacity_text(c: CapacityCell) -> str:
+    if c.status != "ok":
+        return "FAIL" if c.status == "fail" else "n/a"
+    found = c.capacity
+    if found is not None:
+        return fmt_int(found.median)
+    if c.lower_bound is not None:
+        return f"≥ {fmt_int(c.lower_bound)}"
+    return "none"
+
+
+def _outcome_text(c: CapacityCell) -> str:
+    if c.status != "ok":
+        return c.note or c.status
+    words = {
+        "capacity": "found",
+        "generator-bound": "generator-bound: the server's capacity is above the figure",
+        "below-start": "failed at every rate tried",
+        "unstable": "unstable: passed only in some runs",
+        "not-converged": "did not converge",
+    }
+    text = "; ".join(sorted({words.get(o, o) for o in c.outcomes}))
+    if c.contended_steps:
+        text += (
+            f"; {CONTENDED} {c.contended_steps} contended step(s): other processes took a share "
+            "of the machine, the figure is doubtful"
+        )
+    return text
+
+
+def section(model) -> list[str]:
+    """report.md's "Capacity under the objective" lines (empty without capacity cells)."""
+    cells = model.capacities()
+    if not cells:
+        return []
+    objectives = next((c.objectives for c in cells.values() if c.objectives), [])
+    settings = model.settings
+    searches = max((len(c.searches) for c in cells.values()), default=0)
+    rows = []
+    for c in cells.values():
+        spread = c.achieved_at_capacity
+        rows.append(
+            [
+                c.target,
+                c.protocol,
+                _capacity_text(c),
+                "" if spread is None else f"{fmt_int(spread.min)} - {fmt_int(spread.max)}",
+                "" if c.first_failing is None else fmt_int(c.first_failing),
+                c.failing_objective or "",
+                fmt_us(c.cpu_us_at_capacity) or "",
+                str(len(c.steps())),
+                _outcome_text(c),
+            ]
+        )
+    header = [
+        "Server",
+        "Protocol",
+        "Capacity (req/s)",
+        "Sent at capacity, min - max (req/s)",
+        "First failing rate (req/s)",
+        "Failing objective",
+        "Server CPU us/req at capacity",
+        "Steps",
+        "Outcome",
+    ]
+    return [
+        f"## Capacity under the objective: {' and '.join(objectives)}",
+        "",
+        "The highest open-loop rate each server took while meeting every objective, over the whole "
+        f"step and over every 1 s window in it (`loadbench capacity`; {searches} search(es) per "
+        f"server, {next(iter(cells.values())).workload} at C = {next(iter(cells.values())).connections} "
+        "growing as Little's law needs): from half the closed-loop peak measured above, up while "
+        f"steps pass and down while they fail, bisected to {100 * settings.get('capacity_precision', 0.05):g} % "
+        f"and confirmed; each step {settings.get('warmup', 0):g} s of settling and "
+        f"{settings.get('duration', 0):g} s judged. Latency is corrected for coordinated omission. "
+        "A search whose generator could not send on time (its threads saturated, or sends late while "
+        "the server answered within the objectives) claims no capacity: it shows the highest "
+        "passing rate as a lower bound (≥), because the generator, not the server, was the limit.",
+        "",
+        table(header, rows),
+        "",
+    ]
+
+
+def chart_series(model) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """{protocol: {server: [(achieved req/s, corrected p99 ms), ...]}} over every step of every
+    search, sorted by rate: the latency-vs-load curve the search measured on its way."""
+    out: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for c in model.capacities().values():
+        points = sorted(
+            (s["achieved_rate"], s["latency_ms"]["p99"])
+            for s in c.steps()
+            if s.get("latency_ms") and s.get("achieved_rate")
+        )
+        if points:
+            out.setdefault(c.protocol, {})[c.target] = points
+    return out
+
+
+def latency_limit_ms(objectives: list[str]) -> Optional[float]:
+    """The p99 objective's limit in ms (the line the chart draws), if there is one."""
+    for text in objectives:
+        o = parse_objective(text)
+        if o.metric == "p99":
+            return o.limit / 1000
+    return None
+
+
+def objectives_of(model) -> list[Any]:
+    return next((c.objectives for c in model.capacities().values() if c.objectives), [])

@@ -1,0 +1,215 @@
+"""The capacity search (`loadbench capacity`, loadbench.capacity) against servers whose capacity
+is known by construction, and the objectives it judges by.
+
+tests/fixed_cost_server.py spends exactly COST_MS of CPU per request, one at a time, pinned to
+CPU 0 (the generator on CPU 1): it answers at most 1000 / COST_MS requests per second, so the
+search must land a few per cent below that. The same server frozen for a second inside a step
+fails the windowed objective while the whole step passes; a rate no generator thread can send
+ends the search as generator-bound, never with a capacity figure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import loadbench
+from loadbench.cli import main
+from loadbench.core.errors import ConfigError
+from loadbench.slo import judge, parse_objectives
+
+SERVER = Path(__file__).with_name("fixed_cost_server.py")
+TWO_CPUS = len(os.sched_getaffinity(0)) >= 2
+SERVER_CPU, GENERATOR_CPUS = ([0], [1]) if TWO_CPUS else (None, None)
+
+
+class FixedCostServer:
+    def __init__(self, tmp: Path, cost_ms: float, stall_after_s=None, stall_ms=None) -> None:
+        port_file = tmp / f"port-{time.monotonic_ns()}"
+        argv = [sys.executable, str(SERVER), str(port_file), str(cost_ms)]
+        if stall_after_s is not None:
+            argv += [str(stall_after_s), str(stall_ms)]
+        self.proc = subprocess.Popen(
+            argv,
+            preexec_fn=(lambda: os.sched_setaffinity(0, SERVER_CPU)) if SERVER_CPU else None,
+        )
+        deadline = time.monotonic() + 10
+        while not port_file.exists():
+            assert self.proc.poll() is None and time.monotonic() < deadline, "server did not start"
+            time.sleep(0.02)
+        self.url = f"http://127.0.0.1:{port_file.read_text()}/"
+        self.pid = self.proc.pid
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def fixed_cost(tmp_path):
+    started: list[FixedCostServer] = []
+
+    def start(cost_ms: float, **stall) -> FixedCostServer:
+        server = FixedCostServer(tmp_path, cost_ms, **stall)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.mark.parametrize(
+    "text,named",
+    [
+        ("p99<10", "use e.g. 'p99<10ms'"),
+        ("p99>10ms", "use e.g."),
+        ("errors<2ms", "the errors objective is a percentage"),
+        ("p99<5%", "a latency objective needs us, ms or s"),
+        ("p100<1ms", "a percentile is between p0 and p100"),
+        ("p99<0ms", "the limit must be above 0"),
+        ("p99<1ms,p99<2ms", "one objective per metric"),
+    ],
+)
+def test_bad_objectives_are_named(text, named):
+    with pytest.raises(ConfigError, match="objective") as info:
+        parse_objectives([text])
+    assert named in str(info.value)
+
+
+def test_objectives_parse_units_and_lists():
+    objectives = parse_objectives(["p99<10ms, p99.9 < 0.05s", "errors<0.1%", "mean<500us"])
+    assert [(o.metric, o.limit) for o in objectives] == [
+        ("p99", 10_000.0),
+        ("p99.9", 50_000.0),
+        ("errors", 0.001),
+        ("mean", 500.0),
+    ]
+
+
+def test_a_stall_inside_the_step_fails_its_window_while_the_whole_step_passes(fixed_cost):
+    """1 ms per request at 100 req/s for 15 s, frozen for 1 s once: about 100 of 1 500 requests
+    (7 %) wait behind the freeze, so the step's p90 holds - but not the p90 of the window it
+    fell in."""
+    server = fixed_cost(1.0, stall_after_s=4.0, stall_ms=1000)
+    result = loadbench.run(
+        server.url, rate=100, duration=15, warmup=0.5, interval=1.0, connections=10,
+        cpus=GENERATOR_CPUS,
+    )  # fmt: skip
+    (p90,) = parse_objectives(["p90<50ms"])
+    assert p90.latency_us(result.latency) < p90.limit  # the whole step passes
+    verdict = judge(result, [p90], window_s=1.0)
+    assert not verdict.passed and verdict.failed_objective == "p90<50ms"
+    assert all("in the window at" in f for f in verdict.failures), verdict.failures
+    assert 1 <= len(verdict.failures) <= 3 and verdict.windows >= 14
+    assert result.responses + result.error_count + result.unfinished == result.due
+
+
+def test_the_search_finds_a_known_capacity(fixed_cost, tmp_path):
+    """4 ms of CPU per request: at most 250 req/s. p99 < 20 ms (five service times) holds up to
+    nearly that rate and breaks just above it, where the queue grows without bound."""
+    server = fixed_cost(4.0)
+    steps = []
+    found = loadbench.capacity(
+        server.url, "p99<20ms", step=2.0, settle=0.5, window=0.5, precision=0.03, repeats=2,
+        cpus=GENERATOR_CPUS, sample_pid=server.pid, on_step=steps.append,
+    )  # fmt: skip
+    assert found.outcome == "capacity", found.message() + "\n" + "\n".join(found.table_lines())
+    ceiling = 1000 / 4.0
+    assert 0.8 * ceiling <= found.capacity <= 1.02 * ceiling, found.table_lines()
+    assert found.capacity < found.first_failing <= 1.03 * found.capacity / (1 - 0.03)
+    assert found.failing_objective == "p99<20ms"
+    # the capacity passed every time it was run; every step kept its exact counts
+    at = [s for s in found.steps if s.rate == found.capacity]
+    assert len(at) == 3 and all(s.passed for s in at)
+    assert steps == found.steps and found.probe_rps > 0.8 * ceiling
+    for s in found.steps:
+        r = s.result
+        assert r.responses + r.error_count + r.unfinished == r.due
+        assert s.server_cpu_us_per_req == pytest.approx(4000, rel=0.25)
+    data = json.loads(found.to_json(tmp_path / "capacity.json"))
+    assert data["outcome"] == "capacity" and data["capacity"] == found.capacity
+    assert len(data["steps"]) == len(found.steps) and data["spread"]["passed"] == 3
+    assert "capacity under p99<20ms" in found.message()
+
+
+def test_a_rate_the_generator_cannot_send_ends_generator_bound(beast_server, tmp_path, capsys):
+    """Three million requests a second from one generator thread: the search stops at its
+    first step and claims no capacity; the JSON, the table and the chart say so."""
+    out, chart = tmp_path / "c.json", tmp_path / "c.png"
+    code = main(
+        [
+            "capacity", beast_server.url("/plaintext"), "--slo", "p99<10ms", "--start", "3e6",
+            "--step", "1s", "--settle", "0.2s", "-t", "1", "--json", str(out), "--plot",
+            str(chart), *(["--cpus", "1"] if TWO_CPUS else []),
+        ]
+    )  # fmt: skip
+    printed = capsys.readouterr()
+    assert code == 1
+    data = json.loads(out.read_text())
+    assert data["outcome"] == "generator-bound" and data["capacity"] is None
+    assert len(data["steps"]) == 1 and data["steps"][0]["generator_bound"]
+    assert "generator-bound at 3 000 000 req/s" in printed.out
+    assert "no rate was measured that the generator could send on time" in printed.out
+    assert chart.stat().st_size > 10_000
+
+
+def test_capacity_refuses_what_it_sets_itself_and_bad_settings(beast_server, capsys):
+    with pytest.raises(ConfigError, match="sets rate for every step itself"):
+        loadbench.capacity(beast_server.url("/"), "p99<10ms", rate=1000)
+    with pytest.raises(ConfigError, match="precision"):
+        loadbench.capacity(beast_server.url("/"), "p99<10ms", precision=2)
+    assert main(["capacity", beast_server.url("/"), "--slo", "p99 under 10ms"]) == 2
+    assert "bad objective 'p99 under 10ms'" in capsys.readouterr().err
+
+
+def test_a_sweep_capacity_cell_reaches_the_report_the_chart_and_compare(tmp_path):
+    """One capacity cell after the closed-loop cell it starts from: its search is kept whole in
+    results.jsonl, folded by the report model apart from the load cells, shown as a table and a
+    chart of its steps, and compared like any metric."""
+    from loadbench import Sweep, Target
+    from loadbench.report import model as report_model
+    from loadbench.report.comparison import compare
+
+    out = tmp_path / "sweep"
+    Sweep(
+        targets=[Target("beast")],
+        concurrencies=[10],
+        repeats=1,
+        duration=0.5,
+        warmup=0.2,
+        capacity=["p99<50ms"],
+        capacity_precision=0.25,
+        contended_reruns=0,
+    ).run(out, progress=False, notes=False)
+    assert main(["report", str(out)]) == 0
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    (search,) = [r for r in records if r["mode"] == "capacity"]
+    assert search["status"] == "ok" and search["id"] == "beast|http|plaintext|capacity10|r0"
+    result = search["result"]
+    assert result["outcome"] in ("capacity", "generator-bound"), result["message"]
+    closed = next(r for r in records if r["mode"] == "closed")
+    assert result["settings"]["start"] == pytest.approx(closed["result"]["rps"] / 2)
+    assert all(s["result"]["server"]["cpu_s"] is not None for s in result["steps"])
+    m = report_model.load(out)
+    assert all(a.mode != "capacity" for a in m.aggs.values())
+    cell = m.capacities()[("beast", "http")]
+    assert len(cell.steps()) == len(result["steps"])
+    text = (out / "report.md").read_text()
+    assert "## Capacity under the objective: p99<50ms" in text
+    row = next(line for line in text.splitlines() if line.startswith("| beast | http |"))
+    shown = f"{result['capacity']:,.0f}".replace(",", " ") if result["capacity"] else "≥ "
+    assert shown in row, row
+    assert (out / "capacity_latency.png").stat().st_size > 10_000
+    frame = compare(out, out)
+    capacity_rows = frame[frame.metric == "capacity"]
+    assert len(capacity_rows) == 1 and capacity_rows.iloc[0].verdict in (
+        "too few repeats",
+        "uncertain",
+    )
