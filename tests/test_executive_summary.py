@@ -51,13 +51,22 @@ def _expected(model, source):
         "outside_share": lambda: model.aggs[tuple(a)].outside_share,
         "servers": lambda: float(len(model.targets)),
         "bad_share": lambda: model.aggs[tuple(a)].bad_share,
+        "capacity": lambda: _capacity(model, *a),
         "setting": lambda: _setting(model, *a),
     }[kind]()
+
+
+def _capacity(model, target, protocol):
+    cell = model.capacities()[(target, protocol)]
+    if cell.capacity is not None:
+        return analysis.Figure(cell.capacity.median)
+    return analysis.Figure(cell.lower_bound, "lower")
 
 
 def _setting(model, which, value):
     known = {
         "concurrency": {a.load for a in model.cells()},
+        "load": {a.load for a in model.aggs.values()},
         "cores": {model.cores},
         "server_cpus": set(model.settings.get("server_cpus") or []),
         "generator_cpus": set(model.settings.get("generator_cpus") or []),

@@ -120,6 +120,12 @@ def figure_of(model: Model, base: str, source: Source) -> Optional[float]:
         return model.aggs[tuple(args)].outside_share
     if kind == "bad_share":  # non-2xx answers and errors over a cell's outcomes
         return model.aggs[tuple(args)].bad_share
+    if kind == "capacity":  # a capacity search's answer; a generator-bound one is a lower bound
+        cell = model.capacities()[(args[0], args[1])]
+        found = cell.capacity
+        if found is not None:
+            return analysis.Figure(found.median)
+        return None if cell.lower_bound is None else analysis.Figure(cell.lower_bound, "lower")
     if kind == "servers":
         return float(len(model.targets))
     if kind == "setting":
@@ -382,6 +388,47 @@ def _cpu_points(model: Model, base: str) -> list[Point]:
     return [w.point(text)]
 
 
+def _capacity_points(model: Model, base: str) -> list[Point]:
+    """Per protocol searched: each server's capacity under the objectives, highest first."""
+    cells = model.capacities()
+    if not cells:
+        return []
+    objectives = next((c.objectives for c in cells.values() if c.objectives), [])
+    w = _Writer(model, base, f"Capacity under {' and '.join(objectives)} (open loop, searched)")
+    out = []
+    for protocol in dict.fromkeys(p for _, p in cells):
+        have = {
+            t: v
+            for (t, p) in cells
+            if p == protocol and (v := figure_of(model, base, ("capacity", t, p))) is not None
+        }
+        if not have:
+            continue
+        order = sorted(have, key=lambda t: -float(have[t]))
+        listed = ", ".join(f"{t} {w.num(('capacity', t, protocol), _rps)}" for t in order)
+        bounded = [t for t in order if getattr(have[t], "bound", None)]
+        note = (
+            f"; for {_and(bounded)} the generator was the limit, so the server's capacity is "
+            "at least that"
+            if bounded
+            else ""
+        )
+        out.append(w.point(f"Over {protocol}, in req/s: {listed}{note}."))
+    return out
+
+
+def _cell_words(w: "_Writer", a: Aggregate) -> str:
+    """'node h2 plaintext C = 25', 'beast http plaintext, open loop at 50 %', 'go https
+    plaintext, a new connection per request at c = 20'."""
+    load = w.num(("setting", "load", a.load), _count)
+    where = f"{a.target} {a.protocol} {a.workload}"
+    if a.mode == "open":
+        return f"{where}, open loop at {load} % of capacity"
+    if a.mode == "connect":
+        return f"{where}, a new connection per request at c = {load}"
+    return f"{where} C = {load}"
+
+
 def _qualification_points(model: Model, base: str) -> list[Point]:
     w = _Writer(model, base, "What qualifies these sentences")
     out = []
@@ -408,8 +455,7 @@ def _qualification_points(model: Model, base: str) -> list[Point]:
                 "Left out as contended (another process took a share of the machine during the "
                 "window, even after re-runs): "
                 + "; ".join(
-                    f"{a.target} {a.protocol} {a.workload} C = "
-                    + w.num(("setting", "concurrency", a.load), _count)
+                    _cell_words(w, a)
                     + (
                         f" ({w.num(('outside_share', *a.key), _share)} outside CPU)"
                         if a.outside_share is not None
@@ -426,8 +472,7 @@ def _qualification_points(model: Model, base: str) -> list[Point]:
                 "Left out for errors (too many non-2xx answers or errors to rank: a server that "
                 "sheds load as fast errors looks fast): "
                 + "; ".join(
-                    f"{a.target} {a.protocol} {a.workload} C = "
-                    + w.num(("setting", "concurrency", a.load), _count)
+                    _cell_words(w, a)
                     + f" ({w.num(('bad_share', *a.key), _bad_share)} non-2xx/errors)"
                     for a in dirty
                 )
@@ -440,11 +485,7 @@ def _qualification_points(model: Model, base: str) -> list[Point]:
             w.point(
                 "Under-driven (‡: connections lost to errors or reconnects, so the server saw "
                 "fewer requests in flight than C): "
-                + "; ".join(
-                    f"{a.target} {a.protocol} {a.workload} C = "
-                    + w.num(("setting", "concurrency", a.load), _count)
-                    for a in starved
-                )
+                + "; ".join(_cell_words(w, a) for a in starved)
                 + "."
             )
         )
@@ -509,6 +550,7 @@ def executive_summary(model: Model, base: str) -> list[Point]:
         _protocol_points,
         _memory_points,
         _cpu_points,
+        _capacity_points,
         _qualification_points,
     ):
         out += part(model, base)
