@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -15,19 +14,9 @@ from ..core.errors import ConfigError, LoadbenchError
 from ..core.gate import LoadGate
 from ..core.options import FIELD_HELP, RunOptions
 from ..core.run import run
+from ..core.schedule import parse_duration
 from ..core.summary import saturation_warning
 from ._cpus import parse_cpu_list
-
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(us|ms|s|m|h)?\s*$")
-_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
-
-
-def parse_duration(text: str, what: str = "duration") -> float:
-    """ "10s", "500ms", "2m", "1h" or plain seconds."""
-    m = _DURATION.match(str(text))
-    if not m:
-        raise ConfigError(f"bad {what} {text!r}: use e.g. 10s, 500ms, 2m")
-    return float(m.group(1)) * _UNITS[m.group(2)]
 
 
 def check_writable(flag: str, path: str) -> None:
@@ -131,8 +120,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", default="10s", help=_help("timeout", "e.g. 10s"))
     p.add_argument("--warmup", default="0s", help=_help("warmup", "e.g. 2s"))
     p.add_argument("--cpus", default=None, help=_help("cpus", "e.g. 1 or 2-3"))
+    p.add_argument("--interval", default=None, metavar="SPAN", help=_help("interval", "e.g. 500ms"))
     p.add_argument(
         "-q", "-R", "--rate", type=float, default=None, metavar="RATE", help=_help("rate")
+    )
+    p.add_argument(
+        "--rate-schedule",
+        default=None,
+        metavar="'TIME:RATE, ...'",
+        help=_help("rate_schedule", "instead of --rate; no --duration needed"),
+    )
+    p.add_argument(
+        "--steps",
+        default=None,
+        metavar="'RATE:DURATION, ...'",
+        help=_help("steps", "instead of --rate; no --duration needed"),
     )
     p.add_argument(
         "--arrival", choices=("constant", "poisson"), default="constant", help=_help("arrival")
@@ -224,7 +226,6 @@ def main(args: argparse.Namespace) -> int:
     for flag, path in (("--json", args.json), ("--hdr-log", args.hdr_log)):
         if path is not None:
             check_writable(flag, path)  # before the run, not after minutes of load
-    duration = parse_duration(args.duration) if args.duration is not None else 10.0
     body: Optional[object] = args.body
     if args.body_file is not None:
         body = Path(args.body_file)
@@ -242,7 +243,6 @@ def main(args: argparse.Namespace) -> int:
     kwargs = dict(
         connections=args.connections,
         threads=args.threads,
-        duration=duration,
         requests=args.requests,
         warmup=parse_duration(args.warmup, "warm-up"),
         method=args.method,
@@ -264,6 +264,14 @@ def main(args: argparse.Namespace) -> int:
         max_connections=args.max_connections,
         seed=args.seed,
     )
+    if args.interval is not None:
+        kwargs.update(interval=parse_duration(args.interval, "interval"))
+    if args.duration is not None:  # else 10 s, or as long as a rate schedule
+        kwargs.update(duration=parse_duration(args.duration))
+    if args.rate_schedule is not None:
+        kwargs.update(rate_schedule=args.rate_schedule)
+    if args.steps is not None:
+        kwargs.update(steps=args.steps)
     if args.send_batch is not None:
         kwargs.update(send_batch=parse_duration(args.send_batch, "send batch"))
     if args.h2 or args.streams != 1:
