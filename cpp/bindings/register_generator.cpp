@@ -116,6 +116,7 @@ void register_generator(py::module_& m) {
         .def_readwrite("interval_s", &EngineConfig::interval_s)
         .def_readwrite("rate", &EngineConfig::rate)
         .def_readwrite("rate_schedule", &EngineConfig::rate_schedule)
+        .def_readwrite("connections_schedule", &EngineConfig::connections_schedule)
         .def_readwrite("poisson", &EngineConfig::poisson)
         .def_readwrite("seed", &EngineConfig::seed)
         .def_readwrite("max_connections", &EngineConfig::max_connections)

@@ -148,3 +148,14 @@ TEST(RateCurve, PoissonArrivalsFollowTheCurveInIntegratedTime) {
     EXPECT_NEAR(static_cast<double>(count_in(times, 0, 1'000'000'000)), 5'000.0, 4 * std::sqrt(5'000.0));
     EXPECT_LT(times.back(), 2'000'000'000);
 }
+
+TEST(RateCurve, ValueAtFollowsTheConnectionsScheduleWithItsEndsHeld) {
+    // --connections-schedule '0s:2, 1s:2, 1s:8, 3s:0' with a 0.5 s warm-up
+    const RateCurve curve({{0.0, 2.0}, {1.0, 2.0}, {1.0, 8.0}, {3.0, 0.0}}, 0.5);
+    EXPECT_DOUBLE_EQ(curve.value_at(-2.0), 2.0);  // before the warm-up: the first count
+    EXPECT_DOUBLE_EQ(curve.value_at(-0.25), 2.0);
+    EXPECT_DOUBLE_EQ(curve.value_at(0.5), 2.0);
+    EXPECT_DOUBLE_EQ(curve.value_at(1.0), 8.0);  // the step
+    EXPECT_DOUBLE_EQ(curve.value_at(2.0), 4.0);
+    EXPECT_DOUBLE_EQ(curve.value_at(5.0), 0.0);  // after the end: the last
+}

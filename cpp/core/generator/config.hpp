@@ -47,6 +47,11 @@ struct EngineConfig {
     // last point (duration_s must be that). Each stretch between two times is a stage, measured
     // on its own (Measurements::stages). The same connections serve every stage.
     std::vector<std::pair<double, double>> rate_schedule;
+    // Closed loop with a changing number of active connections (k6's ramping VUs): (seconds from
+    // the window's start, connections) points, piecewise linear between them (rounded down), as
+    // rate_schedule is for the rate. `connections` must be its most: the connections are opened
+    // once, when first active, and parked open (no request) while a stage needs fewer.
+    std::vector<std::pair<double, double>> connections_schedule;
     bool poisson = false;
     uint64_t seed = 1;
     int max_connections = 0;

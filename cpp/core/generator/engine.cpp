@@ -41,36 +41,65 @@ std::string seconds_text(double s) {
     return text;
 }
 
-// A load shape's points: from 0 s, times never decreasing, rates >= 0, something to send, and
-// the window as long as the shape (the Python layer sets duration from it).
-void validate_rate_schedule(const EngineConfig& c) {
-    const auto& points = c.rate_schedule;
-    if (c.rate > 0.0) throw ConfigError("give either a rate or a rate schedule (rate_schedule, steps), not both");
+// A schedule's points (`name`: rate_schedule or connections_schedule, each a `what`): from 0 s,
+// times never decreasing, values >= 0, something to do, and the window as long as the schedule
+// (the Python layer sets duration from it).
+void validate_points(const std::string& name, const std::string& what,
+                     const std::vector<std::pair<double, double>>& points, const EngineConfig& c) {
     if (c.total_requests > 0)
-        throw ConfigError("a rate schedule sets the run's length: give no request count (-n/--requests) with it");
+        throw ConfigError("a " + name + " sets the run's length: give no request count (-n/--requests) with it");
     if (points.size() < 2)
-        throw ConfigError("rate_schedule needs at least two points (TIME:RATE), e.g. '0s:100, 10s:1000'");
+        throw ConfigError(name + " needs at least two points (TIME:" + (what == "rate" ? "RATE" : "CONNECTIONS") +
+                          "), e.g. '0s:10, 10s:100'");
     if (points.size() > kMaxSchedulePoints)
-        throw ConfigError("rate_schedule has " + std::to_string(points.size()) + " points; at most " +
+        throw ConfigError(name + " has " + std::to_string(points.size()) + " points; at most " +
                           std::to_string(kMaxSchedulePoints) + " (each stage keeps its own latency histogram)");
     for (size_t i = 0; i < points.size(); ++i) {
-        const auto& [t, rate] = points[i];
-        const std::string which = "rate_schedule point " + std::to_string(i + 1) + " (" + seconds_text(t) + ")";
+        const auto& [t, value] = points[i];
+        const std::string which = name + " point " + std::to_string(i + 1) + " (" + seconds_text(t) + ")";
         if (!std::isfinite(t)) throw ConfigError(which + ": its time must be a finite number of seconds");
-        if (!(rate >= 0.0 && std::isfinite(rate)))
-            throw ConfigError(which + ": its rate must be >= 0 requests per second");
+        if (!(value >= 0.0 && std::isfinite(value)))
+            throw ConfigError(which + ": its " + what + " must be >= 0" +
+                              (what == "rate" ? " requests per second" : ""));
         if (i == 0 && t != 0.0)
-            throw ConfigError("rate_schedule must start at 0s (the measured window's start), not at " +
-                              seconds_text(t));
+            throw ConfigError(name + " must start at 0s (the measured window's start), not at " + seconds_text(t));
         if (i > 0 && t < points[i - 1].first)
             throw ConfigError(which + " comes before point " + std::to_string(i) + " (" +
                               seconds_text(points[i - 1].first) + "): times must not decrease");
     }
-    if (!(points.back().first > 0.0)) throw ConfigError("rate_schedule must last longer than 0 s");
-    if (RateCurve(points, 0.0).total() <= 0.0) throw ConfigError("rate_schedule sends nothing: every rate is 0");
+    if (!(points.back().first > 0.0)) throw ConfigError(name + " must last longer than 0 s");
+    if (RateCurve(points, 0.0).total() <= 0.0) throw ConfigError(name + " sends nothing: every " + what + " is 0");
     if (std::fabs(c.duration_s - points.back().first) > 1e-9)
-        throw ConfigError("rate_schedule lasts " + seconds_text(points.back().first) + " but the duration is " +
+        throw ConfigError(name + " lasts " + seconds_text(points.back().first) + " but the duration is " +
                           seconds_text(c.duration_s) + ": leave the duration out, the schedule sets it");
+}
+
+void validate_schedules(const EngineConfig& c) {
+    if (!c.rate_schedule.empty()) {
+        if (c.rate > 0.0) throw ConfigError("give either a rate or a rate schedule (rate_schedule, steps), not both");
+        validate_points("rate_schedule", "rate", c.rate_schedule, c);
+    }
+    if (c.connections_schedule.empty()) return;
+    if (c.rate > 0.0 || !c.rate_schedule.empty())
+        throw ConfigError(
+            "connections_schedule shapes the closed loop: give no rate or rate schedule with it (an open loop's "
+            "connections follow its rate)");
+    validate_points("connections_schedule", "connection count", c.connections_schedule, c);
+    double most = 0.0;
+    for (const auto& [t, n] : c.connections_schedule) {
+        if (n != std::floor(n))
+            throw ConfigError("connections_schedule point at " + seconds_text(t) +
+                              ": a connection count must be a whole number");
+        most = std::max(most, n);
+    }
+    if (static_cast<double>(c.connections) != most)
+        throw ConfigError("connections (" + std::to_string(c.connections) +
+                          ") must be the connections_schedule's most (" + std::to_string(static_cast<int64_t>(most)) +
+                          "): those are the connections it activates");
+    if (!c.keepalive)
+        throw ConfigError(
+            "connections_schedule needs keep-alive: it parks open connections, and without keep-alive a connection "
+            "closes after each request");
 }
 
 void validate(const EngineConfig& c) {
@@ -92,7 +121,7 @@ void validate(const EngineConfig& c) {
     if (c.threads > c.connections)
         throw ConfigError("threads (" + std::to_string(c.threads) + ") must not exceed connections (" +
                           std::to_string(c.connections) + "): every thread needs at least one connection");
-    if (!c.rate_schedule.empty()) validate_rate_schedule(c);  // before the duration it sets
+    validate_schedules(c);  // before the duration they set
     if (c.total_requests < 0) throw ConfigError("requests must be an integer >= 1");
     if (c.total_requests == 0 && !(c.duration_s > 0.0 && std::isfinite(c.duration_s)))
         throw ConfigError("duration must be > 0 seconds");
@@ -229,10 +258,14 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
     plan_.open_loop = config_.rate > 0.0 || !config_.rate_schedule.empty();
     plan_.arrival = config_.poisson ? ArrivalSchedule::Kind::Poisson : ArrivalSchedule::Kind::Constant;
     plan_.rate_per_worker = config_.rate / config_.threads;
-    if (!config_.rate_schedule.empty()) {
-        plan_.rate_curve = RateCurve(config_.rate_schedule, config_.warmup_s);
+    if (!config_.rate_schedule.empty()) plan_.rate_curve = RateCurve(config_.rate_schedule, config_.warmup_s);
+    if (!config_.connections_schedule.empty())
+        plan_.connection_curve = RateCurve(config_.connections_schedule, config_.warmup_s);
+    // A schedule's stages: each stretch between two of its times (the Recorder measures each).
+    const auto& shape = config_.rate_schedule.empty() ? config_.connections_schedule : config_.rate_schedule;
+    if (!shape.empty()) {
         plan_.stage_edges_ns.push_back(0);
-        for (const auto& [t, rate] : config_.rate_schedule)
+        for (const auto& [t, value] : shape)
             if (t > 0.0 && seconds_to_ns(t) > plan_.stage_edges_ns.back())
                 plan_.stage_edges_ns.push_back(seconds_to_ns(t));
     }

@@ -12,7 +12,8 @@
 namespace loadbench::generator {
 
 // A load shape (--rate-schedule, --steps): the run's total rate, piecewise linear between
-// points (seconds from the measured window's start, requests per second). Two points at one time
+// points (seconds from the measured window's start, requests per second); or the closed loop's
+// active connections (--connections-schedule), the same way. Two points at one time
 // are an instant step. Time 0 is the window's start; the warm-up before it runs at the first
 // point's rate; the window ends at the last point. Built once from checked points (the engine's
 // validate), shared read-only by the workers.
@@ -55,6 +56,16 @@ public:
             break;
         }
         return out;
+    }
+
+    // The curve's value at `t_s` (seconds from the window's start): its first value before the
+    // curve, its last after it.
+    double value_at(double t_s) const noexcept {
+        if (segments_.empty()) return 0.0;
+        if (t_s <= segments_.front().t0_s) return segments_.front().r0;
+        for (const auto& s : segments_)
+            if (t_s < s.t1_s) return s.r0 + (s.r1 - s.r0) * (t_s - s.t0_s) / (s.t1_s - s.t0_s);
+        return segments_.back().r1;
     }
 
     // The first segment at or after `from` whose requests include the `target`-th: the one
