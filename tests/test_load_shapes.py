@@ -242,3 +242,75 @@ def test_steps_are_a_schedule_of_flat_stages():
     # a duration that matches the schedule is fine; the schedule's integral over a span is exact
     assert loadbench.RunOptions(rate_schedule="0s:10, 1m:10", duration=60).duration == 60.0
     assert integral([(0, 0), (4, 400)], 1, 3) == pytest.approx(400.0)
+
+
+# -- the closed loop along a connections schedule (k6's ramping VUs) ---------------------------
+
+
+def test_a_connections_schedule_parks_and_wakes_the_same_connections(
+    beast_server: ServerProcess,
+):
+    # 2 connections, then 8, then 2 again, each request 10 ms at the server: 8 are opened once,
+    # 6 of them wait parked (open, idle) in the last stage, none is opened again
+    r = loadbench.run(
+        beast_server.url("/delay?ms=10"),
+        threads=2,
+        connections_schedule="0s:2, 1s:2, 1s:8, 2s:8, 2s:2, 3s:2",
+        interval=0.5,
+    )
+    assert r.config["connections"] == 8 and r.config["duration_s"] == 3.0
+    assert r.config["connections_schedule"][2] == [1.0, 8.0]
+    assert r.error_count == 0 and not r.open_loop
+    assert list(r.timeline["connections"]) == [2.0, 2.0, 8.0, 8.0, 2.0, 2.0]
+    low, high, low_again = r.stages
+    assert [s["connections"] for s in r.stages] == [2.0, 8.0, 2.0]
+    assert sum(s["responses"] for s in r.stages) == r.responses
+    # four times the connections on a server that answers in 10 ms: well over twice the rate
+    assert high["responses"] > 2 * max(low["responses"], low_again["responses"])
+    assert high["rps"] == pytest.approx(high["responses"] / 1.0)
+    stopped = beast_server.stop()
+    assert r.connections_opened == 8 and r.reconnects == 0
+    assert stopped["connections_accepted"] == 8  # the server's own count
+
+
+def test_a_connections_ramp_opens_connections_as_it_grows(beast_server: ServerProcess):
+    # 1 -> 4 over the first second (rounded down: 2 from 1/3 s, 3 from 2/3 s, 4 at 1 s)
+    r = loadbench.run(
+        beast_server.url("/delay?ms=5"), connections_schedule=[(0, 1), (1, 4), (1.5, 4)]
+    )
+    assert r.config["connections"] == 4 and r.error_count == 0
+    (ramp, flat) = r.stages
+    assert (ramp["connections_from"], ramp["connections_to"]) == (1, 4)
+    assert ramp["connections"] == pytest.approx(2.5)
+    assert r.connections_opened == 4
+    stopped = beast_server.stop()
+    assert stopped["connections_accepted"] == 4
+
+
+def test_the_cli_takes_a_connections_schedule(beast_server: ServerProcess):
+    proc = loadbench_cli(
+        "run", beast_server.url("/plaintext"), "--connections-schedule", "0s:1, 0.5s:1, 0.5s:3, 1s:3",
+        "--no-progress",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "3 connections" in proc.stdout
+    assert "closed loop along a connections schedule (2 stages)" in proc.stdout
+    assert "0.5-1 s" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(connections_schedule="0s:1.5, 1s:2"), "bad connections_schedule count '1.5'"),
+        (dict(connections_schedule="0s:2, 1s:4", rate=100), "shapes the closed loop"),
+        (dict(connections_schedule="0s:2, 1s:4", connections=3), "opens at most 4 connections"),
+        (dict(connections_schedule="0s:2, 1s:-4"), "its connection count must be >= 0"),
+        (dict(connections_schedule="0s:2, 1s:4, 0.5s:3"), "times must not decrease"),
+        (dict(connections_schedule="0s:0, 1s:0"), "sends nothing"),
+        (dict(connections_schedule="0s:2, 1s:4", keepalive=False), "needs keep-alive"),
+        (dict(connections_schedule="0s:2, 1s:4", duration=3), "lasts 1 s but the duration is 3 s"),
+    ],
+)
+def test_bad_connections_schedules_give_one_clear_config_error(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        loadbench.run("http://127.0.0.1:1/", **kwargs)

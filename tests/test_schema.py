@@ -154,6 +154,10 @@ def test_a_load_shape_reaches_the_engine_config_and_the_result_json():
     options = RunOptions(steps="100:1s, 300:2s", warmup=0.5)
     assert field_type("rate_schedule") == "string or list of (seconds, rate)"
     assert field_type("steps") == "string or list of (rate, seconds)"
+    assert field_type("connections_schedule") == "string or list of (seconds, connections)"
+    closed = RunOptions(connections_schedule="0s:2, 1s:6").engine_config("http://127.0.0.1:1/")
+    assert (closed.connections, closed.duration_s, closed.rate) == (6, 1.0, 0.0)
+    assert closed.connections_schedule == [(0.0, 2.0), (1.0, 6.0)] and closed.rate_schedule == []
     c = options.engine_config("http://127.0.0.1:8080/")
     assert (c.rate, c.duration_s, c.warmup_s) == (0.0, 3.0, 0.5)
     assert c.rate_schedule == [(0.0, 100.0), (1.0, 100.0), (1.0, 300.0), (3.0, 300.0)]

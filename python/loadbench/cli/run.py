@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "url", help="http:// or https:// URL, or unix:PATH (http://localhost/ over that socket)"
     )
-    p.add_argument("-c", "--connections", type=int, default=10, help=_help("connections"))
+    p.add_argument("-c", "--connections", type=int, default=None, help=_help("connections"))
     p.add_argument("-t", "--threads", type=int, default=1, help=_help("threads"))
     p.add_argument(
         "-z", "-d", "--duration", default=None, help=_help("duration", "e.g. 10s, 500ms, 2m")
@@ -135,6 +135,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         metavar="'RATE:DURATION, ...'",
         help=_help("steps", "instead of --rate; no --duration needed"),
+    )
+    p.add_argument(
+        "--connections-schedule",
+        default=None,
+        metavar="'TIME:CONNECTIONS, ...'",
+        help=_help("connections_schedule", "closed loop; no --duration or -c needed"),
     )
     p.add_argument(
         "--arrival", choices=("constant", "poisson"), default="constant", help=_help("arrival")
@@ -241,7 +247,6 @@ def main(args: argparse.Namespace) -> int:
     if args.shards is not None and args.cluster is None:
         raise ConfigError("--shards needs --cluster (a Dask scheduler address, or 'local')")
     kwargs = dict(
-        connections=args.connections,
         threads=args.threads,
         requests=args.requests,
         warmup=parse_duration(args.warmup, "warm-up"),
@@ -264,6 +269,10 @@ def main(args: argparse.Namespace) -> int:
         max_connections=args.max_connections,
         seed=args.seed,
     )
+    if args.connections is not None:  # else 10, or a connections schedule's most
+        kwargs.update(connections=args.connections)
+    if args.connections_schedule is not None:
+        kwargs.update(connections_schedule=args.connections_schedule)
     if args.interval is not None:
         kwargs.update(interval=parse_duration(args.interval, "interval"))
     if args.duration is not None:  # else 10 s, or as long as a rate schedule

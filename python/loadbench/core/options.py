@@ -22,7 +22,14 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _core
 from .errors import ConfigError
-from .schedule import Point, ScheduleLike, parse_rate_schedule, parse_steps, steps_to_points
+from .schedule import (
+    Point,
+    ScheduleLike,
+    parse_connections_schedule,
+    parse_rate_schedule,
+    parse_steps,
+    steps_to_points,
+)
 
 HeadersLike = Union[Mapping[str, str], Iterable[tuple[str, str]], Iterable[str], None]
 BodyLike = Union[bytes, str, os.PathLike, None]
@@ -49,7 +56,13 @@ class _DefaultSeconds(float):
     duration when none was given, and refuses one that differs from it."""
 
 
+class _DefaultCount(int):
+    """The default connection count, told apart from one the caller gave: a connections
+    schedule sets it to its most, and refuses one that differs."""
+
+
 DEFAULT_DURATION = _DefaultSeconds(10.0)
+DEFAULT_CONNECTIONS = _DefaultCount(10)
 
 
 def option(default: Any, help: str, kind: str) -> Any:
@@ -73,7 +86,10 @@ class RunOptions:
     """Everything one run is asked to do, but its URL (see the module docstring)."""
 
     connections: int = option(
-        10, "concurrent connections (closed loop); the open loop's starting pool", "integer"
+        DEFAULT_CONNECTIONS,
+        "concurrent connections (closed loop); the open loop's starting pool; a connections "
+        "schedule sets it to its most",
+        "integer",
     )
     threads: int = option(1, "generator threads, each one event loop", "integer")
     duration: Optional[float] = option(
@@ -158,6 +174,14 @@ class RunOptions:
         "(a rate schedule of flat stages)",
         "string or list of (rate, seconds)",
     )
+    connections_schedule: ScheduleLike = option(
+        None,
+        "closed loop with a changing number of active connections (k6's ramping VUs), piecewise "
+        "linear between TIME:CONNECTIONS points, e.g. '0s:10, 30s:100, 60s:100' (0 s is the "
+        "window's start, the warm-up runs with the first count, the run lasts to the last point); "
+        "connections are opened once, up to the most, and parked open while a stage needs fewer",
+        "string or list of (seconds, connections)",
+    )
     arrival: str = option("constant", "open-loop arrivals: constant or poisson", "string")
     max_connections: Optional[int] = option(
         None, "open loop: grow the pool up to this many connections when all are busy", "integer"
@@ -235,7 +259,25 @@ class RunOptions:
             self.unix_socket = os.fspath(self.unix_socket)
 
     def _check_schedule(self) -> None:
-        """rate_schedule and steps read into points; the duration follows the schedule."""
+        """rate_schedule, steps and connections_schedule read into points; the duration (and
+        with connections_schedule the connection count) follows the schedule."""
+        if self.connections_schedule is not None:
+            if self.rate is not None or self.rate_schedule is not None or self.steps is not None:
+                raise ConfigError(
+                    "connections_schedule shapes the closed loop: give no rate, rate_schedule or "
+                    "steps with it (an open loop's connections follow its rate)"
+                )
+            self.connections_schedule = parse_connections_schedule(self.connections_schedule)
+            most = int(max((n for _, n in self.connections_schedule), default=0))
+            if isinstance(self.connections, _DefaultCount):
+                self.connections = max(most, 1)  # 0 everywhere: the engine says it sends nothing
+            elif self.connections != most and self.connections_schedule:
+                raise ConfigError(
+                    f"the connections schedule opens at most {most} connections but connections "
+                    f"is {self.connections!r}: leave connections out, the schedule sets it"
+                )
+            self._duration_from(self.connections_schedule)
+            return
         if self.rate_schedule is None and self.steps is None:
             return
         if self.rate_schedule is not None and self.steps is not None:
@@ -248,7 +290,10 @@ class RunOptions:
             self.steps = parse_steps(self.steps)
         else:
             self.rate_schedule = parse_rate_schedule(self.rate_schedule)
-        points = self.schedule_points or []
+        self._duration_from(self.schedule_points or [])
+
+    def _duration_from(self, points: list[Point]) -> None:
+        """A schedule sets the window's length: to its last point."""
         if self.requests is not None or not points:
             return  # the engine says why (no request count with a schedule; two points at least)
         end = points[-1][0]
@@ -292,7 +337,7 @@ class RunOptions:
         c = _core.EngineConfig()
         c.url = url
         c.requests = [_wire(t) for t in self.templates()]
-        c.connections, c.threads = self.connections, self.threads
+        c.connections, c.threads = int(self.connections), self.threads
         c.duration_s = 0.0 if self.requests is not None else float(self.duration)
         c.total_requests = self.requests or 0
         c.warmup_s, c.timeout_s, c.interval_s = self.warmup, self.timeout, self.interval
@@ -306,6 +351,7 @@ class RunOptions:
         c.cpus = list(self.cpus or [])
         c.rate = self.rate or 0.0
         c.rate_schedule = self.schedule_points or []
+        c.connections_schedule = list(self.connections_schedule or [])
         c.poisson = self.arrival == "poisson"
         c.seed = int(self.seed)
         c.max_connections = self.max_connections or 0
@@ -324,7 +370,7 @@ class RunOptions:
         unix:PATH URL's socket is recorded as unix_socket too)."""
         templates = self.templates()
         out = {
-            "connections": self.connections,
+            "connections": int(self.connections),
             "threads": self.threads,
             "duration_s": float(self.duration) if self.requests is None else None,
             "requests": self.requests,
@@ -349,7 +395,7 @@ class RunOptions:
             out.update(
                 rate=self.rate,
                 arrival=self.arrival,
-                max_connections=self.max_connections or self.connections,
+                max_connections=self.max_connections or int(self.connections),
                 seed=self.seed,
                 send_batch_s=self.send_batch,
             )
@@ -359,6 +405,8 @@ class RunOptions:
             out["rate_schedule"] = [[t, r] for t, r in points]
             if self.steps is not None:
                 out["steps"] = [[r, seconds] for r, seconds in self.steps]
+        if self.connections_schedule is not None:
+            out["connections_schedule"] = [[t, n] for t, n in self.connections_schedule]
         return out
 
     def changed(self) -> dict[str, Any]:

@@ -1,7 +1,9 @@
-"""Load shapes: an open-loop rate that changes over the run (docs/open-loop.md, "Load shapes").
+"""Load shapes: an open-loop rate that changes over the run (docs/open-loop.md, "Load shapes"),
+and the closed loop's active connections (docs/run.md, "Connections schedule").
 
     rate_schedule="0s:1000, 30s:5000, 90s:5000, 100s:0"   # or [(0, 1000), (30, 5000), ...]
     steps="1000:10s, 2000:10s"                             # or [(1000, 10), (2000, 10)]
+    connections_schedule="0s:10, 30s:100"                  # closed loop, k6's ramping VUs
 
 A schedule is the run's total rate, piecewise linear between (time, rate) points; two points at
 one time are an instant step, and `steps` is a schedule of flat stages. Time 0 is the measured
@@ -89,6 +91,23 @@ def parse_rate_schedule(value: ScheduleLike) -> list[Point]:
     ]
 
 
+def parse_connections_schedule(value: ScheduleLike) -> list[Point]:
+    """(seconds, connections) points from '0s:10, 30s:100' or [(0, 10), (30, 100)]: whole
+    numbers of connections; the ranges are the engine's check, as for a rate schedule."""
+    points = []
+    for t, n in _pairs(value, "connections_schedule", "TIME:CONNECTIONS"):
+        try:
+            count = float(n)
+        except (TypeError, ValueError):
+            count = math.nan
+        if isinstance(n, bool) or not math.isfinite(count) or count != int(count):
+            raise ConfigError(
+                f"bad connections_schedule count {n!r}: a whole number of connections, e.g. 50"
+            )
+        points.append((_seconds(t, "connections_schedule time"), float(count)))
+    return points
+
+
 def parse_steps(value: ScheduleLike) -> list[tuple[float, float]]:
     """(rate, seconds) steps from '1000:10s, 2000:10s' or [(1000, 10), (2000, 10)]."""
     steps = [
@@ -173,7 +192,44 @@ def stage_blocks(
     return out
 
 
+def connection_stage_blocks(
+    points: Sequence[Point], measured: Sequence[dict[str, Any]], duration_s: float
+) -> list[dict[str, Any]]:
+    """The closed loop's `stages` along a connections schedule: each stage's span, its active
+    connections (the schedule's mean over it), and what its requests (those started in it) met."""
+    out = []
+    for (t0, t1, n0, n1), m in zip(stage_spans(points), measured):
+        seconds = max(0.0, min(t1, duration_s) - t0)
+        lat = m["latency"]
+        out.append(
+            {
+                "t_s": t0,
+                "until_s": t1,
+                "connections_from": int(n0),
+                "connections_to": int(n1),
+                "connections": integral(points, t0, t0 + seconds) / seconds if seconds else None,
+                "rps": m["responses"] / seconds if seconds else None,
+                "responses": int(m["responses"]),
+                "errors": int(m["errors"]),
+                "unfinished": int(m["unfinished"]),
+                "latency_us": {
+                    "p50": lat.percentile(50),
+                    "p90": lat.percentile(90),
+                    "p99": lat.percentile(99),
+                    "max": lat.max,
+                },
+            }
+        )
+    return out
+
+
 def schedule_of(config: dict[str, Any]) -> Optional[list[Point]]:
-    """The points a result's `config` block records, or None for a run without a schedule."""
+    """The rate schedule's points a result's `config` block records, or None."""
     points = config.get("rate_schedule")
     return [(float(t), float(r)) for t, r in points] if points else None
+
+
+def connections_schedule_of(config: dict[str, Any]) -> Optional[list[Point]]:
+    """The connections schedule's points a result's `config` block records, or None."""
+    points = config.get("connections_schedule")
+    return [(float(t), float(n)) for t, n in points] if points else None

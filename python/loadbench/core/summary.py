@@ -9,7 +9,7 @@ import os
 from typing import Any, Optional
 
 from . import analysis
-from .schedule import schedule_of
+from .schedule import connections_schedule_of, schedule_of
 from .tcp_exchange import tcp_exchange_text, uses_lean_exchange
 
 
@@ -46,6 +46,11 @@ def summary_lines(r: Any) -> list[str]:
         )
     elif r.open_loop:
         mode += f", open loop at {r.target_rate:g}/s"
+    elif connections_schedule_of(cfg):
+        mode += (
+            f", closed loop along a connections schedule ({len(r.stages)} stage"
+            f"{'s' if len(r.stages) != 1 else ''})"
+        )
     over = cfg.get("unix_socket")
     head = (
         f"{r.url}{f' via unix:{over}' if over and not r.url.startswith('unix:') else ''}: "
@@ -98,6 +103,8 @@ def summary_lines(r: Any) -> list[str]:
         lines.append(
             f"                mean {format_us(lat.mean)}  stdev {format_us(lat.stdev)}  min {format_us(lat.min)}"
         )
+        if r.stages:
+            lines.extend(connection_stage_lines(r.stages))
     else:
         lines.append("  latency       no responses")
     codes = ", ".join(f"{code}: {n:,}" for code, n in sorted(r.status_codes.items())) or "none"
@@ -178,6 +185,29 @@ def stage_lines(stages: list[dict]) -> list[str]:
         ) + ((f"{st['unfinished']:,}",) if unfinished else ())
         lines.append("              " + " ".join(f"{c:>{w}}" for c, w in zip(cells, widths)))
     lines.append("                (each stage's own requests, those due in it; latency corrected)")
+    return lines
+
+
+def connection_stage_lines(stages: list[dict]) -> list[str]:
+    """The closed loop's stages along a connections schedule: active connections (the
+    schedule, its mean) beside the req/s, latency and errors of the requests started in each."""
+    heads = ("time", "connections", "mean", "req/s", "p50", "p99", "errors")
+    widths = (13, 13, 8, 11, 10, 10, 8)
+    lines = ["  stages      " + " ".join(f"{h:>{w}}" for h, w in zip(heads, widths))]
+    for st in stages:
+        n0, n1 = st["connections_from"], st["connections_to"]
+        answered = st["responses"] > 0
+        cells = (
+            f"{st['t_s']:g}-{st['until_s']:g} s",
+            f"{n0}" if n0 == n1 else f"{n0}->{n1}",
+            "n/a" if st["connections"] is None else f"{st['connections']:.1f}",
+            "n/a" if st["rps"] is None else f"{st['rps']:,.1f}",
+            format_us(st["latency_us"]["p50"]) if answered else "-",
+            format_us(st["latency_us"]["p99"]) if answered else "-",
+            f"{st['errors']:,}",
+        )
+        lines.append("              " + " ".join(f"{c:>{w}}" for c, w in zip(cells, widths)))
+    lines.append("                (each stage's own requests, those started in it)")
     return lines
 
 
