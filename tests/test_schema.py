@@ -16,6 +16,7 @@ import re
 from dataclasses import fields
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from loadbench import Result, RunOptions
@@ -144,3 +145,61 @@ def test_every_committed_result_round_trips_byte_for_byte():
                 assert json.dumps(Result.from_dict(d).to_dict()) == json.dumps(d)
                 n += 1
     assert n > 100
+
+
+def test_a_load_shape_reaches_the_engine_config_and_the_result_json():
+    """rate_schedule / steps: one RunOptions field each, filled into EngineConfig.rate_schedule;
+    the JSON's config records the points, each timeline row its target_rps (recomputed from the
+    config when read back), and `stages` follows `rate` - all of it round-trips."""
+    options = RunOptions(steps="100:1s, 300:2s", warmup=0.5)
+    assert field_type("rate_schedule") == "string or list of (seconds, rate)"
+    assert field_type("steps") == "string or list of (rate, seconds)"
+    assert field_type("connections_schedule") == "string or list of (seconds, connections)"
+    closed = RunOptions(connections_schedule="0s:2, 1s:6").engine_config("http://127.0.0.1:1/")
+    assert (closed.connections, closed.duration_s, closed.rate) == (6, 1.0, 0.0)
+    assert closed.connections_schedule == [(0.0, 2.0), (1.0, 6.0)] and closed.rate_schedule == []
+    c = options.engine_config("http://127.0.0.1:8080/")
+    assert (c.rate, c.duration_s, c.warmup_s) == (0.0, 3.0, 0.5)
+    assert c.rate_schedule == [(0.0, 100.0), (1.0, 100.0), (1.0, 300.0), (3.0, 300.0)]
+    config = options.record()
+    assert config["rate"] is None and config["duration_s"] == 3.0
+    assert config["rate_schedule"] == [[0.0, 100.0], [1.0, 100.0], [1.0, 300.0], [3.0, 300.0]]
+    assert config["steps"] == [[100.0, 1.0], [300.0, 2.0]]
+    committed = Result.from_dict(_one_committed_result())
+    stage = {"t_s": 0.0, "until_s": 1.0, "rate_from": 100.0, "rate_to": 100.0}
+    r = Result(
+        url="http://127.0.0.1:8080/",
+        config=config,
+        duration_s=3.0,
+        status_codes={200: 700},
+        errors={},
+        latency=committed.latency,
+        counters={"responses": 700, "due": 700, "sends": 700},
+        interval_s=1.0,
+        timeline_columns={"responses": np.array([100, 300, 300])},
+        open_loop=True,
+        target_rate=700 / 3,
+        latency_uncorrected=committed.latency,
+        lateness=committed.latency,
+        stages=[dict(stage, target_rps=100.0), dict(stage, t_s=1.0, until_s=3.0)],
+    )
+    d = r.to_dict()
+    assert [row["target_rps"] for row in d["timeline"]] == [100.0, 300.0, 300.0]
+    assert list(d["timeline"][0]) == [
+        "t_s",
+        "interval_s",
+        "responses",
+        "errors",
+        "rps",
+        "target_rps",
+        "p50_us",
+        "p99_us",
+    ]
+    assert list(d).index("stages") == list(d).index("rate") + 1
+    assert d["stages"] == r.stages
+    back = Result.from_dict(d)
+    assert back.stages == r.stages and "stages" not in back.extras
+    assert json.dumps(back.to_dict()) == json.dumps(d)
+    # a run without a shape writes neither
+    plain = Result.from_dict(_one_committed_result()).to_dict()
+    assert "stages" not in plain and all("target_rps" not in row for row in plain["timeline"])

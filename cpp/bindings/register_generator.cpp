@@ -115,6 +115,8 @@ void register_generator(py::module_& m) {
         .def_readwrite("cpus", &EngineConfig::cpus)
         .def_readwrite("interval_s", &EngineConfig::interval_s)
         .def_readwrite("rate", &EngineConfig::rate)
+        .def_readwrite("rate_schedule", &EngineConfig::rate_schedule)
+        .def_readwrite("connections_schedule", &EngineConfig::connections_schedule)
         .def_readwrite("poisson", &EngineConfig::poisson)
         .def_readwrite("seed", &EngineConfig::seed)
         .def_readwrite("max_connections", &EngineConfig::max_connections)
@@ -138,6 +140,21 @@ void register_generator(py::module_& m) {
             .def_readonly("latency_uncorrected_us", &generator::Measurements::latency_uncorrected_us)
             .def_readonly("lateness_us", &generator::Measurements::lateness_us)
             .def_readonly("first_error", &generator::Measurements::first_error)
+            .def_property_readonly("stages",
+                                   [](const generator::Measurements& t) {
+                                       py::list stages;  // a load shape's stages, in order: dicts
+                                       for (const auto& stage : t.stages) {
+                                           py::dict d;
+                                           d["latency_us"] = stage.latency_us;
+                                           d["due"] = stage.due;
+                                           d["sends"] = stage.sends;
+                                           d["responses"] = stage.responses;
+                                           d["errors"] = stage.errors;
+                                           d["unfinished"] = stage.unfinished;
+                                           stages.append(d);
+                                       }
+                                       return stages;
+                                   })
             .def_property_readonly("status_codes",
                                    [](const generator::Measurements& t) {
                                        py::dict codes;  // the codes that occurred

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/http/request_template.hpp"
@@ -40,6 +41,17 @@ struct EngineConfig {
     // does; latency counts from the intended send time. The pool starts at `connections` and
     // grows up to `max_connections` (0: no growth) when every connection is busy.
     double rate = 0.0;
+    // Open loop along a load shape instead of one rate: (seconds from the window's start, total
+    // requests per second) points, the rate piecewise linear between them (two points at one time:
+    // an instant step). Starts at 0 s; the warm-up runs at the first rate; the window ends at the
+    // last point (duration_s must be that). Each stretch between two times is a stage, measured
+    // on its own (Measurements::stages). The same connections serve every stage.
+    std::vector<std::pair<double, double>> rate_schedule;
+    // Closed loop with a changing number of active connections (k6's ramping VUs): (seconds from
+    // the window's start, connections) points, piecewise linear between them (rounded down), as
+    // rate_schedule is for the rate. `connections` must be its most: the connections are opened
+    // once, when first active, and parked open (no request) while a stage needs fewer.
+    std::vector<std::pair<double, double>> connections_schedule;
     bool poisson = false;
     uint64_t seed = 1;
     int max_connections = 0;
@@ -83,6 +95,18 @@ inline constexpr std::array<const char*, kErrorKinds> kErrorKindNames = {"connec
     X(sends, "open loop: of those, requests written (each once)")                         \
     X(late_sends, "open loop: sends more than kLateSendNs after their intended time")
 
+// A load shape's stage: its requests (those due in it), whenever their outcome came.
+struct StageMeasurements {
+    stats::HdrHistogram latency_us;  // from the intended time (corrected)
+    uint64_t due = 0;
+    uint64_t sends = 0;
+    uint64_t responses = 0;
+    uint64_t errors = 0;
+    uint64_t unfinished = 0;
+
+    void add(const StageMeasurements& other);
+};
+
 // Everything one worker measured inside the window; merged into the run's result.
 struct Measurements {
     stats::HdrHistogram latency_us;              // closed loop: service time; open loop: from the intended time
@@ -95,7 +119,8 @@ struct Measurements {
     std::array<uint64_t, kErrorKinds> errors{};
     // HTTP/2 RST_STREAM frames received, by error code (the last entry: codes above 0xd).
     std::array<uint64_t, kH2ErrorCodes> streams_reset{};
-    std::string first_error;  // the first error message seen, for the summary
+    std::string first_error;                // the first error message seen, for the summary
+    std::vector<StageMeasurements> stages;  // a load shape's stages (RunPlan::stage_edges_ns), else empty
 
     void add(const Measurements& other);
 };
@@ -110,7 +135,7 @@ struct RunResult {
     int threads = 0;
     bool interrupted = false;  // stopped before the planned end
     bool open_loop = false;
-    double target_rate = 0.0;
+    double target_rate = 0.0;  // along a load shape: its mean over the window
     int max_connections = 0;
     int preconnected = 0;  // connections open before the start (Engine::preconnect)
 };

@@ -74,6 +74,8 @@ public:
     bool in_ready_list = false;    // open loop: listed as having free slots
     bool pool_connecting = false;  // open loop: counted among connections on their way
     bool last_counted = false;     // the last response belonged to the window
+    int slot = 0;                  // its place in the worker's pool (a connections schedule activates the first N)
+    bool parked = false;           // closed loop: idle, open, beyond the connections schedule's count of the moment
 
 private:
     void on_request_sent(Request& r, int64_t now) noexcept override;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 
 #include "core/generator/http2_session.hpp"
@@ -31,6 +32,76 @@ std::string allowed_cpus_text(const cpu_set_t& set) {
     return out;
 }
 
+// Most points a load shape may have: each stage keeps a latency histogram per worker.
+constexpr size_t kMaxSchedulePoints = 100;
+
+std::string seconds_text(double s) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g s", s);
+    return text;
+}
+
+// A schedule's points (`name`: rate_schedule or connections_schedule, each a `what`): from 0 s,
+// times never decreasing, values >= 0, something to do, and the window as long as the schedule
+// (the Python layer sets duration from it).
+void validate_points(const std::string& name, const std::string& what,
+                     const std::vector<std::pair<double, double>>& points, const EngineConfig& c) {
+    if (c.total_requests > 0)
+        throw ConfigError("a " + name + " sets the run's length: give no request count (-n/--requests) with it");
+    if (points.size() < 2)
+        throw ConfigError(name + " needs at least two points (TIME:" + (what == "rate" ? "RATE" : "CONNECTIONS") +
+                          "), e.g. '0s:10, 10s:100'");
+    if (points.size() > kMaxSchedulePoints)
+        throw ConfigError(name + " has " + std::to_string(points.size()) + " points; at most " +
+                          std::to_string(kMaxSchedulePoints) + " (each stage keeps its own latency histogram)");
+    for (size_t i = 0; i < points.size(); ++i) {
+        const auto& [t, value] = points[i];
+        const std::string which = name + " point " + std::to_string(i + 1) + " (" + seconds_text(t) + ")";
+        if (!std::isfinite(t)) throw ConfigError(which + ": its time must be a finite number of seconds");
+        if (!(value >= 0.0 && std::isfinite(value)))
+            throw ConfigError(which + ": its " + what + " must be >= 0" +
+                              (what == "rate" ? " requests per second" : ""));
+        if (i == 0 && t != 0.0)
+            throw ConfigError(name + " must start at 0s (the measured window's start), not at " + seconds_text(t));
+        if (i > 0 && t < points[i - 1].first)
+            throw ConfigError(which + " comes before point " + std::to_string(i) + " (" +
+                              seconds_text(points[i - 1].first) + "): times must not decrease");
+    }
+    if (!(points.back().first > 0.0)) throw ConfigError(name + " must last longer than 0 s");
+    if (RateCurve(points, 0.0).total() <= 0.0) throw ConfigError(name + " sends nothing: every " + what + " is 0");
+    if (std::fabs(c.duration_s - points.back().first) > 1e-9)
+        throw ConfigError(name + " lasts " + seconds_text(points.back().first) + " but the duration is " +
+                          seconds_text(c.duration_s) + ": leave the duration out, the schedule sets it");
+}
+
+void validate_schedules(const EngineConfig& c) {
+    if (!c.rate_schedule.empty()) {
+        if (c.rate > 0.0) throw ConfigError("give either a rate or a rate schedule (rate_schedule, steps), not both");
+        validate_points("rate_schedule", "rate", c.rate_schedule, c);
+    }
+    if (c.connections_schedule.empty()) return;
+    if (c.rate > 0.0 || !c.rate_schedule.empty())
+        throw ConfigError(
+            "connections_schedule shapes the closed loop: give no rate or rate schedule with it (an open loop's "
+            "connections follow its rate)");
+    validate_points("connections_schedule", "connection count", c.connections_schedule, c);
+    double most = 0.0;
+    for (const auto& [t, n] : c.connections_schedule) {
+        if (n != std::floor(n))
+            throw ConfigError("connections_schedule point at " + seconds_text(t) +
+                              ": a connection count must be a whole number");
+        most = std::max(most, n);
+    }
+    if (static_cast<double>(c.connections) != most)
+        throw ConfigError("connections (" + std::to_string(c.connections) +
+                          ") must be the connections_schedule's most (" + std::to_string(static_cast<int64_t>(most)) +
+                          "): those are the connections it activates");
+    if (!c.keepalive)
+        throw ConfigError(
+            "connections_schedule needs keep-alive: it parks open connections, and without keep-alive a connection "
+            "closes after each request");
+}
+
 void validate(const EngineConfig& c) {
     if (c.connections < 1) throw ConfigError("connections must be >= 1 (got " + std::to_string(c.connections) + ")");
     if (c.threads < 1) throw ConfigError("threads must be >= 1 (got " + std::to_string(c.threads) + ")");
@@ -50,6 +121,7 @@ void validate(const EngineConfig& c) {
     if (c.threads > c.connections)
         throw ConfigError("threads (" + std::to_string(c.threads) + ") must not exceed connections (" +
                           std::to_string(c.connections) + "): every thread needs at least one connection");
+    validate_schedules(c);  // before the duration they set
     if (c.total_requests < 0) throw ConfigError("requests must be an integer >= 1");
     if (c.total_requests == 0 && !(c.duration_s > 0.0 && std::isfinite(c.duration_s)))
         throw ConfigError("duration must be > 0 seconds");
@@ -58,6 +130,7 @@ void validate(const EngineConfig& c) {
     if (!(c.interval_s > 0.0 && std::isfinite(c.interval_s)))
         throw ConfigError("timeline interval must be > 0 seconds");
     if (c.rate < 0.0 || !std::isfinite(c.rate)) throw ConfigError("rate must be > 0 requests per second");
+    const bool open_loop = c.rate > 0.0 || !c.rate_schedule.empty();
     if (c.streams < 1) throw ConfigError("streams must be >= 1 (got " + std::to_string(c.streams) + ")");
     if (c.streams > 1 && !c.h2)
         throw ConfigError(
@@ -73,12 +146,12 @@ void validate(const EngineConfig& c) {
             "pipeline > 1 needs keep-alive: pipelined requests share one connection, and without keep-alive "
             "each connection carries one request");
     if (c.max_connections < 0) throw ConfigError("max_connections must be >= 0");
-    if (c.rate > 0.0 && c.max_connections > 0 && c.max_connections < c.connections)
+    if (open_loop && c.max_connections > 0 && c.max_connections < c.connections)
         throw ConfigError("max_connections must be an integer >= connections (" + std::to_string(c.connections) +
                           "), not " + std::to_string(c.max_connections));
-    if (c.rate == 0.0 && c.max_connections > 0) throw ConfigError("max_connections needs an open-loop rate");
+    if (!open_loop && c.max_connections > 0) throw ConfigError("max_connections needs an open-loop rate");
     if (!(c.send_batch_s >= 0.0 && c.send_batch_s <= 1.0)) throw ConfigError("send_batch must be from 0 to 1 second");
-    if (c.ack_with_request && c.rate > 0.0)
+    if (c.ack_with_request && open_loop)
         throw ConfigError(
             "ack_with_request needs a closed loop: an open-loop pool opens connections ahead of their "
             "requests, and the handshake's last ACK would wait for the delayed-ACK timer (40 ms)");
@@ -182,9 +255,20 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
     if (!plan_.count_mode)
         plan_.last_interval =
             std::max<int64_t>(0, static_cast<int64_t>(std::ceil(config_.duration_s / config_.interval_s - 1e-9)) - 1);
-    plan_.open_loop = config_.rate > 0.0;
+    plan_.open_loop = config_.rate > 0.0 || !config_.rate_schedule.empty();
     plan_.arrival = config_.poisson ? ArrivalSchedule::Kind::Poisson : ArrivalSchedule::Kind::Constant;
     plan_.rate_per_worker = config_.rate / config_.threads;
+    if (!config_.rate_schedule.empty()) plan_.rate_curve = RateCurve(config_.rate_schedule, config_.warmup_s);
+    if (!config_.connections_schedule.empty())
+        plan_.connection_curve = RateCurve(config_.connections_schedule, config_.warmup_s);
+    // A schedule's stages: each stretch between two of its times (the Recorder measures each).
+    const auto& shape = config_.rate_schedule.empty() ? config_.connections_schedule : config_.rate_schedule;
+    if (!shape.empty()) {
+        plan_.stage_edges_ns.push_back(0);
+        for (const auto& [t, value] : shape)
+            if (t > 0.0 && seconds_to_ns(t) > plan_.stage_edges_ns.back())
+                plan_.stage_edges_ns.push_back(seconds_to_ns(t));
+    }
     plan_.send_batch_ns = seconds_to_ns(config_.send_batch_s);
     plan_.seed = config_.seed;
     plan_.threads = config_.threads;
@@ -293,6 +377,8 @@ RunResult Engine::result() {
     r.warmup_s = config_.warmup_s;
     r.open_loop = plan_.open_loop;
     r.target_rate = config_.rate;
+    if (!plan_.rate_curve.empty() && config_.duration_s > 0.0)
+        r.target_rate = (plan_.rate_curve.total() - plan_.rate_curve.integral_to(0.0)) / config_.duration_s;
     r.max_connections = config_.max_connections > 0 ? config_.max_connections : config_.connections;
     for (const auto& w : workers_)
         if (!w->setup_error().empty()) throw std::runtime_error(w->setup_error());
@@ -331,6 +417,17 @@ void Measurements::add(const Measurements& other) {
     for (size_t i = 0; i < errors.size(); ++i) errors[i] += other.errors[i];
     for (size_t i = 0; i < streams_reset.size(); ++i) streams_reset[i] += other.streams_reset[i];
     if (first_error.empty()) first_error = other.first_error;
+    if (stages.size() < other.stages.size()) stages.resize(other.stages.size());
+    for (size_t i = 0; i < other.stages.size(); ++i) stages[i].add(other.stages[i]);
+}
+
+void StageMeasurements::add(const StageMeasurements& other) {
+    latency_us.add(other.latency_us);
+    due += other.due;
+    sends += other.sends;
+    responses += other.responses;
+    errors += other.errors;
+    unfinished += other.unfinished;
 }
 
 }  // namespace loadbench::generator

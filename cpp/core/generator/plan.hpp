@@ -47,6 +47,11 @@ struct RunPlan {
     bool open_loop = false;
     ArrivalSchedule::Kind arrival = ArrivalSchedule::Kind::Constant;
     double rate_per_worker = 0.0;
+    // A load shape (EngineConfig::rate_schedule): the rate along it, all workers together, and
+    // its stages' edges in ns from the window's start (stage i: [edges[i], edges[i + 1])).
+    RateCurve rate_curve;
+    RateCurve connection_curve;  // closed loop: the active connections (EngineConfig::connections_schedule)
+    std::vector<int64_t> stage_edges_ns;
     int64_t send_batch_ns = 40'000;  // EngineConfig::send_batch_s
     uint64_t seed = 1;
     int threads = 1;

@@ -13,6 +13,7 @@ void Recorder::sent(Request& r, int64_t now) noexcept {
     m_.lateness_us.record(to_us(late_ns));
     ++m_.sends;
     if (late_ns > kLateSendNs) ++m_.late_sends;
+    if (StageMeasurements* s = stage_of(r)) ++s->sends;
 }
 
 void Recorder::response(const Request& r, int status, int64_t now) noexcept {
@@ -23,6 +24,10 @@ void Recorder::response(const Request& r, int status, int64_t now) noexcept {
     ++m_.status_codes[static_cast<size_t>(status >= 0 && status < 1000 ? status : 999)];
     ++m_.responses;
     timeline_.record_response(interval_of(now), latency_us);
+    if (StageMeasurements* s = stage_of(r)) {
+        s->latency_us.record(latency_us);
+        ++s->responses;
+    }
     last_outcome_ns_ = now;
     live_.responses.store(m_.responses, std::memory_order_relaxed);
 }
@@ -32,6 +37,7 @@ void Recorder::error(const Request& r, ErrorKind kind, const std::string& why, i
     ++m_.errors[kind];
     if (m_.first_error.empty()) m_.first_error = why;
     timeline_.record_error(interval_of(now));
+    if (StageMeasurements* s = stage_of(r)) ++s->errors;
     last_outcome_ns_ = now;
     live_.errors.store(++error_total_, std::memory_order_relaxed);
 }
@@ -44,6 +50,10 @@ void Recorder::unfinished(const Request& r, int64_t now) noexcept {
     if (!r.counted) return;
     ++m_.unfinished;
     if (plan_.open_loop) m_.latency_us.record(to_us(now - r.intended_ns));
+    if (StageMeasurements* s = stage_of(r)) {
+        ++s->unfinished;
+        s->latency_us.record(to_us(now - r.intended_ns));  // as in the run's corrected histogram
+    }
 }
 
 }  // namespace loadbench::generator

@@ -3,6 +3,7 @@
 // exact status counts, errors by kind, bytes, connections, the per-interval timeline and the
 // live progress counters. Every request counted in the window reaches exactly one of
 // response(), error() or unfinished(). A new metric touches this class and the result schema.
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <vector>
@@ -16,11 +17,15 @@ namespace loadbench::generator {
 
 class Recorder {
 public:
-    explicit Recorder(const RunPlan& plan) : plan_(plan) {}
+    explicit Recorder(const RunPlan& plan) : plan_(plan) {
+        if (plan.stage_edges_ns.size() > 1) m_.stages.resize(plan.stage_edges_ns.size() - 1);
+    }
 
     // Open loop: a request of the window became due.
     void due(const Request& r) noexcept {
-        if (r.counted) ++m_.due;
+        if (!r.counted) return;
+        ++m_.due;
+        if (StageMeasurements* s = stage_of(r)) ++s->due;
     }
     // Open loop: the request's first byte went out (once per request, a re-send is not counted).
     void sent(Request& r, int64_t now) noexcept;
@@ -61,6 +66,14 @@ public:
     const Live& live() const noexcept { return live_; }
 
 private:
+    // A load shape's stage of a counted request: the one it was due in (nullptr: no shape).
+    StageMeasurements* stage_of(const Request& r) noexcept {
+        if (m_.stages.empty()) return nullptr;
+        const auto& edges = plan_.stage_edges_ns;
+        const auto inner = std::upper_bound(edges.begin() + 1, edges.end() - 1, r.intended_ns - plan_.window_start_ns);
+        return &m_.stages[static_cast<size_t>(inner - (edges.begin() + 1))];
+    }
+
     int64_t interval_of(int64_t now) const noexcept {
         const int64_t i = (now - plan_.window_start_ns) / plan_.interval_ns;
         return i < 0 ? 0 : (i > plan_.last_interval ? plan_.last_interval : i);

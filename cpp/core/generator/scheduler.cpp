@@ -14,6 +14,13 @@ Scheduler::Scheduler(const RunPlan& plan, int worker_index, int64_t budget)
 
 void Scheduler::begin() {
     if (!plan_.open_loop) return;
+    if (!plan_.rate_curve.empty()) {
+        // A load shape: the workers' arrivals interleave along the one curve (ArrivalSchedule).
+        schedule_.emplace(plan_.arrival, plan_.rate_curve, plan_.window_start_ns, worker_index_, plan_.threads,
+                          plan_.seed + static_cast<uint64_t>(worker_index_));
+        varying_ = true;
+        return;
+    }
     // Worker i starts i/T of a gap late, so the workers' constant schedules interleave.
     schedule_.emplace(plan_.arrival, plan_.rate_per_worker, plan_.start_ns,
                       static_cast<double>(worker_index_) / plan_.threads,
@@ -69,7 +76,12 @@ int64_t Scheduler::next_due_ns() const noexcept {
 
 int64_t Scheduler::next_wake_ns() const noexcept {
     const int64_t due = next_due_ns();
-    return due == INT64_MAX ? INT64_MAX : due + batch_ns_;
+    if (due == INT64_MAX) return INT64_MAX;
+    // A varying rate batches while the gap around the next arrival is below the batch (a ramp
+    // starts batching once it passes 1 / send_batch per worker, and stops below it again).
+    if (varying_)
+        return due + (schedule_->gap_ns() < static_cast<double>(plan_.send_batch_ns) ? plan_.send_batch_ns : 0);
+    return due + batch_ns_;
 }
 
 bool Scheduler::exhausted(int64_t now) const noexcept {

@@ -2,8 +2,9 @@
 // When requests are due, and which request each one is; no protocol knowledge.
 //  - closed loop: a slot frees -> the next request is due at once (also one connection per
 //    request: the connection, not the schedule, differs);
-//  - open loop: requests are due on a constant or Poisson schedule whatever the server does,
-//    queued until a free slot takes them (latency counts from the due time: coordinated-
+//  - open loop: requests are due on a constant or Poisson schedule (at one rate, or along a
+//    rate curve: --rate-schedule, --steps) whatever the server does, queued until a free slot
+//    takes them (latency counts from the due time: coordinated-
 //    omission correction, as wrk2).
 // It enforces the window (nothing new is due once it ends; nothing due in the warm-up is
 // counted) and, with a request count, the budget.
@@ -85,6 +86,7 @@ private:
     std::optional<ArrivalSchedule> schedule_;
     bool schedule_done_ = false;
     int64_t batch_ns_ = 0;  // open loop: how long a due send may wait for the ones after it
+    bool varying_ = false;  // along a rate curve: the batch follows the gap of the moment
     int64_t budget_left_;
     uint32_t next_template_ = 0;
     RequestQueue queue_;

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace loadbench::generator {
 
@@ -43,6 +44,7 @@ Worker::~Worker() {
 Connection& Worker::add_connection() {
     connections_.push_back(std::make_unique<Connection>(plan_, loop_, recorder_, static_cast<ConnectionEvents&>(*this),
                                                         read_buffer_.get(), kReadCapacity));
+    connections_.back()->slot = static_cast<int>(connections_.size()) - 1;
     return *connections_.back();
 }
 
@@ -70,6 +72,7 @@ void Worker::run(std::atomic<int>& ready_count) {
     if (plan_.open_loop) prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     scheduler_.begin();
     int64_t now = monotonic_ns();
+    if (!plan_.connection_curve.empty()) active_ = active_at(now);
     for (size_t i = 0; i < connections_.size(); ++i) {
         if (plan_.open_loop) {
             if (connections_[i]->state() == Connection::State::Open) {
@@ -94,6 +97,7 @@ void Worker::run(std::atomic<int>& ready_count) {
         if (plan_.stop.load(std::memory_order_relaxed)) break;
         if (now >= next_housekeeping || now >= drain_end) {
             housekeeping(now);
+            if (!plan_.connection_curve.empty()) update_active(now);  // within 10 ms of the schedule
             next_housekeeping = now + kHousekeepingNs;
         }
         if (plan_.open_loop) release_due(now);
@@ -166,7 +170,31 @@ void Worker::assign(Connection& c, const Request& r, int64_t now, bool write_now
     if (write_now) c.flush();  // a no-op until the connection is up; a failure is settled through on_lost
 }
 
+int Worker::active_at(int64_t now) const noexcept {
+    const double t_s = static_cast<double>(now - plan_.window_start_ns) * 1e-9;
+    const auto total = static_cast<int64_t>(std::floor(plan_.connection_curve.value_at(t_s) + 1e-9));
+    // split as the connections are (Engine): the first total % threads workers one more
+    return static_cast<int>(total / plan_.threads + (index_ < total % plan_.threads ? 1 : 0));
+}
+
+void Worker::update_active(int64_t now) {
+    const int was = active_;
+    active_ = active_at(now);
+    for (int i = std::max(was, 0); i < active_ && i < static_cast<int>(connections_.size()); ++i) {
+        Connection& c = *connections_[static_cast<size_t>(i)];
+        if (!c.parked) continue;  // still busy with the request it had when the count fell
+        c.parked = false;
+        next_closed(c, now);  // opens it the first time; after that, the same connection again
+    }
+}
+
 void Worker::next_closed(Connection& c, int64_t now) {
+    if (c.slot >= active_) {
+        // A connections schedule's count is below this one's place: it waits, open and idle,
+        // until the count grows again (update_active). Its requests in flight finish first.
+        c.parked = true;
+        return;
+    }
     Request r;
     // Closed loop: requests to send again first (refused by an HTTP/2 server, never answered on a
     // lost or closed connection).

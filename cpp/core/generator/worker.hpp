@@ -72,6 +72,10 @@ private:
     // Puts resend_ first in the queue, oldest first.
     void requeue_front(int64_t now);
     void housekeeping(int64_t now);
+    // Closed loop along a connections schedule: this worker's share of its count at `now`, and
+    // parked connections started again when it grew (they park themselves as it shrinks).
+    int active_at(int64_t now) const noexcept;
+    void update_active(int64_t now);
     void expire_streams(Connection& c, int64_t now);
     void settle_unfinished(int64_t now);
     bool finished(int64_t now) const noexcept;
@@ -92,6 +96,7 @@ private:
     bool preconnecting_ = false;      // inside preconnect(): the events count nothing
     int preconnected_ = 0;
     int64_t counted_in_flight_ = 0;  // counted requests held by sessions
+    int active_ = INT32_MAX;         // closed loop: connections with slot < active_ send (a connections schedule)
     double cpu_s_ = 0.0;
     std::string setup_error_;
 };

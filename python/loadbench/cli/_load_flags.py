@@ -6,25 +6,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Optional
 
 from ..core.errors import ConfigError
 from ..core.options import FIELD_HELP, RunOptions
+from ..core.schedule import parse_duration
 from ._cpus import parse_cpu_list
-
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(us|ms|s|m|h)?\s*$")
-_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
-
-
-def parse_duration(text: str, what: str = "duration") -> float:
-    """ "10s", "500ms", "2m", "1h" or plain seconds."""
-    m = _DURATION.match(str(text))
-    if not m:
-        raise ConfigError(f"bad {what} {text!r}: use e.g. 10s, 500ms, 2m")
-    return float(m.group(1)) * _UNITS[m.group(2)]
 
 
 def check_writable(flag: str, path: str) -> None:
@@ -52,7 +41,8 @@ def option_help(name: str, more: str = "") -> str:
     return f"{FIELD_HELP[name]}{shown}" + (f" ({more})" if more else "")
 
 
-def add_load_arguments(p: argparse.ArgumentParser, connections: int = 10) -> None:
+def add_load_arguments(p: argparse.ArgumentParser, connections: Optional[int] = 10) -> None:
+    """The shared flags; ``connections``: -c's default (None: not passed unless given)."""
     p.add_argument(
         "url", help="http:// or https:// URL, or unix:PATH (http://localhost/ over that socket)"
     )
@@ -139,7 +129,6 @@ def load_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     if args.body_file is not None:
         body = Path(args.body_file)
     kwargs: dict[str, Any] = dict(
-        connections=args.connections,
         threads=args.threads,
         method=args.method,
         headers=args.header,
@@ -155,6 +144,8 @@ def load_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         max_connections=args.max_connections,
         seed=args.seed,
     )
+    if args.connections is not None:
+        kwargs.update(connections=args.connections)
     if args.send_batch is not None:
         kwargs.update(send_batch=parse_duration(args.send_batch, "send batch"))
     if args.h2 or args.streams != 1:

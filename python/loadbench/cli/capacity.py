@@ -8,8 +8,9 @@ import argparse
 import sys
 
 from ..core.errors import ConfigError, LoadbenchError
+from ..core.schedule import parse_duration
 from ..slo.search import Step, capacity
-from ._load_flags import add_load_arguments, check_writable, load_kwargs, parse_duration
+from ._load_flags import add_load_arguments, check_writable, load_kwargs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -10,14 +10,9 @@ from .. import distributed
 from ..core.errors import ConfigError, LoadbenchError
 from ..core.gate import LoadGate
 from ..core.run import run
+from ..core.schedule import parse_duration
 from ..core.summary import saturation_warning
-from ._load_flags import (
-    add_load_arguments,
-    check_writable,
-    load_kwargs,
-    option_help,
-    parse_duration,
-)
+from ._load_flags import add_load_arguments, check_writable, load_kwargs, option_help
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Load a URL (closed loop) and print req/s, latency percentiles, "
         "status codes, errors and the generator's own CPU cost.",
     )
-    add_load_arguments(p)
+    add_load_arguments(p, connections=None)  # 10, or a connections schedule's most
     p.add_argument(
         "-z", "-d", "--duration", default=None, help=option_help("duration", "e.g. 10s, 500ms, 2m")
     )
@@ -41,7 +36,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--rst-close", action="store_true", help=option_help("rst_close"))
     p.add_argument("--warmup", default="0s", help=option_help("warmup", "e.g. 2s"))
     p.add_argument(
+        "--interval", default=None, metavar="SPAN", help=option_help("interval", "e.g. 500ms")
+    )
+    p.add_argument(
         "-q", "-R", "--rate", type=float, default=None, metavar="RATE", help=option_help("rate")
+    )
+    p.add_argument(
+        "--rate-schedule",
+        default=None,
+        metavar="'TIME:RATE, ...'",
+        help=option_help("rate_schedule", "instead of --rate; no --duration needed"),
+    )
+    p.add_argument(
+        "--steps",
+        default=None,
+        metavar="'RATE:DURATION, ...'",
+        help=option_help("steps", "instead of --rate; no --duration needed"),
+    )
+    p.add_argument(
+        "--connections-schedule",
+        default=None,
+        metavar="'TIME:CONNECTIONS, ...'",
+        help=option_help("connections_schedule", "closed loop; no --duration or -c needed"),
     )
     p.add_argument(
         "--json",
@@ -119,7 +135,6 @@ def main(args: argparse.Namespace) -> int:
     for flag, path in (("--json", args.json), ("--hdr-log", args.hdr_log)):
         if path is not None:
             check_writable(flag, path)  # before the run, not after minutes of load
-    duration = parse_duration(args.duration) if args.duration is not None else 10.0
     gate = None
     if args.wait_quiet is not None:
         gate = LoadGate(
@@ -132,7 +147,6 @@ def main(args: argparse.Namespace) -> int:
     if args.shards is not None and args.cluster is None:
         raise ConfigError("--shards needs --cluster (a Dask scheduler address, or 'local')")
     kwargs.update(
-        duration=duration,
         requests=args.requests,
         warmup=parse_duration(args.warmup, "warm-up"),
         keepalive=not args.disable_keepalive,
@@ -141,6 +155,16 @@ def main(args: argparse.Namespace) -> int:
         sample_pid=args.sample_pid,
         rate=args.rate,
     )
+    if args.connections_schedule is not None:
+        kwargs.update(connections_schedule=args.connections_schedule)
+    if args.interval is not None:
+        kwargs.update(interval=parse_duration(args.interval, "interval"))
+    if args.duration is not None:  # else 10 s, or as long as a rate schedule
+        kwargs.update(duration=parse_duration(args.duration))
+    if args.rate_schedule is not None:
+        kwargs.update(rate_schedule=args.rate_schedule)
+    if args.steps is not None:
+        kwargs.update(steps=args.steps)
     lost: Optional[LoadbenchError] = None
     try:
         if args.cluster is not None:

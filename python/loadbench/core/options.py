@@ -22,6 +22,14 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _core
 from .errors import ConfigError
+from .schedule import (
+    Point,
+    ScheduleLike,
+    parse_connections_schedule,
+    parse_rate_schedule,
+    parse_steps,
+    steps_to_points,
+)
 
 HeadersLike = Union[Mapping[str, str], Iterable[tuple[str, str]], Iterable[str], None]
 BodyLike = Union[bytes, str, os.PathLike, None]
@@ -41,6 +49,20 @@ PROTOCOL_NAMES = {
     "HTTP/1.1": "http/1.1",
     "h1": "http/1.1",
 }
+
+
+class _DefaultSeconds(float):
+    """The default duration, told apart from one the caller gave: a rate schedule sets the
+    duration when none was given, and refuses one that differs from it."""
+
+
+class _DefaultCount(int):
+    """The default connection count, told apart from one the caller gave: a connections
+    schedule sets it to its most, and refuses one that differs."""
+
+
+DEFAULT_DURATION = _DefaultSeconds(10.0)
+DEFAULT_CONNECTIONS = _DefaultCount(10)
 
 
 def option(default: Any, help: str, kind: str) -> Any:
@@ -64,11 +86,16 @@ class RunOptions:
     """Everything one run is asked to do, but its URL (see the module docstring)."""
 
     connections: int = option(
-        10, "concurrent connections (closed loop); the open loop's starting pool", "integer"
+        DEFAULT_CONNECTIONS,
+        "concurrent connections (closed loop); the open loop's starting pool; a connections "
+        "schedule sets it to its most",
+        "integer",
     )
     threads: int = option(1, "generator threads, each one event loop", "integer")
     duration: Optional[float] = option(
-        10.0, "measured window in seconds (unless `requests` is given)", "seconds"
+        DEFAULT_DURATION,
+        "measured window in seconds (unless `requests` is given; a rate schedule sets it)",
+        "seconds",
     )
     requests: Optional[int] = option(
         None, "exactly this many requests (responses + errors) instead of a duration", "integer"
@@ -133,6 +160,28 @@ class RunOptions:
         "open loop: requests per second in total, latency corrected for coordinated omission",
         "number",
     )
+    rate_schedule: ScheduleLike = option(
+        None,
+        "open loop along a load shape: the total rate, piecewise linear between TIME:RATE "
+        "points, e.g. '0s:1000, 30s:5000, 90s:5000, 100s:0' (0 s is the window's start, the "
+        "warm-up runs at the first rate, the run lasts to the last point; two points at one time "
+        "are a step; the same connections serve every stage)",
+        "string or list of (seconds, rate)",
+    )
+    steps: ScheduleLike = option(
+        None,
+        "open loop in steps: each RATE held for its DURATION, e.g. '1000:10s, 2000:10s' "
+        "(a rate schedule of flat stages)",
+        "string or list of (rate, seconds)",
+    )
+    connections_schedule: ScheduleLike = option(
+        None,
+        "closed loop with a changing number of active connections (k6's ramping VUs), piecewise "
+        "linear between TIME:CONNECTIONS points, e.g. '0s:10, 30s:100, 60s:100' (0 s is the "
+        "window's start, the warm-up runs with the first count, the run lasts to the last point); "
+        "connections are opened once, up to the most, and parked open while a stage needs fewer",
+        "string or list of (seconds, connections)",
+    )
     arrival: str = option("constant", "open-loop arrivals: constant or poisson", "string")
     max_connections: Optional[int] = option(
         None, "open loop: grow the pool up to this many connections when all are busy", "integer"
@@ -169,10 +218,12 @@ class RunOptions:
                 or self.requests < 1
             ):
                 raise ConfigError(f"requests must be an integer >= 1, not {self.requests!r}")
-        elif self.duration is None:
-            raise ConfigError("give a duration (seconds) or a number of requests")
-        else:
-            self.duration = _number("duration", self.duration)
+        self._check_schedule()
+        if self.requests is None:
+            if self.duration is None:
+                raise ConfigError("give a duration (seconds) or a number of requests")
+            if not isinstance(self.duration, _DefaultSeconds):  # kept as given: but() keeps it
+                self.duration = _number("duration", self.duration)
         self.warmup, self.timeout = _number("warmup", self.warmup), _number("timeout", self.timeout)
         self.interval = _number("interval", self.interval)
         self.send_batch = _number("send_batch", self.send_batch)  # its range: the engine's check
@@ -184,7 +235,7 @@ class RunOptions:
             raise ConfigError(f"arrival must be 'constant' or 'poisson', not {self.arrival!r}")
         if self.max_connections is not None:
             _integer("max_connections", self.max_connections)
-            if self.rate is None:
+            if not self.open_loop:
                 raise ConfigError("max_connections needs an open-loop rate")
         if self.protocol not in PROTOCOL_NAMES:
             raise ConfigError(f"protocol must be 'http/1.1' or 'h2', not {self.protocol!r}")
@@ -207,6 +258,69 @@ class RunOptions:
                 raise ConfigError(f"unix_socket must be a socket path, not {self.unix_socket!r}")
             self.unix_socket = os.fspath(self.unix_socket)
 
+    def _check_schedule(self) -> None:
+        """rate_schedule, steps and connections_schedule read into points; the duration (and
+        with connections_schedule the connection count) follows the schedule."""
+        if self.connections_schedule is not None:
+            if self.rate is not None or self.rate_schedule is not None or self.steps is not None:
+                raise ConfigError(
+                    "connections_schedule shapes the closed loop: give no rate, rate_schedule or "
+                    "steps with it (an open loop's connections follow its rate)"
+                )
+            self.connections_schedule = parse_connections_schedule(self.connections_schedule)
+            most = int(max((n for _, n in self.connections_schedule), default=0))
+            if isinstance(self.connections, _DefaultCount):
+                self.connections = max(most, 1)  # 0 everywhere: the engine says it sends nothing
+            elif self.connections != most and self.connections_schedule:
+                raise ConfigError(
+                    f"the connections schedule opens at most {most} connections but connections "
+                    f"is {self.connections!r}: leave connections out, the schedule sets it"
+                )
+            self._duration_from(self.connections_schedule)
+            return
+        if self.rate_schedule is None and self.steps is None:
+            return
+        if self.rate_schedule is not None and self.steps is not None:
+            raise ConfigError("give either rate_schedule or steps, not both")
+        if self.rate is not None:
+            raise ConfigError(
+                "give either a rate or a rate schedule (rate_schedule, steps), not both"
+            )
+        if self.steps is not None:
+            self.steps = parse_steps(self.steps)
+        else:
+            self.rate_schedule = parse_rate_schedule(self.rate_schedule)
+        self._duration_from(self.schedule_points or [])
+
+    def _duration_from(self, points: list[Point]) -> None:
+        """A schedule sets the window's length: to its last point."""
+        if self.requests is not None or not points:
+            return  # the engine says why (no request count with a schedule; two points at least)
+        end = points[-1][0]
+        if self.duration is None or isinstance(self.duration, _DefaultSeconds):
+            self.duration = end
+        elif abs(_number("duration", self.duration) - end) <= 1e-9:
+            self.duration = end
+        else:
+            raise ConfigError(
+                f"the rate schedule lasts {end:g} s but the duration is "
+                f"{_number('duration', self.duration):g} s: leave the duration out, the schedule "
+                "sets it"
+            )
+
+    @property
+    def schedule_points(self) -> Optional[list[Point]]:
+        """The load shape as (seconds, rate) points, or None for a constant rate."""
+        if self.steps is not None:
+            return steps_to_points(self.steps)
+        if self.rate_schedule is not None:
+            return list(self.rate_schedule)
+        return None
+
+    @property
+    def open_loop(self) -> bool:
+        return self.rate is not None or self.schedule_points is not None
+
     # -- what the engine gets ----------------------------------------------------------
     def templates(self) -> list[Request]:
         if self.requests_list is None:
@@ -223,8 +337,8 @@ class RunOptions:
         c = _core.EngineConfig()
         c.url = url
         c.requests = [_wire(t) for t in self.templates()]
-        c.connections, c.threads = self.connections, self.threads
-        c.duration_s = 0.0 if self.requests is not None else self.duration
+        c.connections, c.threads = int(self.connections), self.threads
+        c.duration_s = 0.0 if self.requests is not None else float(self.duration)
         c.total_requests = self.requests or 0
         c.warmup_s, c.timeout_s, c.interval_s = self.warmup, self.timeout, self.interval
         c.keepalive = bool(self.keepalive)
@@ -236,6 +350,8 @@ class RunOptions:
         c.unix_socket = self.unix_socket or ""
         c.cpus = list(self.cpus or [])
         c.rate = self.rate or 0.0
+        c.rate_schedule = self.schedule_points or []
+        c.connections_schedule = list(self.connections_schedule or [])
         c.poisson = self.arrival == "poisson"
         c.seed = int(self.seed)
         c.max_connections = self.max_connections or 0
@@ -254,9 +370,9 @@ class RunOptions:
         unix:PATH URL's socket is recorded as unix_socket too)."""
         templates = self.templates()
         out = {
-            "connections": self.connections,
+            "connections": int(self.connections),
             "threads": self.threads,
-            "duration_s": self.duration if self.requests is None else None,
+            "duration_s": float(self.duration) if self.requests is None else None,
             "requests": self.requests,
             "warmup_s": self.warmup,
             "method": templates[0].method.upper() if len(templates) == 1 else None,
@@ -275,14 +391,22 @@ class RunOptions:
             "streams": self.streams,
             "pipeline": self.pipeline,
         }
-        if self.rate is not None:
+        if self.open_loop:
             out.update(
                 rate=self.rate,
                 arrival=self.arrival,
-                max_connections=self.max_connections or self.connections,
+                max_connections=self.max_connections or int(self.connections),
                 seed=self.seed,
                 send_batch_s=self.send_batch,
             )
+        points = self.schedule_points
+        if points is not None:
+            # the load shape as points, whichever way it was given (steps: as given, too)
+            out["rate_schedule"] = [[t, r] for t, r in points]
+            if self.steps is not None:
+                out["steps"] = [[r, seconds] for r, seconds in self.steps]
+        if self.connections_schedule is not None:
+            out["connections_schedule"] = [[t, n] for t, n in self.connections_schedule]
         return out
 
     def changed(self) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from . import _core, hdrlog
+from .schedule import connections_schedule_of, integral, schedule_of
 from .summary import summary_lines
 
 FORMAT = "loadbench.result/1"
@@ -153,6 +154,10 @@ class Result:
     target_rate: float = 0.0
     latency_uncorrected: Optional[LatencyHistogram] = None
     lateness: Optional[LatencyHistogram] = None
+    # A load shape (config["rate_schedule"]): each stage's span, target, achieved rate, counts and
+    # corrected latency, for the requests due in it (core/schedule.py, stage_blocks); along a
+    # config["connections_schedule"], its connections and what the requests started in it met.
+    stages: list[dict[str, Any]] = field(default_factory=list)
     # Blocks other parts attach (e.g. "server" from the sampler); written into to_dict() as-is.
     extras: dict[str, Any] = field(default_factory=dict)
 
@@ -213,19 +218,34 @@ class Result:
         length = np.minimum(self.interval_s, np.maximum(self.duration_s - t, 0.0))
         responses = np.asarray(cols.get("responses", np.zeros(n)), dtype=np.int64)
         safe = np.where(length > 0, length, 1.0)
-        return {
+        out = {
             "t_s": t,
             "interval_s": length,
             "responses": responses,
             "errors": np.asarray(cols.get("errors", np.zeros(n)), dtype=np.int64),
             "rps": np.where(length > 0, responses / safe, 0.0),
-            "p50_us": np.asarray(cols.get("p50_us", np.zeros(n)), dtype=np.int64),
-            "p99_us": np.asarray(cols.get("p99_us", np.zeros(n)), dtype=np.int64),
         }
+        # a load shape: the schedule's mean over each interval, beside what was met
+        for key, points in (
+            ("target_rps", schedule_of(self.config)),
+            ("connections", connections_schedule_of(self.config)),
+        ):
+            if points:
+                out[key] = np.array(
+                    [
+                        integral(points, a, a + w) / w if w > 0 else 0.0
+                        for a, w in zip(t.tolist(), length.tolist())
+                    ],
+                    dtype=np.float64,
+                )
+        out["p50_us"] = np.asarray(cols.get("p50_us", np.zeros(n)), dtype=np.int64)
+        out["p99_us"] = np.asarray(cols.get("p99_us", np.zeros(n)), dtype=np.int64)
+        return out
 
     @property
     def timeline(self):
-        """One row per interval: t_s, interval_s, responses, errors, rps, p50_us, p99_us."""
+        """One row per interval: t_s, interval_s, responses, errors, rps, (a rate schedule's
+        target_rps, a connections schedule's mean connections,) p50_us, p99_us."""
         import pandas as pd
 
         return pd.DataFrame(self.timeline_arrays())
@@ -255,6 +275,10 @@ class Result:
         for key, kind, source in LAYOUT:
             if kind == OPEN_LOOP and not self.open_loop:
                 continue
+            if kind == SCHEDULED and not (
+                schedule_of(self.config) or connections_schedule_of(self.config)
+            ):
+                continue
             if kind == COUNTERS_HERE:
                 d.update(
                     {
@@ -270,7 +294,7 @@ class Result:
 
     def _timeline_rows(self) -> list[dict[str, Any]]:
         cols = self.timeline_arrays()
-        floats = ("t_s", "interval_s", "rps")
+        floats = ("t_s", "interval_s", "rps", "target_rps", "connections")
         return [
             {k: (float(v[i]) if k in floats else int(v[i])) for k, v in cols.items()}
             for i in range(len(cols["t_s"]))
@@ -327,6 +351,7 @@ class Result:
             target_rate=float(rate.get("target", 0.0)),
             latency_uncorrected=hist("histogram_uncorrected"),
             lateness=hist("histogram_lateness"),
+            stages=list(d.get("stages") or []),
             extras={k: v for k, v in d.items() if k not in KNOWN_KEYS},
         )
 
@@ -410,10 +435,12 @@ class Result:
 
 
 # -- the Result JSON, written once ----------------------------------------------------------------
-# Each entry: the key, when it is written (ALWAYS, OPEN_LOOP only for open-loop runs, or the place
-# of the counters LAYOUT does not name), and where its value comes from. to_dict() walks it in
+# Each entry: the key, when it is written (ALWAYS, OPEN_LOOP only for open-loop runs, SCHEDULED
+# only for runs along a rate schedule, or the place of the counters LAYOUT does not name), and where
+# its value comes from. to_dict() walks it in
 # order; from_dict() reads the stored figures back and keeps every other key as an extra.
 ALWAYS, OPEN_LOOP, COUNTERS_HERE = "always", "open loop", "counters"
+SCHEDULED = "load shape"  # written for runs along a rate or connections schedule only
 
 
 def _counter(name: str) -> Callable[[Result], int]:
@@ -489,6 +516,7 @@ LAYOUT: list[tuple[str, str, Callable[[Result], Any]]] = [
             "lateness_us": _lateness(r),
         },
     ),
+    ("stages", SCHEDULED, lambda r: [dict(stage) for stage in r.stages]),
     ("histogram_uncorrected", OPEN_LOOP, lambda r: _histogram_block(r.latency_uncorrected)),
     ("histogram_lateness", OPEN_LOOP, lambda r: _histogram_block(r.lateness)),
 ]

@@ -18,6 +18,7 @@ from .errors import ConfigError, LoadbenchError
 from .options import Request, RunOptions, check_tls_library
 from .result import LatencyHistogram, Result
 from .sampler import Sampler, WindowEdges
+from .schedule import connection_stage_blocks, connections_schedule_of, schedule_of, stage_blocks
 
 POLL_INTERVAL_S = 0.1
 OPTION_NAMES = tuple(f.name for f in fields(RunOptions))
@@ -80,6 +81,14 @@ class RunningLoad:
         except RuntimeError as exc:
             raise LoadbenchError(str(exc)) from None
         t = raw.totals
+        measured = [dict(s, latency=_histogram(s["latency_us"])) for s in t.stages]
+        stages: list[dict[str, Any]] = []
+        if schedule_of(self.config):
+            stages = stage_blocks(schedule_of(self.config), measured, raw.duration_s)
+        elif connections_schedule_of(self.config):
+            stages = connection_stage_blocks(
+                connections_schedule_of(self.config), measured, raw.duration_s
+            )
         return Result(
             url=self.url,
             config=self.config,
@@ -100,6 +109,7 @@ class RunningLoad:
             target_rate=raw.target_rate,
             latency_uncorrected=_histogram(t.latency_uncorrected_us) if raw.open_loop else None,
             lateness=_histogram(t.lateness_us) if raw.open_loop else None,
+            stages=stages,
         )
 
 
@@ -165,7 +175,14 @@ def run(
     switches to an open loop: requests are due on a constant or `arrival="poisson"` (seeded)
     schedule whatever the server does, latency counts from the intended send time (corrected
     for coordinated omission; `latency_uncorrected` is the service time), and the pool of
-    `connections` grows up to `max_connections` when all are busy. `protocol="h2"` speaks HTTP/2
+    `connections` grows up to `max_connections` when all are busy. A load shape instead of one
+    rate: `rate_schedule` ("0s:1000, 30s:5000, 100s:0" or [(0, 1000), (30, 5000), ...]: the rate
+    piecewise linear between the points, 0 s being the window's start) or `steps`
+    ("1000:10s, 2000:10s" or [(1000, 10), (2000, 10)]); the run lasts as long as the shape, and
+    the result has each stage's target, achieved rate and latency (`stages`).
+    `connections_schedule` ("0s:10, 30s:100") shapes the closed loop instead: the active
+    connections, piecewise linear between the points (k6's ramping VUs), opened once up to the
+    most and parked open while a stage needs fewer. `protocol="h2"` speaks HTTP/2
     (h2c with prior knowledge for http://, ALPN h2 only for https:// - a server that does not
     select h2 fails the connection, never a fallback) with up to `streams` requests in flight per
     connection (h2load's -m). `progress`, if given, is called about every 0.1 s with

@@ -9,6 +9,7 @@ import os
 from typing import Any, Optional
 
 from . import analysis
+from .schedule import connections_schedule_of, schedule_of
 from .tcp_exchange import tcp_exchange_text, uses_lean_exchange
 
 
@@ -37,8 +38,19 @@ def summary_lines(r: Any) -> list[str]:
         if cfg.get("requests")
         else f"{cfg.get('duration_s', r.duration_s):g} s"
     )
-    if r.open_loop:
+    shaped = bool(schedule_of(cfg))
+    if shaped:
+        mode += (
+            f", open loop along a rate schedule ({len(r.stages)} stage"
+            f"{'s' if len(r.stages) != 1 else ''}, mean {r.target_rate:,.1f}/s)"
+        )
+    elif r.open_loop:
         mode += f", open loop at {r.target_rate:g}/s"
+    elif connections_schedule_of(cfg):
+        mode += (
+            f", closed loop along a connections schedule ({len(r.stages)} stage"
+            f"{'s' if len(r.stages) != 1 else ''})"
+        )
     over = cfg.get("unix_socket")
     head = (
         f"{r.url}{f' via unix:{over}' if over and not r.url.startswith('unix:') else ''}: "
@@ -69,7 +81,8 @@ def summary_lines(r: Any) -> list[str]:
     if lat.count and r.open_loop and r.latency_uncorrected is not None:
         unc = r.latency_uncorrected
         lines.append(
-            f"  rate          target {r.target_rate:,.1f}/s ({cfg.get('arrival', 'constant')}), achieved "
+            f"  rate          target {'mean ' if shaped else ''}{r.target_rate:,.1f}/s "
+            f"({cfg.get('arrival', 'constant')}), achieved "
             f"{r.achieved_rate:,.1f}/s; {r.due:,} due, {r.late_sends:,} of {r.sends:,} sends late (> 1 ms), "
             f"lateness p99 {format_us(r.lateness.percentile(99)) if r.lateness else 'n/a'}"
         )
@@ -82,12 +95,16 @@ def summary_lines(r: Any) -> list[str]:
         lines.append(
             "                (corrected: from the intended send time; service: from the actual send)"
         )
+        if r.stages:
+            lines.extend(stage_lines(r.stages))
     elif lat.count:
         pct = "  ".join(f"p{q:g} {format_us(lat.percentile(q))}" for q in (50, 90, 99, 99.9))
         lines.append(f"  latency       {pct}  max {format_us(lat.max)}")
         lines.append(
             f"                mean {format_us(lat.mean)}  stdev {format_us(lat.stdev)}  min {format_us(lat.min)}"
         )
+        if r.stages:
+            lines.extend(connection_stage_lines(r.stages))
     else:
         lines.append("  latency       no responses")
     codes = ", ".join(f"{code}: {n:,}" for code, n in sorted(r.status_codes.items())) or "none"
@@ -136,6 +153,61 @@ def summary_lines(r: Any) -> list[str]:
         f"  in flight     {r.in_flight:.1f} (Little's law: req/s x mean latency; "
         f"{cfg.get('connections', '?')} connections)"
     )
+    return lines
+
+
+def stage_lines(stages: list[dict]) -> list[str]:
+    """A load shape's stages, one row each: the schedule's rate and its mean (target) beside the
+    rates the stage's requests (those due in it) were sent and answered at, their corrected
+    latency and errors."""
+    unfinished = any(st["unfinished"] for st in stages)
+    heads = ("time", "schedule/s", "target/s", "sent/s", "answered/s", "p50", "p99", "errors")
+    heads += ("unfinished",) if unfinished else ()
+    widths = (13, 15, 10, 10, 11, 10, 10, 8, 11)
+
+    def rate(x: Optional[float]) -> str:
+        return "n/a" if x is None else f"{x:,.1f}"
+
+    lines = ["  stages      " + " ".join(f"{h:>{w}}" for h, w in zip(heads, widths))]
+    for st in stages:
+        r0, r1 = st["rate_from"], st["rate_to"]
+        shape = f"{r0:,.0f}" if r0 == r1 else f"{r0:,.0f}->{r1:,.0f}"
+        answered = st["responses"] > 0
+        cells = (
+            f"{st['t_s']:g}-{st['until_s']:g} s",
+            shape,
+            rate(st["target_rps"]),
+            rate(st["achieved_rps"]),
+            rate(st["answered_rps"]),
+            format_us(st["latency_us"]["p50"]) if answered else "-",
+            format_us(st["latency_us"]["p99"]) if answered else "-",
+            f"{st['errors']:,}",
+        ) + ((f"{st['unfinished']:,}",) if unfinished else ())
+        lines.append("              " + " ".join(f"{c:>{w}}" for c, w in zip(cells, widths)))
+    lines.append("                (each stage's own requests, those due in it; latency corrected)")
+    return lines
+
+
+def connection_stage_lines(stages: list[dict]) -> list[str]:
+    """The closed loop's stages along a connections schedule: active connections (the
+    schedule, its mean) beside the req/s, latency and errors of the requests started in each."""
+    heads = ("time", "connections", "mean", "req/s", "p50", "p99", "errors")
+    widths = (13, 13, 8, 11, 10, 10, 8)
+    lines = ["  stages      " + " ".join(f"{h:>{w}}" for h, w in zip(heads, widths))]
+    for st in stages:
+        n0, n1 = st["connections_from"], st["connections_to"]
+        answered = st["responses"] > 0
+        cells = (
+            f"{st['t_s']:g}-{st['until_s']:g} s",
+            f"{n0}" if n0 == n1 else f"{n0}->{n1}",
+            "n/a" if st["connections"] is None else f"{st['connections']:.1f}",
+            "n/a" if st["rps"] is None else f"{st['rps']:,.1f}",
+            format_us(st["latency_us"]["p50"]) if answered else "-",
+            format_us(st["latency_us"]["p99"]) if answered else "-",
+            f"{st['errors']:,}",
+        )
+        lines.append("              " + " ".join(f"{c:>{w}}" for c, w in zip(cells, widths)))
+    lines.append("                (each stage's own requests, those started in it)")
     return lines
 
 

@@ -123,6 +123,13 @@ def run(
     # a plain dict of the fields given (the wire form to the workers), split by plan_shards
     prepare(url, **run_kwargs)
     options = RunOptions(**run_kwargs)
+    if options.schedule_points is not None or options.connections_schedule is not None:
+        # Each shard would need its share of the curve and a phase that interleaves it with the
+        # others; until then a load shape runs on one machine (loadbench run without --cluster).
+        raise ConfigError(
+            "a load shape (rate_schedule, steps, connections_schedule) is not split over a "
+            "cluster yet: run it without --cluster"
+        )
     client, close = _client(cluster, shards or 2)
     try:
         info = scheduler_identity(client)

@@ -42,7 +42,16 @@ from ..core.run import OPTION_NAMES, run
 from .objectives import Objective, Verdict, bad_share, judge, parse_objectives
 
 # run options the search sets itself, per step
-SEARCH_OWNS = ("rate", "duration", "requests", "warmup", "interval")
+SEARCH_OWNS = (
+    "rate",
+    "duration",
+    "requests",
+    "warmup",
+    "interval",
+    "rate_schedule",
+    "steps",
+    "connections_schedule",
+)
 # a step that sent fewer than this share of its due requests did not run at the asked rate
 MIN_SENT_SHARE = 0.99
 # the most connections the pool grows to unless max_connections says otherwise
