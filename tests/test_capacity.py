@@ -112,31 +112,34 @@ def test_a_stall_inside_the_step_fails_its_window_while_the_whole_step_passes(fi
 
 
 def test_the_search_finds_a_known_capacity(fixed_cost, tmp_path):
-    """4 ms of CPU per request: at most 250 req/s. p99 < 20 ms (five service times) holds up to
-    nearly that rate and breaks just above it, where the queue grows without bound."""
-    server = fixed_cost(4.0)
+    """10 ms of CPU per request: at most 100 req/s. p99 < 100 ms (ten service times) holds up to
+    nearly that rate and breaks above it, where the queue grows without bound. (Ten service
+    times, so the few ms a 2-core VM's hypervisor now and then takes do not decide a step.)"""
+    server = fixed_cost(10.0)
     steps = []
     found = loadbench.capacity(
-        server.url, "p99<20ms", step=2.0, settle=0.5, window=0.5, precision=0.03, repeats=2,
+        server.url, "p99<100ms", step=2.0, settle=0.5, window=1.0, precision=0.05, repeats=2,
         cpus=GENERATOR_CPUS, sample_pid=server.pid, on_step=steps.append,
     )  # fmt: skip
-    assert found.outcome == "capacity", found.message() + "\n" + "\n".join(found.table_lines())
-    ceiling = 1000 / 4.0
+    why = [(s.outside_share, s.server.get("others_top")) for s in found.steps]
+    assert found.outcome == "capacity", "\n".join([found.message(), *found.table_lines(), str(why)])
+    ceiling = 1000 / 10.0
     assert 0.8 * ceiling <= found.capacity <= 1.02 * ceiling, found.table_lines()
-    assert found.capacity < found.first_failing <= 1.03 * found.capacity / (1 - 0.03)
-    assert found.failing_objective == "p99<20ms"
+    assert found.capacity < found.first_failing <= 1.001 * found.capacity / (1 - 0.05)
+    assert found.failing_objective == "p99<100ms"
     # the capacity passed every time it was run; every step kept its exact counts
     at = [s for s in found.steps if s.rate == found.capacity]
-    assert len(at) == 3 and all(s.passed for s in at)
+    assert len(at) >= 3 and all(s.passed for s in at)
     assert steps == found.steps and found.probe_rps > 0.8 * ceiling
     for s in found.steps:
         r = s.result
         assert r.responses + r.error_count + r.unfinished == r.due
-        assert s.server_cpu_us_per_req == pytest.approx(4000, rel=0.25)
+        if s.passed:  # (past the capacity, responses due in the window end after it)
+            assert s.server_cpu_us_per_req == pytest.approx(10_000, rel=0.2), found.table_lines()
     data = json.loads(found.to_json(tmp_path / "capacity.json"))
     assert data["outcome"] == "capacity" and data["capacity"] == found.capacity
-    assert len(data["steps"]) == len(found.steps) and data["spread"]["passed"] == 3
-    assert "capacity under p99<20ms" in found.message()
+    assert len(data["steps"]) == len(found.steps) and data["spread"]["passed"] == len(at)
+    assert "capacity under p99<100ms" in found.message()
 
 
 def test_a_rate_the_generator_cannot_send_ends_generator_bound(beast_server, tmp_path, capsys):
