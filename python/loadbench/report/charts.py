@@ -225,7 +225,6 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
             missing[label] = [_status(aggs[k]) if k else "n/a" for k in keys]
         yield (
             "connection_setup.png",
-            "capacity_latency.png",
             grouped_figure(
                 f"Connection setup: a new connection per request, {', '.join(setup_protocols)}, "
                 + "; ".join(f"{w}, C = {c}" for w, c in setups)

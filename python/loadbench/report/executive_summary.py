@@ -82,6 +82,10 @@ def _bad_share(v: float) -> str:
     return f"{100 * v:.1f} %"
 
 
+def _whole_percent(v: float) -> str:
+    return f"{v:.0f} %"
+
+
 def _share(v: float) -> str:
     return f"{100 * v:.0f} %"
 
@@ -420,10 +424,10 @@ def _capacity_points(model: Model, base: str) -> list[Point]:
 def _cell_words(w: "_Writer", a: Aggregate) -> str:
     """'node h2 plaintext C = 25', 'beast http plaintext, open loop at 50 %', 'go https
     plaintext, a new connection per request at c = 20'."""
-    load = w.num(("setting", "load", a.load), _count)
     where = f"{a.target} {a.protocol} {a.workload}"
-    if a.mode == "open":
-        return f"{where}, open loop at {load} % of capacity"
+    if a.mode == "open":  # its load is a percentage of the server's closed-loop capacity
+        return f"{where}, open loop at {w.num(('setting', 'load', a.load), _whole_percent)} of capacity"
+    load = w.num(("setting", "load", a.load), _count)
     if a.mode == "connect":
         return f"{where}, a new connection per request at c = {load}"
     return f"{where} C = {load}"
