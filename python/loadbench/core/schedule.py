@@ -181,15 +181,20 @@ def stage_blocks(
                 "responses": int(m["responses"]),
                 "errors": int(m["errors"]),
                 "unfinished": int(m["unfinished"]),
-                "latency_us": {
-                    "p50": lat.percentile(50),
-                    "p90": lat.percentile(90),
-                    "p99": lat.percentile(99),
-                    "max": lat.max,
-                },
+                "latency_us": _stage_latency(lat),
             }
         )
     return out
+
+
+def _stage_latency(lat) -> dict[str, Any]:
+    """A stage's corrected latency, as every stage block writes it (us)."""
+    return {
+        "p50": lat.percentile(50),
+        "p90": lat.percentile(90),
+        "p99": lat.percentile(99),
+        "max": lat.max,
+    }
 
 
 def connection_stage_blocks(
@@ -212,12 +217,7 @@ def connection_stage_blocks(
                 "responses": int(m["responses"]),
                 "errors": int(m["errors"]),
                 "unfinished": int(m["unfinished"]),
-                "latency_us": {
-                    "p50": lat.percentile(50),
-                    "p90": lat.percentile(90),
-                    "p99": lat.percentile(99),
-                    "max": lat.max,
-                },
+                "latency_us": _stage_latency(lat),
             }
         )
     return out
