@@ -3,7 +3,7 @@ capacity searches the model folds (``Model.capacities()``, report/capacity_cells
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from ..slo.objectives import parse_objective
 from .capacity_cells import CapacityCell
@@ -45,7 +45,7 @@ def section(model) -> list[str]:
     cells = model.capacities()
     if not cells:
         return []
-    objectives = next((c.objectives for c in cells.values() if c.objectives), [])
+    objectives = objectives_of(model)
     settings = model.settings
     searches = max((len(c.searches) for c in cells.values()), default=0)
     rows = []
@@ -118,5 +118,6 @@ def latency_limit_ms(objectives: list[str]) -> Optional[float]:
     return None
 
 
-def objectives_of(model) -> list[Any]:
+def objectives_of(model) -> list[str]:
+    """The objectives the sweep's capacity searches were judged by."""
     return next((c.objectives for c in model.capacities().values() if c.objectives), [])

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..core import analysis
+from .capacity import objectives_of as capacity_objectives
 from .markdown import GENERATOR_BOUND
 from .model import Aggregate, Model
 from .seed_sections import PROTOCOL_NAMES
@@ -397,7 +398,7 @@ def _capacity_points(model: Model, base: str) -> list[Point]:
     cells = model.capacities()
     if not cells:
         return []
-    objectives = next((c.objectives for c in cells.values() if c.objectives), [])
+    objectives = capacity_objectives(model)
     w = _Writer(model, base, f"Capacity under {' and '.join(objectives)} (open loop, searched)")
     out = []
     for protocol in dict.fromkeys(p for _, p in cells):

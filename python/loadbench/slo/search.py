@@ -297,11 +297,9 @@ def _generator_bound(result: Result, objectives: Sequence[Objective], max_latene
     """Why the generator, not the server, limited a run (None: it did not)."""
     if result.saturated:
         return f"its threads were {100 * result.cpu_utilisation:.0f} % busy"
-    service_ok = all(
-        o.latency_us(result.latency_uncorrected) is None
-        or o.latency_us(result.latency_uncorrected) < o.limit
-        for o in objectives
-        if o.is_latency and result.latency_uncorrected is not None
+    service = result.latency_uncorrected  # from the actual send: the server's own latency
+    service_ok = service is None or all(
+        (v := o.latency_us(service)) is None or v < o.limit for o in objectives if o.is_latency
     )
     if not service_ok:
         return None  # the server itself answered too slowly: its limit
