@@ -32,6 +32,16 @@ py::dict machine_dict(const sampler::MachineCounters& m) {
     return d;
 }
 
+py::object allocations_dict(const std::optional<sampler::AllocationTotals>& totals) {
+    if (!totals) return py::none();
+    py::dict a;
+    a["calls"] = totals->calls;
+    a["frees"] = totals->frees;
+    a["bytes"] = totals->bytes;
+    a["pids"] = totals->pids;
+    return a;
+}
+
 py::dict snapshot_dict(const Snapshot& s) {
     py::dict d;
     d["t"] = s.t;
@@ -50,6 +60,7 @@ py::dict snapshot_dict(const Snapshot& s) {
     d["pids"] = s.pids;
     d["exited"] = s.exited;
     d["machine"] = machine_dict(s.machine);
+    d["allocations"] = allocations_dict(s.allocations);
     return d;
 }
 
@@ -105,6 +116,17 @@ void register_sampler(py::module_& m) {
             return py::int_(usage->usage_ns);
         },
         py::arg("dir"));
+    m.def(
+        "allocation_totals",
+        [](const std::string& dir) {
+            std::optional<sampler::AllocationTotals> totals;
+            {
+                py::gil_scoped_release release;
+                totals = sampler::read_allocation_pages(dir);  // ValueError when unreadable
+            }
+            return allocations_dict(totals);
+        },
+        py::arg("dir"));
     m.def("machine_processes", [] {
         // [(pid, ppid, start_ticks, cpu_s, comm, kernel_thread)] of every process on the machine: the
         // two ends of an "other processes' CPU" measurement (loadbench.sampler.others_cpu).
@@ -120,8 +142,10 @@ void register_sampler(py::module_& m) {
         return out;
     });
     py::class_<Sampler>(m, "Sampler", "A process (tree) and the machine, read from /proc")
-        .def(py::init<int, bool, const std::string&>(), py::arg("pid"), py::arg("tree") = true,
-             py::arg("cgroup") = std::string())
+        .def(py::init<int, bool, const std::string&, const std::string&>(), py::arg("pid"),
+             py::arg("tree") = true, py::arg("cgroup") = std::string(),
+             py::arg("allocation_dir") = std::string())
+        .def_property_readonly("allocation_dir", &Sampler::allocation_dir)
         .def_property_readonly("cgroup", &Sampler::cgroup_dir)
         .def_property_readonly("pid", &Sampler::pid)
         .def_property_readonly("tree", &Sampler::tree)

@@ -64,7 +64,8 @@ const char* cpu_source_name(CpuSource source) {
     return "proc-ticks";
 }
 
-Sampler::Sampler(int pid, bool tree, const std::string& cgroup_dir) : root_pid_(pid), tree_(tree) {
+Sampler::Sampler(int pid, bool tree, const std::string& cgroup_dir, const std::string& allocation_dir)
+    : root_pid_(pid), tree_(tree), allocation_dir_(allocation_dir) {
     file_buffer_.resize(8192);
     dir_buffer_.resize(32768);
     auto root = std::make_unique<TrackedProcess>();
@@ -73,6 +74,7 @@ Sampler::Sampler(int pid, bool tree, const std::string& cgroup_dir) : root_pid_(
     members_.push_back(Member{std::move(root), false});
     if (!cgroup_dir.empty() && !cgroup_.open(cgroup_dir, why)) throw std::invalid_argument(why);
     if (tree_) scanner_ = std::make_unique<ProcessTreeScanner>();
+    if (!allocation_dir_.empty()) read_allocation_pages(allocation_dir_);  // readable?
     series_.reserve(1024);
 }
 
@@ -307,6 +309,14 @@ Snapshot Sampler::snapshot() {
     Snapshot snap;
     std::lock_guard lock(read_mutex_);
     static_cast<Sample&>(snap) = read_locked(&snap.pids, true);
+    // right after the CPU, like it: the window's allocations and its CPU cover the same span
+    // (a directory gone meanwhile - the server stopped - leaves them unknown, never the snapshot)
+    if (!allocation_dir_.empty()) {
+        try {
+            snap.allocations = read_allocation_pages(allocation_dir_);
+        } catch (const std::invalid_argument&) {
+        }
+    }
     rss_max_since_snapshot_ = 0;  // the next snapshot's peak covers the readings after this one
     return snap;
 }

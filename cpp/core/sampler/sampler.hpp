@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/sampler/allocation_counts.hpp"
 #include "core/sampler/cgroup_cpu.hpp"
 #include "core/sampler/machine_stat.hpp"
 #include "core/sampler/process_tree.hpp"
@@ -50,6 +51,8 @@ struct Sample {
 
 struct Snapshot : Sample {
     std::vector<int> pids;  // live members, root first
+    // The allocation counter's sums over the tree (a sampler given its directory only).
+    std::optional<AllocationTotals> allocations;
 };
 
 // Clock ticks per second of the utime/stime/machine counters (sysconf(_SC_CLK_TCK)).
@@ -60,8 +63,10 @@ public:
     // Throws std::invalid_argument with one clear sentence for an invalid, nonexistent,
     // foreign, kernel-thread or already-exited pid. `cgroup_dir`, when not empty, is a cgroup
     // (v2 or v1 cpuacct) holding exactly the tree of `pid`: its CPU accounting is then the
-    // tree's CPU (std::invalid_argument when it cannot be read).
-    Sampler(int pid, bool tree, const std::string& cgroup_dir = "");
+    // tree's CPU (std::invalid_argument when it cannot be read). `allocation_dir`, when not
+    // empty, is the allocation counter's directory of the tree (allocation_page.hpp): each
+    // snapshot() then sums its pages too.
+    Sampler(int pid, bool tree, const std::string& cgroup_dir = "", const std::string& allocation_dir = "");
     ~Sampler();
     Sampler(const Sampler&) = delete;
     Sampler& operator=(const Sampler&) = delete;
@@ -84,6 +89,7 @@ public:
     int pid() const { return root_pid_; }
     bool tree() const { return tree_; }
     const std::string& cgroup_dir() const { return cgroup_.dir(); }
+    const std::string& allocation_dir() const { return allocation_dir_; }
 
 private:
     struct Member {
@@ -103,6 +109,7 @@ private:
 
     const int root_pid_;
     const bool tree_;
+    const std::string allocation_dir_;
 
     mutable std::mutex read_mutex_;  // guards everything below up to series_mutex_
     std::vector<Member> members_;    // root first, every parent before its children

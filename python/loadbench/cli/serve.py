@@ -63,6 +63,12 @@ def register(subparsers: Any) -> None:
         help="HTTP/2: GOAWAY after N streams on a connection (default 0 = never)",
     )
     p.add_argument("--cpus", help="pin the server to these CPUs, e.g. 0 or 0-1")
+    p.add_argument(
+        "--allocations",
+        action="store_true",
+        help="count its heap allocations (LD_PRELOAD counter): `loadbench run --sample-pid PID` "
+        "then reports allocs/req and bytes/req",
+    )
     p.set_defaults(func=run)
 
 
@@ -94,6 +100,7 @@ def _server_from_args(args: argparse.Namespace) -> ServerProcess:
         h2_max_streams=args.h2_max_streams,
         h2_max_requests=args.h2_max_requests,
         cpus=parse_cpu_list(args.cpus) if args.cpus else None,
+        allocations=args.allocations,
     )
 
 
@@ -137,7 +144,13 @@ def run(args: argparse.Namespace) -> int:
                 f"loadbench serve: in cgroup {server.cgroup_path} (--sample-pid {server.pid} reads its exact CPU)",
                 flush=True,
             )
-        elif server.cgroup_note:
+        if server.allocation_counter is not None:
+            print(
+                f"loadbench serve: allocations counted in {server.allocation_counter.directory} "
+                f"(--sample-pid {server.pid} reports allocs/req)",
+                flush=True,
+            )
+        if not server.cgroup_path and server.cgroup_note:
             print(
                 f"loadbench serve: no cgroup of its own ({server.cgroup_note}); CPU is sampled from /proc",
                 flush=True,

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from ..core.allocations import library_path
 from ..core.errors import ConfigError
 from ..core.gate import LoadGate
 from ..core.tcp_exchange import OPTIONS as TCP_OPTIONS
@@ -73,6 +74,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         default=None,
         help="connection-setup cells: close connections the server closed with RST (see run --help)",
+    )
+    parser.add_argument(
+        "--allocations",
+        action="store_true",
+        help="count every started server's heap allocations (allocs/req, bytes/req; costs the "
+        "servers a little CPU, so off by default)",
     )
     parser.add_argument(
         "--no-report", action="store_true", help="measure only; `loadbench report DIR` later"
@@ -143,6 +150,9 @@ def run(args: argparse.Namespace) -> int:
     if args.tls_library is not None:
         sweep.tls_library = args.tls_library
         sweep.check_tls_library()
+    if args.allocations:
+        library_path()  # one clear error before any server starts
+        sweep.allocations = True
     out = Path(args.out) if args.out else default_out_dir(args.quick, args.config)
     if not args.out and (free := free_out_dir(sweep, out)) != out:
         print(

@@ -50,11 +50,15 @@ class Sampler:
     """A process (with its descendants when tree=True) and the machine, read from /proc.
     Raises ValueError (one sentence) for an invalid, nonexistent, foreign or kernel-thread pid."""
 
-    def __init__(self, pid: int, tree: bool = True, cgroup: str = "") -> None: ...
+    def __init__(
+        self, pid: int, tree: bool = True, cgroup: str = "", allocation_dir: str = ""
+    ) -> None: ...
     @property
     def pid(self) -> int: ...
     @property
     def cgroup(self) -> str: ...  # the cgroup whose CPU accounting is the tree's ("" = /proc)
+    @property
+    def allocation_dir(self) -> str: ...  # the allocation counter's pages ("" = not counted)
     @property
     def tree(self) -> bool: ...
     @property
@@ -70,6 +74,7 @@ class Sampler:
 def cgroup_cpu_ns(
     dir: str,
 ) -> Optional[int]: ...  # one reading of a cgroup's CPU usage; None if unreadable
+def allocation_totals(dir: str) -> dict[str, Any]: ...  # {calls, frees, bytes, pids} of the pages
 def machine_processes() -> list[
     tuple[int, int, int, float, str, bool]
 ]: ...  # (pid, ppid, start_ticks, cpu_s, comm, kernel_thread)

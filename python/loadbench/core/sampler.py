@@ -31,6 +31,10 @@ idle time, its columns do not add up to wall time, and busy as a share of them m
 precise CPU read as 5-8 % "other processes" on a quiet 2-core machine
 (bench/contention_accounting.py). Kernel threads are reported apart (`kernel_threads_cpu_s`).
 
+Allocations (opt-in, loadbench.core.allocations): a tree started with the allocation counter
+has `allocations` in each snapshot and a window's `allocations` block (calls, frees, bytes, per
+response, or "n/a" with the reason where the counter cannot see the heap).
+
 Memory: `rss_kib` (the tree's summed RSS now), `rss_max_kib` (the largest summed RSS of all
 readings since the previous snapshot - with a background series running, the peak of the
 window as sampled), `pss_kib` (summed proportional set size, /proc/PID/smaps_rollup: shared
@@ -46,6 +50,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable, Optional
 
 from . import _core
+from .allocations import allocation_dir_of, window_allocations
 from .cgroup import cgroup_of
 from .errors import ConfigError
 
@@ -258,6 +263,8 @@ class ProcSnapshot:
     cpu_source: str = "proc-ticks"  # see the module docstring
     rss_max_kib: int = 0  # largest summed RSS of the readings since the previous snapshot
     pss_kib: Optional[int] = None  # summed Pss of the live members; None when unreadable
+    # the allocation counter's sums over the tree ({calls, frees, bytes, pids}; None: not counted)
+    allocations: Optional[dict] = None
     # every process's CPU, read right after the tree and the machine (None: not read)
     processes: Optional[MachineProcesses] = field(default=None, repr=False, compare=False)
 
@@ -293,11 +300,16 @@ def machine_shares(start: MachineSnapshot, end: MachineSnapshot) -> dict[str, Op
 
 
 def window(
-    start: ProcSnapshot, end: ProcSnapshot, responses: int, also_ours: Iterable[int] = ()
+    start: ProcSnapshot,
+    end: ProcSnapshot,
+    responses: int,
+    also_ours: Iterable[int] = (),
+    run_start_allocations: Optional[dict] = None,
 ) -> dict[str, Any]:
     """The `server` block of a run: what the server spent between two snapshots, and what
     processes other than the run's used meanwhile (``also_ours``: more pids of the run, e.g. the
-    local shards of a distributed run)."""
+    local shards of a distributed run). ``run_start_allocations``: the allocation counter's sums
+    when the run started (see :func:`loadbench.core.allocations.window_allocations`)."""
     cpu_s = max(0.0, end.cpu_s - start.cpu_s)
     others: dict[str, Any] = {}
     if start.processes is not None and end.processes is not None:
@@ -311,6 +323,13 @@ def window(
                 {"command": comm, "cpu_s": round(used, 6)} for comm, used in found.top[:3]
             ],
         }
+    live = {
+        pid: (end.processes.cpu[pid].command if end.processes and pid in end.processes.cpu else "?")
+        for pid in ([] if end.exited else end.pids)
+    }
+    allocations = window_allocations(
+        start.allocations, end.allocations, responses, live, run_start_allocations
+    )
     return {
         "pid": start.pid or end.pid,
         "pids": sorted(set(start.pids) | set(end.pids)),
@@ -333,6 +352,7 @@ def window(
         "exited": end.exited,
         "window_s": end.t - start.t,
         "machine": machine_shares(start.machine, end.machine),
+        **({"allocations": allocations} if allocations is not None else {}),
         **others,
     }
 
@@ -344,13 +364,16 @@ class Sampler:
     Raises ConfigError for an invalid, nonexistent, foreign or kernel-thread pid.
     `cgroup`: "auto" (default) reads the tree's CPU from the cgroup loadbench made for `pid`
     when there is one (tree=True only), a path names a cgroup holding exactly the tree, None
-    reads /proc only.
+    reads /proc only. `allocations`: "auto" (default) sums the allocation counter's pages when
+    `pid` was started with it (tree=True only; see loadbench.core.allocations), a path names its
+    directory, None counts none.
     """
 
     pid: int
     interval: float = 0.1
     tree: bool = True
     cgroup: Optional[str] = "auto"
+    allocations: Optional[str] = "auto"
     _core: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -369,12 +392,28 @@ class Sampler:
         if cgroup == "auto":
             cgroup = cgroup_of(pid) if self.tree and pid > 0 else None
         self.cgroup = os.fspath(cgroup) if cgroup else None
+        allocations = self.allocations
+        if allocations == "auto":
+            allocations = allocation_dir_of(pid) if self.tree and pid > 0 else None
+        self.allocations = os.fspath(allocations) if allocations else None
         try:
-            self._core = _core.Sampler(pid, bool(self.tree), self.cgroup or "")
+            self._core = _core.Sampler(
+                pid, bool(self.tree), self.cgroup or "", self.allocations or ""
+            )
         except ValueError as exc:
             raise ConfigError(f"cannot sample pid {pid}: {exc}") from None
 
     # -- exact readings --------------------------------------------------------------
+    def allocation_totals(self) -> Optional[dict]:
+        """The allocation counter's sums now (None: the tree is not counted or its pages are
+        gone), without a whole snapshot."""
+        if not self.allocations:
+            return None
+        try:
+            return _core.allocation_totals(self.allocations)
+        except ValueError:
+            return None
+
     def snapshot(self) -> ProcSnapshot:
         """Reads the process (tree), the machine and every process's CPU now, synchronously."""
         snap = ProcSnapshot.from_core(self._core.snapshot(), self.pid)
@@ -488,10 +527,14 @@ class WindowEdges:
         self.end: Optional[ProcSnapshot] = None
         self.opens_at: Optional[float] = None
         self.closes_at: Optional[float] = None
+        self.run_start_allocations: Optional[dict] = None
 
     def before_start(self) -> None:
         # The background series feeds the end snapshot's rss_max_kib (the window's sampled peak).
         self.sampler.start()
+        # before any connection: a server that allocates per connection but not per request is
+        # told apart from one whose heap the counter does not see
+        self.run_start_allocations = self.sampler.allocation_totals()
         if self.warmup_s == 0.0:
             self.start = self.sampler.snapshot()
 
@@ -529,4 +572,4 @@ class WindowEdges:
         if self.end is None:
             self.end = self.sampler.snapshot()
         self.close()
-        return window(self.start, self.end, responses, also_ours)
+        return window(self.start, self.end, responses, also_ours, self.run_start_allocations)

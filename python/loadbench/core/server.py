@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
+from .allocations import AllocationCounter
 from .cgroup import ServerCgroup
 from .errors import ConfigError, ServerError
 from .paths import server_binary
@@ -42,6 +43,8 @@ class ServerProcess:
     `cgroup=True` (default) starts it in a cgroup of its own, so a Sampler of its pid reads
     the exact CPU of everything it runs (`cgroup_path`; when none can be made,
     `cgroup_note` says why and sampling falls back to /proc). The cgroup is removed at stop.
+    `allocations=True` starts it with the allocation counter preloaded (loadbench.core.allocations):
+    a Sampler of its pid then reports its heap allocations per window.
     """
 
     workers: int = 1
@@ -65,7 +68,9 @@ class ServerProcess:
     binary: Optional[str] = None  # another loadbench-server executable (default: the installed one)
     ready_timeout: float = 10.0
     cgroup: bool = True
+    allocations: bool = False
     proc: Optional[subprocess.Popen] = field(default=None, init=False, repr=False)
+    allocation_counter: Optional[AllocationCounter] = field(default=None, init=False, repr=False)
     cgroup_note: str = field(default="", init=False)
     _cgroup: Optional[ServerCgroup] = field(default=None, init=False, repr=False)
     ready: dict = field(default_factory=dict, init=False)
@@ -117,6 +122,10 @@ class ServerProcess:
                     f"{','.join(map(str, sorted(available)))}"
                 )
         self._stderr_file = tempfile.TemporaryFile()
+        env = None
+        if self.allocations:
+            self.allocation_counter = AllocationCounter.create("beast")
+            env = self.allocation_counter.environment(os.environ)
         group: Optional[ServerCgroup] = None
         if self.cgroup:
             group, self.cgroup_note = ServerCgroup.create("beast")
@@ -130,11 +139,16 @@ class ServerProcess:
 
         try:
             self.proc = subprocess.Popen(
-                self.argv(), stdout=subprocess.PIPE, stderr=self._stderr_file, preexec_fn=preexec
+                self.argv(),
+                stdout=subprocess.PIPE,
+                stderr=self._stderr_file,
+                preexec_fn=preexec,
+                env=env,
             )
         except BaseException:
             if group is not None:
                 group.remove()
+            self._remove_counter()
             raise
         if group is not None:
             if group.confirm(self.proc.pid):
@@ -224,6 +238,13 @@ class ServerProcess:
         if self._cgroup is not None and (self.proc is None or self.proc.poll() is not None):
             self._cgroup.remove()
             self._cgroup = None
+        if self.proc is None or self.proc.poll() is not None:
+            self._remove_counter()
+
+    def _remove_counter(self) -> None:
+        if self.allocation_counter is not None:
+            self.allocation_counter.remove()
+            self.allocation_counter = None
 
     @property
     def cgroup_path(self) -> Optional[str]:

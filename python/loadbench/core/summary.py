@@ -235,6 +235,23 @@ def server_lines(server: dict) -> list[str]:
         f"                {memory}, fds {server['fds_start']}"
         f" -> {server['fds_end']}, {server['threads']} threads, {server['ctx_switches']:,} context switches",
     ]
+    allocations = server.get("allocations")
+    if allocations:
+        if allocations.get("na"):
+            lines.append(f"  allocations   n/a - {allocations['na']}")
+        else:
+            per = allocations.get("calls_per_req")
+            nbytes = allocations.get("bytes_per_req")
+            lines.append(
+                f"  allocations   {allocations['calls']:,} malloc calls, {allocations['frees']:,} frees,"
+                f" {format_bytes(allocations['bytes'])}"
+                + (
+                    f" = {per:.4g} allocs/response, {nbytes:,.0f} bytes/response"
+                    if per is not None and nbytes is not None
+                    else ""
+                )
+                + " (libc malloc)"
+            )
     machine = server.get("machine") or {}
     if machine.get("idle_share") is not None:
         lines.append(

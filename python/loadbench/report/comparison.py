@@ -72,10 +72,21 @@ METRICS = [
     Metric("p50", "p50_ms", "p50 (ms)", False),
     Metric("p99", "p99_ms", "p99 (ms)", False),
     Metric("p99.9", "p999_ms", "p99.9 (ms)", False),
+    # heap allocations per response (results counted with allocations = true; else no rows)
+    Metric("allocs", "allocs_per_req", "allocs/req", False),
+    Metric("alloc_bytes", "alloc_bytes_per_req", "bytes allocated/req", False),
     # a capacity search's answer per repeat (capacity cells only, see _capacity_rows)
     Metric("capacity", "capacity", "capacity (req/s)", True),
 ]
-ALIASES = {"req/s": "rps", "throughput": "rps", "cpu_us": "cpu", "cpu/req": "cpu", "p999": "p99.9"}
+ALIASES = {
+    "req/s": "rps",
+    "throughput": "rps",
+    "cpu_us": "cpu",
+    "cpu/req": "cpu",
+    "p999": "p99.9",
+    "allocs/req": "allocs",
+    "bytes/req": "alloc_bytes",
+}
 
 
 def metric(name: str) -> Metric:

@@ -58,6 +58,7 @@
   function gap(c, metric) {
     if (!c || c.status === "skipped") return "n/a";
     if (c.status === "fail") return "FAIL";
+    if (metric === "allocs_per_req" && c.allocs_na) return "n/a - " + c.allocs_na.split(":")[0];
     const why = (c.why[metric] || []).map((w) => w.split(" (")[0]);
     return why.length ? "excluded: " + why.join(", ") : "n/a";
   }
@@ -244,7 +245,9 @@
   function cellsTable(f) {
     const num = (v, d) => (v === null || v === undefined ? "" : fmt(v, d));
     const head = ["Server", "Mode", "C / load", "req/s (median)", "min-max", "p50 ms", "p99 ms", "p99.9 ms",
-      "mean ms", "CPU us/req", "peak RSS MiB", "non-2xx + errors", "marks / why"];
+      "mean ms", "CPU us/req"].concat(D.allocations ? ["allocs/req", "bytes/req"] : [],
+      ["peak RSS MiB", "non-2xx + errors", "marks / why"]);
+    const allocs = (c) => (!D.allocations ? [] : c.allocs_na ? ["n/a", "n/a"] : [num(c.allocs, 2), num(c.alloc_bytes, 0)]);
     const rows = [];
     f.servers.forEach((s) => {
       D.cells.filter((c) => c.t === s && c.p === f.p && c.w === f.w)
@@ -254,8 +257,8 @@
           const load = c.mode === "open" ? c.load + " %" : c.mode === "connect" ? "new conn, c=" + c.load : String(c.load);
           const why = c.status === "ok" ? [c.marks].concat(c.why.rps || []).filter(Boolean).join(" ") : c.status.toUpperCase() + (c.note ? ": " + c.note : "");
           rows.push([s, c.mode, load, c.rps ? boundPrefix(c.bound) + num(c.rps[0], 0) : "", c.rps ? num(c.rps[1], 0) + " - " + num(c.rps[2], 0) : "",
-            num(c.p50, 3), num(c.p99, 3), num(c.p999, 3), num(c.mean, 3), num(c.cpu, 2), num(c.rss, 1),
-            c.bad === null || c.bad === undefined ? "" : (100 * c.bad).toFixed(2) + " %", why]);
+            num(c.p50, 3), num(c.p99, 3), num(c.p999, 3), num(c.mean, 3), num(c.cpu, 2)].concat(allocs(c), [num(c.rss, 1),
+            c.bad === null || c.bad === undefined ? "" : (100 * c.bad).toFixed(2) + " %", why]));
         });
     });
     const table = document.createElement("table");
@@ -274,6 +277,7 @@
     throughput(f);
     latencySpectrum(f);
     perServerCell("cpu", "Server CPU per request", "CPU us/req", "cpu_us", (c) => c.cpu, 2, f, true);
+    if ($("plot-allocs")) perServerCell("allocs", "Heap allocations per request (libc malloc calls)", "allocs/req", "allocs_per_req", (c) => c.allocs, 2, f);
     perServerCell("rss", "Server peak RSS", "MiB", null, (c) => c.rss, 1, f);
     openLoop(f);
     connectionSetup(f);

@@ -114,9 +114,11 @@ def _cell(a: Aggregate, records: list[dict]) -> dict[str, Any]:
         "note": a.note,
         "marks": marks(a) if a.status == "ok" else "",
         # what each metric's figure proves: ranked, a bound, or why it is left out
-        "ranked": {m: a.ranked_for(m) for m in ("rps", "p99_ms", "cpu_us", "conn_per_s")},
+        "ranked": {
+            m: a.ranked_for(m) for m in ("rps", "p99_ms", "cpu_us", "conn_per_s", "allocs_per_req")
+        },
         "bound": a.bound_for("rps"),
-        "why": {m: a.exclusions(m) for m in ("rps", "p99_ms", "cpu_us")},
+        "why": {m: a.exclusions(m) for m in ("rps", "p99_ms", "cpu_us", "allocs_per_req")},
         "rps": [a.rps.median, a.rps.min, a.rps.max] if a.rps else None,
         "p50": _median(a.p50_ms),
         "p99": _median(a.p99_ms),
@@ -124,6 +126,9 @@ def _cell(a: Aggregate, records: list[dict]) -> dict[str, Any]:
         "max": _median(a.max_ms),
         "mean": _median(a.mean_ms),
         "cpu": _median(a.cpu_us),
+        "allocs": _median(a.allocs_per_req),
+        "alloc_bytes": _median(a.alloc_bytes_per_req),
+        "allocs_na": a.allocs_na,
         "rss": a.rss_peak_mib,
         "bad": a.bad_share,
         "conn_per_s": _median(a.conn_per_s),
@@ -163,6 +168,7 @@ def dashboard_data(m: Model) -> dict[str, Any]:
         "open_workload": m.settings.get("open_loop_workload", "plaintext"),
         "repeats": m.settings.get("repeats"),
         "cells": cells,
+        "allocations": m.counts_allocations(),  # the allocs/req chart and table columns
         # why no timeline is drawn, when none is: the intervals a window had
         "timeline_intervals": max(windows, default=0),
         "min_timeline_points": MIN_TIMELINE_POINTS,

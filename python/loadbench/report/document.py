@@ -17,6 +17,7 @@ from typing import Optional
 from ..core import analysis
 from ..core.errors import ConfigError
 from ..sweep.targets import PROTOCOL_TITLES
+from .allocations import section as allocations_section
 from .capacity import section as capacity_section
 from .charts import write_charts
 from .executive_summary import Point, executive_summary, markdown_lines
@@ -148,6 +149,7 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
         ]
     parts += capacity_section(model)
     parts += memory_section(model)
+    parts += allocations_section(model)
     rest = [c for c in charts if c not in headline]
     if rest:
         parts += ["## Charts", ""] + [_image(c) for c in rest]

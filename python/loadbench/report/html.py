@@ -162,6 +162,7 @@ SLICE_CHARTS = (
     ("throughput", "Throughput"),
     ("latency_spectrum", "Latency percentiles"),
     ("cpu", "CPU per request"),
+    ("allocs", "Heap allocations per request"),
     ("rss", "Peak RSS"),
     ("open_loop", "Open loop"),
     ("connection_setup", "Connection setup"),
@@ -269,6 +270,8 @@ def render_html(
             if chart_id == "open_loop" and "open" not in have:
                 continue
             if chart_id == "connection_setup" and "connect" not in have:
+                continue
+            if chart_id == "allocs" and not data["allocations"]:
                 continue
             if chart_id == "timelines" and data["timeline_intervals"] < data["min_timeline_points"]:
                 continue

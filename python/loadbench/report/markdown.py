@@ -171,6 +171,38 @@ METRICS = [
 ]
 
 
+def fmt_count(value: Optional[float]) -> str:
+    """Allocations per response: '0', '0.0006', '5.01', '1 203'."""
+    if value is None:
+        return ""
+    if value == 0 or value >= 100:
+        return fmt_int(value)
+    return f"{value:.2f}" if value >= 0.01 else f"{value:.4f}"
+
+
+# Rows of a sweep that counted heap allocations (allocations = true), after CPU us/req: ranked
+# like it (lowest first; the server's own cost, so a generator-bound cell still ranks).
+ALLOCATION_METRICS = [
+    _Metric("allocs/req", lambda a: _median(a.allocs_per_req), fmt_count, False, False, "allocs_per_req"),
+    _Metric(
+        "bytes allocated/req",
+        lambda a: _median(a.alloc_bytes_per_req),
+        fmt_count,
+        False,
+        False,
+        "alloc_bytes_per_req",
+    ),
+]
+
+
+def metrics_of(aggs: Iterable[Aggregate]) -> list[_Metric]:
+    """The rows of a load table: METRICS, with the allocation rows when the cells counted them."""
+    if not any(a.allocs_per_req is not None or a.allocs_na for a in aggs):
+        return METRICS
+    at = METRICS.index(next(m for m in METRICS if m.rank == "cpu_us")) + 1
+    return METRICS[:at] + ALLOCATION_METRICS + METRICS[at:]
+
+
 def _cell_value(agg: Aggregate, metric: _Metric) -> Optional[float]:
     """The cell's value for a row, as a Figure carrying its bound for the rows that rank."""
     value = metric.get(agg)

@@ -53,7 +53,12 @@ PROTOCOL_PAIRS = (("cleartext", "http", "h2c"), ("TLS", "https", "h2"))
 # (the Aggregate attribute, the tidy row's column, the comparison's short name): CPU per response
 # divides the server's own CPU by the responses it served, and memory is the server's, so neither
 # is the generator's limit - unlike req/s and latency, which are capped by it.
-SERVER_COST_METRICS = frozenset({"cpu_us", "server_cpu_us_per_req", "cpu", "rss_peak_mib", "rss"})
+# Heap allocations per response are counts, not times: other processes taking the CPU do not
+# change them, so a contended cell still ranks on them (an erroring one does not).
+COUNT_METRICS = frozenset({"allocs_per_req", "alloc_bytes_per_req", "allocs", "alloc_bytes"})
+SERVER_COST_METRICS = (
+    frozenset({"cpu_us", "server_cpu_us_per_req", "cpu", "rss_peak_mib", "rss"}) | COUNT_METRICS
+)
 # What a generator-bound cell's figure proves for the metrics it bounds (the same names' rule):
 # req/s and the connection rate are at least what was measured (the server would have done more
 # for a faster generator); the mean latency of a closed loop is at most what was measured (C =
@@ -138,6 +143,7 @@ def flatten(
         if rps is not None and mean_us is not None
         else None
     )
+    allocations = server.get("allocations") or {}
     cpu_us = server.get("cpu_us_per_req")
     if cpu_us is None and server.get("cpu_s") is not None and responses:
         cpu_us = analysis.cpu_us_per_request(server["cpu_s"], responses)
@@ -207,6 +213,10 @@ def flatten(
         "starved": cause is not None,
         "starved_cause": cause,
         "server_cpu_us_per_req": cpu_us,
+        # heap allocations (a sweep with allocations = true): per response, or why not
+        "allocs_per_req": allocations.get("calls_per_req"),
+        "alloc_bytes_per_req": allocations.get("bytes_per_req"),
+        "allocs_na": allocations.get("na"),
         "rss_peak_mib": _mib(peak_memory(server, sampled)[0]),
         "rss_source": peak_memory(server, sampled)[1],
         "pss_mib": _mib(server.get("pss_kib")),
@@ -278,6 +288,10 @@ class Aggregate:
     late_sends: Optional[Spread] = None
     mean_ms: Optional[Spread] = None
     cpu_us: Optional[Spread] = None
+    # heap allocation calls and bytes per response (the allocation counter), or why not counted
+    allocs_per_req: Optional[Spread] = None
+    alloc_bytes_per_req: Optional[Spread] = None
+    allocs_na: Optional[str] = None
     inflight: Optional[Spread] = None
     conn_per_s: Optional[Spread] = None
     # connection-setup cells: CPU per new connection / full handshake, generator and server
@@ -355,7 +369,7 @@ class Aggregate:
         out = []
         if self.dirty:
             out.append(f"{100 * self.bad_share:.1f} % non-2xx/errors")
-        if self.contended:
+        if self.contended and metric not in COUNT_METRICS:
             out.append(
                 "contended"
                 + (
@@ -433,6 +447,9 @@ def _fill(agg: Aggregate, ok: list[dict]) -> None:
         pick("inflight"),
     )
     agg.conn_per_s, agg.p999_ms, agg.max_ms = pick("conn_per_s"), pick("p999_ms"), pick("max_ms")
+    agg.allocs_per_req = pick("allocs_per_req")
+    agg.alloc_bytes_per_req = pick("alloc_bytes_per_req")
+    agg.allocs_na = next((r["allocs_na"] for r in ok if r.get("allocs_na")), None)
     if agg.mode == "open":
         agg.p99_uncorrected_ms, agg.target_rate = pick("p99_uncorrected_ms"), pick("target_rate")
         agg.late_sends = pick("late_sends")
@@ -568,6 +585,36 @@ class Model:
         """The lowest median CPU us/req of the server's closed-loop cells ranked for CPU us/req:
         the CPU counterpart of :meth:`peak` (a generator-bound cell counts; see SERVER_COST_METRICS)."""
         return self._best(target, protocol, workload, "cpu_us", higher_is_better=False)
+
+    def counts_allocations(self) -> bool:
+        """The sweep counted heap allocations (allocations = true): some cell has a figure or
+        says why it has none."""
+        return any(a.allocs_per_req is not None or a.allocs_na for a in self.aggs.values())
+
+    def best_allocs(
+        self,
+        target: str,
+        protocol: Protocols = None,
+        workload: Optional[str] = None,
+        metric: str = "allocs_per_req",
+    ) -> Optional[Figure]:
+        """The lowest median heap allocations (``metric``: allocs_per_req or alloc_bytes_per_req)
+        per response of the server's closed-loop cells ranked for it: ranked like CPU us/req (the
+        server's own cost, so a generator-bound cell counts)."""
+        return self._best(target, protocol, workload, metric, higher_is_better=False)
+
+    def allocation_gap(self, target: str) -> Optional[str]:
+        """Why the server's allocations are n/a (the counter could not see its heap), or None."""
+        return next(
+            (a.allocs_na for a in self.cells(target, mode=None) if a.allocs_na), None
+        )
+
+    def allocator(self, target: str) -> str:
+        """What the allocation counter sees of the server's heap, as its target declares it."""
+        for t in self.settings.get("targets") or []:
+            if isinstance(t, dict) and t.get("name") == target:
+                return t.get("allocator") or ""
+        return ""
 
     def _best(
         self,

@@ -27,6 +27,7 @@ from .markdown import (
     fmt_percent,
     fmt_ratio,
     fmt_us,
+    metrics_of,
     outcome_note,
     table,
 )
@@ -42,7 +43,8 @@ def load_table(
     )
     header = ["Metric", "Server"] + [f"C = {c}" for c in concurrencies]
     rows = []
-    for metric in METRICS:
+    cells = [aggs.get((t, protocol, workload, "closed", c)) for t in targets for c in concurrencies]
+    for metric in metrics_of(a for a in cells if a is not None):
         best = {
             c: best_target(
                 {t: aggs.get((t, protocol, workload, "closed", c)) for t in targets}, metric
@@ -56,7 +58,6 @@ def load_table(
                     cell_text(aggs.get((t, protocol, workload, "closed", c)), metric, best[c] == t)
                 )
             rows.append(row)
-    cells = [aggs.get((t, protocol, workload, "closed", c)) for t in targets for c in concurrencies]
     return table(header, rows) + outcome_note(cells)
 
 

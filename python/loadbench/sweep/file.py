@@ -58,6 +58,7 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
         "ack_with_request",
         "rst_close",
         "transport",
+        "allocations",
     ):
         if key in data:
             kwargs[key] = data[key]

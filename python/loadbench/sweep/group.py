@@ -117,6 +117,7 @@ class ServerGroup:
                 peers_dir=self.peers_dir,
                 cert_dir=self.cert_dir,
                 transport=self.sweep.transport,
+                allocations=self.sweep.allocations,
             )
         except LoadbenchError as exc:
             self.server = None

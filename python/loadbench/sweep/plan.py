@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional, Union
 
 from ..core import analysis
+from ..core.allocations import library_path
 from ..core.errors import ConfigError
 from ..core.run import check_tls_library
 from ..slo.objectives import parse_objectives
@@ -212,6 +213,11 @@ class SweepPlan:
     # a unix socket, the same request path without TCP's loopback cost (a lower-noise "server
     # only" figure, never to be compared with a tcp one: the report's settings name it).
     transport: str = "tcp"
+    # Count every started server's heap allocations (loadbench.core.allocations: LD_PRELOAD of
+    # the counter): allocs/req and bytes/req rows in the report. Off by default - the counter
+    # costs the server a little CPU (bench/allocation_counter_cost.py), which must not skew
+    # the other figures of a sweep that did not ask for it.
+    allocations: bool = False
 
     def __post_init__(self) -> None:
         self.workloads = [
@@ -252,6 +258,8 @@ class SweepPlan:
                 raise ConfigError(f"detail_protocols: {p!r} is not one of {', '.join(PROTOCOLS)}")
         self._check_streams()
         _check_pipeline("pipeline", self.pipeline)
+        if self.allocations:
+            library_path()  # one clear error now, not a server that fails to start later
         if self.requests is not None and (
             isinstance(self.requests, bool)
             or not isinstance(self.requests, int)

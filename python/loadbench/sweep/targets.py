@@ -57,6 +57,7 @@ from typing import Optional, Sequence
 
 from ..core._core import build_info
 from ..core.certificates import self_signed
+from ..core.allocations import AllocationCounter
 from ..core.cgroup import ServerCgroup
 from ..core.errors import ConfigError, ServerError
 from ..core.process import die_with_parent
@@ -115,6 +116,9 @@ class Target:
     version_pattern: Optional[str] = (
         None  # the part of that output to keep (default: its first line)
     )
+    # what the allocation counter sees of its heap (libc malloc only; the report prints it beside
+    # allocs/req): e.g. "libc malloc; V8's JavaScript heap is its own and not counted"
+    allocator: str = ""
 
     def __post_init__(self) -> None:
         if not self.name or any(c in self.name for c in "|/\n"):
@@ -343,6 +347,7 @@ class RunningServer:
     _cgroup: Optional[ServerCgroup] = None
     cgroup_note: str = ""
     unix_socket: Optional[str] = None  # transport "unix": load goes to base_url over this socket
+    _counter: Optional[AllocationCounter] = None  # a command target's allocation counter
 
     def alive(self) -> bool:
         if self._beast is not None:
@@ -424,6 +429,9 @@ class RunningServer:
             if self._run_dir is not None:
                 self._run_dir.cleanup()
                 self._run_dir = None
+            if self._counter is not None:
+                self._counter.remove()
+                self._counter = None
 
 
 def launch(
@@ -438,12 +446,15 @@ def launch(
     env: Optional[dict] = None,
     binary: Optional[str] = None,
     transport: str = "tcp",
+    allocations: bool = False,
 ) -> RunningServer:
     """Start ``target`` for ``protocol`` pinned to ``cpus`` and wait until it answers
     (``target.workers``, when set, replaces ``workers``). ``env``: variables added for this
     launch only (a command target's own knobs, e.g. NGINX_CONNECTIONS); ``binary``: another
     loadbench-server executable for a beast target (default: the installed one); ``transport``
-    "unix": a beast target on a unix socket in a private directory (http and h2c only)."""
+    "unix": a beast target on a unix socket in a private directory (http and h2c only);
+    ``allocations``: start it with the allocation counter (loadbench.core.allocations; a "url"
+    target, not started here, is not counted)."""
     if protocol not in PROTOCOLS:
         raise ConfigError(f"protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
     cpu_list = sorted(cpus) if cpus is not None else None
@@ -474,6 +485,7 @@ def launch(
             ready_timeout=target.ready_timeout,
             binary=binary,
             extra_args=["--no-tls-resumption"] if https else (),
+            allocations=allocations,
         )
         try:
             beast.start()
@@ -495,7 +507,7 @@ def launch(
             unix_socket=beast.unix_socket,
         )
     return _launch_command(
-        target, protocol, workers, cpu_list, peers_dir, cert_dir, host, env or {}
+        target, protocol, workers, cpu_list, peers_dir, cert_dir, host, env or {}, allocations
     )
 
 
@@ -508,6 +520,7 @@ def _launch_command(
     cert_dir: Optional[Path],
     host: str,
     extra_env: dict,
+    allocations: bool = False,
 ) -> RunningServer:
     https = is_tls(protocol)
     run_dir = tempfile.TemporaryDirectory(prefix=f"loadbench-{target.name}-")
@@ -532,6 +545,9 @@ def _launch_command(
     env["LOADBENCH_WORKERS"] = str(workers)
     if target.workers_env:
         env[target.workers_env] = str(workers)
+    counter = AllocationCounter.create(target.name) if allocations else None
+    if counter is not None:
+        env = counter.environment(env)
     stderr = tempfile.TemporaryFile()
     # A cgroup of its own: the exact CPU of everything the command runs (workers, forks).
     group, note = ServerCgroup.create(target.name) if target.tree else (None, "")
@@ -558,6 +574,8 @@ def _launch_command(
         run_dir.cleanup()
         if group is not None:
             group.remove()
+        if counter is not None:
+            counter.remove()
         if isinstance(exc, OSError):
             raise ServerError(f"{target.name}: cannot start {argv[0]}: {exc}") from None
         raise
@@ -576,6 +594,7 @@ def _launch_command(
         _run_dir=run_dir,
         _cgroup=group,
         cgroup_note=note,
+        _counter=counter,
     )
     deadline = time.monotonic() + target.ready_timeout
     reason = "no answer"

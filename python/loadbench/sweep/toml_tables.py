@@ -80,6 +80,10 @@ SWEEP_KEYS = {
         _BOOL,
         "true or false (connection-setup cells: close a connection the server closed with RST)",
     ),
+    "allocations": (
+        _BOOL,
+        "true or false (count the heap allocations of every server the sweep starts: allocs/req)",
+    ),
     "transport": (
         _STR,
         '"tcp" (default) or "unix" (the embedded server on a unix socket; http and h2c only)',
@@ -103,6 +107,7 @@ TARGET_KEYS = {
     "h2_url": (_STR, "an https:// URL serving h2"),
     "workers": (_INT, "a positive integer (overrides the sweep's workers)"),
     "variant_of": (_STR, "the name of the target this is another configuration of"),
+    "allocator": (_STR, "what the allocation counter (libc malloc) sees of this server's heap"),
     "env": (_DICT, "a table of strings"),
     "workers_env": (_STR, "an environment variable name"),
     "cwd": (_STR, "a directory"),

@@ -1,0 +1,56 @@
+"""report.md's "Heap allocations per request" section (a sweep with allocations = true): each
+server's lowest allocs/req and bytes allocated/req per protocol family, its rank, and what the
+figure covers - or why it is n/a. Every number is :meth:`Model.best_allocs`; this module only
+lays it out (the per-cell figures are rows of the load tables)."""
+
+from __future__ import annotations
+
+from .markdown import fmt_count, table
+from .model import HTTP1_PROTOCOLS, HTTP2_PROTOCOLS, Model
+
+FAMILIES = (("HTTP/1.1", HTTP1_PROTOCOLS), ("HTTP/2", HTTP2_PROTOCOLS))
+
+
+def section(model: Model) -> list[str]:
+    """The section's lines (empty when the sweep did not count allocations)."""
+    if not model.counts_allocations():
+        return []
+    families = [(label, protos) for label, protos in FAMILIES if set(protos) & set(model.protocols)]
+    best = {t: model.best_allocs(t) for t in model.targets}
+    order = model.ranks(best, higher_is_better=False)
+    header = ["Server"]
+    for label, _ in families:
+        header += [f"{label} allocs/req", f"{label} bytes/req"]
+    header += ["Rank by allocs/req", "What the figure covers"]
+    rows = []
+    for t in model.targets:
+        gap = model.allocation_gap(t)
+        row = [t]
+        for _, protos in families:
+            calls = model.best_allocs(t, protos)
+            nbytes = model.best_allocs(t, protos, metric="alloc_bytes_per_req")
+            row += [fmt_count(calls) or "n/a", fmt_count(nbytes) or "n/a"]
+        covers = f"n/a - {gap}" if gap and best[t] is None else model.allocator(t) or "libc malloc"
+        row += [order[t].text() if t in order else "not ranked", covers]
+        rows.append(row)
+    return [
+        "## Heap allocations per request",
+        "",
+        (
+            "Each server ran with loadbench's allocation counter preloaded (`allocations = true`: "
+            "LD_PRELOAD of libloadbench_alloc.so, inherited by every process of its tree). It counts "
+            "the calls to libc's allocator - malloc, calloc, realloc, the memalign family, and so "
+            "operator new - and the bytes they asked for, per thread, read at the edges of each "
+            "window like the CPU. Per response: the window's calls / its exact responses. Each "
+            "figure is the lowest median over the server's closed-loop cells of that protocol "
+            "family (per cell: the allocs/req rows of the tables above); lower is better, ranked "
+            "like CPU us/req. A realloc counts as one allocation (and one free). It cannot see a "
+            "heap that is not libc's: a statically linked executable does not load the counter, "
+            "and a runtime's own allocator (V8, pymalloc's small objects, a bundled jemalloc) is "
+            "seen only where it asks libc for memory - the last column says what each figure "
+            "covers, and a server the counter cannot see is n/a, not 0."
+        ),
+        "",
+        table(header, rows),
+        "",
+    ]

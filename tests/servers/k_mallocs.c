@@ -1,0 +1,120 @@
+/* A test server whose heap allocations per request are known: exactly K mallocs of SIZE bytes
+ * per request (tests/test_allocations.py checks the allocation counter reads K).
+ *
+ *   k_mallocs PORT K SIZE [same|elsewhere|fork]
+ *
+ * HTTP/1.1 keep-alive, every request answered "200 OK" with a 2-byte body. Nothing else on the
+ * request path allocates: requests are read with read() into a fixed buffer and answered with
+ * write() of a constant, no stdio.
+ *   same       a thread per connection mallocs K blocks and frees them itself (default)
+ *   elsewhere  the connection thread mallocs, a single freeing thread frees (pointers by pipe):
+ *              frees from another thread than the one that allocated
+ *   fork       a process per connection (fork after accept), each mallocs and frees itself
+ * Prints nothing; readiness is the port accepting. SIGTERM ends it.
+ */
+#define _GNU_SOURCE
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int k_blocks;
+static size_t block_size;
+static int free_pipe[2] = {-1, -1};
+static const char response[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok";
+
+static void* freer(void* unused) {
+    (void)unused;
+    void* block;
+    while (read(free_pipe[0], &block, sizeof block) == (ssize_t)sizeof block) free(block);
+    return NULL;
+}
+
+/* One request's allocations: each block written to, so no compiler may elide the pair. */
+static void allocate_for_request(void) {
+    for (int i = 0; i < k_blocks; ++i) {
+        char* volatile block = malloc(block_size);
+        if (block == NULL) _exit(3);
+        block[0] = (char)i;
+        if (free_pipe[1] >= 0) {
+            void* p = block;
+            if (write(free_pipe[1], &p, sizeof p) != (ssize_t)sizeof p) _exit(4);
+        } else {
+            free(block);
+        }
+    }
+}
+
+/* Serves one keep-alive connection: a request ends with an empty line (GET only). */
+static void serve(int fd) {
+    char buf[8192];
+    size_t have = 0;
+    for (;;) {
+        ssize_t got = read(fd, buf + have, sizeof buf - have);
+        if (got <= 0) break;
+        have += (size_t)got;
+        char* end;
+        while ((end = memmem(buf, have, "\r\n\r\n", 4)) != NULL) {
+            size_t used = (size_t)(end - buf) + 4;
+            allocate_for_request();
+            if (write(fd, response, sizeof response - 1) != (ssize_t)(sizeof response - 1)) goto done;
+            memmove(buf, buf + used, have - used);
+            have -= used;
+        }
+        if (have == sizeof buf) break;
+    }
+done:
+    close(fd);
+}
+
+static void* connection_thread(void* arg) {
+    serve((int)(intptr_t)arg);
+    return NULL;
+}
+
+int main(int argc, char** argv) {
+    if (argc < 4) return 2;
+    int port = atoi(argv[1]);
+    k_blocks = atoi(argv[2]);
+    block_size = (size_t)atol(argv[3]);
+    const char* mode = argc > 4 ? argv[4] : "same";
+    signal(SIGPIPE, SIG_IGN);
+    if (strcmp(mode, "fork") == 0) signal(SIGCHLD, SIG_IGN); /* children reaped by the kernel */
+    if (strcmp(mode, "elsewhere") == 0) {
+        pthread_t t;
+        if (pipe(free_pipe) != 0 || pthread_create(&t, NULL, freer, NULL) != 0) return 1;
+    }
+    int listener = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(listener, (struct sockaddr*)&addr, sizeof addr) != 0 || listen(listener, 512) != 0) return 1;
+    for (;;) {
+        int fd = accept(listener, NULL, NULL);
+        if (fd < 0) continue;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (strcmp(mode, "fork") == 0) {
+            pid_t child = fork();
+            if (child == 0) {
+                close(listener);
+                serve(fd);
+                _exit(0);
+            }
+            close(fd);
+        } else {
+            pthread_t t;
+            if (pthread_create(&t, NULL, connection_thread, (void*)(intptr_t)fd) != 0) close(fd);
+            else pthread_detach(t);
+        }
+    }
+}

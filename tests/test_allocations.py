@@ -1,0 +1,238 @@
+"""The allocation counter (loadbench.core.allocations, cpp/preload/allocation_counter.cpp):
+exact counts from servers whose allocations per request are known, n/a where it cannot see the
+heap, and the figures in results, the CLI and the report."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import loadbench
+from loadbench.core import _core
+from loadbench.core.allocations import AllocationCounter, allocation_dir_of
+from loadbench.core.errors import ConfigError
+from loadbench.core.server import ServerProcess
+from loadbench.sweep.targets import Target, launch
+
+HERE = Path(__file__).resolve().parent
+K, SIZE = 3, 100
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc for the test servers")
+
+
+def _compile(tmp: Path, source: str, name: str, *flags: str) -> Path:
+    out = tmp / name
+    subprocess.run(
+        ["gcc", "-O2", "-o", str(out), str(HERE / "servers" / source), "-lpthread", *flags],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def k_mallocs(tmp_path_factory) -> Path:
+    return _compile(tmp_path_factory.mktemp("kmallocs"), "k_mallocs.c", "k_mallocs")
+
+
+@pytest.fixture(scope="module")
+def k_mallocs_static(tmp_path_factory) -> Path:
+    try:
+        return _compile(tmp_path_factory.mktemp("kstatic"), "k_mallocs.c", "k_mallocs_static", "-static")
+    except subprocess.CalledProcessError as exc:  # no libc.a
+        pytest.skip(f"cannot link statically: {exc.stderr.decode()[:200]}")
+
+
+def _measure(server_url: str, pid: int, **options) -> dict:
+    options = {"connections": 4, "duration": 1.0, "warmup": 0.3, **options}
+    result = loadbench.run(server_url, sample_pid=pid, **options)
+    assert result.responses > 1000, result
+    return {"responses": result.responses, **result.extras["server"]["allocations"]}
+
+
+@pytest.mark.parametrize("mode", ["same", "elsewhere", "fork"])
+def test_known_k_mallocs_per_request(k_mallocs, mode):
+    """K mallocs of SIZE bytes per request read K allocs/req and K x SIZE bytes/req within 1 %:
+    freed by the same thread, by another thread, or in a process forked per connection."""
+    target = Target(
+        "k-mallocs", kind="command", argv=[str(k_mallocs), "{port}", str(K), str(SIZE), mode]
+    )
+    server = launch(target, "http", workers=1, cpus=None, allocations=True)
+    try:
+        got = _measure(server.base_url + "/", server.pid)
+    finally:
+        server.stop()
+    assert got["na"] is None
+    assert got["calls_per_req"] == pytest.approx(K, rel=0.01)
+    assert got["bytes_per_req"] == pytest.approx(K * SIZE, rel=0.01)
+    assert got["frees"] == pytest.approx(got["calls"], rel=0.01)
+    if mode == "fork":  # the listener and one process per connection, each with its own page
+        assert got["processes"] >= 1 + 4
+
+
+def test_static_binary_is_na_not_zero(k_mallocs_static):
+    """A statically linked server does not load the counter: n/a with the reason, never 0."""
+    target = Target("static", kind="command", argv=[str(k_mallocs_static), "{port}", "3", "100"])
+    server = launch(target, "http", workers=1, cpus=None, allocations=True)
+    try:
+        got = _measure(server.base_url + "/", server.pid)
+    finally:
+        server.stop()
+    assert got["calls_per_req"] is None and got["bytes_per_req"] is None
+    assert got["na"].startswith("not loaded in k_mallocs_stat")
+
+
+def test_beast_keepalive_allocates_nothing_per_request():
+    """The Beast server's documented figures: 0 allocations per keep-alive HTTP/1.1 request
+    (README), exactly one (312 bytes) per connection-per-request - and not n/a: its connections
+    allocate, so the counter sees its heap."""
+    with ServerProcess(allocations=True) as server:
+        kept = _measure(server.url("/plaintext"), server.pid)
+        fresh = _measure(server.url("/plaintext"), server.pid, keepalive=False, connections=2)
+    assert kept["na"] is None and kept["calls"] == 0 and kept["calls_per_req"] == 0
+    # a connection accepted at a window's edge may fall on the other side of it: within 1 %
+    assert fresh["calls_per_req"] == pytest.approx(1.0, rel=0.01)
+    assert fresh["frees"] == pytest.approx(fresh["calls"], rel=0.01)
+    assert fresh["bytes_per_req"] == pytest.approx(312.0, rel=0.01)
+
+
+def test_off_by_default_and_found_from_the_environment():
+    with ServerProcess() as plain:
+        result = loadbench.run(plain.url("/plaintext"), requests=100, sample_pid=plain.pid)
+        assert "allocations" not in result.extras["server"]
+        assert allocation_dir_of(plain.pid) is None
+    with ServerProcess(allocations=True) as counted:
+        directory = counted.allocation_counter.directory
+        assert allocation_dir_of(counted.pid) == directory
+        assert loadbench.Sampler(counted.pid).allocations == directory
+    assert not Path(directory).exists()  # removed with the server
+
+
+def test_every_entry_point_is_counted(tmp_path):
+    """malloc, calloc, realloc (NULL, grow, to 0), the memalign family and free, exactly."""
+    source = tmp_path / "entry_points.c"
+    source.write_text(
+        r"""
+#include <malloc.h>
+#include <stdlib.h>
+void* volatile keep;
+int main(void) {
+    void* p = malloc(10); keep = p;             /* call 1: 10 B */
+    p = realloc(p, 20); keep = p;               /* call 2 + free 1: 20 B */
+    free(p);                                    /* free 2 */
+    p = calloc(4, 8); keep = p; free(p);        /* call 3: 32 B, free 3 */
+    p = realloc(NULL, 5); keep = p;             /* call 4: 5 B */
+    p = realloc(p, 0); keep = p;                /* free 4 */
+    free(NULL);                                 /* nothing */
+    if (posix_memalign(&p, 64, 7) == 0) free(p);/* call 5: 7 B, free 5 */
+    p = aligned_alloc(32, 64); free(p);         /* call 6: 64 B, free 6 */
+    p = memalign(16, 3); free(p);               /* call 7: 3 B, free 7 */
+    p = valloc(1); free(p);                     /* call 8: 1 B, free 8 */
+    return 0;
+}
+"""
+    )
+    binary = tmp_path / "entry_points"
+    subprocess.run(["gcc", "-O0", "-o", str(binary), str(source)], check=True)
+    counter = AllocationCounter.create("test")
+    try:
+        base = {"PATH": "/usr/bin:/bin"}
+        subprocess.run([str(binary)], env=counter.environment(base), check=True)
+        totals = _core.allocation_totals(counter.directory)
+    finally:
+        counter.remove()
+    # the process's own start-up (libc's stdio is unused) adds nothing before main
+    assert (totals["calls"], totals["frees"], totals["bytes"]) == (8, 8, 10 + 20 + 32 + 5 + 7 + 64 + 3 + 1)
+    assert len(totals["pids"]) == 1
+
+
+def test_serve_and_run_cli_report_allocations():
+    """`loadbench serve --allocations` + `loadbench run --sample-pid` prints allocs/response."""
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "loadbench", "serve", "--allocations"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines, url, pid = [], None, None
+        deadline = time.monotonic() + 15
+        while (url is None or pid is None or not any("allocations counted" in x for x in lines)) and time.monotonic() < deadline:
+            line = serve.stdout.readline()
+            lines.append(line)
+            if "listening on http://" in line:
+                url = line.split("listening on ")[1].strip()
+            if line.startswith("loadbench serve: pid "):
+                pid = int(line.split()[3].rstrip(","))
+        assert url and pid, lines
+        run = subprocess.run(
+            [sys.executable, "-m", "loadbench", "run", url + "plaintext", "-c", "2", "-d", "0.5",
+             "--warmup", "0.2", "--sample-pid", str(pid)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        serve.terminate()
+        serve.wait(timeout=15)
+    assert run.returncode == 0, run.stderr
+    line = next(x for x in run.stdout.splitlines() if x.strip().startswith("allocations"))
+    assert "0 malloc calls" in line and "= 0 allocs/response" in line
+
+
+def test_sampler_with_an_unreadable_directory_is_one_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="allocation counter's directory"):
+        loadbench.Sampler(os.getpid(), allocations=str(tmp_path / "gone"))
+
+
+def test_sweep_with_allocations_reports_them(tmp_path, k_mallocs, k_mallocs_static):
+    """A sweep with allocations = true: allocs/req and bytes/req rows for the servers whose heap
+    the counter sees, n/a with the reason for the one it cannot, in the results, report.md, the
+    dashboard data and compare."""
+    from loadbench.report import document, model
+    from loadbench.report.comparison import compare
+    from loadbench.report.dashboard import dashboard_data
+    from loadbench.sweep import results_folder as results
+    from loadbench.sweep.runner import Sweep
+
+    sweep = Sweep(
+        targets=[
+            Target("beast"),
+            Target("k-mallocs", kind="command", argv=[str(k_mallocs), "{port}", str(K), str(SIZE)],
+                   allocator="libc malloc: every block of the test server"),
+            Target("static", kind="command", argv=[str(k_mallocs_static), "{port}", "3", "100"]),
+        ],
+        workloads=["plaintext"],
+        concurrencies=[4],
+        protocols=["http"],
+        repeats=1,
+        duration=0.6,
+        warmup=0.2,
+        contended_reruns=0,
+        allocations=True,
+    )
+    sweep.run(tmp_path, progress=False, notes=False)
+    records = {r["target"]: r for r in results.read_records(tmp_path / "results.jsonl")}
+    blocks = {t: r["result"]["server"]["allocations"] for t, r in records.items()}
+    assert blocks["k-mallocs"]["calls_per_req"] == pytest.approx(K, rel=0.01)
+    assert blocks["beast"]["calls_per_req"] == 0
+    assert blocks["static"]["na"].startswith("not loaded")
+    document.write_report(tmp_path)
+    text = (tmp_path / "report.md").read_text()
+    section = text.split("## Heap allocations per request")[1].split("\n## ")[0]
+    rows = {line.split("|")[1].strip(): line for line in section.splitlines() if line.startswith("| ")}
+    assert "| 3.00 | 300 |" in rows["k-mallocs"] and "every block of the test server" in rows["k-mallocs"]
+    assert "| 0 | 0 | 1 |" in rows["beast"]
+    assert "n/a - not loaded in k_mallocs_stat" in rows["static"]
+    assert "| allocs/req |" in text and "| bytes allocated/req |" in text  # rows of the load table
+    m = model.load(tmp_path)
+    cells = {c["t"]: c for c in dashboard_data(m)["cells"]}
+    assert cells["k-mallocs"]["allocs"] == pytest.approx(K, rel=0.01)
+    assert cells["static"]["allocs"] is None and cells["static"]["allocs_na"]
+    frame = compare(tmp_path, tmp_path, metrics=["allocs"])
+    assert set(frame["target"]) == {"beast", "k-mallocs"}  # n/a has no figure to compare
