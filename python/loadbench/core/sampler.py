@@ -52,6 +52,7 @@ from typing import Any, Iterable, Optional
 from . import _core
 from .allocations import allocation_dir_of, window_allocations
 from .cgroup import cgroup_of
+from .executables import executables_of
 from .errors import ConfigError
 
 _MACHINE_FIELDS = (
@@ -353,6 +354,8 @@ def window(
         "window_s": end.t - start.t,
         "machine": machine_shares(start.machine, end.machine),
         **({"allocations": allocations} if allocations is not None else {}),
+        # which binaries (and scripts) were measured, with their SHA-256
+        "executables": executables_of(list(start.pids) + list(end.pids)),
         **others,
     }
 

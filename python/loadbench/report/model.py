@@ -217,6 +217,7 @@ def flatten(
         "allocs_per_req": allocations.get("calls_per_req"),
         "alloc_bytes_per_req": allocations.get("bytes_per_req"),
         "allocs_na": allocations.get("na"),
+        "executables": server.get("executables") or [],
         "rss_peak_mib": _mib(peak_memory(server, sampled)[0]),
         "rss_source": peak_memory(server, sampled)[1],
         "pss_mib": _mib(server.get("pss_kib")),

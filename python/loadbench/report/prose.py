@@ -61,7 +61,8 @@ def intro(generated: str, environment: dict, rows: list[dict]) -> list[str]:
 
 
 def servers_measured(settings: dict, rows: list[dict]) -> list[str]:
-    """A bullet per measured server with what it is (its peers.toml or sweep description)."""
+    """A bullet per measured server with what it is (its peers.toml or sweep description) and
+    the binaries its cells measured (SHA-256: a rebuilt binary mid-sweep shows as two)."""
     lines = []
     seen = {r["target"] for r in rows}
     for t in settings.get("targets", []):
@@ -70,6 +71,13 @@ def servers_measured(settings: dict, rows: list[dict]) -> list[str]:
                 " ".join(t.get("argv") or []) if t.get("kind") == "command" else t.get("kind")
             )
             lines.append(f"- **{t['name']}**: {how}")
+            binaries: dict = {}
+            for r in rows:
+                if r["target"] == t["name"]:
+                    for e in r.get("executables") or []:
+                        binaries.setdefault((e["path"], e.get("sha256")), e.get("role"))
+            for (path, sha), role in binaries.items():
+                lines.append(f"  - {role}: `{path}` sha256 `{sha or 'unreadable'}`")
     return lines + [""]
 
 
