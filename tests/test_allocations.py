@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc f
 def _compile(tmp: Path, source: str, name: str, *flags: str) -> Path:
     out = tmp / name
     subprocess.run(
-        ["gcc", "-O2", "-o", str(out), str(HERE / "servers" / source), "-lpthread", *flags],
+        ["gcc", "-O2", "-g", "-o", str(out), str(HERE / "servers" / source), "-lpthread", *flags],
         check=True,
         capture_output=True,
     )
@@ -238,3 +238,41 @@ def test_sweep_with_allocations_reports_them(tmp_path, k_mallocs, k_mallocs_stat
     assert cells["static"]["allocs"] is None and cells["static"]["allocs_na"]
     frame = compare(tmp_path, tmp_path, metrics=["allocs"])
     assert set(frame["target"]) == {"beast", "k-mallocs"}  # n/a has no figure to compare
+
+
+@pytest.mark.skipif(
+    __import__("loadbench.core.allocation_sites", fromlist=["x"]).heaptrack_missing() is not None,
+    reason="needs heaptrack, gdb and zstd",
+)
+def test_allocation_sites_name_the_function_and_its_share(tmp_path, k_mallocs):
+    """allocation_sites = true: heaptrack attached for one window names the function that
+    allocates K times per request, with K calls and K x SIZE bytes per response."""
+    from loadbench.report import document
+    from loadbench.sweep.results_folder import ResultsFolder
+    from loadbench.sweep.runner import Sweep
+
+    sweep = Sweep(
+        targets=[
+            Target("beast"),
+            Target("k-mallocs", kind="command", argv=[str(k_mallocs), "{port}", str(K), str(SIZE)]),
+        ],
+        workloads=["plaintext"],
+        concurrencies=[2],
+        protocols=["http"],
+        repeats=1,
+        duration=0.3,
+        warmup=0.1,
+        contended_reruns=0,
+        allocation_sites=True,
+    )
+    sweep.run(tmp_path, progress=False, notes=False)
+    sites = ResultsFolder(tmp_path).allocation_sites()
+    assert set(sites) == {"beast", "k-mallocs"} and "error" not in sites["beast"], sites
+    top = sites["k-mallocs"]["sites"][0]
+    assert top["function"] == "allocate_for_request" and top["location"].endswith("k_mallocs.c:42")
+    assert top["calls_per_req"] == pytest.approx(K, rel=0.01)
+    assert top["bytes_per_req"] == pytest.approx(K * SIZE, rel=0.01)
+    document.write_report(tmp_path)
+    text = (tmp_path / "report.md").read_text()
+    assert "## Where the allocations happen (heaptrack)" in text
+    assert "| `allocate_for_request` | " in text

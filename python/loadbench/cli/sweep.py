@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from ..core.allocation_sites import heaptrack_missing
 from ..core.allocations import library_path
 from ..core.errors import ConfigError
 from ..core.gate import LoadGate
@@ -80,6 +81,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="count every started server's heap allocations (allocs/req, bytes/req; costs the "
         "servers a little CPU, so off by default)",
+    )
+    parser.add_argument(
+        "--allocation-sites",
+        action="store_true",
+        help="after the cells, one short heaptrack window per server: where it allocates "
+        "(function, calls/req, bytes/req; slow, never timed)",
     )
     parser.add_argument(
         "--no-report", action="store_true", help="measure only; `loadbench report DIR` later"
@@ -153,6 +160,10 @@ def run(args: argparse.Namespace) -> int:
     if args.allocations:
         library_path()  # one clear error before any server starts
         sweep.allocations = True
+    if args.allocation_sites:
+        if missing := heaptrack_missing():
+            raise ConfigError(missing)
+        sweep.allocation_sites = True
     out = Path(args.out) if args.out else default_out_dir(args.quick, args.config)
     if not args.out and (free := free_out_dir(sweep, out)) != out:
         print(

@@ -12,9 +12,9 @@ FAMILIES = (("HTTP/1.1", HTTP1_PROTOCOLS), ("HTTP/2", HTTP2_PROTOCOLS))
 
 
 def section(model: Model) -> list[str]:
-    """The section's lines (empty when the sweep did not count allocations)."""
+    """The section's lines (empty when the sweep neither counted allocations nor recorded sites)."""
     if not model.counts_allocations():
-        return []
+        return sites_section(model)
     families = [(label, protos) for label, protos in FAMILIES if set(protos) & set(model.protocols)]
     best = {t: model.best_allocs(t) for t in model.targets}
     order = model.ranks(best, higher_is_better=False)
@@ -53,4 +53,61 @@ def section(model: Model) -> list[str]:
         "",
         table(header, rows),
         "",
+    ] + sites_section(model)
+
+
+SITES_SHOWN = 5
+
+
+def sites_section(model: Model) -> list[str]:
+    """Where each server allocates (allocation_sites = true): its top sites by calls."""
+    found = model.allocation_sites()
+    if not found:
+        return []
+    lines = [
+        "## Where the allocations happen (heaptrack)",
+        "",
+        (
+            "After its measured cells, each server ran once more on a fresh instance with heaptrack "
+            "1.4 attached to every process of its tree, for one short closed-loop window (the "
+            "protocol, workload and connections below). heaptrack records a stack per allocation and "
+            "slows the server several times over, so this window's speed is not reported anywhere. A "
+            "site is the first frame above the allocator (operator new and malloc's own frames "
+            "skipped): function and file:line where the binary has debug information, else its "
+            "module. Per response: the site's calls and requested bytes over the window's responses "
+            "(the connections' setup included, after the attach). Top "
+            f"{SITES_SHOWN} sites by calls; the top 25 are in allocation_sites.json."
+        ),
+        "",
     ]
+    for target, block in found.items():
+        head = (
+            f"**{target}** ({block.get('protocol')}, {block.get('workload')}, "
+            f"C = {block.get('connections')})"
+        )
+        if block.get("error"):
+            lines += [f"{head}: not recorded - {block['error']}", ""]
+            continue
+        sites = block.get("sites") or []
+        if not sites:
+            lines += [f"{head}: heaptrack saw no allocation (a statically linked executable, or a heap that is not libc's)", ""]
+            continue
+        lines += [
+            f"{head}: {fmt_count(block['calls'] / block['responses']) if block.get('responses') else 'n/a'}"
+            f" allocs/response over {block.get('responses', 0):,} responses",
+            "",
+            table(
+                ["Function", "Where", "calls/req", "bytes/req"],
+                [
+                    [
+                        f"`{s['function'][:90]}`",
+                        s["location"],
+                        fmt_count(s["calls_per_req"]) or "n/a",
+                        fmt_count(s["bytes_per_req"]) or "n/a",
+                    ]
+                    for s in sites[:SITES_SHOWN]
+                ],
+            ),
+            "",
+        ]
+    return lines

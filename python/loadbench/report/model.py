@@ -610,6 +610,11 @@ class Model:
             (a.allocs_na for a in self.cells(target, mode=None) if a.allocs_na), None
         )
 
+    def allocation_sites(self) -> dict:
+        """target -> its heaptrack window (allocation_sites.json of the results folder; {} when
+        the sweep recorded none)."""
+        return ResultsFolder(self.directory).allocation_sites() if self.directory else {}
+
     def allocator(self, target: str) -> str:
         """What the allocation counter sees of the server's heap, as its target declares it."""
         for t in self.settings.get("targets") or []:

@@ -59,6 +59,7 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
         "rst_close",
         "transport",
         "allocations",
+        "allocation_sites",
     ):
         if key in data:
             kwargs[key] = data[key]

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional, Union
 
 from ..core import analysis
+from ..core.allocation_sites import heaptrack_missing
 from ..core.allocations import library_path
 from ..core.errors import ConfigError
 from ..core.run import check_tls_library
@@ -218,6 +219,9 @@ class SweepPlan:
     # costs the server a little CPU (bench/allocation_counter_cost.py), which must not skew
     # the other figures of a sweep that did not ask for it.
     allocations: bool = False
+    # After the measured cells, one short window per server with heaptrack attached: its top
+    # allocation sites per response (allocation_sites.json, the report). Slow, never timed.
+    allocation_sites: bool = False
 
     def __post_init__(self) -> None:
         self.workloads = [
@@ -260,6 +264,8 @@ class SweepPlan:
         _check_pipeline("pipeline", self.pipeline)
         if self.allocations:
             library_path()  # one clear error now, not a server that fails to start later
+        if self.allocation_sites and (missing := heaptrack_missing()):
+            raise ConfigError(missing)
         if self.requests is not None and (
             isinstance(self.requests, bool)
             or not isinstance(self.requests, int)

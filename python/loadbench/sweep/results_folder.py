@@ -28,6 +28,7 @@ from ..core.errors import ConfigError
 RESULTS_FILE = "results.jsonl"
 SETTINGS_FILE = "sweep.json"
 ENVIRONMENT_FILE = "environment.json"
+SITES_FILE = "allocation_sites.json"  # heaptrack's top allocation sites per server (opt-in)
 
 
 def append_record(path: Path, record: dict) -> None:
@@ -117,6 +118,15 @@ class ResultsFolder:
 
     def write_environment(self, environment: dict) -> None:
         self.environment_path.write_text(json.dumps(environment, indent=2, default=str) + "\n")
+
+    def allocation_sites(self) -> dict:
+        """target -> its heaptrack window ({protocol, workload, ..., sites} or {error}); {} if none."""
+        path = self.path / SITES_FILE
+        return _read_json(path) if path.exists() else {}
+
+    def add_allocation_sites(self, target: str, block: dict) -> None:
+        path = self.path / SITES_FILE
+        path.write_text(json.dumps({**self.allocation_sites(), target: block}, indent=2) + "\n")
 
     def update_environment(self, **blocks: object) -> None:
         """Add or replace top-level blocks of environment.json (the load gate, the generator hosts)."""

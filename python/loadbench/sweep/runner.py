@@ -27,6 +27,7 @@ from ..distributed import SweepRunner
 from .group import ServerGroup
 from .plan import Cell, SweepPlan, Workload, builtin_workloads
 from .results_folder import SETTINGS_FILE, ResultsFolder
+from .sites import record_sites
 
 __all__ = ["Cell", "Sweep", "SweepPlan", "Workload", "builtin_workloads"]
 
@@ -126,6 +127,10 @@ class Sweep(SweepPlan):
                 ServerGroup(
                     self, by_target[name], protocol, group, folder, bar, runner, Path(certs), gate
                 ).run()
+            if self.allocation_sites and runner is run:  # heaptrack needs the servers here
+                for target in self.targets:
+                    bar.note(f"{target.name}: allocation sites (heaptrack, not timed)")
+                    record_sites(self, target, folder, Path(certs))
 
     def holds_other_sweep(self, out: Union[str, Path]) -> bool:
         """Whether OUT already holds the results of a sweep with other settings (resuming

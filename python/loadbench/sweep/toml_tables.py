@@ -84,6 +84,10 @@ SWEEP_KEYS = {
         _BOOL,
         "true or false (count the heap allocations of every server the sweep starts: allocs/req)",
     ),
+    "allocation_sites": (
+        _BOOL,
+        "true or false (one extra heaptrack window per server: its top allocation sites)",
+    ),
     "transport": (
         _STR,
         '"tcp" (default) or "unix" (the embedded server on a unix socket; http and h2c only)',
