@@ -190,6 +190,23 @@ def test_sampler_with_an_unreadable_directory_is_one_clear_error(tmp_path):
         loadbench.Sampler(os.getpid(), allocations=str(tmp_path / "gone"))
 
 
+def _small_sweep(out: Path, targets: list, **settings) -> None:
+    """The Beast server and ``targets``: plaintext over http at C = 4, one short window each."""
+    from loadbench.sweep.runner import Sweep
+
+    Sweep(
+        targets=[Target("beast"), *targets],
+        workloads=["plaintext"],
+        concurrencies=[4],
+        protocols=["http"],
+        repeats=1,
+        duration=0.6,
+        warmup=0.2,
+        contended_reruns=0,
+        **settings,
+    ).run(out, progress=False, notes=False)
+
+
 def test_sweep_with_allocations_reports_them(tmp_path, k_mallocs, k_mallocs_static):
     """A sweep with allocations = true: allocs/req and bytes/req rows for the servers whose heap
     the counter sees, n/a with the reason for the one it cannot, in the results, report.md, the
@@ -198,25 +215,15 @@ def test_sweep_with_allocations_reports_them(tmp_path, k_mallocs, k_mallocs_stat
     from loadbench.report.comparison import compare
     from loadbench.report.dashboard import dashboard_data
     from loadbench.sweep import results_folder as results
-    from loadbench.sweep.runner import Sweep
-
-    sweep = Sweep(
-        targets=[
-            Target("beast"),
+    _small_sweep(
+        tmp_path,
+        [
             Target("k-mallocs", kind="command", argv=[str(k_mallocs), "{port}", str(K), str(SIZE)],
                    allocator="libc malloc: every block of the test server"),
             Target("static", kind="command", argv=[str(k_mallocs_static), "{port}", "3", "100"]),
         ],
-        workloads=["plaintext"],
-        concurrencies=[4],
-        protocols=["http"],
-        repeats=1,
-        duration=0.6,
-        warmup=0.2,
-        contended_reruns=0,
         allocations=True,
     )
-    sweep.run(tmp_path, progress=False, notes=False)
     records = {r["target"]: r for r in results.read_records(tmp_path / "results.jsonl")}
     blocks = {t: r["result"]["server"]["allocations"] for t, r in records.items()}
     assert blocks["k-mallocs"]["calls_per_req"] == pytest.approx(K, rel=0.01)
@@ -249,23 +256,11 @@ def test_allocation_sites_name_the_function_and_its_share(tmp_path, k_mallocs):
     allocates K times per request, with K calls and K x SIZE bytes per response."""
     from loadbench.report import document
     from loadbench.sweep.results_folder import ResultsFolder
-    from loadbench.sweep.runner import Sweep
-
-    sweep = Sweep(
-        targets=[
-            Target("beast"),
-            Target("k-mallocs", kind="command", argv=[str(k_mallocs), "{port}", str(K), str(SIZE)]),
-        ],
-        workloads=["plaintext"],
-        concurrencies=[2],
-        protocols=["http"],
-        repeats=1,
-        duration=0.3,
-        warmup=0.1,
-        contended_reruns=0,
+    _small_sweep(
+        tmp_path,
+        [Target("k-mallocs", kind="command", argv=[str(k_mallocs), "{port}", str(K), str(SIZE)])],
         allocation_sites=True,
     )
-    sweep.run(tmp_path, progress=False, notes=False)
     sites = ResultsFolder(tmp_path).allocation_sites()
     assert set(sites) == {"beast", "k-mallocs"} and "error" not in sites["beast"], sites
     top = sites["k-mallocs"]["sites"][0]
