@@ -26,7 +26,14 @@ from pathlib import Path
 import loadbench
 from loadbench.bench.checkout import reports_dir
 from loadbench.bench.environment_block import environment
-from loadbench.bench.gate import add_gate_args, gate_note, kept, make_gate, measure_uncontended, wait_quiet
+from loadbench.bench.gate import (
+    add_gate_args,
+    gate_note,
+    kept,
+    make_gate,
+    measure_uncontended,
+    wait_quiet,
+)
 from loadbench.bench.jsonl import JsonlWriter, read_jsonl
 from loadbench.bench.repeats import summarize
 from loadbench.bench.report_text import report_head, write_report
@@ -74,9 +81,17 @@ def measure(server: loadbench.ServerProcess, counted: bool, case: str, duration:
 def report(records: list[dict], env: dict, command: str, settings: dict) -> str:
     rows = []
     for case, (_, what) in CASES.items():
-        off = summarize(r["cpu_us_per_req"] for r in kept(records) if r["case"] == case and r["counter"] == "off")
-        on = summarize(r["cpu_us_per_req"] for r in kept(records) if r["case"] == case and r["counter"] == "on")
-        allocs = summarize(r["allocs_per_req"] for r in kept(records) if r["case"] == case and r["counter"] == "on")
+        off = summarize(
+            r["cpu_us_per_req"]
+            for r in kept(records)
+            if r["case"] == case and r["counter"] == "off"
+        )
+        on = summarize(
+            r["cpu_us_per_req"] for r in kept(records) if r["case"] == case and r["counter"] == "on"
+        )
+        allocs = summarize(
+            r["allocs_per_req"] for r in kept(records) if r["case"] == case and r["counter"] == "on"
+        )
         if off is None or on is None:
             continue
         rows.append(
@@ -106,7 +121,15 @@ def report(records: list[dict], env: dict, command: str, settings: dict) -> str:
         "highest).",
         "",
         table(
-            ["Case", "Allocations", "CPU us/req, counter off", "CPU us/req, counter on", "on / off", "allocs/req (on)", "windows"],
+            [
+                "Case",
+                "Allocations",
+                "CPU us/req, counter off",
+                "CPU us/req, counter on",
+                "on / off",
+                "allocs/req (on)",
+                "windows",
+            ],
             rows,
         ),
         "",
@@ -118,10 +141,18 @@ def report(records: list[dict], env: dict, command: str, settings: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-r", "--repeats", type=int, default=7, help="off/on pairs per case (default 7)")
-    parser.add_argument("-d", "--duration", type=float, default=3.0, help="seconds per window (default 3)")
-    parser.add_argument("--out", type=Path, help="STEM for .md/.jsonl (default reports/allocation-counter-cost)")
-    parser.add_argument("--report-only", action="store_true", help="rewrite the .md from the .jsonl")
+    parser.add_argument(
+        "-r", "--repeats", type=int, default=7, help="off/on pairs per case (default 7)"
+    )
+    parser.add_argument(
+        "-d", "--duration", type=float, default=3.0, help="seconds per window (default 3)"
+    )
+    parser.add_argument(
+        "--out", type=Path, help="STEM for .md/.jsonl (default reports/allocation-counter-cost)"
+    )
+    parser.add_argument(
+        "--report-only", action="store_true", help="rewrite the .md from the .jsonl"
+    )
     add_gate_args(parser)
     args = parser.parse_args()
     stem = args.out or reports_dir() / "allocation-counter-cost"
@@ -144,14 +175,20 @@ def main() -> int:
     jsonl = JsonlWriter(jsonl_path)
     jsonl.write({"record": "environment", "environment": env, "command": command})
     records: list[dict] = []
-    with loadbench.ServerProcess(cpus=[0]) as off, loadbench.ServerProcess(cpus=[0], allocations=True) as on:
+    with (
+        loadbench.ServerProcess(cpus=[0]) as off,
+        loadbench.ServerProcess(cpus=[0], allocations=True) as on,
+    ):
         for case in CASES:
             for repeat in range(args.repeats):
                 for counted, server in ((False, off), (True, on)):
                     record = measure_uncontended(
                         gate,
                         args.contended_retries,
-                        lambda: {**measure(server, counted, case, args.duration), "repeat": repeat},
+                        lambda s=server, on=counted, c=case, r=repeat: {
+                            **measure(s, on, c, args.duration),
+                            "repeat": r,
+                        },
                         jsonl,
                         records,
                     )

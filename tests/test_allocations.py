@@ -23,7 +23,9 @@ from loadbench.sweep.targets import Target, launch
 HERE = Path(__file__).resolve().parent
 K, SIZE = 3, 100
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc for the test servers")
+pytestmark = pytest.mark.skipif(
+    shutil.which("gcc") is None, reason="needs gcc for the test servers"
+)
 
 
 def _compile(tmp: Path, source: str, name: str, *flags: str) -> Path:
@@ -44,7 +46,9 @@ def k_mallocs(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def k_mallocs_static(tmp_path_factory) -> Path:
     try:
-        return _compile(tmp_path_factory.mktemp("kstatic"), "k_mallocs.c", "k_mallocs_static", "-static")
+        return _compile(
+            tmp_path_factory.mktemp("kstatic"), "k_mallocs.c", "k_mallocs_static", "-static"
+        )
     except subprocess.CalledProcessError as exc:  # no libc.a
         pytest.skip(f"cannot link statically: {exc.stderr.decode()[:200]}")
 
@@ -148,7 +152,11 @@ int main(void) {
     finally:
         counter.remove()
     # the process's own start-up (libc's stdio is unused) adds nothing before main
-    assert (totals["calls"], totals["frees"], totals["bytes"]) == (8, 8, 10 + 20 + 32 + 5 + 7 + 64 + 3 + 1)
+    assert (totals["calls"], totals["frees"], totals["bytes"]) == (
+        8,
+        8,
+        10 + 20 + 32 + 5 + 7 + 64 + 3 + 1,
+    )
     assert len(totals["pids"]) == 1
 
 
@@ -162,7 +170,9 @@ def test_serve_and_run_cli_report_allocations():
     try:
         lines, url, pid = [], None, None
         deadline = time.monotonic() + 15
-        while (url is None or pid is None or not any("allocations counted" in x for x in lines)) and time.monotonic() < deadline:
+        while (
+            url is None or pid is None or not any("allocations counted" in x for x in lines)
+        ) and time.monotonic() < deadline:
             line = serve.stdout.readline()
             lines.append(line)
             if "listening on http://" in line:
@@ -171,8 +181,21 @@ def test_serve_and_run_cli_report_allocations():
                 pid = int(line.split()[3].rstrip(","))
         assert url and pid, lines
         run = subprocess.run(
-            [sys.executable, "-m", "loadbench", "run", url + "plaintext", "-c", "2", "-d", "0.5",
-             "--warmup", "0.2", "--sample-pid", str(pid)],
+            [
+                sys.executable,
+                "-m",
+                "loadbench",
+                "run",
+                url + "plaintext",
+                "-c",
+                "2",
+                "-d",
+                "0.5",
+                "--warmup",
+                "0.2",
+                "--sample-pid",
+                str(pid),
+            ],
             capture_output=True,
             text=True,
             timeout=60,
@@ -215,11 +238,16 @@ def test_sweep_with_allocations_reports_them(tmp_path, k_mallocs, k_mallocs_stat
     from loadbench.report.comparison import compare
     from loadbench.report.dashboard import dashboard_data
     from loadbench.sweep import results_folder as results
+
     _small_sweep(
         tmp_path,
         [
-            Target("k-mallocs", kind="command", argv=[str(k_mallocs), "{port}", str(K), str(SIZE)],
-                   allocator="libc malloc: every block of the test server"),
+            Target(
+                "k-mallocs",
+                kind="command",
+                argv=[str(k_mallocs), "{port}", str(K), str(SIZE)],
+                allocator="libc malloc: every block of the test server",
+            ),
             Target("static", kind="command", argv=[str(k_mallocs_static), "{port}", "3", "100"]),
         ],
         allocations=True,
@@ -232,8 +260,13 @@ def test_sweep_with_allocations_reports_them(tmp_path, k_mallocs, k_mallocs_stat
     document.write_report(tmp_path)
     text = (tmp_path / "report.md").read_text()
     section = text.split("## Heap allocations per request")[1].split("\n## ")[0]
-    rows = {line.split("|")[1].strip(): line for line in section.splitlines() if line.startswith("| ")}
-    assert "| 3.00 | 300 |" in rows["k-mallocs"] and "every block of the test server" in rows["k-mallocs"]
+    rows = {
+        line.split("|")[1].strip(): line for line in section.splitlines() if line.startswith("| ")
+    }
+    assert (
+        "| 3.00 | 300 |" in rows["k-mallocs"]
+        and "every block of the test server" in rows["k-mallocs"]
+    )
     assert "| 0 | 0 | 1 |" in rows["beast"]
     assert "n/a - not loaded in k_mallocs_stat" in rows["static"]
     assert "| allocs/req |" in text and "| bytes allocated/req |" in text  # rows of the load table
@@ -256,6 +289,7 @@ def test_allocation_sites_name_the_function_and_its_share(tmp_path, k_mallocs):
     allocates K times per request, with K calls and K x SIZE bytes per response."""
     from loadbench.report import document
     from loadbench.sweep.results_folder import ResultsFolder
+
     _small_sweep(
         tmp_path,
         [Target("k-mallocs", kind="command", argv=[str(k_mallocs), "{port}", str(K), str(SIZE)])],

@@ -19,9 +19,7 @@ def _sha(path: str) -> str:
 
 
 def test_a_script_server_records_its_interpreter_and_its_script():
-    target = Target(
-        "py", kind="command", argv=["{python}", "{peers}/python/server.py", "{port}"]
-    )
+    target = Target("py", kind="command", argv=["{python}", "{peers}/python/server.py", "{port}"])
     server = launch(target, "http", workers=1, cpus=None, peers_dir=PEERS)
     try:
         result = loadbench.run(server.base_url + "/plaintext", requests=200, sample_pid=server.pid)

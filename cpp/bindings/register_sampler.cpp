@@ -142,9 +142,8 @@ void register_sampler(py::module_& m) {
         return out;
     });
     py::class_<Sampler>(m, "Sampler", "A process (tree) and the machine, read from /proc")
-        .def(py::init<int, bool, const std::string&, const std::string&>(), py::arg("pid"),
-             py::arg("tree") = true, py::arg("cgroup") = std::string(),
-             py::arg("allocation_dir") = std::string())
+        .def(py::init<int, bool, const std::string&, const std::string&>(), py::arg("pid"), py::arg("tree") = true,
+             py::arg("cgroup") = std::string(), py::arg("allocation_dir") = std::string())
         .def_property_readonly("allocation_dir", &Sampler::allocation_dir)
         .def_property_readonly("cgroup", &Sampler::cgroup_dir)
         .def_property_readonly("pid", &Sampler::pid)

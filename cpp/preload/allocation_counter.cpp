@@ -133,8 +133,7 @@ Page* page() {
     int state = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
     if (state == kCounting) return g_page;
     if (state != kUnset) return nullptr;
-    if (!__atomic_compare_exchange_n(&g_state, &state, kStarting, false, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE))
+    if (!__atomic_compare_exchange_n(&g_state, &state, kStarting, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return nullptr;  // another thread makes the page; this call goes uncounted
     t_busy = true;
     g_page = make_page();
@@ -173,8 +172,7 @@ Counters* claim_slot(Page* p) {
     Counters* slot = nullptr;
     for (auto& candidate : p->threads) {
         uint32_t expected = 0;
-        if (__atomic_compare_exchange_n(&candidate.owner, &expected, tid, false, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED)) {
+        if (__atomic_compare_exchange_n(&candidate.owner, &expected, tid, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
             slot = &candidate;
             break;
         }
@@ -206,9 +204,7 @@ inline void count(uint64_t calls, uint64_t frees, uint64_t bytes) {
     if (bytes != 0) bump(&slot->bytes, bytes);
 }
 
-bool valid_alignment(size_t alignment) {
-    return alignment != 0 && (alignment & (alignment - 1)) == 0;
-}
+bool valid_alignment(size_t alignment) { return alignment != 0 && (alignment & (alignment - 1)) == 0; }
 
 }  // namespace
 

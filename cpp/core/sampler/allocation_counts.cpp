@@ -25,8 +25,7 @@ bool read_page(int dir_fd, const char* name, AllocationTotals& out) {
     const ssize_t got = pread(fd, &page, sizeof(Page), 0);
     close(fd);
     if (got != static_cast<ssize_t>(sizeof(Page))) return false;
-    if (page.header.magic != allocation::kPageMagic || page.header.version != allocation::kPageVersion)
-        return false;
+    if (page.header.magic != allocation::kPageMagic || page.header.version != allocation::kPageVersion) return false;
     auto add = [&out](const allocation::Counters& c) {
         out.calls += c.calls;
         out.frees += c.frees;

@@ -118,7 +118,7 @@ class SiteRecorder:
         calls: dict = defaultdict(int)
         nbytes: dict = defaultdict(int)
         files = 0
-        for pid, proc, path in self._tracers:
+        for _, proc, path in self._tracers:
             try:
                 proc.wait(timeout=FINISH_TIMEOUT_S)
             except subprocess.TimeoutExpired:

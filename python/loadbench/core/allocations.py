@@ -54,7 +54,11 @@ def library_path() -> Path:
 
 def _page_root() -> str:
     # tmpfs: the pages are shared memory; /dev/shm where it exists, else the temp directory
-    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    return (
+        "/dev/shm"
+        if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK)
+        else tempfile.gettempdir()
+    )
 
 
 @dataclass
@@ -99,9 +103,7 @@ def allocation_dir_of(pid: int) -> Optional[str]:
         raw = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
         return None
-    env = dict(
-        item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item
-    )
+    env = dict(item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
     directory = env.get(DIR_VARIABLE.encode())
     preload = env.get(b"LD_PRELOAD", b"")
     if not directory or LIBRARY_NAME.encode() not in preload:

@@ -52,8 +52,8 @@ from typing import Any, Iterable, Optional
 from . import _core
 from .allocations import allocation_dir_of, window_allocations
 from .cgroup import cgroup_of
-from .executables import executables_of
 from .errors import ConfigError
+from .executables import executables_of
 
 _MACHINE_FIELDS = (
     "user_s",

@@ -90,7 +90,10 @@ def sites_section(model: Model) -> list[str]:
             continue
         sites = block.get("sites") or []
         if not sites:
-            lines += [f"{head}: heaptrack saw no allocation (a statically linked executable, or a heap that is not libc's)", ""]
+            lines += [
+                f"{head}: heaptrack saw no allocation (a statically linked executable, or a heap that is not libc's)",
+                "",
+            ]
             continue
         lines += [
             f"{head}: {fmt_count(block['calls'] / block['responses']) if block.get('responses') else 'n/a'}"

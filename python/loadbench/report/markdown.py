@@ -183,7 +183,9 @@ def fmt_count(value: Optional[float]) -> str:
 # Rows of a sweep that counted heap allocations (allocations = true), after CPU us/req: ranked
 # like it (lowest first; the server's own cost, so a generator-bound cell still ranks).
 ALLOCATION_METRICS = [
-    _Metric("allocs/req", lambda a: _median(a.allocs_per_req), fmt_count, False, False, "allocs_per_req"),
+    _Metric(
+        "allocs/req", lambda a: _median(a.allocs_per_req), fmt_count, False, False, "allocs_per_req"
+    ),
     _Metric(
         "bytes allocated/req",
         lambda a: _median(a.alloc_bytes_per_req),

@@ -606,9 +606,7 @@ class Model:
 
     def allocation_gap(self, target: str) -> Optional[str]:
         """Why the server's allocations are n/a (the counter could not see its heap), or None."""
-        return next(
-            (a.allocs_na for a in self.cells(target, mode=None) if a.allocs_na), None
-        )
+        return next((a.allocs_na for a in self.cells(target, mode=None) if a.allocs_na), None)
 
     def allocation_sites(self) -> dict:
         """target -> its heaptrack window (allocation_sites.json of the results folder; {} when

@@ -56,8 +56,8 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..core._core import build_info
-from ..core.certificates import self_signed
 from ..core.allocations import AllocationCounter
+from ..core.certificates import self_signed
 from ..core.cgroup import ServerCgroup
 from ..core.errors import ConfigError, ServerError
 from ..core.process import die_with_parent
