@@ -1,7 +1,7 @@
 """`loadbench sweep [CONFIG.toml] [--out DIR] [--quick]`: run a sweep, then write its report.
 
 With no file: the default sweep (the embedded Beast server and every peer installed under
-./bench/peers, http and https, sized for about 10 minutes on 2 cores) into
+./bench/peers over http, https, h2c and h2, about 16 minutes on 2 cores with every peer) into
 reports/<date>-<host>/. Running the same command again resumes an interrupted sweep.
 """
 
