@@ -99,6 +99,8 @@ if [ "$extras" = test ]; then
   need_tool nghttpd nghttp2-server # nghttpd and h2o: HTTP/2 servers the generator's h2 tests load
   need_tool h2o h2o
   need_tool node nodejs            # the node:http peer (tests/test_bench_peers.py)
+  need_tool puma puma              # the Ruby peer (puma on Debian's ruby; no build, so CI runs it)
+  need_lib ruby-rack               # the Rack it reports (the other new peers build: install-peers.sh)
   have nginx || installed nginx-light || installed nginx || need nginx-light   # the nginx peer
   need_tool ip iproute2            # network namespaces: separate generator hosts on one machine
   need_tool wrk wrk                # a load tool no one here wrote (tests/test_bench_server_syscalls.py)

@@ -3,19 +3,25 @@
 #   peer servers : nginx (nginx-light is enough), node (node:http + node:http2 peers), h2o (Debian),
 #                  hypercorn (PyPI, into the Python that runs loadbench: $LOADBENCH_PYTHON, else python3),
 #                  the Rust peer (bench/peers/rust: hyper + tokio + rustls from crates.io, cargo build
-#                  --release --locked) and the Go peer (bench/peers/go: net/http + x/net/http2/h2c from
-#                  the Go module proxy, go build)
+#                  --release --locked), the Go peer (bench/peers/go: net/http + x/net/http2/h2c from
+#                  the Go module proxy, go build), the axum peer (bench/peers/axum: axum on the Rust
+#                  peer's stack, cargo build --release --locked), Ruby + puma + rack (Debian; YJIT is
+#                  Debian ruby's own), Nim (Debian nim; bench/peers/nim/hello.nim built -d:release),
+#                  PyPy (Debian pypy3, pypy3-venv) with hypercorn from PyPI in bench/peers/pypy/.venv,
+#                  and CPython 3.13 with hypercorn in bench/peers/python3.13/.venv when a python3.13
+#                  can be found (PATH or pyenv: Debian 12 packages none)
 #   generators   : wrk, h2load (nghttp2-client), hey, ab (apache2-utils),
 #                  oha (cargo, crates.io), bombardier (go, Go module proxy)
 #   measuring    : strace (system calls per response / connection) and perf (linux-perf: the
 #                  generators' CPU profiles) for bench/generator_vs_peers.py
 # Debian's `bombardier` package is an unrelated game: the HTTP tool comes from Go only.
+# falcon (Ruby's HTTP/2 server) is published on RubyGems only: not installed, the Ruby peer is puma.
 # oha, bombardier and the Rust peer compile for minutes, so they start first, in the background,
 # and the script waits for them at the end. Idempotent: a second run installs nothing.
 #   bash bench/install-peers.sh
 #   bash bench/install-peers.sh --dry-run   the Debian packages it would install, one per line on
-#                                           stdout (the cargo/go builds and the pip install are said on
-#                                           stderr); installs nothing
+#                                           stdout (the cargo/go/nim builds, the venvs and the pip
+#                                           installs are said on stderr); installs nothing
 set -uo pipefail
 dry_run=0
 for arg in "$@"; do
@@ -36,6 +42,22 @@ here="$(cd "$(dirname "$0")" && pwd)"
 peers="$here/peers"
 rust_peer="$peers/rust/target/release/loadbench-peer-rust"
 go_peer="$peers/go/loadbench-peer-go"
+axum_peer="$peers/axum/target/release/loadbench-peer-axum"
+nim_peer="$peers/nim/loadbench-peer-nim"
+pypy_venv="$peers/pypy/.venv"
+py313_venv="$peers/python3.13/.venv"
+# CPython 3.13 for the *-3.13 peers: Debian 12 ships 3.11 only, so one found on PATH or in pyenv
+# (pyenv install 3.13); LOADBENCH_PYTHON313 names another.
+find_python313() {
+  if [ -n "${LOADBENCH_PYTHON313:-}" ]; then echo "$LOADBENCH_PYTHON313"; return; fi
+  if have python3.13; then command -v python3.13; return; fi
+  local candidate found=""
+  for candidate in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13*/bin/python3.13; do
+    [ -x "$candidate" ] && found="$candidate"  # a glob of bash's own (a fresh machine may lack ls)
+  done
+  [ -n "$found" ] && echo "$found"
+}
+FALCON_NOTE="falcon (Ruby's HTTP/2 server) is not installed: it is published on RubyGems only (no Debian package); the Ruby peer is puma (HTTP/1.1 and HTTPS), its h2c/h2 cells are n/a"
 python="${LOADBENCH_PYTHON:-python3}"
 installed() { have dpkg-query && [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" = "install ok installed" ]; }
 
@@ -56,6 +78,18 @@ if [ "$dry_run" = 1 ]; then
     echo "install-peers: hypercorn present (in $python)" >&2
   elif have "$python"; then echo "install-peers: would pip install hypercorn into $python" >&2
   else echo "install-peers: hypercorn needs $python with pip; it would be skipped (n/a in benchmarks)" >&2; fi
+  if [ -x "$axum_peer" ]; then echo "install-peers: axum peer present ($axum_peer)" >&2
+  elif have cargo; then echo "install-peers: would build the axum peer with cargo (bench/peers/axum)" >&2
+  else echo "install-peers: the axum peer needs cargo; it would be skipped (n/a in benchmarks)" >&2; fi
+  if [ -x "$nim_peer" ] && [ ! "$peers/nim/hello.nim" -nt "$nim_peer" ]; then echo "install-peers: Nim peer present ($nim_peer)" >&2
+  else echo "install-peers: would build the Nim peer with nim c -d:release (bench/peers/nim, after apt's nim)" >&2; fi
+  if [ -x "$pypy_venv/bin/hypercorn" ]; then echo "install-peers: PyPy hypercorn present ($pypy_venv)" >&2
+  else echo "install-peers: would make $pypy_venv with pypy3 and pip install hypercorn into it (PyPI)" >&2; fi
+  if [ -x "$py313_venv/bin/hypercorn" ]; then echo "install-peers: CPython 3.13 venv present ($py313_venv)" >&2
+  elif py313="$(find_python313)" && [ -n "$py313" ]; then
+    echo "install-peers: would make $py313_venv with $py313 and pip install hypercorn into it (PyPI)" >&2
+  else echo "install-peers: CPython 3.13: none found (Debian 12 packages no python3.13; pyenv install 3.13 or LOADBENCH_PYTHON313=...); python-asyncio-3.13 and hypercorn-3.13 would be skipped (n/a in benchmarks)" >&2; fi
+  echo "install-peers: $FALCON_NOTE" >&2
 fi
 
 # --- the slow builds first, niced and at most 2 jobs (the machine may be shared) -------------
@@ -91,6 +125,16 @@ if [ "$dry_run" = 0 ] && [ ! -x "$rust_peer" ]; then
     echo "install-peers: the Rust peer needs cargo (rustup.rs); skipped - benchmarks report it as n/a"
   fi
 fi
+axum_pid=""
+if [ "$dry_run" = 0 ] && [ ! -x "$axum_peer" ]; then
+  if have cargo; then
+    echo "install-peers: building the axum peer with cargo in the background (log: $log_dir/axum-peer.log)"
+    (cd "$peers/axum" && nice -n 19 cargo build --release --locked -j 2) >"$log_dir/axum-peer.log" 2>&1 &
+    axum_pid=$!
+  else
+    echo "install-peers: the axum peer needs cargo (rustup.rs); skipped - benchmarks report it as n/a"
+  fi
+fi
 go_pid=""
 if [ "$dry_run" = 0 ] && [ ! -x "$go_peer" ]; then
   if have go; then
@@ -116,6 +160,13 @@ have openssl || apt_missing+=(openssl)
 have taskset || apt_missing+=(util-linux)
 have strace || apt_missing+=(strace)  # generator_vs_peers.py counts system calls per response / connection
 have perf || apt_missing+=(linux-perf)  # generator_vs_peers.py profiles the generators (perf record)
+have pypy3 || apt_missing+=(pypy3)
+# Debian's pypy3 has no venv module without pypy3-venv (the PyPy hypercorn peer's venv)
+[ -x "$pypy_venv/bin/python" ] || installed pypy3-venv || apt_missing+=(pypy3-venv)
+have ruby || apt_missing+=(ruby)
+have puma || apt_missing+=(puma)
+installed ruby-rack || apt_missing+=(ruby-rack)  # the Rack whose version the Ruby peer reports
+have nim || apt_missing+=(nim)
 if [ "$dry_run" = 1 ]; then
   echo "install-peers: dry run: Debian packages it would install (nothing installed):" >&2
   if [ ${#apt_missing[@]} -gt 0 ]; then printf '%s\n' "${apt_missing[@]}"; fi
@@ -140,12 +191,44 @@ if have "$python" && ! "$python" -c "import hypercorn" >/dev/null 2>&1; then
     || echo "install-peers: could not pip install hypercorn into $python (set LOADBENCH_PYTHON to the venv's python) - benchmarks report it as n/a"
 fi
 
+# --- the Nim peer: seed report 004's program, built -d:release (seconds; again when edited) ----
+if [ ! -x "$nim_peer" ] || [ "$peers/nim/hello.nim" -nt "$nim_peer" ]; then
+  if have nim; then
+    echo "install-peers: building the Nim peer (nim c -d:release, log: $log_dir/nim-peer.log)"
+    (cd "$peers/nim" && nice -n 19 nim c -d:release --hints:off -o:loadbench-peer-nim hello.nim) >"$log_dir/nim-peer.log" 2>&1 \
+      || echo "install-peers: Nim peer build failed, see $log_dir/nim-peer.log - benchmarks report it as n/a"
+  else
+    echo "install-peers: the Nim peer needs nim (apt-get install nim); skipped - benchmarks report it as n/a"
+  fi
+fi
+
+# --- venvs the install owns (bench/peers/*/.venv, ignored by git): PyPy and CPython 3.13 -------
+venv_hypercorn() {  # venv_hypercorn NAME INTERPRETER VENV
+  [ -x "$3/bin/hypercorn" ] && return 0
+  echo "install-peers: $1: making $3 with $2, pip install hypercorn (PyPI; log: $log_dir/$1.log)"
+  { [ -x "$3/bin/python" ] || nice -n 19 "$2" -m venv "$3"; } >>"$log_dir/$1.log" 2>&1 \
+    && nice -n 19 "$3/bin/python" -m pip install -q --disable-pip-version-check hypercorn >>"$log_dir/$1.log" 2>&1 \
+    || echo "install-peers: $1: could not make the venv or install hypercorn, see $log_dir/$1.log - benchmarks report it as n/a"
+}
+if have pypy3; then venv_hypercorn pypy-hypercorn pypy3 "$pypy_venv"
+else echo "install-peers: pypy-hypercorn needs pypy3 (apt-get install pypy3 pypy3-venv); skipped - benchmarks report it as n/a"; fi
+py313="$(find_python313 || true)"
+if [ -x "$py313_venv/bin/hypercorn" ]; then :
+elif [ -n "$py313" ]; then venv_hypercorn python3.13 "$py313" "$py313_venv"
+else
+  echo "install-peers: CPython 3.13 not found: Debian 12 packages no python3.13 (install one with pyenv install 3.13, or set LOADBENCH_PYTHON313); python-asyncio-3.13 and hypercorn-3.13 skipped - benchmarks report them as n/a"
+fi
+echo "install-peers: $FALCON_NOTE"
+
 status=0
 if [ -n "$oha_pid" ]; then
   wait "$oha_pid" || { echo "install-peers: oha build failed, see $log_dir/oha.log"; status=1; }
 fi
 if [ -n "$rust_pid" ]; then
   wait "$rust_pid" || { echo "install-peers: Rust peer build failed, see $log_dir/rust-peer.log"; status=1; }
+fi
+if [ -n "$axum_pid" ]; then
+  wait "$axum_pid" || { echo "install-peers: axum peer build failed, see $log_dir/axum-peer.log"; status=1; }
 fi
 if [ -n "$go_pid" ]; then
   wait "$go_pid" || { echo "install-peers: Go peer build failed, see $log_dir/go-peer.log"; status=1; }
@@ -162,5 +245,10 @@ for tool in wrk h2load hey ab oha bombardier nginx node h2o openssl taskset curl
 done
 printf '  %-11s %s\n' rust-peer "$([ -x "$rust_peer" ] && echo "$rust_peer" || echo "n/a (not built)")"
 printf '  %-11s %s\n' go-peer "$([ -x "$go_peer" ] && echo "$go_peer" || echo "n/a (not built)")"
+printf '  %-11s %s\n' axum-peer "$([ -x "$axum_peer" ] && echo "$axum_peer" || echo "n/a (not built)")"
+printf '  %-11s %s\n' nim-peer "$([ -x "$nim_peer" ] && "$nim_peer" --version 2>/dev/null || echo "n/a (not built)")"
+printf '  %-11s %s\n' ruby-puma "$(have puma && bash "$peers/ruby/run.sh" --version 2>/dev/null || echo "n/a (ruby or puma not installed)")"
+printf '  %-11s %s\n' pypy "$([ -x "$pypy_venv/bin/hypercorn" ] && "$pypy_venv/bin/python" -c 'import sys, importlib.metadata as m; print("PyPy", ".".join(map(str, sys.pypy_version_info[:3])), "+ hypercorn", m.version("hypercorn"))' 2>/dev/null || echo "n/a (no $pypy_venv)")"
+printf '  %-11s %s\n' python3.13 "$([ -x "$py313_venv/bin/hypercorn" ] && "$py313_venv/bin/python" -c 'import sys, importlib.metadata as m; print("CPython", sys.version.split()[0], "+ hypercorn", m.version("hypercorn"))' 2>/dev/null || echo "n/a (no CPython 3.13: Debian 12 has none)")"
 printf '  %-11s %s\n' hypercorn "$("$python" -c 'import hypercorn, os; print(os.path.dirname(hypercorn.__file__))' 2>/dev/null || echo "n/a (not installed in $python)")"
 exit $status

@@ -319,3 +319,70 @@ def test_the_load_note_calls_a_machine_shared_only_when_the_gate_did_not_find_it
     )  # --no-wait: nothing measured
     assert "SHARED" in benchlib.machine_note(high)
     assert benchlib.machine_note(0.0).startswith("quiet")
+
+
+# -- issue 32's peers through a small real sweep ------------------------------------------------
+import dataclasses  # noqa: E402
+
+from loadbench import Sweep  # noqa: E402
+from loadbench.report import document as report_document  # noqa: E402
+from loadbench.sweep import results_folder  # noqa: E402
+
+ISSUE_32_PEERS = [
+    "pypy-hypercorn",
+    "python-asyncio-3.13",
+    "hypercorn-3.13",
+    "rust-axum",
+    "ruby-puma",
+    "nim",
+]
+
+
+@pytest.mark.parametrize("name", ISSUE_32_PEERS)
+def test_new_peer_runs_a_small_real_sweep(tmp_path, name):
+    """Each installed new peer, started, pinned, loaded and stopped by the sweep itself over every
+    protocol it declares and every workload it answers: every cell ok, only 200s, no errors. A
+    variant runs beside its base (a sweep needs the base of a variant_of) and gets its table."""
+    target = SWEEP_PEERS[name]
+    reason = target.unavailable_reason(target.protocols[0], PEERS_DIR)
+    if reason:
+        pytest.skip(f"{name}: {reason}")
+    targets = [target]
+    if target.variant_of:
+        base = SWEEP_PEERS[target.variant_of]
+        if base.unavailable_reason(base.protocols[0], PEERS_DIR):
+            targets = [dataclasses.replace(target, variant_of=None)]  # measured alone
+        else:
+            targets = [base, target]
+    workloads = [w for w in ("plaintext", "json", "echo") if w not in target.unsupported_workloads]
+    sweep = Sweep(
+        targets=targets,
+        workloads=workloads,
+        concurrencies=[4],
+        protocols=target.protocols,
+        streams=4,
+        repeats=1,
+        duration=0.3,
+        warmup=0.1,
+        peers_dir=str(PEERS_DIR),
+        contended_reruns=0,
+    )
+    sweep.run(tmp_path, progress=False, notes=False)
+    records = [
+        r for r in results_folder.read_records(tmp_path / "results.jsonl") if r["target"] == name
+    ]
+    assert sorted((r["protocol"], r["workload"]) for r in records) == sorted(
+        (p, w) for p in target.protocols for w in workloads
+    )
+    for r in records:
+        assert r["status"] == "ok", r
+        res = r["result"]
+        assert res["responses"] > 0 and res["status_codes"] == {"200": res["responses"]}, r["id"]
+        assert sum(res["errors"].values()) == 0, r["id"]
+        assert r["server"]["workers"] == 1 and r["server"]["cpus"] == sweep.server_cpus
+        if r["workload"] == "echo":  # the 4 KiB body came back whole, every time
+            assert res["bytes_read"] >= res["responses"] * 4096, r["id"]
+    report_document.write_report(tmp_path)
+    text = (tmp_path / "report.md").read_text()
+    if len(targets) == 2:
+        assert f"## Variant speedup: {name} vs {target.variant_of}" in text

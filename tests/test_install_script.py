@@ -55,6 +55,8 @@ TEST_PACKAGES = BUILD_PACKAGES | {
     "h2o",
     "wrk",
     "strace",
+    "puma",
+    "ruby-rack",
 }
 PYTHON_PACKAGES = {"python3", "python3-dev", "python3-pip", "python3-venv"}
 
@@ -147,3 +149,31 @@ def test_install_peers_dry_run_names_the_peer_packages(tmp_path):
     assert "oha" in err and "bombardier" in err
     # so do the Rust and Go HTTP/2 peers; hypercorn comes from PyPI into loadbench's Python
     assert "Rust peer" in err and "Go peer" in err and "hypercorn" in err
+
+
+def test_install_peers_dry_run_names_the_new_peers_and_says_what_cannot_be_had(tmp_path):
+    """Issue 32's peers: their Debian packages on stdout; the builds and venvs said on stderr;
+    falcon (RubyGems only) and a missing CPython 3.13 (no Debian 12 package) each with why."""
+    home = tmp_path / "home"  # no pyenv here: CPython 3.13 can only come from the venv
+    home.mkdir()
+    env_path = _bare_path(tmp_path, with_python=False)
+    proc = subprocess.run(
+        ["/bin/bash", str(REPO / "bench/install-peers.sh"), "--dry-run"],
+        env={"PATH": env_path, "HOME": str(home), "LC_ALL": "C"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0 and "command not found" not in proc.stderr, proc.stderr
+    packages, err = set(proc.stdout.split()), proc.stderr
+    peers = REPO / "bench" / "peers"
+    assert {"pypy3", "ruby", "puma", "ruby-rack", "nim"} <= packages, packages
+    # pypy3's venv module is asked for only while the PyPy venv does not exist yet
+    assert ("pypy3-venv" in packages) == (not (peers / "pypy/.venv/bin/python").exists())
+    assert "axum peer" in err and "Nim peer" in err and "pypy" in err.lower()
+    assert "falcon" in err and "RubyGems only" in err
+    if not (peers / "python3.13" / ".venv" / "bin" / "hypercorn").exists():
+        assert "Debian 12 packages no python3.13" in err and "would be skipped" in err
+    else:
+        assert "CPython 3.13 venv present" in err

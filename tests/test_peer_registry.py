@@ -56,13 +56,26 @@ def test_the_registry_holds_beast_and_every_peer_once():
         "beast",
         "python-asyncio",
         "hypercorn",
+        "python-asyncio-3.13",
+        "hypercorn-3.13",
+        "pypy-hypercorn",
         "node",
         "nginx",
         "h2o",
         "rust-hyper",
         "go",
+        "rust-axum",
+        "ruby-puma",
+        "nim",
     ]
-    assert [t.kind for t in targets] == ["beast"] + ["command"] * 7
+    assert [t.kind for t in targets] == ["beast"] + ["command"] * 13
+    # two builds of one server are variant pairs: the report's variant speedup tables
+    assert {(t.variant_of, t.name) for t in targets if t.variant_of} == {
+        ("python-asyncio", "python-asyncio-3.13"),
+        ("hypercorn", "hypercorn-3.13"),
+        ("hypercorn", "pypy-hypercorn"),
+        ("rust-hyper", "rust-axum"),
+    }
     assert [t.name for t in default_peer_targets(PEERS)] == [t.name for t in targets[1:]]
     assert peer_target("nginx", PEERS).unsupported_workloads == ["echo"]
     with pytest.raises(ConfigError, match="no peer 'apache'.*known: beast, python-asyncio"):
@@ -114,6 +127,11 @@ def test_no_code_but_the_registry_says_how_a_peer_starts():
         "python/asgi_app.py",
         "rust/target/release/loadbench-peer-rust",
         "go/loadbench-peer-go",
+        "axum/target/release/loadbench-peer-axum",
+        "ruby/run.sh",
+        "nim/loadbench-peer-nim",
+        "pypy/.venv/bin/python",
+        "python3.13/.venv/bin/python",
     } <= files
     offenders = []
     for path in CODE:
@@ -150,7 +168,7 @@ def test_the_registry_is_checked_by_the_sweep_files_rules(tmp_path):
     (tmp_path / REGISTRY).write_text(
         text.replace('workers_env = "NGINX_WORKERS"', 'worker_env = "NGINX_WORKERS"')
     )
-    with pytest.raises(ConfigError, match=r"peers.toml: unknown key 'targets\[4\].worker_env'"):
+    with pytest.raises(ConfigError, match=r"peers.toml: unknown key 'targets\[7\].worker_env'"):
         peer_registry(tmp_path)
     (tmp_path / REGISTRY).write_text(text + '\n[[targets]]\nname = "nginx"\nkind = "beast"\n')
     with pytest.raises(ConfigError, match="a second peer named 'nginx'"):
@@ -170,3 +188,27 @@ def test_a_peer_says_its_version_from_the_registrys_command():
     if nginx.unavailable_reason("http", PEERS) is None:
         assert re.fullmatch(r"nginx/\S+", nginx.version_text(PEERS))
     assert peer_target("go", PEERS).version_text(PEERS) == "n/a"  # no version command declared
+
+
+def test_a_peer_whose_runtime_is_missing_says_where_it_comes_from(tmp_path):
+    """A peers directory without the built or installed runtimes (a fresh checkout): each new
+    peer is skipped with its requires_note, e.g. why CPython 3.13 may not be had at all."""
+    shutil.copy(PEERS / REGISTRY, tmp_path / REGISTRY)
+    reasons = {
+        t.name: t.unavailable_reason(t.protocols[0], tmp_path) for t in peer_registry(tmp_path)
+    }
+    assert reasons["python-asyncio-3.13"] == (
+        f"{tmp_path}/python3.13/.venv/bin/python is missing - no CPython 3.13 venv: Debian 12 "
+        "packages no python3.13; bash bench/install-peers.sh makes the venv from a python3.13 on "
+        "PATH or in pyenv (pyenv install 3.13)"
+    )
+    assert "Debian 12 packages no python3.13" in reasons["hypercorn-3.13"]
+    assert reasons["pypy-hypercorn"].endswith(
+        "(apt pypy3 pypy3-venv, then pip install hypercorn into the venv)"
+    )
+    for name in ("rust-axum", "nim"):
+        assert (
+            reasons[name].startswith(f"{tmp_path}/")
+            and "bash bench/install-peers.sh" in reasons[name]
+        )
+    assert reasons["go"] == f"{tmp_path}/go/loadbench-peer-go is missing"  # no note: as before

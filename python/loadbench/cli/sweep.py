@@ -1,7 +1,8 @@
 """`loadbench sweep [CONFIG.toml] [--out DIR] [--quick]`: run a sweep, then write its report.
+`--plan` prints what it would measure; `--probe` starts each target and prints what it answers.
 
 With no file: the default sweep (the embedded Beast server and every peer installed under
-./bench/peers, http and https, sized for about 10 minutes on 2 cores) into
+./bench/peers over http, https, h2c and h2, about 16 minutes on 2 cores with every peer) into
 reports/<date>-<host>/. Running the same command again resumes an interrupted sweep.
 """
 
@@ -24,6 +25,7 @@ from ..core.tcp_exchange import OPTIONS as TCP_OPTIONS
 from ..report.document import headline_lines, write_report
 from ..report.model import load as load_model
 from ..sweep.file import default_sweep, load_sweep
+from ..sweep.probe import probe_sweep
 from ..sweep.runner import Sweep
 
 
@@ -96,6 +98,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print the cells that would run here and the planned time, then exit (measures nothing)",
     )
+    parser.add_argument(
+        "--probe",
+        action="store_true",
+        help="start each target for each protocol as the sweep would, send every workload's "
+        "request once, print what it answered (status and bytes, or the error) and stop it; "
+        "measures nothing, exit 1 when a target did not start or a request got no 2xx answer",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument(
         "--no-wait",
@@ -140,6 +149,36 @@ def free_out_dir(sweep: "Sweep", base: Path) -> Path:
     return out
 
 
+def _probe(sweep: "Sweep") -> int:
+    print(
+        f"loadbench: probing {len(sweep.targets)} server(s) x {len(sweep.protocols)} protocol(s) x "
+        f"{len(sweep.workloads)} workload(s): each started as the sweep starts it, one request "
+        "per workload, nothing measured",
+        file=sys.stderr,
+    )
+    width = max([len(t.name) for t in sweep.targets] + [6])
+    failed = skipped = 0
+    for answer in probe_sweep(sweep):
+        failed += not answer.ok
+        skipped += answer.text.startswith("not measured: ")
+        print(
+            f"  {answer.target:<{width}} {answer.protocol:<6} {answer.workload or '-':<12} "
+            f"{answer.text}",
+            flush=True,
+        )
+    if failed:
+        print(
+            f"loadbench: {failed} probe(s) failed (a server that did not start, or no 2xx "
+            "answer): a sweep would record failed cells or measure error pages",
+            file=sys.stderr,
+        )
+        return 1
+    # a protocol not served, or a runtime not installed, is what the sweep skips too: said, not failed
+    more = f" ({skipped} target x protocol pair(s) not measured, said above)" if skipped else ""
+    print(f"loadbench: every served workload answered 2xx{more}", file=sys.stderr)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.config and args.quick:
         raise ConfigError(
@@ -164,6 +203,10 @@ def run(args: argparse.Namespace) -> int:
         if missing := heaptrack_missing():
             raise ConfigError(missing)
         sweep.allocation_sites = True
+    if args.probe:
+        if args.plan:
+            raise ConfigError("--plan and --probe: choose one (--plan starts nothing)")
+        return _probe(sweep)
     out = Path(args.out) if args.out else default_out_dir(args.quick, args.config)
     if not args.out and (free := free_out_dir(sweep, out)) != out:
         print(

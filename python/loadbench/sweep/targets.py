@@ -100,6 +100,7 @@ class Target:
     workers_env: Optional[str] = None
     cwd: Optional[str] = None
     requires: Sequence[str] = ()
+    requires_note: str = ""  # where the requirements come from, told when one is missing
     url: Optional[str] = None
     https_url: Optional[str] = None
     h2c_url: Optional[str] = None
@@ -214,6 +215,15 @@ class Target:
                 self.protocol_notes.get(protocol)
                 or f"{self.name} does not serve {protocol} (serves {served})"
             )
+        missing = self._missing_requirement(peers_dir)
+        if missing is not None:
+            # a runtime that cannot be had everywhere (CPython 3.13 on Debian 12) says why
+            return f"{missing} - {self.requires_note}" if self.requires_note else missing
+        if is_tls(protocol) and _which("openssl") is None:
+            return "openssl (needed to make the self-signed certificate) is not installed"
+        return None
+
+    def _missing_requirement(self, peers_dir: Optional[Path]) -> Optional[str]:
         for need in self.requires:
             path = _expand(need, {"peers": str(peers_dir or "")})
             if path.startswith("python-module:"):  # importable by {python} (this interpreter)
@@ -227,8 +237,6 @@ class Target:
                     return f"{path} is missing"
             elif _which(path) is None:
                 return f"{path} is not installed"
-        if is_tls(protocol) and _which("openssl") is None:
-            return "openssl (needed to make the self-signed certificate) is not installed"
         return None
 
 

@@ -116,6 +116,7 @@ TARGET_KEYS = {
     "workers_env": (_STR, "an environment variable name"),
     "cwd": (_STR, "a directory"),
     "requires": (_LIST, "a list of programs or files"),
+    "requires_note": (_STR, "text: where the requirements come from, told when one is missing"),
     "url": (_STR, "an http:// URL"),
     "https_url": (_STR, "an https:// URL"),
     "pid": (_INT, "a process id"),
