@@ -305,3 +305,31 @@ def test_allocation_sites_name_the_function_and_its_share(tmp_path, k_mallocs):
     text = (tmp_path / "report.md").read_text()
     assert "## Where the allocations happen (heaptrack)" in text
     assert "| `allocate_for_request` | " in text
+
+
+@pytest.mark.skipif(
+    __import__("loadbench.core.allocation_sites", fromlist=["x"]).heaptrack_missing() is not None,
+    reason="needs heaptrack, gdb and zstd",
+)
+def test_a_runtime_heaptrack_cannot_enter_is_one_error_and_leaves_nothing(tmp_path):
+    """heaptrack injected into the Go peer never starts recording: one clear error within
+    seconds, not a reader blocked on heaptrack's pipe for ever, and no heaptrack process left."""
+    from loadbench.core.allocation_sites import SiteRecorder
+    from loadbench.core.errors import ServerError
+    from loadbench.sweep.registry import peer_registry
+
+    peers = Path(__file__).resolve().parents[1] / "bench" / "peers"
+    go = {t.name: t for t in peer_registry(peers)}["go"]
+    if go.unavailable_reason("http", peers):
+        pytest.skip(go.unavailable_reason("http", peers))
+    server = launch(go, "http", workers=1, cpus=None, peers_dir=peers)
+    recorder = SiteRecorder(tmp_path)
+    try:
+        with pytest.raises(ServerError, match="never started recording"):
+            recorder.attach([server.pid])
+    finally:
+        server.stop()
+    left = subprocess.run(
+        ["pgrep", "-f", f"heaptrack -o {tmp_path}"], capture_output=True, text=True
+    )
+    assert left.stdout.strip() == ""

@@ -23,6 +23,7 @@ binary has debug information, else its module.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -50,6 +51,15 @@ _ALLOCATOR_FRAMES = (
     "aligned_alloc",
     "memalign",
     "heaptrack",
+    # CPython's allocator layers: the site is the code that asked them
+    "_PyObject_Malloc",
+    "_PyObject_Calloc",
+    "_PyObject_Realloc",
+    "PyObject_Malloc",
+    "PyObject_Calloc",
+    "PyObject_Realloc",
+    "_PyMem_",
+    "PyMem_",
 )
 
 
@@ -99,17 +109,37 @@ class SiteRecorder:
                 self.abandon()
                 tail = " / ".join(x for x in said[-4:] if x) or "no output"
                 raise ServerError(f"heaptrack could not attach to pid {pid}: {tail}")
+            if not _recording(proc.pid):
+                # gdb called heaptrack_inject, but the library never opened heaptrack's pipe (a
+                # runtime whose threads gdb cannot call into, e.g. node, Go): the reader would
+                # wait on the pipe for ever
+                self.abandon()
+                raise ServerError(
+                    f"heaptrack was injected into pid {pid} but never started recording "
+                    "(its runtime did not run heaptrack's start-up)"
+                )
 
     def abandon(self) -> None:
         """Stop every heaptrack started here (an attach failed, or the run was interrupted)."""
         for _, proc, _ in self._tracers:
-            if proc.poll() is None:
+            # heaptrack is a script with a reader and a compressor beside it (its process group,
+            # start_new_session): SIGINT lets its cleanup detach, then SIGKILL takes what is left
+            # (its background jobs ignore SIGINT, and one blocked on the pipe would stay for ever)
+            for sig in (signal.SIGINT, signal.SIGKILL):
                 try:
-                    os.killpg(proc.pid, signal.SIGINT)
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
                     proc.wait(timeout=10)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    proc.kill()
-                    proc.wait()
+                except subprocess.TimeoutExpired:
+                    pass
+            try:
+                os.unlink(f"/tmp/heaptrack_fifo{proc.pid}")  # the script's own, left by SIGKILL
+            except OSError:
+                pass
+            if proc.poll() is None:
+                proc.wait()
         self._tracers = []
 
     def finish(self, responses: int, top: int = 25) -> dict:
@@ -151,6 +181,28 @@ class SiteRecorder:
                 for site in ranked
             ],
         }
+
+
+def _recording(group: int, wait_s: float = 5.0) -> bool:
+    """Whether heaptrack's reader (heaptrack_interpret) runs in the tracer's process group: it
+    starts only once the injected library opened heaptrack's pipe."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
+                    stat = fh.read()
+            except OSError:
+                continue
+            comm = stat[stat.find("(") + 1 : stat.rfind(")")]
+            fields = stat[stat.rfind(")") + 2 :].split()
+            if comm.startswith("heaptrack_inter") and len(fields) > 2 and int(fields[2]) == group:
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
 
 
 def read_heaptrack(path: Path) -> dict[tuple[str, str], tuple[int, int]]:
@@ -213,12 +265,29 @@ def read_heaptrack(path: Path) -> dict[tuple[str, str], tuple[int, int]]:
     return {site: (c, b) for site, (c, b) in out.items()}
 
 
+_RUST_ESCAPES = {"$LT$": "<", "$GT$": ">", "$u7b$": "{", "$u7d$": "}", "$RF$": "&", "$C$": ","}
+_RUST_HASH = re.compile(r"::h[0-9a-f]{16}$")
+
+
+def _tidy(name: str) -> str:
+    """A Rust legacy symbol as heaptrack leaves it (``HeaderMap$LT$T$GT$::try_reserve_one::h1a2b...``)
+    written as Rust reads it (``HeaderMap<T>::try_reserve_one``); other names unchanged."""
+    if "$" not in name and not _RUST_HASH.search(name):
+        return name
+    for escaped, plain in _RUST_ESCAPES.items():
+        name = name.replace(escaped, plain)
+    return _RUST_HASH.sub("", name.replace("..", "::"))
+
+
 def _demangle(names: list[str]) -> dict[str, str]:
-    """Mangled C++ names -> readable ones (c++filt, when installed; else as they are)."""
+    """Mangled C++ names -> readable ones (c++filt, when installed), Rust's tidied."""
+    out = {n: _tidy(n) for n in names if _tidy(n) != n}
     mangled = [n for n in names if n.startswith("_Z")]
     if not mangled or shutil.which("c++filt") is None:
-        return {}
+        return out
     done = subprocess.run(
         ["c++filt"], input="\n".join(mangled), capture_output=True, text=True
     ).stdout.splitlines()
-    return dict(zip(mangled, done)) if len(done) == len(mangled) else {}
+    if len(done) == len(mangled):
+        out.update({n: _tidy(d) for n, d in zip(mangled, done)})
+    return out
