@@ -50,7 +50,9 @@ py313_venv="$peers/python3.13/.venv"
 # (pyenv install 3.13); LOADBENCH_PYTHON313 names another.
 find_python313() {
   if [ -n "${LOADBENCH_PYTHON313:-}" ]; then echo "$LOADBENCH_PYTHON313"; return; fi
-  if have python3.13; then command -v python3.13; return; fi
+  # a python3.13 on PATH counts only when it runs: pyenv's shim is there but refuses to run while
+  # 3.13 is not the selected version, so the pyenv install itself is looked for next
+  if have python3.13 && python3.13 -c 'import sys' >/dev/null 2>&1; then command -v python3.13; return; fi
   local candidate found=""
   for candidate in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13*/bin/python3.13; do
     [ -x "$candidate" ] && found="$candidate"  # a glob of bash's own (a fresh machine may lack ls)
