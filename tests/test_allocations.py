@@ -272,6 +272,7 @@ def test_sweep_with_allocations_reports_them(tmp_path, k_mallocs, k_mallocs_stat
     assert "| allocs/req |" in text and "| bytes allocated/req |" in text  # rows of the load table
     servers = text.split("## Servers")[1].split("\n## ")[0]  # which binary each row measured
     assert f"  - executable: `{k_mallocs}` sha256 `" in servers
+    assert "- **beast**: " in servers and "  - version: loadbench " in servers  # what it says it is
     m = model.load(tmp_path)
     cells = {c["t"]: c for c in dashboard_data(m)["cells"]}
     assert cells["k-mallocs"]["allocs"] == pytest.approx(K, rel=0.01)

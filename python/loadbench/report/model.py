@@ -218,6 +218,7 @@ def flatten(
         "alloc_bytes_per_req": allocations.get("bytes_per_req"),
         "allocs_na": allocations.get("na"),
         "executables": server.get("executables") or [],
+        "server_version": (record.get("server") or {}).get("version"),
         "rss_peak_mib": _mib(peak_memory(server, sampled)[0]),
         "rss_source": peak_memory(server, sampled)[1],
         "pss_mib": _mib(server.get("pss_kib")),

@@ -72,10 +72,14 @@ def servers_measured(settings: dict, rows: list[dict]) -> list[str]:
             )
             lines.append(f"- **{t['name']}**: {how}")
             binaries: dict = {}
+            versions: dict = {}
             for r in rows:
                 if r["target"] == t["name"]:
+                    if r.get("server_version") not in (None, "n/a"):
+                        versions[r["server_version"]] = True
                     for e in r.get("executables") or []:
                         binaries.setdefault((e["path"], e.get("sha256")), e.get("role"))
+            lines += [f"  - version: {v}" for v in versions]
             for (path, sha), role in binaries.items():
                 lines.append(f"  - {role}: `{path}` sha256 `{sha or 'unreadable'}`")
     return lines + [""]

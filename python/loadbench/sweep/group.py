@@ -123,6 +123,8 @@ class ServerGroup:
             self.server = None
             self.bar.note(f"{self.target.name} {self.protocol}: {exc}")
             return str(exc)
+        if self.target.kind != "url":  # each record names what it measured ("ruby 3.1.2 +YJIT")
+            self.server.version = self.target.version_text(self.peers_dir)
         return None
 
     def _measure_quiet(self, cell: Cell) -> tuple[str, Optional[str], Optional[dict], dict]:

@@ -356,6 +356,7 @@ class RunningServer:
     cgroup_note: str = ""
     unix_socket: Optional[str] = None  # transport "unix": load goes to base_url over this socket
     _counter: Optional[AllocationCounter] = None  # a command target's allocation counter
+    version: Optional[str] = None  # what the server says it is (Target.version_text)
 
     def alive(self) -> bool:
         if self._beast is not None:
@@ -408,6 +409,7 @@ class RunningServer:
             "cgroup": cgroup,
             **({"cgroup_note": note} if note and cgroup is None else {}),
             **({"unix_socket": self.unix_socket} if self.unix_socket else {}),
+            **({"version": self.version} if self.version else {}),
         }
 
     def stop(self, timeout: float = 5.0) -> None:
