@@ -334,3 +334,24 @@ def test_a_runtime_heaptrack_cannot_enter_is_one_error_and_leaves_nothing(tmp_pa
         ["pgrep", "-f", f"heaptrack -o {tmp_path}"], capture_output=True, text=True
     )
     assert left.stdout.strip() == ""
+
+
+def test_the_go_runtime_reads_own_allocator_not_a_tiny_figure():
+    """The Go peer's heap is its own (mmap); the runtime's stray libc call when it starts a
+    thread must not make it read '0.0001 allocs/req' and rank near the top: n/a, own allocator."""
+    from loadbench.sweep.registry import peer_registry
+
+    peers = Path(__file__).resolve().parents[1] / "bench" / "peers"
+    go = {t.name: t for t in peer_registry(peers)}["go"]
+    if go.unavailable_reason("http", peers):
+        pytest.skip(go.unavailable_reason("http", peers))
+    server = launch(go, "http", workers=1, cpus=None, peers_dir=peers, allocations=True)
+    try:
+        got = [
+            _measure(server.base_url + "/plaintext", server.pid, connections=25) for _ in range(3)
+        ]
+    finally:
+        server.stop()
+    for block in got:
+        assert block["calls_per_req"] is None and block["na"].startswith("own allocator"), block
+        assert block["run_calls"] < 25

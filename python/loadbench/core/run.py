@@ -241,7 +241,9 @@ def _run_with_edges(
         return handle.result()
     edges.poll()
     result = handle.result()
-    result.extras["server"] = edges.block(result.responses)
+    result.extras["server"] = edges.block(
+        result.responses, connections=int(result.config.get("connections") or 0)
+    )
     return result
 
 

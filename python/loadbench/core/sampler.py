@@ -306,6 +306,7 @@ def window(
     responses: int,
     also_ours: Iterable[int] = (),
     run_start_allocations: Optional[dict] = None,
+    connections: int = 0,
 ) -> dict[str, Any]:
     """The `server` block of a run: what the server spent between two snapshots, and what
     processes other than the run's used meanwhile (``also_ours``: more pids of the run, e.g. the
@@ -329,7 +330,7 @@ def window(
         for pid in ([] if end.exited else end.pids)
     }
     allocations = window_allocations(
-        start.allocations, end.allocations, responses, live, run_start_allocations
+        start.allocations, end.allocations, responses, live, run_start_allocations, connections
     )
     return {
         "pid": start.pid or end.pid,
@@ -566,13 +567,18 @@ class WindowEdges:
         if self.end is None and self.closes_at is not None and now >= self.closes_at:
             self.end = self.sampler.snapshot()
 
-    def block(self, responses: int, also_ours: Iterable[int] = ()) -> Optional[dict[str, Any]]:
+    def block(
+        self, responses: int, also_ours: Iterable[int] = (), connections: int = 0
+    ) -> Optional[dict[str, Any]]:
         """The `server` block; None when the run ended before its window opened. ``also_ours``:
-        pids of the run besides this process and the sampled tree (see :func:`window`)."""
+        pids of the run besides this process and the sampled tree; ``connections``: the run's
+        (see :func:`window`)."""
         if self.start is None:
             self.close()
             return None
         if self.end is None:
             self.end = self.sampler.snapshot()
         self.close()
-        return window(self.start, self.end, responses, also_ours, self.run_start_allocations)
+        return window(
+            self.start, self.end, responses, also_ours, self.run_start_allocations, connections
+        )

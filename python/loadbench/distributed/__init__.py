@@ -267,7 +267,11 @@ def _run_shards(
         # shards on this machine are the run's generator, not other processes
         here = socket.gethostname()
         local = [p["pid"] for p in measured if p.get("host") == here and p.get("pid")]
-        result.extras["server"] = edges.block(result.responses, also_ours=local)
+        result.extras["server"] = edges.block(
+            result.responses,
+            also_ours=local,
+            connections=int(result.config.get("connections") or 0),
+        )
     if lost:
         what = "; ".join(f"shard {i} on {picked[i]}: {why}" for i, why in sorted(lost.items()))
         message = f"{len(lost)} of {len(futures)} shards lost ({what})"
