@@ -265,23 +265,34 @@ def read_heaptrack(path: Path) -> dict[tuple[str, str], tuple[int, int]]:
     return {site: (c, b) for site, (c, b) in out.items()}
 
 
-_RUST_ESCAPES = {"$LT$": "<", "$GT$": ">", "$u7b$": "{", "$u7d$": "}", "$RF$": "&", "$C$": ","}
+_RUST_ESCAPES = {
+    "$LT$": "<",
+    "$GT$": ">",
+    "$u7b$": "{",
+    "$u7d$": "}",
+    "$u20$": " ",
+    "$u27$": "'",
+    "$RF$": "&",
+    "$BP$": "*",
+    "$C$": ",",
+}
 _RUST_HASH = re.compile(r"::h[0-9a-f]{16}$")
 
 
-def _tidy(name: str) -> str:
+def tidy_name(name: str) -> str:
     """A Rust legacy symbol as heaptrack leaves it (``HeaderMap$LT$T$GT$::try_reserve_one::h1a2b...``)
     written as Rust reads it (``HeaderMap<T>::try_reserve_one``); other names unchanged."""
     if "$" not in name and not _RUST_HASH.search(name):
         return name
     for escaped, plain in _RUST_ESCAPES.items():
         name = name.replace(escaped, plain)
-    return _RUST_HASH.sub("", name.replace("..", "::"))
+    name = _RUST_HASH.sub("", name.replace("..", "::"))
+    return name[1:] if name.startswith("_<") else name  # an impl's symbol: `<T as Trait>::f`
 
 
 def _demangle(names: list[str]) -> dict[str, str]:
     """Mangled C++ names -> readable ones (c++filt, when installed), Rust's tidied."""
-    out = {n: _tidy(n) for n in names if _tidy(n) != n}
+    out = {n: tidy_name(n) for n in names if tidy_name(n) != n}
     mangled = [n for n in names if n.startswith("_Z")]
     if not mangled or shutil.which("c++filt") is None:
         return out
@@ -289,5 +300,5 @@ def _demangle(names: list[str]) -> dict[str, str]:
         ["c++filt"], input="\n".join(mangled), capture_output=True, text=True
     ).stdout.splitlines()
     if len(done) == len(mangled):
-        out.update({n: _tidy(d) for n, d in zip(mangled, done)})
+        out.update({n: tidy_name(d) for n, d in zip(mangled, done)})
     return out

@@ -5,6 +5,7 @@ lays it out (the per-cell figures are rows of the load tables)."""
 
 from __future__ import annotations
 
+from ..core.allocation_sites import tidy_name
 from .markdown import fmt_count, table
 from .model import HTTP1_PROTOCOLS, HTTP2_PROTOCOLS, Model
 
@@ -103,7 +104,7 @@ def sites_section(model: Model) -> list[str]:
                 ["Function", "Where", "calls/req", "bytes/req"],
                 [
                     [
-                        f"`{s['function'][:90]}`",
+                        f"`{tidy_name(s['function'])[:90]}`",
                         s["location"],
                         fmt_count(s["calls_per_req"]) or "n/a",
                         fmt_count(s["bytes_per_req"]) or "n/a",
