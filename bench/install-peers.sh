@@ -117,26 +117,21 @@ if [ "$dry_run" = 0 ] && ! have bombardier; then
   fi
 fi
 
-rust_pid=""
-if [ "$dry_run" = 0 ] && [ ! -x "$rust_peer" ]; then
+# The Rust peers (hyper, axum): one cargo build each, in the background, waited for at the end.
+cargo_jobs=()
+cargo_peer() {  # $1: the peer's label, $2: its crate in bench/peers (and log name), $3: the binary
+  [ "$dry_run" = 0 ] && [ ! -x "$3" ] || return 0
   if have cargo; then
-    echo "install-peers: building the Rust peer with cargo in the background (log: $log_dir/rust-peer.log)"
-    (cd "$peers/rust" && nice -n 19 cargo build --release --locked -j 2) >"$log_dir/rust-peer.log" 2>&1 &
-    rust_pid=$!
+    echo "install-peers: building the $1 peer with cargo in the background (log: $log_dir/$2-peer.log)"
+    (cd "$peers/$2" && nice -n 19 cargo build --release --locked -j 2) >"$log_dir/$2-peer.log" 2>&1 &
+    cargo_jobs+=("$!:$1:$2")
   else
-    echo "install-peers: the Rust peer needs cargo (rustup.rs); skipped - benchmarks report it as n/a"
+    echo "install-peers: the $1 peer needs cargo (rustup.rs); skipped - benchmarks report it as n/a"
   fi
-fi
-axum_pid=""
-if [ "$dry_run" = 0 ] && [ ! -x "$axum_peer" ]; then
-  if have cargo; then
-    echo "install-peers: building the axum peer with cargo in the background (log: $log_dir/axum-peer.log)"
-    (cd "$peers/axum" && nice -n 19 cargo build --release --locked -j 2) >"$log_dir/axum-peer.log" 2>&1 &
-    axum_pid=$!
-  else
-    echo "install-peers: the axum peer needs cargo (rustup.rs); skipped - benchmarks report it as n/a"
-  fi
-fi
+}
+cargo_peer Rust rust "$rust_peer"
+cargo_peer axum axum "$axum_peer"
+
 go_pid=""
 if [ "$dry_run" = 0 ] && [ ! -x "$go_peer" ]; then
   if have go; then
@@ -226,12 +221,10 @@ status=0
 if [ -n "$oha_pid" ]; then
   wait "$oha_pid" || { echo "install-peers: oha build failed, see $log_dir/oha.log"; status=1; }
 fi
-if [ -n "$rust_pid" ]; then
-  wait "$rust_pid" || { echo "install-peers: Rust peer build failed, see $log_dir/rust-peer.log"; status=1; }
-fi
-if [ -n "$axum_pid" ]; then
-  wait "$axum_pid" || { echo "install-peers: axum peer build failed, see $log_dir/axum-peer.log"; status=1; }
-fi
+for job in "${cargo_jobs[@]}"; do
+  IFS=: read -r pid label crate <<<"$job"
+  wait "$pid" || { echo "install-peers: $label peer build failed, see $log_dir/$crate-peer.log"; status=1; }
+done
 if [ -n "$go_pid" ]; then
   wait "$go_pid" || { echo "install-peers: Go peer build failed, see $log_dir/go-peer.log"; status=1; }
 fi

@@ -113,15 +113,15 @@ def allocation_dir_of(pid: int) -> Optional[str]:
 
 
 def window_allocations(
-    start: Optional[dict],
-    end: Optional[dict],
+    start: dict,
+    end: dict,
     responses: int,
     live: Mapping[int, str],
     run_start: Optional[dict] = None,
     connections: int = 0,
-) -> Optional[dict[str, Any]]:
+) -> dict[str, Any]:
     """The ``server.allocations`` block of a window from the counter's sums at its edges
-    (``start``/``end``: {calls, frees, bytes, pids}), or None when the server was not counted.
+    (``start``/``end``: {calls, frees, bytes, pids}).
 
     ``live``: pid -> command of the tree's live processes at the window's end, to name one that
     did not load the counter. ``run_start``: the sums when the run started (before its
@@ -129,8 +129,6 @@ def window_allocations(
     does not see: a server that asks libc for less than one block per connection over the whole
     run (its connections' setup included) keeps its heap elsewhere - the Go runtime makes a
     stray call when it starts a thread, which alone must not read as "0.0001 allocs/req"."""
-    if start is None or end is None:
-        return None
     calls = max(0, end["calls"] - start["calls"])
     frees = max(0, end["frees"] - start["frees"])
     nbytes = max(0, end["bytes"] - start["bytes"])

@@ -325,13 +325,19 @@ def window(
                 {"command": comm, "cpu_s": round(used, 6)} for comm, used in found.top[:3]
             ],
         }
-    live = {
-        pid: (end.processes.cpu[pid].command if end.processes and pid in end.processes.cpu else "?")
-        for pid in ([] if end.exited else end.pids)
-    }
-    allocations = window_allocations(
-        start.allocations, end.allocations, responses, live, run_start_allocations, connections
-    )
+    allocations = None
+    if start.allocations is not None and end.allocations is not None:
+        live = {  # to name a live process that did not load the counter
+            pid: (
+                end.processes.cpu[pid].command
+                if end.processes and pid in end.processes.cpu
+                else "?"
+            )
+            for pid in ([] if end.exited else end.pids)
+        }
+        allocations = window_allocations(
+            start.allocations, end.allocations, responses, live, run_start_allocations, connections
+        )
     return {
         "pid": start.pid or end.pid,
         "pids": sorted(set(start.pids) | set(end.pids)),

@@ -199,7 +199,7 @@ ALLOCATION_METRICS = [
 
 def metrics_of(aggs: Iterable[Aggregate]) -> list[_Metric]:
     """The rows of a load table: METRICS, with the allocation rows when the cells counted them."""
-    if not any(a.allocs_per_req is not None or a.allocs_na for a in aggs):
+    if not any(a.allocations_counted for a in aggs):
         return METRICS
     at = METRICS.index(next(m for m in METRICS if m.rank == "cpu_us")) + 1
     return METRICS[:at] + ALLOCATION_METRICS + METRICS[at:]

@@ -320,6 +320,11 @@ class Aggregate:
         return (self.target, self.protocol, self.workload, self.mode, self.load)
 
     @property
+    def allocations_counted(self) -> bool:
+        """The cell ran with the allocation counter: it has a figure or says why it has none."""
+        return self.allocs_per_req is not None or self.allocs_na is not None
+
+    @property
     def connections(self) -> Optional[int]:
         return None if self.mode == "open" else self.load
 
@@ -591,7 +596,7 @@ class Model:
     def counts_allocations(self) -> bool:
         """The sweep counted heap allocations (allocations = true): some cell has a figure or
         says why it has none."""
-        return any(a.allocs_per_req is not None or a.allocs_na for a in self.aggs.values())
+        return any(a.allocations_counted for a in self.aggs.values())
 
     def best_allocs(
         self,
