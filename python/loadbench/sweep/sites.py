@@ -25,9 +25,9 @@ def record_sites(sweep, target: Target, folder: ResultsFolder, cert_dir: Path) -
     if target.name in folder.allocation_sites():
         return
     peers = Path(sweep.peers_dir) if sweep.peers_dir else None
-    if target.kind == "url" or target.unavailable_reason(sweep.protocols[0], peers):
-        return
     protocol = "http" if "http" in sweep.protocols else sweep.protocols[0]
+    if target.kind == "url" or target.unavailable_reason(protocol, peers):
+        return
     workload = next(
         (w for w in sweep.workloads if w.name not in target.unsupported_workloads), None
     )

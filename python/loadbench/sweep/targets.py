@@ -40,6 +40,7 @@ by every process and thread the server spawns.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -242,7 +243,13 @@ class Target:
 
 def program_version(argv: Sequence[str], pattern: Optional[str] = None) -> str:
     """Run ``argv`` and keep the match of ``pattern`` in what it printed (stdout, then stderr:
-    nginx -v writes there), else its first line; "n/a" when it cannot run."""
+    nginx -v writes there), else its first line; "n/a" when it cannot run. Asked once per
+    process: a sweep names the version in every record of every protocol's start."""
+    return _program_version(tuple(argv), pattern)
+
+
+@functools.lru_cache(maxsize=None)
+def _program_version(argv: tuple, pattern: Optional[str]) -> str:
     try:
         out = subprocess.run(list(argv), capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
