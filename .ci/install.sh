@@ -43,6 +43,12 @@ need_tool pkg-config pkg-config
 need_lib libssl-dev
 need_lib libnghttp2-dev
 need_lib libwolfssl-dev   # the generator's opt-in --tls-library wolfssl (cheaper full handshakes)
+# The generator's --h3 (HTTP/3): QUIC on ngtcp2 (Debian 12: 0.12) with its GnuTLS crypto library,
+# HTTP/3 on nghttp3 (0.8). Optional in the build: without them it leaves HTTP/3 out and says so.
+need_lib libngtcp2-dev
+need_lib libngtcp2-crypto-gnutls-dev
+need_lib libnghttp3-dev
+need_lib libgnutls28-dev
 # Debian 12 ships Boost 1.81 beside its 1.74 default: prefer the newer Beast when apt has it.
 if ! installed libboost1.81-dev && ! installed libboost-dev && ! installed libboost1.74-dev; then
   if in_apt libboost1.81-dev || ! have apt-cache; then need libboost1.81-dev; else need libboost-dev; fi
@@ -98,6 +104,7 @@ if [ "$extras" = test ]; then
   need_tool h2load nghttp2-client  # h2load and nghttp: HTTP/2 clients no one here wrote
   need_tool nghttpd nghttp2-server # nghttpd and h2o: HTTP/2 servers the generator's h2 tests load
   need_tool h2o h2o
+  need_tool caddy caddy             # an HTTP/3 server the generator's h3 tests load (its access log counts)
   need_tool node nodejs            # the node:http peer (tests/test_bench_peers.py)
   need_tool puma puma              # the Ruby peer (puma on Debian's ruby; no build, so CI runs it)
   need_lib ruby-rack               # the Rack it reports (the other new peers build: install-peers.sh)
@@ -133,7 +140,8 @@ if [ ${#packages[@]} -gt 0 ]; then
   say "installing Debian packages: ${packages[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
-  # Debian's nginx package starts a system service on :80; loadbench runs its own instances.
+  # Debian's nginx and caddy packages start system services (:80, :443, caddy's admin :2019);
+  # loadbench and its tests run their own instances on free ports.
 else
   say "all Debian packages present"
 fi

@@ -40,6 +40,10 @@ BUILD_PACKAGES = {
     "libssl-dev",
     "libnghttp2-dev",
     "libwolfssl-dev",
+    "libngtcp2-dev",
+    "libngtcp2-crypto-gnutls-dev",
+    "libnghttp3-dev",
+    "libgnutls28-dev",
 }
 TEST_PACKAGES = BUILD_PACKAGES | {
     "libgtest-dev",
@@ -53,6 +57,7 @@ TEST_PACKAGES = BUILD_PACKAGES | {
     "chromium",
     "nghttp2-server",
     "h2o",
+    "caddy",
     "wrk",
     "strace",
     "puma",
