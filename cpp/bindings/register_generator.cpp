@@ -121,6 +121,7 @@ void register_generator(py::module_& m) {
         .def_readwrite("seed", &EngineConfig::seed)
         .def_readwrite("max_connections", &EngineConfig::max_connections)
         .def_readwrite("h2", &EngineConfig::h2)
+        .def_readwrite("h3", &EngineConfig::h3)
         .def_readwrite("streams", &EngineConfig::streams)
         .def_readwrite("pipeline", &EngineConfig::pipeline)
         .def_readwrite("send_batch_s", &EngineConfig::send_batch_s);
@@ -219,6 +220,8 @@ void register_generator(py::module_& m) {
         .def("stop", &Engine::stop, py::call_guard<py::gil_scoped_release>())
         .def("progress", &Engine::progress)
         .def("result", &Engine::result, py::call_guard<py::gil_scoped_release>());
+    m.def("http3_available", &generator::http3_available,
+          "Whether this build has HTTP/3 (ngtcp2 + GnuTLS + nghttp3 were found when it was built)");
     m.def("tls_libraries", &generator::tls_libraries, "The TLS libraries this build can use, the default first");
 }
 

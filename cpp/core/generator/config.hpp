@@ -60,7 +60,10 @@ struct EngineConfig {
     double send_batch_s = 40e-6;
     // HTTP/2: h2c with prior knowledge for http://, ALPN h2 (only) for https://.
     bool h2 = false;
-    int streams = 1;  // HTTP/2 streams in flight per connection (h2load's -m)
+    // HTTP/3 over QUIC (https:// only; ALPN h3 only; ngtcp2 + GnuTLS + nghttp3, where the build
+    // found them: http3_available()).
+    bool h3 = false;
+    int streams = 1;  // HTTP/2 and HTTP/3 streams in flight per connection (h2load's -m)
     // HTTP/1.1 pipelining: up to this many requests written back to back per connection, their
     // responses matched in order (wrk's pipeline depth; 1: one at a time, plain keep-alive).
     int pipeline = 1;

@@ -10,6 +10,9 @@
 
 #include "core/generator/http1_session.hpp"
 #include "core/generator/http2_session.hpp"
+#ifdef LOADBENCH_HAVE_HTTP3
+#include "core/generator/http3_session.hpp"
+#endif
 
 namespace loadbench::generator {
 
@@ -25,6 +28,19 @@ Connection::Connection(const RunPlan& plan, EventLoop& loop, Recorder& recorder,
         plan.tls ? plan.tls->make_transport(plan.url.host, plan.url.host_is_ip_literal) : make_plain_transport();
     // The protocol is the run's choice, never negotiated down: over TLS, HTTP/2 offers only
     // ALPN "h2" and a server that does not select it fails the connection (handshake()).
+#ifdef LOADBENCH_HAVE_HTTP3
+    if (plan.h3) {
+        Http3Options options;
+        options.server_name = plan.url.host;
+        options.server_name_is_ip = plan.url.host_is_ip_literal;
+        options.verify = plan.h3_verify;
+        options.cacert = plan.h3_cacert;
+        options.handshake_timeout_ns = plan.timeout_ns;
+        session_ = std::make_unique<Http3Session>(plan.h2_requests, plan.streams, !plan.keepalive, options,
+                                                  static_cast<SessionEvents&>(*this));
+        return;
+    }
+#endif
     if (plan.h2) {
         session_ = std::make_unique<Http2Session>(plan.h2_requests, plan.streams, !plan.keepalive,
                                                   static_cast<SessionEvents&>(*this));
@@ -34,13 +50,17 @@ Connection::Connection(const RunPlan& plan, EventLoop& loop, Recorder& recorder,
     }
 }
 
-Connection::~Connection() { close(); }
+Connection::~Connection() {
+    close();
+    if (timer_fd_ >= 0) ::close(timer_fd_);
+}
 
 bool Connection::open(std::string& why) noexcept {
     session_->reset();
     reused_ = false;
     peer_closed_ = false;
     delaying_acks_ = false;
+    if (session_->datagrams()) return open_datagram(why);
     const int fd = ::socket(plan_.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         why = std::string("socket: ") + std::strerror(errno);
@@ -88,6 +108,7 @@ void Connection::quick_acks_again() noexcept {
 }
 
 void Connection::close() noexcept {
+    if (fd_ >= 0 && session_->datagrams()) close_datagram();
     if (fd_ >= 0) {
         transport_->detach();
         if (plan_.rst_close && peer_closed_) {
@@ -106,6 +127,10 @@ void Connection::close() noexcept {
 }
 
 void Connection::on_io(uint32_t events) {
+    if (state_ != State::Closed && session_->datagrams()) {
+        on_datagram_io(events);
+        return;
+    }
     switch (state_) {
         case State::Closed:
             return;
@@ -174,6 +199,7 @@ void Connection::handshake() {
 }
 
 bool Connection::flush() noexcept {
+    if (session_->datagrams()) return flush_datagrams();  // also while the QUIC handshake runs
     if (state_ != State::Open) return true;
     while (true) {
         const std::string_view out = session_->output();

@@ -102,6 +102,8 @@ void validate_schedules(const EngineConfig& c) {
             "closes after each request");
 }
 
+void validate_http3(const EngineConfig& c);
+
 void validate(const EngineConfig& c) {
     if (c.connections < 1) throw ConfigError("connections must be >= 1 (got " + std::to_string(c.connections) + ")");
     if (c.threads < 1) throw ConfigError("threads must be >= 1 (got " + std::to_string(c.threads) + ")");
@@ -132,12 +134,13 @@ void validate(const EngineConfig& c) {
     if (c.rate < 0.0 || !std::isfinite(c.rate)) throw ConfigError("rate must be > 0 requests per second");
     const bool open_loop = c.rate > 0.0 || !c.rate_schedule.empty();
     if (c.streams < 1) throw ConfigError("streams must be >= 1 (got " + std::to_string(c.streams) + ")");
-    if (c.streams > 1 && !c.h2)
+    if (c.streams > 1 && !c.h2 && !c.h3)
         throw ConfigError(
-            "streams > 1 needs HTTP/2 (protocol='h2', --h2): HTTP/1.1 has no streams (its form is a pipeline, "
-            "--pipeline)");
+            "streams > 1 needs HTTP/2 or HTTP/3 (protocol='h2' or 'h3', --h2 / --h3): HTTP/1.1 has no streams (its "
+            "form is a pipeline, --pipeline)");
+    if (c.h3) validate_http3(c);
     if (c.pipeline < 1) throw ConfigError("pipeline must be an integer >= 1 (got " + std::to_string(c.pipeline) + ")");
-    if (c.pipeline > 1 && c.h2)
+    if (c.pipeline > 1 && (c.h2 || c.h3))
         throw ConfigError(
             "pipeline > 1 is HTTP/1.1 pipelining: HTTP/2 carries concurrent requests as streams (streams, -p), "
             "not a pipeline");
@@ -164,6 +167,23 @@ void validate(const EngineConfig& c) {
                 throw ConfigError("CPU " + std::to_string(cpu) + " does not exist or is not available (available: " +
                                   allowed_cpus_text(allowed) + ")");
     }
+}
+
+// HTTP/3 runs over QUIC: UDP, TLS 1.3 inside, no TCP options.
+void validate_http3(const EngineConfig& c) {
+    if (!http3_available())
+        throw ConfigError(
+            "HTTP/3 is not in this build: it needs ngtcp2 with its GnuTLS crypto library and nghttp3 (Debian: "
+            "apt-get install libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev), then a "
+            "rebuild");
+    if (c.h2) throw ConfigError("choose one protocol: h2 or h3");
+    if (!c.unix_socket.empty()) throw ConfigError("HTTP/3 runs over UDP: it cannot use a unix socket");
+    if (c.ack_with_request || c.rst_close)
+        throw ConfigError("ack_with_request and rst_close are TCP options: HTTP/3 runs over QUIC (UDP)");
+    if (c.tls_session_resumption) throw ConfigError("TLS session resumption (0-RTT) is not implemented for HTTP/3 yet");
+    if (c.tls_library != "openssl")
+        throw ConfigError("HTTP/3 uses GnuTLS (QUIC's TLS 1.3 through ngtcp2's crypto library): tls_library '" +
+                          c.tls_library + "' applies to TCP TLS only");
 }
 
 // Resolve once. For a host name prefer IPv4 (what a server bound to 0.0.0.0 or 127.0.0.1
@@ -231,13 +251,26 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
         plan_.head_requests.push_back(r.method == "HEAD");
     }
 
+    if (config_.h3) {
+        if (!plan_.url.tls)
+            throw ConfigError(
+                "HTTP/3 needs an https:// URL: QUIC always carries TLS 1.3 (there is no cleartext "
+                "HTTP/3, unlike h2c)");
+        if (!plan_.url.unix_path.empty()) throw ConfigError("HTTP/3 runs over UDP: it cannot use a unix socket");
+        plan_.h3 = true;
+        plan_.streams = config_.streams;
+        plan_.h3_verify = config_.tls_verify || !config_.tls_cacert.empty();
+        plan_.h3_cacert = config_.tls_cacert;
+        for (const auto& r : requests)
+            plan_.h2_requests.push_back(make_h2_request(r, plan_.url.target, host_header, true));
+    }
     if (config_.h2) {
         plan_.h2 = true;
         plan_.streams = config_.streams;
         for (const auto& r : requests)
             plan_.h2_requests.push_back(make_h2_request(r, plan_.url.target, host_header, plan_.url.tls));
     }
-    if (plan_.url.tls) {
+    if (plan_.url.tls && !plan_.h3) {  // HTTP/3's TLS is GnuTLS inside each QUIC connection
         tls_ = make_tls_context(config_.tls_library, config_.tls_verify, config_.tls_cacert,
                                 config_.tls_session_resumption);
         if (config_.h2) tls_->offer_alpn(std::string_view("\x02h2", 3));  // h2 only: never a silent fallback
@@ -428,6 +461,14 @@ void StageMeasurements::add(const StageMeasurements& other) {
     responses += other.responses;
     errors += other.errors;
     unfinished += other.unfinished;
+}
+
+bool http3_available() noexcept {
+#ifdef LOADBENCH_HAVE_HTTP3
+    return true;
+#else
+    return false;
+#endif
 }
 
 }  // namespace loadbench::generator

@@ -63,4 +63,7 @@ private:
     std::atomic<bool> finished_{false};
 };
 
+// Whether this build has HTTP/3 (ngtcp2 + GnuTLS + nghttp3 were found): EngineConfig::h3.
+bool http3_available() noexcept;
+
 }  // namespace loadbench::generator

@@ -32,7 +32,10 @@ struct RunPlan {
     std::vector<std::string> wire_requests;  // serialised once
     std::vector<bool> head_requests;
     bool h2 = false;                     // HTTP/2 (h2c prior knowledge, or ALPN h2 over TLS)
-    int streams = 1;                     // HTTP/2: most streams in flight per connection
+    int streams = 1;                     // HTTP/2 and HTTP/3: most streams in flight per connection
+    bool h3 = false;                     // HTTP/3 over QUIC (https:// only; h2_requests are its fields)
+    bool h3_verify = false;              // HTTP/3: verify the server's certificate (GnuTLS)
+    std::string h3_cacert;               // HTTP/3: PEM CA file (verify; empty: the system's store)
     int pipeline = 1;                    // HTTP/1.1: most requests in flight per connection
     std::vector<H2Request> h2_requests;  // HTTP/2: the templates as header fields, built once
     const TlsContext* tls = nullptr;     // null: plain TCP

@@ -6,6 +6,8 @@
 // one per stream. The load logic (the
 // Scheduler and the Worker) only sees slots and Requests, so adding a protocol is adding a
 // Session.
+#include <sys/socket.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -92,6 +94,25 @@ public:
     virtual size_t take_expired(int64_t /*assigned_before*/, Request* /*out*/, size_t /*capacity*/) noexcept {
         return 0;
     }
+
+    // Datagram sessions (HTTP/3 over QUIC) carry their own handshake and timers: output() is one
+    // whole UDP datagram and input() takes one. start() begins the handshake on a connected UDP
+    // socket's addresses (false: error() says why); established() says when requests may flow;
+    // expiry_ns() is when on_expiry() must run (INT64_MAX: no timer); farewell() is the last
+    // datagram to send before the socket closes (QUIC's CONNECTION_CLOSE; empty: none). Its
+    // requests are offered to the same slots (free_slots, submit) as HTTP/2's streams.
+    virtual bool datagrams() const noexcept { return false; }
+    virtual bool start(const sockaddr* /*local*/, socklen_t, const sockaddr* /*remote*/, socklen_t,
+                       int64_t /*now*/) noexcept {
+        return true;
+    }
+    virtual bool established() const noexcept { return true; }
+    virtual int64_t expiry_ns() const noexcept { return INT64_MAX; }
+    virtual InputResult on_expiry(int64_t /*now*/) noexcept { return InputResult::Ok; }
+    virtual std::string_view farewell(int64_t /*now*/) noexcept { return {}; }
+    // The session failed on its own, outside input() (writing a packet, opening a stream):
+    // error() says why; the connection must close.
+    virtual bool broken() const noexcept { return false; }
 };
 
 }  // namespace loadbench::generator

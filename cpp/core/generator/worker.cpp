@@ -223,7 +223,8 @@ void Worker::on_tcp_connected(Connection& c, int64_t now) noexcept {
 
 void Worker::on_ready(Connection& c, int64_t now) {
     if (preconnecting_) return;  // open before the window: the run hands it requests
-    if (c.transport().needs_handshake())
+    // A QUIC handshake (a datagram session's) is a TLS 1.3 handshake too.
+    if (c.transport().needs_handshake() || c.session().datagrams())
         recorder_.tls_handshake(plan_.open_loop ? plan_.in_window(now) : c.session().carries_counted(),
                                 c.transport().resumed());
     if (!plan_.open_loop) {

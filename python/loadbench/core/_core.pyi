@@ -42,6 +42,7 @@ class Server:
     def __exit__(self, *exc: object) -> None: ...
 
 def clock_ticks_per_second() -> float: ...
+def http3_available() -> bool: ...
 def tls_libraries() -> list[
     str
 ]: ...  # "openssl" first, then "wolfssl" / "rustls" where the build has them
@@ -144,6 +145,7 @@ class EngineConfig:
     seed: int
     max_connections: int
     h2: bool
+    h3: bool
     streams: int
     pipeline: int
     send_batch_s: float

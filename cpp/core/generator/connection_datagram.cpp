@@ -1,0 +1,211 @@
+// Connection over a datagram session (HTTP/3 over QUIC): one connected, non-blocking UDP socket
+// per connection, registered with the worker's event loop like a TCP socket; the session does
+// its own (QUIC) handshake; its timer (ngtcp2_conn_get_expiry) is a timerfd in the same loop,
+// re-armed only when the expiry moves. One datagram per send()/recv() for now: UDP GSO/GRO
+// (sendmsg with UDP_SEGMENT, UDP_GRO) is for later.
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/generator/connection.hpp"
+
+namespace loadbench::generator {
+
+namespace {
+
+// Room in the kernel for a burst of the server's datagrams while the worker is busy elsewhere
+// (capped by net.core.rmem_max; the kernel drops what does not fit: RcvbufErrors).
+constexpr int kReceiveBuffer = 4 << 20;
+
+}  // namespace
+
+bool Connection::open_datagram(std::string& why) noexcept {
+    if (timer_fd_ < 0) {
+        timer_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        if (timer_fd_ < 0) {
+            why = std::string("timerfd_create: ") + std::strerror(errno);
+            return false;
+        }
+        if (!loop_.watch(timer_fd_, timer_handler_, why)) {
+            ::close(timer_fd_);
+            timer_fd_ = -1;
+            return false;
+        }
+    }
+    const int fd = ::socket(plan_.address.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        why = std::string("socket: ") + std::strerror(errno);
+        return false;
+    }
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &kReceiveBuffer, sizeof kReceiveBuffer);
+    sockaddr_storage local{};
+    socklen_t local_len = sizeof local;
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&plan_.address), plan_.address_len) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) {
+        why = std::string("connect (UDP): ") + std::strerror(errno);
+        ::close(fd);
+        return false;
+    }
+    if (!loop_.watch(fd, *this, why)) {
+        ::close(fd);
+        return false;
+    }
+    fd_ = fd;
+    state_ = State::Handshaking;
+    const int64_t now = monotonic_ns();
+    if (!session_->start(reinterpret_cast<const sockaddr*>(&local), local_len,
+                         reinterpret_cast<const sockaddr*>(&plan_.address), plan_.address_len, now)) {
+        why = session_->error();
+        close();
+        return false;
+    }
+    // A UDP "connection" is only a path: it counts as opened when its first packet (the Initial)
+    // leaves - by then the owner has given it its request, which says whether it is counted -
+    // and its QUIC handshake counts as the TLS handshake of TCP (Worker::on_ready).
+    announce_open_ = true;
+    return true;  // the Initial goes out with the first flush (the owner flushes after submit)
+}
+
+void Connection::close_datagram() noexcept {
+    // CONNECTION_CLOSE, so the server frees the connection now rather than at its idle timeout.
+    const std::string_view bye = session_->farewell(monotonic_ns());
+    if (!bye.empty()) (void)::send(fd_, bye.data(), bye.size(), MSG_DONTWAIT);
+    if (timer_at_ != INT64_MAX) {
+        const itimerspec off{};
+        ::timerfd_settime(timer_fd_, 0, &off, nullptr);
+        timer_at_ = INT64_MAX;
+    }
+}
+
+ErrorKind Connection::datagram_error_kind(int err) const noexcept {
+    if (err == ECONNREFUSED || state_ != State::Open) return kConnect;
+    return kRead;
+}
+
+void Connection::on_datagram_io(uint32_t events) {
+    if (events & EPOLLERR) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err != 0) {
+            lose(datagram_error_kind(err),
+                 err == ECONNREFUSED
+                     ? std::string("QUIC: connection refused (ICMP port unreachable: nothing listens on that UDP port)")
+                     : std::string("UDP: ") + std::strerror(err));
+            return;
+        }
+    }
+    if ((events & EPOLLOUT) && !flush_datagrams()) return;
+    if (events & EPOLLIN) read_datagrams();
+}
+
+bool Connection::flush_datagrams() noexcept {
+    if (fd_ < 0) return true;
+    while (true) {
+        const std::string_view out = session_->output();
+        if (out.empty()) break;
+        if (announce_open_) {
+            announce_open_ = false;
+            owner_.on_tcp_connected(*this, monotonic_ns());
+        }
+        const int64_t handed_at = plan_.open_loop ? monotonic_ns() : 0;
+        const ssize_t n = ::send(fd_, out.data(), out.size(), 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;  // the writable edge resumes it
+            const int err = errno;
+            lose(datagram_error_kind(err),
+                 err == ECONNREFUSED
+                     ? std::string("QUIC: connection refused (ICMP port unreachable: nothing listens on that UDP port)")
+                     : std::string("send (UDP): ") + std::strerror(err));
+            return false;
+        }
+        if (session_->carries_counted()) recorder_.bytes_written(static_cast<size_t>(n));
+        session_->wrote(static_cast<size_t>(n), handed_at);
+    }
+    if (session_->broken()) {
+        lose(state_ == State::Open ? kParse : kConnect, session_->error());
+        return false;
+    }
+    arm_timer();
+    return true;
+}
+
+void Connection::read_datagrams() {
+    const uint64_t settled_before = settled_;
+    int64_t now = 0;
+    while (true) {
+        const ssize_t n = ::recv(fd_, read_buffer_, read_capacity_, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            const int err = errno;
+            lose(datagram_error_kind(err),
+                 err == ECONNREFUSED
+                     ? std::string("QUIC: connection refused (ICMP port unreachable: nothing listens on that UDP port)")
+                     : std::string("recv (UDP): ") + std::strerror(err));
+            return;
+        }
+        now = monotonic_ns();
+        if (session_->carries_counted()) recorder_.bytes_read(static_cast<size_t>(n));
+        if (session_->input(read_buffer_, static_cast<size_t>(n), now) == InputResult::Error) {
+            lose(state_ == State::Open ? kParse : kConnect, session_->error());
+            return;
+        }
+        if (state_ == State::Closed) return;  // a callback of the owner closed it
+    }
+    if (now == 0) now = monotonic_ns();
+    if (state_ == State::Handshaking && session_->established()) {
+        state_ = State::Open;
+        owner_.on_ready(*this, now);  // the closed loop flushes the requests waiting for it
+        if (state_ == State::Closed) return;
+    }
+    // ACKs and what the requests waiting for the handshake have to send, then the owner
+    // refills the slots that freed (as for HTTP/2).
+    if (!flush_datagrams()) return;
+    if (state_ != State::Open) return;
+    const bool freed = settled_ != settled_before;
+    if (session_->in_flight() == 0 ? (freed || !session_->reusable())
+                                   : (freed && session_->reusable() && session_->free_slots() > 0))
+        owner_.on_answered(*this, now);
+}
+
+void Connection::arm_timer() noexcept {
+    const int64_t at = fd_ >= 0 ? session_->expiry_ns() : INT64_MAX;
+    if (at == timer_at_) return;
+    timer_at_ = at;
+    itimerspec when{};
+    if (at != INT64_MAX) {
+        const int64_t t = at > 0 ? at : 1;  // absolute CLOCK_MONOTONIC (0 would disarm)
+        when.it_value.tv_sec = t / 1'000'000'000;
+        when.it_value.tv_nsec = t % 1'000'000'000;
+    }
+    ::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &when, nullptr);
+}
+
+void Connection::on_timer() noexcept {
+    uint64_t ticks = 0;
+    (void)!::read(timer_fd_, &ticks, sizeof ticks);
+    timer_at_ = INT64_MAX;  // fired (re-armed below from the new expiry)
+    if (fd_ < 0 || state_ == State::Closed) return;
+    const int64_t now = monotonic_ns();
+    if (session_->expiry_ns() > now) {  // a stale edge: the expiry moved later meanwhile
+        arm_timer();
+        return;
+    }
+    if (session_->on_expiry(now) == InputResult::Error) {
+        if (state_ == State::Open && session_->in_flight() == 0) {  // idle timeout with nothing asked
+            close();
+            owner_.on_idle_closed(*this, now);
+            return;
+        }
+        lose(state_ == State::Open ? kTimeout : kConnect, session_->error());
+        return;
+    }
+    flush_datagrams();  // retransmissions, ACKs, PINGs (a failure is settled through on_lost)
+}
+
+}  // namespace loadbench::generator

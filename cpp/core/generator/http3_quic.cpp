@@ -1,0 +1,266 @@
+// The QUIC half of Http3Session: the GnuTLS session, the ngtcp2 client connection, packets in
+// and out, the expiry timer, CONNECTION_CLOSE. The HTTP/3 half (nghttp3, the request slots) is in
+// http3_session.cpp, the libraries' callbacks in http3_callbacks.cpp.
+#ifdef LOADBENCH_HAVE_HTTP3  // the build found ngtcp2, GnuTLS and nghttp3 (CMakeLists.txt)
+#include <gnutls/crypto.h>
+#include <ngtcp2/ngtcp2_crypto_gnutls.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "core/generator/http3_callbacks.hpp"
+#include "core/generator/http3_session.hpp"
+
+namespace loadbench::generator {
+
+namespace {
+
+// QUIC is TLS 1.3 only; the middlebox compatibility mode is forbidden (RFC 9001 8.4). The
+// ciphers and groups ngtcp2's own GnuTLS examples use.
+constexpr const char* kPriority =
+    "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305:+AES-128-CCM:"
+    "-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1:+GROUP-SECP521R1:%DISABLE_TLS13_COMPAT_MODE";
+constexpr size_t kDatagramCapacity = 1500;  // ngtcp2 writes at most max_tx_udp_payload_size (1452 on IPv4)
+// Flow-control windows the server may fill without waiting for us (data is consumed as it
+// arrives, so they only need to cover the bandwidth-delay product; ngtcp2 grows them to max_*).
+constexpr uint64_t kStreamWindow = 4u << 20;
+constexpr uint64_t kConnectionWindow = 16u << 20;
+
+}  // namespace
+
+bool Http3Session::fail(const std::string& why) noexcept {
+    failed_ = true;
+    if (error_.empty()) error_ = why;
+    return false;
+}
+
+bool Http3Session::setup_tls() noexcept {
+    if (!credentials_) {
+        if (gnutls_certificate_allocate_credentials(&credentials_) != 0)
+            return fail("QUIC: cannot allocate TLS credentials (out of memory)");
+        if (options_.verify) {
+            const int n = options_.cacert.empty() ? gnutls_certificate_set_x509_system_trust(credentials_)
+                                                  : gnutls_certificate_set_x509_trust_file(
+                                                        credentials_, options_.cacert.c_str(), GNUTLS_X509_FMT_PEM);
+            if (n <= 0)
+                return fail("TLS: no CA certificate could be loaded from " +
+                            (options_.cacert.empty() ? std::string("the system trust store") : options_.cacert));
+        }
+    }
+    if (gnutls_init(&tls_, GNUTLS_CLIENT) != 0) return fail("QUIC: cannot create a TLS session");
+    if (ngtcp2_crypto_gnutls_configure_client_session(tls_) != 0 ||
+        gnutls_priority_set_direct(tls_, kPriority, nullptr) != 0 ||
+        gnutls_credentials_set(tls_, GNUTLS_CRD_CERTIFICATE, credentials_) != 0)
+        return fail("QUIC: cannot configure the TLS session");
+    gnutls_session_set_ptr(tls_, &conn_ref_);
+    // ALPN h3 only: the run's protocol is never negotiated down.
+    gnutls_datum_t h3{reinterpret_cast<unsigned char*>(const_cast<char*>("h3")), 2};
+    gnutls_alpn_set_protocols(tls_, &h3, 1, GNUTLS_ALPN_MANDATORY);
+    const std::string& name = options_.server_name;
+    if (!options_.server_name_is_ip) gnutls_server_name_set(tls_, GNUTLS_NAME_DNS, name.data(), name.size());
+    if (options_.verify) gnutls_session_set_verify_cert(tls_, name.c_str(), 0);
+    return true;
+}
+
+bool Http3Session::start(const sockaddr* local, socklen_t local_len, const sockaddr* remote, socklen_t remote_len,
+                         int64_t now) noexcept {
+    now_ = now;
+    ngtcp2_path_storage_init(&path_, local, local_len, remote, remote_len, nullptr);
+    ngtcp2_cid dcid{}, scid{};
+    dcid.datalen = NGTCP2_MIN_INITIAL_DCIDLEN + 2;
+    scid.datalen = 16;
+    gnutls_rnd(GNUTLS_RND_NONCE, dcid.data, dcid.datalen);
+    gnutls_rnd(GNUTLS_RND_NONCE, scid.data, scid.datalen);
+
+    ngtcp2_callbacks cb{};
+    cb.client_initial = ngtcp2_crypto_client_initial_cb;
+    cb.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
+    cb.encrypt = ngtcp2_crypto_encrypt_cb;
+    cb.decrypt = ngtcp2_crypto_decrypt_cb;
+    cb.hp_mask = ngtcp2_crypto_hp_mask_cb;
+    cb.recv_retry = ngtcp2_crypto_recv_retry_cb;
+    cb.update_key = ngtcp2_crypto_update_key_cb;
+    cb.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
+    cb.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
+    cb.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
+    cb.version_negotiation = ngtcp2_crypto_version_negotiation_cb;
+    cb.rand = &Http3Callbacks::rand;
+    cb.get_new_connection_id = &Http3Callbacks::get_new_connection_id;
+    cb.handshake_completed = &Http3Callbacks::handshake_completed;
+    cb.recv_stream_data = &Http3Callbacks::recv_stream_data;
+    cb.acked_stream_data_offset = &Http3Callbacks::acked_stream_data_offset;
+    cb.stream_close = &Http3Callbacks::stream_close;
+    cb.stream_reset = &Http3Callbacks::stream_reset;
+    cb.stream_stop_sending = &Http3Callbacks::stream_stop_sending;
+    cb.extend_max_stream_data = &Http3Callbacks::extend_max_stream_data;
+    cb.extend_max_local_streams_bidi = &Http3Callbacks::extend_max_local_streams_bidi;
+
+    ngtcp2_settings settings;
+    ngtcp2_settings_default(&settings);
+    settings.initial_ts = static_cast<ngtcp2_tstamp>(now);
+    if (options_.handshake_timeout_ns > 0)
+        settings.handshake_timeout = static_cast<ngtcp2_duration>(options_.handshake_timeout_ns);
+    settings.max_window = 4 * kConnectionWindow;
+    settings.max_stream_window = 4 * kStreamWindow;
+    ngtcp2_transport_params params;
+    ngtcp2_transport_params_default(&params);
+    params.initial_max_streams_uni = 3;   // the server's control and QPACK streams
+    params.initial_max_streams_bidi = 0;  // a server opens none
+    params.initial_max_stream_data_bidi_local = kStreamWindow;
+    params.initial_max_stream_data_uni = kStreamWindow;
+    params.initial_max_data = kConnectionWindow;
+    params.max_idle_timeout = 30 * NGTCP2_SECONDS;
+
+    const int rv = ngtcp2_conn_client_new(&quic_, &dcid, &scid, &path_.path, NGTCP2_PROTO_VER_V1, &cb, &settings,
+                                          &params, nullptr, this);
+    if (rv != 0) {
+        quic_ = nullptr;
+        return fail(std::string("QUIC: cannot create a connection: ") + ngtcp2_strerror(rv));
+    }
+    conn_ref_.get_conn = &Http3Callbacks::get_conn;
+    conn_ref_.user_data = this;
+    if (!setup_tls()) return false;
+    ngtcp2_conn_set_tls_native_handle(quic_, tls_);
+    return true;
+}
+
+void Http3Session::teardown() noexcept {
+    if (h3_) nghttp3_conn_del(h3_);
+    h3_ = nullptr;
+    if (quic_) ngtcp2_conn_del(quic_);
+    quic_ = nullptr;
+    if (tls_) gnutls_deinit(tls_);
+    tls_ = nullptr;
+}
+
+void Http3Session::produce() noexcept {
+    packet_len_ = 0;
+    if (!quic_ || failed_ || closed_by_peer_ || ngtcp2_conn_is_in_closing_period(quic_) ||
+        ngtcp2_conn_is_in_draining_period(quic_))
+        return;
+    if (packet_.size() < kDatagramCapacity) packet_.resize(kDatagramCapacity);
+    const auto ts = static_cast<ngtcp2_tstamp>(monotonic_ns());
+    ngtcp2_pkt_info pi{};
+    while (true) {
+        int64_t stream_id = -1;
+        int fin = 0;
+        nghttp3_vec vec[16];
+        nghttp3_ssize count = 0;
+        if (h3_ && ngtcp2_conn_get_max_data_left(quic_) > 0) {
+            count = nghttp3_conn_writev_stream(h3_, &stream_id, &fin, vec, 16);
+            if (count < 0) {
+                fail(std::string("HTTP/3: ") + nghttp3_strerror(static_cast<int>(count)));
+                return;
+            }
+        }
+        ngtcp2_ssize written = -1;  // stream bytes that went into the packet (-1: none)
+        uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
+        if (fin) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
+        // nghttp3_vec and ngtcp2_vec are the same {base, len} pair (ngtcp2's own examples cast).
+        const ngtcp2_ssize n =
+            ngtcp2_conn_writev_stream(quic_, nullptr, &pi, packet_.data(), packet_.size(), &written, flags, stream_id,
+                                      reinterpret_cast<const ngtcp2_vec*>(vec), static_cast<size_t>(count), ts);
+        if (n < 0) {
+            switch (n) {
+                case NGTCP2_ERR_STREAM_DATA_BLOCKED:
+                    nghttp3_conn_block_stream(h3_, stream_id);
+                    continue;
+                case NGTCP2_ERR_STREAM_SHUT_WR:
+                    nghttp3_conn_shutdown_stream_write(h3_, stream_id);
+                    continue;
+                case NGTCP2_ERR_WRITE_MORE:  // room left in the packet: the next stream's data joins it
+                    nghttp3_conn_add_write_offset(h3_, stream_id, static_cast<size_t>(written));
+                    headers_written(stream_id);
+                    continue;
+                default:
+                    fail(std::string("QUIC: cannot write a packet: ") + ngtcp2_strerror(static_cast<int>(n)));
+                    return;
+            }
+        }
+        if (written >= 0 && stream_id >= 0) {
+            nghttp3_conn_add_write_offset(h3_, stream_id, static_cast<size_t>(written));
+            headers_written(stream_id);
+        }
+        ngtcp2_conn_update_pkt_tx_time(quic_, ts);
+        packet_len_ = static_cast<size_t>(n);  // 0: nothing to send now
+        return;
+    }
+}
+
+InputResult Http3Session::input(const char* data, size_t n, int64_t now) noexcept {
+    if (!quic_) return fail("QUIC: a datagram with no connection"), InputResult::Error;
+    now_ = now;
+    ngtcp2_pkt_info pi{};
+    const int rv = ngtcp2_conn_read_pkt(quic_, &path_.path, &pi, reinterpret_cast<const uint8_t*>(data), n,
+                                        static_cast<ngtcp2_tstamp>(now));
+    if (rv == 0) return InputResult::Ok;
+    if (rv == NGTCP2_ERR_DRAINING) {  // the server's CONNECTION_CLOSE
+        closed_by_peer_ = true;
+        read_close_reason();
+        return used_ > 0 || !handshake_done_ ? InputResult::Error : InputResult::Ok;
+    }
+    if (rv == NGTCP2_ERR_CRYPTO) {
+        const uint8_t alert = ngtcp2_conn_get_tls_alert(quic_);
+        const char* name = gnutls_alert_get_name(static_cast<gnutls_alert_description_t>(alert));
+        fail(std::string("QUIC handshake: TLS alert ") + (name ? name : std::to_string(alert)));
+    } else {
+        fail(std::string("QUIC: ") + ngtcp2_strerror(rv));
+    }
+    return InputResult::Error;
+}
+
+void Http3Session::read_close_reason() noexcept {
+    ngtcp2_connection_close_error ccerr{};
+    ngtcp2_conn_get_connection_close_error(quic_, &ccerr);
+    char code[32];
+    std::snprintf(code, sizeof code, "0x%llx", static_cast<unsigned long long>(ccerr.error_code));
+    std::string why =
+        std::string("QUIC: the server closed the connection (") +
+        (ccerr.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_APPLICATION ? "application" : "transport") + " error " +
+        code;
+    if (ccerr.reasonlen > 0) why += ": " + std::string(reinterpret_cast<const char*>(ccerr.reason), ccerr.reasonlen);
+    why += ")";
+    if (error_.empty()) error_ = why;
+}
+
+int64_t Http3Session::expiry_ns() const noexcept {
+    if (!quic_ || failed_ || closed_by_peer_) return INT64_MAX;
+    const ngtcp2_tstamp at = ngtcp2_conn_get_expiry(quic_);
+    return at >= static_cast<ngtcp2_tstamp>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(at);
+}
+
+InputResult Http3Session::on_expiry(int64_t now) noexcept {
+    if (!quic_ || failed_ || closed_by_peer_) return InputResult::Ok;
+    now_ = now;
+    const int rv = ngtcp2_conn_handle_expiry(quic_, static_cast<ngtcp2_tstamp>(now));
+    if (rv == 0) return InputResult::Ok;
+    if (rv == NGTCP2_ERR_HANDSHAKE_TIMEOUT || !handshake_done_)
+        fail("QUIC handshake: no answer from the server within " +
+             (options_.handshake_timeout_ns > 0 ? std::to_string(options_.handshake_timeout_ns / 1'000'000) + " ms"
+                                                : std::string("ngtcp2's handshake timeout")) +
+             " (is an HTTP/3 server listening on that UDP port?)");
+    else if (rv == NGTCP2_ERR_IDLE_CLOSE)
+        fail("QUIC: idle timeout (the server sent nothing for 30 s)");
+    else
+        fail(std::string("QUIC: ") + ngtcp2_strerror(rv));
+    return InputResult::Error;
+}
+
+std::string_view Http3Session::farewell(int64_t now) noexcept {
+    if (!quic_ || !handshake_done_ || closed_by_peer_ || ngtcp2_conn_is_in_closing_period(quic_) ||
+        ngtcp2_conn_is_in_draining_period(quic_))
+        return {};
+    if (packet_.size() < kDatagramCapacity) packet_.resize(kDatagramCapacity);
+    ngtcp2_connection_close_error ccerr{};
+    ngtcp2_connection_close_error_set_application_error(&ccerr, NGHTTP3_H3_NO_ERROR, nullptr, 0);
+    ngtcp2_pkt_info pi{};
+    const ngtcp2_ssize n = ngtcp2_conn_write_connection_close(quic_, nullptr, &pi, packet_.data(), packet_.size(),
+                                                              &ccerr, static_cast<ngtcp2_tstamp>(now));
+    packet_len_ = 0;
+    if (n <= 0) return {};
+    return {reinterpret_cast<const char*>(packet_.data()), static_cast<size_t>(n)};
+}
+
+}  // namespace loadbench::generator
+
+#endif  // LOADBENCH_HAVE_HTTP3
