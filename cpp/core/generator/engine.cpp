@@ -142,8 +142,8 @@ void validate(const EngineConfig& c) {
     if (c.pipeline < 1) throw ConfigError("pipeline must be an integer >= 1 (got " + std::to_string(c.pipeline) + ")");
     if (c.pipeline > 1 && (c.h2 || c.h3))
         throw ConfigError(
-            "pipeline > 1 is HTTP/1.1 pipelining: HTTP/2 carries concurrent requests as streams (streams, -p), "
-            "not a pipeline");
+            "pipeline > 1 is HTTP/1.1 pipelining: HTTP/2 and HTTP/3 carry concurrent requests as streams "
+            "(streams, -p), not a pipeline");
     if (c.pipeline > 1 && !c.keepalive)
         throw ConfigError(
             "pipeline > 1 needs keep-alive: pipelined requests share one connection, and without keep-alive "

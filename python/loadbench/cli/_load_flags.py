@@ -59,6 +59,13 @@ def add_load_arguments(p: argparse.ArgumentParser, connections: Optional[int] = 
         help="HTTP/2: h2c with prior knowledge for http://, ALPN h2 (only) for https://",
     )
     p.add_argument(
+        "--h3",
+        "--http3",
+        dest="h3",
+        action="store_true",
+        help="HTTP/3 over QUIC: https:// only, ALPN h3 (only); needs a build with ngtcp2 and nghttp3",
+    )
+    p.add_argument(
         "-p",
         "--streams",
         type=int,
@@ -148,8 +155,11 @@ def load_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         kwargs.update(connections=args.connections)
     if args.send_batch is not None:
         kwargs.update(send_batch=parse_duration(args.send_batch, "send batch"))
-    if args.h2 or args.streams != 1:
-        kwargs.update(protocol="h2" if args.h2 else "http/1.1", streams=args.streams)
+    if args.h2 and args.h3:
+        raise ConfigError("--h2 and --h3: choose one protocol")
+    if args.h2 or args.h3 or args.streams != 1:
+        protocol = "h2" if args.h2 else "h3" if args.h3 else "http/1.1"
+        kwargs.update(protocol=protocol, streams=args.streams)
     if args.pipeline != 1:
         kwargs.update(pipeline=args.pipeline)
     return kwargs

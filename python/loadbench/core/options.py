@@ -48,6 +48,10 @@ PROTOCOL_NAMES = {
     "http/1.1": "http/1.1",
     "HTTP/1.1": "http/1.1",
     "h1": "http/1.1",
+    "h3": "h3",
+    "http3": "h3",
+    "HTTP/3": "h3",
+    "http/3": "h3",
 }
 
 
@@ -196,10 +200,13 @@ class RunOptions:
     )
     protocol: str = option(
         "http/1.1",
-        "http/1.1, or h2: h2c with prior knowledge for http://, ALPN h2 (only) for https://",
+        "http/1.1, h2 (h2c with prior knowledge for http://, ALPN h2 only for https://), or h3: "
+        "HTTP/3 over QUIC, https:// only (ALPN h3 only; needs a build with ngtcp2 and nghttp3)",
         "string",
     )
-    streams: int = option(1, "HTTP/2 streams in flight per connection (h2load's -m)", "integer")
+    streams: int = option(
+        1, "HTTP/2 or HTTP/3 streams in flight per connection (h2load's -m)", "integer"
+    )
     pipeline: int = option(
         1,
         "HTTP/1.1 pipelining: requests written back to back per connection, answered in order "
@@ -238,7 +245,7 @@ class RunOptions:
             if not self.open_loop:
                 raise ConfigError("max_connections needs an open-loop rate")
         if self.protocol not in PROTOCOL_NAMES:
-            raise ConfigError(f"protocol must be 'http/1.1' or 'h2', not {self.protocol!r}")
+            raise ConfigError(f"protocol must be 'http/1.1', 'h2' or 'h3', not {self.protocol!r}")
         self.protocol = PROTOCOL_NAMES[self.protocol]
         _integer("streams", self.streams)
         _integer("pipeline", self.pipeline)
@@ -357,6 +364,7 @@ class RunOptions:
         c.max_connections = self.max_connections or 0
         c.send_batch_s = self.send_batch
         c.h2 = self.protocol == "h2"
+        c.h3 = self.protocol == "h3"
         c.streams = self.streams
         c.pipeline = self.pipeline
         return c

@@ -185,7 +185,8 @@ def run(
     most and parked open while a stage needs fewer. `protocol="h2"` speaks HTTP/2
     (h2c with prior knowledge for http://, ALPN h2 only for https:// - a server that does not
     select h2 fails the connection, never a fallback) with up to `streams` requests in flight per
-    connection (h2load's -m). `progress`, if given, is called about every 0.1 s with
+    connection (h2load's -m). `protocol="h3"` speaks HTTP/3 over QUIC (https:// only, ALPN h3
+    only, streams as for HTTP/2; a build with ngtcp2 and nghttp3). `progress`, if given, is called about every 0.1 s with
     a dict (elapsed_s, warming_up, responses, errors, rps, ...). Ctrl-C ends the run early and
     still returns the result (with `interrupted=True`).
     `ack_with_request=True` sends the TCP handshake's last ACK on the request (closed loop only)

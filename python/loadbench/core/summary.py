@@ -66,6 +66,11 @@ def summary_lines(r: Any) -> list[str]:
             f"  protocol      HTTP/2 ({'h2, negotiated with ALPN' if tls else 'h2c, prior knowledge'}), "
             f"{cfg.get('streams', 1)} stream{'s' if cfg.get('streams', 1) != 1 else ''} per connection"
         )
+    if cfg.get("protocol") == "h3":
+        lines.append(
+            f"  protocol      HTTP/3 (QUIC, ALPN h3), "
+            f"{cfg.get('streams', 1)} stream{'s' if cfg.get('streams', 1) != 1 else ''} per connection"
+        )
     if (cfg.get("pipeline") or 1) > 1:
         lines.append(
             f"  protocol      HTTP/1.1 pipelined, up to {cfg['pipeline']} requests in flight per connection"
