@@ -260,6 +260,18 @@ def test_h3_streams_multiplex_on_one_connection(caddy_with_delay: Caddy) -> None
 
 
 @needs_h3
+def test_h3_timeout_cancels_the_stream_and_the_connection_goes_on(caddy_with_delay: Caddy) -> None:
+    # /delay answers after 200 ms; at a 100 ms timeout every request is cancelled on its own
+    # stream (RESET_STREAM + STOP_SENDING), counted as a timeout, and the one QUIC connection
+    # carries the next request.
+    url = caddy_with_delay.url("/delay")
+    r = loadbench.run(url, protocol="h3", connections=1, streams=2, requests=6, timeout=0.1)
+    assert r.responses == 0 and r.errors["timeout"] == 6 and r.error_count == 6, r.errors
+    assert "HTTP/3 stream cancelled" in r.first_error, r.first_error
+    assert r.connections_opened == 1 and r.tls_handshakes == 1
+
+
+@needs_h3
 def test_h3_nothing_listening_is_one_clear_connect_error() -> None:
     port = free_port()  # nothing on it: the kernel answers ICMP port unreachable
     t0 = time.monotonic()

@@ -152,7 +152,9 @@ void Connection::read_datagrams() {
         now = monotonic_ns();
         if (session_->carries_counted()) recorder_.bytes_read(static_cast<size_t>(n));
         if (session_->input(read_buffer_, static_cast<size_t>(n), now) == InputResult::Error) {
-            lose(state_ == State::Open ? kParse : kConnect, session_->error());
+            // The server closing the connection (CONNECTION_CLOSE) with requests in flight is a
+            // read error, as a TCP close is; what the session could not accept is a parse error.
+            lose(state_ != State::Open ? kConnect : session_->broken() ? kParse : kRead, session_->error());
             return;
         }
         if (state_ == State::Closed) return;  // a callback of the owner closed it

@@ -188,7 +188,10 @@ void Http3Session::produce() noexcept {
 }
 
 InputResult Http3Session::input(const char* data, size_t n, int64_t now) noexcept {
-    if (!quic_) return fail("QUIC: a datagram with no connection"), InputResult::Error;
+    if (!quic_) {
+        fail("QUIC: a datagram with no connection");
+        return InputResult::Error;
+    }
     now_ = now;
     ngtcp2_pkt_info pi{};
     const int rv = ngtcp2_conn_read_pkt(quic_, &path_.path, &pi, reinterpret_cast<const uint8_t*>(data), n,

@@ -432,7 +432,7 @@ void Worker::expire_streams(Connection& c, int64_t now) {
             if (taken[i].counted) --counted_in_flight_;
             recorder_.error(taken[i], kTimeout,
                             "timeout: no complete response within " + std::to_string(plan_.timeout_ns / 1'000'000) +
-                                " ms (HTTP/2 stream cancelled)",
+                                (plan_.h3 ? " ms (HTTP/3 stream cancelled)" : " ms (HTTP/2 stream cancelled)"),
                             now);
         }
     }
