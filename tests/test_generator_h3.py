@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -296,6 +297,50 @@ def test_h3_silent_udp_port_is_a_handshake_timeout_not_a_hang() -> None:
     assert "QUIC handshake: no answer from the server within 1000 ms" in r.first_error, (
         r.first_error
     )
+
+
+QUIC_SERVER = """
+import asyncio, sys
+from aioquic.asyncio import serve
+from aioquic.quic.configuration import QuicConfiguration
+
+async def main(port, alpn, cert, key):
+    configuration = QuicConfiguration(is_client=False, alpn_protocols=[alpn])
+    configuration.load_cert_chain(cert, key)
+    await serve("127.0.0.1", port, configuration=configuration)
+    print("ready", flush=True)
+    await asyncio.Future()
+
+asyncio.run(main(int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]))
+"""
+
+
+@needs_h3
+def test_h3_server_without_alpn_h3_is_one_clear_handshake_error(tmp_path: Path) -> None:
+    # A QUIC server no one here wrote (aioquic) that speaks only "hq-interop": the TLS handshake
+    # fails with no_application_protocol, and the error says why - never a fallback.
+    pytest.importorskip("aioquic", reason="aioquic not installed: pip install aioquic")
+    from loadbench.core.certificates import self_signed
+
+    cert, key = self_signed(tmp_path / "cert.pem", tmp_path / "key.pem", days=2)
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-c", QUIC_SERVER, str(port), "hq-interop", str(cert), str(key)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+        t0 = time.monotonic()
+        r = loadbench.run(f"https://127.0.0.1:{port}/", protocol="h3", requests=2, timeout=3)
+        assert time.monotonic() - t0 < 2
+    finally:
+        server.kill()
+        server.wait()
+    assert r.responses == 0 and r.errors["connect"] == 2, r.errors
+    assert "QUIC handshake: the server closed the connection (TLS alert" in r.first_error
+    assert "offers ALPN h3 only" in r.first_error, r.first_error
 
 
 @needs_h3

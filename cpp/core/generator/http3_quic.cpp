@@ -215,14 +215,24 @@ InputResult Http3Session::input(const char* data, size_t n, int64_t now) noexcep
 void Http3Session::read_close_reason() noexcept {
     ngtcp2_connection_close_error ccerr{};
     ngtcp2_conn_get_connection_close_error(quic_, &ccerr);
-    char code[32];
-    std::snprintf(code, sizeof code, "0x%llx", static_cast<unsigned long long>(ccerr.error_code));
+    std::string what;
+    const bool transport = ccerr.type != NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_APPLICATION;
+    // CRYPTO_ERROR (0x100 + alert, RFC 9001 4.8): the TLS handshake failed with that alert.
+    const bool alert = transport && ccerr.error_code >= 0x100 && ccerr.error_code <= 0x1ff;
+    if (alert) {
+        const auto description = static_cast<gnutls_alert_description_t>(ccerr.error_code - 0x100);
+        const char* name = gnutls_alert_get_name(description);
+        what = "TLS alert " + (name ? std::string(name) : std::to_string(ccerr.error_code - 0x100));
+    } else {
+        char code[32];
+        std::snprintf(code, sizeof code, "0x%llx", static_cast<unsigned long long>(ccerr.error_code));
+        what = std::string(transport ? "transport" : "application") + " error " + code;
+    }
+    if (ccerr.reasonlen > 0) what += ": " + std::string(reinterpret_cast<const char*>(ccerr.reason), ccerr.reasonlen);
     std::string why =
-        std::string("QUIC: the server closed the connection (") +
-        (ccerr.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_APPLICATION ? "application" : "transport") + " error " +
-        code;
-    if (ccerr.reasonlen > 0) why += ": " + std::string(reinterpret_cast<const char*>(ccerr.reason), ccerr.reasonlen);
-    why += ")";
+        std::string(handshake_done_ ? "QUIC" : "QUIC handshake") + ": the server closed the connection (" + what + ")";
+    if (alert && ccerr.error_code - 0x100 == GNUTLS_A_NO_APPLICATION_PROTOCOL)
+        why += "; --h3 offers ALPN h3 only, and this server does not speak HTTP/3";
     if (error_.empty()) error_ = why;
 }
 
