@@ -292,11 +292,14 @@ def test_h3_silent_udp_port_is_a_handshake_timeout_not_a_hang() -> None:
         elapsed = time.monotonic() - t0
     assert elapsed < 4, elapsed
     assert r.responses == 0 and r.error_count == 1, r.errors
-    # ngtcp2's handshake timeout (the run's timeout) ends it: a connection-setup error
-    assert r.errors["connect"] == 1, r.errors
-    assert "QUIC handshake: no answer from the server within 1000 ms" in r.first_error, (
-        r.first_error
-    )
+    # Two clocks end it at the same 1000 ms: ngtcp2's handshake timeout (from the connection's
+    # open: a connect error naming the QUIC handshake) or, when the worker's 10 ms timeout check
+    # comes first, the request's own timeout. Either is one clear error; a hang is neither.
+    if r.errors["connect"] == 1:
+        assert "QUIC handshake: no answer from the server within 1000 ms" in r.first_error
+    else:
+        assert r.errors["timeout"] == 1, r.errors
+        assert "timeout: no complete response within 1000 ms" in r.first_error, r.first_error
 
 
 QUIC_SERVER = """
