@@ -4,7 +4,9 @@
 #                  hypercorn (PyPI, into the Python that runs loadbench: $LOADBENCH_PYTHON, else python3),
 #                  the Rust peer (bench/peers/rust: hyper + tokio + rustls from crates.io, cargo build
 #                  --release --locked), the Go peer (bench/peers/go: net/http + x/net/http2/h2c from
-#                  the Go module proxy, go build), the axum peer (bench/peers/axum: axum on the Rust
+#                  the Go module proxy, go build), the quic-go peer (bench/peers/quicgo: quic-go's
+#                  http3.Server from the Go module proxy, go build), caddy (Debian; HTTP/3 peer),
+#                  the axum peer (bench/peers/axum: axum on the Rust
 #                  peer's stack, cargo build --release --locked), Ruby + puma + rack (Debian; YJIT is
 #                  Debian ruby's own), Nim (Debian nim; bench/peers/nim/hello.nim built -d:release),
 #                  PyPy (Debian pypy3, pypy3-venv) with hypercorn from PyPI in bench/peers/pypy/.venv,
@@ -42,6 +44,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 peers="$here/peers"
 rust_peer="$peers/rust/target/release/loadbench-peer-rust"
 go_peer="$peers/go/loadbench-peer-go"
+quicgo_peer="$peers/quicgo/loadbench-peer-quicgo"
 axum_peer="$peers/axum/target/release/loadbench-peer-axum"
 nim_peer="$peers/nim/loadbench-peer-nim"
 pypy_venv="$peers/pypy/.venv"
@@ -76,6 +79,9 @@ if [ "$dry_run" = 1 ]; then
   if [ -x "$go_peer" ]; then echo "install-peers: Go peer present ($go_peer)" >&2
   elif have go; then echo "install-peers: would build the Go peer with go (bench/peers/go)" >&2
   else echo "install-peers: the Go peer needs go; it would be skipped (n/a in benchmarks)" >&2; fi
+  if [ -x "$quicgo_peer" ]; then echo "install-peers: quic-go peer present ($quicgo_peer)" >&2
+  elif have go; then echo "install-peers: would build the quic-go peer with go (bench/peers/quicgo)" >&2
+  else echo "install-peers: the quic-go peer needs go; it would be skipped (n/a in benchmarks)" >&2; fi
   if have "$python" && "$python" -c "import hypercorn" >/dev/null 2>&1; then
     echo "install-peers: hypercorn present (in $python)" >&2
   elif have "$python"; then echo "install-peers: would pip install hypercorn into $python" >&2
@@ -132,16 +138,20 @@ cargo_peer() {  # $1: the peer's label, $2: its crate in bench/peers (and log na
 cargo_peer Rust rust "$rust_peer"
 cargo_peer axum axum "$axum_peer"
 
-go_pid=""
-if [ "$dry_run" = 0 ] && [ ! -x "$go_peer" ]; then
+# The Go peers (net/http, quic-go): one go build each, in the background, waited for at the end.
+go_jobs=()
+go_peer_build() {  # go_peer_build LABEL DIR BINARY
+  [ "$dry_run" = 0 ] && [ ! -x "$3" ] || return 0
   if have go; then
-    echo "install-peers: building the Go peer with go in the background (log: $log_dir/go-peer.log)"
-    (cd "$peers/go" && GOFLAGS="-p=2" nice -n 19 go build -o loadbench-peer-go .) >"$log_dir/go-peer.log" 2>&1 &
-    go_pid=$!
+    echo "install-peers: building the $1 peer with go in the background (log: $log_dir/$2-peer.log)"
+    (cd "$peers/$2" && GOFLAGS="-p=2" nice -n 19 go build -o "$(basename "$3")" .) >"$log_dir/$2-peer.log" 2>&1 &
+    go_jobs+=("$!:$1:$2")
   else
-    echo "install-peers: the Go peer needs go (go.dev/dl); skipped - benchmarks report it as n/a"
+    echo "install-peers: the $1 peer needs go (go.dev/dl); skipped - benchmarks report it as n/a"
   fi
-fi
+}
+go_peer_build Go go "$go_peer"
+go_peer_build quic-go quicgo "$quicgo_peer"
 
 # --- Debian packages ------------------------------------------------------------------------
 apt_missing=()
@@ -164,6 +174,7 @@ have ruby || apt_missing+=(ruby)
 have puma || apt_missing+=(puma)
 installed ruby-rack || apt_missing+=(ruby-rack)  # the Rack whose version the Ruby peer reports
 have nim || apt_missing+=(nim)
+have caddy || apt_missing+=(caddy)  # the HTTP/3 peer (caddy 2.6 serves h3 beside HTTPS)
 if [ "$dry_run" = 1 ]; then
   echo "install-peers: dry run: Debian packages it would install (nothing installed):" >&2
   if [ ${#apt_missing[@]} -gt 0 ]; then printf '%s\n' "${apt_missing[@]}"; fi
@@ -225,21 +236,23 @@ for job in "${cargo_jobs[@]}"; do
   IFS=: read -r pid label crate <<<"$job"
   wait "$pid" || { echo "install-peers: $label peer build failed, see $log_dir/$crate-peer.log"; status=1; }
 done
-if [ -n "$go_pid" ]; then
-  wait "$go_pid" || { echo "install-peers: Go peer build failed, see $log_dir/go-peer.log"; status=1; }
-fi
+for job in "${go_jobs[@]}"; do
+  IFS=: read -r pid label dir <<<"$job"
+  wait "$pid" || { echo "install-peers: $label peer build failed, see $log_dir/$dir-peer.log"; status=1; }
+done
 if [ -n "$bombardier_pid" ]; then
   wait "$bombardier_pid" || { echo "install-peers: bombardier build failed, see $log_dir/bombardier.log"; status=1; }
 fi
 
 echo "install-peers: tools"
-for tool in wrk h2load hey ab oha bombardier nginx node h2o openssl taskset curl strace perf; do
+for tool in wrk h2load hey ab oha bombardier nginx node h2o caddy openssl taskset curl strace perf; do
   path="$(command -v "$tool" 2>/dev/null || true)"
   [ -z "$path" ] && [ "$tool" = nginx ] && [ -x /usr/sbin/nginx ] && path=/usr/sbin/nginx
   printf '  %-11s %s\n' "$tool" "${path:-n/a (not installed)}"
 done
 printf '  %-11s %s\n' rust-peer "$([ -x "$rust_peer" ] && echo "$rust_peer" || echo "n/a (not built)")"
 printf '  %-11s %s\n' go-peer "$([ -x "$go_peer" ] && echo "$go_peer" || echo "n/a (not built)")"
+printf '  %-11s %s\n' quicgo-peer "$([ -x "$quicgo_peer" ] && echo "$quicgo_peer" || echo "n/a (not built)")"
 printf '  %-11s %s\n' axum-peer "$([ -x "$axum_peer" ] && echo "$axum_peer" || echo "n/a (not built)")"
 printf '  %-11s %s\n' nim-peer "$([ -x "$nim_peer" ] && "$nim_peer" --version 2>/dev/null || echo "n/a (not built)")"
 printf '  %-11s %s\n' ruby-puma "$(have puma && bash "$peers/ruby/run.sh" --version 2>/dev/null || echo "n/a (ruby or puma not installed)")"

@@ -148,12 +148,14 @@ def test_install_peers_dry_run_names_the_peer_packages(tmp_path):
         "curl",
         "strace",
         "linux-perf",
+        "caddy",  # the HTTP/3 peer
     }
     assert not expected - packages, f"named: {sorted(packages)}"
     # oha and bombardier build from the Rust and Go registries: said, not installed.
     assert "oha" in err and "bombardier" in err
     # so do the Rust and Go HTTP/2 peers; hypercorn comes from PyPI into loadbench's Python
     assert "Rust peer" in err and "Go peer" in err and "hypercorn" in err
+    assert "quic-go peer" in err  # the HTTP/3 peer built with go (bench/peers/quicgo)
 
 
 def test_install_peers_dry_run_names_the_new_peers_and_says_what_cannot_be_had(tmp_path):
