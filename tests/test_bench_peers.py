@@ -225,6 +225,8 @@ def test_h2_peers_answer_over_http2(tmp_path: Path) -> None:
 # -- every peer of the default sweep over every protocol it declares ---------------------------
 import subprocess  # noqa: E402
 
+from h3_client import h3_request  # noqa: E402
+
 from loadbench.sweep.registry import default_peer_targets  # noqa: E402
 from loadbench.sweep.targets import HTTP2, launch  # noqa: E402
 
@@ -241,7 +243,12 @@ def _curl(
     content_type: str | None = None,
 ) -> tuple[str, int, str, bytes]:
     """(HTTP version, status, content type, body) through curl: --http2-prior-knowledge for h2c,
-    --http2 over TLS for h2 (ALPN), --http1.1 otherwise."""
+    --http2 over TLS for h2 (ALPN), --http1.1 otherwise; h3 through aioquic (Debian's curl has no
+    HTTP/3)."""
+    if protocol == "h3":
+        port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
+        path = "/" + url.rsplit(":", 1)[1].split("/", 1)[1]
+        return ("3", *h3_request(port, method, path, body, content_type))
     mode = {
         "http": ["--http1.1"],
         "https": ["--http1.1"],
@@ -282,7 +289,7 @@ def test_sweep_peer_answers_every_route_over_each_declared_protocol(tmp_path, na
         pytest.skip(f"{name} {protocol}: {reason} (bash bench/install-peers.sh)")
     server = launch(target, protocol, workers=1, cpus=None, peers_dir=PEERS_DIR, cert_dir=tmp_path)
     try:
-        version = "2" if protocol in HTTP2 else "1.1"
+        version = "3" if protocol == "h3" else "2" if protocol in HTTP2 else "1.1"
         base = server.base_url
         assert _curl(base + "/", protocol) == (version, 200, "text/plain", PLAINTEXT)
         assert _curl(base + "/plaintext", protocol) == (version, 200, "text/plain", PLAINTEXT)

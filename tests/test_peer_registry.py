@@ -67,8 +67,10 @@ def test_the_registry_holds_beast_and_every_peer_once():
         "rust-axum",
         "ruby-puma",
         "nim",
+        "quic-go",
+        "caddy",
     ]
-    assert [t.kind for t in targets] == ["beast"] + ["command"] * 13
+    assert [t.kind for t in targets] == ["beast"] + ["command"] * 15
     # two builds of one server are variant pairs: the report's variant speedup tables
     assert {(t.variant_of, t.name) for t in targets if t.variant_of} == {
         ("python-asyncio", "python-asyncio-3.13"),
@@ -99,17 +101,24 @@ def test_every_peer_name_the_drivers_and_the_default_sweep_use_is_a_registry_ent
     # the default sweep and `default_peers = true` run exactly the registry's servers, as declared there
     registry = {t.name: t for t in peer_registry(PEERS)}
     swept = default_sweep(peers_dir=PEERS).targets
-    assert {t.name for t in swept} == names
+    # but the HTTP/3 peers, which serve h3 beside https and h2: the default sweep measures no h3
+    assert {t.name for t in swept} == names - {"quic-go", "caddy"}
     assert all(dataclasses.asdict(t) == dataclasses.asdict(registry[t.name]) for t in swept)
     from_file = sweep_from_dict({"default_peers": True, "peers_dir": str(PEERS)}).targets
-    assert [t.name for t in from_file] == [t.name for t in swept]
+    assert [t.name for t in from_file] == [t.name for t in swept] + ["quic-go", "caddy"]
 
 
 def _startup_files() -> set[str]:
     """The files each registry peer is started from ({peers}/nginx/run.sh -> nginx/run.sh)."""
     files = set()
     for target in peer_registry(PEERS):
-        for argv in (target.argv, target.https_argv, target.h2c_argv, target.h2_argv):
+        for argv in (
+            target.argv,
+            target.https_argv,
+            target.h2c_argv,
+            target.h2_argv,
+            target.h3_argv,
+        ):
             for arg in argv or ():
                 if "{peers}/" in arg:
                     files.add(arg.split("{peers}/", 1)[1].split(":", 1)[0])
@@ -132,6 +141,8 @@ def test_no_code_but_the_registry_says_how_a_peer_starts():
         "nim/loadbench-peer-nim",
         "pypy/.venv/bin/python",
         "python3.13/.venv/bin/python",
+        "quicgo/loadbench-peer-quicgo",
+        "caddy/run.sh",
     } <= files
     offenders = []
     for path in CODE:
@@ -206,9 +217,28 @@ def test_a_peer_whose_runtime_is_missing_says_where_it_comes_from(tmp_path):
     assert reasons["pypy-hypercorn"].endswith(
         "(apt pypy3 pypy3-venv, then pip install hypercorn into the venv)"
     )
-    for name in ("rust-axum", "nim"):
+    for name in ("rust-axum", "nim", "quic-go"):
         assert (
             reasons[name].startswith(f"{tmp_path}/")
             and "bash bench/install-peers.sh" in reasons[name]
         )
     assert reasons["go"] == f"{tmp_path}/go/loadbench-peer-go is missing"  # no note: as before
+
+
+def test_the_http3_peers_declare_h3_beside_their_tls_protocols():
+    """quic-go and caddy serve HTTPS and h2 on TCP and h3 on UDP, from one command each; their
+    cleartext protocols are n/a with the reason, and a peer without h3_argv does not serve h3."""
+    from loadbench.sweep.targets import h3_unavailable_reason
+
+    for name in ("quic-go", "caddy"):
+        target = peer_target(name, PEERS)
+        assert target.protocols == ["https", "h2", "h3"]
+        assert target.h3_argv == target.h2_argv == target.https_argv
+        assert (
+            "TLS only" in target.protocol_notes["http"] or "HTTPS" in target.protocol_notes["http"]
+        )
+    assert peer_target("caddy", PEERS).unsupported_workloads == ["echo"]
+    nginx = peer_target("nginx", PEERS)
+    assert nginx.unavailable_reason("h3", PEERS) == (
+        h3_unavailable_reason() or "nginx does not serve h3 (serves http, https, h2c, h2)"
+    )

@@ -128,7 +128,7 @@ def test_full_sweep_from_dict_values():
         ("repeats = 1.5", "repeats: expected a positive integer"),
         ("concurrencies = [1, 'x']", "concurrencies[1]: expected an integer"),
         ("concurrencies = [0]", "concurrencies: 0 is not a positive integer"),
-        ("protocols = ['http', 'h3']", "protocols: 'h3' is not one of http, https, h2c, h2"),
+        ("protocols = ['http', 'h4']", "protocols: 'h4' is not one of http, https, h2c, h2, h3"),
         ("streams = {http = 4}", "streams.http: HTTP/1.1 has no streams"),
         ("pipeline = 0", "pipeline: 0 is not a positive integer"),
         ("pipeline = '16'", "pipeline: expected HTTP/1.1 requests in flight"),

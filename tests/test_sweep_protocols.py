@@ -20,7 +20,7 @@ from loadbench.sweep.file import (
     sweep_from_dict,
 )
 from loadbench.sweep.registry import default_peer_targets, peer_registry
-from loadbench.sweep.targets import HTTP2
+from loadbench.sweep.targets import HTTP2, beast_serves_h3
 
 REPO = Path(__file__).resolve().parent.parent
 PEERS = REPO / "bench" / "peers"
@@ -31,7 +31,7 @@ def test_protocols_streams_and_requests_are_checked():
     assert [sweep.streams_for(p) for p in ("http", "https", "h2c", "h2")] == [1, 1, 4, 10]
     assert Sweep(protocols=["h2"], streams=7).streams_for("h2") == 7
     for bad, named in [
-        ({"protocols": ["h3"]}, "'h3' is not one of http, https, h2c, h2"),
+        ({"protocols": ["h4"]}, "'h4' is not one of http, https, h2c, h2, h3"),
         ({"protocols": ["http", "http"]}, "protocols must be unique"),
         ({"streams": {"https": 2}}, "streams.https: HTTP/1.1 has no streams"),
         ({"pipeline": 0}, "pipeline: 0 is not a positive integer"),
@@ -85,11 +85,11 @@ def test_toml_keys_of_the_protocol_axis(tmp_path):
     assert peer.unavailable_reason("h2") == "no TLS in this peer"
     assert peer.unavailable_reason("https") == "peer does not serve https (serves http, h2c)"
     assert sweep.targets[1].workers == 2 and sweep.targets[1].variant_of == "beast"
-    with pytest.raises(ConfigError, match="protocol_notes.h3"):
+    with pytest.raises(ConfigError, match="protocol_notes.h4"):
         sweep_from_dict(
             {
                 "targets": [
-                    {"name": "p", "kind": "command", "argv": ["x"], "protocol_notes": {"h3": "x"}}
+                    {"name": "p", "kind": "command", "argv": ["x"], "protocol_notes": {"h4": "x"}}
                 ]
             }
         )
@@ -111,12 +111,19 @@ def test_every_default_peer_declares_its_protocols():
         if name in http1_only:
             assert peer.protocols == ["http", "https"], name
             assert "HTTP/1.1 only" in peer.unavailable_reason("h2c")
+        elif name in ("quic-go", "caddy"):  # the HTTP/3 peers: TLS only
+            assert peer.protocols == ["https", "h2", "h3"], name
+            assert "TLS only" in peer.unavailable_reason(
+                "http"
+            ) or "HTTPS" in peer.unavailable_reason("http")
         elif name != "nim":
             assert peer.protocols == ["http", "https", "h2c", "h2"], name
     assert "falcon" in peers["ruby-puma"].unavailable_reason("h2")  # and why not falcon
     assert peers["nim"].protocols == ["http"]
     assert "no TLS" in peers["nim"].unavailable_reason("https")
-    assert Target("beast").protocols == ["http", "https", "h2c", "h2"]
+    assert Target("beast").protocols == ["http", "https", "h2c", "h2"] + (
+        ["h3"] if beast_serves_h3() else []
+    )
 
 
 def test_default_sweep_covers_http2_and_fits_its_budget_on_two_cores():

@@ -19,7 +19,7 @@ from ..core.sampler import Sampler
 from ..slo.search import SEARCH_OWNS, capacity
 from .plan import Cell, SweepPlan
 from .results_folder import ResultsFolder
-from .targets import HTTP2, TLS_PROTOCOLS, RunningServer, Target, launch, wire_protocol
+from .targets import MULTIPLEXED, TLS_PROTOCOLS, RunningServer, Target, launch, wire_protocol
 
 
 def _now() -> str:
@@ -218,7 +218,7 @@ class ServerGroup:
             kwargs.update(
                 requests=self.sweep.requests, duration=None
             )  # exactly N outcomes, as run() counts them
-        if cell.protocol in HTTP2:
+        if cell.protocol in MULTIPLEXED:
             # Only HTTP/2 cells name the protocol: an HTTP/1.1 cell's call is what it always was.
             kwargs.update(
                 protocol=wire_protocol(cell.protocol), streams=self.sweep.streams_for(cell.protocol)
@@ -399,7 +399,7 @@ class ServerGroup:
         }
         if cell.mode == "open":
             record["load_pct"] = cell.load
-        if cell.protocol in HTTP2:
+        if cell.protocol in MULTIPLEXED:
             record["streams"] = self.sweep.streams_for(cell.protocol)
         if self.sweep.pipeline_for(cell) > 1:
             record["pipeline"] = self.sweep.pipeline_for(cell)

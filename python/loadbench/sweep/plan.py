@@ -16,7 +16,7 @@ from ..core.allocations import library_path
 from ..core.errors import ConfigError
 from ..core.run import check_tls_library
 from ..slo.objectives import parse_objectives
-from .targets import HTTP2, PROTOCOLS, TLS_PROTOCOLS, Target, default_cpu_split
+from .targets import MULTIPLEXED, PROTOCOLS, TLS, TLS_PROTOCOLS, Target, default_cpu_split
 
 TRANSPORTS = ("tcp", "unix")
 DEFAULT_H2_STREAMS = 10  # concurrent streams per HTTP/2 connection (seed report 001: 10)
@@ -327,7 +327,7 @@ class SweepPlan:
         value = self.streams
         if value is None:
             return
-        items = value.items() if isinstance(value, dict) else [(p, value) for p in HTTP2]
+        items = value.items() if isinstance(value, dict) else [(p, value) for p in MULTIPLEXED]
         if not isinstance(value, (int, dict)) or isinstance(value, bool):
             raise ConfigError(
                 f"streams: {value!r} is not a positive integer or a table of protocol = integer"
@@ -337,7 +337,7 @@ class SweepPlan:
                 raise ConfigError(f"streams.{p}: not one of {', '.join(PROTOCOLS)}")
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
                 raise ConfigError(f"streams.{p}: {n!r} is not a positive integer")
-            if p not in HTTP2 and n != 1:
+            if p not in MULTIPLEXED and n != 1:
                 raise ConfigError(
                     f"streams.{p}: HTTP/1.1 has no streams (its requests in flight per "
                     f"connection are the pipeline key), so it must be 1, not {n}"
@@ -400,7 +400,7 @@ class SweepPlan:
                 f"transport 'unix' is for the embedded server (kind 'beast') only: {', '.join(others)} "
                 "would be started or reached on a TCP port; measure them in a tcp sweep"
             )
-        tls = [p for p in self.protocols if p in TLS_PROTOCOLS]
+        tls = [p for p in self.protocols if p in TLS]
         if tls:
             raise ConfigError(
                 f"transport 'unix' carries http and h2c only (loadbench-server --unix serves plain "
@@ -431,7 +431,7 @@ class SweepPlan:
 
     def streams_for(self, protocol: str) -> int:
         """Concurrent streams per connection for ``protocol`` (1 for HTTP/1.1)."""
-        if protocol not in HTTP2:
+        if protocol not in MULTIPLEXED:
             return 1
         if isinstance(self.streams, dict):
             return int(self.streams.get(protocol, DEFAULT_H2_STREAMS))
@@ -440,7 +440,7 @@ class SweepPlan:
     def pipeline_for(self, cell: Cell) -> int:
         """HTTP/1.1 requests in flight per connection for ``cell`` (1: no pipelining): its
         workload's pipeline, else the sweep's - for keep-alive HTTP/1.1 cells only."""
-        if cell.protocol in HTTP2 or cell.mode not in ("closed", "open"):
+        if cell.protocol in MULTIPLEXED or cell.mode not in ("closed", "open"):
             return 1
         w = next(w for w in self.workloads if w.name == cell.workload)
         return w.pipeline if w.pipeline is not None else self.pipeline

@@ -19,7 +19,7 @@ from typing import Callable, Iterator, Optional
 from ..core.errors import LoadbenchError
 from ..core.run import run
 from .plan import SweepPlan, Workload
-from .targets import HTTP2, TLS_PROTOCOLS, RunningServer, launch, wire_protocol
+from .targets import MULTIPLEXED, TLS_PROTOCOLS, RunningServer, launch, wire_protocol
 
 
 @dataclass
@@ -88,7 +88,7 @@ def _ask(
         "insecure": True,
         "cpus": sweep.generator_cpus,
     }
-    if protocol in HTTP2:
+    if protocol in MULTIPLEXED:
         kwargs.update(protocol=wire_protocol(protocol), streams=1)
     if protocol in TLS_PROTOCOLS and sweep.tls_library != "openssl":
         kwargs.update(tls_library=sweep.tls_library)

@@ -15,7 +15,7 @@ from ..core.errors import LoadbenchError
 from ..core.run import run
 from ..core.sampler import Sampler
 from .results_folder import ResultsFolder
-from .targets import HTTP2, Target, launch, wire_protocol
+from .targets import MULTIPLEXED, Target, launch, wire_protocol
 
 SITES_WINDOW_S = 1.0
 
@@ -71,7 +71,7 @@ def _measure(sweep, target, protocol, workload, connections, folder, cert_dir) -
             "headers": dict(workload.headers),
             "body": workload.body,
         }
-        if protocol in HTTP2:
+        if protocol in MULTIPLEXED:
             options.update(protocol=wire_protocol(protocol), streams=sweep.streams_for(protocol))
         responses = run(server.base_url + workload.path, **options).responses
     except BaseException:

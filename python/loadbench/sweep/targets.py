@@ -4,9 +4,12 @@ Three kinds of target:
 
 - ``beast``: the embedded Boost.Beast reference server (``loadbench-server``) through
   :class:`loadbench.ServerProcess`; workers -> ``--workers``, https and h2 -> ``--tls`` (h2c
-  prior knowledge on the plain port, ALPN h2 on the TLS port). It serves all four protocols.
+  prior knowledge on the plain port, ALPN h2 on the TLS port). It serves http, https, h2c and h2,
+  and h3 (``--h3``: QUIC on the TLS port's number over UDP) when the installed
+  ``loadbench-server --help`` lists ``--h3`` (:func:`beast_serves_h3`).
 - ``command``: any external server. ``argv`` (http), ``https_argv`` (HTTP/1.1 over TLS),
-  ``h2c_argv`` (HTTP/2 cleartext, prior knowledge) and ``h2_argv`` (HTTP/2 over TLS, ALPN h2)
+  ``h2c_argv`` (HTTP/2 cleartext, prior knowledge), ``h2_argv`` (HTTP/2 over TLS, ALPN h2) and
+  ``h3_argv`` (HTTP/3 over QUIC: UDP on ``{port}``, the number of the TCP port loadbench chose)
   say how to start it for each protocol; a protocol without one is not served, and
   ``protocol_notes`` says why (the report prints n/a with that reason). They are
   lists of strings with placeholders replaced at launch:
@@ -16,9 +19,11 @@ Three kinds of target:
   values take the same placeholders, and ``workers_env`` names the variable that carries the
   worker count the way that runtime expects it (NODE_WORKERS, TOKIO_WORKER_THREADS, ...);
   LOADBENCH_WORKERS is always set too. ``cwd`` is where it runs. Ready = a TCP connect and one
-  probe request answered with an HTTP status line within ``ready_timeout``; otherwise one
+  probe request answered with an HTTP status line (h3: one request answered over QUIC by the
+  generator) within ``ready_timeout``; otherwise one
   :class:`ServerError` that quotes the server's stderr.
-- ``url``: a server that is already running (``url``, ``https_url``, ``h2c_url``, ``h2_url``);
+- ``url``: a server that is already running (``url``, ``https_url``, ``h2c_url``, ``h2_url``,
+  ``h3_url``);
   no lifecycle, sampled only when ``pid`` is given.
 
 The peer registry: ``bench/peers/peers.toml`` declares every peer (and ``beast``) once, as
@@ -28,7 +33,8 @@ bench drivers start its entries with :func:`launch` too. A ``version`` command (
 ``version_pattern``) says what the reports' environment block prints for a peer.
 
 Protocols (a sweep's ``protocols``): ``http`` (HTTP/1.1), ``https`` (HTTP/1.1 over TLS), ``h2c``
-(HTTP/2 cleartext, prior knowledge) and ``h2`` (HTTP/2 over TLS, ALPN). ``workers`` overrides the
+(HTTP/2 cleartext, prior knowledge), ``h2`` (HTTP/2 over TLS, ALPN) and ``h3`` (HTTP/3 over
+QUIC, https URLs only; a build with ngtcp2 + nghttp3). ``workers`` overrides the
 sweep's worker count for one target and ``variant_of`` names the target it is a configuration of
 (the report's variant speedup table: e.g. Beast with 1 and with 2 workers).
 
@@ -56,24 +62,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..core._core import build_info
+from ..core._core import build_info, http3_available
 from ..core.allocations import AllocationCounter
 from ..core.certificates import self_signed
 from ..core.cgroup import ServerCgroup
 from ..core.errors import ConfigError, ServerError
+from ..core.paths import server_binary
 from ..core.process import die_with_parent
 from ..core.server import ServerProcess
 
 KINDS = ("beast", "command", "url")
-PROTOCOLS = ("http", "https", "h2c", "h2")
-HTTP2 = ("h2c", "h2")  # the protocols whose cells run HTTP/2 (streams per connection)
-TLS_PROTOCOLS = ("https", "h2")  # the protocols whose cells make TLS handshakes
-TLS = ("https", "h2")
+PROTOCOLS = ("http", "https", "h2c", "h2", "h3")
+HTTP2 = ("h2c", "h2")  # the protocols whose cells run HTTP/2
+MULTIPLEXED = ("h2c", "h2", "h3")  # the protocols whose cells run streams per connection
+# the protocols whose cells make TLS handshakes over TCP with the sweep's tls_library (h3's TLS
+# is QUIC's own, GnuTLS inside the generator's ngtcp2 session, whatever tls_library says)
+TLS_PROTOCOLS = ("https", "h2")
+TLS = ("https", "h2", "h3")  # the protocols served with a certificate at an https:// URL
 PROTOCOL_TITLES = {
     "http": "HTTP/1.1",
     "https": "HTTP/1.1 over TLS",
     "h2c": "HTTP/2 cleartext (h2c, prior knowledge)",
     "h2": "HTTP/2 over TLS (ALPN h2)",
+    "h3": "HTTP/3 over QUIC (ALPN h3)",
 }
 
 
@@ -82,8 +93,34 @@ def is_tls(protocol: str) -> bool:
 
 
 def wire_protocol(protocol: str) -> str:
-    """What ``loadbench.run(protocol=...)`` takes for a sweep protocol: "http/1.1" or "h2"."""
+    """What ``loadbench.run(protocol=...)`` takes for a sweep protocol: "http/1.1", "h2" or "h3"."""
+    if protocol == "h3":
+        return "h3"
     return "h2" if protocol in HTTP2 else "http/1.1"
+
+
+@functools.lru_cache(maxsize=None)
+def beast_serves_h3(binary: Optional[str] = None) -> bool:
+    """Whether ``loadbench-server`` (the installed one, or ``binary``) serves HTTP/3: its --help
+    lists ``--h3``. Asked once per binary; a server that cannot run serves nothing (its start
+    then fails with its own error)."""
+    try:
+        out = subprocess.run(
+            [str(binary or server_binary()), "--help"], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return re.search(r"(^|\s)--h3\b", out.stdout + out.stderr) is not None
+
+
+def h3_unavailable_reason() -> Optional[str]:
+    """Why the generator cannot speak HTTP/3 in this build, or None when it can."""
+    if http3_available():
+        return None
+    return (
+        "this loadbench build has no HTTP/3 (apt-get install libngtcp2-dev "
+        "libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev, then reinstall loadbench)"
+    )
 
 
 @dataclass
@@ -96,6 +133,7 @@ class Target:
     https_argv: Optional[Sequence[str]] = None
     h2c_argv: Optional[Sequence[str]] = None
     h2_argv: Optional[Sequence[str]] = None
+    h3_argv: Optional[Sequence[str]] = None
     protocol_notes: dict = field(default_factory=dict)  # protocol -> why it is not served
     env: dict = field(default_factory=dict)
     workers_env: Optional[str] = None
@@ -106,6 +144,7 @@ class Target:
     https_url: Optional[str] = None
     h2c_url: Optional[str] = None
     h2_url: Optional[str] = None
+    h3_url: Optional[str] = None
     pid: Optional[int] = None
     tree: bool = True
     ready_timeout: float = 10.0
@@ -131,16 +170,20 @@ class Target:
             raise ConfigError(
                 f"target {self.name!r}: kind must be one of {', '.join(KINDS)}, not {self.kind!r}"
             )
-        if self.kind == "command" and not (
-            self.argv or self.https_argv or self.h2c_argv or self.h2_argv
-        ):
+        if self.kind == "command" and not any(self.argv_for(p) for p in PROTOCOLS):
             # an HTTP/2-only server (node:http2) has h2c_argv/h2_argv and no argv
             raise ConfigError(
-                f"target {self.name!r}: a command target needs argv (or https_argv, h2c_argv, h2_argv)"
+                f"target {self.name!r}: a command target needs argv (or https_argv, h2c_argv, "
+                "h2_argv, h3_argv)"
             )
-        if self.kind == "url" and not (self.url or self.https_url or self.h2c_url or self.h2_url):
+        if self.kind == "url" and not any(self.url_for(p) for p in PROTOCOLS):
             raise ConfigError(
-                f"target {self.name!r}: a url target needs url, https_url, h2c_url or h2_url"
+                f"target {self.name!r}: a url target needs url, https_url, h2c_url, h2_url or h3_url"
+            )
+        if self.h3_url is not None and not self.h3_url.startswith("https://"):
+            raise ConfigError(
+                f"target {self.name!r}: h3_url must be an https:// URL (HTTP/3 runs over QUIC "
+                f"with TLS), not {self.h3_url!r}"
             )
         if self.ready_timeout <= 0:
             raise ConfigError(f"target {self.name!r}: ready_timeout must be positive")
@@ -181,6 +224,7 @@ class Target:
             "https": self.https_argv,
             "h2c": self.h2c_argv,
             "h2": self.h2_argv,
+            "h3": self.h3_argv,
         }.get(protocol)
 
     def url_for(self, protocol: str) -> Optional[str]:
@@ -189,13 +233,14 @@ class Target:
             "https": self.https_url,
             "h2c": self.h2c_url,
             "h2": self.h2_url,
+            "h3": self.h3_url,
         }.get(protocol)
 
     @property
     def protocols(self) -> list[str]:
         """The protocols this target declares it serves (installed or not)."""
         if self.kind == "beast":
-            return list(PROTOCOLS)
+            return [p for p in PROTOCOLS if p != "h3" or beast_serves_h3()]
         get = self.url_for if self.kind == "url" else self.argv_for
         return [p for p in PROTOCOLS if get(p) is not None]
 
@@ -203,7 +248,11 @@ class Target:
         """Why this target cannot serve ``protocol`` on this machine, or None when it can."""
         if protocol not in PROTOCOLS:
             return f"{protocol!r} is not a protocol loadbench measures ({', '.join(PROTOCOLS)})"
+        if protocol == "h3" and h3_unavailable_reason() is not None:
+            return h3_unavailable_reason()
         if self.kind == "beast":
+            if protocol == "h3" and not beast_serves_h3():
+                return "this loadbench-server has no --h3 (HTTP/3): it serves http, https, h2c, h2"
             return None
         if self.kind == "url":
             if self.url_for(protocol) is None:
@@ -290,6 +339,21 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
+def free_udp_tcp_port(host: str = "127.0.0.1") -> int:
+    """A port number free for TCP and UDP both: an HTTP/3 server listens on UDP, and most serve
+    HTTPS on the same number over TCP (caddy, loadbench-server --h3, the quic-go peer)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    for _ in range(50):
+        port = free_port(host)
+        with socket.socket(family, socket.SOCK_DGRAM) as udp:
+            try:
+                udp.bind((host, port))
+            except OSError:
+                continue
+        return port
+    raise ServerError(f"no port on {host} is free for both TCP and UDP")
+
+
 def self_signed_cert(directory: Path) -> tuple[Path, Path]:
     """A self-signed EC P-256 certificate for CN=localhost, made once per directory."""
     cert, key = directory / "cert.pem", directory / "key.pem"
@@ -342,6 +406,48 @@ def probe(
             return f"probe got {head[:32]!r} instead of an HTTP status line"
     except (OSError, ssl.SSLError) as exc:
         return f"probe failed: {exc}"
+
+
+def probe_h3(url: str, timeout: float) -> Optional[str]:
+    """One HTTP/3 request to ``url`` (https://) by the generator itself (QUIC has no cheap
+    half-way probe: the handshake is the request's); None when a response came back, else the
+    generator's error."""
+    from ..core.run import run  # the generator: imported late, it imports the sweep's users
+
+    try:
+        result = run(
+            url,
+            protocol="h3",
+            requests=1,
+            connections=1,
+            threads=1,
+            timeout=timeout,
+            insecure=True,
+        )
+    except Exception as exc:  # a run the generator refuses is not a server that is ready
+        return f"h3 probe failed: {exc}"
+    if result.responses >= 1:
+        return None
+    errors = ", ".join(f"{k} {v}" for k, v in sorted(result.errors.items()) if v) or "no answer"
+    return f"h3 probe got no response ({errors})"
+
+
+def wait_ready_h3(server: "RunningServer", url: str, deadline: float) -> None:
+    """Wait until ``server`` answers one HTTP/3 request at ``url`` (its UDP listener may come up
+    after its TCP one), or raise ServerError with the last reason and its stderr."""
+    reason = "no answer"
+    while time.monotonic() < deadline:
+        if not server.alive():
+            raise ServerError(f"{server.target.name} never became ready: {server.death_note()}")
+        reason = probe_h3(url, timeout=min(1.0, max(0.1, deadline - time.monotonic()))) or ""
+        if not reason:
+            return
+        time.sleep(0.05)
+    tail = server.stderr_tail(500)
+    raise ServerError(
+        f"{server.target.name} did not answer HTTP/3 at {url} within "
+        f"{server.target.ready_timeout:g} s ({reason}); stderr: {tail or '(empty)'}"
+    )
 
 
 @dataclass
@@ -491,7 +597,15 @@ def launch(
         run_dir = (
             tempfile.TemporaryDirectory(prefix="loadbench-beast-") if transport == "unix" else None
         )
-        # TLS: full handshakes only, like the nginx peer (ssl_session_cache off, tickets off)
+        # TLS: full handshakes only, like the nginx peer (ssl_session_cache off, tickets off);
+        # h3: QUIC on the TLS port's number over UDP (loadbench-server --h3)
+        extra = ["--no-tls-resumption"] if https else []
+        if protocol == "h3":
+            if not beast_serves_h3(binary):
+                raise ConfigError(
+                    f"target {target.name!r}: this loadbench-server has no --h3, so no h3"
+                )
+            extra.append("--h3")
         beast = ServerProcess(
             workers=workers,
             host=host,
@@ -501,7 +615,7 @@ def launch(
             cpus=cpu_list,
             ready_timeout=target.ready_timeout,
             binary=binary,
-            extra_args=["--no-tls-resumption"] if https else (),
+            extra_args=extra,
             allocations=allocations,
         )
         try:
@@ -511,7 +625,7 @@ def launch(
             if run_dir is not None:
                 run_dir.cleanup()
             raise
-        return RunningServer(
+        server = RunningServer(
             target,
             protocol,
             beast.url("", https=https),
@@ -523,6 +637,17 @@ def launch(
             _run_dir=run_dir,
             unix_socket=beast.unix_socket,
         )
+        if protocol == "h3":
+            try:
+                wait_ready_h3(
+                    server,
+                    server.base_url + target.probe_path,
+                    time.monotonic() + target.ready_timeout,
+                )
+            except BaseException:
+                server.stop()
+                raise
+        return server
     return _launch_command(
         target, protocol, workers, cpu_list, peers_dir, cert_dir, host, env or {}, allocations
     )
@@ -541,7 +666,7 @@ def _launch_command(
 ) -> RunningServer:
     https = is_tls(protocol)
     run_dir = tempfile.TemporaryDirectory(prefix=f"loadbench-{target.name}-")
-    port = free_port(host)
+    port = free_udp_tcp_port(host) if protocol == "h3" else free_port(host)
     values = {
         "port": port,
         "workers": workers,
@@ -614,6 +739,13 @@ def _launch_command(
         _counter=counter,
     )
     deadline = time.monotonic() + target.ready_timeout
+    if protocol == "h3":
+        try:
+            wait_ready_h3(server, server.base_url + target.probe_path, deadline)
+        except BaseException:
+            server.stop()  # also on Ctrl-C: nothing we started outlives us
+            raise
+        return server
     reason = "no answer"
     try:
         while time.monotonic() < deadline:
