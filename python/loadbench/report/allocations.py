@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from ..core.allocation_sites import tidy_name
 from .markdown import fmt_count, table
-from .model import HTTP1_PROTOCOLS, HTTP2_PROTOCOLS, Model
+from .model import PROTOCOL_FAMILIES, Model
 
-FAMILIES = (("HTTP/1.1", HTTP1_PROTOCOLS), ("HTTP/2", HTTP2_PROTOCOLS))
+FAMILIES = PROTOCOL_FAMILIES
 
 
 def section(model: Model) -> list[str]:

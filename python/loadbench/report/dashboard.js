@@ -9,7 +9,7 @@
   const $ = (id) => document.getElementById(id);
   const SPECTRUM_TICKS = [[1, "0 %"], [2, "50 %"], [10, "90 %"], [100, "99 %"], [1e3, "99.9 %"],
     [1e4, "99.99 %"], [1e5, "99.999 %"], [1e6, "99.9999 %"], [1e7, "99.99999 %"]];
-  const PROTOCOL_NAMES = { http: "HTTP/1.1", https: "HTTP/1.1 TLS", h2c: "HTTP/2 h2c", h2: "HTTP/2 TLS" };
+  const PROTOCOL_NAMES = { http: "HTTP/1.1", https: "HTTP/1.1 TLS", h2c: "HTTP/2 h2c", h2: "HTTP/2 TLS", h3: "HTTP/3" };
 
   function fmt(value, digits) {
     return value.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })

@@ -44,10 +44,17 @@ from .idle_memory import fold as fold_idle_memory
 Key = tuple  # (target, protocol, workload, mode, load): load = C, or % of capacity (open)
 
 # The protocols in report order, and how seed report 001 pairs them: HTTP/1.1 vs HTTP/2, once in
-# cleartext (http vs h2c, prior knowledge) and once over TLS (https vs h2, ALPN).
-PROTOCOL_ORDER = ("http", "https", "h2c", "h2")
+# cleartext (http vs h2c, prior knowledge) and once over TLS (https vs h2, ALPN). HTTP/3 (h3,
+# QUIC) is compared with HTTP/2 over TLS, the protocol it replaces (issue 33).
+PROTOCOL_ORDER = ("http", "https", "h2c", "h2", "h3")
 HTTP1_PROTOCOLS = ("http", "https")
 HTTP2_PROTOCOLS = ("h2c", "h2")
+HTTP3_PROTOCOLS = ("h3",)
+PROTOCOL_FAMILIES = (
+    ("HTTP/1.1", HTTP1_PROTOCOLS),
+    ("HTTP/2", HTTP2_PROTOCOLS),
+    ("HTTP/3", HTTP3_PROTOCOLS),
+)
 PROTOCOL_PAIRS = (("cleartext", "http", "h2c"), ("TLS", "https", "h2"))
 # The metrics a generator-bound (§) cell still ranks on, under every name the code uses for them
 # (the Aggregate attribute, the tidy row's column, the comparison's short name): CPU per response
@@ -705,6 +712,11 @@ class Model:
         """Peak over ``http2`` / peak over ``http1`` (seed 001's H2 / H1 peak ratio), with the
         bound that follows from the peaks' (see :func:`loadbench.analysis.figure_ratio`)."""
         return analysis.figure_ratio(self.peak(target, http2), self.peak(target, http1))
+
+    def h3_h2_ratio(self, target: str) -> Optional[Figure]:
+        """Peak over h3 / peak over h2 (HTTP/3 against the HTTP/2 over TLS it replaces), with
+        the bound that follows from the peaks'."""
+        return analysis.figure_ratio(self.peak(target, "h3"), self.peak(target, "h2"))
 
     def pairs(self) -> list[tuple[str, str, str]]:
         """(label, HTTP/1.1 protocol, HTTP/2 protocol) for each pair this sweep measured at least half of."""

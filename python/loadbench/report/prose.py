@@ -539,12 +539,26 @@ def known_limits(
             "~10 % between servers are not established by this run."
         )
     h2 = any(r.get("protocol") in ("h2c", "h2") and r.get("status") == "ok" for r in rows)
-    if h2:
-        streams = sorted(
-            {r.get("streams") or 1 for r in rows if r.get("protocol") in ("h2c", "h2")}
+    h3 = any(r.get("protocol") == "h3" and r.get("status") == "ok" for r in rows)
+
+    def streams_of(protocols: tuple) -> str:
+        return ", ".join(
+            str(s)
+            for s in sorted({r.get("streams") or 1 for r in rows if r.get("protocol") in protocols})
+        )
+
+    if h3:
+        measured = (f"HTTP/2 at {streams_of(('h2c', 'h2'))} and " if h2 else "") + (
+            f"HTTP/3 at {streams_of(('h3',))}"
         )
         out.append(
-            f"- **HTTP/2 at {', '.join(str(s) for s in streams)} streams per connection only, loopback "
+            f"- **{measured} streams per connection only, loopback only.** No other stream counts "
+            "or flow-control windows, no real network (no latency, loss, NIC offload or UDP "
+            "segmentation offload), no slow clients, no large responses, no long (soak) runs."
+        )
+    elif h2:
+        out.append(
+            f"- **HTTP/2 at {streams_of(('h2c', 'h2'))} streams per connection only, loopback "
             "only.** No HTTP/3, no other stream counts or flow-control windows, no real network (no latency, "
             "loss or NIC offload), no slow clients, no large responses, no long (soak) runs."
         )

@@ -12,13 +12,14 @@ from __future__ import annotations
 from typing import Iterator
 
 from .bars import panel_figure
-from .model import HTTP1_PROTOCOLS, HTTP2_PROTOCOLS, Model
+from .model import HTTP2_PROTOCOLS, PROTOCOL_FAMILIES, Model
 
 NAMES = {
     "http": "HTTP/1.1\n(http)",
     "https": "HTTP/1.1 TLS\n(https)",
     "h2c": "HTTP/2\n(h2c)",
     "h2": "HTTP/2 TLS\n(h2)",
+    "h3": "HTTP/3\n(h3)",
 }
 
 
@@ -99,6 +100,24 @@ def protocol_figures(
                     colors,
                 ),
             )
+    # HTTP/3 beside the TCP protocols it is measured against (HTTP/1.1 and HTTP/2 over TLS)
+    h3 = [p for p in ("https", "h2", "h3") if p in model.protocols]
+    if "h3" in h3 and len(h3) > 1:
+        for kind, get, what in (
+            ("peak", model.peak, "best ranked cell"),
+            ("average", model.average, "mean over the ranked cells all servers share"),
+        ):
+            series, missing = _series(model, get, h3)
+            yield (
+                f"protocol_h3_{kind}.png",
+                panel_figure(
+                    f"Protocol comparison: {kind} throughput over TLS, HTTP/3 vs TCP, closed "
+                    f"loop ({what}, every workload, {scope})",
+                    f"{kind.capitalize()} throughput (req/s)",
+                    [("TLS", [NAMES[p] for p in h3], series, missing)],
+                    colors,
+                ),
+            )
     workloads = [w for w in model.workloads if model.cells(workload=w)]
     if len(workloads) > 1 and len(model.protocols) > 1 and not per_cell_chart:
         for kind, what in (
@@ -126,9 +145,7 @@ def protocol_figures(
                 ),
             )
     families = [
-        (name, ps)
-        for name, ps in (("HTTP/1.1", HTTP1_PROTOCOLS), ("HTTP/2", HTTP2_PROTOCOLS))
-        if any(p in model.protocols for p in ps)
+        (name, ps) for name, ps in PROTOCOL_FAMILIES if any(p in model.protocols for p in ps)
     ]
     if len(families) > 1:
         groups = [name for name, _ in families] + ["Overall"]

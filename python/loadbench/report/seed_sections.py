@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .markdown import GENERATOR_BOUND, fmt_average, fmt_int, fmt_ms, fmt_ratio, table
-from .model import HTTP1_PROTOCOLS, HTTP2_PROTOCOLS, Model
+from .markdown import GENERATOR_BOUND, fmt_average, fmt_int, fmt_ms, fmt_ratio, fmt_us, table
+from .model import HTTP2_PROTOCOLS, PROTOCOL_FAMILIES, Model
 from .tables import by_rank
 
 PROTOCOL_NAMES = {
@@ -18,6 +18,7 @@ PROTOCOL_NAMES = {
     "https": "HTTP/1.1 TLS",
     "h2c": "HTTP/2 h2c",
     "h2": "HTTP/2 TLS",
+    "h3": "HTTP/3",
 }
 
 
@@ -151,6 +152,35 @@ def protocol_table(model: Model, http1: str, http2: str) -> str:
     return table(header, rows) + gaps.note()
 
 
+def h3_table(model: Model) -> str:
+    """HTTP/2 over TLS and HTTP/3 peak and mean, the H3/H2 peak ratio, and CPU us/req per TLS
+    protocol the sweep measured (https, h2, h3), per server: issue 33's comparison."""
+    gaps = _Gaps(model)
+    cpu_protocols = [p for p in ("https", "h2", "h3") if p in model.protocols]
+    header = [
+        "Server",
+        f"{PROTOCOL_NAMES['h2']} peak (req/s)",
+        f"{PROTOCOL_NAMES['h2']} mean (req/s)",
+        f"{PROTOCOL_NAMES['h3']} peak (req/s)",
+        f"{PROTOCOL_NAMES['h3']} mean (req/s)",
+        "H3 / H2 peak ratio",
+    ] + [f"{PROTOCOL_NAMES[p]} CPU us/req" for p in cpu_protocols]
+    rows = []
+    for t in model.targets:
+        row = [
+            t,
+            gaps.text(t, "h2", model.peak(t, "h2")),
+            gaps.text(t, "h2", model.average(t, "h2"), average=True),
+            gaps.text(t, "h3", model.peak(t, "h3")),
+            gaps.text(t, "h3", model.average(t, "h3"), average=True),
+            fmt_ratio(model.h3_h2_ratio(t)),
+        ]
+        for p in cpu_protocols:
+            row.append(gaps.text(t, p, model.best_cpu(t, p), fmt_us))
+        rows.append(row)
+    return table(header, rows) + gaps.note()
+
+
 def workload_peak_mean_table(model: Model, protocol: str, workloads: list[str]) -> str:
     """Per workload: peak and mean req/s of each server over one protocol (seed 001 section 4)."""
     gaps = _Gaps(model)
@@ -173,9 +203,7 @@ def latency_table(model: Model) -> str:
     """Mean latency by protocol family and overall, lowest overall first (seed 001 section 6)."""
     gaps = _Gaps(model)
     families = [
-        (name, ps)
-        for name, ps in (("HTTP/1.1", HTTP1_PROTOCOLS), ("HTTP/2", HTTP2_PROTOCOLS))
-        if any(p in model.protocols for p in ps)
+        (name, ps) for name, ps in PROTOCOL_FAMILIES if any(p in model.protocols for p in ps)
     ]
     header = (
         ["Server"]
@@ -273,6 +301,19 @@ def sections(model: Model, streams: dict[str, int]) -> list[str]:
                 protocol_table(model, h1p, h2p),
                 "",
             ]
+    if "h3" in model.protocols:
+        h3_how = f"{streams.get('h3', 1)} concurrent streams per connection"
+        parts += [
+            "## Protocol comparison: HTTP/2 vs HTTP/3",
+            "",
+            f"HTTP/3 (QUIC over UDP, {h3_how}) against HTTP/2 over TLS on TCP, the same "
+            "connections C. Peak and mean as above; the ratio divides the HTTP/3 peak by the "
+            "HTTP/2 (TLS) peak of the same server. CPU us/req: the server's own CPU per response "
+            "in its cheapest ranked closed-loop cell of that protocol.",
+            "",
+            h3_table(model),
+            "",
+        ]
     workloads = [w for w in model.workloads if model.cells(workload=w)]
     if len(workloads) > 1:
         parts += ["## Workload breakdown by protocol: peak and mean", ""]

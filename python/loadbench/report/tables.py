@@ -80,7 +80,7 @@ def connection_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
     protocols = [
         p for p in PROTOCOL_ORDER if any(k[1] == p and k[3] == "connect" for k in aggs)
     ] or ["http", "https"]
-    tls = ("https", "h2")
+    tls = ("https", "h2", "h3")  # h3: a QUIC handshake carries the TLS one
     header = (
         ["Server"]
         + [f"{p} handshakes/s" if p in tls else f"{p} conn/s" for p in protocols]

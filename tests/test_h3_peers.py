@@ -1,0 +1,156 @@
+"""HTTP/3 peers (issue 33): `loadbench run --h3` against the quic-go peer reads exactly N responses
+and the peer's own counter says N, and a small real sweep over caddy and quic-go (h2 and h3)
+writes a report whose HTTP/3 section holds the figures of its own records. Both peers come from
+the registry (bench/peers/peers.toml); each test skips with the install reason when one is not
+there, or when this build has no HTTP/3."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from cli_runner import loadbench_cli
+from sweep_data import table_rows
+
+from loadbench import Sweep
+from loadbench.report import document as report_document
+from loadbench.sweep import results_folder
+from loadbench.sweep.registry import peer_target
+from loadbench.sweep.targets import (
+    _expand,
+    free_udp_tcp_port,
+    self_signed_cert,
+)
+
+PEERS = Path(__file__).resolve().parent.parent / "bench" / "peers"
+
+
+def _need(name: str, protocol: str = "h3"):
+    target = peer_target(name, PEERS)
+    reason = target.unavailable_reason(protocol, PEERS)
+    if reason:
+        pytest.skip(f"{name} {protocol}: {reason}")
+    return target
+
+
+def _udp_bound(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        try:
+            u.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def _tcp_up(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def test_cli_run_h3_reads_exactly_n_and_the_quic_go_peer_counts_n(tmp_path: Path) -> None:
+    """The peer started from its registry command by hand (no readiness request of the sweep's,
+    which would be one more response): ready once its UDP and TCP ports are bound."""
+    target = _need("quic-go")
+    cert, key = self_signed_cert(tmp_path)
+    port = free_udp_tcp_port()
+    values = {"peers": str(PEERS), "port": port, "cert": cert, "key": key}
+    argv = [_expand(str(a), values) for a in target.h3_argv]
+    stderr = open(tmp_path / "peer.err", "w+b")
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        deadline = time.monotonic() + 10
+        while not (_udp_bound(port) and _tcp_up(port)):
+            assert proc.poll() is None, (tmp_path / "peer.err").read_text()
+            assert time.monotonic() < deadline, "the quic-go peer did not bind within 10 s"
+            time.sleep(0.05)
+        n = 300
+        out = tmp_path / "r.json"
+        url = f"https://127.0.0.1:{port}/plaintext"
+        done = loadbench_cli("run", url, "--h3", "-n", str(n), "-c", "3", "--json", str(out))
+        assert done.returncode == 0, done.stderr
+        result = json.loads(out.read_text())
+        assert result["config"]["protocol"] == "h3"
+        assert result["responses"] == n and result["status_codes"] == {"200": n}
+        assert sum(result["errors"].values()) == 0
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        stderr.seek(0)
+        text = stderr.read().decode(errors="replace")
+        stderr.close()
+    # the TCP readiness checks were bare connects: no request, so no TCP response either
+    assert re.search(rf"^loadbench-peer-quicgo: responses h3={n} tcp=0$", text, re.M), text
+
+
+def test_small_sweep_of_caddy_and_quic_go_over_h2_and_h3_reports_the_h3_h2_ratio(
+    tmp_path: Path,
+) -> None:
+    targets = [_need("caddy"), _need("quic-go")]
+    sweep = Sweep(
+        targets=targets,
+        workloads=["plaintext"],
+        concurrencies=[4],
+        protocols=["h2", "h3"],
+        streams=4,
+        repeats=1,
+        duration=0.3,
+        warmup=0.1,
+        peers_dir=str(PEERS),
+        contended_reruns=0,
+        # the figures are checked, not the machine's quiet: a cell is never set aside as contended
+        contended_share=1.0,
+    )
+    sweep.run(tmp_path, progress=False, notes=False)
+    records = results_folder.read_records(tmp_path / "results.jsonl")
+    assert sorted((r["target"], r["protocol"]) for r in records) == [
+        ("caddy", "h2"),
+        ("caddy", "h3"),
+        ("quic-go", "h2"),
+        ("quic-go", "h3"),
+    ]
+    rps = {}
+    for r in records:
+        assert r["status"] == "ok", r
+        res = r["result"]
+        assert res["responses"] > 0 and res["status_codes"] == {"200": res["responses"]}, r["id"]
+        assert sum(res["errors"].values()) == 0, r["id"]
+        assert res["config"]["protocol"] == ("h3" if r["protocol"] == "h3" else "h2"), r["id"]
+        assert r["streams"] == 4 and r["server"]["url"].startswith("https://127.0.0.1:")
+        rps[(r["target"], r["protocol"])] = res["rps"]
+    report_document.write_report(tmp_path)
+    text = (tmp_path / "report.md").read_text()
+    rows = table_rows(text, "## Protocol comparison: HTTP/2 vs HTTP/3")
+    assert rows[0][:6] == [
+        "Server",
+        "HTTP/2 TLS peak (req/s)",
+        "HTTP/2 TLS mean (req/s)",
+        "HTTP/3 peak (req/s)",
+        "HTTP/3 mean (req/s)",
+        "H3 / H2 peak ratio",
+    ]
+    assert rows[0][6:] == ["HTTP/2 TLS CPU us/req", "HTTP/3 CPU us/req"]
+    by_server = {row[0]: row for row in rows[1:]}
+    assert set(by_server) == {"caddy", "quic-go"}
+    for t, row in by_server.items():
+        # one cell per protocol: its req/s is the peak (a bound "≥" only if generator-bound)
+        h2, h3 = (float(row[i].lstrip("≥ ").replace(" ", "")) for i in (1, 3))
+        assert h2 == pytest.approx(rps[(t, "h2")], abs=0.5)
+        assert h3 == pytest.approx(rps[(t, "h3")], abs=0.5)
+        ratio = row[5].lstrip("≥≤ ").rstrip("x")
+        if row[1].startswith("≥") or row[3].startswith("≥"):
+            continue  # a ratio of a bound is printed as one; its digits are not the plain quotient
+        assert float(ratio) == pytest.approx(rps[(t, "h3")] / rps[(t, "h2")], abs=0.006)
