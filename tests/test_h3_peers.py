@@ -18,13 +18,14 @@ import pytest
 from cli_runner import loadbench_cli
 from sweep_data import table_rows
 
-from loadbench import Sweep
+from loadbench import ConfigError, Sweep, Target
 from loadbench.report import document as report_document
 from loadbench.sweep import results_folder
 from loadbench.sweep.registry import peer_target
 from loadbench.sweep.targets import (
     _expand,
     free_udp_tcp_port,
+    h3_unavailable_reason,
     self_signed_cert,
 )
 
@@ -154,3 +155,29 @@ def test_small_sweep_of_caddy_and_quic_go_over_h2_and_h3_reports_the_h3_h2_ratio
         if row[1].startswith("≥") or row[3].startswith("≥"):
             continue  # a ratio of a bound is printed as one; its digits are not the plain quotient
         assert float(ratio) == pytest.approx(rps[(t, "h3")] / rps[(t, "h2")], abs=0.006)
+
+
+def test_h3_cells_of_a_target_without_h3_are_skipped_with_the_reason(tmp_path: Path) -> None:
+    """A server that declares no h3 is never started for it: its h3 cell is n/a with the reason
+    (as h2 is for an HTTP/1.1-only peer), and the report names it."""
+    target = Target("plain", kind="command", argv=["/bin/false", "{port}"])
+    sweep = Sweep(
+        targets=[target],
+        workloads=["plaintext"],
+        concurrencies=[2],
+        protocols=["h3"],
+        repeats=1,
+        duration=0.2,
+        warmup=0.0,
+        contended_reruns=0,
+    )
+    sweep.run(tmp_path, progress=False, notes=False)
+    (record,) = results_folder.read_records(tmp_path / "results.jsonl")
+    assert record["status"] == "skipped" and record["protocol"] == "h3"
+    assert record["error"] == (h3_unavailable_reason() or "plain does not serve h3 (serves http)")
+
+
+def test_an_h3_url_must_be_https() -> None:
+    with pytest.raises(ConfigError, match="h3_url must be an https:// URL"):
+        Target("far", kind="url", h3_url="http://127.0.0.1:1/")
+    assert Target("far", kind="url", h3_url="https://127.0.0.1:1").protocols == ["h3"]
