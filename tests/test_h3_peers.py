@@ -24,8 +24,10 @@ from loadbench.sweep import results_folder
 from loadbench.sweep.registry import peer_target
 from loadbench.sweep.targets import (
     _expand,
+    beast_serves_h3,
     free_udp_tcp_port,
     h3_unavailable_reason,
+    launch,
     self_signed_cert,
 )
 
@@ -181,3 +183,19 @@ def test_an_h3_url_must_be_https() -> None:
     with pytest.raises(ConfigError, match="h3_url must be an https:// URL"):
         Target("far", kind="url", h3_url="http://127.0.0.1:1/")
     assert Target("far", kind="url", h3_url="https://127.0.0.1:1").protocols == ["h3"]
+
+
+def test_beast_declares_h3_only_when_its_server_lists_the_flag(tmp_path: Path) -> None:
+    """Whether loadbench-server serves HTTP/3 is what its --help says (another branch adds --h3);
+    a beast target is not started for h3 by a server without it."""
+    with_h3, without = tmp_path / "with-h3", tmp_path / "without"
+    with_h3.write_text(
+        "#!/bin/sh\necho '  --tls    also serve HTTPS'\necho '  --h3     HTTP/3 too'\n"
+    )
+    without.write_text("#!/bin/sh\necho '  --tls    also serve HTTPS'\necho '  --h3x    not it'\n")
+    for script in (with_h3, without):
+        script.chmod(0o755)
+    assert beast_serves_h3(str(with_h3)) and not beast_serves_h3(str(without))
+    assert not beast_serves_h3(str(tmp_path / "missing"))
+    with pytest.raises(ConfigError, match="this loadbench-server has no --h3"):
+        launch(Target("beast"), "h3", workers=1, cpus=None, binary=str(without))
