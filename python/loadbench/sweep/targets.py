@@ -69,6 +69,7 @@ from ..core.cgroup import ServerCgroup
 from ..core.errors import ConfigError, ServerError
 from ..core.paths import server_binary
 from ..core.process import die_with_parent
+from ..core.run import run
 from ..core.server import ServerProcess
 
 KINDS = ("beast", "command", "url")
@@ -108,7 +109,7 @@ def beast_serves_h3(binary: Optional[str] = None) -> bool:
         out = subprocess.run(
             [str(binary or server_binary()), "--help"], capture_output=True, text=True, timeout=10
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except (OSError, ServerError, subprocess.TimeoutExpired):  # ServerError: none installed
         return False
     return re.search(r"(^|\s)--h3\b", out.stdout + out.stderr) is not None
 
@@ -412,8 +413,6 @@ def probe_h3(url: str, timeout: float) -> Optional[str]:
     """One HTTP/3 request to ``url`` (https://) by the generator itself (QUIC has no cheap
     half-way probe: the handshake is the request's); None when a response came back, else the
     generator's error."""
-    from ..core.run import run  # the generator: imported late, it imports the sweep's users
-
     try:
         result = run(
             url,
