@@ -155,6 +155,16 @@ def test_h3_section_has_peaks_ratio_and_cpu_per_protocol_from_the_rows(tmp_path)
     for kind in ("peak", "average"):
         assert (folder / f"protocol_h3_{kind}.png").is_file()
         assert f"(protocol_h3_{kind}.png)" in text
+
+    # the executive summary says the same ratios, with the peaks they divide
+    def rps(v: float) -> str:
+        return f"{v:,.0f}".replace(",", " ")
+
+    (line,) = [x for x in text.splitlines() if "HTTP/3 peak over HTTP/2 (TLS) peak: " in x]
+    for t in ("caddy", "quic-go"):
+        h3, h2 = expect_peak(t, "h3"), expect_peak(t, "h2")
+        assert f"{t} {h3 / h2:.2f}x ({rps(h3)} vs {rps(h2)} req/s)" in line
+    assert line.endswith("; nginx measured no h3 cell.")
     # the known limits say what was measured, not "No HTTP/3"
     assert "No HTTP/3" not in text
     assert "HTTP/2 at 10 and HTTP/3 at 10 streams per connection only" in text

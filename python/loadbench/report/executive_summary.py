@@ -115,6 +115,8 @@ def figure_of(model: Model, base: str, source: Source) -> Optional[float]:
         return analysis.figure_ratio(model.rss(args[0]), model.rss(args[1]))
     if kind == "h2_h1":
         return model.h2_h1_ratio(*args)
+    if kind == "h3_h2":
+        return model.h3_h2_ratio(args[0])
     if kind == "cells":  # how many cells an average is over
         return float(len(model.common()))
     if kind == "bounded_cells":  # lower-bound cells, of one server or of all
@@ -350,7 +352,31 @@ def _protocol_points(model: Model, base: str) -> list[Point]:
             parts.append(f"{_and(no_h2)} measured no {h2} cell")
         if parts:
             out.append(w.point(f"{where}: " + "; ".join(parts) + "."))
-    return out
+    return out + _h3_points(model, base)
+
+
+def _h3_points(model: Model, base: str) -> list[Point]:
+    """HTTP/3 against HTTP/2 over TLS (issue 33): each server's H3 / H2 peak ratio, when the
+    sweep measured both."""
+    if "h3" not in model.protocols or "h2" not in model.protocols:
+        return []
+    w = _Writer(model, base, "HTTP/3 against HTTP/2 over TLS (peak over peak, same connections)")
+    ratios = {t: model.h3_h2_ratio(t) for t in model.targets}
+    measured = sorted(
+        (t for t, r in ratios.items() if r is not None), key=lambda t: -float(ratios[t])
+    )
+    if not measured:
+        return []
+    parts = [
+        f"{t} {w.num(('h3_h2', t), _ratio)} ({w.num(('peak', t, 'h3'), _rps)} vs "
+        f"{w.num(('peak', t, 'h2'), _rps)} req/s)"
+        for t in measured
+    ]
+    no_h3 = [t for t in model.targets if ratios[t] is None and model.peak(t, "h2") is not None]
+    text = "HTTP/3 peak over HTTP/2 (TLS) peak: " + ", ".join(parts)
+    if no_h3:
+        text += f"; {_and(no_h3)} measured no h3 cell"
+    return [w.point(text + ".")]
 
 
 def _memory_points(model: Model, base: str) -> list[Point]:
