@@ -12,13 +12,13 @@ constexpr std::string_view date = "Sun, 06 Nov 1994 08:49:37 GMT";
 
 TEST(Responses, CachedPlaintextBytes) {
     ResponseCache cache;
-    cache.rebuild(date);
+    cache.rebuild(date, {});
     EXPECT_EQ(cache.plaintext(ConnectionHeader::none),
               "HTTP/1.1 200 OK\r\nServer: loadbench\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
               "Content-Type: text/plain\r\nContent-Length: 14\r\n\r\nHello, World!\n");
     EXPECT_NE(cache.json(ConnectionHeader::close).find("Connection: close\r\n"), std::string_view::npos);
     EXPECT_NE(cache.json(ConnectionHeader::keep_alive).find("Connection: keep-alive\r\n"), std::string_view::npos);
-    cache.rebuild("Mon, 07 Nov 1994 08:49:37 GMT");
+    cache.rebuild("Mon, 07 Nov 1994 08:49:37 GMT", {});
     EXPECT_NE(cache.plaintext(ConnectionHeader::none).find("Mon, 07 Nov"), std::string_view::npos);
 }
 
