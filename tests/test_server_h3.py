@@ -334,3 +334,32 @@ def test_help_tells_what_h3_does() -> None:
         [str(server_binary()), "--help"], capture_output=True, text=True, timeout=30
     )
     assert "--h3" in done.stdout and "Alt-Svc" in done.stdout
+
+
+def test_stream_limit_grants_a_stream_as_each_closes(tmp_path) -> None:
+    # --h2-max-streams is QUIC's initial_max_streams_bidi: with 2 allowed and 8 wanted per
+    # connection, every request still completes (MAX_STREAMS as streams close), none refused.
+    n = 400
+    with ServerProcess(
+        tls=True, tls_port=free_port(), h3=True, h2_max_streams=2, workers=2, cgroup=False
+    ) as s:
+        out = tmp_path / "r.json"
+        done = loadbench_cli(
+            "run",
+            s.url("/json", https=True),
+            "--h3",
+            "-n",
+            str(n),
+            "-c",
+            "3",
+            "-p",
+            "8",
+            "--json",
+            str(out),
+        )
+        assert done.returncode == 0, done.stderr
+        result = json.loads(out.read_text())
+        assert result["responses"] == n and not any(result["errors"].values()), result["errors"]
+        stopped = s.stop()
+    assert stopped["h3"]["requests"] == n == stopped["requests"]["json"]
+    assert stopped["h3"]["connections"] == 3
