@@ -363,3 +363,28 @@ def test_stream_limit_grants_a_stream_as_each_closes(tmp_path) -> None:
         stopped = s.stop()
     assert stopped["h3"]["requests"] == n == stopped["requests"]["json"]
     assert stopped["h3"]["connections"] == 3
+
+
+def test_concurrent_one_mib_echoes_come_back_byte_exact(server: ServerProcess) -> None:
+    # Several connections, several 1 MiB uploads in flight on each: the server's sends outrun
+    # the UDP socket's buffer, and whatever it could not send goes out once it can.
+    bodies = [bytes([i]) * (1 << 20) for i in range(3)]
+
+    async def one_connection() -> list[Response]:
+        async with connect(
+            "127.0.0.1",
+            server.https_port,
+            configuration=client_config(),
+            create_protocol=H3Client,
+        ) as client:
+            futures = [client.send("POST", "/echo", body) for body in bodies]
+            return list(await asyncio.wait_for(asyncio.gather(*futures), 60))
+
+    async def main() -> list[list[Response]]:
+        return list(await asyncio.gather(*(one_connection() for _ in range(3))))
+
+    for responses in asyncio.run(main()):
+        assert [r.status for r in responses] == [200] * len(bodies)
+        assert [r.body == body for r, body in zip(responses, bodies)] == [True] * len(bodies)
+    stopped = server.stop()
+    assert stopped["requests"]["echo"] == 9 == stopped["h3"]["requests"]

@@ -40,7 +40,18 @@ bool Http3Endpoint::send(const sockaddr* to, socklen_t to_len, const std::uint8_
     destination.resize(to_len);
     boost::system::error_code ec;
     socket_.send_to(asio::buffer(data, size), destination, 0, ec);
-    return !ec;  // would_block: lost, QUIC sends it again
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+        if (!awaiting_writable_) {
+            awaiting_writable_ = true;
+            socket_.async_wait(udp::socket::wait_write, [this](boost::system::error_code wait_ec) {
+                awaiting_writable_ = false;
+                if (wait_ec || closed_) return;
+                settle();
+            });
+        }
+        return false;
+    }
+    return true;  // sent, or an error a retransmission may outlive (e.g. ICMP unreachable)
 }
 
 void Http3Endpoint::receive_next() {

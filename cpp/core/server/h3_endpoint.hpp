@@ -59,6 +59,7 @@ private:
     std::unordered_map<Http3Session*, std::unique_ptr<Http3Session>> sessions_;
     std::vector<std::uint8_t> buffer_ = std::vector<std::uint8_t>(64 * 1024);
     bool stopping_ = false;
+    bool awaiting_writable_ = false;  // a send would have blocked: settle() again once it can
     bool closed_ = false;
 };
 

@@ -175,6 +175,9 @@ struct Http3Session::Impl {
     std::vector<std::string> ids;  // every id registered with the router
     std::vector<Stream*> live;     // owned (freed on nghttp3's stream_close or with the session)
     std::vector<std::uint8_t> packet = std::vector<std::uint8_t>(datagram_capacity);
+    // A datagram the socket did not take (it would have blocked): sent before anything new.
+    std::size_t pending_size = 0;
+    ngtcp2_path_storage pending_path{};
     ngtcp2_connection_close_error close_error{};
     bool constructed = false;
     bool handshake_done = false;
@@ -184,7 +187,7 @@ struct Http3Session::Impl {
     bool goaway_final = false;
     std::uint64_t final_goaway_at = never;
 
-    Impl(HandlerContext& c, ConnectionIdRouter& r) : ctx(c), router(r) {}
+    Impl(HandlerContext& c, ConnectionIdRouter& r) : ctx(c), router(r) { ngtcp2_path_storage_zero(&pending_path); }
 
     ~Impl() {
         for (const std::string& id : ids) router.remove_id(id);
@@ -636,6 +639,11 @@ void Http3Session::flush(DatagramSink& sink, std::uint64_t now) {
         return;
     }
     if (ngtcp2_conn_is_in_closing_period(s.quic) || ngtcp2_conn_is_in_draining_period(s.quic)) return;
+    if (s.pending_size > 0) {
+        const ngtcp2_path& to = s.pending_path.path;
+        if (!sink.send(to.remote.addr, to.remote.addrlen, s.packet.data(), s.pending_size)) return;
+        s.pending_size = 0;
+    }
     for (int packets = 0; packets < 1024; ++packets) {
         std::int64_t stream_id = -1;
         int fin = 0;
@@ -680,11 +688,16 @@ void Http3Session::flush(DatagramSink& sink, std::uint64_t now) {
             nghttp3_conn_add_write_offset(s.h3, stream_id, static_cast<std::size_t>(written));
         }
         if (n == 0) break;
-        sink.send(ps.path.remote.addr, ps.path.remote.addrlen, s.packet.data(), static_cast<std::size_t>(n));
+        if (!sink.send(ps.path.remote.addr, ps.path.remote.addrlen, s.packet.data(), static_cast<std::size_t>(n))) {
+            // The socket is full: keep this one, produce no more until it drains.
+            s.pending_size = static_cast<std::size_t>(n);
+            ngtcp2_path_copy(&s.pending_path.path, &ps.path);
+            break;
+        }
     }
     ngtcp2_conn_update_pkt_tx_time(s.quic, now);
     // Stopping: once the final GOAWAY is out and the last stream has finished, say goodbye.
-    if (s.goaway_final && !s.streams_in_flight()) {
+    if (s.goaway_final && !s.streams_in_flight() && s.pending_size == 0) {
         ngtcp2_connection_close_error e{};
         ngtcp2_connection_close_error_set_application_error(&e, NGHTTP3_H3_NO_ERROR, nullptr, 0);
         s.close_with(e);

@@ -28,7 +28,8 @@ namespace loadbench::server {
 class Http3Credentials;
 
 // Where a session's datagrams go (the worker's UDP socket). send() false: the socket would
-// block - the datagram is lost and QUIC's loss recovery sends it again.
+// block - the session keeps that datagram, stops producing, and offers it again at its next
+// flush (the endpoint flushes again once the socket is writable).
 class DatagramSink {
 public:
     virtual ~DatagramSink() = default;
