@@ -13,6 +13,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 from typing import Iterator, Optional
 
 import pytest
@@ -388,3 +389,25 @@ def test_concurrent_one_mib_echoes_come_back_byte_exact(server: ServerProcess) -
         assert [r.body == body for r, body in zip(responses, bodies)] == [True] * len(bodies)
     stopped = server.stop()
     assert stopped["requests"]["echo"] == 9 == stopped["h3"]["requests"]
+
+
+def test_serve_h3_says_where_and_counts_http3_at_exit() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loadbench", "serve", "--tls", "--h3"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        lines = []
+        while not any("HTTP/3 on UDP port" in line for line in lines):
+            line = proc.stdout.readline()
+            assert line, "\n".join(lines)
+            lines.append(line)
+        port = int(lines[-1].split("UDP port ")[1].split()[0])
+        done = loadbench_cli("run", f"https://127.0.0.1:{port}/json", "--h3", "-n", "25", "-c", "1")
+        assert done.returncode == 0, done.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    assert "HTTP/3: 25 requests on 1 connections" in out, out

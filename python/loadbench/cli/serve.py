@@ -148,6 +148,12 @@ def run(args: argparse.Namespace) -> int:
             port = server.https_port if https else server.http_port
             if port is not None:
                 print(f"loadbench serve: listening on {server.url('/', https=https)}", flush=True)
+        if server.h3 and server.https_port is not None:
+            print(
+                f"loadbench serve: HTTP/3 on UDP port {server.https_port} (loadbench run --h3 "
+                f"{server.url('/', https=True)})",
+                flush=True,
+            )
         print(
             f"loadbench serve: pid {server.pid}, {args.workers} worker(s); Ctrl-C stops", flush=True
         )
