@@ -29,7 +29,7 @@ from aioquic.asyncio.protocol import QuicConnectionProtocol  # noqa: E402
 from aioquic.h3.connection import H3_ALPN, H3Connection  # noqa: E402
 from aioquic.h3.events import DataReceived, HeadersReceived  # noqa: E402
 from aioquic.quic.configuration import QuicConfiguration  # noqa: E402
-from aioquic.quic.events import ConnectionTerminated, StreamDataReceived  # noqa: E402
+from aioquic.quic.events import ConnectionTerminated, StreamDataReceived, StreamReset  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     not _core.http3_available(),
@@ -119,10 +119,13 @@ class H3Client(QuicConnectionProtocol):
         self.control = b""
         self.terminated: Optional[ConnectionTerminated] = None
         self.closed = asyncio.get_event_loop().create_future()
+        self.resets: dict[int, asyncio.Future] = {}
 
     def quic_event_received(self, event) -> None:
         if isinstance(event, StreamDataReceived) and event.stream_id == SERVER_CONTROL_STREAM:
             self.control += event.data
+        if isinstance(event, StreamReset) and event.stream_id in self.resets:
+            self.resets[event.stream_id].set_result(event.error_code)
         if isinstance(event, ConnectionTerminated):
             self.terminated = event
             if not self.closed.done():
@@ -411,3 +414,29 @@ def test_serve_h3_says_where_and_counts_http3_at_exit() -> None:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=30)
     assert "HTTP/3: 25 requests on 1 connections" in out, out
+
+
+def test_late_request_headers_reset_the_stream_not_the_connection() -> None:
+    H3_REQUEST_INCOMPLETE = 0x10D
+
+    async def main(port: int) -> tuple[int, Response]:
+        async with connect(
+            "127.0.0.1", port, configuration=client_config(), create_protocol=H3Client
+        ) as client:
+            stream_id = client._quic.get_next_available_stream_id()
+            reset = asyncio.get_event_loop().create_future()
+            client.resets[stream_id] = reset
+            # A HEADERS frame (type 1) announcing 16 bytes, and none of them: slowloris.
+            client._quic.send_stream_data(stream_id, b"\x01\x10")
+            client.transmit()
+            code = await asyncio.wait_for(reset, 20)
+            return code, await client.request("GET", "/json")
+
+    with ServerProcess(
+        tls=True, tls_port=free_port(), h3=True, header_timeout_ms=300, cgroup=False
+    ) as s:
+        code, after = asyncio.run(main(s.https_port))
+        assert code == H3_REQUEST_INCOMPLETE
+        assert after.status == 200  # the same connection goes on
+        stopped = s.stop()
+    assert stopped["h3"]["connections"] == 1 and stopped["h3"]["requests"] == 1

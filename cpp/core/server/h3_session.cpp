@@ -153,6 +153,9 @@ struct Http3Session::Impl {
         std::optional<std::uint64_t> content_length;
         std::size_t header_bytes = 0;
         bool header_too_large = false;
+        bool headers_done = false;
+        bool timed_out = false;
+        std::uint64_t headers_deadline = 0;  // --header-timeout-ms after the stream's first header
         bool answered = false;
         bool delayed = false;
         std::uint64_t delay_until = 0;
@@ -325,6 +328,7 @@ struct Http3Session::Impl {
         Impl& s = self(user);
         auto* st = new Stream();
         st->id = stream_id;
+        st->headers_deadline = quic_now() + std::uint64_t{s.ctx.config.header_timeout_ms} * NGTCP2_MILLISECONDS;
         s.live.push_back(st);
         nghttp3_conn_set_stream_user_data(conn, stream_id, st);
         return 0;
@@ -366,6 +370,7 @@ struct Http3Session::Impl {
 
     static int h3_end_headers(nghttp3_conn*, std::int64_t, int fin, void* user, void* stream_user) {
         auto* st = static_cast<Stream*>(stream_user);
+        if (st) st->headers_done = true;
         if (!st || st->answered) return 0;
         Impl& s = self(user);
         if (st->header_too_large) {
@@ -713,6 +718,7 @@ std::uint64_t Http3Session::next_wakeup() const {
     at = std::min(at, s.final_goaway_at);
     for (const Impl::Stream* st : s.live) {
         if (st->delayed) at = std::min(at, st->delay_until);
+        if (!st->headers_done && !st->timed_out) at = std::min(at, st->headers_deadline);
     }
     return at;
 }
@@ -722,6 +728,12 @@ void Http3Session::on_timer(std::uint64_t now) {
     if (s.over || s.closing || !s.quic) return;
     for (Impl::Stream* st : std::vector<Impl::Stream*>(s.live)) {
         if (st->delayed && st->delay_until <= now) s.respond(*st, delay_answer());
+        if (!st->headers_done && !st->timed_out && st->headers_deadline <= now) {
+            // Slowloris over HTTP/3: a header section still incomplete after --header-timeout-ms
+            // ends its stream (RESET_STREAM + STOP_SENDING), not the connection.
+            st->timed_out = true;
+            ngtcp2_conn_shutdown_stream(s.quic, st->id, NGHTTP3_H3_REQUEST_INCOMPLETE);
+        }
     }
     if (s.final_goaway_at <= now) {
         s.final_goaway_at = never;
