@@ -42,6 +42,12 @@ py::dict counters_dict(const CountersSnapshot& c) {
     h2["streams_refused"] = c.h2.streams_refused;
     h2["goaways"] = c.h2.goaways;
     d["h2"] = h2;
+    py::dict h3;
+    h3["connections"] = c.h3.connections;
+    h3["handshakes"] = c.h3.handshakes;
+    h3["requests"] = c.h3.requests;
+    h3["goaways"] = c.h3.goaways;
+    d["h3"] = h3;
     return d;
 }
 
@@ -70,7 +76,7 @@ void register_server(py::module_& m) {
                          std::optional<std::string> cert, std::optional<std::string> key, unsigned workers,
                          std::size_t max_body, unsigned header_timeout_ms, unsigned idle_timeout_ms,
                          const std::string& accept, bool h2, std::uint32_t h2_max_streams,
-                         std::uint64_t h2_max_requests, const std::string& unix_path) {
+                         std::uint64_t h2_max_requests, const std::string& unix_path, bool h3) {
                  if (port < 0 || port > 65535 || tls_port < 0 || tls_port > 65535) {
                      throw loadbench::server::ConfigError("ports must be in 0..65535");
                  }
@@ -92,13 +98,15 @@ void register_server(py::module_& m) {
                  c.h2_max_streams = h2_max_streams;
                  c.h2_max_requests = h2_max_requests;
                  c.unix_path = unix_path;
+                 c.h3 = h3;
                  return std::make_unique<Server>(c);
              }),
              py::kw_only(), py::arg("host") = "127.0.0.1", py::arg("port") = 0, py::arg("http") = true,
              py::arg("tls") = false, py::arg("tls_port") = 0, py::arg("cert") = py::none(), py::arg("key") = py::none(),
              py::arg("workers") = 1, py::arg("max_body") = 1024 * 1024, py::arg("header_timeout_ms") = 10'000,
              py::arg("idle_timeout_ms") = 60'000, py::arg("accept") = "reuseport", py::arg("h2") = true,
-             py::arg("h2_max_streams") = 100, py::arg("h2_max_requests") = 0, py::arg("unix") = "")
+             py::arg("h2_max_streams") = 100, py::arg("h2_max_requests") = 0, py::arg("unix") = "",
+             py::arg("h3") = false)
         .def("start", &Server::start, py::call_guard<py::gil_scoped_release>(),
              "Bind the listeners and start the worker threads; raises OSError (port in use, bad certificate).")
         .def(
@@ -116,7 +124,7 @@ void register_server(py::module_& m) {
         .def_property_readonly("workers", [](const Server& s) { return s.config().workers; })
         .def(
             "counters", [](const Server& s) { return counters_dict(s.counters()); },
-            "Connections accepted/open, requests per route, and per protocol (h1, h2), summed over the workers.")
+            "Connections accepted/open, requests per route, and per protocol (h1, h2, h3), summed over the workers.")
         .def(
             "__enter__",
             [](Server& s) -> Server& {

@@ -12,13 +12,13 @@ constexpr std::string_view date = "Sun, 06 Nov 1994 08:49:37 GMT";
 
 TEST(Responses, CachedPlaintextBytes) {
     ResponseCache cache;
-    cache.rebuild(date);
+    cache.rebuild(date, {});
     EXPECT_EQ(cache.plaintext(ConnectionHeader::none),
               "HTTP/1.1 200 OK\r\nServer: loadbench\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
               "Content-Type: text/plain\r\nContent-Length: 14\r\n\r\nHello, World!\n");
     EXPECT_NE(cache.json(ConnectionHeader::close).find("Connection: close\r\n"), std::string_view::npos);
     EXPECT_NE(cache.json(ConnectionHeader::keep_alive).find("Connection: keep-alive\r\n"), std::string_view::npos);
-    cache.rebuild("Mon, 07 Nov 1994 08:49:37 GMT");
+    cache.rebuild("Mon, 07 Nov 1994 08:49:37 GMT", {});
     EXPECT_NE(cache.plaintext(ConnectionHeader::none).find("Mon, 07 Nov"), std::string_view::npos);
 }
 
@@ -66,7 +66,20 @@ TEST(StatusLines, ReadyErrorStopped) {
     EXPECT_EQ(total.h1_connections(), 1u);
     const auto with_h2 = stopped_line(total);
     EXPECT_NE(with_h2.find(R"("h1":{"connections":1,"requests":2})"), std::string::npos) << with_h2;
-    EXPECT_NE(with_h2.find(R"("h2":{"connections":1,"streams":1,"requests":1,"streams_refused":0,"goaways":1}})"),
+    EXPECT_NE(with_h2.find(R"("h2":{"connections":1,"streams":1,"requests":1,"streams_refused":0,"goaways":1},)"),
               std::string::npos)
         << with_h2;
+    // HTTP/3 connections and responses are neither h1 nor h2 (h1 is what is left).
+    b.connection_opened();
+    b.h3_connection();
+    b.h3_handshake();
+    b.request(RequestKind::json);
+    b.h3_request();
+    total = a.snapshot();
+    total += b.snapshot();
+    EXPECT_EQ(total.h1_requests(), 2u);
+    EXPECT_EQ(total.h1_connections(), 1u);
+    const auto with_h3 = stopped_line(total);
+    EXPECT_NE(with_h3.find(R"("h3":{"connections":1,"handshakes":1,"requests":1,"goaways":0}})"), std::string::npos)
+        << with_h3;
 }

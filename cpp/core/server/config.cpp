@@ -1,5 +1,7 @@
 #include "core/server/config.hpp"
 
+#include "core/server/h3_session.hpp"
+
 #include <charconv>
 #include <limits>
 
@@ -40,6 +42,11 @@ void validate(const ServerConfig& config) {
         throw ConfigError("--cert/--key need --tls");
     }
     if (config.host.empty()) throw ConfigError("--host must not be empty");
+    if (config.h3) {
+        if (!http3_available()) throw ConfigError("--h3: " + std::string(http3_missing_reason()));
+        if (!config.serve_https)
+            throw ConfigError("--h3 serves HTTP/3 on the TLS port's number over UDP: it needs --tls");
+    }
     if (!config.unix_path.empty()) {
         if (!config.serve_http) throw ConfigError("--unix serves plain HTTP: it cannot go with --no-http");
         if (config.unix_path.size() >= sizeof(sockaddr_un::sun_path))
@@ -107,6 +114,9 @@ ParsedArgs parse_server_args(const std::vector<std::string>& args) {
             c.h2_max_streams = parse_integer<std::uint32_t>(flag, value(), 1, 1'000'000);
         } else if (flag == "--h2-max-requests") {
             c.h2_max_requests = parse_integer<std::uint64_t>(flag, value(), 0, std::uint64_t{1} << 40);
+        } else if (flag == "--h3") {
+            no_value();
+            c.h3 = true;
         } else if (flag == "--accept") {
             const std::string v = value();
             if (v == "reuseport") {
@@ -145,6 +155,10 @@ and one at exit. HTTP/2: h2c with prior knowledge on the HTTP port, ALPN h2 on t
   --no-h2                 HTTP/1.1 only (no h2c, ALPN offers only http/1.1)
   --h2-max-streams N      HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; more are refused (default 100)
   --h2-max-requests N     HTTP/2: GOAWAY after N streams on a connection, 0 = never (default 0)
+  --h3                    also serve HTTP/3 (QUIC, ALPN h3) over UDP on the TLS port's number, with the
+                          same certificate; TCP responses then carry Alt-Svc: h3=":PORT". Its limits:
+                          --h2-max-streams concurrent streams, --idle-timeout-ms, --max-body. Needs --tls
+                          and a build with ngtcp2 + nghttp3
 Routes: GET / and /plaintext, GET /json, POST /echo, GET /delay?ms=N. SIGINT/SIGTERM stop gracefully.
 )";
 }

@@ -42,6 +42,10 @@ struct ServerConfig {
     bool h2 = true;                      // h2c (prior knowledge) on the plain port, ALPN h2 on TLS
     std::uint32_t h2_max_streams = 100;  // SETTINGS_MAX_CONCURRENT_STREAMS; more are refused
     std::uint64_t h2_max_requests = 0;   // GOAWAY after this many streams per connection (0 = no limit)
+    // HTTP/3 over QUIC on UDP, on the TLS port's number (needs serve_https and a build with
+    // ngtcp2 + nghttp3); the TCP responses then carry Alt-Svc: h3=":PORT". Its stream limit
+    // is h2_max_streams, its idle timeout idle_timeout_ms.
+    bool h3 = false;
 };
 
 // A flag the user got wrong; the message names the flag and what was expected.

@@ -45,6 +45,10 @@ CountersSnapshot& CountersSnapshot::operator+=(const CountersSnapshot& other) {
     h2.requests += other.h2.requests;
     h2.streams_refused += other.h2.streams_refused;
     h2.goaways += other.h2.goaways;
+    h3.connections += other.h3.connections;
+    h3.handshakes += other.h3.handshakes;
+    h3.requests += other.h3.requests;
+    h3.goaways += other.h3.goaways;
     return *this;
 }
 
@@ -55,9 +59,13 @@ CountersSnapshot WorkerCounters::snapshot() const {
     const auto closed = closed_.load(std::memory_order_relaxed);
     s.connections_accepted = accepted_.load(std::memory_order_relaxed);
     s.connections_open = s.connections_accepted >= closed ? s.connections_accepted - closed : 0;
-    // h2 responses are counted per route first, then as h2: reading h2 first keeps
-    // h1_requests() = total - h2 from going below zero.
+    // h2/h3 responses are counted per route first, then per protocol: reading those first keeps
+    // h1_requests() = total - h2 - h3 from going below zero (and h3 connections before accepted).
     s.h2.requests = h2_requests_.load(std::memory_order_relaxed);
+    s.h3.requests = h3_requests_.load(std::memory_order_relaxed);
+    s.h3.connections = h3_connections_.load(std::memory_order_relaxed);
+    s.h3.handshakes = h3_handshakes_.load(std::memory_order_relaxed);
+    s.h3.goaways = h3_goaways_.load(std::memory_order_relaxed);
     s.h2.connections = h2_connections_.load(std::memory_order_relaxed);
     s.h2.streams = h2_streams_.load(std::memory_order_relaxed);
     s.h2.streams_refused = h2_refused_.load(std::memory_order_relaxed);

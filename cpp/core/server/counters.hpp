@@ -38,15 +38,24 @@ struct Http2Counts {
     std::uint64_t goaways = 0;          // GOAWAY frames sent (shutdown, --h2-max-requests, errors)
 };
 
+// What HTTP/3 did (QUIC connections on the UDP port; their responses count per route too).
+struct Http3Counts {
+    std::uint64_t connections = 0;  // QUIC connections begun (a client Initial accepted)
+    std::uint64_t handshakes = 0;   // of those, the ones whose TLS handshake completed
+    std::uint64_t requests = 0;     // responses sent over h3
+    std::uint64_t goaways = 0;      // final GOAWAY frames sent (graceful stop)
+};
+
 struct CountersSnapshot {
     std::uint64_t connections_accepted = 0;
     std::uint64_t connections_open = 0;
     std::array<std::uint64_t, request_kind_count> requests{};
     Http2Counts h2;
+    Http3Counts h3;
     std::uint64_t requests_total() const;
-    // HTTP/1.x is everything that is not HTTP/2.
-    std::uint64_t h1_requests() const { return requests_total() - h2.requests; }
-    std::uint64_t h1_connections() const { return connections_accepted - h2.connections; }
+    // HTTP/1.x is everything that is neither HTTP/2 nor HTTP/3.
+    std::uint64_t h1_requests() const { return requests_total() - h2.requests - h3.requests; }
+    std::uint64_t h1_connections() const { return connections_accepted - h2.connections - h3.connections; }
     CountersSnapshot& operator+=(const CountersSnapshot& other);
 };
 
@@ -61,6 +70,10 @@ public:
     void h2_request() { bump(h2_requests_); }
     void h2_stream_refused() { bump(h2_refused_); }
     void h2_goaway() { bump(h2_goaways_); }
+    void h3_connection() { bump(h3_connections_); }
+    void h3_handshake() { bump(h3_handshakes_); }
+    void h3_request() { bump(h3_requests_); }
+    void h3_goaway() { bump(h3_goaways_); }
     CountersSnapshot snapshot() const;
 
 private:
@@ -75,6 +88,10 @@ private:
     std::atomic<std::uint64_t> h2_requests_{0};
     std::atomic<std::uint64_t> h2_refused_{0};
     std::atomic<std::uint64_t> h2_goaways_{0};
+    std::atomic<std::uint64_t> h3_connections_{0};
+    std::atomic<std::uint64_t> h3_handshakes_{0};
+    std::atomic<std::uint64_t> h3_requests_{0};
+    std::atomic<std::uint64_t> h3_goaways_{0};
 };
 
 }  // namespace loadbench::server

@@ -434,7 +434,7 @@ void Http2Session::respond(Stream& st, const Answer& answer) {
     const std::string_view date = ctx_.date_value();
     std::memcpy(st.date, date.data(), std::min(date.size(), sizeof st.date));
 
-    std::array<nghttp2_nv, 6> nv;
+    std::array<nghttp2_nv, 7> nv;
     std::size_t n = 0;
     nv[n++] = header(":status", {st.status, 3});
     nv[n++] = header("server", server_name);
@@ -442,6 +442,7 @@ void Http2Session::respond(Stream& st, const Answer& answer) {
     if (!type.empty()) nv[n++] = header("content-type", type);
     nv[n++] = header("content-length", {st.length, st.length_size});
     if (!answer.allow.empty()) nv[n++] = header("allow", answer.allow);
+    if (!ctx_.alt_svc.empty()) nv[n++] = header("alt-svc", ctx_.alt_svc);
 
     // A HEAD gets the GET's header block, content-length included, and no DATA (RFC 9110 §9.3.2).
     nghttp2_data_provider provider;

@@ -13,6 +13,7 @@
 #include "core/server/responses.hpp"
 
 #include <chrono>
+#include <string>
 #include <string_view>
 
 namespace loadbench::server {
@@ -21,7 +22,7 @@ struct HandlerContext {
     using clock = std::chrono::steady_clock;
 
     explicit HandlerContext(const ServerConfig& server_config) : config(server_config) {
-        responses.rebuild(date.value());
+        responses.rebuild(date.value(), alt_svc);
     }
     HandlerContext(const HandlerContext&) = delete;
     HandlerContext& operator=(const HandlerContext&) = delete;
@@ -29,7 +30,12 @@ struct HandlerContext {
     // The worker's housekeeping tick: a new coarse time, and the Date second may have changed.
     void tick(clock::time_point t) {
         now = t;
-        if (date.refresh()) responses.rebuild(date.value());
+        if (date.refresh()) responses.rebuild(date.value(), alt_svc);
+    }
+    // --h3: every HTTP/1.1 and HTTP/2 response says where HTTP/3 is (RFC 7838, RFC 9114 3.1.1).
+    void advertise_http3(std::uint16_t port) {
+        alt_svc = "h3=\":" + std::to_string(port) + "\"";
+        responses.rebuild(date.value(), alt_svc);
     }
     std::string_view date_value() const { return date.value(); }
 
@@ -40,6 +46,7 @@ struct HandlerContext {
     // Refreshed on every tick: deadlines are coarse on purpose (no clock read per request).
     clock::time_point now = clock::now();
     bool stopping = false;
+    std::string alt_svc;  // the Alt-Svc value; empty: none
     // Parsers for the HTTP/1.1 requests in progress (RequestProcessor takes and gives back).
     RequestStatePool request_states;
 };

@@ -99,4 +99,32 @@ std::vector<tcp::acceptor> open_listeners(const asio::ip::address& address, std:
     return acceptors;
 }
 
+std::vector<asio::ip::udp::socket> open_udp_sockets(const asio::ip::address& address, std::uint16_t port,
+                                                    const std::vector<asio::io_context*>& contexts) {
+    using udp = asio::ip::udp;
+    const udp::endpoint endpoint(address, port);
+    std::vector<udp::socket> sockets;
+    auto fail = [&](const boost::system::error_code& ec) {
+        throw StartError("cannot listen for HTTP/3 on UDP " + describe(tcp::endpoint(address, port)) + ": " +
+                         ec.message());
+    };
+    boost::system::error_code ec;
+    {
+        // As for TCP: a plain bind first, so a port another process holds is an error, not shared.
+        udp::socket probe(*contexts.at(0));
+        probe.open(endpoint.protocol(), ec);
+        if (!ec) probe.bind(endpoint, ec);
+        if (ec) fail(ec);
+    }
+    for (asio::io_context* io : contexts) {
+        udp::socket socket(*io);
+        socket.open(endpoint.protocol(), ec);
+        if (!ec) socket.set_option(ReusePort(true), ec);
+        if (!ec) socket.bind(endpoint, ec);
+        if (ec) fail(ec);
+        sockets.push_back(std::move(socket));
+    }
+    return sockets;
+}
+
 }  // namespace loadbench::server

@@ -5,6 +5,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
 
 #include <cstdint>
 #include <stdexcept>
@@ -25,6 +26,11 @@ boost::asio::ip::address resolve_host(const std::string& host);
 // on contexts[0] when `reuseport` is false. Port 0 picks a free port; all share it.
 std::vector<boost::asio::ip::tcp::acceptor> open_listeners(const boost::asio::ip::address& address, std::uint16_t port,
                                                            bool reuseport,
+                                                           const std::vector<boost::asio::io_context*>& contexts);
+
+// HTTP/3: one UDP socket per context, all bound to `port` with SO_REUSEPORT (the kernel keeps a
+// client's 4-tuple on one of them; see h3_endpoint.hpp). "In use" is one clear StartError.
+std::vector<boost::asio::ip::udp::socket> open_udp_sockets(const boost::asio::ip::address& address, std::uint16_t port,
                                                            const std::vector<boost::asio::io_context*>& contexts);
 
 }  // namespace loadbench::server

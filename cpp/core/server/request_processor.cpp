@@ -95,11 +95,12 @@ void RequestProcessor::encode(HandlerContext& ctx, const Answer& answer, Connect
             const RequestScratch& request = state_->scratch;
             const std::string_view type =
                 request.content_type.empty() ? default_echo_type : std::string_view(request.content_type);
-            append_response(out, {answer.status, ctx.date_value(), type, ch, {}}, request.body);
+            append_response(out, {answer.status, ctx.date_value(), type, ch, {}, ctx.alt_svc}, request.body);
             break;
         }
         default: {
-            const ResponseHead head{answer.status, ctx.date_value(), answer.content_type, ch, answer.allow};
+            const ResponseHead head{answer.status, ctx.date_value(), answer.content_type, ch,
+                                    answer.allow,  ctx.alt_svc};
             if (head_only) {
                 append_response_head(out, head, answer.body.size());
             } else {

@@ -56,6 +56,11 @@ void append_response_head(std::string& out, const ResponseHead& head, std::size_
         out += head.allow;
         out += "\r\n";
     }
+    if (!head.alt_svc.empty()) {
+        out += "Alt-Svc: ";
+        out += head.alt_svc;
+        out += "\r\n";
+    }
     out += "\r\n";
 }
 
@@ -64,13 +69,13 @@ void append_response(std::string& out, const ResponseHead& head, std::string_vie
     out += body;
 }
 
-void ResponseCache::rebuild(std::string_view date) {
+void ResponseCache::rebuild(std::string_view date, std::string_view alt_svc) {
     for (std::size_t i = 0; i < connection_header_count; ++i) {
         const auto c = static_cast<ConnectionHeader>(i);
         plaintext_[i].clear();
-        append_response(plaintext_[i], {200, date, "text/plain", c, {}}, plaintext_body);
+        append_response(plaintext_[i], {200, date, "text/plain", c, {}, alt_svc}, plaintext_body);
         json_[i].clear();
-        append_response(json_[i], {200, date, "application/json", c, {}}, json_body);
+        append_response(json_[i], {200, date, "application/json", c, {}, alt_svc}, json_body);
     }
 }
 

@@ -22,7 +22,8 @@ struct ResponseHead {
     std::string_view date;
     std::string_view content_type;
     ConnectionHeader connection = ConnectionHeader::none;
-    std::string_view allow;  // a 405's Allow value ("GET, HEAD"); empty: no Allow header
+    std::string_view allow;    // a 405's Allow value ("GET, HEAD"); empty: no Allow header
+    std::string_view alt_svc;  // --h3: the Alt-Svc value (h3=":PORT"); empty: no Alt-Svc header
 };
 
 // Appends a complete HTTP/1.1 response (status line, headers, body) to `out`.
@@ -33,7 +34,7 @@ void append_response_head(std::string& out, const ResponseHead& head, std::size_
 
 class ResponseCache {
 public:
-    void rebuild(std::string_view date);
+    void rebuild(std::string_view date, std::string_view alt_svc);
     std::string_view plaintext(ConnectionHeader c) const { return plaintext_[index(c)]; }
     std::string_view json(ConnectionHeader c) const { return json_[index(c)]; }
 

@@ -1,5 +1,6 @@
 #include "core/server/server.hpp"
 
+#include "core/server/h3_session.hpp"
 #include "core/server/tls_context.hpp"
 #include "core/server/worker.hpp"
 
@@ -30,7 +31,15 @@ void Server::start() {
     const auto address = resolve_host(config_.host);
     if (config_.serve_https) {
         try {
-            tls_context_ = make_tls_context(config_);
+            // HTTP/3 (GnuTLS) serves the same certificate as the TCP port (OpenSSL).
+            std::optional<SelfSignedCertificate> generated;
+            if (config_.h3 && config_.cert_file.empty()) generated = generate_self_signed_certificate();
+            tls_context_ = make_tls_context(config_, generated ? &*generated : nullptr);
+            if (config_.h3) {
+                h3_credentials_ = generated ? std::make_unique<Http3Credentials>(generated->certificate_pem,
+                                                                                 generated->private_key_pem, 1)
+                                            : std::make_unique<Http3Credentials>(config_.cert_file, config_.key_file);
+            }
         } catch (const std::runtime_error& e) {
             throw StartError(e.what());
         }
@@ -68,6 +77,13 @@ void Server::start() {
             http_port_ = listen(config_.http_port, false);
         }
         if (config_.serve_https) https_port_ = listen(config_.https_port, true);
+        if (config_.h3) {
+            // Per-worker UDP sockets whatever --accept says: there is no accept to share.
+            auto sockets = open_udp_sockets(address, *https_port_, contexts);
+            for (std::size_t i = 0; i < sockets.size(); ++i) {
+                workers_[i]->add_http3(std::move(sockets[i]), *h3_credentials_);
+            }
+        }
     } catch (...) {
         workers_.clear();
         unix_file_.remove();

@@ -18,6 +18,7 @@ class context;
 
 namespace loadbench::server {
 
+class Http3Credentials;
 class Worker;
 
 class Server {
@@ -50,6 +51,7 @@ public:
 private:
     ServerConfig config_;
     std::unique_ptr<boost::asio::ssl::context> tls_context_;
+    std::unique_ptr<Http3Credentials> h3_credentials_;  // --h3 (outlives the workers)
     std::vector<std::unique_ptr<Worker>> workers_;
     std::vector<std::thread> threads_;
     std::optional<std::uint16_t> http_port_;

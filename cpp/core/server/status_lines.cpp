@@ -68,7 +68,11 @@ std::string stopped_line(const CountersSnapshot& counters) {
             std::to_string(counters.h1_requests()) + "}";
     line += R"(,"h2":{"connections":)" + std::to_string(h2.connections) + R"(,"streams":)" +
             std::to_string(h2.streams) + R"(,"requests":)" + std::to_string(h2.requests) + R"(,"streams_refused":)" +
-            std::to_string(h2.streams_refused) + R"(,"goaways":)" + std::to_string(h2.goaways) + "}}";
+            std::to_string(h2.streams_refused) + R"(,"goaways":)" + std::to_string(h2.goaways) + "}";
+    const Http3Counts& h3 = counters.h3;
+    line += R"(,"h3":{"connections":)" + std::to_string(h3.connections) + R"(,"handshakes":)" +
+            std::to_string(h3.handshakes) + R"(,"requests":)" + std::to_string(h3.requests) + R"(,"goaways":)" +
+            std::to_string(h3.goaways) + "}}";
     return line;
 }
 

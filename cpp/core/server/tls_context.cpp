@@ -128,13 +128,17 @@ SelfSignedCertificate generate_self_signed_certificate(const std::string& common
     return {bio_text(cert_bio.get()), bio_text(key_bio.get())};
 }
 
-std::unique_ptr<boost::asio::ssl::context> make_tls_context(const ServerConfig& config) {
+std::unique_ptr<boost::asio::ssl::context> make_tls_context(const ServerConfig& config,
+                                                            const SelfSignedCertificate* generated) {
     namespace ssl = boost::asio::ssl;
     auto ctx = std::make_unique<ssl::context>(ssl::context::tls_server);
     SSL_CTX* native = ctx->native_handle();
     SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
     SSL_CTX_set_options(native, SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_RENEGOTIATION);
-    if (config.cert_file.empty()) {
+    if (config.cert_file.empty() && generated) {
+        ctx->use_certificate_chain(boost::asio::buffer(generated->certificate_pem));
+        ctx->use_private_key(boost::asio::buffer(generated->private_key_pem), ssl::context::pem);
+    } else if (config.cert_file.empty()) {
         const Pkey key = generate_p256_key();
         const X509Ptr cert = self_sign(key.get(), "localhost");
         if (SSL_CTX_use_certificate(native, cert.get()) != 1 || SSL_CTX_use_PrivateKey(native, key.get()) != 1) {

@@ -10,14 +10,16 @@ namespace loadbench::server {
 
 struct ServerConfig;
 
-// Throws std::runtime_error with one clear message (names the file and OpenSSL's reason).
-std::unique_ptr<boost::asio::ssl::context> make_tls_context(const ServerConfig& config);
-
 // A self-signed EC P-256 certificate and its key, PEM encoded (exposed for tests and tools).
 struct SelfSignedCertificate {
     std::string certificate_pem;
     std::string private_key_pem;
 };
+
+// Throws std::runtime_error with one clear message (names the file and OpenSSL's reason).
+// Without --cert/--key: `generated` when given (HTTP/3 serves the same one), else a new one.
+std::unique_ptr<boost::asio::ssl::context> make_tls_context(const ServerConfig& config,
+                                                            const SelfSignedCertificate* generated = nullptr);
 SelfSignedCertificate generate_self_signed_certificate(const std::string& common_name = "localhost");
 
 }  // namespace loadbench::server

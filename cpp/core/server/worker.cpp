@@ -2,6 +2,7 @@
 
 #include "core/server/accept_loop.hpp"
 #include "core/server/connection.hpp"
+#include "core/server/h3_endpoint.hpp"
 
 #include <boost/asio/post.hpp>
 
@@ -34,6 +35,7 @@ Worker::Worker(const ServerConfig& config, unsigned index, asio::ssl::context* t
 Worker::~Worker() {
     // Only reached after run() returned or never ran: delete whatever is left.
     listeners_.clear();
+    h3_.reset();
     while (connections_) {
         ConnectionBase* c = connections_;
         connections_ = c->next_;
@@ -45,8 +47,14 @@ void Worker::add_listener(tcp::acceptor acceptor, const tcp& protocol, bool tls,
     listeners_.push_back(std::make_unique<AcceptLoop>(*this, std::move(acceptor), protocol, tls, std::move(targets)));
 }
 
+void Worker::add_http3(asio::ip::udp::socket socket, Http3Credentials& credentials) {
+    context_.advertise_http3(socket.local_endpoint().port());
+    h3_ = std::make_unique<Http3Endpoint>(io_, std::move(socket), context_, credentials);
+}
+
 void Worker::run() {
     for (auto& listener : listeners_) listener->start();
+    if (h3_) h3_->start();
     start_tick();
     io_.run();
 }
@@ -59,6 +67,7 @@ void Worker::request_stop() {
 void Worker::begin_stop() {
     context_.stopping = true;
     for (auto& listener : listeners_) listener->close();
+    if (h3_) h3_->begin_shutdown();  // its socket closes once its connections have
     for (ConnectionBase* c = connections_; c != nullptr;) {
         ConnectionBase* next = c->next_;  // begin_shutdown may delete c
         c->begin_shutdown();

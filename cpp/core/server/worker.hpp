@@ -12,6 +12,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -23,6 +24,8 @@
 namespace loadbench::server {
 
 class AcceptLoop;
+class Http3Credentials;
+class Http3Endpoint;
 class Worker;
 
 // What the worker needs from a connection, whatever its stream type. Connections live in an
@@ -75,6 +78,9 @@ public:
     void add_listener(boost::asio::ip::tcp::acceptor acceptor, const boost::asio::ip::tcp& protocol, bool tls,
                       std::vector<Worker*> targets);
 
+    // Before run(): serve HTTP/3 on this worker's UDP socket (see h3_endpoint.hpp).
+    void add_http3(boost::asio::ip::udp::socket socket, Http3Credentials& credentials);
+
     // Runs the event loop until the worker has stopped and its last connection is gone.
     void run();
     // Thread-safe and idempotent: stop accepting, close idle connections, let in-flight finish.
@@ -112,6 +118,7 @@ private:
     Reactor& reactor_;
     boost::asio::steady_timer tick_timer_;
     std::vector<std::unique_ptr<AcceptLoop>> listeners_;
+    std::unique_ptr<Http3Endpoint> h3_;
     ConnectionBase* connections_ = nullptr;  // intrusive list head
     std::size_t connection_count_ = 0;
     std::atomic<bool> stop_requested_{false};

@@ -62,6 +62,12 @@ def register(subparsers: Any) -> None:
         type=int,
         help="HTTP/2: GOAWAY after N streams on a connection (default 0 = never)",
     )
+    p.add_argument(
+        "--h3",
+        action="store_true",
+        help="also serve HTTP/3 (QUIC) over UDP on the TLS port's number (needs --tls); "
+        'HTTP/1.1 and HTTP/2 responses then carry Alt-Svc: h3=":PORT"',
+    )
     p.add_argument("--cpus", help="pin the server to these CPUs, e.g. 0 or 0-1")
     p.add_argument(
         "--allocations",
@@ -99,6 +105,7 @@ def _server_from_args(args: argparse.Namespace) -> ServerProcess:
         h2=not args.no_h2,
         h2_max_streams=args.h2_max_streams,
         h2_max_requests=args.h2_max_requests,
+        h3=args.h3,
         cpus=parse_cpu_list(args.cpus) if args.cpus else None,
         allocations=args.allocations,
     )
@@ -113,6 +120,11 @@ def format_counters(stopped: dict) -> str:
         if h2
         else ""
     )
+    h3 = stopped.get("h3") or {}
+    if h3.get("connections"):
+        over_h2 += (
+            f"; HTTP/3: {h3.get('requests', 0)} requests on {h3.get('connections', 0)} connections"
+        )
     return (
         f"loadbench serve: stopped; {stopped.get('requests_total', 0)} requests"
         f" ({served or 'none'}), {stopped.get('connections_accepted', 0)} connections accepted{over_h2}"
@@ -136,6 +148,12 @@ def run(args: argparse.Namespace) -> int:
             port = server.https_port if https else server.http_port
             if port is not None:
                 print(f"loadbench serve: listening on {server.url('/', https=https)}", flush=True)
+        if server.h3 and server.https_port is not None:
+            print(
+                f"loadbench serve: HTTP/3 on UDP port {server.https_port} (loadbench run --h3 "
+                f"{server.url('/', https=True)})",
+                flush=True,
+            )
         print(
             f"loadbench serve: pid {server.pid}, {args.workers} worker(s); Ctrl-C stops", flush=True
         )

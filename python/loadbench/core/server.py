@@ -63,6 +63,7 @@ class ServerProcess:
     h2: bool = True  # h2c (prior knowledge) on the HTTP port, ALPN h2 on the TLS port
     h2_max_streams: Optional[int] = None  # SETTINGS_MAX_CONCURRENT_STREAMS (binary default 100)
     h2_max_requests: Optional[int] = None  # GOAWAY after this many streams (0/None = never)
+    h3: bool = False  # HTTP/3 over UDP on tls_port's number (needs tls); TCP answers carry Alt-Svc
     extra_args: Sequence[str] = ()
     cpus: Optional[Sequence[int]] = None
     binary: Optional[str] = None  # another loadbench-server executable (default: the installed one)
@@ -106,6 +107,8 @@ class ServerProcess:
         }
         if not self.h2:
             args += ["--no-h2"]
+        if self.h3:
+            args += ["--h3"]
         for flag, value in optional.items():
             if value is not None:
                 args += [flag, str(value)]
