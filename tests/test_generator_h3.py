@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -98,7 +99,9 @@ class Caddy:
             cwd=folder,
         )
         deadline = time.monotonic() + 20
-        while not (udp_bound(self.port) and self._tcp_up()):
+        # ready once a TLS handshake succeeds: caddy issues its internal certificate in the
+        # background after it listens, and answers handshakes before that with an internal-error alert
+        while not (udp_bound(self.port) and self._tls_up()):
             if self.proc.poll() is not None:
                 raise RuntimeError(f"caddy exited: {(folder / 'caddy.err').read_text()[-2000:]}")
             if time.monotonic() > deadline:
@@ -106,11 +109,15 @@ class Caddy:
                 raise RuntimeError("caddy did not start listening on TCP and UDP within 20 s")
             time.sleep(0.05)
 
-    def _tcp_up(self) -> bool:
+    def _tls_up(self) -> bool:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                return True
-        except OSError:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as raw:
+                with context.wrap_socket(raw, server_hostname="127.0.0.1"):
+                    return True
+        except (OSError, ssl.SSLError):
             return False
 
     def url(self, path: str = "/") -> str:

@@ -94,6 +94,8 @@ inline constexpr std::array<const char*, kErrorKinds> kErrorKindNames = {"connec
     X(reconnects, "connections the server closed (or asked to close) that were reopened") \
     X(goaways, "HTTP/2 GOAWAY frames received")                                           \
     X(retried, "HTTP/2 requests the server refused unprocessed, sent again")              \
+    X(quic_datagrams_sent, "HTTP/3: UDP datagrams sent inside the window (all)")          \
+    X(quic_datagrams_received, "HTTP/3: UDP datagrams received inside the window (all)")  \
     X(due, "open loop: requests due inside the window")                                   \
     X(sends, "open loop: of those, requests written (each once)")                         \
     X(late_sends, "open loop: sends more than kLateSendNs after their intended time")
@@ -124,6 +126,10 @@ struct Measurements {
     std::array<uint64_t, kH2ErrorCodes> streams_reset{};
     std::string first_error;                // the first error message seen, for the summary
     std::vector<StageMeasurements> stages;  // a load shape's stages (RunPlan::stage_edges_ns), else empty
+    // HTTP/3: the smallest UDP socket buffers the kernel granted a connection (getsockopt after
+    // asking for kUdpBuffer; 0: no UDP socket was opened). Merged as the minimum.
+    uint64_t udp_receive_buffer = 0;
+    uint64_t udp_send_buffer = 0;
 
     void add(const Measurements& other);
 };
@@ -141,6 +147,11 @@ struct RunResult {
     double target_rate = 0.0;  // along a load shape: its mean over the window
     int max_connections = 0;
     int preconnected = 0;  // connections open before the start (Engine::preconnect)
+    // HTTP/3: the kernel's UDP receive drops (machine-wide, udp_drops.hpp) from the window's
+    // start until the workers stopped; measured only when /proc/net/snmp could be read both times.
+    bool udp_drops_measured = false;
+    uint64_t udp_in_errors = 0;
+    uint64_t udp_rcvbuf_errors = 0;
 };
 
 struct Progress {

@@ -17,8 +17,19 @@ namespace loadbench::generator {
 namespace {
 
 // Room in the kernel for a burst of the server's datagrams while the worker is busy elsewhere
-// (capped by net.core.rmem_max; the kernel drops what does not fit: RcvbufErrors).
-constexpr int kReceiveBuffer = 4 << 20;
+// (the kernel drops what does not fit: RcvbufErrors), and for a burst of ours on the way out.
+constexpr int kUdpBuffer = 4 << 20;
+
+// SO_RCVBUFFORCE/SO_SNDBUFFORCE go past net.core.rmem_max/wmem_max where the process may
+// (CAP_NET_ADMIN); elsewhere the plain option, which the kernel caps at those limits. Returns
+// what the kernel granted (getsockopt: twice the size asked, the kernel's bookkeeping included).
+uint64_t size_buffer(int fd, int forced, int plain) noexcept {
+    if (::setsockopt(fd, SOL_SOCKET, forced, &kUdpBuffer, sizeof kUdpBuffer) != 0)
+        (void)::setsockopt(fd, SOL_SOCKET, plain, &kUdpBuffer, sizeof kUdpBuffer);
+    int granted = 0;
+    socklen_t len = sizeof granted;
+    return ::getsockopt(fd, SOL_SOCKET, plain, &granted, &len) == 0 && granted > 0 ? static_cast<uint64_t>(granted) : 0;
+}
 
 }  // namespace
 
@@ -40,7 +51,7 @@ bool Connection::open_datagram(std::string& why) noexcept {
         why = std::string("socket: ") + std::strerror(errno);
         return false;
     }
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &kReceiveBuffer, sizeof kReceiveBuffer);
+    recorder_.udp_buffers(size_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF), size_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF));
     sockaddr_storage local{};
     socklen_t local_len = sizeof local;
     if (::connect(fd, reinterpret_cast<const sockaddr*>(&plan_.address), plan_.address_len) != 0 ||
@@ -123,7 +134,8 @@ bool Connection::flush_datagrams() noexcept {
                      : std::string("send (UDP): ") + std::strerror(err));
             return false;
         }
-        if (session_->carries_counted()) recorder_.bytes_written(static_cast<size_t>(n));
+        recorder_.datagram_sent(static_cast<size_t>(n), session_->carries_counted(),
+                                handed_at != 0 ? handed_at : monotonic_ns());
         session_->wrote(static_cast<size_t>(n), handed_at);
     }
     if (session_->broken()) {
@@ -150,7 +162,7 @@ void Connection::read_datagrams() {
             return;
         }
         now = monotonic_ns();
-        if (session_->carries_counted()) recorder_.bytes_read(static_cast<size_t>(n));
+        recorder_.datagram_received(static_cast<size_t>(n), session_->carries_counted(), now);
         if (session_->input(read_buffer_, static_cast<size_t>(n), now) == InputResult::Error) {
             // The server closing the connection (CONNECTION_CLOSE) with requests in flight is a
             // read error, as a TCP close is; what the session could not accept is a parse error.

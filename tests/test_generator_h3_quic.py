@@ -1,0 +1,163 @@
+"""HTTP/3 run figures beyond the responses (issue 33): the "quic" block of the run JSON -
+datagrams both ways, counted exactly (checked by a UDP relay between the generator and caddy
+that counts what passes), the UDP socket buffers the kernel granted, the kernel's UDP receive
+drops (machine-wide /proc/net/snmp), and the figures ngtcp2 0.12 cannot give, said as null with
+a reason rather than a 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import socket
+import threading
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from cli_runner import loadbench_cli
+from test_generator_h3 import Caddy, needs_h3
+
+import loadbench
+from loadbench.core.result import Result
+
+
+class UdpRelay:
+    """127.0.0.1:port -> target, one upstream socket per client address; counts datagrams."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target = ("127.0.0.1", target_port)
+        self.front = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.front.bind(("127.0.0.1", 0))
+        self.port = self.front.getsockname()[1]
+        self.to_server = 0
+        self.to_client = 0
+        self._upstreams: dict[tuple, socket.socket] = {}
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.front, selectors.EVENT_READ, None)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            for key, _ in self._selector.select(timeout=0.05):
+                sock: socket.socket = key.fileobj  # type: ignore[assignment]
+                try:
+                    data, peer = sock.recvfrom(65535)
+                except OSError:
+                    continue
+                if key.data is None:  # from a client
+                    up = self._upstreams.get(peer)
+                    if up is None:
+                        up = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                        up.connect(self.target)
+                        self._upstreams[peer] = up
+                        self._selector.register(up, selectors.EVENT_READ, peer)
+                    self.to_server += 1
+                    up.send(data)
+                else:  # from the server, back to its client
+                    self.to_client += 1
+                    self.front.sendto(data, key.data)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for up in self._upstreams.values():
+            up.close()
+        self.front.close()
+        self._selector.close()
+
+
+@pytest.fixture
+def relayed(tmp_path: Path) -> Iterator[tuple[Caddy, UdpRelay]]:
+    server = Caddy(tmp_path)
+    relay = None
+    try:
+        relay = UdpRelay(server.port)
+        yield server, relay
+    finally:
+        if relay is not None:
+            relay.stop()
+        server.stop()
+
+
+def granted(asked: int, limit_file: str) -> int:
+    """What getsockopt reports for a buffer of `asked` bytes: the kernel doubles it (its own
+    bookkeeping); root's SO_*BUFFORCE passes net.core.*mem_max, others are capped by it."""
+    if os.geteuid() == 0:
+        return 2 * asked
+    return 2 * min(asked, int(Path(limit_file).read_text()))
+
+
+@needs_h3
+def test_h3_datagrams_are_counted_exactly_both_ways(relayed: tuple[Caddy, UdpRelay]) -> None:
+    server, relay = relayed
+    n, conns = 300, 3
+    r = loadbench.run(
+        f"https://127.0.0.1:{relay.port}/",
+        protocol="h3",
+        requests=n,
+        connections=conns,
+        timeout=5,
+        headers={
+            "Host": f"127.0.0.1:{server.port}"
+        },  # caddy's site (its log), not the relay's port
+    )
+    assert r.responses == n and r.error_count == 0, r.first_error
+    assert len(server.settled_log(n)) == n
+    # Every datagram the generator sent passed the relay; beyond them only each connection's
+    # CONNECTION_CLOSE, sent as it closes (after the last outcome, so outside the count).
+    assert relay.to_server == r.quic_datagrams_sent + conns
+    # It read what the server sent up to its last response; caddy's datagrams after that (the
+    # last ACKs, its answer to the close) reach a closed socket.
+    assert 0 < r.quic_datagrams_received <= relay.to_client
+    # streams=1: each request leaves in a datagram of its own, each response arrives in one
+    assert r.quic_datagrams_sent >= n and r.quic_datagrams_received >= n
+    q = r.to_dict()["quic"]
+    assert q["datagrams_sent"] == r.quic_datagrams_sent
+    assert q["datagrams_received"] == r.quic_datagrams_received
+    assert q["handshakes"] == conns == r.tls_handshakes
+    for uncounted, reason in (
+        ("packets_sent", "packets_reason"),
+        ("lost", "loss_reason"),
+        ("retransmitted", "loss_reason"),
+        ("zero_rtt", "zero_rtt_reason"),
+    ):
+        assert q[uncounted] is None and ("0-RTT" in q[reason] or "ngtcp2 0.12" in q[reason])
+    assert q["udp_receive_buffer"] == granted(4 << 20, "/proc/sys/net/core/rmem_max")
+    assert q["udp_send_buffer"] == granted(4 << 20, "/proc/sys/net/core/wmem_max")
+    drops = q["kernel_drops"]
+    assert isinstance(drops["in_errors"], int) and isinstance(drops["rcvbuf_errors"], int)
+    assert drops["rcvbuf_errors"] <= drops["in_errors"]
+    assert "machine-wide" in drops["scope"]
+    # the QUIC counters live in the block only, and come back from it
+    d = r.to_dict()
+    assert "quic_datagrams_sent" not in d
+    back = Result.from_dict(json.loads(json.dumps(d)))
+    assert back.to_dict()["quic"] == q
+
+    # The summary says the drops only when there were some.
+    d["quic"]["kernel_drops"].update(in_errors=0, rcvbuf_errors=0)
+    assert not any("kernel dropped" in line for line in Result.from_dict(d).summary_lines())
+    d["quic"]["kernel_drops"].update(in_errors=7, rcvbuf_errors=5)
+    text = "\n".join(Result.from_dict(d).summary_lines())
+    assert "the kernel dropped 7 UDP datagrams (5 of them: receive buffer full)" in text
+    assert "machine-wide" in text
+    # A TCP run has no "quic" block.
+    d["config"]["protocol"] = "h2"
+    assert "quic" not in Result.from_dict(d).to_dict()
+
+
+@needs_h3
+def test_cli_h3_json_has_the_quic_block(relayed: tuple[Caddy, UdpRelay], tmp_path: Path) -> None:
+    _, relay = relayed
+    out = tmp_path / "r.json"
+    url = f"https://127.0.0.1:{relay.port}/"
+    done = loadbench_cli("run", url, "--h3", "-n", "40", "-c", "1", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.stderr
+    q = json.loads(out.read_text())["quic"]
+    assert q["datagrams_sent"] + 1 == relay.to_server
+    assert f"datagrams sent {q['datagrams_sent']:,}" in done.stdout
