@@ -161,3 +161,55 @@ def test_cli_h3_json_has_the_quic_block(relayed: tuple[Caddy, UdpRelay], tmp_pat
     q = json.loads(out.read_text())["quic"]
     assert q["datagrams_sent"] + 1 == relay.to_server
     assert f"datagrams sent {q['datagrams_sent']:,}" in done.stdout
+
+
+def has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@needs_h3
+@pytest.mark.skipif(not has_ipv6_loopback(), reason="no IPv6 loopback (::1) on this machine")
+def test_h3_over_ipv6_loopback(tmp_path: Path) -> None:
+    server = Caddy(tmp_path, host="::1")
+    try:
+        n = 200
+        r = loadbench.run(server.url(), protocol="h3", requests=n, connections=2, timeout=5)
+        assert r.url.startswith("https://[::1]:")
+        assert r.responses == n and r.status_codes == {200: n}, r.first_error
+        assert r.tls_handshakes == 2
+        lines = server.settled_log(n)
+        assert len(lines) == n
+        assert {line["request"]["proto"] for line in lines} == {"HTTP/3.0"}
+        assert {line["request"]["remote_ip"] for line in lines} == {"::1"}
+    finally:
+        server.stop()
+
+
+@needs_h3
+def test_h3_connection_per_request_is_a_quic_handshake_each(
+    relayed: tuple[Caddy, UdpRelay],
+) -> None:
+    server, relay = relayed
+    n = 60
+    r = loadbench.run(
+        f"https://127.0.0.1:{relay.port}/",
+        protocol="h3",
+        requests=n,
+        connections=2,
+        keepalive=False,
+        timeout=5,
+        headers={"Host": f"127.0.0.1:{server.port}"},
+    )
+    assert r.responses == n and r.error_count == 0, r.first_error
+    # one QUIC connection, one handshake, one request each: handshakes per second = r.rps
+    assert r.connections_opened == n and r.tls_handshakes == n
+    assert r.to_dict()["quic"]["handshakes"] == n
+    # every connection came from its own UDP port (the relay opened one upstream per client)
+    assert len(relay._upstreams) == n
+    assert relay.to_server == r.quic_datagrams_sent + n  # each one's CONNECTION_CLOSE
+    assert len(server.settled_log(n)) == n
