@@ -143,6 +143,7 @@ void register_generator(py::module_& m) {
             .def_readonly("first_error", &generator::Measurements::first_error)
             .def_readonly("udp_receive_buffer", &generator::Measurements::udp_receive_buffer)
             .def_readonly("udp_send_buffer", &generator::Measurements::udp_send_buffer)
+            .def_readonly("udp_gro", &generator::Measurements::udp_gro)
             .def_property_readonly("stages",
                                    [](const generator::Measurements& t) {
                                        py::list stages;  // a load shape's stages, in order: dicts

@@ -126,6 +126,7 @@ private:
     int timer_fd_ = -1;             // datagram sessions: created on first open, kept for the connection's life
     int64_t timer_at_ = INT64_MAX;  // when the timerfd is armed for (INT64_MAX: disarmed)
     bool announce_open_ = false;    // datagram sessions: on_tcp_connected is due with the first packet
+    bool gro_ = false;              // datagram sessions: UDP_GRO is on (recvmsg may return several)
 };
 
 }  // namespace loadbench::generator

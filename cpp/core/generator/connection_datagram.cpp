@@ -1,13 +1,21 @@
 // Connection over a datagram session (HTTP/3 over QUIC): one connected, non-blocking UDP socket
 // per connection, registered with the worker's event loop like a TCP socket; the session does
 // its own (QUIC) handshake; its timer (ngtcp2_conn_get_expiry) is a timerfd in the same loop,
-// re-armed only when the expiry moves. One datagram per send()/recv() for now: UDP GSO/GRO
-// (sendmsg with UDP_SEGMENT, UDP_GRO) is for later.
+// re-armed only when the expiry moves. Receiving uses UDP GRO where the kernel has it: one
+// recvmsg() may return several of the server's datagrams back to back (a sender's GSO batch),
+// cut apart here by the segment size the kernel reports (LOADBENCH_UDP_GRO=0 turns it off).
+// Sending is one datagram per send(): UDP GSO is not used (a client's datagrams are mostly one
+// request or ACK each, seldom a run of full-size ones).
+#include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/generator/connection.hpp"
@@ -31,6 +39,26 @@ uint64_t size_buffer(int fd, int forced, int plain) noexcept {
     return ::getsockopt(fd, SOL_SOCKET, plain, &granted, &len) == 0 && granted > 0 ? static_cast<uint64_t>(granted) : 0;
 }
 
+// UDP GRO unless LOADBENCH_UDP_GRO=0, and unless the kernel refused it once already (a kernel
+// without it answers ENOPROTOOPT; the first refusal stops every later attempt, in any worker).
+std::atomic<bool> gro_refused{false};
+
+bool want_gro() noexcept {
+    static const bool wanted = [] {
+        const char* v = std::getenv("LOADBENCH_UDP_GRO");
+        return v == nullptr || std::strcmp(v, "0") != 0;
+    }();
+    return wanted && !gro_refused.load(std::memory_order_relaxed);
+}
+
+bool enable_gro(int fd) noexcept {
+    if (!want_gro()) return false;
+    const int on = 1;
+    if (::setsockopt(fd, IPPROTO_UDP, UDP_GRO, &on, sizeof on) == 0) return true;
+    gro_refused.store(true, std::memory_order_relaxed);  // ENOPROTOOPT, EINVAL, EOPNOTSUPP: no GRO here
+    return false;
+}
+
 }  // namespace
 
 bool Connection::open_datagram(std::string& why) noexcept {
@@ -52,6 +80,8 @@ bool Connection::open_datagram(std::string& why) noexcept {
         return false;
     }
     recorder_.udp_buffers(size_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF), size_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF));
+    gro_ = enable_gro(fd);
+    recorder_.udp_gro(gro_);
     sockaddr_storage local{};
     socklen_t local_len = sizeof local;
     if (::connect(fd, reinterpret_cast<const sockaddr*>(&plan_.address), plan_.address_len) != 0 ||
@@ -149,8 +179,17 @@ bool Connection::flush_datagrams() noexcept {
 void Connection::read_datagrams() {
     const uint64_t settled_before = settled_;
     int64_t now = 0;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
     while (true) {
-        const ssize_t n = ::recv(fd_, read_buffer_, read_capacity_, 0);
+        iovec iov{read_buffer_, read_capacity_};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        if (gro_) {
+            msg.msg_control = control;
+            msg.msg_controllen = sizeof control;
+        }
+        const ssize_t n = ::recvmsg(fd_, &msg, 0);
         if (n < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
@@ -162,14 +201,29 @@ void Connection::read_datagrams() {
             return;
         }
         now = monotonic_ns();
-        recorder_.datagram_received(static_cast<size_t>(n), session_->carries_counted(), now);
-        if (session_->input(read_buffer_, static_cast<size_t>(n), now) == InputResult::Error) {
-            // The server closing the connection (CONNECTION_CLOSE) with requests in flight is a
-            // read error, as a TCP close is; what the session could not accept is a parse error.
-            lose(state_ != State::Open ? kConnect : session_->broken() ? kParse : kRead, session_->error());
-            return;
+        // GRO: the datagrams are `segment` bytes each, the last one possibly shorter.
+        size_t segment = static_cast<size_t>(n);
+        if (gro_) {
+            for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+                if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+                    int size = 0;
+                    std::memcpy(&size, CMSG_DATA(c), sizeof size);
+                    if (size > 0) segment = static_cast<size_t>(size);
+                }
+            }
         }
-        if (state_ == State::Closed) return;  // a callback of the owner closed it
+        recorder_.receive_call(now);
+        for (size_t at = 0; at < static_cast<size_t>(n); at += segment) {
+            const size_t len = std::min(segment, static_cast<size_t>(n) - at);
+            recorder_.datagram_received(len, session_->carries_counted(), now);
+            if (session_->input(read_buffer_ + at, len, now) == InputResult::Error) {
+                // The server closing the connection (CONNECTION_CLOSE) with requests in flight is a
+                // read error, as a TCP close is; what the session could not accept is a parse error.
+                lose(state_ != State::Open ? kConnect : session_->broken() ? kParse : kRead, session_->error());
+                return;
+            }
+            if (state_ == State::Closed) return;  // a callback of the owner closed it
+        }
     }
     if (now == 0) now = monotonic_ns();
     if (state_ == State::Handshaking && session_->established()) {

@@ -466,6 +466,7 @@ void Measurements::add(const Measurements& other) {
     };
     smallest(udp_receive_buffer, other.udp_receive_buffer);
     smallest(udp_send_buffer, other.udp_send_buffer);
+    udp_gro = udp_gro || other.udp_gro;
 }
 
 void StageMeasurements::add(const StageMeasurements& other) {

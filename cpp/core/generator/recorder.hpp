@@ -50,6 +50,9 @@ public:
         if (counted) m_.bytes_read += n;
         m_.quic_datagrams_received += plan_.in_window(now);
     }
+    // HTTP/3: one recvmsg() that returned datagrams (several at once with GRO).
+    void receive_call(int64_t now) noexcept { m_.quic_receive_calls += plan_.in_window(now); }
+    void udp_gro(bool on) noexcept { m_.udp_gro = m_.udp_gro || on; }
     // HTTP/3: the UDP socket buffers a connection was granted (the run keeps the smallest).
     void udp_buffers(uint64_t receive, uint64_t send) noexcept {
         if (receive != 0 && (m_.udp_receive_buffer == 0 || receive < m_.udp_receive_buffer))

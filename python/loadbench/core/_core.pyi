@@ -173,6 +173,7 @@ class Measurements:
     streams_reset: dict[str, int]  # HTTP/2 RST_STREAM error code name -> count
     udp_receive_buffer: int  # HTTP/3: smallest SO_RCVBUF granted a connection (0: no UDP socket)
     udp_send_buffer: int
+    udp_gro: bool  # HTTP/3: UDP GRO was on (LOADBENCH_UDP_GRO=0 turns it off)
     def __getattr__(self, counter: str) -> int: ...  # every name of COUNTERS
 
 class RunResult:

@@ -121,8 +121,8 @@ class LatencyHistogram:
 # itself, after the ones LAYOUT places.
 COUNTERS: tuple[str, ...] = tuple(_core.COUNTERS)
 OPEN_LOOP_COUNTERS = ("due", "sends", "late_sends")  # written under "rate", for open-loop runs only
-# written under "quic" (as datagrams_sent, datagrams_received), for HTTP/3 runs only
-QUIC_COUNTERS = ("quic_datagrams_sent", "quic_datagrams_received")
+# written under "quic" (as datagrams_sent, datagrams_received, receive_calls), for HTTP/3 runs only
+QUIC_COUNTERS = ("quic_datagrams_sent", "quic_datagrams_received", "quic_receive_calls")
 # What ngtcp2 0.12 (Debian 12) does not count, said in the "quic" block beside a null.
 QUIC_PACKETS_UNCOUNTED = (
     "ngtcp2 0.12 counts no QUIC packets: a datagram may coalesce several (the handshake's "
@@ -175,7 +175,7 @@ class Result:
     # config["connections_schedule"], its connections and what the requests started in it met.
     stages: list[dict[str, Any]] = field(default_factory=list)
     # HTTP/3: the smallest UDP socket buffers a connection was granted (receive_buffer,
-    # send_buffer, bytes) and the kernel's UDP receive drops (drops_measured, in_errors,
+    # send_buffer, bytes), whether UDP GRO was on (gro) and the kernel's UDP receive drops (drops_measured, in_errors,
     # rcvbuf_errors); written into the "quic" block with the QUIC counters.
     udp: dict[str, Any] = field(default_factory=dict)
     # Blocks other parts attach (e.g. "server" from the sampler); written into to_dict() as-is.
@@ -352,6 +352,7 @@ class Result:
             {
                 "receive_buffer": int(quic.get("udp_receive_buffer", 0)),
                 "send_buffer": int(quic.get("udp_send_buffer", 0)),
+                "gro": bool(quic.get("udp_gro")),
                 "drops_measured": drops.get("in_errors") is not None,
                 "in_errors": int(drops.get("in_errors") or 0),
                 "rcvbuf_errors": int(drops.get("rcvbuf_errors") or 0),
@@ -490,6 +491,8 @@ def _quic_block(r: Result) -> dict[str, Any]:
     return {
         "datagrams_sent": r.counters.get("quic_datagrams_sent", 0),
         "datagrams_received": r.counters.get("quic_datagrams_received", 0),
+        "receive_calls": r.counters.get("quic_receive_calls", 0),
+        "udp_gro": bool(r.udp.get("gro")),
         "packets_sent": None,
         "packets_received": None,
         "packets_reason": QUIC_PACKETS_UNCOUNTED,

@@ -119,6 +119,7 @@ def _udp_figures(raw: Any) -> dict[str, Any]:
     return {
         "receive_buffer": t.udp_receive_buffer,
         "send_buffer": t.udp_send_buffer,
+        "gro": t.udp_gro,
         "drops_measured": raw.udp_drops_measured,
         "in_errors": raw.udp_in_errors,
         "rcvbuf_errors": raw.udp_rcvbuf_errors,
