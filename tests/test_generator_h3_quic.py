@@ -38,6 +38,8 @@ class UdpRelay:
         self.target = ("127.0.0.1", target_port)
         self.front = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.front.bind(("127.0.0.1", 0))
+        # room for a GSO burst while this thread is busy (the kernel drops what does not fit)
+        self.front.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
         self.port = self.front.getsockname()[1]
         self.to_server = 0
         self.to_client = 0
@@ -303,3 +305,48 @@ def test_h3_counts_are_exact_with_gro_on_and_forced_off(tmp_path: Path) -> None:
     if not on["quic"]["udp_gro"]:
         pytest.skip("the kernel refused UDP_GRO: only the forced-off half ran")
     assert on["quic"]["datagrams_received"] > on["quic"]["receive_calls"] > 0
+
+
+def _upload_run(url: str, host: str, gso: str, body: Path, tmp_path: Path) -> dict:
+    """`loadbench run --h3` POSTing `body` in a child (LOADBENCH_UDP_GSO is read once per
+    process), its JSON back."""
+    out = tmp_path / f"gso-{gso}.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "loadbench", "run", url, "--h3", "-H", f"Host: {host}"]
+        + ["-m", "POST", "--body-file", str(body), "-n", "10", "-c", "1", "--timeout", "10"]
+        + ["--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, LOADBENCH_UDP_GSO=gso),
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(out.read_text())
+
+
+@needs_h3
+def test_h3_sent_counts_are_exact_with_gso_on_and_forced_off(
+    relayed: tuple[Caddy, UdpRelay], tmp_path: Path
+) -> None:
+    server, relay = relayed
+    body = tmp_path / "body.bin"
+    body.write_bytes(os.urandom(200_000))  # up to ~170 full-size datagrams a request
+    url, host = f"https://127.0.0.1:{relay.port}/", f"127.0.0.1:{server.port}"
+    on = _upload_run(url, host, "1", body, tmp_path)
+    relayed_on = relay.to_server
+    assert on["quic"]["kernel_drops"]["in_errors"] == 0, "the relay fell behind: not a count"
+    off = _upload_run(url, host, "0", body, tmp_path)
+    lines = server.settled_log(20)
+    assert len(lines) == 20 and {line["request"]["method"] for line in lines} == {"POST"}
+    for d in (on, off):
+        assert d["responses"] == 10 and d["status_codes"] == {"200": 10}, d["first_error"]
+        # caddy's `respond` answers without reading the body (then STOP_SENDING): only part
+        # of each body leaves, but more than a few datagrams of it
+        assert d["quic"]["datagrams_sent"] > 10 * 20
+    # The relay (a plain socket: the kernel cuts a GSO batch into its datagrams) saw every
+    # datagram counted, and the one CONNECTION_CLOSE after the last response.
+    assert relayed_on == on["quic"]["datagrams_sent"] + 1
+    assert relay.to_server - relayed_on == off["quic"]["datagrams_sent"] + 1
+    assert off["quic"]["send_calls"] == off["quic"]["datagrams_sent"]
+    # GSO on: the body's full-size datagrams left in batches (fewer sends than datagrams)
+    assert on["quic"]["send_calls"] < on["quic"]["datagrams_sent"]

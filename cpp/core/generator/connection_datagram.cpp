@@ -4,8 +4,9 @@
 // re-armed only when the expiry moves. Receiving uses UDP GRO where the kernel has it: one
 // recvmsg() may return several of the server's datagrams back to back (a sender's GSO batch),
 // cut apart here by the segment size the kernel reports (LOADBENCH_UDP_GRO=0 turns it off).
-// Sending is one datagram per send(): UDP GSO is not used (a client's datagrams are mostly one
-// request or ACK each, seldom a run of full-size ones).
+// Sending gathers a run of equal-size datagrams (a request body, or several requests' worth)
+// into one sendmsg() with UDP_SEGMENT (GSO) where the kernel takes it (LOADBENCH_UDP_GSO=0
+// turns it off); a lone datagram goes with send().
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <sys/socket.h>
@@ -59,6 +60,20 @@ bool enable_gro(int fd) noexcept {
     return false;
 }
 
+// GSO: up to this many datagrams, this many bytes per sendmsg (the kernel's UDP_MAX_SEGMENTS, 64
+// KiB of UDP payload).
+constexpr size_t kGsoSegments = 64;
+constexpr size_t kGsoBytes = 65000;
+std::atomic<bool> gso_refused{false};
+
+bool want_gso() noexcept {
+    static const bool wanted = [] {
+        const char* v = std::getenv("LOADBENCH_UDP_GSO");
+        return v == nullptr || std::strcmp(v, "0") != 0;
+    }();
+    return wanted && !gso_refused.load(std::memory_order_relaxed);
+}
+
 }  // namespace
 
 bool Connection::open_datagram(std::string& why) noexcept {
@@ -81,6 +96,9 @@ bool Connection::open_datagram(std::string& why) noexcept {
     }
     recorder_.udp_buffers(size_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF), size_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF));
     gro_ = enable_gro(fd);
+    gso_ = want_gso();
+    batch_.clear();
+    batch_count_ = 0;
     recorder_.udp_gro(gro_);
     sockaddr_storage local{};
     socklen_t local_len = sizeof local;
@@ -145,28 +163,10 @@ void Connection::on_datagram_io(uint32_t events) {
 
 bool Connection::flush_datagrams() noexcept {
     if (fd_ < 0) return true;
-    while (true) {
-        const std::string_view out = session_->output();
-        if (out.empty()) break;
-        if (announce_open_) {
-            announce_open_ = false;
-            owner_.on_tcp_connected(*this, monotonic_ns());
-        }
-        const int64_t handed_at = plan_.open_loop ? monotonic_ns() : 0;
-        const ssize_t n = ::send(fd_, out.data(), out.size(), 0);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) break;  // the writable edge resumes it
-            const int err = errno;
-            lose(datagram_error_kind(err),
-                 err == ECONNREFUSED
-                     ? std::string("QUIC: connection refused (ICMP port unreachable: nothing listens on that UDP port)")
-                     : std::string("send (UDP): ") + std::strerror(err));
-            return false;
-        }
-        recorder_.datagram_sent(static_cast<size_t>(n), session_->carries_counted(),
-                                handed_at != 0 ? handed_at : monotonic_ns());
-        session_->wrote(static_cast<size_t>(n), handed_at);
+    while (batch_count_ > 0 || gather_datagrams() > 0) {
+        const int sent = send_batch();
+        if (sent < 0) return false;
+        if (sent == 0) break;  // the writable edge resumes it
     }
     if (session_->broken()) {
         lose(state_ == State::Open ? kParse : kConnect, session_->error());
@@ -174,6 +174,98 @@ bool Connection::flush_datagrams() noexcept {
     }
     arm_timer();
     return true;
+}
+
+size_t Connection::gather_datagrams() noexcept {
+    const int64_t handed_at = plan_.open_loop ? monotonic_ns() : 0;
+    const size_t most = gso_ ? kGsoSegments : 1;
+    while (batch_count_ < most) {
+        const std::string_view out = session_->output();
+        if (out.empty()) break;
+        // GSO cuts the buffer into equal segments, the last one possibly shorter: a longer
+        // datagram, or one past 64 KiB, waits for the next batch.
+        if (batch_count_ > 0 && (out.size() > batch_segment_ || batch_.size() + out.size() > kGsoBytes)) break;
+        if (announce_open_) {
+            announce_open_ = false;
+            owner_.on_tcp_connected(*this, monotonic_ns());
+        }
+        if (batch_count_ == 0) batch_segment_ = out.size();
+        batch_.append(out.data(), out.size());  // before wrote(): it frees the session's datagram
+        ++batch_count_;
+        session_->wrote(out.size(), handed_at);
+        if (out.size() < batch_segment_) break;
+    }
+    return batch_count_;
+}
+
+int Connection::send_batch() noexcept {
+    while (true) {
+        ssize_t n;
+        if (batch_count_ > 1) {
+            alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint16_t))] = {};
+            iovec iov{batch_.data(), batch_.size()};
+            msghdr msg{};
+            msg.msg_iov = &iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = control;
+            msg.msg_controllen = sizeof control;
+            cmsghdr* c = CMSG_FIRSTHDR(&msg);
+            c->cmsg_level = SOL_UDP;
+            c->cmsg_type = UDP_SEGMENT;
+            c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+            const auto segment = static_cast<uint16_t>(batch_segment_);
+            std::memcpy(CMSG_DATA(c), &segment, sizeof segment);
+            n = ::sendmsg(fd_, &msg, 0);
+        } else {
+            n = ::send(fd_, batch_.data(), batch_.size(), 0);
+        }
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+            const int err = errno;
+            if (batch_count_ > 1 && (err == EIO || err == EINVAL || err == EOPNOTSUPP || err == ENOPROTOOPT)) {
+                // No GSO on this path (a device without checksum offload: EIO): this batch goes
+                // one datagram at a time, and no batch again in this run.
+                gso_refused.store(true, std::memory_order_relaxed);
+                gso_ = false;
+                return send_singly();
+            }
+            lose(datagram_error_kind(err),
+                 err == ECONNREFUSED
+                     ? std::string("QUIC: connection refused (ICMP port unreachable: nothing listens on that UDP port)")
+                     : std::string("send (UDP): ") + std::strerror(err));
+            return -1;
+        }
+        const int64_t now = monotonic_ns();
+        const bool counted = session_->carries_counted();
+        recorder_.send_call(now);
+        for (size_t at = 0; at < batch_.size(); at += batch_segment_)
+            recorder_.datagram_sent(std::min(batch_segment_, batch_.size() - at), counted, now);
+        batch_.clear();
+        batch_count_ = 0;
+        return 1;
+    }
+}
+
+int Connection::send_singly() noexcept {
+    const std::string batch = std::move(batch_);
+    const size_t segment = batch_segment_;
+    batch_.clear();
+    batch_count_ = 0;
+    for (size_t at = 0; at < batch.size(); at += segment) {
+        batch_.assign(batch, at, segment);
+        batch_segment_ = batch_.size();
+        batch_count_ = 1;
+        // what would block now is lost as on a congested path: QUIC's loss recovery resends it
+        const int sent = send_batch();
+        if (sent < 0) return -1;  // lost (and maybe reopened: nothing here is ours any more)
+        if (sent == 0) {
+            batch_.clear();
+            batch_count_ = 0;
+            return 0;
+        }
+    }
+    return 1;
 }
 
 void Connection::read_datagrams() {

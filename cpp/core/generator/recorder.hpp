@@ -50,6 +50,8 @@ public:
         if (counted) m_.bytes_read += n;
         m_.quic_datagrams_received += plan_.in_window(now);
     }
+    // HTTP/3: one send()/sendmsg() of datagrams (several at once with GSO).
+    void send_call(int64_t now) noexcept { m_.quic_send_calls += plan_.in_window(now); }
     // HTTP/3: one recvmsg() that returned datagrams (several at once with GRO).
     void receive_call(int64_t now) noexcept { m_.quic_receive_calls += plan_.in_window(now); }
     void udp_gro(bool on) noexcept { m_.udp_gro = m_.udp_gro || on; }

@@ -121,8 +121,13 @@ class LatencyHistogram:
 # itself, after the ones LAYOUT places.
 COUNTERS: tuple[str, ...] = tuple(_core.COUNTERS)
 OPEN_LOOP_COUNTERS = ("due", "sends", "late_sends")  # written under "rate", for open-loop runs only
-# written under "quic" (as datagrams_sent, datagrams_received, receive_calls), for HTTP/3 runs only
-QUIC_COUNTERS = ("quic_datagrams_sent", "quic_datagrams_received", "quic_receive_calls")
+# written under "quic" (without the prefix), for HTTP/3 runs only
+QUIC_COUNTERS = (
+    "quic_datagrams_sent",
+    "quic_datagrams_received",
+    "quic_send_calls",
+    "quic_receive_calls",
+)
 # What ngtcp2 0.12 (Debian 12) does not count, said in the "quic" block beside a null.
 QUIC_PACKETS_UNCOUNTED = (
     "ngtcp2 0.12 counts no QUIC packets: a datagram may coalesce several (the handshake's "
@@ -491,6 +496,7 @@ def _quic_block(r: Result) -> dict[str, Any]:
     return {
         "datagrams_sent": r.counters.get("quic_datagrams_sent", 0),
         "datagrams_received": r.counters.get("quic_datagrams_received", 0),
+        "send_calls": r.counters.get("quic_send_calls", 0),
         "receive_calls": r.counters.get("quic_receive_calls", 0),
         "udp_gro": bool(r.udp.get("gro")),
         "packets_sent": None,
