@@ -198,7 +198,13 @@ def test_cli_h3_json_has_the_quic_block(relayed: tuple[Caddy, UdpRelay], tmp_pat
     assert done.returncode == 0, done.stderr
     q = json.loads(out.read_text())["quic"]
     assert q["datagrams_sent"] + 1 == relay.to_server
-    assert f"datagrams sent {q['datagrams_sent']:,}" in done.stdout
+    assert (
+        f"datagrams sent {q['datagrams_sent']:,} in {q['send_calls']:,} send calls" in done.stdout
+    )
+    assert (
+        f"received {q['datagrams_received']:,} in {q['receive_calls']:,} receive calls"
+        in done.stdout
+    )
 
 
 def has_ipv6_loopback() -> bool:

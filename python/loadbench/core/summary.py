@@ -308,7 +308,8 @@ def _quic_lines(r: Any) -> list[str]:
     """HTTP/3: datagrams both ways, the UDP buffers granted and the kernel's receive drops."""
     mib = 1 << 20
     out = [
-        f"  quic          datagrams sent {r.quic_datagrams_sent:,}, received "
+        f"  quic          datagrams sent {r.quic_datagrams_sent:,} in {r.quic_send_calls:,} send calls,"
+        " received "
         f"{r.quic_datagrams_received:,} in {r.quic_receive_calls:,} receive calls"
         f" (GRO {'on' if r.udp.get('gro') else 'off'}); UDP buffers granted: receive "
         f"{r.udp.get('receive_buffer', 0) / mib:.1f} MiB, send {r.udp.get('send_buffer', 0) / mib:.1f} MiB"
