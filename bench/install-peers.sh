@@ -14,7 +14,8 @@
 #                  oha (cargo, crates.io), bombardier (go, Go module proxy); for HTTP/3
 #                  (bench/h3_generator_cost.py) a second oha built with its `http3` feature into
 #                  bench/peers/oha-h3 (cargo install --root; the plain oha has no HTTP/3) and
-#                  gtlsclient, ngtcp2's example client (Debian ngtcp2-client)
+#                  gtlsclient, ngtcp2's example client (Debian ngtcp2-client), and a quic-go
+#                  HTTP/3 client (bench/peers/quic-go-client, go build from the Go module proxy)
 #   measuring    : strace (system calls per response / connection) and perf (linux-perf: the
 #                  generators' CPU profiles) for bench/generator_vs_peers.py
 # Debian's `bombardier` package is an unrelated game: the HTTP tool comes from Go only.
@@ -160,6 +161,21 @@ if [ "$dry_run" = 0 ] && [ ! -x "$go_peer" ]; then
     echo "install-peers: the Go peer needs go (go.dev/dl); skipped - benchmarks report it as n/a"
   fi
 fi
+quicgo_client="$peers/quic-go-client/loadbench-h3-quicgo"
+quicgo_pid=""
+if [ "$dry_run" = 1 ]; then
+  if [ -x "$quicgo_client" ]; then echo "install-peers: quic-go HTTP/3 client present ($quicgo_client)" >&2
+  elif have go; then echo "install-peers: would build the quic-go HTTP/3 client with go (bench/peers/quic-go-client)" >&2
+  else echo "install-peers: the quic-go HTTP/3 client needs go; it would be skipped (n/a in benchmarks)" >&2; fi
+elif [ ! -x "$quicgo_client" ]; then
+  if have go; then
+    echo "install-peers: building the quic-go HTTP/3 client in the background (log: $log_dir/quic-go-client.log)"
+    (cd "$peers/quic-go-client" && GOFLAGS="-p=2" nice -n 19 go build -o loadbench-h3-quicgo .) >"$log_dir/quic-go-client.log" 2>&1 &
+    quicgo_pid=$!
+  else
+    echo "install-peers: the quic-go HTTP/3 client needs go (go.dev/dl); skipped - benchmarks report it as n/a"
+  fi
+fi
 
 # --- Debian packages ------------------------------------------------------------------------
 apt_missing=()
@@ -240,6 +256,9 @@ echo "install-peers: $FALCON_NOTE"
 status=0
 if [ -n "$oha_pid" ]; then
   wait "$oha_pid" || { echo "install-peers: oha build failed, see $log_dir/oha.log"; status=1; }
+fi
+if [ -n "$quicgo_pid" ]; then
+  wait "$quicgo_pid" || { echo "install-peers: quic-go HTTP/3 client build failed, see $log_dir/quic-go-client.log"; status=1; }
 fi
 if [ -n "$oha_h3_pid" ]; then
   wait "$oha_h3_pid" || { echo "install-peers: oha (http3) build failed, see $log_dir/oha-h3.log"; status=1; }

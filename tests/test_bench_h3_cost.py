@@ -35,6 +35,10 @@ def test_h3_cost_smoke_counts_and_marks_missing_anchors(
     assert ours["extra"]["quic"]["datagrams_received"] >= ours["responses"]
     assert ours["cpu_us_per_response"] == pytest.approx(ours["cpu_s"] * 1e6 / ours["responses"])
     assert "no-such-oha" in runs["oha"]["na"]
+    if "na" not in runs["quic-go"]:  # built (bench/install-peers.sh): its own JSON count
+        assert runs["quic-go"]["responses"] > 0 and runs["quic-go"]["errors"] == 0
+    else:
+        assert "bash bench/install-peers.sh" in runs["quic-go"]["na"]
     md = (tmp_path / "h3-generator-cost.md").read_text()
     assert "| h3 | oha | 1 | n/a |" in md
     assert "| h3 | loadbench | 1 | " in md and "| h3 | loadbench | 1 | n/a" not in md

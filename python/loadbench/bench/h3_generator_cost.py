@@ -2,8 +2,8 @@
 each generator, pinned, against the same server - caddy (its one site serves HTTP/1.1 and HTTP/2
 over TLS on TCP and HTTP/3 on the same port over UDP) and, when its --h3 exists,
 loadbench-server. The anchors for HTTP/3 are other clients that speak it: oha built with its
-`http3` feature (bench/install-peers.sh), ngtcp2's example client gtlsclient (Debian
-ngtcp2-client) and h2load for HTTP/1.1 and HTTP/2. Each run's count is the tool's own (its JSON
+`http3` feature (bench/install-peers.sh), a quic-go client (bench/peers/quic-go-client),
+ngtcp2's example client gtlsclient (Debian ngtcp2-client) and h2load for HTTP/1.1 and HTTP/2. Each run's count is the tool's own (its JSON
 or its output); CPU is the generator process's own (os.wait4 rusage: /proc's utime + stime of the
 process and its threads) divided by that count. A tool that is missing, or fails, is n/a in the
 report with the reason - never a number.
@@ -147,10 +147,37 @@ class Gtlsclient(Generator):
         )
 
 
+class QuicGoClient(Generator):
+    """bench/peers/quic-go-client: quic-go's http3 package in a closed loop, -c connections; its
+    counts from the JSON line it prints."""
+
+    def __init__(self, repo: Path) -> None:
+        built = repo / "bench/peers/quic-go-client/loadbench-h3-quicgo"
+        super().__init__("quic-go", str(built) if os.access(built, os.X_OK) else None)
+        self.missing_reason = f"not built at {built} (bash bench/install-peers.sh)"
+
+    def version(self) -> str:
+        return "quic-go http3 (bench/peers/quic-go-client/go.mod)"
+
+    def argv(self, url, connections, duration_s, keepalive, out):
+        return [self.binary, "-c", str(connections), "-d", str(duration_s), url]
+
+    def parse(self, run, out):
+        import json
+
+        data = json.loads(run.stdout.strip().splitlines()[-1])
+        return LoadResult(
+            responses=int(data["responses"]),
+            non_2xx=int(data["non_2xx"]),
+            errors=int(data["errors"]),
+            duration_s=float(data["duration_s"]),
+        )
+
+
 def generators(protocol: str, repo: Path) -> list[Generator]:
     tools: list[Generator] = [LoadbenchProtocol(protocol), OhaProtocol(protocol, repo)]
     if protocol == "h3":
-        tools.append(Gtlsclient())
+        tools += [QuicGoClient(repo), Gtlsclient()]
     else:
         tools.append(H2loadProtocol(protocol))
     return tools
