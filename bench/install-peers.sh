@@ -13,7 +13,11 @@
 #                  and CPython 3.13 with hypercorn in bench/peers/python3.13/.venv when a python3.13
 #                  can be found (PATH or pyenv: Debian 12 packages none)
 #   generators   : wrk, h2load (nghttp2-client), hey, ab (apache2-utils),
-#                  oha (cargo, crates.io), bombardier (go, Go module proxy)
+#                  oha (cargo, crates.io), bombardier (go, Go module proxy); for HTTP/3
+#                  (bench/h3_generator_cost.py) a second oha built with its `http3` feature into
+#                  bench/peers/oha-h3 (cargo install --root; the plain oha has no HTTP/3) and
+#                  gtlsclient, ngtcp2's example client (Debian ngtcp2-client), and a quic-go
+#                  HTTP/3 client (bench/peers/quic-go-client, go build from the Go module proxy)
 #   measuring    : strace (system calls per response / connection) and perf (linux-perf: the
 #                  generators' CPU profiles) for bench/generator_vs_peers.py
 # Debian's `bombardier` package is an unrelated game: the HTTP tool comes from Go only.
@@ -112,6 +116,21 @@ if [ "$dry_run" = 0 ] && ! have oha; then
     echo "install-peers: oha needs cargo (rustup.rs); skipped - benchmarks report it as n/a"
   fi
 fi
+oha_h3="$peers/oha-h3/bin/oha"
+oha_h3_pid=""
+if [ "$dry_run" = 1 ]; then
+  if [ -x "$oha_h3" ]; then echo "install-peers: oha with HTTP/3 present ($oha_h3)" >&2
+  elif have cargo; then echo "install-peers: would build oha --features http3 into $peers/oha-h3" >&2
+  else echo "install-peers: oha with HTTP/3 needs cargo; it would be skipped (n/a in benchmarks)" >&2; fi
+elif [ ! -x "$oha_h3" ]; then
+  if have cargo; then
+    echo "install-peers: building oha with HTTP/3 in the background (log: $log_dir/oha-h3.log)"
+    nice -n 19 cargo install oha --locked --features http3 --root "$peers/oha-h3" -j 2 >"$log_dir/oha-h3.log" 2>&1 &
+    oha_h3_pid=$!
+  else
+    echo "install-peers: oha with HTTP/3 needs cargo (rustup.rs); skipped - benchmarks report it as n/a"
+  fi
+fi
 if [ "$dry_run" = 0 ] && ! have bombardier; then
   if have go; then
     echo "install-peers: building bombardier with go in the background (log: $log_dir/bombardier.log)"
@@ -152,11 +171,16 @@ go_peer_build() {  # go_peer_build LABEL DIR BINARY
 }
 go_peer_build Go go "$go_peer"
 go_peer_build quic-go quicgo "$quicgo_peer"
+# quic-go's HTTP/3 client: an anchor of bench/h3_generator_cost.py, not a server peer.
+quicgo_client="$peers/quic-go-client/loadbench-h3-quicgo"
+go_peer_build "quic-go HTTP/3 client" quic-go-client "$quicgo_client"
 
 # --- Debian packages ------------------------------------------------------------------------
 apt_missing=()
 have wrk || apt_missing+=(wrk)
 have h2load || apt_missing+=(nghttp2-client)
+have gtlsclient || apt_missing+=(ngtcp2-client)
+have caddy || apt_missing+=(caddy)
 have hey || apt_missing+=(hey)
 have ab || apt_missing+=(apache2-utils)
 have nginx || installed nginx-light || installed nginx || apt_missing+=(nginx-light)
@@ -232,6 +256,9 @@ status=0
 if [ -n "$oha_pid" ]; then
   wait "$oha_pid" || { echo "install-peers: oha build failed, see $log_dir/oha.log"; status=1; }
 fi
+if [ -n "$oha_h3_pid" ]; then
+  wait "$oha_h3_pid" || { echo "install-peers: oha (http3) build failed, see $log_dir/oha-h3.log"; status=1; }
+fi
 for job in "${cargo_jobs[@]}"; do
   IFS=: read -r pid label crate <<<"$job"
   wait "$pid" || { echo "install-peers: $label peer build failed, see $log_dir/$crate-peer.log"; status=1; }
@@ -250,6 +277,7 @@ for tool in wrk h2load hey ab oha bombardier nginx node h2o caddy openssl taskse
   [ -z "$path" ] && [ "$tool" = nginx ] && [ -x /usr/sbin/nginx ] && path=/usr/sbin/nginx
   printf '  %-11s %s\n' "$tool" "${path:-n/a (not installed)}"
 done
+printf '  %-11s %s\n' "oha (http3)" "$([ -x "$oha_h3" ] && echo "$oha_h3" || echo "n/a (not installed)")"
 printf '  %-11s %s\n' rust-peer "$([ -x "$rust_peer" ] && echo "$rust_peer" || echo "n/a (not built)")"
 printf '  %-11s %s\n' go-peer "$([ -x "$go_peer" ] && echo "$go_peer" || echo "n/a (not built)")"
 printf '  %-11s %s\n' quicgo-peer "$([ -x "$quicgo_peer" ] && echo "$quicgo_peer" || echo "n/a (not built)")"

@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -35,25 +36,26 @@ needs_h3 = pytest.mark.skipif(
 )
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     """A port free for TCP and UDP both (caddy serves HTTPS on TCP and HTTP/3 on UDP)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
+        with socket.socket(family) as s:
+            s.bind((host, 0))
             port = s.getsockname()[1]
         try:
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-                u.bind(("127.0.0.1", port))
+            with socket.socket(family, socket.SOCK_DGRAM) as u:
+                u.bind((host, port))
             return port
         except OSError:
             continue
     raise RuntimeError("no port free for both TCP and UDP")
 
 
-def udp_bound(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+def udp_bound(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM) as u:
         try:
-            u.bind(("127.0.0.1", port))
+            u.bind((host, port))
         except OSError:
             return True
     return False
@@ -61,13 +63,19 @@ def udp_bound(port: int) -> bool:
 
 class Caddy:
     def __init__(
-        self, folder: Path, backend_port: Optional[int] = None, files: Optional[Path] = None
+        self,
+        folder: Path,
+        backend_port: Optional[int] = None,
+        files: Optional[Path] = None,
+        host: str = "127.0.0.1",
     ) -> None:
         caddy = shutil.which("caddy")
         if caddy is None:
             pytest.skip("caddy not found: apt-get install caddy")
         self.folder = folder
-        self.port = free_port()
+        self.host = host
+        self.authority = f"[{host}]" if ":" in host else host  # as in a URL
+        self.port = free_port(host)
         self.access_log = folder / "access.log"
         proxy = (
             f"\thandle /delay* {{\n\t\treverse_proxy 127.0.0.1:{backend_port}\n\t}}\n"
@@ -82,7 +90,7 @@ class Caddy:
             "{\n\tadmin off\n\tauto_https disable_redirects\n\tskip_install_trust\n"
             f"\thttp_port {free_port()}\n\thttps_port {self.port}\n"
             f"\tstorage file_system {folder / 'data'}\n}}\n"
-            f"https://127.0.0.1:{self.port} {{\n\tbind 127.0.0.1\n\ttls internal\n"
+            f"https://{self.authority}:{self.port} {{\n\tbind {host}\n\ttls internal\n"
             f"\tlog {{\n\t\toutput file {self.access_log}\n\t\tformat json\n\t}}\n"
             f"{proxy}"
             '\thandle {\n\t\trespond "Hello, World!" 200\n\t}\n}\n'
@@ -98,7 +106,9 @@ class Caddy:
             cwd=folder,
         )
         deadline = time.monotonic() + 20
-        while not (udp_bound(self.port) and self._tcp_up()):
+        # ready once a TLS handshake succeeds: caddy issues its internal certificate in the
+        # background after it listens, and answers handshakes before that with an internal-error alert
+        while not (udp_bound(self.port, host) and self._tls_up()):
             if self.proc.poll() is not None:
                 raise RuntimeError(f"caddy exited: {(folder / 'caddy.err').read_text()[-2000:]}")
             if time.monotonic() > deadline:
@@ -106,15 +116,19 @@ class Caddy:
                 raise RuntimeError("caddy did not start listening on TCP and UDP within 20 s")
             time.sleep(0.05)
 
-    def _tcp_up(self) -> bool:
+    def _tls_up(self) -> bool:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                return True
-        except OSError:
+            with socket.create_connection((self.host, self.port), timeout=0.5) as raw:
+                with context.wrap_socket(raw, server_hostname=self.host):
+                    return True
+        except (OSError, ssl.SSLError):
             return False
 
     def url(self, path: str = "/") -> str:
-        return f"https://127.0.0.1:{self.port}{path}"
+        return f"https://{self.authority}:{self.port}{path}"
 
     def log_lines(self) -> list[dict]:
         if not self.access_log.exists():

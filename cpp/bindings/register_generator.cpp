@@ -141,6 +141,9 @@ void register_generator(py::module_& m) {
             .def_readonly("latency_uncorrected_us", &generator::Measurements::latency_uncorrected_us)
             .def_readonly("lateness_us", &generator::Measurements::lateness_us)
             .def_readonly("first_error", &generator::Measurements::first_error)
+            .def_readonly("udp_receive_buffer", &generator::Measurements::udp_receive_buffer)
+            .def_readonly("udp_send_buffer", &generator::Measurements::udp_send_buffer)
+            .def_readonly("udp_gro", &generator::Measurements::udp_gro)
             .def_property_readonly("stages",
                                    [](const generator::Measurements& t) {
                                        py::list stages;  // a load shape's stages, in order: dicts
@@ -198,6 +201,9 @@ void register_generator(py::module_& m) {
         .def_readonly("target_rate", &generator::RunResult::target_rate)
         .def_readonly("max_connections", &generator::RunResult::max_connections)
         .def_readonly("preconnected", &generator::RunResult::preconnected)
+        .def_readonly("udp_drops_measured", &generator::RunResult::udp_drops_measured)
+        .def_readonly("udp_in_errors", &generator::RunResult::udp_in_errors)
+        .def_readonly("udp_rcvbuf_errors", &generator::RunResult::udp_rcvbuf_errors)
         .def_property_readonly("timeline", [](const generator::RunResult& r) { return timeline_columns(r.timeline); });
 
     py::class_<generator::Progress>(m, "Progress", "A run's live counters")

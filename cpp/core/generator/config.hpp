@@ -83,19 +83,23 @@ inline constexpr std::array<const char*, kErrorKinds> kErrorKindNames = {"connec
 // its Python binding (bindings/register_generator.cpp) all come from this list, so a new counter
 // is recorded by the Recorder, declared here, and shown where a reader sees it - nothing else.
 // The order is the order of the Result JSON's keys for the counters it does not place itself.
-#define LOADBENCH_COUNTERS(X)                                                             \
-    X(responses, "responses inside the window")                                           \
-    X(unfinished, "counted requests without a response or an error when the drain ended") \
-    X(bytes_read, "bytes read inside the window")                                         \
-    X(bytes_written, "bytes written inside the window")                                   \
-    X(connections_opened, "connections opened inside the window")                         \
-    X(tls_handshakes, "TLS handshakes completed inside the window")                       \
-    X(tls_resumed, "of those, abbreviated (the session was resumed)")                     \
-    X(reconnects, "connections the server closed (or asked to close) that were reopened") \
-    X(goaways, "HTTP/2 GOAWAY frames received")                                           \
-    X(retried, "HTTP/2 requests the server refused unprocessed, sent again")              \
-    X(due, "open loop: requests due inside the window")                                   \
-    X(sends, "open loop: of those, requests written (each once)")                         \
+#define LOADBENCH_COUNTERS(X)                                                                        \
+    X(responses, "responses inside the window")                                                      \
+    X(unfinished, "counted requests without a response or an error when the drain ended")            \
+    X(bytes_read, "bytes read inside the window")                                                    \
+    X(bytes_written, "bytes written inside the window")                                              \
+    X(connections_opened, "connections opened inside the window")                                    \
+    X(tls_handshakes, "TLS handshakes completed inside the window")                                  \
+    X(tls_resumed, "of those, abbreviated (the session was resumed)")                                \
+    X(reconnects, "connections the server closed (or asked to close) that were reopened")            \
+    X(goaways, "HTTP/2 GOAWAY frames received")                                                      \
+    X(retried, "HTTP/2 requests the server refused unprocessed, sent again")                         \
+    X(quic_datagrams_sent, "HTTP/3: UDP datagrams sent inside the window (all)")                     \
+    X(quic_datagrams_received, "HTTP/3: UDP datagrams received inside the window (all)")             \
+    X(quic_send_calls, "HTTP/3: send/sendmsg calls inside the window (GSO: several datagrams each)") \
+    X(quic_receive_calls, "HTTP/3: recvmsg calls that returned datagrams inside the window")         \
+    X(due, "open loop: requests due inside the window")                                              \
+    X(sends, "open loop: of those, requests written (each once)")                                    \
     X(late_sends, "open loop: sends more than kLateSendNs after their intended time")
 
 // A load shape's stage: its requests (those due in it), whenever their outcome came.
@@ -124,6 +128,11 @@ struct Measurements {
     std::array<uint64_t, kH2ErrorCodes> streams_reset{};
     std::string first_error;                // the first error message seen, for the summary
     std::vector<StageMeasurements> stages;  // a load shape's stages (RunPlan::stage_edges_ns), else empty
+    // HTTP/3: the smallest UDP socket buffers the kernel granted a connection (getsockopt after
+    // asking for kUdpBuffer; 0: no UDP socket was opened). Merged as the minimum.
+    uint64_t udp_receive_buffer = 0;
+    uint64_t udp_send_buffer = 0;
+    bool udp_gro = false;  // HTTP/3: UDP GRO was on for some connection (LOADBENCH_UDP_GRO=0: never)
 
     void add(const Measurements& other);
 };
@@ -141,6 +150,11 @@ struct RunResult {
     double target_rate = 0.0;  // along a load shape: its mean over the window
     int max_connections = 0;
     int preconnected = 0;  // connections open before the start (Engine::preconnect)
+    // HTTP/3: the kernel's UDP receive drops (machine-wide, udp_drops.hpp) from the window's
+    // start until the workers stopped; measured only when /proc/net/snmp could be read both times.
+    bool udp_drops_measured = false;
+    uint64_t udp_in_errors = 0;
+    uint64_t udp_rcvbuf_errors = 0;
 };
 
 struct Progress {

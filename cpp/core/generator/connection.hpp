@@ -97,6 +97,9 @@ private:
     bool open_datagram(std::string& why) noexcept;
     void on_datagram_io(uint32_t events);
     bool flush_datagrams() noexcept;
+    size_t gather_datagrams() noexcept;  // the next batch_ (a GSO run, or one datagram); its count
+    int send_batch() noexcept;           // 1 sent, 0 would block (kept), -1 lost the connection
+    int send_singly() noexcept;          // the batch without GSO, one send() per datagram
     void read_datagrams();
     void arm_timer() noexcept;
     void close_datagram() noexcept;
@@ -126,6 +129,11 @@ private:
     int timer_fd_ = -1;             // datagram sessions: created on first open, kept for the connection's life
     int64_t timer_at_ = INT64_MAX;  // when the timerfd is armed for (INT64_MAX: disarmed)
     bool announce_open_ = false;    // datagram sessions: on_tcp_connected is due with the first packet
+    bool gso_ = false;              // datagram sessions: send runs of equal-size datagrams with UDP GSO
+    std::string batch_;             // datagrams gathered, not yet sent (kept across EAGAIN)
+    size_t batch_count_ = 0;
+    size_t batch_segment_ = 0;  // their size (the last one may be shorter)
+    bool gro_ = false;          // datagram sessions: UDP_GRO is on (recvmsg may return several)
 };
 
 }  // namespace loadbench::generator

@@ -1,13 +1,22 @@
 // Connection over a datagram session (HTTP/3 over QUIC): one connected, non-blocking UDP socket
 // per connection, registered with the worker's event loop like a TCP socket; the session does
 // its own (QUIC) handshake; its timer (ngtcp2_conn_get_expiry) is a timerfd in the same loop,
-// re-armed only when the expiry moves. One datagram per send()/recv() for now: UDP GSO/GRO
-// (sendmsg with UDP_SEGMENT, UDP_GRO) is for later.
+// re-armed only when the expiry moves. Receiving uses UDP GRO where the kernel has it: one
+// recvmsg() may return several of the server's datagrams back to back (a sender's GSO batch),
+// cut apart here by the segment size the kernel reports (LOADBENCH_UDP_GRO=0 turns it off).
+// Sending gathers a run of equal-size datagrams (a request body, or several requests' worth)
+// into one sendmsg() with UDP_SEGMENT (GSO) where the kernel takes it (LOADBENCH_UDP_GSO=0
+// turns it off); a lone datagram goes with send().
+#include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/generator/connection.hpp"
@@ -17,8 +26,53 @@ namespace loadbench::generator {
 namespace {
 
 // Room in the kernel for a burst of the server's datagrams while the worker is busy elsewhere
-// (capped by net.core.rmem_max; the kernel drops what does not fit: RcvbufErrors).
-constexpr int kReceiveBuffer = 4 << 20;
+// (the kernel drops what does not fit: RcvbufErrors), and for a burst of ours on the way out.
+constexpr int kUdpBuffer = 4 << 20;
+
+// SO_RCVBUFFORCE/SO_SNDBUFFORCE go past net.core.rmem_max/wmem_max where the process may
+// (CAP_NET_ADMIN); elsewhere the plain option, which the kernel caps at those limits. Returns
+// what the kernel granted (getsockopt: twice the size asked, the kernel's bookkeeping included).
+uint64_t size_buffer(int fd, int forced, int plain) noexcept {
+    if (::setsockopt(fd, SOL_SOCKET, forced, &kUdpBuffer, sizeof kUdpBuffer) != 0)
+        (void)::setsockopt(fd, SOL_SOCKET, plain, &kUdpBuffer, sizeof kUdpBuffer);
+    int granted = 0;
+    socklen_t len = sizeof granted;
+    return ::getsockopt(fd, SOL_SOCKET, plain, &granted, &len) == 0 && granted > 0 ? static_cast<uint64_t>(granted) : 0;
+}
+
+// UDP GRO unless LOADBENCH_UDP_GRO=0, and unless the kernel refused it once already (a kernel
+// without it answers ENOPROTOOPT; the first refusal stops every later attempt, in any worker).
+std::atomic<bool> gro_refused{false};
+
+bool want_gro() noexcept {
+    static const bool wanted = [] {
+        const char* v = std::getenv("LOADBENCH_UDP_GRO");
+        return v == nullptr || std::strcmp(v, "0") != 0;
+    }();
+    return wanted && !gro_refused.load(std::memory_order_relaxed);
+}
+
+bool enable_gro(int fd) noexcept {
+    if (!want_gro()) return false;
+    const int on = 1;
+    if (::setsockopt(fd, IPPROTO_UDP, UDP_GRO, &on, sizeof on) == 0) return true;
+    gro_refused.store(true, std::memory_order_relaxed);  // ENOPROTOOPT, EINVAL, EOPNOTSUPP: no GRO here
+    return false;
+}
+
+// GSO: up to this many datagrams, this many bytes per sendmsg (the kernel's UDP_MAX_SEGMENTS, 64
+// KiB of UDP payload).
+constexpr size_t kGsoSegments = 64;
+constexpr size_t kGsoBytes = 65000;
+std::atomic<bool> gso_refused{false};
+
+bool want_gso() noexcept {
+    static const bool wanted = [] {
+        const char* v = std::getenv("LOADBENCH_UDP_GSO");
+        return v == nullptr || std::strcmp(v, "0") != 0;
+    }();
+    return wanted && !gso_refused.load(std::memory_order_relaxed);
+}
 
 }  // namespace
 
@@ -40,7 +94,12 @@ bool Connection::open_datagram(std::string& why) noexcept {
         why = std::string("socket: ") + std::strerror(errno);
         return false;
     }
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &kReceiveBuffer, sizeof kReceiveBuffer);
+    recorder_.udp_buffers(size_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF), size_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF));
+    gro_ = enable_gro(fd);
+    gso_ = want_gso();
+    batch_.clear();
+    batch_count_ = 0;
+    recorder_.udp_gro(gro_);
     sockaddr_storage local{};
     socklen_t local_len = sizeof local;
     if (::connect(fd, reinterpret_cast<const sockaddr*>(&plan_.address), plan_.address_len) != 0 ||
@@ -104,27 +163,10 @@ void Connection::on_datagram_io(uint32_t events) {
 
 bool Connection::flush_datagrams() noexcept {
     if (fd_ < 0) return true;
-    while (true) {
-        const std::string_view out = session_->output();
-        if (out.empty()) break;
-        if (announce_open_) {
-            announce_open_ = false;
-            owner_.on_tcp_connected(*this, monotonic_ns());
-        }
-        const int64_t handed_at = plan_.open_loop ? monotonic_ns() : 0;
-        const ssize_t n = ::send(fd_, out.data(), out.size(), 0);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) break;  // the writable edge resumes it
-            const int err = errno;
-            lose(datagram_error_kind(err),
-                 err == ECONNREFUSED
-                     ? std::string("QUIC: connection refused (ICMP port unreachable: nothing listens on that UDP port)")
-                     : std::string("send (UDP): ") + std::strerror(err));
-            return false;
-        }
-        if (session_->carries_counted()) recorder_.bytes_written(static_cast<size_t>(n));
-        session_->wrote(static_cast<size_t>(n), handed_at);
+    while (batch_count_ > 0 || gather_datagrams() > 0) {
+        const int sent = send_batch();
+        if (sent < 0) return false;
+        if (sent == 0) break;  // the writable edge resumes it
     }
     if (session_->broken()) {
         lose(state_ == State::Open ? kParse : kConnect, session_->error());
@@ -134,11 +176,112 @@ bool Connection::flush_datagrams() noexcept {
     return true;
 }
 
+size_t Connection::gather_datagrams() noexcept {
+    const int64_t handed_at = plan_.open_loop ? monotonic_ns() : 0;
+    const size_t most = gso_ ? kGsoSegments : 1;
+    while (batch_count_ < most) {
+        const std::string_view out = session_->output();
+        if (out.empty()) break;
+        // GSO cuts the buffer into equal segments, the last one possibly shorter: a longer
+        // datagram, or one past 64 KiB, waits for the next batch.
+        if (batch_count_ > 0 && (out.size() > batch_segment_ || batch_.size() + out.size() > kGsoBytes)) break;
+        if (announce_open_) {
+            announce_open_ = false;
+            owner_.on_tcp_connected(*this, monotonic_ns());
+        }
+        if (batch_count_ == 0) batch_segment_ = out.size();
+        batch_.append(out.data(), out.size());  // before wrote(): it frees the session's datagram
+        ++batch_count_;
+        session_->wrote(out.size(), handed_at);
+        if (out.size() < batch_segment_) break;
+    }
+    return batch_count_;
+}
+
+int Connection::send_batch() noexcept {
+    while (true) {
+        ssize_t n;
+        if (batch_count_ > 1) {
+            alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint16_t))] = {};
+            iovec iov{batch_.data(), batch_.size()};
+            msghdr msg{};
+            msg.msg_iov = &iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = control;
+            msg.msg_controllen = sizeof control;
+            cmsghdr* c = CMSG_FIRSTHDR(&msg);
+            c->cmsg_level = SOL_UDP;
+            c->cmsg_type = UDP_SEGMENT;
+            c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+            const auto segment = static_cast<uint16_t>(batch_segment_);
+            std::memcpy(CMSG_DATA(c), &segment, sizeof segment);
+            n = ::sendmsg(fd_, &msg, 0);
+        } else {
+            n = ::send(fd_, batch_.data(), batch_.size(), 0);
+        }
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+            const int err = errno;
+            if (batch_count_ > 1 && (err == EIO || err == EINVAL || err == EOPNOTSUPP || err == ENOPROTOOPT)) {
+                // No GSO on this path (a device without checksum offload: EIO): this batch goes
+                // one datagram at a time, and no batch again in this run.
+                gso_refused.store(true, std::memory_order_relaxed);
+                gso_ = false;
+                return send_singly();
+            }
+            lose(datagram_error_kind(err),
+                 err == ECONNREFUSED
+                     ? std::string("QUIC: connection refused (ICMP port unreachable: nothing listens on that UDP port)")
+                     : std::string("send (UDP): ") + std::strerror(err));
+            return -1;
+        }
+        const int64_t now = monotonic_ns();
+        const bool counted = session_->carries_counted();
+        recorder_.send_call(now);
+        for (size_t at = 0; at < batch_.size(); at += batch_segment_)
+            recorder_.datagram_sent(std::min(batch_segment_, batch_.size() - at), counted, now);
+        batch_.clear();
+        batch_count_ = 0;
+        return 1;
+    }
+}
+
+int Connection::send_singly() noexcept {
+    const std::string batch = std::move(batch_);
+    const size_t segment = batch_segment_;
+    batch_.clear();
+    batch_count_ = 0;
+    for (size_t at = 0; at < batch.size(); at += segment) {
+        batch_.assign(batch, at, segment);
+        batch_segment_ = batch_.size();
+        batch_count_ = 1;
+        // what would block now is lost as on a congested path: QUIC's loss recovery resends it
+        const int sent = send_batch();
+        if (sent < 0) return -1;  // lost (and maybe reopened: nothing here is ours any more)
+        if (sent == 0) {
+            batch_.clear();
+            batch_count_ = 0;
+            return 0;
+        }
+    }
+    return 1;
+}
+
 void Connection::read_datagrams() {
     const uint64_t settled_before = settled_;
     int64_t now = 0;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
     while (true) {
-        const ssize_t n = ::recv(fd_, read_buffer_, read_capacity_, 0);
+        iovec iov{read_buffer_, read_capacity_};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        if (gro_) {
+            msg.msg_control = control;
+            msg.msg_controllen = sizeof control;
+        }
+        const ssize_t n = ::recvmsg(fd_, &msg, 0);
         if (n < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
@@ -150,14 +293,29 @@ void Connection::read_datagrams() {
             return;
         }
         now = monotonic_ns();
-        if (session_->carries_counted()) recorder_.bytes_read(static_cast<size_t>(n));
-        if (session_->input(read_buffer_, static_cast<size_t>(n), now) == InputResult::Error) {
-            // The server closing the connection (CONNECTION_CLOSE) with requests in flight is a
-            // read error, as a TCP close is; what the session could not accept is a parse error.
-            lose(state_ != State::Open ? kConnect : session_->broken() ? kParse : kRead, session_->error());
-            return;
+        // GRO: the datagrams are `segment` bytes each, the last one possibly shorter.
+        size_t segment = static_cast<size_t>(n);
+        if (gro_) {
+            for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+                if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+                    int size = 0;
+                    std::memcpy(&size, CMSG_DATA(c), sizeof size);
+                    if (size > 0) segment = static_cast<size_t>(size);
+                }
+            }
         }
-        if (state_ == State::Closed) return;  // a callback of the owner closed it
+        recorder_.receive_call(now);
+        for (size_t at = 0; at < static_cast<size_t>(n); at += segment) {
+            const size_t len = std::min(segment, static_cast<size_t>(n) - at);
+            recorder_.datagram_received(len, session_->carries_counted(), now);
+            if (session_->input(read_buffer_ + at, len, now) == InputResult::Error) {
+                // The server closing the connection (CONNECTION_CLOSE) with requests in flight is a
+                // read error, as a TCP close is; what the session could not accept is a parse error.
+                lose(state_ != State::Open ? kConnect : session_->broken() ? kParse : kRead, session_->error());
+                return;
+            }
+            if (state_ == State::Closed) return;  // a callback of the owner closed it
+        }
     }
     if (now == 0) now = monotonic_ns();
     if (state_ == State::Handshaking && session_->established()) {

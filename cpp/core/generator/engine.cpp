@@ -434,6 +434,15 @@ RunResult Engine::result() {
         r.cpu_s += w->cpu_s();
         timelines.push_back(std::move(w->timeline()));
     }
+    if (plan_.h3) {
+        const UdpDrops& before = workers_.front()->udp_drops_at_window_start();
+        const UdpDrops after = read_udp_drops();
+        r.udp_drops_measured = before.read && after.read;
+        if (r.udp_drops_measured) {
+            r.udp_in_errors = after.in_errors - before.in_errors;
+            r.udp_rcvbuf_errors = after.rcvbuf_errors - before.rcvbuf_errors;
+        }
+    }
     const int64_t intervals = static_cast<int64_t>(std::ceil(r.duration_s / config_.interval_s - 1e-9));
     r.timeline = stats::merge_timeline(timelines, intervals);
     return r;
@@ -452,6 +461,12 @@ void Measurements::add(const Measurements& other) {
     if (first_error.empty()) first_error = other.first_error;
     if (stages.size() < other.stages.size()) stages.resize(other.stages.size());
     for (size_t i = 0; i < other.stages.size(); ++i) stages[i].add(other.stages[i]);
+    const auto smallest = [](uint64_t& mine, uint64_t theirs) {
+        if (theirs != 0 && (mine == 0 || theirs < mine)) mine = theirs;
+    };
+    smallest(udp_receive_buffer, other.udp_receive_buffer);
+    smallest(udp_send_buffer, other.udp_send_buffer);
+    udp_gro = udp_gro || other.udp_gro;
 }
 
 void StageMeasurements::add(const StageMeasurements& other) {

@@ -39,6 +39,28 @@ public:
 
     void bytes_read(size_t n) noexcept { m_.bytes_read += n; }
     void bytes_written(size_t n) noexcept { m_.bytes_written += n; }
+    // HTTP/3: one UDP datagram of n bytes. Its bytes count as TCP's do (while the connection
+    // carries a counted request); the datagram itself whenever it passes inside the window -
+    // the handshake's, and the ACKs that follow a response, are datagrams of the run too.
+    void datagram_sent(size_t n, bool counted, int64_t now) noexcept {
+        if (counted) m_.bytes_written += n;
+        m_.quic_datagrams_sent += plan_.in_window(now);
+    }
+    void datagram_received(size_t n, bool counted, int64_t now) noexcept {
+        if (counted) m_.bytes_read += n;
+        m_.quic_datagrams_received += plan_.in_window(now);
+    }
+    // HTTP/3: one send()/sendmsg() of datagrams (several at once with GSO).
+    void send_call(int64_t now) noexcept { m_.quic_send_calls += plan_.in_window(now); }
+    // HTTP/3: one recvmsg() that returned datagrams (several at once with GRO).
+    void receive_call(int64_t now) noexcept { m_.quic_receive_calls += plan_.in_window(now); }
+    void udp_gro(bool on) noexcept { m_.udp_gro = m_.udp_gro || on; }
+    // HTTP/3: the UDP socket buffers a connection was granted (the run keeps the smallest).
+    void udp_buffers(uint64_t receive, uint64_t send) noexcept {
+        if (receive != 0 && (m_.udp_receive_buffer == 0 || receive < m_.udp_receive_buffer))
+            m_.udp_receive_buffer = receive;
+        if (send != 0 && (m_.udp_send_buffer == 0 || send < m_.udp_send_buffer)) m_.udp_send_buffer = send;
+    }
     void connection_opened(bool counted) noexcept { m_.connections_opened += counted; }
     void tls_handshake(bool counted, bool resumed) noexcept {
         m_.tls_handshakes += counted;

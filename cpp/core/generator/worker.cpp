@@ -93,6 +93,7 @@ void Worker::run(std::atomic<int>& ready_count) {
         if (!in_window && now >= plan_.window_start_ns) {
             in_window = true;
             cpu_at_window_start = thread_cpu_s();
+            if (plan_.h3 && index_ == 0) udp_at_window_start_ = read_udp_drops();
         }
         if (plan_.stop.load(std::memory_order_relaxed)) break;
         if (now >= next_housekeeping || now >= drain_end) {

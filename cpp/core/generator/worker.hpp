@@ -15,6 +15,7 @@
 #include "core/generator/event_loop.hpp"
 #include "core/generator/plan.hpp"
 #include "core/generator/recorder.hpp"
+#include "core/generator/udp_drops.hpp"
 #include "core/generator/scheduler.hpp"
 
 namespace loadbench::generator {
@@ -34,6 +35,8 @@ public:
     Measurements& measurements() noexcept { return recorder_.measurements(); }
     std::vector<stats::IntervalSnapshot>& timeline() noexcept { return recorder_.timeline(); }
     double cpu_s() const noexcept { return cpu_s_; }
+    // HTTP/3, the first worker only: the kernel's UDP drop counters when its window opened.
+    const UdpDrops& udp_drops_at_window_start() const noexcept { return udp_at_window_start_; }
     int64_t last_outcome_ns() const noexcept { return recorder_.last_outcome_ns(); }
     const std::string& setup_error() const noexcept { return setup_error_; }
     const Recorder::Live& live() const noexcept { return recorder_.live(); }
@@ -98,6 +101,7 @@ private:
     int64_t counted_in_flight_ = 0;  // counted requests held by sessions
     int active_ = INT32_MAX;         // closed loop: connections with slot < active_ send (a connections schedule)
     double cpu_s_ = 0.0;
+    UdpDrops udp_at_window_start_;
     std::string setup_error_;
 };
 

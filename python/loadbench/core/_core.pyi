@@ -171,6 +171,9 @@ class Measurements:
     status_codes: dict[int, int]
     errors: dict[str, int]
     streams_reset: dict[str, int]  # HTTP/2 RST_STREAM error code name -> count
+    udp_receive_buffer: int  # HTTP/3: smallest SO_RCVBUF granted a connection (0: no UDP socket)
+    udp_send_buffer: int
+    udp_gro: bool  # HTTP/3: UDP GRO was on (LOADBENCH_UDP_GRO=0 turns it off)
     def __getattr__(self, counter: str) -> int: ...  # every name of COUNTERS
 
 class RunResult:
@@ -185,6 +188,9 @@ class RunResult:
     target_rate: float
     max_connections: int
     preconnected: int
+    udp_drops_measured: bool  # HTTP/3: /proc/net/snmp read at the window's start and end
+    udp_in_errors: int  # machine-wide UDP receive drops meanwhile (v4 + v6)
+    udp_rcvbuf_errors: int
     timeline: dict[str, Any]  # numpy columns + each interval's sparse histogram
 
 class Progress:

@@ -121,6 +121,27 @@ class LatencyHistogram:
 # itself, after the ones LAYOUT places.
 COUNTERS: tuple[str, ...] = tuple(_core.COUNTERS)
 OPEN_LOOP_COUNTERS = ("due", "sends", "late_sends")  # written under "rate", for open-loop runs only
+# written under "quic" (without the prefix), for HTTP/3 runs only
+QUIC_COUNTERS = (
+    "quic_datagrams_sent",
+    "quic_datagrams_received",
+    "quic_send_calls",
+    "quic_receive_calls",
+)
+# What ngtcp2 0.12 (Debian 12) does not count, said in the "quic" block beside a null.
+QUIC_PACKETS_UNCOUNTED = (
+    "ngtcp2 0.12 counts no QUIC packets: a datagram may coalesce several (the handshake's "
+    "Initial and Handshake packets), so only datagrams are counted"
+)
+QUIC_LOSS_UNCOUNTED = (
+    "ngtcp2 0.12 exposes no per-connection count of lost or retransmitted packets "
+    "(ngtcp2_conn_stat has none); what the kernel dropped on receive is in kernel_drops"
+)
+QUIC_ZERO_RTT_UNUSED = "0-RTT is not attempted: the generator has no QUIC session resumption yet"
+UDP_DROPS_SCOPE = (
+    "machine-wide /proc/net/snmp Udp and /proc/net/snmp6 Udp6 counters, from the window's start "
+    "until the generator stopped: other UDP receivers on the machine count too"
+)
 
 
 @dataclass
@@ -158,6 +179,10 @@ class Result:
     # corrected latency, for the requests due in it (core/schedule.py, stage_blocks); along a
     # config["connections_schedule"], its connections and what the requests started in it met.
     stages: list[dict[str, Any]] = field(default_factory=list)
+    # HTTP/3: the smallest UDP socket buffers a connection was granted (receive_buffer,
+    # send_buffer, bytes), whether UDP GRO was on (gro) and the kernel's UDP receive drops (drops_measured, in_errors,
+    # rcvbuf_errors); written into the "quic" block with the QUIC counters.
+    udp: dict[str, Any] = field(default_factory=dict)
     # Blocks other parts attach (e.g. "server" from the sampler); written into to_dict() as-is.
     extras: dict[str, Any] = field(default_factory=dict)
 
@@ -275,6 +300,8 @@ class Result:
         for key, kind, source in LAYOUT:
             if kind == OPEN_LOOP and not self.open_loop:
                 continue
+            if kind == HTTP3 and self.config.get("protocol") != "h3":
+                continue
             if kind == SCHEDULED and not (
                 schedule_of(self.config) or connections_schedule_of(self.config)
             ):
@@ -284,7 +311,9 @@ class Result:
                     {
                         name: self.counters.get(name, 0)
                         for name in COUNTERS
-                        if name not in PLACED_COUNTERS and name not in OPEN_LOOP_COUNTERS
+                        if name not in PLACED_COUNTERS
+                        and name not in OPEN_LOOP_COUNTERS
+                        and name not in QUIC_COUNTERS
                     }
                 )
                 continue
@@ -315,10 +344,27 @@ class Result:
         timeline = d.get("timeline", [])
         rate = d.get("rate") or {}
         gen = d.get("generator", {})
+        quic = d.get("quic") or {}
         counters = {
-            name: int(d.get(name, 0)) for name in COUNTERS if name not in OPEN_LOOP_COUNTERS
+            name: int(d.get(name, 0))
+            for name in COUNTERS
+            if name not in OPEN_LOOP_COUNTERS and name not in QUIC_COUNTERS
         }
         counters.update({name: int(rate.get(name, 0)) for name in OPEN_LOOP_COUNTERS})
+        counters.update({name: int(quic.get(name[len("quic_") :], 0)) for name in QUIC_COUNTERS})
+        drops = quic.get("kernel_drops") or {}
+        udp = (
+            {
+                "receive_buffer": int(quic.get("udp_receive_buffer", 0)),
+                "send_buffer": int(quic.get("udp_send_buffer", 0)),
+                "gro": bool(quic.get("udp_gro")),
+                "drops_measured": drops.get("in_errors") is not None,
+                "in_errors": int(drops.get("in_errors") or 0),
+                "rcvbuf_errors": int(drops.get("rcvbuf_errors") or 0),
+            }
+            if quic
+            else {}
+        )
 
         def hist(key: str) -> Optional[LatencyHistogram]:
             block = d.get(key)
@@ -352,6 +398,7 @@ class Result:
             latency_uncorrected=hist("histogram_uncorrected"),
             lateness=hist("histogram_lateness"),
             stages=list(d.get("stages") or []),
+            udp=udp,
             extras={k: v for k, v in d.items() if k not in KNOWN_KEYS},
         )
 
@@ -441,6 +488,34 @@ class Result:
 # order; from_dict() reads the stored figures back and keeps every other key as an extra.
 ALWAYS, OPEN_LOOP, COUNTERS_HERE = "always", "open loop", "counters"
 SCHEDULED = "load shape"  # written for runs along a rate or connections schedule only
+HTTP3 = "h3"  # written for HTTP/3 runs only
+
+
+def _quic_block(r: Result) -> dict[str, Any]:
+    measured = bool(r.udp.get("drops_measured"))
+    return {
+        "datagrams_sent": r.counters.get("quic_datagrams_sent", 0),
+        "datagrams_received": r.counters.get("quic_datagrams_received", 0),
+        "send_calls": r.counters.get("quic_send_calls", 0),
+        "receive_calls": r.counters.get("quic_receive_calls", 0),
+        "udp_gro": bool(r.udp.get("gro")),
+        "packets_sent": None,
+        "packets_received": None,
+        "packets_reason": QUIC_PACKETS_UNCOUNTED,
+        "lost": None,
+        "retransmitted": None,
+        "loss_reason": QUIC_LOSS_UNCOUNTED,
+        "handshakes": r.counters.get("tls_handshakes", 0),
+        "zero_rtt": None,
+        "zero_rtt_reason": QUIC_ZERO_RTT_UNUSED,
+        "udp_receive_buffer": int(r.udp.get("receive_buffer", 0)),
+        "udp_send_buffer": int(r.udp.get("send_buffer", 0)),
+        "kernel_drops": {
+            "in_errors": int(r.udp.get("in_errors", 0)) if measured else None,
+            "rcvbuf_errors": int(r.udp.get("rcvbuf_errors", 0)) if measured else None,
+            "scope": UDP_DROPS_SCOPE if measured else "not measured: /proc/net/snmp unreadable",
+        },
+    }
 
 
 def _counter(name: str) -> Callable[[Result], int]:
@@ -485,6 +560,7 @@ LAYOUT: list[tuple[str, str, Callable[[Result], Any]]] = [
     ("retried", ALWAYS, _counter("retried")),
     ("", COUNTERS_HERE, lambda r: None),  # a counter LAYOUT does not name yet
     ("streams_reset", ALWAYS, lambda r: dict(r.streams_reset)),
+    ("quic", HTTP3, _quic_block),
     ("interrupted", ALWAYS, lambda r: r.interrupted),
     (
         "generator",

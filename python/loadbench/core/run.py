@@ -110,7 +110,20 @@ class RunningLoad:
             latency_uncorrected=_histogram(t.latency_uncorrected_us) if raw.open_loop else None,
             lateness=_histogram(t.lateness_us) if raw.open_loop else None,
             stages=stages,
+            udp=_udp_figures(raw) if self.config.get("protocol") == "h3" else {},
         )
+
+
+def _udp_figures(raw: Any) -> dict[str, Any]:
+    t = raw.totals
+    return {
+        "receive_buffer": t.udp_receive_buffer,
+        "send_buffer": t.udp_send_buffer,
+        "gro": t.udp_gro,
+        "drops_measured": raw.udp_drops_measured,
+        "in_errors": raw.udp_in_errors,
+        "rcvbuf_errors": raw.udp_rcvbuf_errors,
+    }
 
 
 def start(url: str, **options: Any) -> RunningLoad:

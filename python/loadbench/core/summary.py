@@ -137,6 +137,8 @@ def summary_lines(r: Any) -> list[str]:
     if uses_lean_exchange(r.config):
         conn += "; " + tcp_exchange_text(r.config)
     lines.append(f"  connections   {conn}")
+    if r.config.get("protocol") == "h3" and r.udp:
+        lines.extend(_quic_lines(r))
     if r.goaways or r.retried or r.streams_reset:
         resets = ", ".join(f"{name} {n:,}" for name, n in sorted(r.streams_reset.items())) or "none"
         lines.append(
@@ -300,3 +302,25 @@ def saturation_warning(r) -> Optional[str]:
         f"{threads}): these figures may be its limit, not the server's; give it more threads "
         "and cores (-t N --cpus LIST)"
     )
+
+
+def _quic_lines(r: Any) -> list[str]:
+    """HTTP/3: datagrams both ways, the UDP buffers granted and the kernel's receive drops."""
+    mib = 1 << 20
+    out = [
+        f"  quic          datagrams sent {r.quic_datagrams_sent:,} in {r.quic_send_calls:,} send calls,"
+        " received "
+        f"{r.quic_datagrams_received:,} in {r.quic_receive_calls:,} receive calls"
+        f" (GRO {'on' if r.udp.get('gro') else 'off'}); UDP buffers granted: receive "
+        f"{r.udp.get('receive_buffer', 0) / mib:.1f} MiB, send {r.udp.get('send_buffer', 0) / mib:.1f} MiB"
+    ]
+    if not r.udp.get("drops_measured"):
+        out.append("                kernel UDP drops not measured (/proc/net/snmp unreadable)")
+    elif r.udp.get("in_errors"):
+        full = r.udp.get("rcvbuf_errors", 0)
+        out.append(
+            f"                the kernel dropped {r.udp['in_errors']:,} UDP datagrams"
+            f" ({full:,} of them: receive buffer full) - machine-wide counters, other UDP"
+            " receivers included"
+        )
+    return out
