@@ -35,12 +35,22 @@ def test_h3_cost_smoke_counts_and_marks_missing_anchors(
     assert ours["extra"]["quic"]["datagrams_received"] >= ours["responses"]
     assert ours["cpu_us_per_response"] == pytest.approx(ours["cpu_s"] * 1e6 / ours["responses"])
     assert "no-such-oha" in runs["oha"]["na"]
+    md = (tmp_path / "h3-generator-cost.md").read_text()
     if "na" not in runs["quic-go"]:  # built (bench/install-peers.sh): its own JSON count
         assert runs["quic-go"]["responses"] > 0 and runs["quic-go"]["errors"] == 0
     else:
         assert "bash bench/install-peers.sh" in runs["quic-go"]["na"]
-    md = (tmp_path / "h3-generator-cost.md").read_text()
     assert "| h3 | oha | 1 | n/a |" in md
+    anchors = {
+        k: r["cpu_us_per_response"] for k, r in runs.items() if k != "loadbench" and "na" not in r
+    }
+    if anchors:  # loadbench over the cheapest anchor of the cell, as the report states it
+        best = min(anchors, key=anchors.get)
+        ratio = ours["cpu_us_per_response"] / anchors[best]
+        assert f"- h3, c=1: loadbench {ours['cpu_us_per_response']:.2f} us vs {best}" in md
+        assert f"({ratio:.2f}x)" in md
+    else:
+        assert "- h3, c=1:" not in md
     assert "| h3 | loadbench | 1 | " in md and "| h3 | loadbench | 1 | n/a" not in md
     # the report is rewritten from the JSONL alone
     (tmp_path / "h3-generator-cost.md").unlink()

@@ -295,13 +295,22 @@ def report(records: list[dict], env: dict, command: str, settings: dict) -> str:
     for r in records:
         cells.setdefault((r["protocol"], r["generator"], r["connections"]), []).append(r)
     rows = []
+    medians: dict[tuple, float] = {}  # (protocol, connections) -> {generator: median}
     for (protocol, name, conns), runs in sorted(cells.items()):
         ok = [r for r in runs if "na" not in r]
         s = summarize(r["cpu_us_per_response"] for r in ok)
         if s is None:
-            rows.append([protocol, name, conns, "n/a", "", "", runs[-1].get("na", "")])
+            rows.append([protocol, name, conns, "n/a", "", "", "", runs[-1].get("na", "")])
             continue
+        medians.setdefault((protocol, conns), {})[name] = s.median
         rps = summarize(r["rps"] for r in ok)
+        # loadbench's own figure for the measured window alone (its process start, imports and
+        # environment probes left out): the part that grows with responses.
+        window = summarize(
+            r["extra"]["self_cpu_us_per_req"]
+            for r in ok
+            if (r.get("extra") or {}).get("self_cpu_us_per_req") is not None
+        )
         rows.append(
             [
                 protocol,
@@ -309,6 +318,7 @@ def report(records: list[dict], env: dict, command: str, settings: dict) -> str:
                 conns,
                 f"{s.median:.2f}",
                 f"{s.low:.2f}-{s.high:.2f} ({s.count})",
+                f"{window.median:.2f}" if window else "",
                 f"{rps.median:,.0f}",
                 "",
             ]
@@ -316,7 +326,11 @@ def report(records: list[dict], env: dict, command: str, settings: dict) -> str:
     lines += [
         "## CPU per response (generator process, user + system)",
         "",
-        "Median of the repeats; the range is the lowest and highest repeat. n/a: the reason.",
+        "Median of the repeats; the range is the lowest and highest repeat. The whole process "
+        "counts for every tool, its start-up included (loadbench's is a Python start plus the "
+        "environment probes, about half a second, which is most of its cost when a slow server "
+        "gives few responses at 1 connection); loadbench's figure for the measured window alone "
+        "is the 'window only' column. n/a: the reason.",
         "",
         table(
             [
@@ -325,13 +339,29 @@ def report(records: list[dict], env: dict, command: str, settings: dict) -> str:
                 "Connections",
                 "CPU us/response",
                 "Range (runs)",
+                "window only",
                 "req/s",
                 "n/a because",
             ],
             rows,
         ),
         "",
+        "## loadbench against the cheapest anchor",
+        "",
+        "Per protocol and connection count: loadbench's median over the lowest median of the "
+        "other generators measured in the same cell (below 1.00x: loadbench is cheaper).",
+        "",
     ]
+    for (protocol, conns), by_tool in sorted(medians.items()):
+        anchors = {k: v for k, v in by_tool.items() if k != "loadbench"}
+        if "loadbench" not in by_tool or not anchors:
+            continue
+        best = min(anchors, key=anchors.get)
+        ours = by_tool["loadbench"]
+        lines.append(
+            f"- {protocol}, c={conns}: loadbench {ours:.2f} us vs {best} {anchors[best]:.2f} us "
+            f"({ours / anchors[best]:.2f}x)"
+        )
     return "\n".join(lines) + "\n"
 
 
