@@ -45,6 +45,7 @@ def _expected(model, source):
         "peak_ratio": lambda: analysis.figure_ratio(peak(a[0]), peak(a[1])),
         "rss_ratio": lambda: analysis.figure_ratio(rss(a[0]), rss(a[1])),
         "h2_h1": lambda: analysis.figure_ratio(peak(a[0], a[2]), peak(a[0], a[1])),
+        "h3_h2": lambda: analysis.figure_ratio(peak(a[0], "h3"), peak(a[0], "h2")),
         "cells": lambda: float(len(model.common())),
         "bounded_cells": lambda: float(len(model.bounded(*a))),
         "average_bounded": lambda: float(model.average(a[0]).bounded),
