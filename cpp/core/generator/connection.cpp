@@ -52,7 +52,7 @@ Connection::Connection(const RunPlan& plan, EventLoop& loop, Recorder& recorder,
 
 Connection::~Connection() {
     close();
-    if (timer_fd_ >= 0) ::close(timer_fd_);
+    if (timer_ >= 0) loop_.remove_timer(timer_);
 }
 
 bool Connection::open(std::string& why) noexcept {

@@ -41,7 +41,7 @@ protected:
     ~ConnectionEvents() = default;
 };
 
-class Connection final : public IoHandler, private SessionEvents {
+class Connection final : public IoHandler, private TimerHandler, private SessionEvents {
 public:
     enum class State : uint8_t { Closed, Connecting, Handshaking, Open };
 
@@ -69,7 +69,7 @@ public:
 
     void on_io(uint32_t events) override;
     // Datagram sessions (HTTP/3): when the session's QUIC timer fired (connection_datagram.cpp).
-    void on_timer() noexcept;
+    void on_timer(int64_t now) noexcept override;
 
     // The owner's bookkeeping, kept here so it needs no side tables.
     int64_t retry_at_ns = 0;       // > 0: reconnect (closed loop: start a request) at this time
@@ -93,7 +93,7 @@ private:
     void quick_acks_again() noexcept;
     std::string io_error(const char* what) const;
     // Datagram sessions (HTTP/3 over QUIC, connection_datagram.cpp): a connected UDP socket, the
-    // session's own handshake, and its timer as a timerfd in the same event loop.
+    // session's own handshake, and its timer in the same event loop.
     bool open_datagram(std::string& why) noexcept;
     void on_datagram_io(uint32_t events);
     bool flush_datagrams() noexcept;
@@ -104,12 +104,6 @@ private:
     void arm_timer() noexcept;
     void close_datagram() noexcept;
     ErrorKind datagram_error_kind(int err) const noexcept;
-
-    struct TimerHandler final : IoHandler {
-        explicit TimerHandler(Connection& c) : connection(c) {}
-        void on_io(uint32_t) override { connection.on_timer(); }
-        Connection& connection;
-    };
 
     const RunPlan& plan_;
     EventLoop& loop_;
@@ -125,9 +119,7 @@ private:
     bool peer_closed_ = false;
     bool delaying_acks_ = false;  // ack_with_request: quick-ACK mode still off (see quick_acks_again)
     uint64_t settled_ = 0;        // requests the session settled (answered, refused, failed): slots freed
-    TimerHandler timer_handler_{*this};
-    int timer_fd_ = -1;             // datagram sessions: created on first open, kept for the connection's life
-    int64_t timer_at_ = INT64_MAX;  // when the timerfd is armed for (INT64_MAX: disarmed)
+    int timer_ = -1;                // datagram sessions: the loop's timer, from the first open for the connection's life
     bool announce_open_ = false;    // datagram sessions: on_tcp_connected is due with the first packet
     bool gso_ = false;              // datagram sessions: send runs of equal-size datagrams with UDP GSO
     std::string batch_;             // datagrams gathered, not yet sent (kept across EAGAIN)

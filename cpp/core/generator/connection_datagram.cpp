@@ -1,7 +1,7 @@
 // Connection over a datagram session (HTTP/3 over QUIC): one connected, non-blocking UDP socket
 // per connection, registered with the worker's event loop like a TCP socket; the session does
-// its own (QUIC) handshake; its timer (ngtcp2_conn_get_expiry) is a timerfd in the same loop,
-// re-armed only when the expiry moves. Receiving uses UDP GRO where the kernel has it: one
+// its own (QUIC) handshake; its timer (ngtcp2_conn_get_expiry) is one of the event loop's timers,
+// armed again only when the expiry moves earlier. Receiving uses UDP GRO where the kernel has it: one
 // recvmsg() may return several of the server's datagrams back to back (a sender's GSO batch),
 // cut apart here by the segment size the kernel reports (LOADBENCH_UDP_GRO=0 turns it off).
 // Sending gathers a run of equal-size datagrams (a request body, or several requests' worth)
@@ -10,7 +10,6 @@
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -77,18 +76,7 @@ bool want_gso() noexcept {
 }  // namespace
 
 bool Connection::open_datagram(std::string& why) noexcept {
-    if (timer_fd_ < 0) {
-        timer_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-        if (timer_fd_ < 0) {
-            why = std::string("timerfd_create: ") + std::strerror(errno);
-            return false;
-        }
-        if (!loop_.watch(timer_fd_, timer_handler_, why)) {
-            ::close(timer_fd_);
-            timer_fd_ = -1;
-            return false;
-        }
-    }
+    if (timer_ < 0) timer_ = loop_.add_timer(static_cast<TimerHandler&>(*this));
     const int fd = ::socket(plan_.address.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         why = std::string("socket: ") + std::strerror(errno);
@@ -132,11 +120,7 @@ void Connection::close_datagram() noexcept {
     // CONNECTION_CLOSE, so the server frees the connection now rather than at its idle timeout.
     const std::string_view bye = session_->farewell(monotonic_ns());
     if (!bye.empty()) (void)::send(fd_, bye.data(), bye.size(), MSG_DONTWAIT);
-    if (timer_at_ != INT64_MAX) {
-        const itimerspec off{};
-        ::timerfd_settime(timer_fd_, 0, &off, nullptr);
-        timer_at_ = INT64_MAX;
-    }
+    loop_.arm(timer_, INT64_MAX);
 }
 
 ErrorKind Connection::datagram_error_kind(int err) const noexcept {
@@ -335,28 +319,17 @@ void Connection::read_datagrams() {
 
 void Connection::arm_timer() noexcept {
     const int64_t at = fd_ >= 0 ? session_->expiry_ns() : INT64_MAX;
-    // Re-armed only when the expiry moves earlier. ngtcp2 moves it with nearly every packet
-    // (ACK delay, loss detection, idle), mostly later, and a timerfd_settime per datagram was
-    // 40 % of the generator's CPU at HTTP/3 (perf, against caddy): a timer armed too early
-    // fires once, on_timer sees the expiry still ahead and re-arms it there.
-    if (at >= timer_at_) return;
-    timer_at_ = at;
-    itimerspec when{};
-    if (at != INT64_MAX) {
-        const int64_t t = at > 0 ? at : 1;  // absolute CLOCK_MONOTONIC (0 would disarm)
-        when.it_value.tv_sec = t / 1'000'000'000;
-        when.it_value.tv_nsec = t % 1'000'000'000;
-    }
-    ::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &when, nullptr);
+    // Armed again only when the expiry moves earlier: ngtcp2 moves it with nearly every packet
+    // (ACK delay, loss detection, idle), mostly later, and each later arming would leave one more
+    // stale entry in the loop's heap. A timer that fires early finds the expiry still ahead in
+    // on_timer and is armed there.
+    if (at >= loop_.armed_at(timer_)) return;
+    loop_.arm(timer_, at);
 }
 
-void Connection::on_timer() noexcept {
-    uint64_t ticks = 0;
-    (void)!::read(timer_fd_, &ticks, sizeof ticks);
-    timer_at_ = INT64_MAX;  // fired (re-armed below from the new expiry)
+void Connection::on_timer(int64_t now) noexcept {
     if (fd_ < 0 || state_ == State::Closed) return;
-    const int64_t now = monotonic_ns();
-    if (session_->expiry_ns() > now) {  // a stale edge: the expiry moved later meanwhile
+    if (session_->expiry_ns() > now) {  // fired early: the expiry moved later meanwhile
         arm_timer();
         return;
     }
