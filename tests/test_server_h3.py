@@ -7,6 +7,7 @@ CONNECTION_CLOSE H3_NO_ERROR). Skips cleanly when the build has no HTTP/3 (ngtcp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.client
 import json
 import signal
@@ -14,6 +15,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import time
 from typing import Iterator, Optional
 
 import pytest
@@ -440,3 +442,48 @@ def test_late_request_headers_reset_the_stream_not_the_connection() -> None:
         assert after.status == 200  # the same connection goes on
         stopped = s.stop()
     assert stopped["h3"]["connections"] == 1 and stopped["h3"]["requests"] == 1
+
+
+def test_idle_connections_close_each_at_its_own_idle_timeout() -> None:
+    # Three connections, opened 0.5 s apart and then left idle, against a 2 s idle timeout: each
+    # is closed by the server's own timer (QUIC's idle close is silent: no client sends anything
+    # more). A worker's connection timers are one heap behind one Asio timer: the three entries
+    # surface in turn, so the open count steps down, not all at once with the last.
+    idle_s = 2.0
+
+    async def main(server: _core.Server) -> tuple[list[int], list[int]]:
+        config = client_config()
+        config.idle_timeout = 60.0  # the server's 2 s is the smaller, so it governs both sides
+        opened: list[int] = []
+        async with contextlib.AsyncExitStack() as stack:
+            for i in range(3):
+                if i:
+                    await asyncio.sleep(0.5)
+                client = await stack.enter_async_context(
+                    connect(
+                        "127.0.0.1",
+                        server.https_port,
+                        configuration=config,
+                        create_protocol=H3Client,
+                    )
+                )
+                assert (await client.request("GET", "/json")).status == 200
+                opened.append(server.counters()["connections_open"])
+            seen = [server.counters()["connections_open"]]
+            deadline = time.monotonic() + 5 * idle_s
+            while seen[-1] > 0 and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+                now_open = server.counters()["connections_open"]
+                if now_open != seen[-1]:
+                    seen.append(now_open)
+            return opened, seen
+
+    with _core.Server(
+        http=False, tls=True, tls_port=free_port(), h3=True, idle_timeout_ms=int(idle_s * 1000)
+    ) as server:
+        opened, seen = asyncio.run(main(server))
+        assert opened == [1, 2, 3], opened
+        assert seen[0] == 3 and seen[-1] == 0, f"not all closed within {5 * idle_s} s: {seen}"
+        assert seen == sorted(seen, reverse=True) and len(seen) > 2, seen
+        c = server.counters()
+    assert c["h3"]["connections"] == 3 and c["h3"]["requests"] == 3, c

@@ -25,7 +25,7 @@ Http3Endpoint::Http3Endpoint(asio::io_context& io, udp::socket socket, HandlerCo
 Http3Endpoint::~Http3Endpoint() {
     // Sessions unregister their ids as they go: clear the routes first.
     by_id_.clear();
-    for (auto& [raw, session] : sessions_) session.reset();
+    for (auto& [raw, c] : sessions_) c.session.reset();
 }
 
 void Http3Endpoint::start() { receive_next(); }
@@ -46,6 +46,7 @@ bool Http3Endpoint::send(const sockaddr* to, socklen_t to_len, const std::uint8_
             socket_.async_wait(udp::socket::wait_write, [this](boost::system::error_code wait_ec) {
                 awaiting_writable_ = false;
                 if (wait_ec || closed_) return;
+                settle_all_ = true;  // whichever sessions kept a datagram back
                 settle();
             });
         }
@@ -77,7 +78,9 @@ void Http3Endpoint::on_datagram(std::size_t size) {
     const std::uint64_t now = quic_now();
     const auto found = by_id_.find(std::string(header.destination_id));
     if (found != by_id_.end()) {
-        found->second->receive(buffer_.data(), size, local_.data(), local_.size(), sender_.data(), sender_.size(), now);
+        Http3Session* raw = found->second;
+        raw->receive(buffer_.data(), size, local_.data(), local_.size(), sender_.data(), sender_.size(), now);
+        touch(sessions_.at(raw));
         return;
     }
     if (!header.initial || stopping_) return;  // unknown connection, or no new ones while stopping
@@ -86,23 +89,32 @@ void Http3Endpoint::on_datagram(std::size_t size) {
                                        size, local_.data(), local_.size(), sender_.data(), sender_.size(), now);
     if (!session->ok()) return;
     Http3Session* raw = session.get();
-    sessions_.emplace(raw, std::move(session));
+    Connection& c = sessions_[raw];
+    c.session = std::move(session);
+    c.serial = ++next_serial_;
+    touch(c);
     ctx_.counters.connection_opened();
     ctx_.counters.h3_connection();  // after opened: a snapshot never sees more h3 than accepted
 }
 
+void Http3Endpoint::touch(Connection& c) {
+    if (c.touched) return;
+    c.touched = true;
+    touched_.push_back(c.session.get());
+}
+
 void Http3Endpoint::settle() {
     const std::uint64_t now = quic_now();
-    for (auto it = sessions_.begin(); it != sessions_.end();) {
-        Http3Session& s = *it->second;
-        s.flush(*this, now);
-        if (s.finished()) {
-            it = sessions_.erase(it);
-            ctx_.counters.connection_closed();
-        } else {
-            ++it;
+    if (settle_all_) {
+        settle_all_ = false;
+        for (auto it = sessions_.begin(); it != sessions_.end();) settle_one(it++, now);
+    } else {
+        for (Http3Session* raw : touched_) {
+            const auto it = sessions_.find(raw);
+            if (it != sessions_.end()) settle_one(it, now);
         }
     }
+    touched_.clear();
     if (stopping_ && sessions_.empty()) {
         closed_ = true;
         boost::system::error_code ec;
@@ -113,15 +125,35 @@ void Http3Endpoint::settle() {
     arm_timer();
 }
 
-void Http3Endpoint::arm_timer() {
-    std::uint64_t at = Http3Session::never;
-    for (const auto& [raw, session] : sessions_) at = std::min(at, session->next_wakeup());
-    if (at == timer_at_) return;
-    timer_at_ = at;
-    if (at == Http3Session::never) {
-        timer_.cancel();
+void Http3Endpoint::settle_one(std::unordered_map<Http3Session*, Connection>::iterator it, std::uint64_t now) {
+    Connection& c = it->second;
+    c.touched = false;
+    c.session->flush(*this, now);
+    if (c.session->finished()) {
+        sessions_.erase(it);  // its heap entries are skipped when they surface
+        ctx_.counters.connection_closed();
         return;
     }
+    const std::uint64_t at = c.session->next_wakeup();
+    // Only an earlier wake-up goes on the heap; a later one is found when the earlier entry fires.
+    if (at >= c.wakeup) return;
+    c.wakeup = at;
+    wakeups_.push_back(Wakeup{at, c.serial, it->first});
+    std::push_heap(wakeups_.begin(), wakeups_.end(), std::greater<>());
+}
+
+void Http3Endpoint::arm_timer() {
+    // Drop entries of sessions that are gone, or superseded by an earlier one of theirs.
+    while (!wakeups_.empty()) {
+        const Wakeup& top = wakeups_.front();
+        const auto it = sessions_.find(top.session);
+        if (it != sessions_.end() && it->second.serial == top.serial && it->second.wakeup == top.at) break;
+        std::pop_heap(wakeups_.begin(), wakeups_.end(), std::greater<>());
+        wakeups_.pop_back();
+    }
+    const std::uint64_t at = wakeups_.empty() ? Http3Session::never : wakeups_.front().at;
+    if (at >= timer_at_) return;  // the armed timer fires first (early is fine: on_timer checks)
+    timer_at_ = at;
     timer_.expires_at(asio::steady_timer::time_point(std::chrono::nanoseconds(at)));
     timer_.async_wait([this, at](boost::system::error_code ec) {
         if (ec || closed_ || at != timer_at_) return;
@@ -132,8 +164,16 @@ void Http3Endpoint::arm_timer() {
 
 void Http3Endpoint::on_timer() {
     const std::uint64_t now = quic_now();
-    for (auto& [raw, session] : sessions_) {
-        if (session->next_wakeup() <= now) session->on_timer(now);
+    while (!wakeups_.empty() && wakeups_.front().at <= now) {
+        const Wakeup due = wakeups_.front();
+        std::pop_heap(wakeups_.begin(), wakeups_.end(), std::greater<>());
+        wakeups_.pop_back();
+        const auto it = sessions_.find(due.session);
+        if (it == sessions_.end() || it->second.serial != due.serial || it->second.wakeup != due.at) continue;
+        Connection& c = it->second;
+        c.wakeup = Http3Session::never;  // settle puts its next wake-up back on the heap
+        if (c.session->next_wakeup() <= now) c.session->on_timer(now);
+        touch(c);
     }
     settle();
 }
@@ -142,7 +182,8 @@ void Http3Endpoint::begin_shutdown() {
     if (stopping_) return;
     stopping_ = true;
     const std::uint64_t now = quic_now();
-    for (auto& [raw, session] : sessions_) session->begin_shutdown(now);
+    for (auto& [raw, c] : sessions_) c.session->begin_shutdown(now);
+    settle_all_ = true;
     settle();
 }
 

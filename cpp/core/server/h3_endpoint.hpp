@@ -2,6 +2,13 @@
 // A worker's HTTP/3 endpoint: its UDP socket on the TLS port's number, the QUIC connections
 // that socket's datagrams belong to (found by connection id), and one timer for all of them.
 //
+// Work per wake-up is the connections it touched, not all of them: a batch of datagrams flushes
+// the connections they were for, and the timer is a min-heap of the connections' next wake-ups
+// (the Asio timer holds only the earliest, re-armed only when that moves earlier or fires: each
+// re-arm is a timerfd system call, and QUIC moves its expiry with nearly every packet). A heap
+// entry whose connection has gone or whose wake-up moved later is skipped, or checked and put
+// back, when it surfaces.
+//
 // Which worker owns a connection: every worker binds its own socket to the port with
 // SO_REUSEPORT, and the kernel picks the socket for a datagram by a hash of its 4-tuple, so a
 // client's datagrams all reach the worker whose socket took its first Initial - no hand-off
@@ -40,10 +47,26 @@ private:
     void remove_id(std::string_view id) override;
     bool send(const sockaddr* to, socklen_t to_len, const std::uint8_t* data, std::size_t size) override;
 
+    struct Connection {
+        std::unique_ptr<Http3Session> session;
+        std::uint64_t serial = 0;                      // tells a heap entry of a deleted session from a new one at its address
+        std::uint64_t wakeup = Http3Session::never;    // the earliest heap entry that is still current
+        bool touched = false;                          // listed in touched_
+    };
+    struct Wakeup {
+        std::uint64_t at;
+        std::uint64_t serial;
+        Http3Session* session;
+        bool operator>(const Wakeup& o) const noexcept { return at > o.at; }
+    };
+
     void receive_next();
     void on_datagram(std::size_t size);
-    // Sends what every touched connection has ready, deletes finished ones, re-arms the timer.
+    void touch(Connection& c);
+    // Sends what every touched connection (all of them after a blocked send or at shutdown) has
+    // ready, deletes finished ones, puts their next wake-ups on the heap, re-arms the timer.
     void settle();
+    void settle_one(std::unordered_map<Http3Session*, Connection>::iterator it, std::uint64_t now);
     void arm_timer();
     void on_timer();
 
@@ -56,7 +79,11 @@ private:
     HandlerContext& ctx_;
     Http3Credentials& credentials_;
     std::unordered_map<std::string, Http3Session*> by_id_;
-    std::unordered_map<Http3Session*, std::unique_ptr<Http3Session>> sessions_;
+    std::unordered_map<Http3Session*, Connection> sessions_;
+    std::vector<Http3Session*> touched_;
+    std::vector<Wakeup> wakeups_;  // a min-heap (std::greater)
+    std::uint64_t next_serial_ = 0;
+    bool settle_all_ = false;
     std::vector<std::uint8_t> buffer_ = std::vector<std::uint8_t>(64 * 1024);
     bool stopping_ = false;
     bool awaiting_writable_ = false;  // a send would have blocked: settle() again once it can
