@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cstring>
 
+#include "core/generator/stream_slots.hpp"
+
 namespace loadbench::generator {
 
 namespace {
@@ -246,44 +248,22 @@ InputResult Http2Session::input_eof(int64_t) noexcept {
     return InputResult::Error;
 }
 
-int64_t Http2Session::oldest_assigned_ns() const noexcept {
-    int64_t oldest = INT64_MAX;
-    for (const Slot& s : slots_)
-        if (s.used) oldest = std::min(oldest, s.request.assigned_ns);
-    return oldest;
-}
+int64_t Http2Session::oldest_assigned_ns() const noexcept { return stream_slots::oldest_assigned_ns(slots_); }
 
-bool Http2Session::carries_counted() const noexcept {
-    for (const Slot& s : slots_)
-        if (s.used && s.request.counted) return true;
-    return false;
-}
+bool Http2Session::carries_counted() const noexcept { return stream_slots::carries_counted(slots_); }
 
 size_t Http2Session::take_in_flight(Request* out, bool* answered, size_t capacity) noexcept {
-    size_t n = 0;
-    for (Slot& s : slots_) {
-        if (n == capacity) break;
-        if (!s.used) continue;
-        out[n] = s.request;
-        answered[n] = s.answered;
-        ++n;
-        release(s);
-    }
-    return n;
+    return stream_slots::take_in_flight(slots_, out, answered, capacity, [this](Slot& s) { release(s); });
 }
 
 size_t Http2Session::take_expired(int64_t assigned_before, Request* out, size_t capacity) noexcept {
-    size_t n = 0;
-    for (Slot& s : slots_) {
-        if (n == capacity) break;
-        if (!s.used || s.request.assigned_ns > assigned_before) continue;
-        out[n++] = s.request;
-        // Cancel the stream (the server may stop working on it); the others go on.
-        if (session_ && s.stream_id > 0)
-            nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.stream_id, NGHTTP2_CANCEL);
-        release(s);
-    }
-    return n;
+    return stream_slots::take_expired(
+        slots_, assigned_before, out, capacity,
+        [this](Slot& s) {
+            if (session_ && s.stream_id > 0)
+                nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.stream_id, NGHTTP2_CANCEL);
+        },
+        [this](Slot& s) { release(s); });
 }
 
 Http2Session::Slot* Http2Session::slot_of(int32_t stream_id) noexcept {

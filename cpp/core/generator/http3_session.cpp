@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/generator/http3_callbacks.hpp"
+#include "core/generator/stream_slots.hpp"
 
 namespace loadbench::generator {
 
@@ -157,41 +158,21 @@ InputResult Http3Session::input_eof(int64_t) noexcept {
     return used_ == 0 ? InputResult::Ok : InputResult::Error;
 }
 
-int64_t Http3Session::oldest_assigned_ns() const noexcept {
-    int64_t oldest = INT64_MAX;
-    for (const Slot& s : slots_)
-        if (s.used) oldest = std::min(oldest, s.request.assigned_ns);
-    return oldest;
-}
+int64_t Http3Session::oldest_assigned_ns() const noexcept { return stream_slots::oldest_assigned_ns(slots_); }
 
-bool Http3Session::carries_counted() const noexcept {
-    return std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.used && s.request.counted; });
-}
+bool Http3Session::carries_counted() const noexcept { return stream_slots::carries_counted(slots_); }
 
 size_t Http3Session::take_in_flight(Request* out, bool* answered, size_t capacity) noexcept {
-    size_t n = 0;
-    for (Slot& s : slots_) {
-        if (n == capacity) break;
-        if (!s.used) continue;
-        out[n] = s.request;
-        answered[n] = s.answered;
-        ++n;
-        release(s);
-    }
-    return n;
+    return stream_slots::take_in_flight(slots_, out, answered, capacity, [this](Slot& s) { release(s); });
 }
 
 size_t Http3Session::take_expired(int64_t assigned_before, Request* out, size_t capacity) noexcept {
-    size_t n = 0;
-    for (Slot& s : slots_) {
-        if (n == capacity) break;
-        if (!s.used || s.request.assigned_ns > assigned_before) continue;
-        out[n++] = s.request;
-        // Cancel the stream both ways (the server may stop working on it); the others go on.
-        if (quic_ && s.stream_id >= 0) ngtcp2_conn_shutdown_stream(quic_, s.stream_id, NGHTTP3_H3_REQUEST_CANCELLED);
-        release(s);
-    }
-    return n;
+    return stream_slots::take_expired(
+        slots_, assigned_before, out, capacity,
+        [this](Slot& s) {
+            if (quic_ && s.stream_id >= 0) ngtcp2_conn_shutdown_stream(quic_, s.stream_id, NGHTTP3_H3_REQUEST_CANCELLED);
+        },
+        [this](Slot& s) { release(s); });
 }
 
 Http3Session::Slot* Http3Session::slot_of(int64_t stream_id) noexcept {
