@@ -52,12 +52,18 @@ def test_h3_cost_smoke_counts_and_marks_missing_anchors(
     else:
         assert "- h3, c=1:" not in md
     assert "| h3 | loadbench | 1 | " in md and "| h3 | loadbench | 1 | n/a" not in md
-    # the report is rewritten from the JSONL alone
+    # the report is rewritten from the JSONL alone: its settings (1 s per run, not the default)
+    # come from the recorded command, not from the rewriting one's arguments
     (tmp_path / "h3-generator-cost.md").unlink()
-    assert h3_generator_cost.main(REPO, argv + ["--report-only"]) == 0
+    assert h3_generator_cost.main(REPO, ["--out", str(tmp_path), "--report-only"]) == 0
     again = (tmp_path / "h3-generator-cost.md").read_text()
     table = "## CPU per response"
     assert again[again.index(table) :] == md[md.index(table) :]
+    asked = [
+        x for x in md.splitlines() if x.startswith(("| Connections", "| Seconds", "| Repeats"))
+    ]
+    assert len(asked) == 3 and all(x in again.splitlines() for x in asked), asked
+    assert "| Seconds per run | 1 |" in md
 
 
 def test_h3_cost_refuses_an_unknown_protocol(tmp_path: Path, capsys) -> None:

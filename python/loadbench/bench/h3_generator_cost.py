@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -375,6 +376,17 @@ def report(records: list[dict], env: dict, command: str, settings: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def settings_of(args: argparse.Namespace) -> dict:
+    return {
+        "Connections": args.concurrencies,
+        "Seconds per run": args.duration,
+        "Repeats": args.repeats,
+        "Server": "caddy (tls internal; HTTP/1.1 and HTTP/2 on TCP, HTTP/3 on UDP, one port)",
+        "Server CPUs": args.server_cpus,
+        "Generator CPUs": args.generator_cpus,
+    }
+
+
 def main(repo: Path, argv: Optional[list[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_matrix_args(p)
@@ -387,17 +399,11 @@ def main(repo: Path, argv: Optional[list[str]] = None) -> int:
     args = p.parse_args(argv)
     jsonl = args.out / "h3-generator-cost.jsonl"
     md = args.out / "h3-generator-cost.md"
-    settings = {
-        "Connections": args.concurrencies,
-        "Seconds per run": args.duration,
-        "Repeats": args.repeats,
-        "Server": "caddy (tls internal; HTTP/1.1 and HTTP/2 on TCP, HTTP/3 on UDP, one port)",
-        "Server CPUs": args.server_cpus,
-        "Generator CPUs": args.generator_cpus,
-    }
     if args.report_only:
         records, env, command = read_jsonl(jsonl)
-        write_report(md, report(records, env, command, settings))
+        # The settings are the measured run's: its recorded command line, not this one's.
+        measured = p.parse_args(shlex.split(command)[2:])
+        write_report(md, report(records, env, command, settings_of(measured)))
         return 0
     protocols = [x for x in args.protocols.split(",") if x]
     for x in protocols:
@@ -407,7 +413,7 @@ def main(repo: Path, argv: Optional[list[str]] = None) -> int:
         p.error("taskset not found (util-linux): the runs are pinned")
     gen_cpus = [int(c) for c in args.generator_cpus.split(",")]
     server_cpus = [int(c) for c in args.server_cpus.split(",")]
-    command = "python3 bench/h3_generator_cost.py " + " ".join(
+    command = "python3 bench/h3_generator_cost.py " + shlex.join(
         argv if argv is not None else sys.argv[1:]
     )
     env = environment()
@@ -432,6 +438,6 @@ def main(repo: Path, argv: Optional[list[str]] = None) -> int:
         finally:
             server.stop()
             writer.close()
-    write_report(md, report(records, env, command, settings))
+    write_report(md, report(records, env, command, settings_of(args)))
     print(f"wrote {md} and {jsonl}")
     return 0
