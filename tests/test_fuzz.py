@@ -17,31 +17,19 @@ import time
 from pathlib import Path
 
 import pytest
-from native_build import REPO, build
+from native_build import FUZZ_DIR, FUZZ_TARGETS, instrumented_build
 
-# The first test of this module also pays for a whole separate build of the C++ core
-# (minutes on 2 cores), which the default 300 s per-test limit does not cover.
+# The first test of this module (or of test_sanitizers.py) also pays for a whole separate build
+# of the C++ core (minutes on 2 cores), which the default 300 s per-test limit does not cover.
 pytestmark = pytest.mark.timeout(1800)
 
-FUZZ_DIR = REPO / "cpp" / "tests" / "fuzz"
-TARGETS = sorted(p.stem for p in FUZZ_DIR.glob("*_fuzz.cpp"))
+TARGETS = FUZZ_TARGETS
 SECONDS = int(os.environ.get("LOADBENCH_FUZZ_SECONDS", "30"))
 
 
 @pytest.fixture(scope="module")
 def fuzz_build() -> Path:
-    for tool in ("clang", "clang++"):
-        if shutil.which(tool) is None:
-            pytest.fail(
-                f"{tool} not found: the fuzz tests need it (bash .ci/install.sh test installs clang)",
-                pytrace=False,
-            )
-    return build(
-        "fuzz",
-        ["-DLOADBENCH_FUZZ=ON", "-DLOADBENCH_BUILD_PYTHON=OFF"],
-        TARGETS,
-        env={"CC": "clang", "CXX": "clang++"},
-    )
+    return instrumented_build()
 
 
 def test_every_target_has_a_seed_corpus() -> None:

@@ -1,7 +1,8 @@
 """ASan + UBSan: the C++ unit tests, and the sanitized server under real load.
 
-One build in build/asan (LOADBENCH_SANITIZE=ON, no Python extension), incremental after the
-first run; the wheel stays optimised. The sanitized loadbench-server is driven by the
+One build with the fuzz targets in build/fuzz (clang, ASan + UBSan over the whole core, no Python
+extension; native_build.instrumented_build), incremental after the first run; the wheel stays
+optimised. The sanitized loadbench-server is driven by the
 installed generator (loadbench.run: plaintext, JSON, echo POST, /delay, HTTPS with a
 handshake per request) and by hostile raw clients, then stopped gracefully: it must exit 0
 with no sanitizer report (memory errors, UB, leaks at exit) in its stderr.
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from abuse_helpers import reset_close, served, served_tls
-from native_build import build
+from native_build import instrumented_build
 from server_helpers import connect, read_until_closed
 
 import loadbench
@@ -43,11 +44,7 @@ def sanitizer_reports(text: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def asan_build() -> Path:
-    return build(
-        "asan",
-        ["-DLOADBENCH_SANITIZE=ON", "-DLOADBENCH_BUILD_TESTS=ON", "-DLOADBENCH_BUILD_PYTHON=OFF"],
-        ["loadbench_tests", "loadbench-server"],
-    )
+    return instrumented_build()
 
 
 def test_cpp_unit_tests_under_asan_and_ubsan(asan_build: Path) -> None:
