@@ -135,6 +135,7 @@ class EngineConfig:
     tls_verify: bool
     tls_cacert: str
     tls_session_resumption: bool
+    quic_early_data: bool
     tls_library: str
     ack_with_request: bool
     rst_close: bool
