@@ -5,6 +5,7 @@
 #include "core/server/h3_resumption.hpp"
 
 #include <ctime>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -29,10 +30,9 @@ struct Http3Resumption::SeenClientHellos {
         // Forget the expired ones first: the record stays as small as one window's handshakes.
         for (auto it = seen.until.begin(); it != seen.until.end();)
             it = it->second < now ? seen.until.erase(it) : std::next(it);
-        const auto [it, inserted] =
-            seen.until.emplace(std::string(reinterpret_cast<const char*>(key->data), key->size), expires);
-        (void)it;
-        return inserted ? 0 : GNUTLS_E_DB_ENTRY_EXISTS;
+        const bool first = seen.until.emplace(std::string(reinterpret_cast<const char*>(key->data), key->size), expires)
+                               .second;
+        return first ? 0 : GNUTLS_E_DB_ENTRY_EXISTS;
     }
 };
 

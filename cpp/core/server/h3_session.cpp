@@ -610,7 +610,7 @@ Http3Session::Http3Session(HandlerContext& context, Http3Credentials& credential
         return;
     }
     if (ngtcp2_crypto_gnutls_configure_server_session(s.tls) != 0 ||
-        gnutls_priority_set_direct(s.tls, http::kQuicTlsPriority, nullptr) != 0 ||
+        gnutls_priority_set_direct(s.tls, loadbench::http::kQuicTlsPriority, nullptr) != 0 ||
         gnutls_credentials_set(s.tls, GNUTLS_CRD_CERTIFICATE, credentials.native()) != 0 ||
         (resumption && !resumption->configure(s.tls))) {
         return;
@@ -618,7 +618,7 @@ Http3Session::Http3Session(HandlerContext& context, Http3Credentials& credential
     s.send_ticket = resumption != nullptr;
     // ALPN h3 only, mandatory: a client offering anything else ends the handshake with the
     // no_application_protocol alert (a CONNECTION_CLOSE with CRYPTO_ERROR 0x178).
-    http::offer_h3_alpn_only(s.tls);
+    loadbench::http::offer_h3_alpn_only(s.tls);
     s.conn_ref.get_conn = &Impl::get_conn;
     s.conn_ref.user_data = &s;
     gnutls_session_set_ptr(s.tls, &s.conn_ref);
