@@ -181,7 +181,11 @@ void Http3Session::produce() noexcept {
             nghttp3_conn_add_write_offset(h3_, stream_id, static_cast<size_t>(written));
             headers_written(stream_id);
         }
-        ngtcp2_conn_update_pkt_tx_time(quic_, ts);
+        // Paced once the handshake is done, not before: until its first RTT sample ngtcp2 0.12
+        // paces on RFC 9002's initial 333 ms guess, which held the handshake's second flight (the
+        // Finished, and the requests with it) back ~27 ms per connection on loopback - and with
+        // 0-RTT past the response, so the connection closed with its Finished unsent.
+        if (handshake_done_) ngtcp2_conn_update_pkt_tx_time(quic_, ts);
         packet_len_ = static_cast<size_t>(n);  // 0: nothing to send now
         return;
     }

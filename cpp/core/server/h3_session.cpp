@@ -720,7 +720,9 @@ void Http3Session::flush(DatagramSink& sink, std::uint64_t now) {
             break;
         }
     }
-    ngtcp2_conn_update_pkt_tx_time(s.quic, now);
+    // Paced once the handshake is done (as the generator): before its first RTT sample ngtcp2 0.12
+    // paces on the initial 333 ms guess, and the first response waited ~27 ms behind the flight.
+    if (s.handshake_done) ngtcp2_conn_update_pkt_tx_time(s.quic, now);
     // Stopping: once the final GOAWAY is out and the last stream has finished, say goodbye.
     if (s.goaway_final && !s.streams_in_flight() && s.pending_size == 0) {
         ngtcp2_connection_close_error e{};
