@@ -415,6 +415,7 @@ def test_serve_h3_says_where_and_counts_http3_at_exit() -> None:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=30)
     assert "HTTP/3: 25 requests on 1 connections" in out, out
+    assert "(1 handshakes, 0 resumed, 0 with 0-RTT accepted)" in out, out
 
 
 def test_late_request_headers_reset_the_stream_not_the_connection() -> None:
