@@ -373,8 +373,6 @@ def test_h3_refuses_tcp_only_options() -> None:
         loadbench.run(url, protocol="h3", requests=1, pipeline=2)
     with pytest.raises(ConfigError, match="TCP options: HTTP/3 runs over QUIC"):
         loadbench.run(url, protocol="h3", requests=1, ack_with_request=True)
-    with pytest.raises(ConfigError, match="0-RTT"):
-        loadbench.run(url, protocol="h3", requests=1, tls_session_resumption=True)
 
 
 @needs_h3

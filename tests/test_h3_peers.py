@@ -18,6 +18,7 @@ import pytest
 from cli_runner import loadbench_cli
 from sweep_data import table_rows
 
+import loadbench
 from loadbench import ConfigError, Sweep, Target
 from loadbench.report import document as report_document
 from loadbench.sweep import results_folder
@@ -97,6 +98,57 @@ def test_cli_run_h3_reads_exactly_n_and_the_quic_go_peer_counts_n(tmp_path: Path
         stderr.close()
     # the TCP readiness checks were bare connects: no request, so no TCP response either
     assert re.search(rf"^loadbench-peer-quicgo: responses h3={n} tcp=0$", text, re.M), text
+
+
+def test_tls_resume_and_0rtt_against_the_quic_go_peer_exact_counts(tmp_path: Path) -> None:
+    """Resumption and 0-RTT with a server no one here wrote (quic-go issues tickets that allow
+    early data): N requests without keep-alive on C connection slots resume all but each slot's
+    first handshake, send those as 0-RTT, and quic-go accepts each; it counts every request once."""
+    target = _need("quic-go")
+    cert, key = self_signed_cert(tmp_path)
+    port = free_udp_tcp_port()
+    values = {"peers": str(PEERS), "port": port, "cert": cert, "key": key}
+    argv = [_expand(str(a), values) for a in target.h3_argv]
+    stderr = open(tmp_path / "peer.err", "w+b")
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=stderr)
+    n, c = 24, 3
+    try:
+        deadline = time.monotonic() + 10
+        while not (_udp_bound(port) and _tcp_up(port)):
+            assert proc.poll() is None, (tmp_path / "peer.err").read_text()
+            assert time.monotonic() < deadline, "the quic-go peer did not bind within 10 s"
+            time.sleep(0.05)
+        url = f"https://127.0.0.1:{port}/plaintext"
+        for early in (False, True):
+            r = loadbench.run(
+                url,
+                protocol="h3",
+                keepalive=False,
+                requests=n,
+                connections=c,
+                tls_session_resumption=True,
+                quic_early_data=early,
+            )
+            assert r.responses == n and r.status_codes == {200: n} and sum(r.errors.values()) == 0
+            assert r.tls_handshakes == n and r.tls_resumed == n - c
+            sent_early = n - c if early else 0
+            assert r.to_dict()["quic"]["zero_rtt"] == {
+                "attempted": sent_early,
+                "accepted": sent_early,
+                "rejected": 0,
+            }
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        stderr.seek(0)
+        text = stderr.read().decode(errors="replace")
+        stderr.close()
+    assert re.search(rf"^loadbench-peer-quicgo: responses h3={2 * n} tcp=0$", text, re.M), text
 
 
 def test_small_sweep_of_caddy_and_quic_go_over_h2_and_h3_reports_the_h3_h2_ratio(

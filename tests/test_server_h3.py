@@ -32,6 +32,7 @@ from aioquic.h3.connection import H3_ALPN, H3Connection  # noqa: E402
 from aioquic.h3.events import DataReceived, HeadersReceived  # noqa: E402
 from aioquic.quic.configuration import QuicConfiguration  # noqa: E402
 from aioquic.quic.events import ConnectionTerminated, StreamDataReceived, StreamReset  # noqa: E402
+from aioquic.tls import SessionTicket  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     not _core.http3_available(),
@@ -416,6 +417,7 @@ def test_serve_h3_says_where_and_counts_http3_at_exit() -> None:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=30)
     assert "HTTP/3: 25 requests on 1 connections" in out, out
+    assert "(1 handshakes, 0 resumed, 0 with 0-RTT accepted)" in out, out
 
 
 def test_late_request_headers_reset_the_stream_not_the_connection() -> None:
@@ -487,3 +489,53 @@ def test_idle_connections_close_each_at_its_own_idle_timeout() -> None:
         assert seen == sorted(seen, reverse=True) and len(seen) > 2, seen
         c = server.counters()
     assert c["h3"]["connections"] == 3 and c["h3"]["requests"] == 3, c
+
+
+def resume_twice(port: int, early: bool) -> tuple[list[Response], Optional[bool]]:
+    """aioquic, twice: the first connection takes the server's session ticket, the second resumes
+    with it - and with `early` sends its request before the handshake completes, as 0-RTT when
+    the ticket allows it. The responses, and whether aioquic saw its early data accepted."""
+    tickets: list[SessionTicket] = []
+
+    async def main() -> tuple[list[Response], Optional[bool]]:
+        responses, accepted = [], None
+        for resuming in (False, True):
+            config = client_config()
+            if resuming:
+                assert tickets, "the server sent no session ticket"
+                config.session_ticket = tickets[-1]
+            async with connect(
+                "127.0.0.1",
+                port,
+                configuration=config,
+                create_protocol=H3Client,
+                session_ticket_handler=tickets.append,
+                wait_connected=not (resuming and early),
+            ) as client:
+                responses.append(await client.request("GET", "/json"))
+                if resuming:
+                    accepted = client._quic.tls.early_data_accepted
+        return responses, accepted
+
+    return asyncio.run(main())
+
+
+def test_aioquic_resumes_with_the_servers_session_ticket(server: ServerProcess) -> None:
+    responses, accepted = resume_twice(server.https_port, early=False)
+    assert [(r.status, r.body) for r in responses] == [(200, b'{"message":"Hello, World!"}')] * 2
+    assert accepted is False
+    stopped = server.stop()
+    assert stopped["h3"]["handshakes"] == 2 and stopped["h3"]["resumed"] == 1
+    assert stopped["h3"]["zero_rtt"] == 0
+
+
+def test_aioquic_0rtt_request_answered_by_a_server_taking_early_data() -> None:
+    with ServerProcess(
+        tls=True, tls_port=free_port(), h3=True, h3_0rtt=True, cgroup=False
+    ) as server:
+        responses, accepted = resume_twice(server.https_port, early=True)
+        stopped = server.stop()
+    assert [(r.status, r.body) for r in responses] == [(200, b'{"message":"Hello, World!"}')] * 2
+    assert accepted is True
+    assert stopped["h3"]["handshakes"] == 2 and stopped["h3"]["resumed"] == 1
+    assert stopped["h3"]["zero_rtt"] == 1 and stopped["requests"]["json"] == 2

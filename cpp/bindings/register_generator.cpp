@@ -108,6 +108,7 @@ void register_generator(py::module_& m) {
         .def_readwrite("tls_verify", &EngineConfig::tls_verify)
         .def_readwrite("tls_cacert", &EngineConfig::tls_cacert)
         .def_readwrite("tls_session_resumption", &EngineConfig::tls_session_resumption)
+        .def_readwrite("quic_early_data", &EngineConfig::quic_early_data)
         .def_readwrite("tls_library", &EngineConfig::tls_library)
         .def_readwrite("ack_with_request", &EngineConfig::ack_with_request)
         .def_readwrite("rst_close", &EngineConfig::rst_close)

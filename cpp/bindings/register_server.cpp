@@ -45,6 +45,8 @@ py::dict counters_dict(const CountersSnapshot& c) {
     py::dict h3;
     h3["connections"] = c.h3.connections;
     h3["handshakes"] = c.h3.handshakes;
+    h3["resumed"] = c.h3.resumed;
+    h3["zero_rtt"] = c.h3.zero_rtt;
     h3["requests"] = c.h3.requests;
     h3["goaways"] = c.h3.goaways;
     d["h3"] = h3;
@@ -76,7 +78,8 @@ void register_server(py::module_& m) {
                          std::optional<std::string> cert, std::optional<std::string> key, unsigned workers,
                          std::size_t max_body, unsigned header_timeout_ms, unsigned idle_timeout_ms,
                          const std::string& accept, bool h2, std::uint32_t h2_max_streams,
-                         std::uint64_t h2_max_requests, const std::string& unix_path, bool h3) {
+                         std::uint64_t h2_max_requests, const std::string& unix_path, bool h3,
+                         bool h3_early_data) {
                  if (port < 0 || port > 65535 || tls_port < 0 || tls_port > 65535) {
                      throw loadbench::server::ConfigError("ports must be in 0..65535");
                  }
@@ -99,6 +102,7 @@ void register_server(py::module_& m) {
                  c.h2_max_requests = h2_max_requests;
                  c.unix_path = unix_path;
                  c.h3 = h3;
+                 c.h3_early_data = h3_early_data;
                  return std::make_unique<Server>(c);
              }),
              py::kw_only(), py::arg("host") = "127.0.0.1", py::arg("port") = 0, py::arg("http") = true,
@@ -106,7 +110,7 @@ void register_server(py::module_& m) {
              py::arg("workers") = 1, py::arg("max_body") = 1024 * 1024, py::arg("header_timeout_ms") = 10'000,
              py::arg("idle_timeout_ms") = 60'000, py::arg("accept") = "reuseport", py::arg("h2") = true,
              py::arg("h2_max_streams") = 100, py::arg("h2_max_requests") = 0, py::arg("unix") = "",
-             py::arg("h3") = false)
+             py::arg("h3") = false, py::arg("h3_early_data") = false)
         .def("start", &Server::start, py::call_guard<py::gil_scoped_release>(),
              "Bind the listeners and start the worker threads; raises OSError (port in use, bad certificate).")
         .def(

@@ -75,11 +75,19 @@ TEST(StatusLines, ReadyErrorStopped) {
     b.h3_handshake();
     b.request(RequestKind::json);
     b.h3_request();
+    // A second one, resumed with 0-RTT accepted; resumed and zero_rtt sum over workers too.
+    a.connection_opened();
+    a.h3_connection();
+    a.h3_handshake();
+    a.h3_resumed();
+    a.h3_zero_rtt();
     total = a.snapshot();
     total += b.snapshot();
     EXPECT_EQ(total.h1_requests(), 2u);
     EXPECT_EQ(total.h1_connections(), 1u);
     const auto with_h3 = stopped_line(total);
-    EXPECT_NE(with_h3.find(R"("h3":{"connections":1,"handshakes":1,"requests":1,"goaways":0}})"), std::string::npos)
+    EXPECT_NE(with_h3.find(R"("h3":{"connections":2,"handshakes":2,"resumed":1,"zero_rtt":1,"requests":1,)"
+                           R"("goaways":0}})"),
+              std::string::npos)
         << with_h3;
 }

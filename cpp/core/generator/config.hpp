@@ -29,6 +29,9 @@ struct EngineConfig {
     bool tls_verify = false;
     std::string tls_cacert;  // implies verification
     bool tls_session_resumption = false;
+    // HTTP/3 with tls_session_resumption: a resumed connection sends its first requests as 0-RTT
+    // early data (replayable by anyone on the path: the method asked for is sent as it is).
+    bool quic_early_data = false;
     std::string tls_library = "openssl";  // or "wolfssl" / "rustls" where the build has them
     // Opt-in TCP exchanges for connection-setup runs (each changes the packets the server's
     // kernel sees, never what its application sees; see Connection::open / close):
@@ -98,6 +101,9 @@ inline constexpr std::array<const char*, kErrorKinds> kErrorKindNames = {"connec
     X(quic_datagrams_received, "HTTP/3: UDP datagrams received inside the window (all)")             \
     X(quic_send_calls, "HTTP/3: send/sendmsg calls inside the window (GSO: several datagrams each)") \
     X(quic_receive_calls, "HTTP/3: recvmsg calls that returned datagrams inside the window")         \
+    X(quic_zero_rtt_attempted, "HTTP/3: connections whose first requests went out as 0-RTT")         \
+    X(quic_zero_rtt_accepted, "HTTP/3: of those, the server accepted the early data")                \
+    X(quic_zero_rtt_rejected, "HTTP/3: of those, rejected: their requests went again in 1-RTT")      \
     X(due, "open loop: requests due inside the window")                                              \
     X(sends, "open loop: of those, requests written (each once)")                                    \
     X(late_sends, "open loop: sends more than kLateSendNs after their intended time")

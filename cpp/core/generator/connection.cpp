@@ -36,6 +36,8 @@ Connection::Connection(const RunPlan& plan, EventLoop& loop, Recorder& recorder,
         options.verify = plan.h3_verify;
         options.cacert = plan.h3_cacert;
         options.handshake_timeout_ns = plan.timeout_ns;
+        options.resume = plan.h3_resume;
+        options.early_data = plan.h3_early_data;
         session_ = std::make_unique<Http3Session>(plan.h2_requests, plan.streams, !plan.keepalive, options,
                                                   static_cast<SessionEvents&>(*this));
         return;

@@ -103,6 +103,7 @@ void validate_schedules(const EngineConfig& c) {
 }
 
 void validate_http3(const EngineConfig& c);
+void validate_early_data(const EngineConfig& c);
 
 void validate(const EngineConfig& c) {
     if (c.connections < 1) throw ConfigError("connections must be >= 1 (got " + std::to_string(c.connections) + ")");
@@ -138,6 +139,7 @@ void validate(const EngineConfig& c) {
         throw ConfigError(
             "streams > 1 needs HTTP/2 or HTTP/3 (protocol='h2' or 'h3', --h2 / --h3): HTTP/1.1 has no streams (its "
             "form is a pipeline, --pipeline)");
+    validate_early_data(c);  // before HTTP/3's checks: without --h3 it is the one error to name
     if (c.h3) validate_http3(c);
     if (c.pipeline < 1) throw ConfigError("pipeline must be an integer >= 1 (got " + std::to_string(c.pipeline) + ")");
     if (c.pipeline > 1 && (c.h2 || c.h3))
@@ -169,6 +171,18 @@ void validate(const EngineConfig& c) {
     }
 }
 
+// 0-RTT is HTTP/3's (QUIC early data) and rides on a resumed session.
+void validate_early_data(const EngineConfig& c) {
+    if (!c.quic_early_data) return;
+    if (!c.h3)
+        throw ConfigError(
+            "0-RTT (quic_early_data, --h3-0rtt) is implemented for HTTP/3 only: add --h3 (protocol='h3')");
+    if (!c.tls_session_resumption)
+        throw ConfigError(
+            "0-RTT (quic_early_data, --h3-0rtt) sends early data on a resumed session: it needs "
+            "--tls-resume (tls_session_resumption=True)");
+}
+
 // HTTP/3 runs over QUIC: UDP, TLS 1.3 inside, no TCP options.
 void validate_http3(const EngineConfig& c) {
     if (!http3_available())
@@ -180,7 +194,6 @@ void validate_http3(const EngineConfig& c) {
     if (!c.unix_socket.empty()) throw ConfigError("HTTP/3 runs over UDP: it cannot use a unix socket");
     if (c.ack_with_request || c.rst_close)
         throw ConfigError("ack_with_request and rst_close are TCP options: HTTP/3 runs over QUIC (UDP)");
-    if (c.tls_session_resumption) throw ConfigError("TLS session resumption (0-RTT) is not implemented for HTTP/3 yet");
     if (c.tls_library != "openssl")
         throw ConfigError("HTTP/3 uses GnuTLS (QUIC's TLS 1.3 through ngtcp2's crypto library): tls_library '" +
                           c.tls_library + "' applies to TCP TLS only");
@@ -261,6 +274,8 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
         plan_.streams = config_.streams;
         plan_.h3_verify = config_.tls_verify || !config_.tls_cacert.empty();
         plan_.h3_cacert = config_.tls_cacert;
+        plan_.h3_resume = config_.tls_session_resumption;
+        plan_.h3_early_data = config_.quic_early_data;
         for (const auto& r : requests)
             plan_.h2_requests.push_back(make_h2_request(r, plan_.url.target, host_header, true));
     }

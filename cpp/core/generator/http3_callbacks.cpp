@@ -34,7 +34,10 @@ int Http3Callbacks::handshake_completed(ngtcp2_conn*, void* user) {
         return NGTCP2_ERR_CALLBACK_FAILURE;
     }
     self->handshake_done_ = true;
-    if (!self->setup_http3()) return NGTCP2_ERR_CALLBACK_FAILURE;
+    self->counted_at_handshake_ = self->carries_counted();
+    self->resumed_ = gnutls_session_is_resumed(self->tls_) != 0;
+    if (!self->settle_early_data()) return NGTCP2_ERR_CALLBACK_FAILURE;
+    if (!self->h3_ && !self->setup_http3()) return NGTCP2_ERR_CALLBACK_FAILURE;  // 0-RTT: set up already
     self->open_streams();
     return 0;
 }

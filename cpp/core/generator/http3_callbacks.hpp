@@ -1,6 +1,7 @@
 #pragma once
 // Internal to Http3Session's two files: the ngtcp2 and nghttp3 callbacks (a friend of the
 // session, so the C callbacks reach its state without widening its interface).
+#include <gnutls/gnutls.h>
 #include <nghttp3/nghttp3.h>
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
@@ -26,6 +27,10 @@ struct Http3Callbacks {
                                       void* stream_user);
     static int extend_max_local_streams_bidi(ngtcp2_conn*, uint64_t max_streams, void* user);
     static ngtcp2_conn* get_conn(ngtcp2_crypto_conn_ref* ref);
+
+    // GnuTLS (http3_resumption.cpp): a handshake message went by - keeps NewSessionTickets.
+    static int tls_message(gnutls_session_t tls, unsigned int type, unsigned int when, unsigned int incoming,
+                           const gnutls_datum_t* message);
 
     // nghttp3 (http3_session.cpp)
     static int h3_recv_header(nghttp3_conn*, int64_t stream_id, int32_t token, nghttp3_rcbuf* name,

@@ -10,16 +10,12 @@
 
 #include "core/generator/http3_callbacks.hpp"
 #include "core/generator/http3_session.hpp"
+#include "core/http/quic_tls.hpp"
 
 namespace loadbench::generator {
 
 namespace {
 
-// QUIC is TLS 1.3 only; the middlebox compatibility mode is forbidden (RFC 9001 8.4). The
-// ciphers and groups ngtcp2's own GnuTLS examples use.
-constexpr const char* kPriority =
-    "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305:+AES-128-CCM:"
-    "-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1:+GROUP-SECP521R1:%DISABLE_TLS13_COMPAT_MODE";
 constexpr size_t kDatagramCapacity = 1500;  // ngtcp2 writes at most max_tx_udp_payload_size (1452 on IPv4)
 // Flow-control windows the server may fill without waiting for us (data is consumed as it
 // arrives, so they only need to cover the bandwidth-delay product; ngtcp2 grows them to max_*).
@@ -47,15 +43,17 @@ bool Http3Session::setup_tls() noexcept {
                             (options_.cacert.empty() ? std::string("the system trust store") : options_.cacert));
         }
     }
-    if (gnutls_init(&tls_, GNUTLS_CLIENT) != 0) return fail("QUIC: cannot create a TLS session");
+    const unsigned int flags = GNUTLS_CLIENT | (options_.early_data ? http::kQuicEarlyDataFlags : 0u);
+    if (gnutls_init(&tls_, flags) != 0) return fail("QUIC: cannot create a TLS session");
     if (ngtcp2_crypto_gnutls_configure_client_session(tls_) != 0 ||
-        gnutls_priority_set_direct(tls_, kPriority, nullptr) != 0 ||
+        gnutls_priority_set_direct(tls_, http::kQuicTlsPriority, nullptr) != 0 ||
         gnutls_credentials_set(tls_, GNUTLS_CRD_CERTIFICATE, credentials_) != 0)
         return fail("QUIC: cannot configure the TLS session");
     gnutls_session_set_ptr(tls_, &conn_ref_);
-    // ALPN h3 only: the run's protocol is never negotiated down.
-    gnutls_datum_t h3{reinterpret_cast<unsigned char*>(const_cast<char*>("h3")), 2};
-    gnutls_alpn_set_protocols(tls_, &h3, 1, GNUTLS_ALPN_MANDATORY);
+    http::offer_h3_alpn_only(tls_);  // the run's protocol is never negotiated down
+    if (options_.resume)
+        gnutls_handshake_set_hook_function(tls_, GNUTLS_HANDSHAKE_NEW_SESSION_TICKET, GNUTLS_HOOK_POST,
+                                           &Http3Callbacks::tls_message);
     const std::string& name = options_.server_name;
     if (!options_.server_name_is_ip) gnutls_server_name_set(tls_, GNUTLS_NAME_DNS, name.data(), name.size());
     if (options_.verify) gnutls_session_set_verify_cert(tls_, name.c_str(), 0);
@@ -121,6 +119,8 @@ bool Http3Session::start(const sockaddr* local, socklen_t local_len, const socka
     conn_ref_.user_data = this;
     if (!setup_tls()) return false;
     ngtcp2_conn_set_tls_native_handle(quic_, tls_);
+    // Before the first packet: the ClientHello (written then) offers the ticket.
+    if (options_.resume && !ticket_.empty()) return resume_from_ticket();
     return true;
 }
 
@@ -181,7 +181,11 @@ void Http3Session::produce() noexcept {
             nghttp3_conn_add_write_offset(h3_, stream_id, static_cast<size_t>(written));
             headers_written(stream_id);
         }
-        ngtcp2_conn_update_pkt_tx_time(quic_, ts);
+        // Paced once the handshake is done, not before: until its first RTT sample ngtcp2 0.12
+        // paces on RFC 9002's initial 333 ms guess, which held the handshake's second flight (the
+        // Finished, and the requests with it) back ~27 ms per connection on loopback - and with
+        // 0-RTT past the response, so the connection closed with its Finished unsent.
+        if (handshake_done_) ngtcp2_conn_update_pkt_tx_time(quic_, ts);
         packet_len_ = static_cast<size_t>(n);  // 0: nothing to send now
         return;
     }

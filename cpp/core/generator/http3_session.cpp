@@ -45,6 +45,10 @@ void Http3Session::reset() noexcept {
     closed_by_peer_ = false;
     goaway_ = false;
     handshake_done_ = false;
+    resumed_ = false;
+    sending_early_ = false;
+    counted_at_handshake_ = false;
+    early_data_ = EarlyData::NotAttempted;
     packet_len_ = 0;
     last_error_ = {};
     error_.clear();
@@ -125,7 +129,8 @@ void Http3Session::submit(const Request& r) noexcept {
     it->used = true;
     ++used_;
     ++started_;
-    if (handshake_done_) open_streams();  // before: it goes out when the handshake completes
+    // Before the handshake it waits for it - unless it can go out now as 0-RTT.
+    if (handshake_done_ || sending_early_) open_streams();
 }
 
 std::string_view Http3Session::output() const noexcept {

@@ -10,7 +10,10 @@
 //  - ALPN "h3" only, TLS 1.3 only (QUIC). Certificate verification as for TCP TLS: off unless
 //    verify or a CA file is asked for.
 //  - Requests submitted before the handshake completes wait in their slots and go out the
-//    moment it does (no 0-RTT yet).
+//    moment it does - or, with 0-RTT on a resumed connection, at once as early data.
+//  - Resumption (Http3Options::resume; http3_resumption.cpp): the newest session ticket the
+//    server sent on this slot's connections is offered by the next one - the scope of TCP's
+//    TlsTransport, which keeps its newest session per connection slot too.
 //  - Header fields are the HTTP/2 ones (make_h2_request): the same pseudo-headers, the same
 //    connection-specific fields dropped (RFC 9114 4.2).
 #include <gnutls/gnutls.h>
@@ -34,6 +37,8 @@ struct Http3Options {
     bool verify = false;
     std::string cacert;                // PEM file; empty: the system's trust store when verifying
     int64_t handshake_timeout_ns = 0;  // 0: ngtcp2's default
+    bool resume = false;               // keep session tickets and resume with them
+    bool early_data = false;           // resume: send the first requests as 0-RTT (replayable)
 };
 
 class Http3Session final : public Session {
@@ -56,6 +61,7 @@ public:
     bool reusable() const noexcept override;
     int64_t oldest_assigned_ns() const noexcept override;
     bool carries_counted() const noexcept override;
+    bool established_counted() const noexcept override { return counted_at_handshake_; }
     size_t take_in_flight(Request* out, bool* answered, size_t capacity) noexcept override;
     const std::string& error() const noexcept override { return error_; }
     bool reads_when_idle() const noexcept override { return true; }
@@ -69,6 +75,8 @@ public:
     InputResult on_expiry(int64_t now) noexcept override;
     std::string_view farewell(int64_t now) noexcept override;
     bool broken() const noexcept override { return failed_; }
+    bool resumed() const noexcept override { return resumed_; }
+    EarlyData early_data() const noexcept override { return early_data_; }
 
     struct Slot {
         Request request;
@@ -90,6 +98,13 @@ private:
     bool fail(const std::string& why) noexcept;  // false, error_ set (first reason wins)
     void read_close_reason() noexcept;
     void headers_written(int64_t stream_id) noexcept;  // its HEADERS are in the datagram being built
+
+    // http3_resumption.cpp: session tickets and 0-RTT.
+    bool resume_from_ticket() noexcept;  // before the first packet: offer the kept ticket
+    void keep_ticket() noexcept;         // a NewSessionTicket arrived
+    // At the handshake's end: whether the server took the early data; if not, the requests sent
+    // in it go again on fresh streams (each still one request: its send was recorded once).
+    bool settle_early_data() noexcept;
 
     // http3_session.cpp: the HTTP/3 streams.
     bool setup_http3() noexcept;   // after the handshake: control and QPACK streams
@@ -113,6 +128,14 @@ private:
     bool handshake_done_ = false;
     int64_t now_ = 0;
     std::string error_;
+    // Resumption: kept across reset() (the connection slot's newest ticket, and the server's
+    // transport parameters that came with it: 0-RTT is sent within the limits they set).
+    std::vector<uint8_t> ticket_;
+    ngtcp2_transport_params ticket_params_{};
+    bool resumed_ = false;
+    bool sending_early_ = false;  // 0-RTT attempted on this connection, the outcome not known yet
+    bool counted_at_handshake_ = false;
+    EarlyData early_data_ = EarlyData::NotAttempted;
 
     gnutls_certificate_credentials_t credentials_ = nullptr;
     gnutls_session_t tls_ = nullptr;

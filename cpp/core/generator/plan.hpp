@@ -36,6 +36,8 @@ struct RunPlan {
     bool h3 = false;                     // HTTP/3 over QUIC (https:// only; h2_requests are its fields)
     bool h3_verify = false;              // HTTP/3: verify the server's certificate (GnuTLS)
     std::string h3_cacert;               // HTTP/3: PEM CA file (verify; empty: the system's store)
+    bool h3_resume = false;              // HTTP/3: resume with the newest session ticket
+    bool h3_early_data = false;          // HTTP/3: and send the first requests as 0-RTT
     int pipeline = 1;                    // HTTP/1.1: most requests in flight per connection
     std::vector<H2Request> h2_requests;  // HTTP/2: the templates as header fields, built once
     const TlsContext* tls = nullptr;     // null: plain TCP

@@ -66,6 +66,11 @@ public:
         m_.tls_handshakes += counted;
         m_.tls_resumed += counted && resumed;
     }
+    void early_data(bool counted, EarlyData outcome) noexcept {
+        if (!counted || outcome == EarlyData::NotAttempted) return;
+        ++m_.quic_zero_rtt_attempted;
+        ++(outcome == EarlyData::Accepted ? m_.quic_zero_rtt_accepted : m_.quic_zero_rtt_rejected);
+    }
     void reconnect(bool counted) noexcept { m_.reconnects += counted; }
     void goaway(bool counted) noexcept { m_.goaways += counted; }
     void retried(bool counted) noexcept { m_.retried += counted; }

@@ -49,6 +49,10 @@ protected:
 
 enum class InputResult { Ok, Error };
 
+// 0-RTT on a connection: whether its first requests went out as TLS early data, and what the
+// server made of them (Rejected: they went again in 1-RTT, each still one request).
+enum class EarlyData { NotAttempted, Accepted, Rejected };
+
 class Session {
 public:
     virtual ~Session() = default;
@@ -113,6 +117,14 @@ public:
     // The session failed on its own, outside input() (writing a packet, opening a stream):
     // error() says why; the connection must close.
     virtual bool broken() const noexcept { return false; }
+    // Whether the connection's set-up belongs to the window: a counted request was on it when
+    // it became established (with 0-RTT its response may be complete by the time the owner
+    // hears of the handshake).
+    virtual bool established_counted() const noexcept { return carries_counted(); }
+    // Sessions that carry their own TLS (QUIC): the handshake resumed an earlier session, and
+    // 0-RTT's outcome - both known once established(). A TCP connection's TLS is its Transport's.
+    virtual bool resumed() const noexcept { return false; }
+    virtual EarlyData early_data() const noexcept { return EarlyData::NotAttempted; }
 };
 
 }  // namespace loadbench::generator

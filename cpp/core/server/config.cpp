@@ -47,6 +47,11 @@ void validate(const ServerConfig& config) {
         if (!config.serve_https)
             throw ConfigError("--h3 serves HTTP/3 on the TLS port's number over UDP: it needs --tls");
     }
+    if (config.h3_early_data) {
+        if (!config.h3) throw ConfigError("--h3-0rtt accepts HTTP/3 early data: it needs --h3");
+        if (!config.tls_resumption)
+            throw ConfigError("--h3-0rtt rides on resumed sessions: it cannot go with --no-tls-resumption");
+    }
     if (!config.unix_path.empty()) {
         if (!config.serve_http) throw ConfigError("--unix serves plain HTTP: it cannot go with --no-http");
         if (config.unix_path.size() >= sizeof(sockaddr_un::sun_path))
@@ -117,6 +122,9 @@ ParsedArgs parse_server_args(const std::vector<std::string>& args) {
         } else if (flag == "--h3") {
             no_value();
             c.h3 = true;
+        } else if (flag == "--h3-0rtt") {
+            no_value();
+            c.h3_early_data = true;
         } else if (flag == "--accept") {
             const std::string v = value();
             if (v == "reuseport") {
@@ -147,6 +155,7 @@ and one at exit. HTTP/2: h2c with prior knowledge on the HTTP port, ALPN h2 on t
   --tls-port N            HTTPS port, 0 = a free port (default 0)
   --cert FILE --key FILE  PEM certificate chain and private key for HTTPS
   --no-tls-resumption     no session cache and no session tickets: every handshake is a full one
+                          (HTTP/3's QUIC session tickets included)
   --workers N             worker threads, each with its own event loop (default 1)
   --max-body BYTES        larger request bodies get 413 (default 1048576)
   --header-timeout-ms MS  a request header must arrive within this time (default 10000)
@@ -159,6 +168,9 @@ and one at exit. HTTP/2: h2c with prior knowledge on the HTTP port, ALPN h2 on t
                           same certificate; TCP responses then carry Alt-Svc: h3=":PORT". Its limits:
                           --h2-max-streams concurrent streams, --idle-timeout-ms, --max-body. Needs --tls
                           and a build with ngtcp2 + nghttp3
+  --h3-0rtt               HTTP/3: accept 0-RTT early data on resumed connections (each ClientHello's
+                          once: GnuTLS anti-replay, 10 s window; a replay gets a full 1-RTT handshake).
+                          Early data is replayable: the routes answer it as any request. Needs --h3
 Routes: GET / and /plaintext, GET /json, POST /echo, GET /delay?ms=N. SIGINT/SIGTERM stop gracefully.
 )";
 }

@@ -46,6 +46,9 @@ struct ServerConfig {
     // ngtcp2 + nghttp3); the TCP responses then carry Alt-Svc: h3=":PORT". Its stream limit
     // is h2_max_streams, its idle timeout idle_timeout_ms.
     bool h3 = false;
+    // HTTP/3: accept 0-RTT early data on resumed connections (--h3-0rtt), each ClientHello's
+    // once (GnuTLS anti-replay). Tickets are issued whenever tls_resumption is on.
+    bool h3_early_data = false;
 };
 
 // A flag the user got wrong; the message names the flag and what was expected.

@@ -47,6 +47,8 @@ CountersSnapshot& CountersSnapshot::operator+=(const CountersSnapshot& other) {
     h2.goaways += other.h2.goaways;
     h3.connections += other.h3.connections;
     h3.handshakes += other.h3.handshakes;
+    h3.resumed += other.h3.resumed;
+    h3.zero_rtt += other.h3.zero_rtt;
     h3.requests += other.h3.requests;
     h3.goaways += other.h3.goaways;
     return *this;
@@ -65,6 +67,8 @@ CountersSnapshot WorkerCounters::snapshot() const {
     s.h3.requests = h3_requests_.load(std::memory_order_relaxed);
     s.h3.connections = h3_connections_.load(std::memory_order_relaxed);
     s.h3.handshakes = h3_handshakes_.load(std::memory_order_relaxed);
+    s.h3.resumed = h3_resumed_.load(std::memory_order_relaxed);
+    s.h3.zero_rtt = h3_zero_rtt_.load(std::memory_order_relaxed);
     s.h3.goaways = h3_goaways_.load(std::memory_order_relaxed);
     s.h2.connections = h2_connections_.load(std::memory_order_relaxed);
     s.h2.streams = h2_streams_.load(std::memory_order_relaxed);

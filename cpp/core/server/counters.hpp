@@ -42,6 +42,8 @@ struct Http2Counts {
 struct Http3Counts {
     std::uint64_t connections = 0;  // QUIC connections begun (a client Initial accepted)
     std::uint64_t handshakes = 0;   // of those, the ones whose TLS handshake completed
+    std::uint64_t resumed = 0;      // of those, resumed with a session ticket
+    std::uint64_t zero_rtt = 0;     // of those, whose 0-RTT early data was accepted (--h3-0rtt)
     std::uint64_t requests = 0;     // responses sent over h3
     std::uint64_t goaways = 0;      // final GOAWAY frames sent (graceful stop)
 };
@@ -72,6 +74,8 @@ public:
     void h2_goaway() { bump(h2_goaways_); }
     void h3_connection() { bump(h3_connections_); }
     void h3_handshake() { bump(h3_handshakes_); }
+    void h3_resumed() { bump(h3_resumed_); }
+    void h3_zero_rtt() { bump(h3_zero_rtt_); }
     void h3_request() { bump(h3_requests_); }
     void h3_goaway() { bump(h3_goaways_); }
     CountersSnapshot snapshot() const;
@@ -90,6 +94,8 @@ private:
     std::atomic<std::uint64_t> h2_goaways_{0};
     std::atomic<std::uint64_t> h3_connections_{0};
     std::atomic<std::uint64_t> h3_handshakes_{0};
+    std::atomic<std::uint64_t> h3_resumed_{0};
+    std::atomic<std::uint64_t> h3_zero_rtt_{0};
     std::atomic<std::uint64_t> h3_requests_{0};
     std::atomic<std::uint64_t> h3_goaways_{0};
 };

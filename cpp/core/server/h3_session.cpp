@@ -36,12 +36,15 @@ Http3Credentials::Http3Credentials(std::string_view, std::string_view, int) {
     throw std::runtime_error(std::string(http3_missing_reason()));
 }
 Http3Credentials::~Http3Credentials() = default;
+void Http3Credentials::enable_resumption(bool) {}
 
 }  // namespace loadbench::server
 
 #else
 
+#include "core/http/quic_tls.hpp"
 #include "core/server/answer.hpp"
+#include "core/server/h3_resumption.hpp"
 #include "core/server/responses.hpp"
 #include "core/server/routes.hpp"
 
@@ -78,11 +81,6 @@ namespace {
 
 // Our connection ids: long enough to be unguessable, and the length every short header carries.
 constexpr std::size_t server_id_length = 18;
-// QUIC is TLS 1.3 only, without the middlebox compatibility mode (RFC 9001 8.4): the generator's
-// (http3_quic.cpp) and ngtcp2's GnuTLS examples' priorities.
-constexpr const char* tls_priority =
-    "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305:+AES-128-CCM:"
-    "-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1:+GROUP-SECP521R1:%DISABLE_TLS13_COMPAT_MODE";
 constexpr std::size_t datagram_capacity = 1500;  // ngtcp2 writes at most max_tx_udp_payload_size
 // What the client may send ahead on a stream and on the connection; the body is consumed as it
 // arrives, so these only pace it (ngtcp2 grows them to max_stream_window / max_window).
@@ -136,7 +134,12 @@ Http3Credentials::Http3Credentials(std::string_view cert_pem, std::string_view k
         throw std::runtime_error(std::string("HTTP/3 (GnuTLS): cannot load the certificate: ") + gnutls_strerror(rv));
 }
 
+void Http3Credentials::enable_resumption(bool early_data) {
+    if (!resumption_) resumption_ = new Http3Resumption(early_data);
+}
+
 Http3Credentials::~Http3Credentials() {
+    delete resumption_;
     if (native_) gnutls_certificate_free_credentials(static_cast<gnutls_certificate_credentials_t>(native_));
 }
 
@@ -184,6 +187,8 @@ struct Http3Session::Impl {
     ngtcp2_connection_close_error close_error{};
     bool constructed = false;
     bool handshake_done = false;
+    // Resumption: a session ticket goes out when the handshake completes.
+    bool send_ticket = false;
     bool closing = false;  // send CONNECTION_CLOSE (close_error) at the next flush, then finished
     bool over = false;     // nothing more: the endpoint deletes the session
     bool shutting_down = false;
@@ -255,6 +260,18 @@ struct Http3Session::Impl {
         Impl& s = self(user);
         s.handshake_done = true;
         s.ctx.counters.h3_handshake();
+        if (gnutls_session_is_resumed(s.tls)) s.ctx.counters.h3_resumed();
+        if (gnutls_session_get_flags(s.tls) & GNUTLS_SFLAGS_EARLY_DATA) s.ctx.counters.h3_zero_rtt();
+        // A ticket the client may not use is no failure of this connection: it goes on without.
+        if (s.send_ticket) (void)gnutls_session_ticket_send(s.tls, 1, 0);
+        return (s.h3 || s.setup_http3()) ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;  // 0-RTT: set up already
+    }
+
+    // 0-RTT: the client's early requests arrive before the handshake completes, so HTTP/3 is set
+    // up as soon as the server can send (its 1-RTT key), as ngtcp2's server example does.
+    static int recv_tx_key(ngtcp2_conn*, ngtcp2_crypto_level level, void* user) {
+        Impl& s = self(user);
+        if (level != NGTCP2_CRYPTO_LEVEL_APPLICATION || s.h3) return 0;
         return s.setup_http3() ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
     }
 
@@ -560,6 +577,7 @@ Http3Session::Http3Session(HandlerContext& context, Http3Credentials& credential
     cb.stream_stop_sending = &Impl::stream_stop_sending;
     cb.extend_max_remote_streams_bidi = &Impl::extend_max_remote_streams_bidi;
     cb.extend_max_stream_data = &Impl::extend_max_stream_data;
+    if (credentials.resumption() && credentials.resumption()->early_data()) cb.recv_tx_key = &Impl::recv_tx_key;
 
     const ServerConfig& config = context.config;
     ngtcp2_settings settings;
@@ -586,19 +604,21 @@ Http3Session::Http3Session(HandlerContext& context, Http3Credentials& credential
         s.quic = nullptr;
         return;
     }
-    if (gnutls_init(&s.tls, GNUTLS_SERVER) != 0) {
+    const Http3Resumption* resumption = credentials.resumption();
+    if (gnutls_init(&s.tls, GNUTLS_SERVER | (resumption ? resumption->session_flags() : 0u)) != 0) {
         s.tls = nullptr;
         return;
     }
     if (ngtcp2_crypto_gnutls_configure_server_session(s.tls) != 0 ||
-        gnutls_priority_set_direct(s.tls, tls_priority, nullptr) != 0 ||
-        gnutls_credentials_set(s.tls, GNUTLS_CRD_CERTIFICATE, credentials.native()) != 0) {
+        gnutls_priority_set_direct(s.tls, loadbench::http::kQuicTlsPriority, nullptr) != 0 ||
+        gnutls_credentials_set(s.tls, GNUTLS_CRD_CERTIFICATE, credentials.native()) != 0 ||
+        (resumption && !resumption->configure(s.tls))) {
         return;
     }
+    s.send_ticket = resumption != nullptr;
     // ALPN h3 only, mandatory: a client offering anything else ends the handshake with the
     // no_application_protocol alert (a CONNECTION_CLOSE with CRYPTO_ERROR 0x178).
-    gnutls_datum_t h3{reinterpret_cast<unsigned char*>(const_cast<char*>("h3")), 2};
-    gnutls_alpn_set_protocols(s.tls, &h3, 1, GNUTLS_ALPN_MANDATORY);
+    loadbench::http::offer_h3_alpn_only(s.tls);
     s.conn_ref.get_conn = &Impl::get_conn;
     s.conn_ref.user_data = &s;
     gnutls_session_set_ptr(s.tls, &s.conn_ref);
@@ -700,7 +720,9 @@ void Http3Session::flush(DatagramSink& sink, std::uint64_t now) {
             break;
         }
     }
-    ngtcp2_conn_update_pkt_tx_time(s.quic, now);
+    // Paced once the handshake is done (as the generator): before its first RTT sample ngtcp2 0.12
+    // paces on the initial 333 ms guess, and the first response waited ~27 ms behind the flight.
+    if (s.handshake_done) ngtcp2_conn_update_pkt_tx_time(s.quic, now);
     // Stopping: once the final GOAWAY is out and the last stream has finished, say goodbye.
     if (s.goaway_final && !s.streams_in_flight() && s.pending_size == 0) {
         ngtcp2_connection_close_error e{};

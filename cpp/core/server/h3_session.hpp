@@ -27,6 +27,7 @@
 namespace loadbench::server {
 
 class Http3Credentials;
+class Http3Resumption;
 
 // Where a session's datagrams go (the worker's UDP socket). send() false: the socket would
 // block - the session keeps that datagram, stops producing, and offers it again at its next
@@ -98,9 +99,14 @@ public:
     Http3Credentials(const Http3Credentials&) = delete;
     Http3Credentials& operator=(const Http3Credentials&) = delete;
     void* native() const { return native_; }  // gnutls_certificate_credentials_t
+    // Session tickets (one key for the process, h3_resumption.hpp) and, with early_data, 0-RTT.
+    // Before the workers start. Throws std::runtime_error with GnuTLS's reason.
+    void enable_resumption(bool early_data);
+    const Http3Resumption* resumption() const { return resumption_; }  // null: full handshakes only
 
 private:
     void* native_ = nullptr;
+    Http3Resumption* resumption_ = nullptr;  // owned
 };
 
 // Whether this build has HTTP/3 (ngtcp2, its GnuTLS crypto and nghttp3 were found), and if

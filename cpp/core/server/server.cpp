@@ -39,6 +39,7 @@ void Server::start() {
                 h3_credentials_ = generated ? std::make_unique<Http3Credentials>(generated->certificate_pem,
                                                                                  generated->private_key_pem, 1)
                                             : std::make_unique<Http3Credentials>(config_.cert_file, config_.key_file);
+                if (config_.tls_resumption) h3_credentials_->enable_resumption(config_.h3_early_data);
             }
         } catch (const std::runtime_error& e) {
             throw StartError(e.what());

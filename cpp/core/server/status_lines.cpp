@@ -71,7 +71,8 @@ std::string stopped_line(const CountersSnapshot& counters) {
             std::to_string(h2.streams_refused) + R"(,"goaways":)" + std::to_string(h2.goaways) + "}";
     const Http3Counts& h3 = counters.h3;
     line += R"(,"h3":{"connections":)" + std::to_string(h3.connections) + R"(,"handshakes":)" +
-            std::to_string(h3.handshakes) + R"(,"requests":)" + std::to_string(h3.requests) + R"(,"goaways":)" +
+            std::to_string(h3.handshakes) + R"(,"resumed":)" + std::to_string(h3.resumed) + R"(,"zero_rtt":)" +
+            std::to_string(h3.zero_rtt) + R"(,"requests":)" + std::to_string(h3.requests) + R"(,"goaways":)" +
             std::to_string(h3.goaways) + "}}";
     return line;
 }

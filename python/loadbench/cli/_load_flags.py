@@ -107,6 +107,12 @@ def add_load_arguments(p: argparse.ArgumentParser, connections: Optional[int] = 
         help=option_help("tls_library"),
     )
     p.add_argument("--tls-resume", action="store_true", help=option_help("tls_session_resumption"))
+    p.add_argument(
+        "--h3-0rtt",
+        dest="quic_early_data",
+        action="store_true",
+        help=option_help("quic_early_data", "needs --h3 --tls-resume"),
+    )
     p.add_argument("--timeout", default="10s", help=option_help("timeout", "e.g. 10s"))
     p.add_argument("--cpus", default=None, help=option_help("cpus", "e.g. 1 or 2-3"))
     p.add_argument(
@@ -162,4 +168,6 @@ def load_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         kwargs.update(protocol=protocol, streams=args.streams)
     if args.pipeline != 1:
         kwargs.update(pipeline=args.pipeline)
+    if args.quic_early_data:
+        kwargs.update(quic_early_data=True)
     return kwargs

@@ -68,6 +68,13 @@ def register(subparsers: Any) -> None:
         help="also serve HTTP/3 (QUIC) over UDP on the TLS port's number (needs --tls); "
         'HTTP/1.1 and HTTP/2 responses then carry Alt-Svc: h3=":PORT"',
     )
+    p.add_argument(
+        "--h3-0rtt",
+        dest="h3_0rtt",
+        action="store_true",
+        help="HTTP/3: accept 0-RTT early data on resumed connections, each ClientHello's once "
+        "(GnuTLS anti-replay); early data is replayable (needs --h3)",
+    )
     p.add_argument("--cpus", help="pin the server to these CPUs, e.g. 0 or 0-1")
     p.add_argument(
         "--allocations",
@@ -106,6 +113,7 @@ def _server_from_args(args: argparse.Namespace) -> ServerProcess:
         h2_max_streams=args.h2_max_streams,
         h2_max_requests=args.h2_max_requests,
         h3=args.h3,
+        h3_0rtt=args.h3_0rtt,
         cpus=parse_cpu_list(args.cpus) if args.cpus else None,
         allocations=args.allocations,
     )
@@ -124,6 +132,8 @@ def format_counters(stopped: dict) -> str:
     if h3.get("connections"):
         over_h2 += (
             f"; HTTP/3: {h3.get('requests', 0)} requests on {h3.get('connections', 0)} connections"
+            f" ({h3.get('handshakes', 0)} handshakes, {h3.get('resumed', 0)} resumed,"
+            f" {h3.get('zero_rtt', 0)} with 0-RTT accepted)"
         )
     return (
         f"loadbench serve: stopped; {stopped.get('requests_total', 0)} requests"

@@ -26,6 +26,8 @@ class Server:
         h2_max_streams: int = 100,
         h2_max_requests: int = 0,
         unix: str = "",  # plain HTTP on this unix socket instead of the TCP port
+        h3: bool = False,  # HTTP/3 over UDP on the TLS port's number (needs tls)
+        h3_early_data: bool = False,  # HTTP/3: accept 0-RTT early data (needs h3)
     ) -> None: ...
     def start(self) -> None: ...
     def stop(self, timeout: float = 10.0) -> bool: ...
@@ -135,6 +137,7 @@ class EngineConfig:
     tls_verify: bool
     tls_cacert: str
     tls_session_resumption: bool
+    quic_early_data: bool
     tls_library: str
     ack_with_request: bool
     rst_close: bool

@@ -135,7 +135,16 @@ class RunOptions:
         None, "check TLS certificates against this CA file", "path"
     )
     tls_session_resumption: bool = option(
-        False, "resume TLS sessions (default: a full handshake each time)", "boolean"
+        False,
+        "resume TLS sessions (default: a full handshake each time); over HTTP/3 with the "
+        "server's QUIC session tickets",
+        "boolean",
+    )
+    quic_early_data: bool = option(
+        False,
+        "HTTP/3 with tls_session_resumption: send a resumed connection's first requests as "
+        "0-RTT early data (replayable: the method asked for is sent as it is)",
+        "boolean",
     )
     tls_library: str = option(
         "openssl",
@@ -352,6 +361,7 @@ class RunOptions:
         c.tls_verify = self.tls_verify
         c.tls_cacert = os.fspath(self.cacert) if self.cacert is not None else ""
         c.tls_session_resumption = bool(self.tls_session_resumption)
+        c.quic_early_data = bool(self.quic_early_data)
         c.tls_library = self.tls_library
         c.ack_with_request, c.rst_close = bool(self.ack_with_request), bool(self.rst_close)
         c.unix_socket = self.unix_socket or ""
@@ -389,6 +399,7 @@ class RunOptions:
             "timeout_s": self.timeout,
             "tls_verify": self.tls_verify,
             "tls_session_resumption": bool(self.tls_session_resumption),
+            "quic_early_data": bool(self.quic_early_data),
             "tls_library": self.tls_library,
             "ack_with_request": bool(self.ack_with_request),
             "rst_close": bool(self.rst_close),

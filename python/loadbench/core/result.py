@@ -137,7 +137,12 @@ QUIC_LOSS_UNCOUNTED = (
     "ngtcp2 0.12 exposes no per-connection count of lost or retransmitted packets "
     "(ngtcp2_conn_stat has none); what the kernel dropped on receive is in kernel_drops"
 )
-QUIC_ZERO_RTT_UNUSED = "0-RTT is not attempted: the generator has no QUIC session resumption yet"
+# 0-RTT, per connection (--h3-0rtt): written under "quic" as zero_rtt {attempted, accepted, rejected}
+QUIC_ZERO_RTT_COUNTERS = (
+    "quic_zero_rtt_attempted",
+    "quic_zero_rtt_accepted",
+    "quic_zero_rtt_rejected",
+)
 UDP_DROPS_SCOPE = (
     "machine-wide /proc/net/snmp Udp and /proc/net/snmp6 Udp6 counters, from the window's start "
     "until the generator stopped: other UDP receivers on the machine count too"
@@ -181,7 +186,8 @@ class Result:
     stages: list[dict[str, Any]] = field(default_factory=list)
     # HTTP/3: the smallest UDP socket buffers a connection was granted (receive_buffer,
     # send_buffer, bytes), whether UDP GRO was on (gro) and the kernel's UDP receive drops (drops_measured, in_errors,
-    # rcvbuf_errors); written into the "quic" block with the QUIC counters.
+    # rcvbuf_errors); written into the "quic" block with the QUIC counters. zero_rtt_reason: read
+    # from a result written before 0-RTT was counted, whose zero_rtt was null (written back so).
     udp: dict[str, Any] = field(default_factory=dict)
     # Blocks other parts attach (e.g. "server" from the sampler); written into to_dict() as-is.
     extras: dict[str, Any] = field(default_factory=dict)
@@ -314,6 +320,7 @@ class Result:
                         if name not in PLACED_COUNTERS
                         and name not in OPEN_LOOP_COUNTERS
                         and name not in QUIC_COUNTERS
+                        and name not in QUIC_ZERO_RTT_COUNTERS
                     }
                 )
                 continue
@@ -348,10 +355,19 @@ class Result:
         counters = {
             name: int(d.get(name, 0))
             for name in COUNTERS
-            if name not in OPEN_LOOP_COUNTERS and name not in QUIC_COUNTERS
+            if name not in OPEN_LOOP_COUNTERS
+            and name not in QUIC_COUNTERS
+            and name not in QUIC_ZERO_RTT_COUNTERS
         }
         counters.update({name: int(rate.get(name, 0)) for name in OPEN_LOOP_COUNTERS})
         counters.update({name: int(quic.get(name[len("quic_") :], 0)) for name in QUIC_COUNTERS})
+        zero_rtt = quic.get("zero_rtt") or {}  # null in results from before 0-RTT
+        counters.update(
+            {
+                name: int(zero_rtt.get(name[len("quic_zero_rtt_") :], 0))
+                for name in QUIC_ZERO_RTT_COUNTERS
+            }
+        )
         drops = quic.get("kernel_drops") or {}
         udp = (
             {
@@ -365,6 +381,9 @@ class Result:
             if quic
             else {}
         )
+        if quic and quic.get("zero_rtt") is None and "zero_rtt_reason" in quic:
+            # written before 0-RTT was counted: kept as it was (null and its reason)
+            udp["zero_rtt_reason"] = quic["zero_rtt_reason"]
 
         def hist(key: str) -> Optional[LatencyHistogram]:
             block = d.get(key)
@@ -491,6 +510,20 @@ SCHEDULED = "load shape"  # written for runs along a rate or connections schedul
 HTTP3 = "h3"  # written for HTTP/3 runs only
 
 
+def _zero_rtt(r: Result) -> dict[str, Any]:
+    """0-RTT's connections (--h3-0rtt), or - read from a result written before they were
+    counted - the null and its reason it had."""
+    if "zero_rtt_reason" in r.udp:
+        return {"zero_rtt": None, "zero_rtt_reason": r.udp["zero_rtt_reason"]}
+    return {
+        "zero_rtt": {
+            "attempted": r.counters.get("quic_zero_rtt_attempted", 0),
+            "accepted": r.counters.get("quic_zero_rtt_accepted", 0),
+            "rejected": r.counters.get("quic_zero_rtt_rejected", 0),
+        }
+    }
+
+
 def _quic_block(r: Result) -> dict[str, Any]:
     measured = bool(r.udp.get("drops_measured"))
     return {
@@ -506,8 +539,7 @@ def _quic_block(r: Result) -> dict[str, Any]:
         "retransmitted": None,
         "loss_reason": QUIC_LOSS_UNCOUNTED,
         "handshakes": r.counters.get("tls_handshakes", 0),
-        "zero_rtt": None,
-        "zero_rtt_reason": QUIC_ZERO_RTT_UNUSED,
+        **_zero_rtt(r),
         "udp_receive_buffer": int(r.udp.get("receive_buffer", 0)),
         "udp_send_buffer": int(r.udp.get("send_buffer", 0)),
         "kernel_drops": {

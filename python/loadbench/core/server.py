@@ -10,7 +10,9 @@ unix socket), and, after a graceful stop (SIGINT/SIGTERM), one line with its cou
 
     {"event": "stopped", "connections_accepted": 10, ..., "requests": {"plaintext": 5, ...},
      "h1": {"connections": 4, "requests": 3},
-     "h2": {"connections": 6, "streams": 2, "requests": 2, "streams_refused": 0, "goaways": 0}}
+     "h2": {"connections": 6, "streams": 2, "requests": 2, "streams_refused": 0, "goaways": 0},
+     "h3": {"connections": 4, "handshakes": 4, "resumed": 3, "zero_rtt": 3, "requests": 4,
+            "goaways": 0}}
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class ServerProcess:
     h2_max_streams: Optional[int] = None  # SETTINGS_MAX_CONCURRENT_STREAMS (binary default 100)
     h2_max_requests: Optional[int] = None  # GOAWAY after this many streams (0/None = never)
     h3: bool = False  # HTTP/3 over UDP on tls_port's number (needs tls); TCP answers carry Alt-Svc
+    h3_0rtt: bool = False  # HTTP/3: accept 0-RTT early data on resumed connections (needs h3)
     extra_args: Sequence[str] = ()
     cpus: Optional[Sequence[int]] = None
     binary: Optional[str] = None  # another loadbench-server executable (default: the installed one)
@@ -109,6 +112,8 @@ class ServerProcess:
             args += ["--no-h2"]
         if self.h3:
             args += ["--h3"]
+        if self.h3_0rtt:
+            args += ["--h3-0rtt"]
         for flag, value in optional.items():
             if value is not None:
                 args += [flag, str(value)]

@@ -132,6 +132,11 @@ def summary_lines(r: Any) -> list[str]:
         conn += f", TLS handshakes {r.tls_handshakes:,} ({r.tls_handshakes_per_s:,.1f}/s)"
         if r.config.get("tls_session_resumption"):
             conn += f", {r.tls_resumed:,} resumed"
+        if r.config.get("quic_early_data"):
+            conn += (
+                f", 0-RTT on {r.quic_zero_rtt_attempted:,} (accepted {r.quic_zero_rtt_accepted:,},"
+                f" rejected and re-sent {r.quic_zero_rtt_rejected:,})"
+            )
     if r.reconnects:
         conn += f", {r.reconnects:,} reopened after the server closed"
     if uses_lean_exchange(r.config):
