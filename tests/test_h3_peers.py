@@ -60,65 +60,71 @@ def _tcp_up(port: int) -> bool:
         return False
 
 
+class QuicGoPeer:
+    """The quic-go peer started from its registry command by hand (no readiness request of the
+    sweep's, which would be one more response): ready once its UDP and TCP ports are bound. At
+    exit it is stopped with SIGTERM and `counts` holds the line it prints then."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        target = _need("quic-go")
+        cert, key = self_signed_cert(tmp_path)
+        self.port = free_udp_tcp_port()
+        values = {"peers": str(PEERS), "port": self.port, "cert": cert, "key": key}
+        self._argv = [_expand(str(a), values) for a in target.h3_argv]
+        self._err_path = tmp_path / "peer.err"
+        self.stderr = ""
+
+    def __enter__(self) -> "QuicGoPeer":
+        self._err = open(self._err_path, "w+b")
+        self._proc = subprocess.Popen(self._argv, stdout=subprocess.DEVNULL, stderr=self._err)
+        try:
+            deadline = time.monotonic() + 10
+            while not (_udp_bound(self.port) and _tcp_up(self.port)):
+                assert self._proc.poll() is None, self._err_path.read_text()
+                assert time.monotonic() < deadline, "the quic-go peer did not bind within 10 s"
+                time.sleep(0.05)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGTERM)
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._err.seek(0)
+        self.stderr = self._err.read().decode(errors="replace")
+        self._err.close()
+
+
 def test_cli_run_h3_reads_exactly_n_and_the_quic_go_peer_counts_n(tmp_path: Path) -> None:
-    """The peer started from its registry command by hand (no readiness request of the sweep's,
-    which would be one more response): ready once its UDP and TCP ports are bound."""
-    target = _need("quic-go")
-    cert, key = self_signed_cert(tmp_path)
-    port = free_udp_tcp_port()
-    values = {"peers": str(PEERS), "port": port, "cert": cert, "key": key}
-    argv = [_expand(str(a), values) for a in target.h3_argv]
-    stderr = open(tmp_path / "peer.err", "w+b")
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=stderr)
-    try:
-        deadline = time.monotonic() + 10
-        while not (_udp_bound(port) and _tcp_up(port)):
-            assert proc.poll() is None, (tmp_path / "peer.err").read_text()
-            assert time.monotonic() < deadline, "the quic-go peer did not bind within 10 s"
-            time.sleep(0.05)
+    with QuicGoPeer(tmp_path) as peer:
         n = 300
         out = tmp_path / "r.json"
-        url = f"https://127.0.0.1:{port}/plaintext"
+        url = f"https://127.0.0.1:{peer.port}/plaintext"
         done = loadbench_cli("run", url, "--h3", "-n", str(n), "-c", "3", "--json", str(out))
         assert done.returncode == 0, done.stderr
         result = json.loads(out.read_text())
         assert result["config"]["protocol"] == "h3"
         assert result["responses"] == n and result["status_codes"] == {"200": n}
         assert sum(result["errors"].values()) == 0
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        stderr.seek(0)
-        text = stderr.read().decode(errors="replace")
-        stderr.close()
     # the TCP readiness checks were bare connects: no request, so no TCP response either
-    assert re.search(rf"^loadbench-peer-quicgo: responses h3={n} tcp=0$", text, re.M), text
+    assert re.search(rf"^loadbench-peer-quicgo: responses h3={n} tcp=0$", peer.stderr, re.M), (
+        peer.stderr
+    )
 
 
 def test_tls_resume_and_0rtt_against_the_quic_go_peer_exact_counts(tmp_path: Path) -> None:
     """Resumption and 0-RTT with a server no one here wrote (quic-go issues tickets that allow
     early data): N requests without keep-alive on C connection slots resume all but each slot's
     first handshake, send those as 0-RTT, and quic-go accepts each; it counts every request once."""
-    target = _need("quic-go")
-    cert, key = self_signed_cert(tmp_path)
-    port = free_udp_tcp_port()
-    values = {"peers": str(PEERS), "port": port, "cert": cert, "key": key}
-    argv = [_expand(str(a), values) for a in target.h3_argv]
-    stderr = open(tmp_path / "peer.err", "w+b")
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=stderr)
     n, c = 24, 3
-    try:
-        deadline = time.monotonic() + 10
-        while not (_udp_bound(port) and _tcp_up(port)):
-            assert proc.poll() is None, (tmp_path / "peer.err").read_text()
-            assert time.monotonic() < deadline, "the quic-go peer did not bind within 10 s"
-            time.sleep(0.05)
-        url = f"https://127.0.0.1:{port}/plaintext"
+    with QuicGoPeer(tmp_path) as peer:
+        url = f"https://127.0.0.1:{peer.port}/plaintext"
         for early in (False, True):
             r = loadbench.run(
                 url,
@@ -137,18 +143,9 @@ def test_tls_resume_and_0rtt_against_the_quic_go_peer_exact_counts(tmp_path: Pat
                 "accepted": sent_early,
                 "rejected": 0,
             }
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        stderr.seek(0)
-        text = stderr.read().decode(errors="replace")
-        stderr.close()
-    assert re.search(rf"^loadbench-peer-quicgo: responses h3={2 * n} tcp=0$", text, re.M), text
+    assert re.search(rf"^loadbench-peer-quicgo: responses h3={2 * n} tcp=0$", peer.stderr, re.M), (
+        peer.stderr
+    )
 
 
 def test_small_sweep_of_caddy_and_quic_go_over_h2_and_h3_reports_the_h3_h2_ratio(

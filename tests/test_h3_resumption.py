@@ -15,7 +15,6 @@ the server still answers it exactly once).
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 from pathlib import Path
 from typing import Iterator
@@ -28,6 +27,7 @@ from loadbench import ConfigError
 from loadbench.core import _core
 from loadbench.core.paths import server_binary
 from loadbench.core.server import ServerProcess
+from loadbench.sweep.targets import free_udp_tcp_port
 
 pytestmark = pytest.mark.skipif(
     not _core.http3_available(),
@@ -41,17 +41,7 @@ C = 3  # connection slots: each one's first handshake is a full one
 
 def free_port() -> int:
     """A port free for TCP and UDP both (the server's TLS port and HTTP/3 share the number)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        try:
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-                u.bind(("127.0.0.1", port))
-            return port
-        except OSError:
-            continue
-    raise RuntimeError("no port free for both TCP and UDP")
+    return free_udp_tcp_port()
 
 
 def h3_server(zero_rtt: bool) -> ServerProcess:

@@ -11,7 +11,6 @@ import contextlib
 import http.client
 import json
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from cli_runner import loadbench_cli
 from loadbench.core import _core
 from loadbench.core.paths import server_binary
 from loadbench.core.server import ServerProcess
+from loadbench.sweep.targets import free_udp_tcp_port
 
 aioquic = pytest.importorskip("aioquic")
 from aioquic.asyncio import connect  # noqa: E402
@@ -49,17 +49,7 @@ SERVER_CONTROL_STREAM = 3  # the server's first unidirectional stream (RFC 9000 
 
 def free_port() -> int:
     """A port free for TCP and UDP both (the server's TLS port and HTTP/3 share the number)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        try:
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-                u.bind(("127.0.0.1", port))
-            return port
-        except OSError:
-            continue
-    raise RuntimeError("no port free for both TCP and UDP")
+    return free_udp_tcp_port()
 
 
 @pytest.fixture
