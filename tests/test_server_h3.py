@@ -440,3 +440,46 @@ def test_late_request_headers_reset_the_stream_not_the_connection() -> None:
         assert after.status == 200  # the same connection goes on
         stopped = s.stop()
     assert stopped["h3"]["connections"] == 1 and stopped["h3"]["requests"] == 1
+
+
+def test_a_request_the_client_resets_midway_is_reset_by_the_server_too() -> None:
+    # RFC 9114 4.1.2: a request stream that ends without a whole request gets its response side
+    # aborted (H3_REQUEST_INCOMPLETE). The client resets only its sending side (RESET_STREAM, no
+    # STOP_SENDING) halfway through a body; before, the server's side stayed open - and the
+    # client's one stream (--h2-max-streams 1) taken - until the connection ended. Found by
+    # server_h3_fuzz.
+    H3_REQUEST_CANCELLED = 0x10C
+    H3_REQUEST_INCOMPLETE = 0x10D
+
+    async def main(port: int) -> tuple[int, Response]:
+        async with connect(
+            "127.0.0.1", port, configuration=client_config(), create_protocol=H3Client
+        ) as client:
+            stream_id = client._quic.get_next_available_stream_id()
+            reset = asyncio.get_event_loop().create_future()
+            client.resets[stream_id] = reset
+            headers = [
+                (b":method", b"POST"),
+                (b":scheme", b"https"),
+                (b":authority", b"localhost"),
+                (b":path", b"/echo"),
+                (b"content-length", b"10"),
+            ]
+            client.h3.send_headers(stream_id, headers)
+            client.h3.send_data(stream_id, b"half", end_stream=False)
+            client.transmit()
+            client._quic.reset_stream(stream_id, H3_REQUEST_CANCELLED)
+            client.transmit()
+            code = await asyncio.wait_for(reset, 20)
+            # The stream has closed on both ends: the client's one stream is granted again.
+            return code, await client.request("GET", "/json")
+
+    with ServerProcess(
+        tls=True, tls_port=free_port(), h3=True, h2_max_streams=1, cgroup=False
+    ) as s:
+        code, after = asyncio.run(main(s.https_port))
+        assert code == H3_REQUEST_INCOMPLETE
+        assert after.status == 200
+        stopped = s.stop()
+    assert stopped["h3"]["requests"] == 1 == stopped["requests"]["json"]
+    assert stopped["h3"]["connections"] == 1

@@ -16,6 +16,7 @@ bool Http3Application::unblock_stream(std::int64_t) { return false; }
 void Http3Application::shutdown_stream_write(std::int64_t) {}
 bool Http3Application::add_ack_offset(std::int64_t, std::uint64_t) { return false; }
 bool Http3Application::shutdown_stream_read(std::int64_t) { return false; }
+bool Http3Application::reset_by_client(std::int64_t) { return false; }
 bool Http3Application::close_stream(std::int64_t, std::uint64_t) { return false; }
 void Http3Application::set_max_client_streams_bidi(std::uint64_t) {}
 std::uint64_t Http3Application::next_wakeup() const { return never; }
@@ -67,7 +68,7 @@ struct Http3Application::Stream {
     std::size_t header_bytes = 0;
     bool header_too_large = false;
     bool headers_done = false;
-    bool timed_out = false;
+    bool abandoned = false;              // reset by us (late headers, a request the client reset)
     std::uint64_t headers_deadline = 0;  // --header-timeout-ms after the stream's first header
     bool answered = false;
     bool delayed = false;
@@ -278,6 +279,20 @@ bool Http3Application::shutdown_stream_read(std::int64_t stream_id) {
     return nghttp3_conn_shutdown_stream_read(conn_, stream_id) == 0;
 }
 
+bool Http3Application::reset_by_client(std::int64_t stream_id) {
+    if (nghttp3_conn_shutdown_stream_read(conn_, stream_id) != 0) return false;
+    if ((stream_id & 0x3) != 0) return true;  // not a request stream (a client-initiated bidirectional one)
+    const auto it =
+        std::find_if(live_.begin(), live_.end(), [stream_id](const Stream* st) { return st->id == stream_id; });
+    if (it != live_.end()) {
+        if ((*it)->answered || (*it)->delayed) return true;  // the request was whole: its response goes out
+        (*it)->abandoned = true;
+    }
+    // Best effort: the stream is QUIC's, and a failure here has nothing left to undo.
+    quic_.shutdown_stream_write(stream_id, NGHTTP3_H3_REQUEST_INCOMPLETE);
+    return true;
+}
+
 bool Http3Application::close_stream(std::int64_t stream_id, std::uint64_t app_error_code) {
     const int rv = nghttp3_conn_close_stream(conn_, stream_id, app_error_code);
     return rv == 0 || rv == NGHTTP3_ERR_STREAM_NOT_FOUND;
@@ -291,7 +306,7 @@ std::uint64_t Http3Application::next_wakeup() const {
     std::uint64_t at = final_goaway_at_;
     for (const Stream* st : live_) {
         if (st->delayed) at = std::min(at, st->delay_until);
-        if (!st->headers_done && !st->timed_out) at = std::min(at, st->headers_deadline);
+        if (!st->headers_done && !st->abandoned) at = std::min(at, st->headers_deadline);
     }
     return at;
 }
@@ -299,10 +314,10 @@ std::uint64_t Http3Application::next_wakeup() const {
 void Http3Application::on_timer(std::uint64_t now) {
     for (Stream* st : std::vector<Stream*>(live_)) {
         if (st->delayed && st->delay_until <= now) respond(*st, delay_answer());
-        if (!st->headers_done && !st->timed_out && st->headers_deadline <= now) {
+        if (!st->headers_done && !st->abandoned && st->headers_deadline <= now) {
             // Slowloris over HTTP/3: a header section still incomplete after --header-timeout-ms
             // ends its stream (RESET_STREAM + STOP_SENDING), not the connection.
-            st->timed_out = true;
+            st->abandoned = true;
             quic_.shutdown_stream(st->id, NGHTTP3_H3_REQUEST_INCOMPLETE);
         }
     }

@@ -83,8 +83,13 @@ public:
     void shutdown_stream_write(std::int64_t stream_id);
     // The client acknowledged `size` more bytes of the stream: nghttp3 may let go of them.
     bool add_ack_offset(std::int64_t stream_id, std::uint64_t size);
-    // The client reset the stream or asked us to stop sending it: no more request data.
+    // The client asked us to stop sending the stream (QUIC resets it): no more request data.
     bool shutdown_stream_read(std::int64_t stream_id);
+    // The client reset the stream: no more request data. A request that had not arrived whole
+    // cannot be answered, so our side is reset too (H3_REQUEST_INCOMPLETE, RFC 9114 4.1.2) -
+    // else the stream stayed open on both ends, one of the client's streams gone, until the
+    // connection ended.
+    bool reset_by_client(std::int64_t stream_id);
     // QUIC closed the stream both ways.
     bool close_stream(std::int64_t stream_id, std::uint64_t app_error_code);
     // QUIC granted the client more request streams (one as each closes).

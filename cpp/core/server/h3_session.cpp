@@ -275,7 +275,7 @@ struct Http3Session::Impl final : QuicStreams {
 
     static int stream_reset(ngtcp2_conn*, std::int64_t stream_id, std::uint64_t, std::uint64_t, void* user, void*) {
         Impl& s = self(user);
-        if (s.app && !s.app->shutdown_stream_read(stream_id)) return NGTCP2_ERR_CALLBACK_FAILURE;
+        if (s.app && !s.app->reset_by_client(stream_id)) return NGTCP2_ERR_CALLBACK_FAILURE;
         return 0;
     }
 
