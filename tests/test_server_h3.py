@@ -483,3 +483,44 @@ def test_a_request_the_client_resets_midway_is_reset_by_the_server_too() -> None
         stopped = s.stop()
     assert stopped["h3"]["requests"] == 1 == stopped["requests"]["json"]
     assert stopped["h3"]["connections"] == 1
+
+
+def test_a_trailer_section_that_never_decodes_is_bounded_by_the_header_timeout() -> None:
+    # Trailers are a header section too: a client's trailer HEADERS that references a QPACK
+    # dynamic table entry it never inserts stays blocked (RFC 9204 2.1.2), with the stream's FIN
+    # behind it. Before, only the request's own header section had a deadline, so such a stream
+    # stayed open until the connection ended; now it is reset like late headers. Found by
+    # server_h3_fuzz.
+    H3_REQUEST_INCOMPLETE = 0x10D
+    # HEADERS (type 1, 3 bytes): Required Insert Count 1 (encoded 2, the server's table holding
+    # 128 entries), Base 1, then the dynamic entry 0 - never inserted.
+    blocked_trailers = b"\x01\x03\x02\x00\x80"
+
+    async def main(port: int) -> tuple[int, Response]:
+        async with connect(
+            "127.0.0.1", port, configuration=client_config(), create_protocol=H3Client
+        ) as client:
+            stream_id = client._quic.get_next_available_stream_id()
+            reset = asyncio.get_event_loop().create_future()
+            client.resets[stream_id] = reset
+            headers = [
+                (b":method", b"POST"),
+                (b":scheme", b"https"),
+                (b":authority", b"localhost"),
+                (b":path", b"/echo"),
+            ]
+            client.h3.send_headers(stream_id, headers)
+            client.h3.send_data(stream_id, b"body", end_stream=False)
+            client._quic.send_stream_data(stream_id, blocked_trailers, end_stream=True)
+            client.transmit()
+            code = await asyncio.wait_for(reset, 20)
+            return code, await client.request("GET", "/json")
+
+    with ServerProcess(
+        tls=True, tls_port=free_port(), h3=True, header_timeout_ms=300, cgroup=False
+    ) as s:
+        code, after = asyncio.run(main(s.https_port))
+        assert code == H3_REQUEST_INCOMPLETE
+        assert after.status == 200  # the same connection goes on
+        stopped = s.stop()
+    assert stopped["h3"]["requests"] == 1 == stopped["requests"]["json"]

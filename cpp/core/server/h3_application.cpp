@@ -67,7 +67,7 @@ struct Http3Application::Stream {
     std::optional<std::uint64_t> content_length;
     std::size_t header_bytes = 0;
     bool header_too_large = false;
-    bool headers_done = false;
+    bool headers_done = false;           // no header section (the request's, or trailers) in progress
     bool abandoned = false;              // reset by us (late headers, a request the client reset)
     std::uint64_t headers_deadline = 0;  // --header-timeout-ms after the stream's first header
     bool answered = false;
@@ -91,6 +91,23 @@ struct Http3Application::Callbacks {
         st->headers_deadline = s.quic_.now() + std::uint64_t{s.ctx_.config.header_timeout_ms} * nanoseconds_per_ms;
         s.live_.push_back(st);
         nghttp3_conn_set_stream_user_data(conn, stream_id, st);
+        return 0;
+    }
+
+    // A trailer section is a header section too, under the same deadline: one whose QPACK
+    // references never arrive would otherwise hold the stream, its FIN unread, until the
+    // connection ended.
+    static int begin_trailers(nghttp3_conn*, std::int64_t, void* user, void* stream_user) {
+        auto* st = static_cast<Stream*>(stream_user);
+        if (!st) return 0;
+        Http3Application& s = self(user);
+        st->headers_done = false;
+        st->headers_deadline = s.quic_.now() + std::uint64_t{s.ctx_.config.header_timeout_ms} * nanoseconds_per_ms;
+        return 0;
+    }
+
+    static int end_trailers(nghttp3_conn*, std::int64_t, int, void*, void* stream_user) {
+        if (auto* st = static_cast<Stream*>(stream_user)) st->headers_done = true;
         return 0;
     }
 
@@ -212,6 +229,8 @@ bool Http3Application::start(std::uint64_t max_client_streams_bidi) {
     cb.begin_headers = &Callbacks::begin_headers;
     cb.recv_header = &Callbacks::recv_header;
     cb.end_headers = &Callbacks::end_headers;
+    cb.begin_trailers = &Callbacks::begin_trailers;
+    cb.end_trailers = &Callbacks::end_trailers;
     cb.stop_sending = &Callbacks::stop_sending;
     cb.end_stream = &Callbacks::end_stream;
     cb.reset_stream = &Callbacks::reset_stream;
