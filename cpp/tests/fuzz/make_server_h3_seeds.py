@@ -161,6 +161,17 @@ def seeds() -> dict[str, bytes]:
         chunk(0, static_headers(0, request("GET", "/delay?ms=1")), fin=True)
         + action(STOP_SENDING, 0)
     )
+    s["trailers"] = bytes([PREAMBLE]) + chunk(
+        0,
+        static_headers(0, request("POST", "/echo"))
+        + frame(0x00, body)
+        + static_headers(0, [(b"x-checksum", b"1234")]),
+        fin=True,
+    )
+    # Required Insert Count 1, Base 1, the dynamic entry 0: blocked for good (no insertion comes).
+    s["trailers_blocked_on_qpack"] = bytes([PREAMBLE]) + chunk(
+        0, static_headers(0, request("POST", "/echo")) + frame(0x01, b"\x02\x00\x80"), fin=True
+    )
     s["late_header_section"] = bytes([PREAMBLE]) + chunk(0, get_root[:5]) + action(LATE)
     return s
 
