@@ -9,9 +9,10 @@
 // Limits, as HTTP/2's: initial_max_streams_bidi is --h2-max-streams (QUIC does the refusing: a
 // client cannot open more, and one more is granted as each closes), --max-body (413, also from
 // content-length before any DATA), --max-header (431), --idle-timeout-ms (QUIC's max_idle_timeout),
-// --header-timeout-ms bounds the handshake and each request's header section (a stream whose
-// headers are late is reset with H3_REQUEST_INCOMPLETE; the connection goes on). Flow control is ngtcp2's: request data
-// is consumed as it arrives, so the windows only pace the client.
+// --header-timeout-ms bounds the handshake and each request's header and trailer sections (a
+// stream whose headers are late is reset with H3_REQUEST_INCOMPLETE; the connection goes on).
+// Flow control is ngtcp2's: request data is consumed as it arrives, so the windows only pace
+// the client.
 //
 // Graceful stop (begin_shutdown): a GOAWAY shutdown notice at once, the final GOAWAY (the last
 // stream accepted) one PTO later, the streams in flight finish, then CONNECTION_CLOSE H3_NO_ERROR.
