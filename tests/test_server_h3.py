@@ -529,3 +529,87 @@ def test_aioquic_0rtt_request_answered_by_a_server_taking_early_data() -> None:
     assert accepted is True
     assert stopped["h3"]["handshakes"] == 2 and stopped["h3"]["resumed"] == 1
     assert stopped["h3"]["zero_rtt"] == 1 and stopped["requests"]["json"] == 2
+
+
+def test_a_request_the_client_resets_midway_is_reset_by_the_server_too() -> None:
+    # RFC 9114 4.1.2: a request stream that ends without a whole request gets its response side
+    # aborted (H3_REQUEST_INCOMPLETE). The client resets only its sending side (RESET_STREAM, no
+    # STOP_SENDING) halfway through a body; before, the server's side stayed open - and the
+    # client's one stream (--h2-max-streams 1) taken - until the connection ended. Found by
+    # server_h3_fuzz.
+    H3_REQUEST_CANCELLED = 0x10C
+    H3_REQUEST_INCOMPLETE = 0x10D
+
+    async def main(port: int) -> tuple[int, Response]:
+        async with connect(
+            "127.0.0.1", port, configuration=client_config(), create_protocol=H3Client
+        ) as client:
+            stream_id = client._quic.get_next_available_stream_id()
+            reset = asyncio.get_event_loop().create_future()
+            client.resets[stream_id] = reset
+            headers = [
+                (b":method", b"POST"),
+                (b":scheme", b"https"),
+                (b":authority", b"localhost"),
+                (b":path", b"/echo"),
+                (b"content-length", b"10"),
+            ]
+            client.h3.send_headers(stream_id, headers)
+            client.h3.send_data(stream_id, b"half", end_stream=False)
+            client.transmit()
+            client._quic.reset_stream(stream_id, H3_REQUEST_CANCELLED)
+            client.transmit()
+            code = await asyncio.wait_for(reset, 20)
+            # The stream has closed on both ends: the client's one stream is granted again.
+            return code, await client.request("GET", "/json")
+
+    with ServerProcess(
+        tls=True, tls_port=free_port(), h3=True, h2_max_streams=1, cgroup=False
+    ) as s:
+        code, after = asyncio.run(main(s.https_port))
+        assert code == H3_REQUEST_INCOMPLETE
+        assert after.status == 200
+        stopped = s.stop()
+    assert stopped["h3"]["requests"] == 1 == stopped["requests"]["json"]
+    assert stopped["h3"]["connections"] == 1
+
+
+def test_a_trailer_section_that_never_decodes_is_bounded_by_the_header_timeout() -> None:
+    # Trailers are a header section too: a client's trailer HEADERS that references a QPACK
+    # dynamic table entry it never inserts stays blocked (RFC 9204 2.1.2), with the stream's FIN
+    # behind it. Before, only the request's own header section had a deadline, so such a stream
+    # stayed open until the connection ended; now it is reset like late headers. Found by
+    # server_h3_fuzz.
+    H3_REQUEST_INCOMPLETE = 0x10D
+    # HEADERS (type 1, 3 bytes): Required Insert Count 1 (encoded 2, the server's table holding
+    # 128 entries), Base 1, then the dynamic entry 0 - never inserted.
+    blocked_trailers = b"\x01\x03\x02\x00\x80"
+
+    async def main(port: int) -> tuple[int, Response]:
+        async with connect(
+            "127.0.0.1", port, configuration=client_config(), create_protocol=H3Client
+        ) as client:
+            stream_id = client._quic.get_next_available_stream_id()
+            reset = asyncio.get_event_loop().create_future()
+            client.resets[stream_id] = reset
+            headers = [
+                (b":method", b"POST"),
+                (b":scheme", b"https"),
+                (b":authority", b"localhost"),
+                (b":path", b"/echo"),
+            ]
+            client.h3.send_headers(stream_id, headers)
+            client.h3.send_data(stream_id, b"body", end_stream=False)
+            client._quic.send_stream_data(stream_id, blocked_trailers, end_stream=True)
+            client.transmit()
+            code = await asyncio.wait_for(reset, 20)
+            return code, await client.request("GET", "/json")
+
+    with ServerProcess(
+        tls=True, tls_port=free_port(), h3=True, header_timeout_ms=300, cgroup=False
+    ) as s:
+        code, after = asyncio.run(main(s.https_port))
+        assert code == H3_REQUEST_INCOMPLETE
+        assert after.status == 200  # the same connection goes on
+        stopped = s.stop()
+    assert stopped["h3"]["requests"] == 1 == stopped["requests"]["json"]

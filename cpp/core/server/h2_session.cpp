@@ -1,5 +1,6 @@
 #include "core/server/h2_session.hpp"
 
+#include "core/server/response_fields.hpp"
 #include "core/server/responses.hpp"
 
 #include <nghttp2/nghttp2.h>
@@ -44,10 +45,7 @@ struct Http2Session::Stream {
     // The response (referenced by the HEADERS and DATA frames until they are sent).
     std::string_view response_body;
     std::size_t body_sent = 0;
-    char status[4] = {};
-    char length[24] = {};
-    std::size_t length_size = 0;
-    char date[http_date_length] = {};
+    ResponseFields fields;
     std::size_t live_index = 0;  // its place in Http2Session::live_
 
     void reset(std::int32_t stream_id) {
@@ -416,8 +414,8 @@ void Http2Session::finish_delay(std::int32_t stream_id) {
     respond(*st, delay_answer());
 }
 
-// The HTTP/2 encoder: HEADERS (:status, server, date, content-type, content-length, allow)
-// and the body as DATA frames, read as the flow-control windows open.
+// The HTTP/2 encoder: HEADERS (the ResponseFields, alt-svc included under --h3) and the body as
+// DATA frames, read as the flow-control windows open.
 void Http2Session::respond(Stream& st, const Answer& answer) {
     st.answered = true;
     std::string_view type = answer.content_type;
@@ -428,21 +426,10 @@ void Http2Session::respond(Stream& st, const Answer& answer) {
         st.response_body = answer.body;
     }
     st.body_sent = 0;
-    std::to_chars(st.status, st.status + 3, answer.status);
-    st.length_size = static_cast<std::size_t>(
-        std::to_chars(st.length, st.length + sizeof st.length, st.response_body.size()).ptr - st.length);
-    const std::string_view date = ctx_.date_value();
-    std::memcpy(st.date, date.data(), std::min(date.size(), sizeof st.date));
-
-    std::array<nghttp2_nv, 7> nv;
+    st.fields.set(answer.status, ctx_.date_value(), type, st.response_body.size(), answer.allow, ctx_.alt_svc);
+    std::array<nghttp2_nv, ResponseFields::max_fields> nv;
     std::size_t n = 0;
-    nv[n++] = header(":status", {st.status, 3});
-    nv[n++] = header("server", server_name);
-    nv[n++] = header("date", {st.date, sizeof st.date});
-    if (!type.empty()) nv[n++] = header("content-type", type);
-    nv[n++] = header("content-length", {st.length, st.length_size});
-    if (!answer.allow.empty()) nv[n++] = header("allow", answer.allow);
-    if (!ctx_.alt_svc.empty()) nv[n++] = header("alt-svc", ctx_.alt_svc);
+    for (const ResponseFields::Field& field : st.fields) nv[n++] = header(field.name, field.value);
 
     // A HEAD gets the GET's header block, content-length included, and no DATA (RFC 9110 §9.3.2).
     nghttp2_data_provider provider;

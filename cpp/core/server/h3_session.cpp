@@ -43,10 +43,8 @@ void Http3Credentials::enable_resumption(bool) {}
 #else
 
 #include "core/http/quic_tls.hpp"
-#include "core/server/answer.hpp"
+#include "core/server/h3_application.hpp"
 #include "core/server/h3_resumption.hpp"
-#include "core/server/responses.hpp"
-#include "core/server/routes.hpp"
 
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
@@ -55,18 +53,12 @@ void Http3Credentials::enable_resumption(bool) {}
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
-#include <boost/beast/http/verb.hpp>
-
 #include <algorithm>
 #include <array>
-#include <charconv>
-#include <cstring>
-#include <optional>
+#include <memory>
 #include <vector>
 
 namespace loadbench::server {
-
-namespace http = boost::beast::http;
 
 bool http3_available() { return true; }
 std::string_view http3_missing_reason() { return {}; }
@@ -86,16 +78,8 @@ constexpr std::size_t datagram_capacity = 1500;  // ngtcp2 writes at most max_tx
 // arrives, so these only pace it (ngtcp2 grows them to max_stream_window / max_window).
 constexpr std::uint64_t stream_window = 256 * 1024;
 constexpr std::uint64_t connection_window = 1024 * 1024;
-constexpr std::size_t kept_body_capacity = 64 * 1024;
 
 std::string_view id_bytes(const ngtcp2_cid& cid) { return {reinterpret_cast<const char*>(cid.data), cid.datalen}; }
-
-nghttp3_nv header(std::string_view name, std::string_view value) {
-    // NO_COPY: names are constants and values live in the Stream until it closes.
-    return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-            reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-            NGHTTP3_NV_FLAG_NO_COPY_NAME | NGHTTP3_NV_FLAG_NO_COPY_VALUE};
-}
 
 }  // namespace
 
@@ -145,41 +129,18 @@ Http3Credentials::~Http3Credentials() {
 
 // --- the session -------------------------------------------------------------------------------
 
-struct Http3Session::Impl {
-    // One request/response exchange (a client bidirectional stream).
-    struct Stream {
-        std::int64_t id = -1;
-        http::verb method = http::verb::unknown;
-        std::string target;
-        std::string content_type;
-        std::string body;
-        std::optional<std::uint64_t> content_length;
-        std::size_t header_bytes = 0;
-        bool header_too_large = false;
-        bool headers_done = false;
-        bool timed_out = false;
-        std::uint64_t headers_deadline = 0;  // --header-timeout-ms after the stream's first header
-        bool answered = false;
-        bool delayed = false;
-        std::uint64_t delay_until = 0;
-        // The response: referenced by nghttp3 until the stream closes.
-        std::string response_body;
-        std::string_view response_view;
-        char status[4] = {};
-        char length[24] = {};
-        std::size_t length_size = 0;
-        char date[http_date_length] = {};
-    };
-
+// The QUIC half: ngtcp2 and GnuTLS. The HTTP/3 half (Http3Application), made once the handshake
+// is done, reaches it through QuicStreams.
+struct Http3Session::Impl final : QuicStreams {
     HandlerContext& ctx;
     ConnectionIdRouter& router;
+    Http3Session* session = nullptr;
     ngtcp2_conn* quic = nullptr;
-    nghttp3_conn* h3 = nullptr;
+    std::unique_ptr<Http3Application> app;  // once the handshake is done
     gnutls_session_t tls = nullptr;
     ngtcp2_crypto_conn_ref conn_ref{};
     ngtcp2_path_storage path{};
     std::vector<std::string> ids;  // every id registered with the router
-    std::vector<Stream*> live;     // owned (freed on nghttp3's stream_close or with the session)
     std::vector<std::uint8_t> packet = std::vector<std::uint8_t>(datagram_capacity);
     // A datagram the socket did not take (it would have blocked): sent before anything new.
     std::size_t pending_size = 0;
@@ -192,17 +153,33 @@ struct Http3Session::Impl {
     bool closing = false;  // send CONNECTION_CLOSE (close_error) at the next flush, then finished
     bool over = false;     // nothing more: the endpoint deletes the session
     bool shutting_down = false;
-    bool goaway_final = false;
-    std::uint64_t final_goaway_at = never;
 
     Impl(HandlerContext& c, ConnectionIdRouter& r) : ctx(c), router(r) { ngtcp2_path_storage_zero(&pending_path); }
 
-    ~Impl() {
+    ~Impl() override {
         for (const std::string& id : ids) router.remove_id(id);
-        if (h3) nghttp3_conn_del(h3);
+        app.reset();
         if (quic) ngtcp2_conn_del(quic);
         if (tls) gnutls_deinit(tls);
-        for (Stream* st : live) delete st;
+    }
+
+    // --- QuicStreams: what the HTTP/3 half asks of ngtcp2 --------------------------------------
+    std::uint64_t now() override { return quic_now(); }
+    bool open_uni_stream(std::int64_t& stream_id) override {
+        return ngtcp2_conn_open_uni_stream(quic, &stream_id, nullptr) == 0;
+    }
+    void extend_max_offsets(std::int64_t stream_id, std::uint64_t size) override {
+        ngtcp2_conn_extend_max_stream_offset(quic, stream_id, size);
+        ngtcp2_conn_extend_max_offset(quic, size);
+    }
+    bool shutdown_stream_read(std::int64_t stream_id, std::uint64_t app_error_code) override {
+        return ngtcp2_conn_shutdown_stream_read(quic, stream_id, app_error_code) == 0;
+    }
+    bool shutdown_stream_write(std::int64_t stream_id, std::uint64_t app_error_code) override {
+        return ngtcp2_conn_shutdown_stream_write(quic, stream_id, app_error_code) == 0;
+    }
+    void shutdown_stream(std::int64_t stream_id, std::uint64_t app_error_code) override {
+        ngtcp2_conn_shutdown_stream(quic, stream_id, app_error_code);
     }
 
     static Impl& self(void* user) { return *static_cast<Impl*>(user); }
@@ -216,6 +193,12 @@ struct Http3Session::Impl {
         if (closing || over) return;
         close_error = error;
         closing = true;
+    }
+
+    void close_with_application_error(std::uint64_t code) {
+        ngtcp2_connection_close_error e{};
+        ngtcp2_connection_close_error_set_application_error(&e, code, nullptr, 0);
+        close_with(e);
     }
 
     void fail_liberr(int rv) {
@@ -264,50 +247,49 @@ struct Http3Session::Impl {
         if (gnutls_session_get_flags(s.tls) & GNUTLS_SFLAGS_EARLY_DATA) s.ctx.counters.h3_zero_rtt();
         // A ticket the client may not use is no failure of this connection: it goes on without.
         if (s.send_ticket) (void)gnutls_session_ticket_send(s.tls, 1, 0);
-        return (s.h3 || s.setup_http3()) ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;  // 0-RTT: set up already
+        return (s.app || s.start_application()) ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;  // 0-RTT: started already
     }
 
-    // 0-RTT: the client's early requests arrive before the handshake completes, so HTTP/3 is set
-    // up as soon as the server can send (its 1-RTT key), as ngtcp2's server example does.
+    // 0-RTT: the client's early requests arrive before the handshake completes, so HTTP/3 starts
+    // as soon as the server can send (its 1-RTT key), as ngtcp2's server example does.
     static int recv_tx_key(ngtcp2_conn*, ngtcp2_crypto_level level, void* user) {
         Impl& s = self(user);
-        if (level != NGTCP2_CRYPTO_LEVEL_APPLICATION || s.h3) return 0;
-        return s.setup_http3() ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
+        if (level != NGTCP2_CRYPTO_LEVEL_APPLICATION || s.app) return 0;
+        return s.start_application() ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
     }
 
-    static int recv_stream_data(ngtcp2_conn* conn, std::uint32_t flags, std::int64_t stream_id, std::uint64_t,
+    // The HTTP/3 half (control and QPACK streams, then the requests).
+    bool start_application() {
+        app = std::make_unique<Http3Application>(ctx, *this);
+        if (app->start(ngtcp2_conn_get_local_transport_params(quic)->initial_max_streams_bidi)) return true;
+        app.reset();
+        return false;
+    }
+
+    static int recv_stream_data(ngtcp2_conn*, std::uint32_t flags, std::int64_t stream_id, std::uint64_t,
                                 const std::uint8_t* data, std::size_t size, void* user, void*) {
         Impl& s = self(user);
-        if (!s.h3) return 0;
-        const nghttp3_ssize consumed =
-            nghttp3_conn_read_stream(s.h3, stream_id, data, size, (flags & NGTCP2_STREAM_DATA_FLAG_FIN) ? 1 : 0);
-        if (consumed < 0) {
-            ngtcp2_connection_close_error e{};
-            ngtcp2_connection_close_error_set_application_error(
-                &e, nghttp3_err_infer_quic_app_error_code(static_cast<int>(consumed)), nullptr, 0);
-            s.close_with(e);
+        if (!s.app) return 0;
+        if (!s.app->read_stream(stream_id, data, size, (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0)) {
+            s.close_with_application_error(s.app->error_code());
             return NGTCP2_ERR_CALLBACK_FAILURE;
         }
-        // What nghttp3 consumed itself (frame headers, QPACK); request bodies count in recv_data.
-        ngtcp2_conn_extend_max_stream_offset(conn, stream_id, static_cast<std::uint64_t>(consumed));
-        ngtcp2_conn_extend_max_offset(conn, static_cast<std::uint64_t>(consumed));
         return 0;
     }
 
     static int acked_stream_data_offset(ngtcp2_conn*, std::int64_t stream_id, std::uint64_t, std::uint64_t size,
                                         void* user, void*) {
         Impl& s = self(user);
-        if (s.h3 && nghttp3_conn_add_ack_offset(s.h3, stream_id, size) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+        if (s.app && !s.app->add_ack_offset(stream_id, size)) return NGTCP2_ERR_CALLBACK_FAILURE;
         return 0;
     }
 
     static int stream_close(ngtcp2_conn*, std::uint32_t flags, std::int64_t stream_id, std::uint64_t app_error_code,
                             void* user, void*) {
         Impl& s = self(user);
-        if (!s.h3) return 0;
+        if (!s.app) return 0;
         if (!(flags & NGTCP2_STREAM_CLOSE_FLAG_APP_ERROR_CODE_SET)) app_error_code = NGHTTP3_H3_NO_ERROR;
-        const int rv = nghttp3_conn_close_stream(s.h3, stream_id, app_error_code);
-        if (rv != 0 && rv != NGHTTP3_ERR_STREAM_NOT_FOUND) return NGTCP2_ERR_CALLBACK_FAILURE;
+        if (!s.app->close_stream(stream_id, app_error_code)) return NGTCP2_ERR_CALLBACK_FAILURE;
         // A client request stream is gone: the client may open one more (the stream limit).
         if (ngtcp2_is_bidi_stream(stream_id)) ngtcp2_conn_extend_max_streams_bidi(s.quic, 1);
         return 0;
@@ -315,234 +297,29 @@ struct Http3Session::Impl {
 
     static int stream_reset(ngtcp2_conn*, std::int64_t stream_id, std::uint64_t, std::uint64_t, void* user, void*) {
         Impl& s = self(user);
-        if (s.h3 && nghttp3_conn_shutdown_stream_read(s.h3, stream_id) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+        if (s.app && !s.app->reset_by_client(stream_id)) return NGTCP2_ERR_CALLBACK_FAILURE;
         return 0;
     }
 
     static int stream_stop_sending(ngtcp2_conn*, std::int64_t stream_id, std::uint64_t, void* user, void*) {
         Impl& s = self(user);
-        if (s.h3 && nghttp3_conn_shutdown_stream_read(s.h3, stream_id) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+        if (s.app && !s.app->shutdown_stream_read(stream_id)) return NGTCP2_ERR_CALLBACK_FAILURE;
         return 0;
     }
 
     static int extend_max_remote_streams_bidi(ngtcp2_conn*, std::uint64_t max_streams, void* user) {
         Impl& s = self(user);
-        if (s.h3) nghttp3_conn_set_max_client_streams_bidi(s.h3, max_streams);
+        if (s.app) s.app->set_max_client_streams_bidi(max_streams);
         return 0;
     }
 
     static int extend_max_stream_data(ngtcp2_conn*, std::int64_t stream_id, std::uint64_t, void* user, void*) {
         Impl& s = self(user);
-        if (s.h3 && nghttp3_conn_unblock_stream(s.h3, stream_id) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+        if (s.app && !s.app->unblock_stream(stream_id)) return NGTCP2_ERR_CALLBACK_FAILURE;
         return 0;
     }
 
     static ngtcp2_conn* get_conn(ngtcp2_crypto_conn_ref* ref) { return self(ref->user_data).quic; }
-
-    // --- nghttp3 callbacks -----------------------------------------------------------------------
-    static int h3_begin_headers(nghttp3_conn* conn, std::int64_t stream_id, void* user, void* stream_user) {
-        if (stream_user) return 0;  // trailers' begin is its own callback; this is the request's
-        Impl& s = self(user);
-        auto* st = new Stream();
-        st->id = stream_id;
-        st->headers_deadline = quic_now() + std::uint64_t{s.ctx.config.header_timeout_ms} * NGTCP2_MILLISECONDS;
-        s.live.push_back(st);
-        nghttp3_conn_set_stream_user_data(conn, stream_id, st);
-        return 0;
-    }
-
-    static int h3_recv_header(nghttp3_conn*, std::int64_t, std::int32_t token, nghttp3_rcbuf* name,
-                              nghttp3_rcbuf* value, std::uint8_t, void* user, void* stream_user) {
-        auto* st = static_cast<Stream*>(stream_user);
-        if (!st || st->answered) return 0;
-        const nghttp3_vec n = nghttp3_rcbuf_get_buf(name);
-        const nghttp3_vec v = nghttp3_rcbuf_get_buf(value);
-        st->header_bytes += n.len + v.len + 32;  // RFC 9114 4.2.2's accounting (as HTTP/2's)
-        if (st->header_bytes > self(user).ctx.config.max_header_bytes) {
-            st->header_too_large = true;
-            return 0;
-        }
-        const std::string_view text(reinterpret_cast<const char*>(v.base), v.len);
-        switch (token) {
-            case NGHTTP3_QPACK_TOKEN__METHOD:
-                st->method = http::string_to_verb(text);
-                break;
-            case NGHTTP3_QPACK_TOKEN__PATH:
-                st->target.assign(text);
-                break;
-            case NGHTTP3_QPACK_TOKEN_CONTENT_TYPE:
-                st->content_type.assign(text);
-                break;
-            case NGHTTP3_QPACK_TOKEN_CONTENT_LENGTH: {
-                std::uint64_t length = 0;
-                const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), length);
-                if (ec == std::errc{} && end == text.data() + text.size()) st->content_length = length;
-                break;
-            }
-            default:
-                break;
-        }
-        return 0;
-    }
-
-    static int h3_end_headers(nghttp3_conn*, std::int64_t, int fin, void* user, void* stream_user) {
-        auto* st = static_cast<Stream*>(stream_user);
-        if (st) st->headers_done = true;
-        if (!st || st->answered) return 0;
-        Impl& s = self(user);
-        if (st->header_too_large) {
-            s.respond(*st, limit_answer(RequestKind::header_too_large));
-        } else if (!fin && st->content_length && *st->content_length > s.ctx.config.max_body_bytes) {
-            s.respond(*st, limit_answer(RequestKind::body_too_large));  // before any DATA
-        }
-        return 0;
-    }
-
-    static int h3_recv_data(nghttp3_conn*, std::int64_t stream_id, const std::uint8_t* data, std::size_t size,
-                            void* user, void* stream_user) {
-        Impl& s = self(user);
-        // Consumed as it arrives: the client's windows open again at once.
-        ngtcp2_conn_extend_max_stream_offset(s.quic, stream_id, size);
-        ngtcp2_conn_extend_max_offset(s.quic, size);
-        auto* st = static_cast<Stream*>(stream_user);
-        if (!st || st->answered) return 0;  // answered early (413, 431): the rest is discarded
-        if (st->body.size() + size > s.ctx.config.max_body_bytes) {
-            std::string().swap(st->body);
-            s.respond(*st, limit_answer(RequestKind::body_too_large));
-            return 0;
-        }
-        st->body.append(reinterpret_cast<const char*>(data), size);
-        return 0;
-    }
-
-    static int h3_deferred_consume(nghttp3_conn*, std::int64_t stream_id, std::size_t consumed, void* user, void*) {
-        Impl& s = self(user);
-        ngtcp2_conn_extend_max_stream_offset(s.quic, stream_id, consumed);
-        ngtcp2_conn_extend_max_offset(s.quic, consumed);
-        return 0;
-    }
-
-    static int h3_end_stream(nghttp3_conn*, std::int64_t, void* user, void* stream_user) {
-        auto* st = static_cast<Stream*>(stream_user);
-        if (st && !st->answered && !st->delayed) self(user).on_request(*st);
-        return 0;
-    }
-
-    static int h3_stream_close(nghttp3_conn*, std::int64_t, std::uint64_t, void* user, void* stream_user) {
-        auto* st = static_cast<Stream*>(stream_user);
-        if (!st) return 0;
-        Impl& s = self(user);
-        s.live.erase(std::find(s.live.begin(), s.live.end(), st));
-        delete st;
-        return 0;
-    }
-
-    static int h3_stop_sending(nghttp3_conn*, std::int64_t stream_id, std::uint64_t app_error_code, void* user, void*) {
-        Impl& s = self(user);
-        if (ngtcp2_conn_shutdown_stream_read(s.quic, stream_id, app_error_code) != 0) {
-            return NGHTTP3_ERR_CALLBACK_FAILURE;
-        }
-        return 0;
-    }
-
-    static int h3_reset_stream(nghttp3_conn*, std::int64_t stream_id, std::uint64_t app_error_code, void* user, void*) {
-        Impl& s = self(user);
-        if (ngtcp2_conn_shutdown_stream_write(s.quic, stream_id, app_error_code) != 0) {
-            return NGHTTP3_ERR_CALLBACK_FAILURE;
-        }
-        return 0;
-    }
-
-    static nghttp3_ssize h3_read_body(nghttp3_conn*, std::int64_t, nghttp3_vec* vec, std::size_t veccnt,
-                                      std::uint32_t* flags, void*, void* stream_user) {
-        auto* st = static_cast<Stream*>(stream_user);
-        *flags |= NGHTTP3_DATA_FLAG_EOF;
-        if (!st || veccnt == 0 || st->response_view.empty()) return 0;
-        // The whole body at once: it stays in the Stream (or is a constant) until the stream closes.
-        vec[0].base = reinterpret_cast<std::uint8_t*>(const_cast<char*>(st->response_view.data()));
-        vec[0].len = st->response_view.size();
-        return 1;
-    }
-
-    // --- HTTP/3 --------------------------------------------------------------------------------
-    Http3Session* session = nullptr;
-
-    bool setup_http3() {
-        nghttp3_callbacks cb{};
-        cb.stream_close = &h3_stream_close;
-        cb.recv_data = &h3_recv_data;
-        cb.deferred_consume = &h3_deferred_consume;
-        cb.begin_headers = &h3_begin_headers;
-        cb.recv_header = &h3_recv_header;
-        cb.end_headers = &h3_end_headers;
-        cb.stop_sending = &h3_stop_sending;
-        cb.end_stream = &h3_end_stream;
-        cb.reset_stream = &h3_reset_stream;
-        nghttp3_settings settings;
-        nghttp3_settings_default(&settings);
-        settings.qpack_max_dtable_capacity = 4096;
-        settings.qpack_blocked_streams = 100;
-        settings.max_field_section_size = ctx.config.max_header_bytes;
-        if (nghttp3_conn_server_new(&h3, &cb, &settings, nullptr, this) != 0) {
-            h3 = nullptr;
-            return false;
-        }
-        const ngtcp2_transport_params* params = ngtcp2_conn_get_local_transport_params(quic);
-        nghttp3_conn_set_max_client_streams_bidi(h3, params->initial_max_streams_bidi);
-        std::int64_t control = -1, encoder = -1, decoder = -1;
-        return ngtcp2_conn_open_uni_stream(quic, &control, nullptr) == 0 &&
-               nghttp3_conn_bind_control_stream(h3, control) == 0 &&
-               ngtcp2_conn_open_uni_stream(quic, &encoder, nullptr) == 0 &&
-               ngtcp2_conn_open_uni_stream(quic, &decoder, nullptr) == 0 &&
-               nghttp3_conn_bind_qpack_streams(h3, encoder, decoder) == 0;
-    }
-
-    void on_request(Stream& st) {
-        const Answer answer = answer_for(match_route(st.method, st.target));
-        if (answer.delayed) {
-            st.delayed = true;
-            st.delay_until = quic_now() + std::uint64_t{answer.delay_ms} * 1'000'000;
-            return;
-        }
-        respond(st, answer);
-    }
-
-    // The HTTP/3 encoder: HEADERS (:status, server, date, content-type, content-length, allow)
-    // and the body as DATA, the same fields as HTTP/2's.
-    void respond(Stream& st, const Answer& answer) {
-        st.answered = true;
-        st.delayed = false;
-        std::string_view type = answer.content_type;
-        if (answer.echo) {
-            st.response_body.swap(st.body);
-            st.response_view = st.response_body;
-            type = st.content_type.empty() ? default_echo_type : std::string_view(st.content_type);
-        } else {
-            st.response_view = answer.body;
-        }
-        std::to_chars(st.status, st.status + 3, answer.status);
-        st.length_size = static_cast<std::size_t>(
-            std::to_chars(st.length, st.length + sizeof st.length, st.response_view.size()).ptr - st.length);
-        const std::string_view date = ctx.date_value();
-        std::memcpy(st.date, date.data(), std::min(date.size(), sizeof st.date));
-
-        std::array<nghttp3_nv, 6> nv;
-        std::size_t n = 0;
-        nv[n++] = header(":status", {st.status, 3});
-        nv[n++] = header("server", server_name);
-        nv[n++] = header("date", {st.date, sizeof st.date});
-        if (!type.empty()) nv[n++] = header("content-type", type);
-        nv[n++] = header("content-length", {st.length, st.length_size});
-        if (!answer.allow.empty()) nv[n++] = header("allow", answer.allow);
-        // A HEAD gets the GET's header block, content-length included, and no DATA.
-        const nghttp3_data_reader reader{&h3_read_body};
-        const bool head = st.method == http::verb::head;
-        if (nghttp3_conn_submit_response(h3, st.id, nv.data(), n, head ? nullptr : &reader) != 0) return;
-        ctx.counters.request(answer.kind);
-        ctx.counters.h3_request();
-    }
-
-    bool streams_in_flight() const { return !live.empty(); }
 };
 
 Http3Session::Http3Session(HandlerContext& context, Http3Credentials& credentials, ConnectionIdRouter& router,
@@ -670,38 +447,32 @@ void Http3Session::flush(DatagramSink& sink, std::uint64_t now) {
         s.pending_size = 0;
     }
     for (int packets = 0; packets < 1024; ++packets) {
-        std::int64_t stream_id = -1;
-        int fin = 0;
-        nghttp3_vec vec[16];
-        nghttp3_ssize count = 0;
-        if (s.h3 && ngtcp2_conn_get_max_data_left(s.quic) > 0) {
-            count = nghttp3_conn_writev_stream(s.h3, &stream_id, &fin, vec, 16);
-            if (count < 0) {
-                ngtcp2_connection_close_error e{};
-                ngtcp2_connection_close_error_set_application_error(
-                    &e, nghttp3_err_infer_quic_app_error_code(static_cast<int>(count)), nullptr, 0);
-                s.close_with(e);
-                flush(sink, now);
-                return;
-            }
+        StreamData data;
+        if (s.app && ngtcp2_conn_get_max_data_left(s.quic) > 0 && !s.app->next_stream_data(data)) {
+            s.close_with_application_error(s.app->error_code());
+            flush(sink, now);
+            return;
+        }
+        const std::int64_t stream_id = data.stream_id;
+        std::array<ngtcp2_vec, StreamData::max_pieces> vec;
+        for (std::size_t i = 0; i < data.count; ++i) {
+            vec[i] = {const_cast<std::uint8_t*>(data.pieces[i].data), data.pieces[i].size};
         }
         ngtcp2_ssize written = -1;
         std::uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
-        if (fin) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
-        // nghttp3_vec and ngtcp2_vec are the same {base, len} pair (ngtcp2's own examples cast).
-        const ngtcp2_ssize n = ngtcp2_conn_writev_stream(
-            s.quic, &ps.path, &pi, s.packet.data(), s.packet.size(), &written, flags, stream_id,
-            reinterpret_cast<const ngtcp2_vec*>(vec), static_cast<std::size_t>(count), now);
+        if (data.fin) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
+        const ngtcp2_ssize n = ngtcp2_conn_writev_stream(s.quic, &ps.path, &pi, s.packet.data(), s.packet.size(),
+                                                         &written, flags, stream_id, vec.data(), data.count, now);
         if (n < 0) {
             switch (n) {
                 case NGTCP2_ERR_STREAM_DATA_BLOCKED:
-                    nghttp3_conn_block_stream(s.h3, stream_id);
+                    s.app->block_stream(stream_id);
                     continue;
                 case NGTCP2_ERR_STREAM_SHUT_WR:
-                    nghttp3_conn_shutdown_stream_write(s.h3, stream_id);
+                    s.app->shutdown_stream_write(stream_id);
                     continue;
                 case NGTCP2_ERR_WRITE_MORE:
-                    nghttp3_conn_add_write_offset(s.h3, stream_id, static_cast<std::size_t>(written));
+                    s.app->add_write_offset(stream_id, static_cast<std::size_t>(written));
                     continue;
                 default:
                     s.fail_liberr(static_cast<int>(n));
@@ -709,9 +480,7 @@ void Http3Session::flush(DatagramSink& sink, std::uint64_t now) {
                     return;
             }
         }
-        if (written >= 0 && stream_id >= 0) {
-            nghttp3_conn_add_write_offset(s.h3, stream_id, static_cast<std::size_t>(written));
-        }
+        if (written >= 0 && stream_id >= 0) s.app->add_write_offset(stream_id, static_cast<std::size_t>(written));
         if (n == 0) break;
         if (!sink.send(ps.path.remote.addr, ps.path.remote.addrlen, s.packet.data(), static_cast<std::size_t>(n))) {
             // The socket is full: keep this one, produce no more until it drains.
@@ -724,10 +493,8 @@ void Http3Session::flush(DatagramSink& sink, std::uint64_t now) {
     // paces on the initial 333 ms guess, and the first response waited ~27 ms behind the flight.
     if (s.handshake_done) ngtcp2_conn_update_pkt_tx_time(s.quic, now);
     // Stopping: once the final GOAWAY is out and the last stream has finished, say goodbye.
-    if (s.goaway_final && !s.streams_in_flight() && s.pending_size == 0) {
-        ngtcp2_connection_close_error e{};
-        ngtcp2_connection_close_error_set_application_error(&e, NGHTTP3_H3_NO_ERROR, nullptr, 0);
-        s.close_with(e);
+    if (s.app && s.app->drained() && s.pending_size == 0) {
+        s.close_with_application_error(NGHTTP3_H3_NO_ERROR);
         flush(sink, now);
     }
 }
@@ -737,32 +504,15 @@ std::uint64_t Http3Session::next_wakeup() const {
     if (s.over || !s.quic) return never;
     if (s.closing) return 0;
     std::uint64_t at = ngtcp2_conn_get_expiry(s.quic);
-    at = std::min(at, s.final_goaway_at);
-    for (const Impl::Stream* st : s.live) {
-        if (st->delayed) at = std::min(at, st->delay_until);
-        if (!st->headers_done && !st->timed_out) at = std::min(at, st->headers_deadline);
-    }
+    if (s.app) at = std::min(at, s.app->next_wakeup());
     return at;
 }
 
 void Http3Session::on_timer(std::uint64_t now) {
     Impl& s = *impl_;
     if (s.over || s.closing || !s.quic) return;
-    for (Impl::Stream* st : std::vector<Impl::Stream*>(s.live)) {
-        if (st->delayed && st->delay_until <= now) s.respond(*st, delay_answer());
-        if (!st->headers_done && !st->timed_out && st->headers_deadline <= now) {
-            // Slowloris over HTTP/3: a header section still incomplete after --header-timeout-ms
-            // ends its stream (RESET_STREAM + STOP_SENDING), not the connection.
-            st->timed_out = true;
-            ngtcp2_conn_shutdown_stream(s.quic, st->id, NGHTTP3_H3_REQUEST_INCOMPLETE);
-        }
-    }
-    if (s.final_goaway_at <= now) {
-        s.final_goaway_at = never;
-        // The last stream id accepted; streams above it were not processed (RFC 9114 5.2).
-        if (nghttp3_conn_shutdown(s.h3) == 0) s.ctx.counters.h3_goaway();
-        s.goaway_final = true;
-    }
+    // The HTTP/3 half's timers first (a /delay answer, a late header section, the final GOAWAY).
+    if (s.app) s.app->on_timer(now);
     if (ngtcp2_conn_get_expiry(s.quic) <= now) {
         const int rv = ngtcp2_conn_handle_expiry(s.quic, now);
         if (rv == NGTCP2_ERR_IDLE_CLOSE || rv == NGTCP2_ERR_HANDSHAKE_TIMEOUT) {
@@ -777,17 +527,13 @@ void Http3Session::begin_shutdown(std::uint64_t now) {
     Impl& s = *impl_;
     if (s.shutting_down || s.over || s.closing) return;
     s.shutting_down = true;
-    if (!s.h3) {
+    if (!s.app) {
         // Still in its handshake: nothing was asked, so nothing to finish.
-        ngtcp2_connection_close_error e{};
-        ngtcp2_connection_close_error_set_application_error(&e, NGHTTP3_H3_NO_ERROR, nullptr, 0);
-        s.close_with(e);
+        s.close_with_application_error(NGHTTP3_H3_NO_ERROR);
         return;
     }
-    // A GOAWAY with the largest id first (no new requests, RFC 9114 5.2), the final one after a
-    // PTO - requests the client sent meanwhile are still taken.
-    nghttp3_conn_submit_shutdown_notice(s.h3);
-    s.final_goaway_at = now + ngtcp2_conn_get_pto(s.quic);
+    // The final GOAWAY one PTO after the first.
+    s.app->begin_shutdown(now + ngtcp2_conn_get_pto(s.quic));
 }
 
 bool Http3Session::finished() const { return impl_->over || !impl_->constructed; }

@@ -1,16 +1,18 @@
 #pragma once
 // The HTTP/3 half of the server: one QUIC connection (ngtcp2 0.12, GnuTLS crypto) carrying
 // HTTP/3 (nghttp3 0.8), with no socket in it (like Http2Session). Datagrams from the client go
-// in through receive(); the datagrams to send come out of flush() into a DatagramSink. Requests
-// are routed by the same protocol-neutral handler as HTTP/1.1 and HTTP/2 (match_route,
-// answer_for, limit_answer) and encoded here as an HTTP/3 HEADERS frame plus the body.
+// in through receive(); the datagrams to send come out of flush() into a DatagramSink. This is
+// the QUIC half; the HTTP/3 half - requests routed by the same protocol-neutral handler as
+// HTTP/1.1 and HTTP/2, responses encoded as HEADERS plus DATA - is Http3Application
+// (h3_application.hpp), made once the handshake is done.
 //
 // Limits, as HTTP/2's: initial_max_streams_bidi is --h2-max-streams (QUIC does the refusing: a
 // client cannot open more, and one more is granted as each closes), --max-body (413, also from
 // content-length before any DATA), --max-header (431), --idle-timeout-ms (QUIC's max_idle_timeout),
-// --header-timeout-ms bounds the handshake and each request's header section (a stream whose
-// headers are late is reset with H3_REQUEST_INCOMPLETE; the connection goes on). Flow control is ngtcp2's: request data
-// is consumed as it arrives, so the windows only pace the client.
+// --header-timeout-ms bounds the handshake and each request's header and trailer sections (a
+// stream whose headers are late is reset with H3_REQUEST_INCOMPLETE; the connection goes on).
+// Flow control is ngtcp2's: request data is consumed as it arrives, so the windows only pace
+// the client.
 //
 // Graceful stop (begin_shutdown): a GOAWAY shutdown notice at once, the final GOAWAY (the last
 // stream accepted) one PTO later, the streams in flight finish, then CONNECTION_CLOSE H3_NO_ERROR.
