@@ -69,10 +69,11 @@ def test_a_new_engine_counter_reaches_the_json_with_no_python_change(monkeypatch
         r.no_such_counter  # noqa: B018 - an unknown name is still an error
 
 
-def test_a_counter_lives_in_at_most_four_files():
+def test_a_counter_lives_in_four_files_besides_its_readers():
     """tls_resumed, the newest counter before this layout: the result struct (the list), the
     Recorder, its place in the JSON layout (kept for byte-compatible output; a new counter needs
-    none) and where a reader sees it. Nothing else in the source names it."""
+    none) and where a reader sees it; besides those, only code that reads a run's JSON as a
+    consumer (a bench driver). Nothing else in the source names it."""
     sources = [
         p
         for p in list((REPO / "cpp").rglob("*.[ch]pp")) + list((REPO / "python").rglob("*.py"))
@@ -84,6 +85,9 @@ def test_a_counter_lives_in_at_most_four_files():
     assert naming == [
         "cpp/core/generator/config.hpp",
         "cpp/core/generator/recorder.hpp",
+        # a bench driver reading a run's JSON, as any consumer of the result does (the QUIC
+        # handshake benchmark reports how many resumed)
+        "python/loadbench/bench/h3_handshakes.py",
         "python/loadbench/core/result.py",
         "python/loadbench/core/summary.py",
     ]

@@ -78,8 +78,7 @@ void register_server(py::module_& m) {
                          std::optional<std::string> cert, std::optional<std::string> key, unsigned workers,
                          std::size_t max_body, unsigned header_timeout_ms, unsigned idle_timeout_ms,
                          const std::string& accept, bool h2, std::uint32_t h2_max_streams,
-                         std::uint64_t h2_max_requests, const std::string& unix_path, bool h3,
-                         bool h3_early_data) {
+                         std::uint64_t h2_max_requests, const std::string& unix_path, bool h3, bool h3_early_data) {
                  if (port < 0 || port > 65535 || tls_port < 0 || tls_port > 65535) {
                      throw loadbench::server::ConfigError("ports must be in 0..65535");
                  }

@@ -78,7 +78,7 @@ TEST(EventLoopTimers, ARemovedTimerNeverRunsAndItsSlotServesTheNext) {
     loop.arm(t, start + 2 * ms);
     loop.remove_timer(t);
     const int u = loop.add_timer(next);
-    EXPECT_EQ(u, t);                       // the slot is reused
+    EXPECT_EQ(u, t);                         // the slot is reused
     EXPECT_EQ(loop.armed_at(u), INT64_MAX);  // and starts disarmed: the old arming is stale
     loop.arm(u, start + 4 * ms);
     run_until(loop, start + 10 * ms);

@@ -119,10 +119,10 @@ private:
     bool peer_closed_ = false;
     bool delaying_acks_ = false;  // ack_with_request: quick-ACK mode still off (see quick_acks_again)
     uint64_t settled_ = 0;        // requests the session settled (answered, refused, failed): slots freed
-    int timer_ = -1;                // datagram sessions: the loop's timer, from the first open for the connection's life
-    bool announce_open_ = false;    // datagram sessions: on_tcp_connected is due with the first packet
-    bool gso_ = false;              // datagram sessions: send runs of equal-size datagrams with UDP GSO
-    std::string batch_;             // datagrams gathered, not yet sent (kept across EAGAIN)
+    int timer_ = -1;              // datagram sessions: the loop's timer, from the first open for the connection's life
+    bool announce_open_ = false;  // datagram sessions: on_tcp_connected is due with the first packet
+    bool gso_ = false;            // datagram sessions: send runs of equal-size datagrams with UDP GSO
+    std::string batch_;           // datagrams gathered, not yet sent (kept across EAGAIN)
     size_t batch_count_ = 0;
     size_t batch_segment_ = 0;  // their size (the last one may be shorter)
     bool gro_ = false;          // datagram sessions: UDP_GRO is on (recvmsg may return several)

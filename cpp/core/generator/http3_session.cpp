@@ -175,7 +175,8 @@ size_t Http3Session::take_expired(int64_t assigned_before, Request* out, size_t 
     return stream_slots::take_expired(
         slots_, assigned_before, out, capacity,
         [this](Slot& s) {
-            if (quic_ && s.stream_id >= 0) ngtcp2_conn_shutdown_stream(quic_, s.stream_id, NGHTTP3_H3_REQUEST_CANCELLED);
+            if (quic_ && s.stream_id >= 0)
+                ngtcp2_conn_shutdown_stream(quic_, s.stream_id, NGHTTP3_H3_REQUEST_CANCELLED);
         },
         [this](Slot& s) { release(s); });
 }

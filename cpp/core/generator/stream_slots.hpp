@@ -45,8 +45,8 @@ size_t take_in_flight(std::vector<Slot>& slots, Request* out, bool* answered, si
 // Session::take_expired: the requests assigned at or before `assigned_before`; each one's stream
 // is cancelled (the server may stop working on it) and the others go on.
 template <class Slot, class Cancel, class Release>
-size_t take_expired(std::vector<Slot>& slots, int64_t assigned_before, Request* out, size_t capacity,
-                    Cancel cancel, Release release) noexcept {
+size_t take_expired(std::vector<Slot>& slots, int64_t assigned_before, Request* out, size_t capacity, Cancel cancel,
+                    Release release) noexcept {
     size_t n = 0;
     for (Slot& s : slots) {
         if (n == capacity) break;

@@ -49,9 +49,9 @@ private:
 
     struct Connection {
         std::unique_ptr<Http3Session> session;
-        std::uint64_t serial = 0;                      // tells a heap entry of a deleted session from a new one at its address
-        std::uint64_t wakeup = Http3Session::never;    // the earliest heap entry that is still current
-        bool touched = false;                          // listed in touched_
+        std::uint64_t serial = 0;  // tells a heap entry of a deleted session from a new one at its address
+        std::uint64_t wakeup = Http3Session::never;  // the earliest heap entry that is still current
+        bool touched = false;                        // listed in touched_
     };
     struct Wakeup {
         std::uint64_t at;

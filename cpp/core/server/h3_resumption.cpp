@@ -30,8 +30,8 @@ struct Http3Resumption::SeenClientHellos {
         // Forget the expired ones first: the record stays as small as one window's handshakes.
         for (auto it = seen.until.begin(); it != seen.until.end();)
             it = it->second < now ? seen.until.erase(it) : std::next(it);
-        const bool first = seen.until.emplace(std::string(reinterpret_cast<const char*>(key->data), key->size), expires)
-                               .second;
+        const bool first =
+            seen.until.emplace(std::string(reinterpret_cast<const char*>(key->data), key->size), expires).second;
         return first ? 0 : GNUTLS_E_DB_ENTRY_EXISTS;
     }
 };
