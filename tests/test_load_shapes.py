@@ -24,6 +24,7 @@ def test_a_ramp_follows_its_schedule_interval_by_interval(beast_server: ServerPr
     r = loadbench.run(
         beast_server.url("/plaintext"),
         connections=4,
+        max_connections=4,  # a pool that may not grow: the same connections all along
         threads=2,
         rate_schedule=RAMP,
         interval=0.5,
@@ -63,8 +64,8 @@ def test_a_ramp_follows_its_schedule_interval_by_interval(beast_server: ServerPr
     assert stage["due"] == r.due and stage["responses"] == r.responses
     assert stage["target_rps"] == pytest.approx(1250.0)
     assert stage["achieved_rps"] == pytest.approx(r.sends / 3.0)
-    # the same connections all along: opened once at the start, none again
-    assert r.connections_opened == 4 and r.reconnects == 0
+    # the same connections all along: opened once before the schedule started, none again
+    assert r.preconnected == 4 and r.connections_opened == 0 and r.reconnects == 0
 
 
 def test_the_due_count_is_the_schedules_integral_with_warm_up_and_threads(
@@ -97,6 +98,7 @@ def test_steps_reuse_the_connections_and_a_rate_of_zero_sends_nothing(
     r = loadbench.run(
         beast_server.url("/plaintext"),
         connections=6,
+        max_connections=6,  # a pool that may not grow: every connection accepted was reopened
         threads=2,
         steps="400:1s, 0:1s, 1200:1s",
         interval=0.5,
@@ -123,7 +125,8 @@ def test_steps_reuse_the_connections_and_a_rate_of_zero_sends_nothing(
     assert r.due == first["due"] + last["due"] and r.error_count == 0
     assert list(r.timeline["target_rps"]) == [400.0, 400.0, 0.0, 0.0, 1200.0, 1200.0]
     stopped = beast_server.stop()
-    assert r.connections_opened == 6 and r.reconnects == 0
+    # the pool is connected before the schedule starts (not in the window), then reused
+    assert r.preconnected == 6 and r.connections_opened == 0 and r.reconnects == 0
     assert stopped["connections_accepted"] == 6  # the server's own count
     assert stopped["requests"]["plaintext"] == r.responses
 

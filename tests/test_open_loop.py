@@ -115,8 +115,12 @@ def test_pool_grows_up_to_max_connections_when_all_are_busy(beast_server: Server
     r = loadbench.run(
         beast_server.url("/delay?ms=50"), connections=1, max_connections=8, rate=100, duration=1.0
     )
-    # 100/s x 50 ms: about 5 requests in flight, more than the initial connection
-    assert 4 <= r.connections_opened <= 8
+    # 100/s x 50 ms: about 5 requests in flight, more than the initial connection (connected
+    # before the schedule started, so not opened in the window): the pool grew in the window
+    assert r.preconnected == 1 and 3 <= r.connections_opened <= 7
+    assert (
+        r.pool["start"] == 1 and r.pool["cap"] == 8 and r.pool["size"] == 1 + r.connections_opened
+    )
     assert r.error_count == 0
     # Without the pool, 100/s queued behind one 50 ms connection (20/s) would wait seconds by
     # the end of the run; with it a request waits 50 ms plus scheduling - tens of ms on a
@@ -135,6 +139,7 @@ def test_open_loop_over_tls_keeps_its_idle_connections(
     r = loadbench.run(
         server.url("/plaintext", https=True),
         connections=2,
+        max_connections=2,  # a fixed pool: every connection the server accepted is one reopened
         rate=100,
         duration=1.0,
         warmup=0.2,
@@ -223,3 +228,38 @@ def test_send_batch_from_the_cli(beast_server: ServerProcess, tmp_path):
     assert proc.returncode == 0, proc.stderr
     d = json.loads(out.read_text())
     assert d["config"]["send_batch_s"] == pytest.approx(0.005) and d["responses"] == 200
+
+
+def test_an_open_loop_at_its_pools_edge_reads_the_service_time_or_says_the_pool_limited_it(
+    server_factory: Callable[..., ServerProcess],
+):
+    """A freshly started server whose service time is known by construction: /delay?ms=5
+    answers every request 5 ms after it arrived. At 2 000 req/s, 10 connections are exactly
+    the 10 requests Little's law puts in flight: the pool's edge. The pool is connected before
+    the schedule starts, and by default it may grow (to 2 x 10): the corrected latency is then
+    the service time. Held at 10 it cannot keep up, and the run says the pool was the limit -
+    never seconds of "server" latency."""
+    server = server_factory()
+    url = server.url("/delay?ms=5")
+    grown = loadbench.run(
+        url, rate=2000, connections=10, duration=2.0, warmup=0.5, sample_pid=server.pid
+    )
+    held = loadbench.run(
+        url, rate=2000, connections=10, max_connections=10, duration=2.0, warmup=0.5,
+        sample_pid=server.pid,
+    )  # fmt: skip
+    for r in (grown, held):
+        assert r.preconnected == 10 and r.error_count == 0
+        assert r.responses + r.unfinished == r.due
+        # the invariant: latency far above the service time is never called the server's
+        if r.latency.percentile(99) > 3 * 5_000:
+            assert r.limit["by"] != "server", (r.limit, r.latency.percentile(99))
+    assert grown.pool["cap"] == 20 and 10 <= grown.pool["size"] <= 20
+    if grown.limit["by"] == "server":  # the generator kept up: it read the service time
+        assert 5_000 <= grown.latency.percentile(50) < 8_000, grown.latency.percentile(50)
+    assert held.pool == {"start": 10, "cap": 10, "size": 10}
+    # (beside other load the window may be contended instead: not the server's either)
+    assert held.limit["by"] in ("pool", "generator", "contended"), held.limit
+    if held.limit["by"] == "pool":
+        assert "waited for a free connection" in held.limit["reason"]
+        assert held.slot_waits > 0.5 * held.due

@@ -106,7 +106,8 @@ inline constexpr std::array<const char*, kErrorKinds> kErrorKindNames = {"connec
     X(quic_zero_rtt_rejected, "HTTP/3: of those, rejected: their requests went again in 1-RTT")      \
     X(due, "open loop: requests due inside the window")                                              \
     X(sends, "open loop: of those, requests written (each once)")                                    \
-    X(late_sends, "open loop: sends more than kLateSendNs after their intended time")
+    X(late_sends, "open loop: sends more than kLateSendNs after their intended time")                 \
+    X(slot_waits, "open loop: due requests that found every connection busy and queued for one")
 
 // A load shape's stage: its requests (those due in it), whenever their outcome came.
 struct StageMeasurements {
@@ -125,6 +126,10 @@ struct Measurements {
     stats::HdrHistogram latency_us;              // closed loop: service time; open loop: from the intended time
     stats::HdrHistogram latency_uncorrected_us;  // open loop only: from the actual send
     stats::HdrHistogram lateness_us;             // open loop only: actual send - intended send
+    // Open loop only: when the worker's loop released a due request - its intended time. The
+    // generator's own delay (a busy or descheduled loop); the rest of `lateness_us` is the wait
+    // for a free connection (slot_waits) and the write.
+    stats::HdrHistogram loop_lateness_us;
 #define LOADBENCH_COUNTER_FIELD(name, doc) uint64_t name = 0;
     LOADBENCH_COUNTERS(LOADBENCH_COUNTER_FIELD)
 #undef LOADBENCH_COUNTER_FIELD
@@ -155,6 +160,7 @@ struct RunResult {
     bool open_loop = false;
     double target_rate = 0.0;  // along a load shape: its mean over the window
     int max_connections = 0;
+    int pool_size = 0;     // open loop: connections the pool held at the end (it never shrinks)
     int preconnected = 0;  // connections open before the start (Engine::preconnect)
     // HTTP/3: the kernel's UDP receive drops (machine-wide, udp_drops.hpp) from the window's
     // start until the workers stopped; measured only when /proc/net/snmp could be read both times.

@@ -420,7 +420,10 @@ RunResult Engine::result() {
     join();
     RunResult r;
     r.threads = static_cast<int>(workers_.size());
-    for (auto& w : workers_) r.preconnected += w->preconnected();
+    for (auto& w : workers_) {
+        r.preconnected += w->preconnected();
+        r.pool_size += w->pool_size();
+    }
     r.interval_s = config_.interval_s;
     r.warmup_s = config_.warmup_s;
     r.open_loop = plan_.open_loop;
@@ -467,6 +470,7 @@ void Measurements::add(const Measurements& other) {
     latency_us.add(other.latency_us);
     latency_uncorrected_us.add(other.latency_uncorrected_us);
     lateness_us.add(other.lateness_us);
+    loop_lateness_us.add(other.loop_lateness_us);
 #define LOADBENCH_ADD_COUNTER(name, doc) name += other.name;
     LOADBENCH_COUNTERS(LOADBENCH_ADD_COUNTER)
 #undef LOADBENCH_ADD_COUNTER

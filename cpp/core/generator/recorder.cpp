@@ -6,6 +6,13 @@ namespace {
 int64_t to_us(int64_t ns) noexcept { return ns > 0 ? (ns + 500) / 1000 : 0; }
 }  // namespace
 
+void Recorder::due(const Request& r, int64_t now) noexcept {
+    if (!r.counted) return;
+    ++m_.due;
+    m_.loop_lateness_us.record(to_us(now - r.intended_ns));
+    if (StageMeasurements* s = stage_of(r)) ++s->due;
+}
+
 void Recorder::sent(Request& r, int64_t now) noexcept {
     if (!plan_.open_loop || !r.counted || r.send_recorded) return;
     r.send_recorded = true;

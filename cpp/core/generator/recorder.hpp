@@ -21,12 +21,10 @@ public:
         if (plan.stage_edges_ns.size() > 1) m_.stages.resize(plan.stage_edges_ns.size() - 1);
     }
 
-    // Open loop: a request of the window became due.
-    void due(const Request& r) noexcept {
-        if (!r.counted) return;
-        ++m_.due;
-        if (StageMeasurements* s = stage_of(r)) ++s->due;
-    }
+    // Open loop: a request of the window became due; the loop released it at `now`.
+    void due(const Request& r, int64_t now) noexcept;
+    // Open loop: a request released at once found no free connection and waits in the queue.
+    void slot_wait(const Request& r) noexcept { m_.slot_waits += r.counted; }
     // Open loop: the request's first byte went out (once per request, a re-send is not counted).
     void sent(Request& r, int64_t now) noexcept;
     void response(const Request& r, int status, int64_t now) noexcept;

@@ -24,6 +24,8 @@ public:
     bool empty() const noexcept { return size_ == 0; }
     size_t size() const noexcept { return size_; }
     Request& front() noexcept { return ring_[head_]; }
+    // The i-th request from the back (0: the newest); i < size().
+    const Request& from_back(size_t i) const noexcept { return ring_[(head_ + size_ - 1 - i) & (ring_.size() - 1)]; }
     void pop_front() noexcept {
         head_ = (head_ + 1) & (ring_.size() - 1);
         --size_;

@@ -19,6 +19,7 @@ namespace loadbench::generator {
 // slot and back: nothing is allocated per request.
 struct Request {
     int64_t intended_ns = 0;      // closed loop: when its slot freed; open loop: when it was due
+    int64_t released_ns = 0;      // open loop: when the worker's loop found it due and queued it
     int64_t assigned_ns = 0;      // when a connection took it: the timeout runs from here
     int64_t sent_ns = 0;          // when its first byte was handed to the transport (0: not yet)
     uint32_t template_index = 0;  // which serialised request

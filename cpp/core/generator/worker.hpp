@@ -42,6 +42,8 @@ public:
     const Recorder::Live& live() const noexcept { return recorder_.live(); }
     // Connections open when the worker reported ready (RunPlan::preconnect_until_ns set).
     int preconnected() const noexcept { return preconnected_; }
+    // Open loop: the connections its pool holds (the first ones and those it grew by).
+    int pool_size() const noexcept { return static_cast<int>(connections_.size()); }
 
 private:
     // ConnectionEvents

@@ -1,16 +1,28 @@
 // The Worker's open-loop half: requests due on a schedule are queued, handed to any connection
 // with a free slot, and the pool grows (up to max_connections) while requests wait.
+#include <algorithm>
+
 #include "core/generator/worker.hpp"
 
 namespace loadbench::generator {
 
 void Worker::release_due(int64_t now) {
     Request r;
+    size_t released = 0;
     while (scheduler_.next_due(now, r)) {
-        recorder_.due(r);
+        r.released_ns = now;
+        recorder_.due(r, now);
         scheduler_.queue().push_back(r);
+        ++released;
     }
-    if (!scheduler_.queue().empty()) dispatch(now);
+    RequestQueue& queue = scheduler_.queue();
+    if (queue.empty()) return;
+    dispatch(now);
+    // The queue is first in, first out: what is left of the requests released just now is at
+    // its back, and found every connection busy (or none open yet) - the pool, not the loop,
+    // makes them late.
+    for (size_t i = 0, waiting = std::min(released, queue.size()); i < waiting; ++i)
+        recorder_.slot_wait(queue.from_back(i));
 }
 
 void Worker::dispatch(int64_t now) {
@@ -41,9 +53,12 @@ void Worker::dispatch(int64_t now) {
         if (one_write) unwritten = c;
     }
     if (unwritten) unwritten->flush();  // a failure is settled through on_lost
-    // Every slot is busy and requests are waiting: grow the pool up to the cap.
-    while (now < plan_.window_end_ns && !queue.empty() && static_cast<int>(queue.size()) > connecting_ &&
-           static_cast<int>(connections_.size()) < max_connections_)
+    // Every slot is busy and a request has waited for one longer than a late send's threshold:
+    // grow the pool up to the cap. (Not at once: a burst the loop released together - it woke
+    // late - drains in microseconds on the connections there are, and more would only cost the
+    // server handshakes.)
+    while (now < plan_.window_end_ns && !queue.empty() && now - queue.front().released_ns >= kLateSendNs &&
+           static_cast<int>(queue.size()) > connecting_ && static_cast<int>(connections_.size()) < max_connections_)
         open_pool_connection(add_connection(), now);
 }
 

@@ -170,6 +170,7 @@ class Measurements:
     latency_us: HdrHistogram
     latency_uncorrected_us: HdrHistogram
     lateness_us: HdrHistogram
+    loop_lateness_us: HdrHistogram
     first_error: str
     status_codes: dict[int, int]
     errors: dict[str, int]
@@ -190,6 +191,7 @@ class RunResult:
     open_loop: bool
     target_rate: float
     max_connections: int
+    pool_size: int  # open loop: connections the pool held at the end (its first ones + growth)
     preconnected: int
     udp_drops_measured: bool  # HTTP/3: /proc/net/snmp read at the window's start and end
     udp_in_errors: int  # machine-wide UDP receive drops meanwhile (v4 + v6)

@@ -9,16 +9,21 @@ orders. In this order:
    may run on busy through the window. Whatever the generator did, the server could not have
    answered much more: at most its CPU ceiling (below), within 1 - busy of what was measured.
 2. **generator** - the generator's own threads were busy at least ``GENERATOR_BUSY`` of the
-   window (``result.SATURATION_THRESHOLD``), or (open loop) its event loop released due
-   requests late: loop lateness p99 above ``tolerance_us``. A generator that is behind also
-   *reads* its responses late, so even its uncorrected (service) latency is not the server's.
-3. (open loop, judged against objectives) **server** - the server's own service latency,
-   read by a generator that kept up, broke a latency objective.
-4. **pool** (open loop) - sends waited for a free connection (lateness p99 above
-   ``tolerance_us`` while the loop itself was on time) and the server had CPU to spare: a
+   window (``result.SATURATION_THRESHOLD``). A generator that is behind also *reads* its
+   responses late, so even its uncorrected (service) latency is not the server's.
+3. **contended** - other processes (and the hypervisor's steal) took more than
+   ``contended_share`` (5 %) of the machine in the window while neither side was saturated: a
+   server or generator waiting for a CPU someone else had is neither's limit (⚑ in reports).
+4. (open loop, judged against objectives) **server** - the server's own service latency broke a
+   latency objective by more than the generator's loop delay (p99): what a late generator adds
+   to the latency it reads is at most that delay.
+5. **generator** (open loop) - its event loop released due requests late: loop lateness p99
+   above ``tolerance_us`` (a descheduled or busy loop), and at least half the sends' lateness.
+6. **pool** (open loop) - sends waited for a free connection (lateness p99 above
+   ``tolerance_us``, more than twice the loop's own) and the server had CPU to spare: a
    larger pool (``max_connections``) would have sent them on time. The corrected latency of
    such a run is the pool's queue, not the server's.
-5. otherwise **server**: neither side's CPU was the limit and the sends were on time, so what
+7. otherwise **server**: neither side's CPU was the limit and the sends were on time, so what
    was measured - a closed loop's req/s at its concurrency, an open loop's latency - is the
    server's answer to that load.
 
@@ -31,10 +36,13 @@ generator-bound figure is then known to lie in [measured, ceiling].
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Optional
 
+from .analysis import CONTENDED_SHARE, outside_share
 from .result import SATURATION_THRESHOLD
+from .summary import format_us
 
 # The server's tree kept this share of its cores busy: its CPU was the limit.
 SERVER_BUSY = 0.90
@@ -44,9 +52,9 @@ GENERATOR_BUSY = SATURATION_THRESHOLD
 # resolution wrk2 and oha keep their schedules to).
 TOLERANCE_US = 1000.0
 
-BY = ("server", "generator", "pool")
+BY = ("server", "generator", "pool", "contended")
 # The report's mark for each bound a figure can carry (the server's own figures have none).
-MARKS = {"generator": "§", "pool": "¶"}
+MARKS = {"generator": "§", "pool": "¶", "contended": "⚑"}
 
 
 @dataclass(frozen=True)
@@ -111,12 +119,16 @@ def limited_by(
     server_cores: Optional[int] = None,
     tolerance_us: float = TOLERANCE_US,
     service_broke_objective: Optional[bool] = None,
+    contended_share: float = CONTENDED_SHARE,
+    machine_cores: Optional[int] = None,
 ) -> Limit:
     """Who limited ``result`` (a Result JSON dict, with its `server` block when the server was
     sampled). ``server_cores``: the CPUs the server was pinned to, for results whose server block
     predates its `cores`. ``tolerance_us``: the send lateness p99 that counts (a capacity step
     passes max(its max_lateness, a fifth of the tightest objective)). ``service_broke_objective``:
-    a capacity step's verdict on the server's own (uncorrected) latency, when it was judged."""
+    a capacity step's verdict on the server's own (uncorrected) latency, when it was judged.
+    ``contended_share``: the share of the machine (``machine_cores``, default this machine's)
+    other processes may take before a window is contended."""
     server = result.get("server") or None
     generator = result.get("generator") or {}
     rate = result.get("rate") or None
@@ -150,21 +162,29 @@ def limited_by(
             ),
             **evidence,
         )
+    outside = outside_share(server or {}, machine_cores or os.cpu_count())
+    if outside is not None and outside > contended_share:
+        return Limit(
+            "contended",
+            f"other processes and steal took {100 * outside:.0f} % of the machine in the window: "
+            "the server and the generator waited for CPUs they did not have",
+            **evidence,
+        )
     if rate is not None:
         loop_late = _p99(rate.get("loop_lateness_us"))
         late = _p99(rate.get("lateness_us"))
-        if loop_late is not None and loop_late > tolerance_us:
-            return Limit(
-                "generator",
-                f"the generator's loop released due requests late (p99 {loop_late / 1000:.3g} ms): "
-                "its responses were read late too",
-                **evidence,
-            )
         if service_broke_objective:
             return Limit(
                 "server",
-                "the server's own latency (from the actual send, the generator on time) broke "
-                "the objective",
+                "the server's own latency (from the actual send) broke the objective by more "
+                "than the generator's own delay",
+                **evidence,
+            )
+        if loop_late is not None and loop_late > tolerance_us and 2 * loop_late >= (late or 0):
+            return Limit(
+                "generator",
+                f"the generator's loop released due requests late (p99 {format_us(loop_late)}): "
+                "its responses were read late too",
                 **evidence,
             )
         if late is not None and late > tolerance_us:
@@ -173,14 +193,14 @@ def limited_by(
             due = rate.get("due") or 0
             share = f"{100 * waits / due:.0f} % of the sends" if waits and due else "sends"
             size = (
-                f" (pool {pool.get('peak')} of at most {pool.get('cap')} connections)"
+                f" (the pool held {pool.get('size')} of at most {pool.get('cap')} connections)"
                 if pool.get("cap")
                 else ""
             )
             return Limit(
                 "pool",
                 f"{share} waited for a free connection{size}: lateness p99 "
-                f"{late / 1000:.3g} ms while the server had CPU to spare - a larger pool "
+                f"{format_us(late)} while the server had CPU to spare - a larger pool "
                 "(--max-connections) would have sent them on time",
                 **evidence,
             )

@@ -16,6 +16,7 @@ header syntax, a body file, the TLS library this build has - is checked here.
 from __future__ import annotations
 
 import os
+import resource
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
@@ -65,7 +66,15 @@ class _DefaultCount(int):
     schedule sets it to its most, and refuses one that differs."""
 
 
+# An open loop's pool grows (when every connection is busy and requests wait) up to this many
+# times its first connections unless max_connections says otherwise: enough for a server whose
+# latency doubles at the rate to be offered it on time (Little's law: in flight = rate x latency),
+# bounded so an overloaded server is not buried in connections. The run says when sends still
+# waited for a connection (the `limit` block: "pool").
+POOL_GROWTH = 2
 DEFAULT_DURATION = _DefaultSeconds(10.0)
+# descriptors the engine keeps for everything else in the process (kFdsReserved in engine.cpp)
+FDS_RESERVED = 64
 DEFAULT_CONNECTIONS = _DefaultCount(10)
 
 
@@ -197,7 +206,10 @@ class RunOptions:
     )
     arrival: str = option("constant", "open-loop arrivals: constant or poisson", "string")
     max_connections: Optional[int] = option(
-        None, "open loop: grow the pool up to this many connections when all are busy", "integer"
+        None,
+        "open loop: grow the pool up to this many connections when all are busy (default: "
+        f"{POOL_GROWTH} x connections, within the open-file limit)",
+        "integer",
     )
     seed: int = option(1, "seed of the Poisson arrival schedule", "integer")
     send_batch: float = option(
@@ -371,13 +383,28 @@ class RunOptions:
         c.connections_schedule = list(self.connections_schedule or [])
         c.poisson = self.arrival == "poisson"
         c.seed = int(self.seed)
-        c.max_connections = self.max_connections or 0
+        c.max_connections = self.pool_cap
         c.send_batch_s = self.send_batch
         c.h2 = self.protocol == "h2"
         c.h3 = self.protocol == "h3"
         c.streams = self.streams
         c.pipeline = self.pipeline
         return c
+
+    @property
+    def pool_cap(self) -> int:
+        """The most connections an open loop's pool may hold (0 for a closed loop): the
+        max_connections given, else POOL_GROWTH x connections within the open-file limit."""
+        if not self.open_loop:
+            return 0
+        if self.max_connections:
+            return int(self.max_connections)
+        connections = int(self.connections)
+        grown = POOL_GROWTH * connections
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY:
+            grown = min(grown, soft - FDS_RESERVED)
+        return max(connections, grown)
 
     @property
     def tls_verify(self) -> bool:
@@ -414,7 +441,7 @@ class RunOptions:
             out.update(
                 rate=self.rate,
                 arrival=self.arrival,
-                max_connections=self.max_connections or int(self.connections),
+                max_connections=self.pool_cap,
                 seed=self.seed,
                 send_batch_s=self.send_batch,
             )

@@ -120,7 +120,9 @@ class LatencyHistogram:
 # answers each as an attribute (r.goaways); a counter the engine gains appears in the JSON by
 # itself, after the ones LAYOUT places.
 COUNTERS: tuple[str, ...] = tuple(_core.COUNTERS)
-OPEN_LOOP_COUNTERS = ("due", "sends", "late_sends")  # written under "rate", for open-loop runs only
+# written under "rate", for open-loop runs only (slot_waits only where the run measured it: the
+# ones recorded before it have no loop_lateness either, and round-trip without it)
+OPEN_LOOP_COUNTERS = ("due", "sends", "late_sends", "slot_waits")
 # written under "quic" (without the prefix), for HTTP/3 runs only
 QUIC_COUNTERS = (
     "quic_datagrams_sent",
@@ -180,6 +182,12 @@ class Result:
     target_rate: float = 0.0
     latency_uncorrected: Optional[LatencyHistogram] = None
     lateness: Optional[LatencyHistogram] = None
+    # Open loop: when the generator's loop released each due request - its due time (its own
+    # delay; the rest of `lateness` is the wait for a free connection), and the pool: `start`
+    # (connections), `cap` (max_connections), `size` (what it held at the end: it never shrinks).
+    # Both absent from results recorded before they were measured.
+    loop_lateness: Optional[LatencyHistogram] = None
+    pool: dict[str, int] = field(default_factory=dict)
     # A load shape (config["rate_schedule"]): each stage's span, target, achieved rate, counts and
     # corrected latency, for the requests due in it (core/schedule.py, stage_blocks); along a
     # config["connections_schedule"], its connections and what the requests started in it met.
@@ -282,6 +290,12 @@ class Result:
         return pd.DataFrame(self.timeline_arrays())
 
     @property
+    def limit(self) -> Optional[dict[str, Any]]:
+        """Who limited the run (core/limits.py: by, reason, each side's busy share, the
+        server's CPU ceiling) - attached by loadbench.run; None on a result that has none."""
+        return self.extras.get("limit")
+
+    @property
     def achieved_rate(self) -> float:
         """Open loop: requests actually sent per second of the window."""
         return self.sends / self.duration_s if self.duration_s > 0 else 0.0
@@ -305,6 +319,8 @@ class Result:
         d: dict[str, Any] = {}
         for key, kind, source in LAYOUT:
             if kind == OPEN_LOOP and not self.open_loop:
+                continue
+            if kind == LOOP_LATENESS and self.loop_lateness is None:
                 continue
             if kind == HTTP3 and self.config.get("protocol") != "h3":
                 continue
@@ -416,6 +432,8 @@ class Result:
             target_rate=float(rate.get("target", 0.0)),
             latency_uncorrected=hist("histogram_uncorrected"),
             lateness=hist("histogram_lateness"),
+            loop_lateness=hist("histogram_loop_lateness"),
+            pool={k: int(v) for k, v in (rate.get("pool") or {}).items()},
             stages=list(d.get("stages") or []),
             udp=udp,
             extras={k: v for k, v in d.items() if k not in KNOWN_KEYS},
@@ -508,6 +526,7 @@ class Result:
 ALWAYS, OPEN_LOOP, COUNTERS_HERE = "always", "open loop", "counters"
 SCHEDULED = "load shape"  # written for runs along a rate or connections schedule only
 HTTP3 = "h3"  # written for HTTP/3 runs only
+LOOP_LATENESS = "loop lateness"  # open-loop runs that measured it (not those recorded before)
 
 
 def _zero_rtt(r: Result) -> dict[str, Any]:
@@ -550,12 +569,25 @@ def _quic_block(r: Result) -> dict[str, Any]:
     }
 
 
+def _send_delays(r: Result) -> dict[str, Any]:
+    """Who delayed the open loop's sends: its own loop (`loop_lateness_us`) or the wait for a free
+    connection (`slot_waits`), and the pool they waited for. Absent from results recorded before
+    these were measured, so those round-trip unchanged."""
+    if r.loop_lateness is None:
+        return {}
+    return {
+        "loop_lateness_us": _lateness(r, r.loop_lateness),
+        "slot_waits": r.slot_waits,
+        "pool": dict(r.pool),
+    }
+
+
 def _counter(name: str) -> Callable[[Result], int]:
     return lambda r: r.counters.get(name, 0)
 
 
-def _lateness(r: Result) -> dict[str, Any]:
-    h = r.lateness
+def _lateness(r: Result, h: Optional[LatencyHistogram] = None) -> dict[str, Any]:
+    h = r.lateness if h is None else h
     if h is None:
         return {}
     return {
@@ -622,11 +654,13 @@ LAYOUT: list[tuple[str, str, Callable[[Result], Any]]] = [
             "late_sends": r.late_sends,
             "late_threshold_us": LATE_THRESHOLD_US,
             "lateness_us": _lateness(r),
+            **_send_delays(r),
         },
     ),
     ("stages", SCHEDULED, lambda r: [dict(stage) for stage in r.stages]),
     ("histogram_uncorrected", OPEN_LOOP, lambda r: _histogram_block(r.latency_uncorrected)),
     ("histogram_lateness", OPEN_LOOP, lambda r: _histogram_block(r.lateness)),
+    ("histogram_loop_lateness", LOOP_LATENESS, lambda r: _histogram_block(r.loop_lateness)),
 ]
 PLACED_COUNTERS = frozenset(name for name in COUNTERS if any(key == name for key, _, _ in LAYOUT))
 KNOWN_KEYS = frozenset(key for key, _, _ in LAYOUT if key) | frozenset(COUNTERS)

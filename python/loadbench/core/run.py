@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 
 from . import _core
 from .errors import ConfigError, LoadbenchError
+from .limits import limited_by
 from .options import Request, RunOptions, check_tls_library
 from .result import LatencyHistogram, Result
 from .sampler import Sampler, WindowEdges
@@ -109,6 +110,16 @@ class RunningLoad:
             target_rate=raw.target_rate,
             latency_uncorrected=_histogram(t.latency_uncorrected_us) if raw.open_loop else None,
             lateness=_histogram(t.lateness_us) if raw.open_loop else None,
+            loop_lateness=_histogram(t.loop_lateness_us) if raw.open_loop else None,
+            pool=(
+                {
+                    "start": int(self.config.get("connections") or 0),
+                    "cap": raw.max_connections,
+                    "size": raw.pool_size,
+                }
+                if raw.open_loop
+                else {}
+            ),
             stages=stages,
             udp=_udp_figures(raw) if self.config.get("protocol") == "h3" else {},
         )
@@ -127,10 +138,20 @@ def _udp_figures(raw: Any) -> dict[str, Any]:
 
 
 def start(url: str, **options: Any) -> RunningLoad:
-    """Start a run and return at once; see run() for the arguments."""
+    """Start a run and return at once; see run() for the arguments. An open loop opens its pool
+    first (connect_ahead's pre-connect, bounded by the run's timeout): its schedule starts on
+    connections that are ready, so a server still accepting them does not leave the first
+    requests queued behind connection set-up - a backlog that a pool at its Little's-law edge
+    never drains, and that would read as seconds of the server's latency."""
     config, _, engine = _checked(url, _known_options("start", options))
+    if _open_loop(config):
+        engine.preconnect(float(config["timeout_s"]))
     engine.start()
     return RunningLoad(url=url, config=config, engine=engine)
+
+
+def _open_loop(config: dict[str, Any]) -> bool:
+    return "rate" in config
 
 
 def connect_ahead(url: str, within: float, **options: Any) -> tuple[RunningLoad, int]:
@@ -252,12 +273,19 @@ def _run_with_edges(
         handle.stop()
         raise
     if edges is None:
-        return handle.result()
+        return _with_limit(handle.result())
     edges.poll()
     result = handle.result()
     result.extras["server"] = edges.block(
         result.responses, connections=int(result.config.get("connections") or 0)
     )
+    return _with_limit(result)
+
+
+def _with_limit(result: Result) -> Result:
+    """Attach the `limit` block: who limited the run (core/limits.py), from both sides' CPU and
+    the open loop's lateness."""
+    result.extras["limit"] = limited_by(result.to_dict()).to_dict()
     return result
 
 

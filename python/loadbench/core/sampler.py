@@ -300,6 +300,19 @@ def machine_shares(start: MachineSnapshot, end: MachineSnapshot) -> dict[str, Op
     }
 
 
+def cores_of(pids: Iterable[int]) -> Optional[int]:
+    """How many CPUs the processes may run on together (the union of their affinities): the
+    cores a server's tree could keep busy, for its busy share and its CPU ceiling
+    (core/limits.py). None when none of them can be read (all exited)."""
+    cpus: set[int] = set()
+    for pid in set(pids):
+        try:
+            cpus |= os.sched_getaffinity(pid)
+        except OSError:
+            continue
+    return len(cpus) or None
+
+
 def window(
     start: ProcSnapshot,
     end: ProcSnapshot,
@@ -359,6 +372,7 @@ def window(
         + (end.ctx_involuntary - start.ctx_involuntary),
         "exited": end.exited,
         "window_s": end.t - start.t,
+        "cores": cores_of(list(start.pids) + list(end.pids)),
         "machine": machine_shares(start.machine, end.machine),
         **({"allocations": allocations} if allocations is not None else {}),
         # which binaries (and scripts) were measured, with their SHA-256

@@ -91,6 +91,14 @@ def summary_lines(r: Any) -> list[str]:
             f"{r.achieved_rate:,.1f}/s; {r.due:,} due, {r.late_sends:,} of {r.sends:,} sends late (> 1 ms), "
             f"lateness p99 {format_us(r.lateness.percentile(99)) if r.lateness else 'n/a'}"
         )
+        if r.loop_lateness is not None:
+            pool = r.pool
+            lines.append(
+                f"  sends         the loop released them {format_us(r.loop_lateness.percentile(99))} "
+                f"late (p99); {r.slot_waits:,} waited for a free connection; pool "
+                f"{pool.get('start', '?')} -> {pool.get('size', '?')} connections (at most "
+                f"{pool.get('cap', '?')})"
+            )
         lines.append(
             "  latency       " + " ".join(f"{h:>10}" for h in ("p50", "p90", "p99", "p99.9", "max"))
         )
@@ -165,6 +173,9 @@ def summary_lines(r: Any) -> list[str]:
         f"  in flight     {r.in_flight:.1f} (Little's law: req/s x mean latency; "
         f"{cfg.get('connections', '?')} connections)"
     )
+    limit = r.extras.get("limit")
+    if limit:
+        lines.append(f"  limited by    {limit['by']}: {limit['reason']}")
     return lines
 
 

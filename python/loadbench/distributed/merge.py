@@ -120,6 +120,8 @@ def merge_shards(
         target_rate=sum(r.target_rate for r in results),
         latency_uncorrected=add_histograms([r.latency_uncorrected for r in results]),
         lateness=add_histograms([r.lateness for r in results]),
+        loop_lateness=add_histograms([r.loop_lateness for r in results]),
+        pool=_sum_dicts([r.pool for r in results]),
     )
     return merged
 
