@@ -2,10 +2,13 @@
 costs exactly COST_MS of CPU (a busy loop), one at a time, so pinned to one core it answers at
 most 1000 / COST_MS requests per second (a little less: parsing and writing cost too).
 
-    python3 tests/fixed_cost_server.py PORT_FILE COST_MS [STALL_AFTER_S STALL_MS]
+    python3 tests/fixed_cost_server.py PORT_FILE COST_MS [STALL_AFTER_S STALL_MS] [--cold N:MS]
 
 writes its port to PORT_FILE once listening. With STALL_AFTER_S and STALL_MS it freezes once,
 for STALL_MS, STALL_AFTER_S seconds after its first request (a GC pause, a blocked disk write).
+With --cold N:MS its cost per request falls linearly from MS to COST_MS over its first N
+requests (a JIT runtime compiling its hot path as it runs): its throughput climbs all along
+them, and it is steady only after them.
 """
 
 from __future__ import annotations
@@ -27,9 +30,17 @@ def spin(seconds: float) -> None:
 
 
 def main() -> None:
-    port_file, cost = sys.argv[1], float(sys.argv[2]) / 1000
-    stall_after = float(sys.argv[3]) if len(sys.argv) > 3 else None
-    stall = float(sys.argv[4]) / 1000 if len(sys.argv) > 4 else 0.0
+    args = list(sys.argv[1:])
+    cold_left, cold_cost = 0, 0.0
+    if "--cold" in args:
+        i = args.index("--cold")
+        n, ms = args[i + 1].split(":")
+        cold_left, cold_cost = int(n), float(ms) / 1000
+        del args[i : i + 2]
+    cold_total = max(cold_left, 1)
+    port_file, cost = args[0], float(args[1]) / 1000
+    stall_after = float(args[2]) if len(args) > 2 else None
+    stall = float(args[3]) / 1000 if len(args) > 3 else 0.0
     listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
     listener.setblocking(False)
     sel = selectors.DefaultSelector()
@@ -75,7 +86,11 @@ def main() -> None:
                 if stall_after is not None and not stalled and now - first >= stall_after:
                     stalled = True
                     time.sleep(stall)
-                spin(cost)
+                if cold_left:
+                    spin(cost + (cold_cost - cost) * cold_left / cold_total)
+                    cold_left -= 1
+                else:
+                    spin(cost)
                 out += RESPONSE
             buffers[conn] = buf
             if out:

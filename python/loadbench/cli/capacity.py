@@ -9,7 +9,8 @@ import sys
 
 from ..core.errors import ConfigError, LoadbenchError
 from ..core.schedule import parse_duration
-from ..slo.search import Step, capacity
+from ..slo.search import capacity
+from ..slo.step import Step
 from ._load_flags import add_load_arguments, check_writable, load_kwargs
 
 
@@ -20,8 +21,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Search the highest open-loop rate at which URL meets every --slo: rise "
         "geometrically from a start rate until an objective fails, bisect to --precision, then "
         "confirm the rate --repeats times. Each step is judged over the whole step and over "
-        "every --slo-window in it. A step the generator could not send on time ends the search "
-        "as generator-bound, with no capacity figure (docs/capacity.md).",
+        "every --slo-window in it. A step the generator could not send on time (or its pool) "
+        "bounds nothing: the search goes on below it to the highest rate the generator sends on "
+        "time, and ends generator-bound with that lower bound and the server's CPU ceiling, "
+        "never a capacity figure (docs/capacity.md).",
     )
     add_load_arguments(p, connections=25)
     p.add_argument(

@@ -8,8 +8,10 @@ takes while meeting every objective, with the generator never mistaken for the s
 
 from __future__ import annotations
 
+from .capacity_result import CapacityResult
 from .objectives import Objective, Verdict, judge, parse_objectives
-from .search import CapacityResult, Step, capacity
+from .search import capacity
+from .step import Step
 
 __all__ = [
     "CapacityResult",

@@ -15,9 +15,12 @@ it counts the transport errors the timeline keeps per interval.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
+
+import numpy as np
 
 from ..core import analysis
 from ..core.errors import ConfigError
@@ -108,6 +111,9 @@ class Verdict:
     # the first objective that failed (its text), for the search's "first failing rate"
     failed_objective: Optional[str] = None
     windows: int = 0  # windows judged
+    # windows judged together with their neighbours because alone they held too few requests
+    # for the tightest percentile (min_samples): 0 when every window was judged on its own
+    merged: int = 0
 
 
 def bad_share(result: Result) -> float:
@@ -118,9 +124,42 @@ def bad_share(result: Result) -> float:
     return bad / outcomes if outcomes else 0.0
 
 
+def min_samples(objective: Objective) -> int:
+    """Requests a window needs before its figure for ``objective`` means something: ten beyond
+    the percentile (p99: 1 000 - its p99 is then the 10th-worst request, not the one stall that
+    happened to land there; p99.9: 10 000); 1 for mean, max and errors."""
+    if not objective.metric.startswith("p"):
+        return 1
+    q = float(objective.metric[1:])
+    return math.ceil(10 / (1 - q / 100) - 1e-9)
+
+
+def _groups(counts: Sequence[int], lengths: Sequence[float], window_s: float, need: int):
+    """Consecutive windows judged together: each group holds at least ``need`` requests (a window
+    that alone holds enough is its own group); a short tail joins the group before it. Windows
+    shorter than MIN_WINDOW_SHARE of ``window_s`` (the run's last, cut by its end) join their
+    neighbour too."""
+    groups: list[list[int]] = []
+    current: list[int] = []
+    held = 0
+    for i, n in enumerate(counts):
+        current.append(i)
+        held += int(n)
+        if held >= need and sum(lengths[j] for j in current) >= MIN_WINDOW_SHARE * window_s:
+            groups.append(current)
+            current, held = [], 0
+    if current:
+        if groups:
+            groups[-1].extend(current)
+        else:
+            groups.append(current)
+    return groups
+
+
 def judge(result: Result, objectives: Sequence[Objective], window_s: float) -> Verdict:
     """``result`` (an open-loop run whose timeline interval is ``window_s``) against every
-    objective, over the whole run and over each window of it."""
+    objective, over the whole run and over each window of it; windows with too few requests for
+    the tightest percentile (min_samples) are judged together with their neighbours."""
     failures: list[str] = []
     failed: Optional[str] = None
 
@@ -140,13 +179,22 @@ def judge(result: Result, objectives: Sequence[Objective], window_s: float) -> V
             )
     windows = result.interval_histograms() or []
     rows = result.timeline_arrays()
+    lengths = [
+        float(rows["interval_s"][i]) if i < len(rows["interval_s"]) else 0.0
+        for i in range(len(windows))
+    ]
+    need = max(min_samples(o) for o in objectives)
+    groups = _groups([h.count for h in windows], lengths, window_s, need)
+    if len(groups) == 1 and len(windows) > 1 and windows and sum(h.count for h in windows) < need:
+        groups = []  # too few requests in the whole step for any window: the step's figure stands
     judged = 0
-    for i, hist in enumerate(windows):
-        length = float(rows["interval_s"][i]) if i < len(rows["interval_s"]) else 0.0
+    for group in groups:
+        length = sum(lengths[i] for i in group)
         if length < MIN_WINDOW_SHARE * window_s:
             continue
         judged += 1
-        start = float(rows["t_s"][i])
+        hist = windows[group[0]] if len(group) == 1 else _added([windows[i] for i in group])
+        start = float(rows["t_s"][group[0]])
         where = f"in the window at {start:g}-{start + length:g} s"
         for o in objectives:
             if o.is_latency:
@@ -155,8 +203,21 @@ def judge(result: Result, objectives: Sequence[Objective], window_s: float) -> V
                     fail(o, f"{o.metric}: no response {where}")
                     continue
             else:
-                answered = int(rows["responses"][i]) + int(rows["errors"][i])
-                value = int(rows["errors"][i]) / answered if answered else None
+                answered = sum(int(rows["responses"][i]) + int(rows["errors"][i]) for i in group)
+                value = sum(int(rows["errors"][i]) for i in group) / answered if answered else None
             if value is not None and value >= o.limit:
                 fail(o, f"{o.metric} {o.show(value)} >= {o.text.split('<', 1)[1].strip()} {where}")
-    return Verdict(not failures, failures, failed, judged)
+    merged = sum(len(g) - 1 for g in groups)
+    return Verdict(not failures, failures, failed, judged, merged)
+
+
+def _added(histograms: Sequence[LatencyHistogram]) -> LatencyHistogram:
+    """Windows' histograms (one layout) added bucket by bucket."""
+    first = histograms[0]
+    counts = np.sum([h.counts for h in histograms], axis=0)
+    out = LatencyHistogram(counts, first.lowest, first.highest, first.significant_figures)
+    nz = np.flatnonzero(counts)
+    if len(nz):
+        out.min_us = min(h.min_us for h in histograms if h.count)
+        out.max_us = max(h.max_us for h in histograms if h.count)
+    return out

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Union
 
+from .capacity_result import BOUNDED_OUTCOMES, CapacityResult
 from .objectives import parse_objective
-from .search import CapacityResult
 
 PERCENTILES = (("p50", "#1f77b4"), ("p99", "#d62728"), ("p99.9", "#9467bd"))
 
@@ -52,10 +52,16 @@ def plot_capacity(found: CapacityResult, path: Union[str, Path]) -> Path:
             fontsize=9,
             color="#2ca02c",
         )
-    elif found.outcome == "generator-bound":
-        ax.set_title(
-            "generator-bound: no capacity figure", fontsize=9, loc="right", color="#c0392b"
+    elif found.outcome in BOUNDED_OUTCOMES:
+        low, high = found.interval or (None, None)
+        if low is not None:
+            ax.axvline(low, color="#c0392b", linewidth=1.5, linestyle="--")
+        bound = (
+            f"capacity in [{low:,.0f}, {high:,.0f}] req/s".replace(",", " ")
+            if low is not None and high is not None
+            else "no capacity figure"
         )
+        ax.set_title(f"{found.outcome}: {bound}", fontsize=9, loc="right", color="#c0392b")
     ax.set_yscale("log")
     ax.set_xlabel("achieved rate (req/s)")
     ax.set_ylabel("latency (ms, log scale)")

@@ -1,0 +1,89 @@
+"""Steady state before judging: load a server until its throughput stops climbing.
+
+A fresh server is often not yet the server it will be: a JIT (PyPy, YJIT, V8) compiles its hot
+path after thousands of requests, allocators and caches fill, connections are still being
+accepted. A figure measured before that is a cold figure - PyPy's repeats climbed 737 -> 1 019
+-> 3 175 req/s behind a 0.25 s warm-up - and a capacity searched from half of it starts far
+below the server. ``settle`` runs short closed-loop rounds until a round's req/s is within
+``tolerance`` of the previous one (no longer climbing) after at least ``minimum`` seconds of
+load, or ``most`` seconds have passed (then it says the server did not settle).
+
+    s = settle(url, connections=25, minimum=0.0, most=15.0)
+    s.steady, s.rps, s.rounds   # True, 3 175.2, [737.1, 1 019.4, 3 101.8, 3 175.2]
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Optional
+
+# One round of load: long enough for thousands of requests on any server worth measuring, short
+# enough that a 15 s budget sees the climb.
+ROUND_S = 0.5
+# A round within this share of the previous one is not climbing any more.
+TOLERANCE = 0.05
+MOST_S = 15.0
+
+
+@dataclass
+class Settling:
+    """How a server was brought to steady state: each round's req/s, whether the last two agreed
+    within the tolerance, and the load time it took."""
+
+    rounds: list[float] = field(default_factory=list)
+    steady: bool = False
+    seconds: float = 0.0
+    error: Optional[str] = None
+
+    @property
+    def rps(self) -> Optional[float]:
+        """The steady throughput: the last round's req/s."""
+        return self.rounds[-1] if self.rounds else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "rps": self.rps}
+
+    def text(self) -> str:
+        if self.error:
+            return f"not settled: {self.error}"
+        climb = " -> ".join(f"{r:,.0f}".replace(",", " ") for r in self.rounds)
+        verdict = "steady" if self.steady else f"still changing after {self.seconds:g} s"
+        return f"{verdict} ({climb} req/s over {len(self.rounds)} rounds of load)"
+
+
+def settle(
+    url: str,
+    *,
+    minimum: float = 0.0,
+    most: float = MOST_S,
+    round_s: float = ROUND_S,
+    tolerance: float = TOLERANCE,
+    runner: Optional[Callable[..., Any]] = None,
+    **run_options: Any,
+) -> Settling:
+    """Closed-loop rounds of ``round_s`` against ``url`` (``run_options`` as loadbench.run's)
+    until two in a row agree within ``tolerance`` after ``minimum`` seconds of load, or ``most``
+    seconds. ``runner``: loadbench.run or a stand-in with its keywords; a round that fails
+    (refused, no response) ends the settling with its error."""
+    if runner is None:
+        from .run import run as runner
+    out = Settling()
+    for key in ("duration", "requests", "warmup", "rate", "rate_schedule", "steps"):
+        run_options.pop(key, None)
+    while out.seconds < max(most, round_s):
+        try:
+            result = runner(url, duration=round_s, warmup=0.0, **run_options)
+        except Exception as exc:  # noqa: BLE001 - a server that cannot be loaded is said, not raised
+            out.error = str(exc)
+            return out
+        out.seconds += round_s
+        rps = float(result.rps)
+        if not result.responses:
+            out.error = result.first_error or "no response"
+            return out
+        previous = out.rounds[-1] if out.rounds else None
+        out.rounds.append(rps)
+        if out.seconds >= minimum and previous and rps <= previous * (1 + tolerance):
+            out.steady = True
+            return out
+    return out
