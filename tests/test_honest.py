@@ -151,6 +151,7 @@ class ScriptedRunner:
 
 def test_a_contended_cell_is_rerun_then_kept_quiet_or_marked(tmp_path):
     sweep = Sweep(
+        settle=False,  # a scripted runner: its answers are the cells' own
         targets=[shed_target("a", 0)],
         concurrencies=[1, 2],
         duration=0.2,
@@ -198,6 +199,7 @@ def test_a_sweep_probes_once_per_server_and_after_a_contended_window(tmp_path):
     outside CPU (1 s on a real machine); a quiet window vouches for the next cell instead."""
     probes: list[int] = []
     sweep = Sweep(
+        settle=False,  # a scripted runner: its answers are the cells' own
         targets=[shed_target("a", 0)],
         concurrencies=[1, 2, 3],
         duration=0.2,
@@ -375,7 +377,7 @@ def test_underdriven_does_not_fire_on_a_healthy_closed_loop(shed_server):
 def test_no_wait_is_recorded_and_reported(tmp_path):
     import json
 
-    sweep = Sweep(targets=[shed_target("a", 0)], concurrencies=[1], duration=0.2, warmup=0.0)
+    sweep = Sweep(targets=[shed_target("a", 0)], concurrencies=[1], duration=0.2, warmup=0.0, settle=False)  # a scripted runner
     sweep.run(
         tmp_path,
         progress=False,

@@ -266,6 +266,7 @@ def test_sweep_applies_them_to_connection_setup_cells_only(tmp_path: Path):
         sweep_from_dict({"rst_close": "yes"})
     fake = FakeRun()
     sweep = Sweep(
+        settle=False,  # a scripted runner: its answers are the cells' own
         targets=[Target("beast")],
         protocols=["http"],
         concurrencies=[2],
@@ -289,6 +290,7 @@ def test_sweep_applies_them_to_connection_setup_cells_only(tmp_path: Path):
 def test_a_sweep_without_them_states_the_default_exchange(tmp_path: Path):
     fake = FakeRun()
     sweep = Sweep(
+        settle=False,  # a scripted runner: its answers are the cells' own
         targets=[Target("beast")],
         protocols=["http"],
         concurrencies=[2],

@@ -47,6 +47,7 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
         "open_loop_workload",
         "capacity",
         "capacity_repeats",
+        "settle",
         "contended_reruns",
         "cluster",
         "shards",
@@ -111,25 +112,29 @@ BEAST_DESCRIPTION = "the embedded Boost.Beast reference server"
 # added the seed reports' other peers (PyPy, CPython 3.13, Ruby, Nim, axum: 14 servers), whose
 # cells at the same windows and repeats plan 730 s. Nothing per cell was cut to keep ten minutes:
 # a sweep file that names fewer targets is the short sweep.
-DEFAULT_CELL_BUDGET_S = 750.0
-# ... plus one capacity search per server over http (p99 < 10 ms, 5 % precision): about 7 steps
-# of 1.25 s each, 9 s per server (Sweep.capacity_steps), 123 s for all 14
-DEFAULT_CAPACITY_BUDGET_S = 130.0
+DEFAULT_CELL_BUDGET_S = 790.0
+# ... plus three capacity searches per server over http (p99 < 10 ms, 5 % precision), each on a
+# fresh, settled server: about 7 steps of 1.25 s each and 0.75 s of start and settling, 9.6 s a
+# search (Sweep.capacity_steps), 403 s for all 14 (issue 42: one search's figure was its luck -
+# h2o 24 716 in one sweep, 65 619 three hours later). Settling each fresh server adds 0.6 s per
+# (server, protocol): 34 s for 56.
+DEFAULT_CAPACITY_BUDGET_S = 410.0
 DEFAULT_CAPACITY_OBJECTIVES = ["p99<10ms"]
 
 
 def default_sweep(quick: bool = False, peers_dir: Optional[Path] = None) -> Sweep:
     """`loadbench sweep` with no file: the Beast server and every installed peer of
-    ./bench/peers over HTTP/1.1 and HTTP/2, cleartext and TLS, sized to finish in about 16
-    minutes on 2 cores with all 13 peers installed - 14.2 planned (Sweep.planned_seconds) plus
+    ./bench/peers over HTTP/1.1 and HTTP/2, cleartext and TLS, sized to finish in about 23
+    minutes on 2 cores with all 13 peers installed - 21.6 planned (Sweep.planned_seconds) plus
     re-runs of contended windows
     (``quick``: 1 repeat of 0.5 s windows, about 2-3 minutes: 30 server starts).
 
     Full: plaintext, json and echo (4 KiB POST) at C = 25 (seed report 001's concurrency; HTTP/2
     with 10 streams per connection) over http, https, h2c and h2; over http also a new
     connection per request at c = 20 and open loop at 50 and 95 % of each server's plaintext
-    capacity, and the capacity under p99 < 10 ms (one search, steps of the same windows,
-    loadbench.capacity); median of 3 x 1 s windows after a 0.25 s warm-up each. (Before HTTP/2 it also
+    capacity, and the capacity under p99 < 10 ms (three searches, each on a fresh server,
+    steps of the same windows, loadbench.capacity: their median and range); median of 3 x 1 s
+    windows after a 0.25 s warm-up each, every server settled first (core/steady.py). (Before HTTP/2 it also
     swept plaintext at C = 1, 10, 200, had 2 s windows and ran connection setup and open loop over
     https: four protocols and seven peers did not fit ten minutes with them.)
     """
@@ -163,4 +168,7 @@ def default_sweep(quick: bool = False, peers_dir: Optional[Path] = None) -> Swee
         open_fractions=fractions,
         capacity=list(DEFAULT_CAPACITY_OBJECTIVES),
         capacity_precision=0.1 if quick else 0.05,
+        # three searches, each on a fresh and settled server: a capacity is their median and
+        # range, never one search's luck
+        capacity_repeats=1 if quick else 3,
     )

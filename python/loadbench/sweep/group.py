@@ -16,10 +16,16 @@ from ..core.gate import LoadGate
 from ..core.options import RunOptions
 from ..core.progress import ProgressBar
 from ..core.sampler import Sampler
+from ..core.steady import settle as settle_server
 from ..slo.search import SEARCH_OWNS, capacity
 from .plan import Cell, SweepPlan
 from .results_folder import ResultsFolder
 from .targets import MULTIPLEXED, TLS_PROTOCOLS, RunningServer, Target, launch, wire_protocol
+
+# a fresh server's settling: rounds of at least this (the sweep's warm-up when longer), at most
+# this long unless the target's own warm-up is longer (core/steady.py)
+SETTLE_ROUND_S = 0.25
+SETTLE_MOST_S = 10.0
 
 
 def _now() -> str:
@@ -58,6 +64,8 @@ class ServerGroup:
         # other processes' CPU share in the last window of this group, when it was measured
         # cleanly: the gate before the next cell takes it instead of probing (LoadGate.vouch)
         self.last_outside: Optional[float] = None
+        # how the running server was brought to steady state (core/steady.py), recorded per cell
+        self.settling: Optional[dict] = None
 
     def run(self) -> None:
         reason = self.target.unavailable_reason(self.protocol, self.peers_dir)
@@ -82,8 +90,13 @@ class ServerGroup:
                     # repeats. The open-file limit is raised first, so the server inherits it.
                     raise_fd_limit(cell.load + FD_MARGIN)
                     launch_error = self._start()
+                elif cell.mode == "capacity" and launch_error is None:
+                    # Each capacity search on a fresh server, settled: a search after thousands
+                    # of cells on a server whose queues, caches and heap they filled - or in the
+                    # backlog of the last one - is one search's luck, not a repeat.
+                    launch_error = self._start(cell)
                 if launch_error is None and (self.server is None or not self.server.alive()):
-                    launch_error = self._start()
+                    launch_error = self._start(cell)
                 if launch_error is not None:
                     self._record(cell, "fail", launch_error, None, time.monotonic() - started)
                     self.bar.end_cell(measured=False, planned=True)
@@ -105,9 +118,12 @@ class ServerGroup:
             if self.server is not None:
                 self.server.stop()
 
-    def _start(self) -> Optional[str]:
+    def _start(self, cell: Optional[Cell] = None) -> Optional[str]:
+        """Launch the server (stopping the one before) and, for a load cell, bring it to steady
+        state under that cell's load: None, or why it could not start."""
         if self.server is not None:
             self.server.stop()
+        self.settling = None
         try:
             self.server = launch(
                 self.target,
@@ -125,7 +141,35 @@ class ServerGroup:
             return str(exc)
         if self.target.kind != "url":  # each record names what it measured ("ruby 3.1.2 +YJIT")
             self.server.version = self.target.version_text(self.peers_dir)
+        if cell is not None and cell.mode != "hold" and self.sweep.settle:
+            self._settle(cell)
         return None
+
+    def _settle(self, cell: Cell) -> None:
+        """Closed-loop rounds of the cell's workload and protocol until req/s stops climbing
+        (core/steady.py), at least the target's own warm-up (a JIT): no cell of this server is
+        measured cold, and a capacity search starts from the steady throughput."""
+        assert self.server is not None
+        closed = Cell(
+            cell.target, cell.protocol, cell.workload, "closed", self.settle_load(cell), 0
+        )
+        url, kwargs = self._run_kwargs(closed)
+        settled = settle_server(
+            url,
+            minimum=self.target.warmup,
+            most=max(SETTLE_MOST_S, 2 * self.target.warmup),
+            round_s=max(SETTLE_ROUND_S, self.sweep.warmup),
+            runner=self.runner,
+            **kwargs,
+        )
+        self.settling = settled.to_dict()
+        if settled.error or not settled.steady:
+            self.bar.note(f"{self.target.name} {self.protocol}: {settled.text()}")
+
+    def settle_load(self, cell: Cell) -> int:
+        """The closed-loop concurrency a cell's server is settled at: the cell's own (an open or
+        capacity cell's: the sweep's highest)."""
+        return cell.load if cell.mode in ("closed", "connect") else max(self.sweep.concurrencies)
 
     def _measure_quiet(self, cell: Cell) -> tuple[str, Optional[str], Optional[dict], dict]:
         """Measure after the load gate; re-run while other processes took more than the
@@ -197,10 +241,11 @@ class ServerGroup:
         used = set(self.sweep.server_cpus) | set(self.sweep.generator_cpus)
         return sorted(set(os.sched_getaffinity(0)) - used)
 
-    def _measure(self, cell: Cell) -> tuple[str, Optional[str], Optional[dict]]:
+    def _run_kwargs(self, cell: Cell) -> tuple[str, dict]:
+        """(URL, loadbench.run keywords) of ``cell`` against the running server, but for the
+        open loop's rate and the capacity search's own settings."""
         assert self.server is not None
         w = self.workloads[cell.workload]
-        self.pool = None
         generator_cpus = self.widened_cpus or self.sweep.generator_cpus
         threads = self.sweep.generator_threads or len(generator_cpus)
         kwargs: dict = {
@@ -233,6 +278,19 @@ class ServerGroup:
         if cell.mode == "connect":
             # Only when asked: a connection-setup cell's call is otherwise what it always was.
             kwargs.update({k: True for k in tcp_exchange.OPTIONS if getattr(self.sweep, k)})
+        if w.requests is not None:
+            kwargs["requests_list"] = [dict(r) for r in w.requests]
+            url = self.server.base_url + str(w.requests[0].get("path", "/"))
+        else:
+            kwargs.update(method=w.method, headers=dict(w.headers), body=w.body)
+            url = self.server.base_url + w.path
+        return url, kwargs
+
+    def _measure(self, cell: Cell) -> tuple[str, Optional[str], Optional[dict]]:
+        assert self.server is not None
+        self.pool = None
+        url, kwargs = self._run_kwargs(cell)
+        threads = kwargs["threads"]
         if cell.mode == "open":
             capacity = self._capacity(cell)
             if capacity is None:
@@ -245,8 +303,9 @@ class ServerGroup:
             self.pool = pool
             # The pool the capacity was measured with, fixed (wrk2's model): every server is offered
             # the same connections, and a request that finds them all busy waits - the corrected
-            # latency counts that wait. (With a pool allowed to grow 4x, a 10 000 req/s https run
-            # against Beast had a p99 of 437 ms instead of 58 ms: the growth, not the server.)
+            # latency counts that wait, and the cell's `limit` says so (pool-bound, ¶). (With a
+            # pool allowed to grow 4x, a 10 000 req/s https run against Beast had a p99 of 437 ms
+            # instead of 58 ms: the growth, not the server.)
             kwargs.update(
                 rate=rate,
                 arrival="constant",
@@ -256,9 +315,10 @@ class ServerGroup:
             )
         start = None
         if cell.mode == "capacity":
-            # the search starts at half the closed-loop peak measured earlier (else it probes)
-            peak = self._capacity(cell)
-            start = peak[0] / 2 if peak is not None else None
+            # the search starts at half the steady throughput of its fresh server (else half the
+            # closed-loop peak measured earlier, else it probes)
+            peak = (self.settling or {}).get("rps") or (self._capacity(cell) or (None,))[0]
+            start = peak / 2 if peak else None
         self.sampled = None
         sampler = None
         if self.server.pid is not None:
@@ -269,12 +329,6 @@ class ServerGroup:
                 sampler = Sampler(self.server.pid, interval=0.1, tree=self.target.tree).start()
             except LoadbenchError:
                 sampler = None
-        if w.requests is not None:
-            kwargs["requests_list"] = [dict(r) for r in w.requests]
-            url = self.server.base_url + str(w.requests[0].get("path", "/"))
-        else:
-            kwargs.update(method=w.method, headers=dict(w.headers), body=w.body)
-            url = self.server.base_url + w.path
         sample_pid = kwargs.pop("sample_pid", None)
         try:
             # One RunOptions checks the cell's options (a bad sweep setting is a ConfigError here,
@@ -406,6 +460,10 @@ class ServerGroup:
         if self.sweep.requests is not None and cell.mode not in ("open", "hold"):
             record["requests"] = self.sweep.requests
         record.update(extra or {})
+        if self.settling is not None and status != "skipped":
+            record["settling"] = (
+                self.settling
+            )  # how this server instance was brought to steady state
         if result is not None:
             record["result"] = result
         if self.sampled and status != "skipped":

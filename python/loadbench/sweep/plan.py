@@ -39,6 +39,10 @@ HOLD_PER_CONNECTION_S = 75e-6
 # confirmations (loadbench.slo.search). The planned count; a server whose capacity is far from
 # its closed-loop peak takes a few more.
 CAPACITY_BRACKET_STEPS = 2
+# Settling a fresh server (core/steady.py): at least two closed-loop rounds of 0.25 s and their
+# overhead - the planned cost per server start when the sweep settles (a JIT target's own warm-up
+# adds to it)
+SETTLE_S = 0.6
 
 
 @dataclass
@@ -181,6 +185,11 @@ class SweepPlan:
     # measure its RSS/PSS growth per connection (0: none). Plain http only (the holder speaks
     # cleartext HTTP/1.1); the request is connection_setup_workload's GET.
     hold_connections: int = 0
+    # Steady state before judging: after each server start, closed-loop rounds of the first
+    # cell's load until req/s stops climbing (and at least the target's own `warmup`), so no
+    # cell measures a cold server and a capacity search starts from the steady throughput
+    # (core/steady.py; recorded per cell as `settling`).
+    settle: bool = True
     repeats: int = 1
     duration: float = 2.0
     warmup: float = 0.5
@@ -461,8 +470,9 @@ class SweepPlan:
         cells = self.cells() if cells is None else cells
         loaded = [c for c in cells if c.mode != "hold"]
         groups = {(c.target, c.protocol) for c in loaded}
+        settle = SETTLE_S if self.settle else 0.0
         return sum(self.planned_cell_seconds(c) for c in cells) + len(groups) * (
-            SERVER_START_S + GATE_PROBE_S
+            SERVER_START_S + GATE_PROBE_S + settle
         )
 
     def planned_cell_seconds(self, cell: Cell) -> float:
@@ -471,7 +481,10 @@ class SweepPlan:
         if cell.mode == "hold":
             return self.hold_cell_seconds()
         repeat = self.warmup + self.duration + REPEAT_OVERHEAD_S
-        return repeat * (self.capacity_steps() if cell.mode == "capacity" else 1)
+        if cell.mode == "capacity":  # each search on a fresh server, settled
+            fresh = SERVER_START_S + (SETTLE_S if self.settle else 0.0)
+            return fresh + repeat * self.capacity_steps()
+        return repeat
 
     # -- the matrix ----------------------------------------------------------------------
     def cells(self) -> list[Cell]:

@@ -149,6 +149,10 @@ class Target:
     pid: Optional[int] = None
     tree: bool = True
     ready_timeout: float = 10.0
+    # seconds of load a freshly started server gets at least before its first cell: a JIT
+    # runtime (PyPy, YJIT, V8) compiles its hot path only after thousands of requests, and may
+    # plateau before it does (the sweep's settling stops at the first plateau otherwise)
+    warmup: float = 0.0
     probe_path: str = "/"
     unsupported_workloads: Sequence[str] = ()
     description: str = ""
@@ -188,6 +192,8 @@ class Target:
             )
         if self.ready_timeout <= 0:
             raise ConfigError(f"target {self.name!r}: ready_timeout must be positive")
+        if not self.warmup >= 0:
+            raise ConfigError(f"target {self.name!r}: warmup must be >= 0 seconds")
         if self.workers is not None and (
             isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1
         ):

@@ -59,6 +59,7 @@ SWEEP_KEYS = {
     "capacity": (_LIST + _STR, 'objectives, e.g. ["p99<10ms", "errors<0.1%"]'),
     "capacity_precision": (_NUM, "a fraction, e.g. 0.05"),
     "capacity_repeats": (_INT, "a positive integer"),
+    "settle": (_BOOL, "true or false (load each fresh server until req/s stops climbing)"),
     "hold_connections": (
         _INT,
         (
@@ -124,6 +125,10 @@ TARGET_KEYS = {
     "pid": (_INT, "a process id"),
     "tree": (_BOOL, "true or false"),
     "ready_timeout": (_NUM + _STR, "seconds"),
+    "warmup": (
+        _NUM + _STR,
+        "seconds of load a fresh server of this target gets at least before any cell (a JIT)",
+    ),
     "probe_path": (_STR, "a path"),
     "unsupported_workloads": (_LIST, "a list of workload names"),
     "description": (_STR, "text"),
@@ -212,8 +217,9 @@ def _target(table: Any, i: int) -> Target:
     for name, value in data.get("env", {}).items():
         if not isinstance(value, (str, int)):
             raise ConfigError(f"{where}env.{name}: expected a string, got {value!r}")
-    if "ready_timeout" in data:
-        data["ready_timeout"] = parse_seconds(data["ready_timeout"], where + "ready_timeout")
+    for key in ("ready_timeout", "warmup"):
+        if key in data:
+            data[key] = parse_seconds(data[key], where + key)
     try:
         return Target(**data)
     except ConfigError as exc:
