@@ -1,0 +1,329 @@
+"""Open-loop latency and capacities checked against an open-loop generator no one here wrote.
+
+loadbench's open loop is trusted only once an independent open-loop, coordinated-omission
+corrected generator agrees with it at the same rate and connections: wrk2 (giltene/wrk2, built
+from source - it is in no registry; give its path with --wrk2 or WRK2=, and without it the wrk2
+columns are n/a). Each cell is (registry peer, rate, connections); every run gets a freshly
+started server pinned to CPU 0 and the generator pinned to CPU 1, loadbench and wrk2 in
+alternating order per repeat. The table puts each tool's corrected p50 / p99 / max beside the
+other's, with loadbench's own verdict of who limited the run (core/limits.py).
+
+    python3 bench/open_loop_vs_wrk2.py --wrk2 /path/to/wrk2/wrk
+    python3 bench/open_loop_vs_wrk2.py --cells python-asyncio:34000:50 -r 5
+    python3 bench/open_loop_vs_wrk2.py --capacities reports/SWEEP   # wrk2 at each capacity
+
+With --capacities DIR (a sweep's results folder) the cells are each server's median capacity
+(or lower bound) and its first failing rate under the sweep's objective, at the sweep's
+connections: wrk2 should meet the objective at the first and - where the server failed it -
+break it at the second.
+
+wrk2 discards its first 10 s (its calibration, CALIBRATE_DELAY_MS in src/wrk.h, plus 5 ms per
+connection) and reports the rest, so each wrk2 run lasts that much longer than --duration;
+loadbench runs --warmup (1 s) then --duration. Their windows are equally long, their warm-ups
+are each tool's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import shlex
+import shutil
+import sys
+from pathlib import Path
+from typing import Optional
+
+from .. import run as loadbench_run
+from ..core import analysis
+from ..core.errors import LoadbenchError
+from ..core.summary import format_us
+from .checkout import peers_dir as default_peers_dir
+from .checkout import reports_dir
+from .child import run_child, taskset
+from .environment_block import environment, machine_note
+from .jsonl import JsonlWriter, read_jsonl
+from .peers import PeerChoice, launch_peer, unavailable
+from .report_text import report_head, write_report
+
+SERVER_CPUS, GENERATOR_CPUS = [0], [1]
+# wrk2's calibration period (src/wrk.h CALIBRATE_DELAY_MS, and 5 ms per connection's staggered
+# start in src/wrk.c), which it leaves out of every figure
+WRK2_CALIBRATION_S = 10.0
+WRK2_STAGGER_S = 0.005
+DEFAULT_CELLS = (
+    # the issue's case: 50 connections at their Little's-law edge against a fresh asyncio server
+    "python-asyncio:34000:50",
+    "beast:60000:50",
+    "nginx:50000:50",
+    "h2o:34000:25",
+)
+_WRK2_PERCENTILE = re.compile(r"^\s*(\d+\.\d+)%\s+([\d.]+)(us|ms|s|m)\s*$")
+_WRK2_REQUESTS = re.compile(r"(\d+) requests in ([\d.]+)(ms|s|m)")
+_UNIT_US = {"us": 1.0, "ms": 1e3, "s": 1e6, "m": 60e6}
+
+
+def parse_wrk2(text: str) -> dict:
+    """wrk2 --latency output: its recorded (corrected) latency percentiles in us, total requests
+    and their span."""
+    out: dict = {"percentiles_us": {}}
+    in_recorded = False
+    for line in text.splitlines():
+        if "Latency Distribution" in line:
+            in_recorded = "Recorded Latency" in line or "Uncorrected" not in line
+            continue
+        if "Detailed Percentile spectrum" in line:
+            in_recorded = False
+        m = _WRK2_PERCENTILE.match(line)
+        if m and in_recorded:
+            out["percentiles_us"][float(m.group(1))] = float(m.group(2)) * _UNIT_US[m.group(3)]
+    m = _WRK2_REQUESTS.search(text)
+    if m:
+        span = float(m.group(2)) * {"ms": 1e-3, "s": 1.0, "m": 60.0}[m.group(3)]
+        out.update(requests=int(m.group(1)), span_s=span)
+    p = out["percentiles_us"]
+    out.update(p50_us=p.get(50.0), p99_us=p.get(99.0), max_us=p.get(100.0))
+    return out
+
+
+def _parse_cell(text: str) -> tuple[str, float, int]:
+    peer, rate, connections = text.split(":")
+    return peer, float(rate), int(connections)
+
+
+def _loadbench_run(url: str, rate: float, connections: int, args, pid: int) -> dict:
+    r = loadbench_run(
+        url, rate=rate, connections=connections, duration=args.duration, warmup=args.warmup,
+        cpus=GENERATOR_CPUS, sample_pid=pid,
+    )  # fmt: skip
+    unc = r.latency_uncorrected
+    return {
+        "p50_us": r.latency.percentile(50),
+        "p99_us": r.latency.percentile(99),
+        "max_us": float(r.latency.max),
+        "service_p99_us": unc.percentile(99) if unc is not None and unc.count else None,
+        "lateness_p99_us": r.lateness.percentile(99) if r.lateness is not None else None,
+        "loop_lateness_p99_us": (
+            r.loop_lateness.percentile(99) if r.loop_lateness is not None else None
+        ),
+        "responses": r.responses,
+        "due": r.due,
+        "errors": r.error_count,
+        "unfinished": r.unfinished,
+        "pool": dict(r.pool),
+        "limit": r.limit,
+        "generator_cpu_us_per_req": r.cpu_us_per_req,
+        "server": {
+            k: (r.extras.get("server") or {}).get(k)
+            for k in ("cpu_us_per_req", "cpu_s", "window_s", "cores", "others_cpu_s")
+        },
+    }
+
+
+def _wrk2_run(wrk2: str, url: str, rate: float, connections: int, args, peer) -> dict:
+    calibration = WRK2_CALIBRATION_S + WRK2_STAGGER_S * connections
+    seconds = math.ceil(calibration + args.duration)
+    argv = [
+        *taskset(GENERATOR_CPUS), wrk2, "-t1", f"-c{connections}", f"-d{seconds}s",
+        f"-R{int(rate)}", "--latency", url,
+    ]  # fmt: skip
+    before = peer.snapshot()
+    child = run_child(argv, timeout_s=seconds + 30)
+    after = peer.snapshot()
+    parsed = parse_wrk2(child.stdout)
+    if child.returncode != 0 or parsed.get("p99_us") is None:
+        raise LoadbenchError(
+            f"wrk2 failed (exit {child.returncode}): {(child.stderr or child.stdout)[-300:]}"
+        )
+    server_cpu = max(0.0, after.cpu_s - before.cpu_s)
+    requests = parsed.get("requests") or 0
+    return {
+        **{k: parsed.get(k) for k in ("p50_us", "p99_us", "max_us", "requests", "span_s")},
+        "command": shlex.join(argv),
+        "generator_cpu_s": child.cpu_s,
+        "server_cpu_us_per_req": server_cpu * 1e6 / requests if requests else None,
+    }
+
+
+def _cells_from_sweep(folder: Path) -> list[tuple[str, float, int, str]]:
+    """Each server's median capacity (or lower bound) and its lowest first failing rate, with
+    the search's connections, from a sweep's capacity records: (peer, rate, connections, what)."""
+    records, _, _ = read_jsonl(folder / "results.jsonl")
+    by_target: dict[str, list[dict]] = {}
+    for rec in records:
+        if rec.get("mode") == "capacity" and rec.get("status") == "ok" and rec.get("result"):
+            by_target.setdefault(rec["target"], []).append(rec)
+    cells = []
+    for target, recs in sorted(by_target.items()):
+        found = [r["result"].get("capacity") or r["result"].get("lower_bound") for r in recs]
+        median = analysis.median([f for f in found if f])
+        failing = [
+            r["result"].get("first_failing") for r in recs if r["result"].get("first_failing")
+        ]
+        connections = int(recs[0]["connections"])
+        if median:
+            cells.append((target, float(median), connections, "capacity (median)"))
+        if failing:
+            cells.append((target, float(min(failing)), connections, "first failing"))
+    return cells
+
+
+def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--wrk2", default=os.environ.get("WRK2"), help="wrk2's wrk binary (or WRK2=)")
+    p.add_argument("--cells", default=",".join(DEFAULT_CELLS), help="PEER:RATE:CONNECTIONS,...")
+    p.add_argument("--capacities", default=None, metavar="DIR", help="a sweep's results folder")
+    p.add_argument("-d", "--duration", type=float, default=5.0, help="measured seconds per run")
+    p.add_argument("--warmup", type=float, default=1.0, help="loadbench's warm-up per run")
+    p.add_argument("-r", "--repeats", type=int, default=3, help="runs per tool and cell")
+    p.add_argument("--out", default=None, help="report path (default reports/open-loop-vs-wrk2.md)")
+    p.add_argument("--report-only", action="store_true", help="rewrite the report from its JSONL")
+    args = p.parse_args(argv)
+    out = Path(args.out) if args.out else reports_dir(repo) / "open-loop-vs-wrk2.md"
+    raw = out.with_suffix(".jsonl")
+    if args.report_only:
+        records, env, command = read_jsonl(raw)
+        write_report(out, render(records, env, command))
+        print(f"wrote {out}")
+        return 0
+    peers = default_peers_dir(repo)
+    wrk2 = args.wrk2 if args.wrk2 and shutil.which(args.wrk2) else None
+    if args.capacities:
+        cells = _cells_from_sweep(Path(args.capacities))
+    else:
+        cells = [(*_parse_cell(c), "fixed rate") for c in args.cells.split(",") if c]
+    env = environment()
+    env["wrk2"] = wrk2 or "n/a (give --wrk2 or WRK2=: giltene/wrk2 built from source)"
+    command = shlex.join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
+    writer = JsonlWriter(raw)
+    writer.write({"record": "environment", "environment": env, "command": command})
+    records = []
+    for peer_name, rate, connections, what in cells:
+        choice = PeerChoice(peer_name, peer_name, "http")
+        why = unavailable(choice, peers)
+        if why:
+            print(f"{peer_name}: n/a - {why}", file=sys.stderr)
+            continue
+        for repeat in range(args.repeats):
+            tools = ["loadbench", "wrk2"] if repeat % 2 == 0 else ["wrk2", "loadbench"]
+            for tool in tools:
+                if tool == "wrk2" and wrk2 is None:
+                    continue
+                rec = {"peer": peer_name, "rate": rate, "connections": connections,
+                       "what": what, "repeat": repeat, "tool": tool}  # fmt: skip
+                with launch_peer(choice, cpus=SERVER_CPUS, peers_dir=peers) as server:
+                    url = server.url("/plaintext")
+                    try:
+                        if tool == "loadbench":
+                            rec.update(_loadbench_run(url, rate, connections, args, server.pid))
+                        else:
+                            rec.update(_wrk2_run(wrk2, url, rate, connections, args, server))
+                    except LoadbenchError as exc:
+                        rec["error"] = str(exc)
+                writer.write(rec)
+                records.append(rec)
+                print(_line(rec), file=sys.stderr, flush=True)
+    writer.close()
+    write_report(out, render(records, env, command))
+    print(f"wrote {out} and {raw}")
+    return 0
+
+
+def _ms(us: Optional[float]) -> str:
+    return "-" if us is None else format_us(us)
+
+
+def _line(rec: dict) -> str:
+    if "error" in rec:
+        return f"{rec['peer']} {rec['rate']:.0f}/s c={rec['connections']} {rec['tool']}: {rec['error']}"
+    limit = (rec.get("limit") or {}).get("by", "")
+    return (
+        f"{rec['peer']} {rec['rate']:.0f}/s c={rec['connections']} {rec['tool']}: p50 "
+        f"{_ms(rec.get('p50_us'))}, p99 {_ms(rec.get('p99_us'))}, max {_ms(rec.get('max_us'))} "
+        f"{limit}"
+    )
+
+
+def _spread(values: list[Optional[float]]) -> str:
+    s = analysis.median_spread([v for v in values if v is not None])
+    if s is None:
+        return "n/a"
+    return f"{format_us(s.median)} ({format_us(s.min)}-{format_us(s.max)})"
+
+
+def render(records: list[dict], env: dict, command: str) -> str:
+    """The report: per cell, each tool's corrected latency (median and range over the repeats),
+    loadbench's verdict of who limited its runs, and whether the two agree."""
+    from ..report.markdown import table
+
+    settings = {
+        "Command": f"`{command}`",
+        "Pinning": "server on CPU 0 (a fresh start per run), generator on CPU 1",
+        "wrk2": f"-t1, its 10 s calibration (+5 ms per connection) discarded: {env.get('wrk2')}",
+        "Agreement": "the medians of the two p99s within 2x of each other, or within 1 ms",
+    }
+    lines = report_head(
+        "Open-loop latency against wrk2", command, env, settings, "open-loop-vs-wrk2.jsonl"
+    )
+    load1 = float(env.get("Load average at start", "0").split()[0] or 0)
+    lines += [f"Machine: {machine_note(load1)}.", ""]
+    cells: dict[tuple, dict[str, list[dict]]] = {}
+    for rec in records:
+        key = (rec["peer"], rec["rate"], rec["connections"], rec.get("what", ""))
+        cells.setdefault(key, {}).setdefault(rec["tool"], []).append(rec)
+    rows = []
+    for (peer, rate, connections, what), tools in cells.items():
+        ours = [r for r in tools.get("loadbench", []) if "error" not in r]
+        theirs = [r for r in tools.get("wrk2", []) if "error" not in r]
+        limits = sorted({(r.get("limit") or {}).get("by", "?") for r in ours})
+        agree = _agreement(ours, theirs)
+        rows.append(
+            [
+                peer, f"{rate:,.0f}".replace(",", " "), str(connections), what,
+                _spread([r.get("p50_us") for r in ours]), _spread([r.get("p99_us") for r in ours]),
+                _spread([r.get("max_us") for r in ours]),
+                _spread([r.get("service_p99_us") for r in ours]), ", ".join(limits) or "-",
+                _spread([r.get("p50_us") for r in theirs]), _spread([r.get("p99_us") for r in theirs]),
+                _spread([r.get("max_us") for r in theirs]), agree,
+            ]
+        )  # fmt: skip
+    lines += [
+        "## Corrected latency: median (min-max) over the repeats",
+        "",
+        table(
+            [
+                "Server",
+                "Rate /s",
+                "Conns",
+                "Cell",
+                "loadbench p50",
+                "p99",
+                "max",
+                "service p99",
+                "limited by",
+                "wrk2 p50",
+                "p99",
+                "max",
+                "agree",
+            ],
+            rows,
+        ),  # fmt: skip
+        "",
+        "`limited by` is loadbench's own verdict of each run (docs/open-loop.md): `server` - the "
+        "figure is the server's; `pool`, `generator`, `contended` - it is not, and says so.",
+        "",
+    ]
+    errors = [r for r in records if "error" in r]
+    if errors:
+        lines += ["## Runs that failed", ""] + [f"- {_line(r)}" for r in errors] + [""]
+    return "\n".join(lines)
+
+
+def _agreement(ours: list[dict], theirs: list[dict]) -> str:
+    a = analysis.median([r.get("p99_us") for r in ours])
+    b = analysis.median([r.get("p99_us") for r in theirs])
+    if a is None or b is None:
+        return "n/a"
+    close = abs(a - b) <= 1000 or max(a, b) <= 2 * min(a, b)
+    return "yes" if close else f"NO ({a / b:.2g}x)"
