@@ -133,6 +133,12 @@ def test_the_search_finds_a_known_capacity(fixed_cost, tmp_path):
     assert found.outcome == "capacity", "\n".join([found.message(), *found.table_lines(), str(why)])
     ceiling = 1000 / 10.0
     assert 0.8 * ceiling <= found.capacity <= 1.02 * ceiling, found.table_lines()
+    # [L, U] brackets the true capacity: the capacity found below it, and the server's CPU
+    # ceiling - its one core over its measured CPU per response - at it (parsing and writing
+    # cost a little beside the 10 ms)
+    assert (
+        found.ceiling == pytest.approx(ceiling, rel=0.1) and found.capacity <= found.ceiling * 1.02
+    )
     assert found.capacity < found.first_failing <= 1.001 * found.capacity / (1 - 0.05)
     assert found.failing_objective == "p99<100ms"
     # the capacity passed every time it was run; every step kept its exact counts
@@ -146,6 +152,7 @@ def test_the_search_finds_a_known_capacity(fixed_cost, tmp_path):
             assert s.server_cpu_us_per_req == pytest.approx(10_000, rel=0.2), found.table_lines()
     data = json.loads(found.to_json(tmp_path / "capacity.json"))
     assert data["outcome"] == "capacity" and data["capacity"] == found.capacity
+    assert data["interval"] == [found.capacity, found.first_failing]
     assert len(data["steps"]) == len(found.steps) and data["spread"]["passed"] == len(at)
     assert "capacity under p99<100ms" in found.message()
 
