@@ -17,19 +17,20 @@ import time
 from pathlib import Path
 
 import pytest
-from native_build import FUZZ_DIR, FUZZ_TARGETS, instrumented_build
+from native_build import FUZZ_DIR, FUZZ_TARGETS
 
-# The first test of this module (or of test_sanitizers.py) also pays for a whole separate build
-# of the C++ core (minutes on 2 cores), which the default 300 s per-test limit does not cover.
+# The first test of this module (or of test_sanitizers.py) in a worker may wait for the whole
+# instrumented build of the C++ core (minutes on 2 cores; the session's `instrumented_build_dir`),
+# which the default 300 s per-test limit does not cover.
 pytestmark = pytest.mark.timeout(1800)
 
 TARGETS = FUZZ_TARGETS
 SECONDS = int(os.environ.get("LOADBENCH_FUZZ_SECONDS", "30"))
 
 
-@pytest.fixture(scope="module")
-def fuzz_build() -> Path:
-    return instrumented_build()
+@pytest.fixture
+def fuzz_build(instrumented_build_dir: Path) -> Path:
+    return instrumented_build_dir
 
 
 def test_every_target_has_a_seed_corpus() -> None:
