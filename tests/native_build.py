@@ -52,7 +52,6 @@ def build(
             "-B",
             str(build_dir),
             f"-DCMAKE_BUILD_TYPE={build_type}",
-            *_compiler_cache(),
             *options,
         ]
         if not (build_dir / "CMakeCache.txt").exists() and shutil.which("ninja"):
@@ -67,9 +66,9 @@ def build(
 
 
 def _compiler_cache() -> list[str]:
-    """ccache in front of the compilers, when installed: a build dir configured anew (a fresh
-    checkout, a second worktree) compiles only what no build compiled before with the same
-    compiler and flags."""
+    """ccache in front of the compilers, when installed: the C++ unit tests' build compiles the
+    core as the wheel did (.ci/install.sh builds the wheel through ccache), so a fresh machine
+    compiles it once. (The instrumented build shares no compile with anything.)"""
     ccache = shutil.which("ccache")
     if ccache is None:
         return []
@@ -104,7 +103,7 @@ def cpptests_build() -> Path:
     the default compiler), without the Python extension."""
     return build(
         "cpptests",
-        ["-DLOADBENCH_BUILD_TESTS=ON", "-DLOADBENCH_BUILD_PYTHON=OFF"],
+        ["-DLOADBENCH_BUILD_TESTS=ON", "-DLOADBENCH_BUILD_PYTHON=OFF", *_compiler_cache()],
         ["loadbench_tests"],
         build_type="Release",
     )
