@@ -37,9 +37,57 @@ import pytest
 BUDGET_S = 600.0
 DEFAULT_LIMIT_S = 60.0
 # node id pattern (fnmatch) -> (limit in seconds, why this test may take it)
-LIMITS: dict[str, tuple[float, str]] = {}
-# fixture name -> (limit in seconds, what it builds or starts once for the whole session)
-SHARED_SETUP: dict[str, tuple[float, str]] = {}
+LIMITS: dict[str, tuple[float, str]] = {
+    "tests/test_schema.py::test_every_committed_result_round_trips_byte_for_byte": (
+        300,
+        "decodes and re-encodes every committed result (1 768 records in reports/); the "
+        "product's HDR encoding and mean/stdev walk every bucket in Python",
+    ),
+    "tests/test_capacity.py::test_the_search_finds_a_known_capacity": (
+        240,
+        "a whole capacity search: ~10-16 steps of 2 s, each settled, the knee confirmed twice",
+    ),
+    "tests/test_your_server_doc.py::test_the_page_runs_as_written": (
+        180,
+        "every command of docs/your-server.md as written, a sweep and a report among them",
+    ),
+    "tests/test_fuzz.py::test_bounded_fuzz_run_finds_nothing*": (
+        150,
+        "30 s of libFuzzer by design (LOADBENCH_FUZZ_SECONDS), and a slow unit re-run alone",
+    ),
+    "tests/test_bench_peers.py::test_new_peer_runs_a_small_real_sweep*": (
+        150,
+        "a sweep over every protocol and workload a peer declares (PyPy starts a JIT per cell)",
+    ),
+    "tests/test_report_protocols.py::test_charts_of_the_protocol_sections": (
+        150,
+        "draws every chart of a four-protocol report with matplotlib",
+    ),
+    "tests/test_cpp_unit.py::test_cpp_unit_tests_pass": (
+        180,
+        "every GoogleTest case, each its own process (ctest)",
+    ),
+    "tests/test_sanitizers.py::*": (
+        240,
+        "the C++ unit tests and the server under load, both under ASan + UBSan (~3x slower)",
+    ),
+}
+# fixture name -> (limit in seconds, what it builds or starts once for all the tests that share it)
+SHARED_SETUP: dict[str, tuple[float, str]] = {
+    "instrumented_build_dir": (
+        1200,
+        "build/fuzz: the core, the fuzz targets, the unit tests and the server with clang, ASan, "
+        "UBSan and libFuzzer's coverage (compiling in the background from the run's start)",
+    ),
+    "cpptests_build_dir": (
+        900,
+        "build/cpptests: the GoogleTest suite (the core's objects from the wheel's compile "
+        "through ccache where it is installed)",
+    ),
+    "real_sweep": (150, "test_sweep_e2e's sweep, shared by its tests"),
+    "html_report": (150, "test_html_report's sweep and report.html, shared by its tests"),
+    "sides": (150, "test_compare_e2e's two sweeps, shared by its tests"),
+}
 
 # -- skips -----------------------------------------------------------------------------------
 # (text in the skip reason, why such a skip is no gap in CI). The peers and libraries below are
@@ -73,7 +121,19 @@ OPTIONAL: list[tuple[str, str]] = [
 
 # -- what runs alone -------------------------------------------------------------------------
 # node id pattern (fnmatch) -> why it must not share the machine with the other worker's test
-SERIAL: dict[str, str] = {}
+SERIAL: dict[str, str] = {
+    "tests/test_capacity.py::test_the_search_finds_a_known_capacity": (
+        "the capacity it must find is what one core can do at 10 ms of CPU per request: it "
+        "holds only while the server has CPU 0 to itself"
+    ),
+    "tests/test_capacity.py::test_a_stall_inside_the_step_fails_its_window_while_the_whole_step_passes": (
+        "its one stall must be the only one: a server starved by another test stalls too"
+    ),
+    "tests/test_tcp_exchange.py::test_ack_with_request_does_not_stall_a_server_that_writes_in_pieces": (
+        "a delayed ACK shows only as time: the pure-Python TLS server must get its CPU when it "
+        "asks for it for a handshake to be faster than one delayed ACK"
+    ),
+}
 
 
 def in_ci() -> bool:
