@@ -120,6 +120,14 @@ OPTIONAL: list[tuple[str, str]] = [
 ]
 
 # -- what runs alone -------------------------------------------------------------------------
+# Allocations per request are the counter's calls between the sampler's two snapshots over the
+# window's exact responses, and the run loop's Python thread takes the snapshots when it wakes
+# at the window's edges. With the other worker's generator on the same pinned CPU it woke ~22 ms
+# late: the window's first 22 ms of calls fell before the start snapshot, the 22 ms after its
+# end had almost none (no new requests), and a 0.6 s sweep cell read 2.89 allocs/req for 3.
+_EDGE_LAG = (
+    "exact to 1 % only while the run loop wakes on time at the window's edges (see _EDGE_LAG)"
+)
 # node id pattern (fnmatch) -> why it must not share the machine with the other worker's test
 SERIAL: dict[str, str] = {
     "tests/test_capacity.py::test_the_search_finds_a_known_capacity": (
@@ -129,6 +137,9 @@ SERIAL: dict[str, str] = {
     "tests/test_capacity.py::test_a_stall_inside_the_step_fails_its_window_while_the_whole_step_passes": (
         "its one stall must be the only one: a server starved by another test stalls too"
     ),
+    "tests/test_allocations.py::test_known_k_mallocs_per_request*": _EDGE_LAG,
+    "tests/test_allocations.py::test_sweep_with_allocations_reports_them": _EDGE_LAG,
+    "tests/test_allocations.py::test_beast_keepalive_allocates_nothing_per_request": _EDGE_LAG,
     "tests/test_tcp_exchange.py::test_ack_with_request_does_not_stall_a_server_that_writes_in_pieces": (
         "a delayed ACK shows only as time: the pure-Python TLS server must get its CPU when it "
         "asks for it for a handshake to be faster than one delayed ACK"
