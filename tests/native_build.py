@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -107,13 +108,27 @@ def instrumented_build() -> Path:
     )
 
 
+def _wheel_compilers() -> dict[str, str]:
+    """The compilers the wheel's build used: scikit-build-core takes Python's own (sysconfig's CC
+    and CXX: x86_64-linux-gnu-g++ for Debian's python3, g++ for pyenv's) unless CC/CXX are set.
+    ccache keys a compile by the compiler's path too: c++ and x86_64-linux-gnu-g++, the same
+    binary, missed every object (151 of 151) on the first fresh root."""
+    found = {}
+    for var in ("CC", "CXX"):
+        value = os.environ.get(var) or (sysconfig.get_config_var(var) or "").split(" ")[0]
+        if value:
+            found[var] = value
+    return found
+
+
 def cpptests_build() -> Path:
     """build/cpptests: the GoogleTest suite (loadbench_tests), optimised as the wheel is (Release,
-    the default compiler), without the Python extension."""
+    the wheel's compilers), without the Python extension."""
     return build(
         "cpptests",
         ["-DLOADBENCH_BUILD_TESTS=ON", "-DLOADBENCH_BUILD_PYTHON=OFF", *_compiler_cache()],
         ["loadbench_tests"],
+        env=_wheel_compilers(),
         build_type="Release",
     )
 
