@@ -87,7 +87,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     needed = {_BUILD_OF[f] for item in session.items for f in item.fixturenames if f in _BUILD_OF}
     if needed:
         _background_build = native_build.start_in_background(
-            sorted(needed), native_build.REPO / "build" / "background-build.log"
+            needed, native_build.REPO / "build" / "background-build.log"
         )
 
 

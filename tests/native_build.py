@@ -25,7 +25,7 @@ import subprocess
 import sys
 import sysconfig
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
 import pytest
 
@@ -133,8 +133,12 @@ def cpptests_build() -> Path:
     )
 
 
-# What a test's fixture needs built -> the build that makes it.
+# What a test's fixture needs built -> the build that makes it; in background, in this order
+# (the instrumented build is the longest, and its fuzz runs are the suite's last long tests).
 BUILDS = {"instrumented": instrumented_build, "cpptests": cpptests_build}
+# The background build of this process, if it started one (a test that counts its own child
+# processes leaves this one out).
+background: Optional[subprocess.Popen] = None
 
 
 def start_in_background(names: Sequence[str], log: Path) -> subprocess.Popen:
@@ -142,16 +146,18 @@ def start_in_background(names: Sequence[str], log: Path) -> subprocess.Popen:
     inherit it); its own process group, so that the suite can end it, and all it started, by its
     pid. Its output goes to `log`; a build that fails there fails again, and says why, in the
     test that needs it."""
+    global background
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as out:
-        return subprocess.Popen(
-            [sys.executable, __file__, *names],
+        background = subprocess.Popen(
+            [sys.executable, __file__, *sorted(names, key=list(BUILDS).index)],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             preexec_fn=lambda: os.nice(19),
         )
+    return background
 
 
 def _run(argv: list[str], env: Mapping[str, str], what: str) -> None:

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import native_build
 import pytest
 from sampler_helpers.child import wait_until_idle
 from sweep_data import result_dict
@@ -297,16 +298,18 @@ def only_this_test_and_its_children(monkeypatch) -> None:
     """Every reading of the machine's processes (the sampler's window edges included) narrowed
     to this test process and its descendants: whatever else runs beside the suite is left out,
     while all that the run itself starts - the servers, the peers and their workers - and the
-    generator in this process stay in, read from /proc as ever. The kernel's steal stays too."""
+    generator in this process stay in, read from /proc as ever. The kernel's steal stays too.
+    Left out with the rest: the suite's background build, when this worker started it."""
     from loadbench.core.sampler import MachineProcesses
 
     read = MachineProcesses.read
+    build = {native_build.background.pid} if native_build.background else set()
 
     def narrowed(cls):
         snapshot = read()
         mine = {os.getpid()}
         while True:
-            children = {p for p, c in snapshot.cpu.items() if c.ppid in mine} - mine
+            children = {p for p, c in snapshot.cpu.items() if c.ppid in mine} - mine - build
             if not children:
                 break
             mine |= children
