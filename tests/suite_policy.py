@@ -117,6 +117,11 @@ OPTIONAL: list[tuple[str, str]] = [
         "this build has HTTP/3 (the message is for builds without it)",
         "not a missing tool: the check of the message a build without HTTP/3 gives",
     ),
+    (
+        "this build has every TLS library",
+        "not a missing tool: the check of the message a build without rustls or wolfSSL gives "
+        "(a machine with a Rust toolchain builds all three)",
+    ),
 ]
 
 # -- what runs alone -------------------------------------------------------------------------
