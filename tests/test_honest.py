@@ -388,8 +388,11 @@ def test_a_server_shedding_503s_ranks_below_one_that_serves_everything(tmp_path)
     text = report.render(tmp_path)
     assert "| req/s | serves | **" in text and "| non-2xx + errors |  | " not in text
     assert "sheds http plaintext C = 4: 503 x " in text
-    # its exclusion names the shed share (a busy machine may add "contended" after it)
-    assert re.search(r"sheds http plaintext C = 4 \(30\.0 % non-2xx/errors[,)]", text), text
+    # its exclusion names the shed share (a busy machine may add "contended" after it): the
+    # window's own, 30 % within the few requests a 10-request cycle per connection leaves over
+    # at its edges (30.1 % beside a CPU burner, when the window held fewer responses)
+    shed = re.escape(f"{100 * sheds.bad_share:.1f} % non-2xx/errors")
+    assert re.search(rf"sheds http plaintext C = 4 \({shed}[,)]", text), text
     start = text.index("## Summary")
     summary = text[start : text.index("\n## ", start + 1)]  # up to the next section
     # sheds is ranked neither by peak req/s nor by CPU us/req: a dirty cell counts for no metric
