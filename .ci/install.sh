@@ -114,6 +114,15 @@ if [ "$extras" = test ]; then
   need_tool strace strace          # a server's own system calls per connection (same test)
   need_tool chromium chromium      # the HTML report is checked in a real (headless) browser
   need_tool clang-format-14 clang-format-14  # the C++ style (tests/test_style.py; .clang-format is v14's)
+  need_tool heaptrack heaptrack    # allocation sites (tests/test_allocations.py): heaptrack attaches
+  need_tool gdb gdb                #   with gdb and compresses its record with zstd
+  need_tool zstd zstd
+  need_tool go golang-go           # builds h2spec (below) from the Go module proxy; Debian 12: Go 1.19
+  need_tool ccache ccache          # the C++ core compiles once for the wheel and once more for the C++
+                                   #   unit tests (build/cpptests): the second is served from this cache
+  need_tool nim nim                # the Nim peer and the PyPy hypercorn peer, built below in seconds
+  need_tool pypy3 pypy3            #   (the peers that need a toolchain Debian 12 lacks stay with
+  need_lib pypy3-venv              #   bench/install-peers.sh); Debian's pypy3 needs it for a venv
 fi
 
 # rustls (the generator's opt-in --tls-library rustls) is built by cargo from the crate registry
@@ -126,7 +135,14 @@ else
   say "rustls: no cargo on PATH - the build leaves out --tls-library rustls (optional; a Rust toolchain from rustup adds it)"
 fi
 
+# h2spec (HTTP/2 conformance, tests/test_h2spec.py) is no Debian package: built by `go install`
+# from the Go module proxy, pinned with its dependencies by .ci/h2spec/go.mod, into ~/go/bin.
+h2spec_bin="${GOBIN:-$HOME/go/bin}/h2spec"
+need_h2spec=0
+if [ "$extras" = test ] && ! have h2spec && [ ! -x "$h2spec_bin" ]; then need_h2spec=1; fi
+
 if [ "$dry_run" = 1 ]; then
+  [ "$need_h2spec" = 1 ] && say "would build h2spec into $h2spec_bin (go install, .ci/h2spec/go.mod)"
   say "dry run: the Debian packages this machine lacks for '${extras:-build}' (nothing installed):"
   if [ ${#packages[@]} -gt 0 ]; then printf '%s\n' "${packages[@]}"; fi
   exit 0
@@ -146,6 +162,27 @@ else
   say "all Debian packages present"
 fi
 
+if [ "$need_h2spec" = 1 ]; then
+  say "building h2spec into $h2spec_bin (go install from the Go module proxy, .ci/h2spec/go.mod)"
+  # GOTOOLCHAIN=local: the machine's Go builds it (go.mod asks 1.19), never a downloaded one.
+  (cd .ci/h2spec && GOBIN="$(dirname "$h2spec_bin")" GOTOOLCHAIN=local GOFLAGS=-mod=readonly \
+    go install github.com/summerwind/h2spec/cmd/h2spec)
+fi
+
+if [ "$extras" = test ]; then
+  # The two benchmark peers that Debian's packages build in seconds, built as
+  # bench/install-peers.sh builds them (tests/test_bench_peers.py loads them).
+  if [ ! -x bench/peers/nim/loadbench-peer-nim ] || [ bench/peers/nim/hello.nim -nt bench/peers/nim/loadbench-peer-nim ]; then
+    say "building the Nim peer (nim c -d:release bench/peers/nim/hello.nim)"
+    (cd bench/peers/nim && nim c -d:release --hints:off -o:loadbench-peer-nim hello.nim >/dev/null)
+  fi
+  if [ ! -x bench/peers/pypy/.venv/bin/hypercorn ]; then
+    say "making bench/peers/pypy/.venv with pypy3, pip install hypercorn (PyPI)"
+    pypy3 -m venv bench/peers/pypy/.venv
+    bench/peers/pypy/.venv/bin/python -m pip install --quiet --disable-pip-version-check hypercorn
+  fi
+fi
+
 pip_flags=(--quiet --disable-pip-version-check)
 # Debian's own python3 refuses system-wide pip installs (PEP 668); a pyenv/venv python does not.
 if python3 -c 'import sys,sysconfig,os; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_path("stdlib"),"EXTERNALLY-MANAGED")) and sys.prefix==sys.base_prefix else 1)'; then
@@ -153,6 +190,10 @@ if python3 -c 'import sys,sysconfig,os; sys.exit(0 if os.path.exists(os.path.joi
 fi
 target="."
 [ -n "$extras" ] && target=".[$extras]"
+# Through ccache where installed (the test install brings it): the test suite's optimised C++
+# build (build/cpptests) then takes the core's objects from this compile instead of a second
+# one. CMake reads these on a build dir's first configuration only.
+if have ccache; then export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache; fi
 say "building and installing $target with $(command -v python3) (the C++ core compiles once; later installs are incremental)"
 python3 -m pip install "${pip_flags[@]}" "$target"
 if have pyenv; then pyenv rehash || true; fi

@@ -7,6 +7,13 @@ file lock keeps two pytest processes from building the same directory at once.
 The fuzz targets and the sanitizer tests share one build, `instrumented_build()`: clang with
 ASan + UBSan (and libFuzzer's coverage) over the whole core, so the core compiles once for both
 - a second instrumented build of it was four minutes of the suite on a fresh 2-core machine.
+The C++ unit tests build optimised with the wheel's compiler and flags (`cpptests_build()`):
+through ccache, when installed (`.ci/install.sh test` brings it and builds the wheel through
+it), the core's objects come from the wheel's own compile instead of a second one.
+
+The suite starts the builds its tests need as soon as it has collected them, in the background
+at the lowest CPU priority (`start_in_background`, from conftest.py): they take what the tests
+leave of the CPU instead of stopping them, and a test that needs a build waits on its lock.
 """
 
 from __future__ import annotations
@@ -15,8 +22,10 @@ import fcntl
 import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
 import pytest
 
@@ -25,7 +34,11 @@ BUILD_TIMEOUT_S = 900
 
 
 def build(
-    name: str, options: Sequence[str], targets: Sequence[str], env: Mapping[str, str] | None = None
+    name: str,
+    options: Sequence[str],
+    targets: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    build_type: str = "RelWithDebInfo",
 ) -> Path:
     """Configure (first time) and build `targets` in build/<name>; returns the build dir."""
     build_dir = REPO / "build" / name
@@ -39,7 +52,7 @@ def build(
             str(REPO),
             "-B",
             str(build_dir),
-            "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+            f"-DCMAKE_BUILD_TYPE={build_type}",
             *options,
         ]
         if not (build_dir / "CMakeCache.txt").exists() and shutil.which("ninja"):
@@ -51,6 +64,16 @@ def build(
             f"building build/{name}",
         )
     return build_dir
+
+
+def _compiler_cache() -> list[str]:
+    """ccache in front of the compilers, when installed: the C++ unit tests' build compiles the
+    core as the wheel did (.ci/install.sh builds the wheel through ccache), so a fresh machine
+    compiles it once. (The instrumented build shares no compile with anything.)"""
+    ccache = shutil.which("ccache")
+    if ccache is None:
+        return []
+    return [f"-DCMAKE_CXX_COMPILER_LAUNCHER={ccache}", f"-DCMAKE_C_COMPILER_LAUNCHER={ccache}"]
 
 
 FUZZ_DIR = REPO / "cpp" / "tests" / "fuzz"
@@ -70,10 +93,71 @@ def instrumented_build() -> Path:
             )
     return build(
         "fuzz",
-        ["-DLOADBENCH_FUZZ=ON", "-DLOADBENCH_BUILD_TESTS=ON", "-DLOADBENCH_BUILD_PYTHON=OFF"],
+        [
+            "-DLOADBENCH_FUZZ=ON",
+            "-DLOADBENCH_BUILD_TESTS=ON",
+            "-DLOADBENCH_BUILD_PYTHON=OFF",
+            # Line tables are all a sanitizer's or libFuzzer's stack trace reads (file:line);
+            # full debug info cost 16 % more compile time and 40 % larger objects to link.
+            "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -gline-tables-only -DNDEBUG",
+            # No C++ test reaches the generator's rustls client: no cargo build in this dir.
+            "-DLOADBENCH_WITH_RUSTLS=OFF",
+        ],
         [*FUZZ_TARGETS, *SANITIZED_TARGETS],
         env={"CC": "clang", "CXX": "clang++"},
     )
+
+
+def _wheel_compilers() -> dict[str, str]:
+    """The compilers the wheel's build used: scikit-build-core takes Python's own (sysconfig's CC
+    and CXX: x86_64-linux-gnu-g++ for Debian's python3, g++ for pyenv's) unless CC/CXX are set.
+    ccache keys a compile by the compiler's path too: c++ and x86_64-linux-gnu-g++, the same
+    binary, missed every object (151 of 151) on the first fresh root."""
+    found = {}
+    for var in ("CC", "CXX"):
+        value = os.environ.get(var) or (sysconfig.get_config_var(var) or "").split(" ")[0]
+        if value:
+            found[var] = value
+    return found
+
+
+def cpptests_build() -> Path:
+    """build/cpptests: the GoogleTest suite (loadbench_tests), optimised as the wheel is (Release,
+    the wheel's compilers), without the Python extension."""
+    return build(
+        "cpptests",
+        ["-DLOADBENCH_BUILD_TESTS=ON", "-DLOADBENCH_BUILD_PYTHON=OFF", *_compiler_cache()],
+        ["loadbench_tests"],
+        env=_wheel_compilers(),
+        build_type="Release",
+    )
+
+
+# What a test's fixture needs built -> the build that makes it; in background, in this order
+# (the instrumented build is the longest, and its fuzz runs are the suite's last long tests).
+BUILDS = {"instrumented": instrumented_build, "cpptests": cpptests_build}
+# The background build of this process, if it started one (a test that counts its own child
+# processes leaves this one out).
+background: Optional[subprocess.Popen] = None
+
+
+def start_in_background(names: Sequence[str], log: Path) -> subprocess.Popen:
+    """Runs the named BUILDS, one after the other, in a child process at nice 19 (its compilers
+    inherit it); its own process group, so that the suite can end it, and all it started, by its
+    pid. Its output goes to `log`; a build that fails there fails again, and says why, in the
+    test that needs it."""
+    global background
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "wb") as out:
+        background = subprocess.Popen(
+            [sys.executable, __file__, *sorted(names, key=list(BUILDS).index)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=lambda: os.nice(19),
+        )
+    return background
 
 
 def _run(argv: list[str], env: Mapping[str, str], what: str) -> None:
@@ -87,3 +171,8 @@ def _run(argv: list[str], env: Mapping[str, str], what: str) -> None:
     if proc.returncode != 0:
         tail = proc.stdout.decode(errors="replace")[-4000:]
         pytest.fail(f"{what} failed ({' '.join(argv)}):\n{tail}", pytrace=False)
+
+
+if __name__ == "__main__":
+    for build_name in sys.argv[1:]:
+        BUILDS[build_name]()

@@ -98,12 +98,17 @@ def test_threads_and_context_switches_sum_over_all_threads():
         sampler = loadbench.Sampler(child.pid)
         before = sampler.snapshot()
         child.cmd("burn 0.1 2")  # two worker threads that then exit
-        wait_for_threads(child.pid, 1)
+        # Idle first: between writing its answer and blocking on stdin again the main thread is
+        # still running, and the switch it makes when it blocks lands after a snapshot taken then.
+        wait_until_idle(child.pid)
+        # The main thread's own count, read before the snapshot: counters only grow, so the
+        # snapshot's sum over all threads (the exited workers' included) can never be below it.
+        main_thread = proc_status_value(child.pid, "voluntary_ctxt_switches")
         after = sampler.snapshot()
         assert before.threads == after.threads == int(proc_stat_fields(child.pid)[17]) == 1
         # Each command round trip blocks the main thread on stdin at least once.
         assert after.ctx_voluntary > before.ctx_voluntary
-        assert after.ctx_voluntary >= proc_status_value(child.pid, "voluntary_ctxt_switches")
+        assert after.ctx_voluntary >= main_thread
 
 
 def test_tree_sums_parent_and_two_children():

@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 from abuse_helpers import reset_close, served, served_tls
-from native_build import instrumented_build
 from server_helpers import connect, read_until_closed
 
 import loadbench
 
-# The first test of this module also pays for a whole separate build of the C++ core
-# (minutes on 2 cores), which the default 300 s per-test limit does not cover.
+# The first test of this module (or of test_fuzz.py) in a worker may wait for the whole
+# instrumented build of the C++ core (minutes on 2 cores; the session's `instrumented_build_dir`),
+# which the default 300 s per-test limit does not cover.
 pytestmark = pytest.mark.timeout(1800)
 
 SANITIZER_ENV = {
@@ -42,9 +42,9 @@ def sanitizer_reports(text: str) -> list[str]:
     return [line for line in text.splitlines() if any(m in line for m in REPORT_MARKERS)]
 
 
-@pytest.fixture(scope="module")
-def asan_build() -> Path:
-    return instrumented_build()
+@pytest.fixture
+def asan_build(instrumented_build_dir: Path) -> Path:
+    return instrumented_build_dir
 
 
 def test_cpp_unit_tests_under_asan_and_ubsan(asan_build: Path) -> None:

@@ -162,10 +162,13 @@ def test_ack_with_request_does_not_stall_a_server_that_writes_in_pieces(tmp_path
         proc.kill()
         proc.wait(timeout=10)
     assert r.responses == 10, r.first_error
-    # A delayed ACK is >= 40 ms on Linux, and this server's flight would wait for two of them;
-    # its handshake takes a few ms otherwise.
+    # A delayed ACK is >= 40 ms on Linux, and a stalled flight waits for two of them: every
+    # handshake through the same code would take >= 80 ms. One that took less than a single
+    # delayed ACK did not wait for any. (The median said the same on a quiet machine, but the
+    # server is pure-Python TLS: beside a compile its CPU alone pushed the median to 73 ms,
+    # while the fastest handshake still took 19 ms.)
     latency = r.latency_summary()
-    assert latency["p50"] < 30_000, latency
+    assert latency["min"] < 40_000, latency
 
 
 def test_rst_close_resets_only_connections_the_server_has_closed():

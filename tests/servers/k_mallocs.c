@@ -8,7 +8,11 @@
  * write() of a constant, no stdio.
  *   same       a thread per connection mallocs K blocks and frees them itself (default)
  *   elsewhere  the connection thread mallocs, a single freeing thread frees (pointers by pipe):
- *              frees from another thread than the one that allocated
+ *              frees from another thread than the one that allocated. The connection thread
+ *              answers only once its blocks are freed: a window's edge then never falls
+ *              between a request's mallocs and its frees, whatever the scheduler does (a
+ *              freeing thread that merely trailed behind left thousands of blocks unfreed at
+ *              the edge of a window on a busy machine - the counter right, the test wrong).
  *   fork       a process per connection (fork after accept), each mallocs and frees itself
  * Prints nothing; readiness is the port accepting. SIGTERM ends it.
  */
@@ -16,6 +20,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,25 +34,43 @@ static size_t block_size;
 static int free_pipe[2] = {-1, -1};
 static const char response[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok";
 
+/* What the connection thread hands the freeing thread: a block, and whom to tell it is freed
+ * (smaller than PIPE_BUF, so each write is one atomic message). */
+struct handoff {
+    void* block;
+    sem_t* freed;
+};
+
 static void* freer(void* unused) {
     (void)unused;
-    void* block;
-    while (read(free_pipe[0], &block, sizeof block) == (ssize_t)sizeof block) free(block);
+    struct handoff h;
+    while (read(free_pipe[0], &h, sizeof h) == (ssize_t)sizeof h) {
+        free(h.block);
+        sem_post(h.freed);
+    }
     return NULL;
 }
 
 /* One request's allocations: each block written to, so no compiler may elide the pair. */
 static void allocate_for_request(void) {
+    sem_t freed; /* no allocation: the semaphore lives on this stack */
+    if (free_pipe[1] >= 0 && sem_init(&freed, 0, 0) != 0) _exit(5);
     for (int i = 0; i < k_blocks; ++i) {
         char* volatile block = malloc(block_size);
         if (block == NULL) _exit(3);
         block[0] = (char)i;
         if (free_pipe[1] >= 0) {
-            void* p = block;
-            if (write(free_pipe[1], &p, sizeof p) != (ssize_t)sizeof p) _exit(4);
+            struct handoff h = {block, &freed};
+            if (write(free_pipe[1], &h, sizeof h) != (ssize_t)sizeof h) _exit(4);
         } else {
             free(block);
         }
+    }
+    if (free_pipe[1] >= 0) {
+        for (int i = 0; i < k_blocks; ++i)
+            while (sem_wait(&freed) != 0) {
+            }
+        sem_destroy(&freed);
     }
 }
 
