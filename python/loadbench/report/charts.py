@@ -90,7 +90,7 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
     """(file name, matplotlib Figure or None) of every chart the model can support, drawn one at
     a time, so a caller can save and close each before the next is drawn. None: the chart has
     no value at all, and no file of that name should stay."""
-    aggs, targets, protocols = model.aggs, model.targets, model.protocols
+    aggs, targets, protocols = model.aggs, model.listed, model.protocols
     workloads = [w for w in model.workloads if any(k[2] == w for k in aggs)]
     if not any(a.status == "ok" for a in aggs.values()):
         return  # nothing measured: no chart of empty bars
@@ -288,7 +288,7 @@ def throughput_at_concurrency(
         if not cells:
             continue
         series, missing = {}, {}
-        for t in model.targets:
+        for t in model.listed:
             at = [model.aggs.get((t, p, w, "closed", c)) for w, c in cells.items()]
             series[t] = [a.figure("rps") if a is not None and a.ranked else None for a in at]
             missing[t] = [_status(a) for a in at]
@@ -371,7 +371,7 @@ def throughput_vs_concurrency(model: Model, colors: dict[str, str], workload: st
     handles: dict = {}
     top = 0.0
     for ax, protocol in zip(axes.flat, shown):
-        for t in model.targets:
+        for t in model.listed:
             cells = sorted(
                 (a for a in model.cells(t, protocol, workload) if a.status == "ok" and a.rps),
                 key=lambda a: a.load,
@@ -444,7 +444,7 @@ def capacity_latency(model: Model, colors: dict[str, str]):
     fig, axes = _panels(len(series), 6.5, 4.2)
     handles: dict = {}
     for ax, (protocol, per_server) in zip(axes.flat, series.items()):
-        for t in model.targets:
+        for t in model.listed:
             if t not in per_server:
                 continue
             xs, ys = zip(*per_server[t])
@@ -491,7 +491,7 @@ def latency_vs_throughput(model: Model, colors: dict[str, str]):
     fig, axes = _panels(len(shown), 6.5, 4.2)
     handles: dict = {}
     for ax, (protocol, workload) in zip(axes.flat, shown):
-        for t in model.targets:
+        for t in model.listed:
             cells = sorted(
                 (
                     a

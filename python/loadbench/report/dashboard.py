@@ -159,8 +159,8 @@ def dashboard_data(m: Model) -> dict[str, Any]:
         if (r.get("result") or {}).get("timeline")
     ]
     return {
-        "servers": m.targets,
-        "colors": server_colors(m.targets),
+        "servers": m.listed,
+        "colors": server_colors(m.listed),
         "protocols": m.protocols,
         "workloads": [w for w in m.workloads if any(c["w"] == w for c in cells)],
         "concurrencies": sorted({c["load"] for c in closed}),
@@ -174,8 +174,8 @@ def dashboard_data(m: Model) -> dict[str, Any]:
         "min_timeline_points": MIN_TIMELINE_POINTS,
         "steps_per_decade": SPECTRUM_STEPS_PER_DECADE,
         "headline": {
-            "peak": [_headline(m.peak(t), m.peak_cell(t), m.gap(m.cells(t))) for t in m.targets],
-            "cpu": [_headline(m.best_cpu(t), None, m.gap(m.cells(t), "cpu_us")) for t in m.targets],
+            "peak": [_headline(m.peak(t), m.peak_cell(t), m.gap(m.cells(t))) for t in m.listed],
+            "cpu": [_headline(m.best_cpu(t), None, m.gap(m.cells(t), "cpu_us")) for t in m.listed],
         },
     }
 

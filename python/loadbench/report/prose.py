@@ -60,11 +60,15 @@ def intro(generated: str, environment: dict, rows: list[dict]) -> list[str]:
     return lines
 
 
-def servers_measured(settings: dict, rows: list[dict]) -> list[str]:
+def servers_measured(
+    settings: dict, rows: list[dict], unmeasured: Optional[dict] = None
+) -> list[str]:
     """A bullet per measured server with what it is (its peers.toml or sweep description) and
-    the binaries its cells measured (SHA-256: a rebuilt binary mid-sweep shows as two)."""
+    the binaries its cells measured (SHA-256: a rebuilt binary mid-sweep shows as two); then,
+    once, the servers the sweep named but could not measure and why (``unmeasured``)."""
     lines = []
-    seen = {r["target"] for r in rows}
+    unmeasured = unmeasured or {}
+    seen = {r["target"] for r in rows} - set(unmeasured)
     for t in settings.get("targets", []):
         if t.get("name") in seen:
             how = t.get("description") or (
@@ -82,6 +86,13 @@ def servers_measured(settings: dict, rows: list[dict]) -> list[str]:
             lines += [f"  - version: {v}" for v in versions]
             for (path, sha), role in binaries.items():
                 lines.append(f"  - {role}: `{path}` sha256 `{sha or 'unreadable'}`")
+    if unmeasured:
+        lines += [
+            "",
+            "Not measured (in the sweep, but no cell ran; left out of every table and chart): "
+            + "; ".join(f"{t} ({why})" for t, why in unmeasured.items())
+            + ".",
+        ]
     return lines + [""]
 
 
@@ -107,14 +118,31 @@ def reading_notes() -> list[str]:
         "move when the generator pushes harder or softer. It rises with the worker count and with an "
         "unpinned generator; the Settings and Environment blocks state both.",
         "",
-        "A generator-bound cell (§) is one where loadbench's own generator, not the server, was the limit - "
-        "common on a small machine, where a non-pipelined HTTP/1.1 request costs the generator about what it "
-        "costs a fast server. Its req/s is then a lower bound on the server's: the server answered at least "
-        'that many, written "≥ N" in every table and hatched in the charts. It enters peaks, averages and '
-        "ranks as a lower bound, and a rank claims only what is certain (a lower bound above another server's "
-        "measured value ranks above it; otherwise the rank is a range). Its CPU us/req and peak memory are "
-        "the server's own at the load it got and rank as measured; its latency percentiles are the "
-        "generator's and are not ranked.",
+        "Who limited a cell is decided from both sides' CPU (one rule, core/limits.py): when the "
+        "server's process tree kept at least 90 % of the cores it was pinned to busy, the server was the "
+        "limit whatever the generator did, and the figure is the server's. A generator-bound cell (§) is "
+        "one where loadbench's own generator, not the server, was the limit (its threads saturated while "
+        "the server had CPU to spare) - common on a small machine, where a non-pipelined HTTP/1.1 request "
+        "costs the generator about what it costs a fast server. Its req/s is then a lower bound on the "
+        'server\'s, written "≥ N" in every table and hatched in the charts, closed from above by the '
+        "server's CPU ceiling - its cores / its CPU time per response, \"(≤ N by CPU)\" - so the server's "
+        "value lies in [measured, ceiling]. It enters peaks, averages and ranks as that interval. Its CPU "
+        "us/req and peak memory are the server's own at the load it got and rank as measured; its latency "
+        "percentiles are the generator's and are not ranked. A pool-bound open-loop cell (¶) is one whose "
+        "sends waited for a free connection while the server had CPU to spare: its latency is the pool's "
+        "queue, not the server's.",
+        "",
+        "Orders and ranks claim only what is certain beyond the repeats' noise: X is above Y when X's lower "
+        "end (its slowest repeat, or its lower bound) exceeds Y's upper end (its fastest repeat, or its CPU "
+        'ceiling). Otherwise the pair is within noise - written "≈" in the summary and "±N %" (half the '
+        "repeats' range over the median) beside a peak - or, where a bound leaves it open, open; a rank is "
+        "then a range naming the servers it is not ordered against.",
+        "",
+        "A cell marked ↗ (not steady) is one whose repeats, in the order they ran, only climbed - each above "
+        f"the one before, the last at least {analysis.NOT_STEADY_CLIMB:g}x the first (e.g. 737 -> 1 019 -> "
+        "3 175 req/s: a JIT still compiling, a cache still filling). Its median is no steady figure, so it is "
+        "shown with its mark and left out of peaks, averages, ranks and bold marks; a longer warm-up "
+        "(the target's `warmup`) measures the steady server.",
         "",
     ]
 

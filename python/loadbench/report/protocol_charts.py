@@ -57,7 +57,7 @@ def protocol_title(model: Model, protocol: str) -> str:
 def _series(model: Model, value, protocol_of) -> tuple[dict, dict]:
     """{server: [value per group]}, {server: [gap per group]} for the groups protocol_of lists."""
     series, missing = {}, {}
-    for t in model.targets:
+    for t in model.listed:
         series[t] = [value(t, g) for g in protocol_of]
         missing[t] = [model.gap(model.cells(t, p)) for p in protocol_of]
     return series, missing
@@ -127,7 +127,7 @@ def protocol_figures(
             panels = []
             for p in model.protocols:
                 series, missing = {}, {}
-                for t in model.targets:
+                for t in model.listed:
                     series[t] = [
                         model.peak(t, p, w) if kind == "peak" else model.average(t, p, workload=w)
                         for w in workloads
@@ -150,8 +150,8 @@ def protocol_figures(
     if len(families) > 1:
         groups = [name for name, _ in families] + ["Overall"]
         sets = [ps for _, ps in families] + [None]
-        series = {t: [model.mean_latency(t, ps) for ps in sets] for t in model.targets}
-        missing = {t: [model.gap(model.cells(t, ps)) for ps in sets] for t in model.targets}
+        series = {t: [model.mean_latency(t, ps) for ps in sets] for t in model.listed}
+        missing = {t: [model.gap(model.cells(t, ps)) for ps in sets] for t in model.listed}
         yield (
             "latency_by_protocol.png",
             panel_figure(

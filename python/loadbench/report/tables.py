@@ -90,7 +90,7 @@ def connection_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
         ]
         + [f"{p} non-2xx + errors" for p in protocols]
     )
-    metric = _Metric("", lambda a: _median(a.conn_per_s), fmt_int, True, False)
+    metric = _Metric("", lambda a: _median(a.conn_per_s), fmt_int, True, False, attr="conn_per_s")
     keys = {p: [k for k in aggs if k[1] == p and k[3] == "connect"] for p in protocols}
     best = {}
     for p, ks in keys.items():
@@ -166,7 +166,7 @@ def summary_table(model: Model, baseline: str) -> str:
     the ratio to the baseline, the cells left out and the lower bounds, and two rank orders - by
     peak req/s (certain places only: a range where a lower bound leaves the order open), and by
     best CPU us/req (lowest first)."""
-    targets = model.targets
+    targets = model.listed
     peak = {t: model.peak(t) for t in targets}
     best_cpu = {t: model.best_cpu(t) for t in targets}
     header = [
@@ -198,7 +198,7 @@ def summary_table(model: Model, baseline: str) -> str:
                 fmt_int(peak[t]) or "n/a",
                 fmt_percent(peak_ratio(peak, t, leader) if leader else None),
                 fmt_ratio(peak_ratio(peak, baseline, t)),
-                fmt_average(avg, fmt_int) or "n/a",
+                fmt_average(avg, fmt_int, len(model.scope())) or "n/a",
                 fmt_us(best_cpu[t]) or "n/a",
                 fmt_us(cpu) or "n/a",
                 "n/a" if rss is None else f"{rss:.1f}",
@@ -230,17 +230,15 @@ def by_rank(targets: list[str], values: dict, ranks: dict) -> list[str]:
 def headline_lines(model: Model, baseline: Optional[str] = None) -> list[str]:
     """The few lines a sweep prints when it ends: each server's peak req/s and its certain place,
     its best CPU us/req; lower bounds said in words. The same figures as the summary table."""
-    base = (
-        baseline or model.settings.get("baseline") or (model.targets[0] if model.targets else None)
-    )
-    peak = {t: model.peak(t) for t in model.targets}
+    base = baseline or model.settings.get("baseline") or (model.listed[0] if model.listed else None)
+    peak = {t: model.peak(t) for t in model.listed}
     ranks = model.peak_ranks()
     lines = [
         "Peak req/s per server (closed loop; ≥ = a lower bound: loadbench's generator was the limit, the "
         "server did at least this):"
     ]
-    width = max((len(t) for t in model.targets), default=0)
-    for t in by_rank(model.targets, peak, ranks):
+    width = max((len(t) for t in model.listed), default=0)
+    for t in by_rank(model.listed, peak, ranks):
         rank = ranks[t].text() if t in ranks else "not ranked"
         cpu = model.best_cpu(t)
         ratio = peak_ratio(peak, t, base) if base and t != base else None
@@ -301,7 +299,7 @@ def _why(cells: list[Aggregate], metric: str = "rps") -> str:
     return ", ".join(w for w in why if w)
 
 
-def excluded_text(model: Model, list_up_to: int = 12) -> str:
+def excluded_text(model: Model, list_up_to: int = 24) -> str:
     """Which measured cells the summary and the bold marks leave out, and why (counted per
     server and reason when there are more than ``list_up_to``), then which enter only as
     lower bounds (generator-bound)."""
@@ -325,7 +323,7 @@ def excluded_text(model: Model, list_up_to: int = 12) -> str:
             )
         else:
             parts = []
-            for t in model.targets:
+            for t in model.listed:
                 mine = model.excluded(t)
                 if mine:
                     parts.append(
@@ -334,7 +332,7 @@ def excluded_text(model: Model, list_up_to: int = 12) -> str:
                     )
             text = head + "; ".join(parts) + ". The marks in the tables say which."
     if bounded:
-        per = [f"{t}: {len(m)}" for t in model.targets if (m := model.bounded(t))]
+        per = [f"{t}: {len(m)}" for t in model.listed if (m := model.bounded(t))]
         text += (
             f" Lower bounds ({GENERATOR_BOUND}, {len(bounded)} cell(s) - {'; '.join(per)}): the generator was "
             'the limit, so the server\'s req/s is at least the figure shown ("≥"); they enter peaks, '
