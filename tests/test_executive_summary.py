@@ -185,10 +185,10 @@ def test_findings_with_a_baseline_behind_the_leader_say_where_it_stands_and_the_
     headings = [p.heading for p in points]
     assert headings[0].startswith("Peak throughput per protocol")
     assert headings[-1] == "What qualifies these sentences"
-    # node was never measured (not installed): named once under Servers, nowhere in the summary
+    # node was never measured (not installed): named once, under Known limits, nowhere else
     summary = " ".join(p.text for p in summary_points(model, "py"))
     assert "node" not in summary and "node" not in text
-    assert "Not measured (in the sweep, but no cell ran" in report and "node (node is" in report
+    assert report.count("node") == 1 and "**node, plaintext, over http and https: not" in report
 
 
 def test_report_summary_prints_on_the_terminal_and_writes_nothing(tmp_path, capsys):

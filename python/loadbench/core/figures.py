@@ -206,14 +206,20 @@ def _counts(figures: Sequence[float]) -> tuple[int, int]:
     )
 
 
+def _spread(value: float) -> tuple[float, float]:
+    """The repeats' range of a figure, (v, v) when it has none: only what was measured (a
+    bound's open end is its interval's business, not the noise's)."""
+    return getattr(value, "spread", None) or (float(value), float(value))
+
+
 def figure_max(figures: Sequence[float]) -> Optional[Figure]:
-    """The largest of several figures (a peak over cells): value, interval and noise range are
-    each the maximum of the parts' - any bounded part may hide a higher value."""
+    """The largest of several figures (a peak over cells): value, interval and the repeats'
+    range are each the maximum of the parts' - any bounded part may hide a higher value."""
     figures = [f for f in figures if f is not None and not math.isnan(float(f))]
     if not figures:
         return None
     ranges = [interval(f) for f in figures]
-    noise = [noise_range(f) for f in figures]
+    noise = [_spread(f) for f in figures]
     bounded = sum(1 for f in figures if bound_of(f))
     return _figure(
         max(float(f) for f in figures),
@@ -231,7 +237,7 @@ def figure_min(figures: Sequence[float]) -> Optional[Figure]:
     if not figures:
         return None
     ranges = [interval(f) for f in figures]
-    noise = [noise_range(f) for f in figures]
+    noise = [_spread(f) for f in figures]
     return _figure(
         min(float(f) for f in figures),
         min(r[0] for r in ranges),
@@ -244,13 +250,14 @@ def figure_min(figures: Sequence[float]) -> Optional[Figure]:
 
 def figure_mean(figures: Sequence[float]) -> Optional[Figure]:
     """The arithmetic mean of several figures (an average over cells), with the mean of their
-    intervals and noise ranges; ``bounded`` of ``cells`` count the parts that were bounds."""
+    intervals and of their repeats' ranges; ``bounded`` of ``cells`` count the parts that were
+    bounds."""
     figures = [f for f in figures if f is not None and not math.isnan(float(f))]
     if not figures:
         return None
     n = len(figures)
     ranges = [interval(f) for f in figures]
-    noise = [noise_range(f) for f in figures]
+    noise = [_spread(f) for f in figures]
     return _figure(
         sum(float(f) for f in figures) / n,
         sum(r[0] for r in ranges) / n,
@@ -281,7 +288,7 @@ def figure_ratio(top: Optional[float], bottom: Optional[float]) -> Optional[Figu
     a, b = bound_of(top), bound_of(bottom)
     low, high = _quotient(interval(top), interval(bottom))
     value = float(top) / float(bottom)
-    spread = _quotient(noise_range(top), noise_range(bottom))
+    spread = _quotient(_spread(top), _spread(bottom))
     if "unknown" in (a, b) or (a is not None and a == b):
         bound: Optional[str] = "unknown"
         return Figure(value, bound, interval=(low, high), spread=spread)

@@ -26,13 +26,20 @@ from typing import Iterator, Optional
 
 from . import capacity
 from .bars import (
+    DPI,
+    LOG_SPREAD,
+    MAX_WIDTH_PX,
     NEUTRAL,
-    _plain_log_axis,
+    HPanel,
     _plt,
+    _wrap,
     grouped_figure,
+    hbar_figure,
     panel_figure,
+    plain_log_axis,
     save_figure,
     server_colors,
+    sort_panel,
 )
 from .model import Aggregate, Model
 from .model import load as load_model
@@ -100,33 +107,32 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
     one_concurrency = bool(shape) and all(len(cs) == 1 for cs in shape.values())
     colors = server_colors(targets)
     by_server = [colors[t] for t in targets]
-    peaks = [model.peak(t) for t in targets]
     gaps = [model.gap(model.cells(t)) for t in targets]
-    yield (
-        "throughput_peak.png",
-        grouped_figure(
-            f"Peak throughput per server: best ranked closed-loop cell (every protocol and "
-            f"workload, {scope})",
-            "Throughput (req/s)",
-            targets,
-            {"peak req/s": peaks},
-            {"peak req/s": gaps},
-            group_colors=by_server,
-        ),
-    )
-    means = [model.average(t) for t in targets]
-    yield (
-        "throughput_average.png",
-        grouped_figure(
-            f"Average throughput per server: mean over the {len(model.common())} ranked "
-            f"closed-loop cells all servers share ({scope})",
-            "Throughput (req/s)",
-            targets,
-            {"average req/s": means},
-            {"average req/s": gaps},
-            group_colors=by_server,
-        ),
-    )
+    for kind, get, what in (
+        ("peak", model.peak, "best ranked closed-loop cell of each server"),
+        ("average", model.average, "mean over each server's ranked closed-loop cells"),
+    ):
+        # like with like: a panel per protocol, its servers ranked top to bottom
+        yield (
+            f"throughput_{kind}.png",
+            hbar_figure(
+                f"{kind.capitalize()} throughput per protocol: {what} (every workload, {scope}, "
+                f"{_median_of(model)})",
+                "Throughput (req/s)",
+                [
+                    sort_panel(
+                        HPanel(
+                            protocol_title(model, p),
+                            targets,
+                            {kind: [get(t, p) for t in targets]},
+                            [model.gap(model.cells(t, p)) for t in targets],
+                            by_server,
+                        )
+                    )
+                    for p in protocols
+                ],
+            ),
+        )
     if "http" in protocols and "https" in protocols:
         series = {f"{p} peak": [model.peak(t, p) for t in targets] for p in ("http", "https")}
         for p in (
@@ -176,8 +182,8 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
             a if a is not None and a.ranked_for("p99_ms") and not a.starved else None for a in cells
         ]
         series = {
-            "p50": [a.p50_ms.median if a and a.p50_ms else None for a in usable],
-            "p99": [a.p99_ms.median if a and a.p99_ms else None for a in usable],
+            "p50": [a.figure("p50_ms") if a else None for a in usable],
+            "p99": [a.figure("p99_ms") if a else None for a in usable],
         }
         yield (
             "latency.png",
@@ -188,8 +194,8 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
                 targets,
                 series,
                 {k: [_status(a, "p99_ms") for a in cells] for k in series},
-                log_if_spread=20,
                 colors=NEUTRAL,
+                lower_is_better=True,
             ),
         )
     rss = [model.rss(t) for t in targets]
@@ -203,6 +209,7 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
                 {"peak RSS": rss},
                 {"peak RSS": gaps},
                 group_colors=by_server,
+                lower_is_better=True,
             ),
         )
     yield from protocol_figures(model, colors, per_cell_chart=one_concurrency)
@@ -319,7 +326,8 @@ def _panels(count: int, width: float, height: float):
     fig, axes = plt.subplots(
         nrows,
         ncols,
-        figsize=(width * ncols + 1.8, height * nrows + 0.9),
+        # never wider than the bar charts (MAX_WIDTH_PX at the PNGs' dpi)
+        figsize=(min(width * ncols + 1.8, MAX_WIDTH_PX / DPI), height * nrows + 0.9),
         squeeze=False,
         sharey=True,
     )
@@ -329,8 +337,10 @@ def _panels(count: int, width: float, height: float):
 
 
 def _finish_panels(fig, handles: dict, title: str) -> None:
-    """The servers' legend at the right (one entry per server, in its colour) and the title."""
-    fig.suptitle(title, fontsize=10)
+    """The servers' legend at the right (one entry per server, in its colour) and the title,
+    wrapped to the figure's width."""
+    lines = [w for part in title.split("\n") for w in _wrap(part, fig.get_figwidth(), 8)]
+    fig.suptitle("\n".join(lines), fontsize=10)
     fig.legend(
         list(handles.values()),
         list(handles),
@@ -340,6 +350,25 @@ def _finish_panels(fig, handles: dict, title: str) -> None:
     )
     # tight_layout leaves room for the title itself (matplotlib >= 3.3)
     fig.tight_layout(rect=(0, 0, 1 - 1.7 / fig.get_figwidth(), 1))
+
+
+def _rate_axis(ax) -> None:
+    """An x axis of req/s written as the tables write them: from 0, or logarithmic when the
+    servers' rates span more than LOG_SPREAD (300 req/s beside 130 000: the slow ones would be
+    a smear at 0)."""
+    xs = [x for line in ax.get_lines() for x in line.get_xdata() if x and x > 0]
+    if xs and max(xs) / min(xs) > LOG_SPREAD:
+        plain_log_axis(ax, "x")
+        ax.xaxis.set_major_formatter(_thousands_formatter())
+        return
+    _thousands(ax.xaxis)
+    ax.set_xlim(left=0)
+
+
+def _thousands_formatter():
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda v, _: f"{v:,.0f}".replace(",", " ") if v >= 1 else f"{v:g}")
 
 
 def _line(ax, xs: list, ys: list, color: str, label: str):
@@ -447,16 +476,13 @@ def capacity_latency(model: Model, colors: dict[str, str]):
         for t in model.listed:
             if t not in per_server:
                 continue
-            xs, ys = zip(*per_server[t])
+            xs, ys = zip(*per_server[t])  # sorted by rate: the curve, never the run order
             handles.setdefault(t, _line(ax, list(xs), list(ys), colors[t], t))
-            cap = found[(t, protocol)].capacity
-            if cap is not None:
-                ax.axvline(cap.median, color=colors[t], linewidth=0.8, linestyle=":")
+            _knee(ax, found[(t, protocol)], per_server[t], colors[t])
         if limit is not None:
             ax.axhline(limit, color="#555", linestyle="--", linewidth=1)
-        _plain_log_axis(ax)
-        _thousands(ax.xaxis)
-        ax.set_xlim(left=0)
+        plain_log_axis(ax)
+        _rate_axis(ax)
         ax.set_title(protocol_title(model, protocol), fontsize=10)
         ax.set_xlabel("Achieved rate of the step (req/s)")
         ax.set_ylabel("p99 latency, corrected (ms, log scale)")
@@ -466,10 +492,34 @@ def capacity_latency(model: Model, colors: dict[str, str]):
         fig,
         handles,
         f"Capacity search under {' and '.join(objectives)}: every step's corrected p99 vs its "
-        f"achieved rate, {cell.workload}, C = {cell.connections} and up\n(dashed: the objective; "
-        "dotted: each server's capacity, the highest rate that met every objective)",
+        f"achieved rate, sorted by rate, {cell.workload}, C = {cell.connections} and up\n"
+        "(dashed grey: the objective; star: the capacity found, the median of the searches with "
+        "their min-max; triangle: a lower bound the generator set, dashed to the server's CPU "
+        "ceiling)",
     )
     return fig
+
+
+def _knee(ax, cell, points: list[tuple[float, float]], color: str) -> None:
+    """The searched knee on a server's curve: a star at its capacity (the median of the
+    searches, their range as a whisker), or - when the generator was the limit - a triangle at
+    the lower bound dashed out to the server's CPU ceiling."""
+    figure = cell.figure
+    if figure is None:
+        return
+    x = float(figure)
+    y = min(points, key=lambda p: abs(p[0] - x))[1]  # the step nearest the knee
+    if figure.bound is None:
+        spread = figure.spread
+        xerr = [[x - spread[0]], [spread[1] - x]] if spread and spread[1] > spread[0] else None
+        ax.errorbar(
+            x, y, xerr=xerr, fmt="*", color=color, markersize=13, markeredgecolor="#222", capsize=3
+        )
+        return
+    ax.plot([x], [y], ">", color=color, markersize=10, markeredgecolor="#222")
+    if figure.ceiling:
+        ax.plot([x, figure.ceiling], [y, y], "--", color=color, linewidth=1)
+        ax.plot([figure.ceiling], [y], "|", color=color, markersize=12)
 
 
 def latency_vs_throughput(model: Model, colors: dict[str, str]):
@@ -513,9 +563,8 @@ def latency_vs_throughput(model: Model, colors: dict[str, str]):
                     fontsize=7,
                     color=colors[t],
                 )
-        _plain_log_axis(ax)
-        _thousands(ax.xaxis)
-        ax.set_xlim(left=0)
+        plain_log_axis(ax)
+        _rate_axis(ax)
         ax.set_title(
             protocol_title(model, protocol) + (f", {workload}" if len(workloads) > 1 else ""),
             fontsize=10,

@@ -110,7 +110,7 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
         "## Servers",
         "",
     ]
-    parts += servers_measured(settings, rows + model.hold_records, model.unmeasured())
+    parts += servers_measured(settings, rows + model.hold_records)
     parts += [
         "## Settings",
         "",

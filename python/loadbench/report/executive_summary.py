@@ -240,9 +240,12 @@ def tier_text(
     return f"{text} ({why}{inner})"
 
 
-def _numbered(tiers_: list[Tier], base: str) -> set[int]:
-    """Which tiers print their figures: the first, the baseline's and the last (the range)."""
-    return {0, len(tiers_) - 1} | {i for i, t in enumerate(tiers_) if base in t.members}
+def _numbered(tiers_: list[Tier], base: str, bounded: set[str]) -> set[int]:
+    """Which tiers print their figures: the first, the baseline's, the last (the range) and
+    any holding a bound (its CPU ceiling is what proves its order)."""
+    return {0, len(tiers_) - 1} | {
+        i for i, t in enumerate(tiers_) if base in t.members or bounded & set(t.members)
+    }
 
 
 def _protocol_paragraph(model: Model, base: str, protocol: str) -> Optional[Point]:
@@ -259,7 +262,7 @@ def _protocol_paragraph(model: Model, base: str, protocol: str) -> Optional[Poin
     def noise(members: list[str]) -> str:
         return w.num(("noise", protocol, *members), _noise)
 
-    numbered = _numbered(order, base)
+    numbered = _numbered(order, base, {t for t, v in peaks.items() if v is not None and v.bound})
     body = " > ".join(
         tier_text(w, tier, number, noise, i in numbered) for i, tier in enumerate(order)
     )
@@ -286,7 +289,9 @@ def _capacity_paragraph(model: Model, base: str) -> list[Point]:
         def noise(members: list[str], protocol=protocol, w=w) -> str:
             return w.num(("capacity_noise", protocol, *members), _noise)
 
-        numbered = _numbered(order, base)
+        numbered = _numbered(
+            order, base, {t for t, v in figures.items() if v is not None and v.bound}
+        )
         body = " > ".join(
             tier_text(w, tier, number, noise, i in numbered) for i, tier in enumerate(order)
         )

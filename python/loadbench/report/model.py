@@ -1,5 +1,5 @@
 """The ONE report model of a sweep: rows, cells (median of repeats), peaks, averages over the
-cells every server shares, RSS, flags, and what each figure proves. report.md (report.py), the
+cells (each server's own, compared pair by pair), RSS, flags, and what each figure proves. report.md (report.py), the
 charts (charts.py, the HTML dashboard: dashboard.py), the notebook, `loadbench compare` and bench/ all draw from it,
 so a number means the same thing wherever it appears.
 

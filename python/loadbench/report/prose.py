@@ -60,15 +60,13 @@ def intro(generated: str, environment: dict, rows: list[dict]) -> list[str]:
     return lines
 
 
-def servers_measured(
-    settings: dict, rows: list[dict], unmeasured: Optional[dict] = None
-) -> list[str]:
+def servers_measured(settings: dict, rows: list[dict]) -> list[str]:
     """A bullet per measured server with what it is (its peers.toml or sweep description) and
-    the binaries its cells measured (SHA-256: a rebuilt binary mid-sweep shows as two); then,
-    once, the servers the sweep named but could not measure and why (``unmeasured``)."""
+    the binaries its cells measured (SHA-256: a rebuilt binary mid-sweep shows as two). A
+    server the sweep named but never measured (not installed) is named once, under Known
+    limits, with why."""
     lines = []
-    unmeasured = unmeasured or {}
-    seen = {r["target"] for r in rows} - set(unmeasured)
+    seen = {r["target"] for r in rows if r.get("status") == "ok"}
     for t in settings.get("targets", []):
         if t.get("name") in seen:
             how = t.get("description") or (
@@ -86,13 +84,6 @@ def servers_measured(
             lines += [f"  - version: {v}" for v in versions]
             for (path, sha), role in binaries.items():
                 lines.append(f"  - {role}: `{path}` sha256 `{sha or 'unreadable'}`")
-    if unmeasured:
-        lines += [
-            "",
-            "Not measured (in the sweep, but no cell ran; left out of every table and chart): "
-            + "; ".join(f"{t} ({why})" for t, why in unmeasured.items())
-            + ".",
-        ]
     return lines + [""]
 
 
@@ -159,6 +150,7 @@ def transport_text(transport: str) -> str:
 
 def settings_table(settings: dict, rows: list[dict], aggs: dict, held: Sequence[dict] = ()) -> str:
     """``held``: the hold cells' records (memory per idle connection), counted beside the load cells."""
+    measured = {r["target"] for r in rows if r.get("status") == "ok"}
     repeats, duration, warmup = (
         settings.get("repeats"),
         settings.get("duration"),
@@ -252,7 +244,10 @@ def settings_table(settings: dict, rows: list[dict], aggs: dict, held: Sequence[
             "Worker threads",
             f"{settings.get('workers')} per server, passed as each runtime expects: "
             + "; ".join(
-                _worker_passing(t, settings.get("workers")) for t in settings.get("targets", [])
+                _worker_passing(t, settings.get("workers"))
+                for t in settings.get("targets", [])
+                # the servers measured (a server that was not installed has no workers to pass)
+                if t.get("name") in measured or not measured
             ),
         ),
         (
@@ -471,15 +466,29 @@ def known_limits(
             f"({_cpus(widened[0]['generator_widened_cpus'])}); the first attempts are kept in the raw data."
         )
     bound = sorted(
-        {_cell_name(a) for a in aggs.values() if a.bounded_by_generator and a.status == "ok"}
+        {
+            _cell_name(a)
+            for a in aggs.values()
+            if a.bounded_by_generator and not a.pool_bound and a.status == "ok"
+        }
     )
+    pooled = sorted({_cell_name(a) for a in aggs.values() if a.pool_bound and a.status == "ok"})
+    if pooled:
+        out.append(
+            f"- **Pool-bound open-loop cells ({len(pooled)}, marked ¶):** {', '.join(pooled)}. "
+            "Their sends waited for a free connection while the server had CPU to spare: the "
+            "corrected latency is the pool's queue, not the server's (a larger --max-connections "
+            "would have sent them on time); not ranked for latency."
+        )
     if bound:
         out.append(
             f"- **Generator-bound cells ({len(bound)}, marked §):** {', '.join(bound)}. Their req/s is "
             "loadbench's ceiling on this machine, so the server's own is only known to be at least that "
-            '("≥"): their peaks and ranks are lower bounds, and a faster generator (more generator '
-            "cores) is needed to measure the servers' real limits. Their latency percentiles are not "
-            "ranked; their CPU us/req and peak memory are the server's own and stay ranked."
+            '("≥") and at most its CPU ceiling (cores / CPU per response): their peaks and ranks are '
+            "that interval, and a faster generator (more generator cores) is needed to measure the "
+            "servers' real limits. Their latency percentiles are not ranked; their CPU us/req and peak "
+            "memory are the server's own and stay ranked. (A cell whose server kept 90 % of its cores "
+            "busy is the server's figure even when the generator was saturated too.)"
         )
     starved = sorted(f"{_cell_name(a)} ({a.starved_cause})" for a in aggs.values() if a.starved)
     if starved:

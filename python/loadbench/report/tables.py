@@ -43,6 +43,12 @@ def load_table(
     )
     header = ["Metric", "Server"] + [f"C = {c}" for c in concurrencies]
     rows = []
+    # a server with no cell here at all (the sweep never asked it) gets no row of n/a
+    targets = [
+        t
+        for t in targets
+        if any((t, protocol, workload, "closed", c) in aggs for c in concurrencies)
+    ]
     cells = [aggs.get((t, protocol, workload, "closed", c)) for t in targets for c in concurrencies]
     for metric in metrics_of(a for a in cells if a is not None):
         best = {
