@@ -147,10 +147,15 @@ def test_every_table_writes_the_lower_bound_and_never_excludes_it(directory):
 
 def test_the_headline_a_sweep_prints_and_the_charts_say_the_same(directory):
     lines = report.headline_lines(model.load(directory))
-    beast = next(line for line in lines if line.strip().startswith("beast"))
+    # per protocol, like with like: over h2c beast's and h2o's lower bounds leave the order open
+    h2c = lines[lines.index("h2c:") + 1 :]
+    beast = next(line for line in h2c if line.strip().startswith("beast"))
     assert "≥ 264 590" in beast and "rank at least 2nd (uncertain against h2o)" in beast
-    py = next(line for line in lines if line.strip().startswith("py"))
-    assert "42 591" in py and "rank 3" in py and "≤ 0.16x beast" in py
+    # over http py is measured against beast's http peak (≥ 193 883, ≤ 200 000 by its CPU), not
+    # against beast's h2c one
+    http = lines[lines.index("http:") + 1 : lines.index("h2c:")]
+    py = next(line for line in http if line.strip().startswith("py"))
+    assert "42 591" in py and "rank 3" in py and "≤ 0.22x beast" in py
     pytest.importorskip("matplotlib")
     from loadbench.report.charts import write_charts
 

@@ -32,7 +32,7 @@ from sweep_data import (
     table_rows,
 )
 
-from loadbench.report import document, model
+from loadbench.report import bars, document, model
 from loadbench.report.executive_summary import word_count
 from loadbench.report.seed_sections import PROTOCOL_NAMES
 from loadbench.sweep import results_folder as results
@@ -173,7 +173,7 @@ def test_an_unmeasured_server_is_named_once_and_listed_nowhere(m, text, tmp_path
         labels = {t.get_text() for ax in fig.axes for t in ax.get_yticklabels() + ax.texts}
         labels |= {t.get_text() for leg in fig.legends for t in leg.get_texts()}
         assert "ghost" not in labels and "n/a" not in labels, name
-        charts._plt().close(fig)
+        bars._plt().close(fig)
 
 
 def test_the_summary_fits_on_one_screen_and_never_contradicts_itself(m, text):
@@ -215,7 +215,7 @@ def test_the_capacity_chart_draws_the_steps_sorted_by_rate_with_the_knee(m):
     pytest.importorskip("matplotlib")
     from loadbench.report import charts
 
-    fig = charts.capacity_latency(m, charts.server_colors(m.listed))
+    fig = charts.capacity_latency(m, bars.server_colors(m.listed))
     try:
         (ax,) = [a for a in fig.axes if a.get_visible() and a.get_title()]
         curves = {line.get_label(): line for line in ax.get_lines() if line.get_label() in m.listed}
@@ -225,9 +225,9 @@ def test_the_capacity_chart_draws_the_steps_sorted_by_rate_with_the_knee(m):
         stars = [line for line in ax.get_lines() if line.get_marker() == "*"]
         assert {round(float(line.get_xdata()[0])) for line in stars} == {62_000, 18_000}
         assert any(line.get_marker() == ">" for line in ax.get_lines())  # capped's lower bound
-        assert fig.get_figwidth() * charts.DPI <= 1600
+        assert fig.get_figwidth() * bars.DPI <= 1600
     finally:
-        charts._plt().close(fig)
+        bars._plt().close(fig)
 
 
 def test_averages_exist_for_every_measured_server_of_a_committed_sweep():

@@ -1,29 +1,34 @@
-"""The ONE report model of a sweep: rows, cells (median of repeats), peaks, averages over the
-cells (each server's own, compared pair by pair), RSS, flags, and what each figure proves. report.md (report.py), the
-charts (charts.py, the HTML dashboard: dashboard.py), the notebook, `loadbench compare` and bench/ all draw from it,
-so a number means the same thing wherever it appears.
+"""The ONE report model of a sweep: rows, cells (median of repeats), peaks, averages (over
+each server's own cells, compared pair by pair over the cells two servers share), RSS, flags,
+and what each figure proves. report.md (document.py), the charts (charts.py, the HTML
+dashboard: dashboard.py), the notebooks, `loadbench compare` and bench/ all draw from it, so a
+number means the same thing wherever it appears.
 
     m = loadbench.model.load("reports/2026-11-29-host")
-    m.peak("beast"), m.average("beast"), m.rss("beast"), m.excluded("py")
-    m.peak_ranks()["beast"].text()      # '2', or 'at least 2nd (uncertain against h2o)'
+    m.peak("beast", "http"), m.average("beast", "http"), m.rss("beast"), m.excluded("py")
+    m.peak_ranks("http")["beast"].text()   # '2', '1st-3rd (within noise of nginx, rust-axum)'
+    m.listed, m.unmeasured()              # the servers measured; the others and why
     m.memory_per_connection()["beast"].rss_bytes_per_connection   # hold cells, apart from the load
 
-The arithmetic itself (median, Little's law, CPU/req, outside CPU, the flags' rules, certain
-ranks) lives in :mod:`loadbench.analysis`, each defined once; this module applies it to the
-records.
+The arithmetic itself (median, Little's law, CPU/req, outside CPU, the flags' rules) lives in
+:mod:`loadbench.analysis`, what a figure proves and the orders it supports in
+:mod:`loadbench.core.figures`, each defined once; the rows and cells are report/rows.py and
+report/cells.py; this module applies them to the records.
 
 A cell *enters* a metric's peaks, averages and rankings (``ranked_for``) when it measured
-something (status ok), at most 1 % of its outcomes were non-2xx or errors, and no other process
-took more than the contended share of the machine during its window. A generator-bound cell (§:
-loadbench's own threads were the limit) enters them too, for what it proves (see
-:data:`BOUNDED_METRICS`): its req/s and connection rate are lower bounds ("≥", the server did at
-least that), its mean latency an upper bound ("≤", Little's law). Its latency percentiles prove
-nothing, so it is excluded from those. Its CPU us per response and peak memory are the server's
-own cost at the load it got (:data:`SERVER_COST_METRICS`). A peak, average or ratio built from a
-bound is a bound itself (:class:`loadbench.analysis.Figure`), and rankings claim only the order
-that is certain (:func:`loadbench.analysis.certain_ranks`): a lower bound above another server's
-measured value ranks above it; otherwise the rank is a range that names the servers it is
-uncertain against. Excluding a lower bound would turn a fast server into a slow one.
+something (status ok), at most 1 % of its outcomes were non-2xx or errors, no other process
+took more than the contended share of the machine during its window, and its repeats did not
+only climb (↗ not steady). Who limited it is core/limits.py's rule from both sides' CPU: a
+server that kept 90 % of its cores busy is the limit whatever the generator did; a
+generator-bound cell (§) enters for what it proves (see :data:`BOUNDED_METRICS`): its req/s is
+a lower bound ("≥") closed from above by the server's CPU ceiling, its mean latency an upper
+bound ("≤", Little's law); its latency percentiles prove nothing and are excluded from those;
+its CPU us per response and peak memory are the server's own (:data:`SERVER_COST_METRICS`). A
+peak, average or ratio built from bounds carries their interval
+(:class:`loadbench.analysis.Figure`), and rankings claim only the order that is certain beyond
+any bound and the repeats' noise (:func:`loadbench.analysis.certain_ranks`); otherwise a rank is
+a range naming the servers it is within noise of or uncertain against. Excluding a lower bound
+would turn a fast server into a slow one.
 """
 
 from __future__ import annotations

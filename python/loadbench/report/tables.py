@@ -24,6 +24,7 @@ from .markdown import (
     fmt_average,
     fmt_int,
     fmt_ms,
+    fmt_noise,
     fmt_percent,
     fmt_ratio,
     fmt_us,
@@ -234,25 +235,33 @@ def by_rank(targets: list[str], values: dict, ranks: dict) -> list[str]:
 
 
 def headline_lines(model: Model, baseline: Optional[str] = None) -> list[str]:
-    """The few lines a sweep prints when it ends: each server's peak req/s and its certain place,
-    its best CPU us/req; lower bounds said in words. The same figures as the summary table."""
-    base = baseline or model.settings.get("baseline") or (model.listed[0] if model.listed else None)
-    peak = {t: model.peak(t) for t in model.listed}
-    ranks = model.peak_ranks()
+    """The lines a sweep prints when it ends, per protocol (like with like): each server's peak
+    req/s with its repeats' noise and its certain place - a range "within noise of" the servers
+    its repeats overlap, "uncertain against" those a bound leaves open - its peak against the
+    baseline's and its best CPU us/req there. The same figures as the per-protocol tables."""
+    base = baseline or model.settings.get("baseline")
+    base = base if base in model.listed else (model.listed[0] if model.listed else None)
     lines = [
-        "Peak req/s per server (closed loop; ≥ = a lower bound: loadbench's generator was the limit, the "
-        "server did at least this):"
+        "Peak req/s per protocol (closed loop; ≥ = a lower bound: loadbench's generator was the "
+        "limit, the server did at least this, and at most its CPU ceiling):"
     ]
     width = max((len(t) for t in model.listed), default=0)
-    for t in by_rank(model.listed, peak, ranks):
-        rank = ranks[t].text() if t in ranks else "not ranked"
-        cpu = model.best_cpu(t)
-        ratio = peak_ratio(peak, t, base) if base and t != base else None
-        lines.append(
-            f"  {t:<{width}}  {fmt_int(peak[t]) or 'n/a':>11}  rank {rank}"
-            + (f"; {fmt_ratio(ratio)} {base}" if ratio is not None else "")
-            + (f"; best CPU {fmt_us(cpu)} us/req" if cpu is not None else "")
-        )
+    for protocol in model.protocols:
+        peak = {t: model.peak(t, protocol) for t in model.listed}
+        ranks = model.peak_ranks(protocol)
+        lines.append(f"{protocol}:")
+        for t in by_rank(model.listed, peak, ranks):
+            if t not in ranks:
+                continue
+            cpu = model.best_cpu(t, protocol)
+            ratio = peak_ratio(peak, t, base) if base and t != base else None
+            noise = fmt_noise(peak[t])
+            lines.append(
+                f"  {t:<{width}}  {fmt_int(peak[t]):>11}{f' {noise}' if noise else ''}"
+                f"  rank {ranks[t].text()}"
+                + (f"; {fmt_ratio(ratio)} {base}" if ratio is not None else "")
+                + (f"; best CPU {fmt_us(cpu)} us/req" if cpu is not None else "")
+            )
     return lines
 
 
