@@ -158,7 +158,7 @@ def test_summary_settings_environment_and_limits(report_text):
     # 40 000 + 45 000 + 35 000) / 6, their ceilings (80 000, 70 000) closing it at 44 167
     assert [beast[1], beast[4]] == [
         "≥ 51 000 (≤ 80 000 by CPU)",
-        "≥ 31 667 (≤ 44 167 by CPU) (2 of 6 §)",
+        "≥ 31 667 (≤ 44 167 by CPU; 2 of 6 §)",
     ]
     # py's over the 4 of those 6 cells it has (its http json shed 503s, its https plaintext
     # C = 10 FAILed): (5 100 + 20 000 + 4 000 + 13 500) / 4

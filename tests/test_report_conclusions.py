@@ -163,7 +163,7 @@ def test_an_unmeasured_server_is_named_once_and_listed_nowhere(m, text, tmp_path
     summary = " ".join(p.text for p in document.summary_points(m))
     assert "ghost" not in summary and sum("ghost" in line for line in text.splitlines()) == 1
     assert "**ghost, all workloads, over http and h2c: not measured**" in text
-    assert document.summary_points(m)[0].text.startswith("The peak req/s of 5 servers")
+    assert document.summary_points(m)[0].text.startswith("Peak req/s of 5 servers")
     pytest.importorskip("matplotlib")
     from loadbench.report import charts
 

@@ -141,7 +141,11 @@ class Aggregate:
     def bound_for(self, metric: str = "rps") -> Optional[str]:
         """ "lower" / "upper" when this cell's ``metric`` is a bound on the server's (§ cells, see
         BOUNDED_METRICS), else None (measured)."""
-        return BOUNDED_METRICS.get(metric) if self.bounded_by_generator else None
+        # an open-loop cell's req/s is the rate it was asked for, a bound of nothing: its marks
+        # (§ ¶) say its latency is not the server's
+        if self.mode == "open" or not self.bounded_by_generator:
+            return None
+        return BOUNDED_METRICS.get(metric)
 
     def figure(self, metric: str = "rps") -> Optional[Figure]:
         """The cell's median ``metric`` as a :class:`Figure` that carries its bound, the

@@ -289,9 +289,8 @@ def _capacity_paragraph(model: Model, base: str) -> list[Point]:
         def noise(members: list[str], protocol=protocol, w=w) -> str:
             return w.num(("capacity_noise", protocol, *members), _noise)
 
-        numbered = _numbered(
-            order, base, {t for t, v in figures.items() if v is not None and v.bound}
-        )
+        # (a bound elsewhere keeps its [L, U] for the Findings and the table: the word budget)
+        numbered = _numbered(order, base, set())
         body = " > ".join(
             tier_text(w, tier, number, noise, i in numbered) for i, tier in enumerate(order)
         )
@@ -338,11 +337,11 @@ def scope_point(model: Model, base: str) -> Point:
 
     workloads = [x for x in model.workloads if model.cells(workload=x)]
     text = (
-        f"The peak req/s of {w.num(('servers',), _count)} servers, per protocol ("
+        f"Peak req/s of {w.num(('servers',), _count)} servers per protocol ("
         + ", ".join(model.protocols)
         + (f"; {', '.join(workloads)}" if workloads else "")
         + (
-            "; closed loop at C = "
+            "; closed loop, C = "
             + ", ".join(w.num(("setting", "concurrency", c), _count, words=False) for c in cs)
             if cs
             else ""
@@ -352,20 +351,15 @@ def scope_point(model: Model, base: str) -> Point:
             if repeats and repeats > 1
             else ""
         )
-        + ")"
         + (
-            f", servers on CPU {cpu_list('server_cpus', cpus[0])} and the generator on CPU "
+            f"; servers on CPU {cpu_list('server_cpus', cpus[0])}, generator on CPU "
             f"{cpu_list('generator_cpus', cpus[1])}"
             if all(isinstance(c, list) and c for c in cpus)
             else ""
         )
-        + (
-            f" of a {w.num(('setting', 'cores', cores), _count, words=False)}-core machine"
-            if cores
-            else ""
-        )
-        + ". A > B: A is certainly faster, beyond the repeats' noise and any bound; "
-        "A ≈ B: within noise (±: half the repeats' range)."
+        + (f" of {w.num(('setting', 'cores', cores), _count, words=False)} cores" if cores else "")
+        + "). >: certainly faster, beyond the repeats' noise and any bound; ≈: within noise "
+        "(±: half the repeats' range)."
     )
     return w.point(text)
 
@@ -385,10 +379,10 @@ def _left_out_point(model: Model, base: str) -> list[Point]:
         if figure_of(model, base, ("left_out", flag))
     ]
     if figure_of(model, base, ("bounded_closed",)):
-        parts.append(f"{w.num(('bounded_closed',), _count)} generator-bound (§) enter as bounds")
+        parts.append(f"{w.num(('bounded_closed',), _count)} bounds (§) kept as intervals")
     if not parts:
         return []
-    return [w.point("cells: " + "; ".join(parts) + " - see Findings.")]
+    return [w.point("; ".join(parts) + " (Findings names them).")]
 
 
 def executive_summary(model: Model, base: str) -> list[Point]:

@@ -117,6 +117,9 @@ def fmt_average(
     cells)'."""
     text = fmt(value)
     notes = []
+    ceiling = text.rfind(" (≤ ")
+    if text.endswith(" by CPU)") and ceiling > 0:  # one pair of brackets for every note
+        text, notes = text[:ceiling], [text[ceiling + 2 : -1]]
     if text and getattr(value, "bounded", 0):
         notes.append(f"{value.bounded} of {value.cells} {GENERATOR_BOUND}")
     cells = getattr(value, "cells", None)

@@ -268,22 +268,27 @@ def headline_lines(model: Model, baseline: Optional[str] = None) -> list[str]:
 def summary_note(model: Model, base: str) -> str:
     """How the summary's peaks, averages and ranks were chosen, per metric."""
     return (
-        f"Peak: the best closed-loop cell ranked for req/s of each server; best CPU us/req: the lowest of "
-        f"its closed-loop cells ranked for CPU us/req (each over the protocols and workloads the server "
-        f"serves). Averages, per metric: req/s over "
-        f"the {len(model.common())} closed-loop cells (protocol x workload x C) ranked for req/s that every "
-        f"server with such cells has; CPU us/req over the {len(model.common(metric='cpu_us'))} cells ranked "
-        f"for CPU us/req that every server with such cells has; so no server gains from the cells it skipped "
-        f"or lost. The ratios compare with {base} (its peak over the server's, the server's peak RSS over its) "
-        f"and with the leader, the server with the highest peak. Ranked for every metric = at most "
-        f"{100 * analysis.DIRTY_SHARE:g} % non-2xx/errors and not contended. A generator-bound cell "
-        f"({GENERATOR_BOUND}: loadbench's generator, not the server, was the limit) is ranked as what it proves: "
-        f'its req/s is a lower bound, so a peak or average it enters is written "≥" (with how many of the '
-        f"averaged cells were bounds), and a ratio over it is a bound too; its CPU us/req and peak memory are "
-        f"the server's own. Ranks claim only the order that is certain: a lower bound above another server's "
-        f"measured value ranks above it, while against a higher measured value or another lower bound the "
-        f"order is open, so the rank is a range naming the servers it is uncertain against. A server with no "
-        f"cell ranked for a metric is not ranked by it; peak RSS is over every measured cell."
+        "Peak: the best closed-loop cell ranked for req/s of each server, over every protocol and "
+        "workload it serves - each server at its best protocol: the per-protocol tables below "
+        "compare like with like; best CPU us/req: the lowest of its closed-loop cells ranked for "
+        "CPU us/req. Averages, per metric: over the server's own ranked closed-loop cells, "
+        f"((k of n cells) where it has fewer than the {len(model.scope())} cells some server "
+        "ranked for req/s: protocols or workloads it does not serve, or cells left out); a "
+        "comparison of two servers' averages runs over the cells both have (Findings), so no "
+        f"server gains from the cells it skipped or lost. The ratios compare with {base} (its "
+        "peak over the server's, the server's peak RSS over its) and with the leader, the server "
+        "with the highest peak. Ranked for every metric = at most "
+        f"{100 * analysis.DIRTY_SHARE:g} % non-2xx/errors, not contended and steady. Who limited "
+        "a cell is decided from both sides' CPU: a server that kept 90 % of its cores busy is the "
+        f"limit whatever the generator did; a generator-bound cell ({GENERATOR_BOUND}) is ranked "
+        'as what it proves: its req/s is a lower bound ("≥"), closed from above by the server\'s '
+        'CPU ceiling ("≤ N by CPU", cores / CPU per response), so a peak or average it enters '
+        "carries that interval (with how many of the averaged cells were bounds), and a ratio "
+        "over it is a bound too; its CPU us/req and peak memory are the server's own. Ranks claim "
+        "only the order that is certain beyond any bound and the repeats' noise (min-max): "
+        "otherwise a rank is a range naming the servers it is within noise of or uncertain "
+        "against. A server with no cell ranked for a metric is not ranked by it; peak RSS is "
+        "over every measured cell."
     )
 
 
