@@ -22,6 +22,7 @@ from typing import Optional
 from ..core import analysis
 from ..core.analysis import Figure, Spread
 from ..core.limits import limited_by
+from .rows import pinned_cores
 
 CAPACITY_MODE = "capacity"
 # outcomes whose lower bound is the generator side's limit, not the server's (core/limits.py)
@@ -194,8 +195,7 @@ def fold(
         key = (r.get("target"), r.get("protocol"))
         cell = out.get(key)
         if cell is None:
-            pinned = (r.get("server") or {}).get("cpus")
-            cores = len(pinned) if isinstance(pinned, list) and pinned else server_cores
+            cores = pinned_cores(r.get("server"), "cpus") or server_cores
             cell = out[key] = CapacityCell(
                 r.get("target"),
                 r.get("protocol"),

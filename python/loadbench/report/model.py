@@ -63,6 +63,7 @@ from .rows import (  # noqa: F401
     limit_of,
     load_of,
     peak_memory,
+    pinned_cores,
 )
 
 # The protocols in report order, and how seed report 001 pairs them: HTTP/1.1 vs HTTP/2, once in
@@ -122,8 +123,7 @@ class Model:
         """Per (server, protocol), its capacity searches folded (report/capacity.py); folded
         once, every section asks."""
         if "_capacities" not in self.__dict__:
-            pinned = self.settings.get("server_cpus")
-            cores = len(pinned) if isinstance(pinned, list) and pinned else None
+            cores = pinned_cores(self.settings)
             self.__dict__["_capacities"] = fold_capacity(self.capacity_records, cores)
         return self.__dict__["_capacities"]
 
@@ -509,9 +509,7 @@ def build(
     held = [r for r in records if is_hold(r)]
     searched = [r for r in records if is_capacity(r)]
     records = [r for r in records if not is_hold(r) and not is_capacity(r)]
-    pinned = settings.get("server_cpus")
-    server_cores = len(pinned) if isinstance(pinned, list) and pinned else None
-    rows = [flatten(r, cores, share, server_cores) for r in records]
+    rows = [flatten(r, cores, share, pinned_cores(settings)) for r in records]
     aggs = aggregate(rows)
     return Model(
         settings,

@@ -61,9 +61,15 @@ def limit_of(record: dict, server_cores: Optional[int] = None) -> Limit:
         fields = {k: stored.get(k) for k in Limit.__dataclass_fields__}
         fields["reason"] = fields.get("reason") or ""
         return Limit(**fields)
-    pinned = _get(record, "server", "cpus")
-    cores = (len(pinned) if isinstance(pinned, list) and pinned else None) or server_cores
+    cores = pinned_cores(record.get("server"), "cpus") or server_cores
     return limited_by(result, server_cores=cores)
+
+
+def pinned_cores(block: Optional[dict], key: str = "server_cpus") -> Optional[int]:
+    """How many CPUs a server was pinned to: the length of ``block[key]`` (a record's server
+    ``cpus``, sweep.json's ``server_cpus``), None when it does not say."""
+    pinned = block.get(key) if isinstance(block, dict) else None
+    return len(pinned) if isinstance(pinned, list) and pinned else None
 
 
 def load_of(record: dict) -> tuple[Optional[int], Optional[int]]:
