@@ -342,12 +342,15 @@ class Model:
 
     @property
     def listed(self) -> list[str]:
-        """The servers the report lists: those with a measured cell of any kind, in the sweep's
-        order (every server when none was measured, so a report of nothing still says why)."""
+        """The servers the report lists: those the sweep ran - a cell of any kind measured or
+        FAILed (a server that died is a finding) - in the sweep's order; not those whose every
+        cell was skipped (not installed). Every server when none ran, so a report of nothing
+        still says why."""
         if "_listed" not in self.__dict__:
-            measured = {a.target for a in self.aggs.values() if a.status == "ok"}
-            measured |= {c.target for c in self.capacities().values() if c.status == "ok"}
-            measured |= {r.get("target") for r in self.hold_records if r.get("status") == "ok"}
+            ran = ("ok", "fail")
+            measured = {a.target for a in self.aggs.values() if a.status in ran}
+            measured |= {c.target for c in self.capacities().values() if c.status in ran}
+            measured |= {r.get("target") for r in self.hold_records if r.get("status") in ran}
             self.__dict__["_listed"] = [t for t in self.targets if t in measured] or list(
                 self.targets
             )

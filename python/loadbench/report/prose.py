@@ -64,9 +64,9 @@ def servers_measured(settings: dict, rows: list[dict]) -> list[str]:
     """A bullet per measured server with what it is (its peers.toml or sweep description) and
     the binaries its cells measured (SHA-256: a rebuilt binary mid-sweep shows as two). A
     server the sweep named but never measured (not installed) is named once, under Known
-    limits, with why."""
+    limits, with why; one that FAILed is listed (its failures are findings)."""
     lines = []
-    seen = {r["target"] for r in rows if r.get("status") == "ok"}
+    seen = {r["target"] for r in rows if r.get("status") != "skipped"}
     for t in settings.get("targets", []):
         if t.get("name") in seen:
             how = t.get("description") or (
@@ -150,7 +150,7 @@ def transport_text(transport: str) -> str:
 
 def settings_table(settings: dict, rows: list[dict], aggs: dict, held: Sequence[dict] = ()) -> str:
     """``held``: the hold cells' records (memory per idle connection), counted beside the load cells."""
-    measured = {r["target"] for r in rows if r.get("status") == "ok"}
+    measured = {r["target"] for r in rows if r.get("status") != "skipped"}
     repeats, duration, warmup = (
         settings.get("repeats"),
         settings.get("duration"),
