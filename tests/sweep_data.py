@@ -299,3 +299,73 @@ def table_rows(text: str, heading: str) -> list[list[str]]:
         elif seen:
             break
     return rows
+
+
+def limited_result(
+    rps: float,
+    server_busy: float,
+    generator_busy: float,
+    *,
+    duration: float = 2.0,
+    connections: int = 25,
+) -> dict:
+    """A closed-loop Result whose both sides' CPU is known (the server on one core), for
+    core/limits.py's rule: the server's CPU per response follows from its busy share
+    (busy = rps x CPU per response on one core), so its CPU ceiling is rps / busy; the
+    generator saturated at >= 90 % busy."""
+    cpu_s = server_busy * duration
+    mean_us = connections * 1e6 / rps
+    out = result_dict(rps, mean_us, mean_us * 0.9, mean_us * 3, cpu_s, duration=duration)
+    out["server"].update(window_s=duration, cores=1)
+    out["generator"].update(utilisation=generator_busy, saturated=generator_busy >= 0.9)
+    return out
+
+
+def capacity_record(target: str, repeat: int, search: dict, protocol: str = "http") -> dict:
+    """One capacity search of a sweep (mode "capacity"): ``search`` is its result (the
+    CapacityResult dict: outcome, capacity, lower_bound, ceiling, first_failing, steps)."""
+    rec = record(target, protocol, "plaintext", "capacity", 25, repeat, result=search)
+    rec["id"] = f"{target}|{protocol}|plaintext|capacity25|r{repeat}"
+    return rec
+
+
+def search(
+    outcome: str,
+    passed: list[tuple[float, float]],
+    failed: list[tuple[float, float]],
+    ceiling: Optional[float] = None,
+    step_ceiling: Optional[float] = None,
+) -> dict:
+    """A capacity search's result: steps at (rate, p99 ms) that passed and failed, in the order
+    given (the run order); "capacity" finds the highest passing rate, a generator-bound one
+    keeps it as its lower bound with ``ceiling`` (the new field) or only ``step_ceiling`` in the
+    top passing step's limit block (what an older search has)."""
+    steps = []
+    for rate, p99 in passed + failed:
+        ok = (rate, p99) in passed
+        steps.append(
+            {
+                "rate": rate,
+                "achieved_rate": rate,
+                "passed": ok,
+                "latency_ms": {"p50": p99 / 4, "p99": p99},
+                "server_cpu_us_per_req": 10.0,
+                "limit": {
+                    "by": "generator" if outcome == "generator-bound" else "server",
+                    "reason": "",
+                    "ceiling_rps": step_ceiling,
+                },
+            }
+        )
+    top = max(r for r, _ in passed)
+    found = outcome == "capacity"
+    return {
+        "objectives": ["p99<10ms"],
+        "outcome": outcome,
+        "capacity": top if found else None,
+        "lower_bound": None if found else top,
+        "ceiling": ceiling,
+        "first_failing": min((r for r, _ in failed), default=None),
+        "failing_objective": "p99<10ms" if failed else None,
+        "steps": steps,
+    }

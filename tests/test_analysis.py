@@ -119,3 +119,72 @@ def test_outside_share_counts_other_processes_and_steal_over_the_window():
     old = {"window_s": 2.0, "cpu_s": 1.0, "machine": {"busy_share": 0.75}}  # a block from before
     assert an.outside_share(old, 2, generator_cpu_s=1.0) == pytest.approx(0.25)
     assert an.outside_share(server, None) is None and an.outside_share({"window_s": 0}, 2) is None
+
+
+# -- what a figure proves: bounds closed by the CPU ceiling, and the repeats' noise ------------
+
+
+def test_a_ceiling_below_another_measured_figure_proves_the_order():
+    """The issue's shape: nginx a lower bound of 149 410 whose server CPU caps it at ~106 000,
+    against beast's exact 153 033: the order is certain, though nginx's figure is a bound."""
+    nginx = an.Figure(105_345, "lower", interval=(105_345, 1e6 / 9.40))
+    beast = an.Figure(153_033)
+    assert nginx.ceiling == pytest.approx(106_383, abs=1)
+    assert an.certainly_better(beast, nginx, higher_is_better=True)
+    assert an.compare(beast, nginx, True) == "better" and an.compare(nginx, beast, True) == "worse"
+    # without the ceiling the bound may hide anything above it: the order is open
+    open_bound = an.Figure(105_345, "lower")
+    assert an.compare(beast, open_bound, True) == "open"
+    ranks = an.certain_ranks({"beast": beast, "nginx": nginx}, higher_is_better=True)
+    assert (ranks["beast"].text(), ranks["nginx"].text()) == ("1", "2")
+
+
+def test_two_bounds_whose_intervals_do_not_overlap_are_ordered():
+    a = an.Figure(300_000, "lower", interval=(300_000, 320_000))
+    b = an.Figure(150_000, "lower", interval=(150_000, 160_000))
+    assert an.compare(a, b, True) == "better"
+    # a ceiling above the other's lower end leaves it open
+    c = an.Figure(150_000, "lower", interval=(150_000, 310_000))
+    assert an.compare(a, c, True) == "open"
+
+
+def test_differences_inside_the_repeats_range_are_noise_not_orders():
+    """beast 153 033 (145 989 - 169 318) vs nginx 149 410 (138 288 - 162 223): within noise, ±8 %
+    (nginx's half-range, the larger); h2o 83 992 (76 315 - 104 339) is below both beyond noise."""
+    beast = an.Figure(153_033, spread=(145_989, 169_318))
+    nginx = an.Figure(149_410, spread=(138_288, 162_223))
+    h2o = an.Figure(83_992, spread=(76_315, 104_339))
+    assert an.compare(beast, nginx, True) == "noise" and not an.clearly_better(beast, nginx, True)
+    assert an.certainly_better(beast, nginx, True)  # the medians alone would claim an order
+    assert an.pair_noise(beast, nginx) == pytest.approx((162_223 - 138_288) / 2 / 149_410)
+    assert an.compare(nginx, h2o, True) == "better"
+    ranks = an.certain_ranks({"beast": beast, "nginx": nginx, "h2o": h2o}, higher_is_better=True)
+    assert ranks["beast"].text() == "1st-2nd (within noise of nginx)"
+    assert ranks["h2o"].text() == "3" and ranks["nginx"].noise == ("beast",)
+
+
+def test_interval_arithmetic_of_peaks_averages_and_ratios():
+    measured = an.Figure(150_000)
+    bounded = an.Figure(100_000, "lower", interval=(100_000, 110_000))
+    # a § cell whose ceiling lies below the best measured value hides nothing: the peak is exact
+    peak = an.figure_max([measured, bounded])
+    assert peak == 150_000 and peak.bound is None
+    above = an.figure_max([measured, an.Figure(140_000, "lower", interval=(140_000, 180_000))])
+    assert above.bound == "lower" and above.ceiling == 180_000
+    mean = an.figure_mean([measured, bounded])
+    assert mean == 125_000 and mean.bound == "lower" and mean.ceiling == 130_000
+    assert (mean.bounded, mean.cells) == (1, 2)
+    # a measured value over a bound in [100 000, 110 000]: between 1.36x and 1.5x, at most 1.5x
+    ratio = an.figure_ratio(measured, bounded)
+    assert ratio == 1.5 and ratio.bound == "upper"
+    assert ratio.interval[0] == pytest.approx(150_000 / 110_000)
+    assert an.figure_ratio(bounded, bounded).bound == "unknown"
+
+
+def test_not_steady_is_a_climb_in_run_order_well_above_noise():
+    assert an.not_steady([737, 1_019, 3_175])  # pypy-hypercorn's JIT warming up
+    assert not an.not_steady([3_175, 1_019, 737])  # falling is not warming
+    assert not an.not_steady([100, 110, 120])  # climbing, but within 1.5x
+    assert not an.not_steady([100, 300, 250])  # not every repeat above the one before
+    assert not an.not_steady([100, 300])  # two repeats say nothing of a trend
+    assert an.not_steady([None, 1_000, 1_600, 2_000]) and an.NOT_STEADY_CLIMB == 1.5

@@ -99,12 +99,13 @@ def test_ranks_claim_only_what_is_certain(directory):
 
 
 def assert_ranks_keep_certain_order(m: model.Model, where: str = "") -> None:
-    """Where A is certainly faster than B, A's best and worst possible places are both better
-    than B's: no rank puts a server below one it measured slower than it."""
-    peaks, ranks = {t: m.peak(t) for t in m.targets}, m.peak_ranks()
+    """Where A is certainly faster than B - beyond any bound and the repeats' noise, the order
+    the ranks claim - A's best and worst possible places are both better than B's: no rank
+    puts a server below one it measured slower than it."""
+    peaks, ranks = {t: m.peak(t) for t in m.listed}, m.peak_ranks()
     for a in ranks:
         for b in ranks:
-            if a != b and analysis.certainly_better(peaks[a], peaks[b], higher_is_better=True):
+            if a != b and analysis.clearly_better(peaks[a], peaks[b], higher_is_better=True):
                 assert ranks[a].best < ranks[b].best and ranks[a].worst < ranks[b].worst, (
                     where,
                     a,
@@ -129,23 +130,32 @@ def test_every_table_writes_the_lower_bound_and_never_excludes_it(directory):
     ]  # by figure; ranks say what is certain
     assert "excluded" not in "".join(r[2] for r in ranking[1:])
     cleartext = {r[0]: r for r in table_rows(text, "### Cleartext: http vs h2c")[1:]}
-    assert cleartext["beast"][1] == "≥ 193 883" and cleartext["beast"][3] == "≥ 264 590"
+    # the CPU ceiling (1 core / 5 us per response = 200 000 req/s) closes a bound from above
+    # where it lies above the figure; below it (264 590 > 200 000) the CPU reading proves nothing
+    assert cleartext["beast"][1] == "≥ 193 883 (≤ 200 000 by CPU)"
+    assert cleartext["beast"][3] == "≥ 264 590"
     assert cleartext["beast"][5].startswith(
         "uncertain"
     )  # a ratio of two lower bounds bounds nothing
     assert cleartext["py"][5] == "n/a"
     # the load table: beast's json bound beats py and h2o's measured json figures - bold, certain
     rows = table_rows(text, "## HTTP/1.1 (http), json, keep-alive")
-    assert rows[1][1:] == ["beast", "**≥ 193 883** §"] and rows[2][1:] == ["py", "41 000"]
+    assert rows[1][1:] == ["beast", "**≥ 193 883 (≤ 200 000 by CPU)** §"]
+    assert rows[2][1:] == ["py", "41 000"]
     assert "Lower bounds (§, 5 cell(s) - beast: 3; h2o: 2)" in text
 
 
 def test_the_headline_a_sweep_prints_and_the_charts_say_the_same(directory):
     lines = report.headline_lines(model.load(directory))
-    beast = next(line for line in lines if line.strip().startswith("beast"))
+    # per protocol, like with like: over h2c beast's and h2o's lower bounds leave the order open
+    h2c = lines[lines.index("h2c:") + 1 :]
+    beast = next(line for line in h2c if line.strip().startswith("beast"))
     assert "≥ 264 590" in beast and "rank at least 2nd (uncertain against h2o)" in beast
-    py = next(line for line in lines if line.strip().startswith("py"))
-    assert "42 591" in py and "rank 3" in py and "≤ 0.16x beast" in py
+    # over http py is measured against beast's http peak (≥ 193 883, ≤ 200 000 by its CPU), not
+    # against beast's h2c one
+    http = lines[lines.index("http:") + 1 : lines.index("h2c:")]
+    py = next(line for line in http if line.strip().startswith("py"))
+    assert "42 591" in py and "rank 3" in py and "≤ 0.22x beast" in py
     pytest.importorskip("matplotlib")
     from loadbench.report.charts import write_charts
 
@@ -176,7 +186,8 @@ def test_hatched_bars_for_bounds(directory, monkeypatch):
 
 def test_committed_sweep_reports_never_rank_a_server_below_one_it_measured_slower():
     """Every committed default-sweep folder, read with today's rules: no § cell left out of a
-    peak, and no certain order contradicted by a rank."""
+    peak (only erroring, contended and not-steady cells are), and no certain order contradicted
+    by a rank."""
     folders = sorted(
         p.parent for p in (Path(__file__).resolve().parents[1] / "reports").glob("*/results.jsonl")
     )
@@ -187,7 +198,11 @@ def test_committed_sweep_reports_never_rank_a_server_below_one_it_measured_slowe
             clean = [
                 a.rps.median
                 for a in m.cells(t)
-                if a.status == "ok" and a.rps and not a.dirty and not a.contended
+                if a.status == "ok"
+                and a.rps
+                and not a.dirty
+                and not a.contended
+                and not a.not_steady
             ]
             if clean:
                 assert m.peak(t) == pytest.approx(max(clean)), (folder.name, t)

@@ -130,7 +130,14 @@ def test_averages_run_over_the_cells_ranked_for_each_metric(directory):
     assert (
         avg == pytest.approx(80_000) and avg.bound == "lower" and (avg.bounded, avg.cells) == (1, 2)
     )
-    assert m.average("b") == pytest.approx(45_000) and m.average("b").bound is None
+    # each server's average covers its own ranked cells (never n/a for want of a cell every
+    # server shares): b's https plaintext too, which a lost to 503s ...
+    assert m.average("b") == pytest.approx((50_000 + 40_000 + 20_000) / 3)
+    assert m.average("b").bound is None and m.average("b").cells == 3
+    # ... and a comparison of the two runs over the cells both have, so b gains nothing from it
+    assert m.average("b", shared_with="a") == pytest.approx(45_000)
+    assert m.average("a", shared_with="b") == pytest.approx(80_000)
+    assert m.average_ranks()["a"].text() == "1"  # ≥ 80 000 is certainly above 45 000
     # the generator-bound 100 000, as the lower bound it is - not the 60 000 of a's one slow cell
     assert m.peak("a") == pytest.approx(100_000) and m.peak("a").bound == "lower"
     assert m.peak("b") == pytest.approx(50_000) and m.peak("b").bound is None
@@ -141,7 +148,8 @@ def test_averages_run_over_the_cells_ranked_for_each_metric(directory):
     )  # ≥ 100 000 is certainly above 50 000
     # CPU us/req: the § cell counts, the 503-shedding one does not (b's https is a's gap)
     assert m.average("a", metric="cpu_us") == pytest.approx(2.5)  # (2 + 3) / 2; the old rule: 3
-    assert m.average("b", metric="cpu_us") == pytest.approx(5.5)
+    assert m.average("b", metric="cpu_us") == pytest.approx(5.0)  # (5 + 6 + 4) / 3, its own
+    assert m.average("b", metric="cpu_us", shared_with="a") == pytest.approx(5.5)
     assert m.common(metric="cpu_us") == {("http", "plaintext", 10), ("http", "json", 10)}
 
 
@@ -150,7 +158,9 @@ def test_bold_per_metric_in_the_tables(directory):
     rows = table_after(text, "## HTTP/1.1 (http), plaintext, keep-alive")
     by = by_metric(rows)
     # even a's lower bound beats b's measured 50 000: a is certainly the faster, bold
-    assert by[("req/s", "a")] == ["**≥ 100 000** §"] and by[("req/s", "b")] == ["50 000"]
+    # (the CPU ceiling: its one core / 2 us per response)
+    assert by[("req/s", "a")] == ["**≥ 100 000 (≤ 500 000 by CPU)** §"]
+    assert by[("req/s", "b")] == ["50 000"]
     assert by[("p50 (ms)", "a")] == ["0.10 §"] and by[("p50 (ms)", "b")] == ["**0.20**"]
     assert by[("CPU us/req", "a")] == ["**2.00** §"] and by[("CPU us/req", "b")] == ["5.00"]
     rows = table_after(text, "## HTTP/1.1 over TLS (https), plaintext, keep-alive")
@@ -180,10 +190,10 @@ def test_summary_ranks_and_averages_per_metric(directory):
     # a's best CPU is its § cell (2.00), not its dirty https cell (1.00); b's peak over a's lower
     # bound is an upper bound: b is at most half as fast
     assert rows["a"][1:] == [
-        "≥ 100 000",
+        "≥ 100 000 (≤ 500 000 by CPU)",
         "100.0 %",
         "1.00x",
-        "≥ 80 000 (1 of 2 §)",
+        "≥ 80 000 (≤ 280 000 by CPU; 1 of 2 §; 2 of 3 cells)",
         "2.00",
         "2.50",
         "8.0",
@@ -196,16 +206,17 @@ def test_summary_ranks_and_averages_per_metric(directory):
         "50 000",
         "≤ 50.0 %",  # of a's lower bound: at most half
         "≥ 2.00x",  # a's lower bound over b's measured peak: a is at least twice as fast
-        "45 000",
+        "36 667",
         "4.00",
-        "5.50",
+        "5.00",
         "4.0",
         "0.50x",
         "0 / 0 / 0",
         "2",
         "2",
     ]
-    assert "req/s over the 2 closed-loop cells" in text and "CPU us/req over the 2 cells" in text
+    # averages over each server's own cells; the scope's 3 cells say a's covers 2 of them
+    assert "fewer than the 3 cells some server ranked for req/s" in text
 
 
 def test_comparison_bounds_a_generator_bound_cell_for_req_s_and_judges_its_cpu(directory):

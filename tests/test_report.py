@@ -38,7 +38,7 @@ def test_http_plaintext_table_medians_bold_and_marks(report_text):
     # medians of the three repeats; the best server per column is bold
     assert by[("req/s", "beast")] == ["**11 000**", "**51 000**"]
     assert by[("req/s", "py")] == ["5 100", "20 000"]  # starved req/s is still a throughput
-    assert by[("req/s", "node")] == ["n/a", "n/a"]
+    assert ("req/s", "node") not in by  # never measured (not installed): no row of n/a
     assert by[("p50 (ms)", "beast")] == ["**0.085**", "**0.18**"]
     # py c=10 is starved (in-flight 2.0 < 0.5 x 10): lowest p50, but marked and not bold
     assert by[("p50 (ms)", "py")] == ["0.19", "0.050 ‡"]
@@ -57,7 +57,8 @@ def test_https_table_fail_and_generator_bound(report_text):
     by = {(r[0] or prev, r[1]): r[2:] for r, prev in _with_metric(rows[1:])}
     # the generator-bound cell's req/s is a lower bound, shown as one (not bold: py FAILed, so
     # no other server was measured there)
-    assert by[("req/s", "beast")] == ["**8 000**", "≥ 40 000 §"]
+    # closed from above by beast's CPU ceiling: 1 core / 12.5 us per response
+    assert by[("req/s", "beast")] == ["**8 000**", "≥ 40 000 (≤ 80 000 by CPU) §"]
     assert by[("req/s", "py")] == ["4 000", "FAIL"]
 
 
@@ -71,7 +72,7 @@ def test_workload_breakdown_with_partial_repeats(report_text):
     # proves beast did at least 35 000, certainly more than py's 13 500
     assert py[2] == "13 500 †"
     beast = next(r for r in rows if r[0] == "beast")
-    assert beast[1:3] == ["≥ 40 000 §", "**≥ 35 000** §"]
+    assert beast[1:3] == ["≥ 40 000 (≤ 80 000 by CPU) §", "**≥ 35 000 (≤ 70 000 by CPU)** §"]
 
 
 def test_connection_setup_table(report_text):
@@ -89,7 +90,7 @@ def test_connection_setup_table(report_text):
     # over each repeat's new connections - the generator is the cheaper side, nothing is flagged
     assert rows[1] == ["beast", "**15 500**", "**4 050**", "3 / 10", "12 / 37", "0 %", "0 %"]
     assert rows[2] == ["py", "4 600", "525", "11 / 33", "95 / 286", "0 %", "0 %"]
-    assert rows[3] == ["node"] + ["n/a"] * 6
+    assert len(rows) == 3  # node was never measured: named once under Servers, not a row here
     assert "in a connection-setup cell" not in report_text
 
 
@@ -152,25 +153,26 @@ def test_summary_settings_environment_and_limits(report_text):
     summary = table_after(report_text, "## Summary")
     beast = next(r for r in summary if r[0] == "beast")
     # peak of the per-cell medians, a lower bound because two of beast's cells are generator-bound
-    # (either could hide more than 51 000); mean over the 4 cells both measured servers share
-    # (http plaintext C = 1, 10, https plaintext C = 1, https json C = 10: py's http json sheds 30 %
-    # as 503s, py's https plaintext C = 10 FAILed), of which beast's https json C = 10 is a lower
-    # bound: (11 000 + 51 000 + 8 000 + 35 000) / 4
-    assert [beast[1], beast[4]] == ["≥ 51 000", "≥ 26 250 (1 of 4 §)"]
+    # (either could hide more than 51 000) - up to their CPU ceilings, the higher 80 000; the
+    # mean over beast's own 6 ranked cells, two of them bounds: (11 000 + 51 000 + 8 000 +
+    # 40 000 + 45 000 + 35 000) / 6, their ceilings (80 000, 70 000) closing it at 44 167
+    assert [beast[1], beast[4]] == [
+        "≥ 51 000 (≤ 80 000 by CPU)",
+        "≥ 31 667 (≤ 44 167 by CPU; 2 of 6 §)",
+    ]
+    # py's over the 4 of those 6 cells it has (its http json shed 503s, its https plaintext
+    # C = 10 FAILed): (5 100 + 20 000 + 4 000 + 13 500) / 4
+    assert next(r for r in summary if r[0] == "py")[4] == "10 650 (4 of 6 cells)"
     # the leader's own share is 100 %; py's peak over beast's lower bound: at most 39.2 %
     assert beast[2] == "100.0 %" and next(r for r in summary if r[0] == "py")[2] == "≤ 39.2 %"
     # left out for req/s / for CPU / lower bounds: beast's two generator-bound cells enter as
     # bounds, py's 503-shedding cell counts for neither
     assert beast[9] == "0 / 0 / 2" and next(r for r in summary if r[0] == "py")[9] == "1 / 1 / 0"
     # by peak req/s: beast's lower bound is above py's measured peak, so the order is certain
-    assert [r[10] for r in summary[1:]] == ["1", "2", "not ranked"]
-    # CPU us/req over the 4 cells ranked for it that both have (beast's § https json C = 10 among
-    # them): beast (20 + 10 + 25 + 14.29) / 4; its best: 10.00 (http plaintext C = 10)
-    assert beast[5:7] == ["10.00", "17.32"] and [r[11] for r in summary[1:]] == [
-        "1",
-        "2",
-        "not ranked",
-    ]
+    assert [r[10] for r in summary[1:]] == ["1", "2"]
+    # CPU us/req over beast's 6 cells ranked for it (its § cells among them): (20 + 10 + 25 +
+    # 12.5 + 11.11 + 14.29) / 6; its best: 10.00 (http plaintext C = 10)
+    assert beast[5:7] == ["10.00", "15.48"] and [r[11] for r in summary[1:]] == ["1", "2"]
     assert "py http json C = 10 (30.0 % non-2xx/errors)" in report_text
     assert "Lower bounds (§, 2 cell(s) - beast: 2)" in report_text
     settings = dict(table_after(report_text, "## Settings")[1:])
@@ -311,10 +313,11 @@ def test_baseline_changes_the_ratio_column(tmp_path, capsys):
     rows = table_after(report.render(directory, baseline="py"), "## Summary")
     assert rows[0][3] == "Peak: py ÷ this" and rows[0][8] == "Peak RSS: this ÷ py"
     # 20 000 / ≥ 51 000: a measured peak over a lower bound is an upper bound
-    assert {r[0]: r[3] for r in rows[1:]} == {"beast": "≤ 0.39x", "py": "1.00x", "node": "n/a"}
+    assert {r[0]: r[3] for r in rows[1:]} == {"beast": "≤ 0.39x", "py": "1.00x"}
     assert main(["report", str(directory), "--no-charts", "--baseline", "nope"]) == 2
     assert (
-        "baseline 'nope' is not a server of this sweep (beast, py, node)" in capsys.readouterr().err
+        "baseline 'nope' is not a measured server of this sweep (beast, py)"
+        in capsys.readouterr().err
     )
 
 

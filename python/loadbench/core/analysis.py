@@ -29,16 +29,22 @@ Definitions used throughout:
 - **Clean**: at most ``DIRTY_SHARE`` (1 %) of outcomes were non-2xx answers or errors.
 - **Server CPU us/req**: server CPU seconds (utime+stime, all threads) in the measured window
   / exact responses in the window - never rps x duration.
-- **Generator-bound (§)**: the generator's own threads were busy nearly all the window
-  (``generator.saturated``), or (connection setup) it spent more CPU per new connection than
-  the server. The cell's req/s is the generator's ceiling, so the server's own figure is *at
-  least* that: a lower bound (``Figure`` with ``bound="lower"``, shown "≥ N"). Its mean latency
-  is, by Little's law (C = req/s x mean latency in a closed loop), at most what was measured:
-  an upper bound ("≤"). Its percentiles prove nothing and are never ranked.
-- **Certain ranks**: with bounds in play an order is only claimed where it is certain: X is
-  certainly better than Y when X's figure is better than Y's and Y's figure is exact (not
-  open towards better values). Everything else between two servers is *uncertain*, and a rank
-  becomes a range (:func:`certain_ranks`).
+- **Who limited a cell (§ generator-bound, ¶ pool-bound)**: :func:`loadbench.core.limits.limited_by`,
+  from both sides' CPU: a cell whose server kept >= 90 % of its cores busy is the server's
+  figure whatever the generator did; one where the generator's threads were saturated (or,
+  open loop, late) is a lower bound ("≥") closed from above by the server's CPU ceiling (cores /
+  CPU per response): the value lies in [measured, ceiling]. Connection-setup cells keep their own
+  rule (:func:`is_setup_generator_bound`). A bound's mean latency is, by Little's law (C = req/s
+  x mean latency), at most what was measured; its percentiles prove nothing and are never ranked.
+- **Certain orders and noise** (:mod:`loadbench.core.figures`): X is certainly above Y when X's
+  lower end exceeds Y's upper end (its ceiling, or its exact value), and beyond noise when the
+  repeats' ranges do not overlap either; otherwise the pair is "open" (bounds) or "within noise
+  (±N %)". A rank is a range over the servers it is not certainly ordered against
+  (:func:`certain_ranks`).
+- **Not steady (↗)**: a cell whose repeats, in the order they ran, only climbed - each above the
+  one before - and ended at least ``NOT_STEADY_CLIMB`` (1.5) x where they began: a JIT or a cache
+  still warming, not a steady figure (:func:`not_steady`). The sweeps' repeats spread over ~12 %
+  of their median, so a 50 % climb in one direction is far outside that.
 """
 
 from __future__ import annotations
@@ -46,6 +52,29 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
+
+# What a figure proves and the orders it supports live in figures.py; they are part of this
+# module's vocabulary (loadbench.analysis.Figure, certain_ranks), so they are re-exported here.
+from .figures import (  # noqa: F401
+    Figure,
+    Rank,
+    bound_of,
+    certain_ranks,
+    certainly_better,
+    clearly_better,
+    compare,
+    figure_max,
+    figure_mean,
+    figure_min,
+    figure_ratio,
+    interval,
+    noise_range,
+    noise_share,
+    open_ended,
+    ordinal,
+    pair_noise,
+    ranks_by,
+)
 
 # A closed-loop cell is under-driven when in-flight < UNDERDRIVEN_FRACTION x connections and the
 # generator lost slot time to errors or reconnects.
@@ -55,143 +84,8 @@ STARVED_FRACTION = UNDERDRIVEN_FRACTION  # the old name (notebooks, older script
 DIRTY_SHARE = 0.01
 # Outside CPU above this share of the whole machine marks a window as contended.
 CONTENDED_SHARE = 0.05
-
-
-class Figure(float):
-    """A report number and what it proves about the server: a float (arithmetic, formatting
-    and comparisons work as on the value) carrying its bound.
-
-    ``bound``: None - measured; "lower" - the true value is at least this (a generator-bound
-    cell entered it: "≥"); "upper" - at most this ("≤", e.g. the mean latency of such a cell,
-    or a ratio over a lower bound); "unknown" - a ratio of two bounds in the same direction,
-    which bounds nothing. ``bounded`` of ``cells``: how many of the cells behind the figure
-    are bounds (an average names them)."""
-
-    bound: Optional[str]
-    bounded: int
-    cells: int
-
-    def __new__(
-        cls, value: float, bound: Optional[str] = None, bounded: int = 0, cells: int = 1
-    ) -> "Figure":
-        if bound not in (None, "lower", "upper", "unknown"):
-            raise ValueError(f"bound must be None, 'lower', 'upper' or 'unknown', not {bound!r}")
-        obj = super().__new__(cls, value)
-        obj.bound, obj.bounded, obj.cells = bound, bounded, cells
-        return obj
-
-    def __reduce__(self):
-        return (Figure, (float(self), self.bound, self.bounded, self.cells))
-
-    def __repr__(self) -> str:
-        return (
-            f"Figure({float(self)!r}, bound={self.bound!r})"
-            if self.bound
-            else f"Figure({float(self)!r})"
-        )
-
-    @property
-    def prefix(self) -> str:
-        """What a table or chart writes before the number: "≥ ", "≤ ", "? " or nothing."""
-        return {"lower": "≥ ", "upper": "≤ ", "unknown": "? "}.get(self.bound or "", "")
-
-
-def bound_of(value: object) -> Optional[str]:
-    """The bound of a number (None for a plain float or a measured Figure)."""
-    return getattr(value, "bound", None)
-
-
-def open_ended(value: object, higher_is_better: bool) -> bool:
-    """Whether the true value may be *better* than the figure: a lower bound of a
-    higher-is-better metric (req/s), an upper bound of a lower-is-better one (latency), or a
-    figure whose bound is unknown."""
-    bound = bound_of(value)
-    return bound == "unknown" or bound == ("lower" if higher_is_better else "upper")
-
-
-_FLIP = {"lower": "upper", "upper": "lower"}
-
-
-def figure_ratio(top: Optional[float], bottom: Optional[float]) -> Optional[Figure]:
-    """top / bottom with the bound that follows from theirs: a lower bound over a measured
-    value (or over an upper bound) is a lower bound, a measured value over a lower bound an
-    upper bound; two bounds in the same direction give "unknown". None when undefined."""
-    if top is None or not bottom or math.isnan(top) or math.isnan(bottom):
-        return None
-    a, b = bound_of(top), bound_of(bottom)
-    if "unknown" in (a, b) or (a is not None and a == b):
-        bound: Optional[str] = "unknown"
-    else:
-        bound = a or (_FLIP[b] if b else None)
-    return Figure(float(top) / float(bottom), bound)
-
-
-@dataclass(frozen=True)
-class Rank:
-    """A server's place by one metric, as far as the figures make it certain: ``best`` and
-    ``worst`` possible places (equal when the place is certain; tied measured figures share a
-    place) and the servers the order against which is ``uncertain``."""
-
-    best: int
-    worst: int
-    uncertain: tuple = ()
-    open_ended: bool = False  # the server's own figure is a bound that may hide a better value
-
-    @property
-    def certain(self) -> bool:
-        return self.best == self.worst
-
-    def text(self) -> str:
-        """'3', 'at least 2nd (uncertain against h2o)', '1st-2nd (uncertain against beast)'."""
-        if self.certain:
-            return str(self.best)
-        against = f" (uncertain against {', '.join(self.uncertain)})"
-        if self.open_ended and self.best == 1:
-            return f"at least {ordinal(self.worst)}{against}"
-        return f"{ordinal(self.best)}-{ordinal(self.worst)}{against}"
-
-
-def ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
-def certainly_better(x: float, y: float, higher_is_better: bool) -> bool:
-    """X's true value is better than Y's for sure: X's figure is better and Y's is not open
-    towards better values (X's own bound only makes X better still)."""
-    better = x > y if higher_is_better else x < y
-    return better and not open_ended(y, higher_is_better)
-
-
-def certain_ranks(
-    values: Mapping[str, Optional[float]], *, higher_is_better: bool
-) -> dict[str, Rank]:
-    """The :class:`Rank` of every key with a value (bounds read from :class:`Figure` values):
-    best = 1 + the keys certainly better, worst = best + the keys whose order against it is
-    uncertain. Keys without a value are left out."""
-    have = {k: v for k, v in values.items() if v is not None and not math.isnan(float(v))}
-    out = {}
-    for k, v in have.items():
-        above, unsure = 0, []
-        for other, w in have.items():
-            if other == k:
-                continue
-            if certainly_better(w, v, higher_is_better):
-                above += 1
-            elif certainly_better(v, w, higher_is_better):
-                continue
-            elif (
-                float(w) == float(v)
-                and not open_ended(v, higher_is_better)
-                and not open_ended(w, higher_is_better)
-            ):
-                continue  # measured and equal: a shared place
-            else:
-                unsure.append(other)
-        out[k] = Rank(
-            1 + above, 1 + above + len(unsure), tuple(unsure), open_ended(v, higher_is_better)
-        )
-    return out
+# Repeats that only climbed, the last at least this multiple of the first: not steady (↗).
+NOT_STEADY_CLIMB = 1.5
 
 
 @dataclass(frozen=True)
@@ -232,6 +126,19 @@ def median_spread(values: Sequence[Optional[float]]) -> Optional[Spread]:
     if not usable:
         return None
     return Spread(median(usable), min(usable), max(usable), len(usable))
+
+
+def not_steady(
+    values_in_run_order: Sequence[Optional[float]], climb: float = NOT_STEADY_CLIMB
+) -> bool:
+    """Whether repeats (in the order they ran) only climbed - each above the one before, at least
+    three of them - and the last is at least ``climb`` x the first: the server was still warming
+    up (a JIT, a cache), so their median is no steady figure."""
+    usable = _usable(values_in_run_order)
+    if len(usable) < 3 or usable[0] <= 0:
+        return False
+    rising = all(b > a for a, b in zip(usable, usable[1:]))
+    return rising and usable[-1] >= climb * usable[0]
 
 
 def littles_law_inflight(rps: float, mean_latency_us: float) -> float:

@@ -17,14 +17,14 @@ def section(model: Model) -> list[str]:
     if not model.counts_allocations():
         return sites_section(model)
     families = [(label, protos) for label, protos in FAMILIES if set(protos) & set(model.protocols)]
-    best = {t: model.best_allocs(t) for t in model.targets}
+    best = {t: model.best_allocs(t) for t in model.listed}
     order = model.ranks(best, higher_is_better=False)
     header = ["Server"]
     for label, _ in families:
         header += [f"{label} allocs/req", f"{label} bytes/req"]
     header += ["Rank by allocs/req", "What the figure covers"]
     rows = []
-    for t in model.targets:
+    for t in model.listed:
         gap = model.allocation_gap(t)
         row = [t]
         for _, protos in families:

@@ -11,14 +11,21 @@ from .markdown import CONTENDED, fmt_int, fmt_us, table
 
 
 def _capacity_text(c: CapacityCell) -> str:
+    """'64 561' (found: the median of the searches), '≥ 96 405 (≤ 126 937 by CPU)' (the
+    generator was the limit: [L, U]), 'none', or why there is no search."""
     if c.status != "ok":
         return "FAIL" if c.status == "fail" else "n/a"
-    found = c.capacity
-    if found is not None:
-        return fmt_int(found.median)
-    if c.lower_bound is not None:
-        return f"≥ {fmt_int(c.lower_bound)}"
-    return "none"
+    figure = c.figure
+    return "none" if figure is None else fmt_int(figure)
+
+
+def _range_text(c: CapacityCell) -> str:
+    """'62 000 - 66 000 (3)': the lowest and highest of the searches' figures and how many."""
+    ivs = c.intervals()
+    if len(ivs) < 2:
+        return ""
+    lows = [lo for lo, _ in ivs]
+    return f"{fmt_int(min(lows))} - {fmt_int(max(lows))} ({len(ivs)})"
 
 
 def _outcome_text(c: CapacityCell) -> str:
@@ -26,7 +33,10 @@ def _outcome_text(c: CapacityCell) -> str:
         return c.note or c.status
     words = {
         "capacity": "found",
-        "generator-bound": "generator-bound: the server's capacity is above the figure",
+        "generator-bound": "generator-bound: the server's capacity is above the figure, below "
+        "its CPU ceiling",
+        "pool-bound": "pool-bound: sends waited for a free connection; the capacity is above "
+        "the figure",
         "below-start": "failed at every rate tried",
         "unstable": "unstable: passed only in some runs",
         "not-converged": "did not converge",
@@ -49,13 +59,17 @@ def section(model) -> list[str]:
     settings = model.settings
     searches = max((len(c.searches) for c in cells.values()), default=0)
     rows = []
-    for c in cells.values():
+    order = sorted(cells.values(), key=lambda c: -float(c.figure or 0))
+    for c in order:
+        if c.target not in model.listed:
+            continue
         spread = c.achieved_at_capacity
         rows.append(
             [
                 c.target,
                 c.protocol,
                 _capacity_text(c),
+                _range_text(c),
                 "" if spread is None else f"{fmt_int(spread.min)} - {fmt_int(spread.max)}",
                 "" if c.first_failing is None else fmt_int(c.first_failing),
                 c.failing_objective or "",
@@ -68,6 +82,7 @@ def section(model) -> list[str]:
         "Server",
         "Protocol",
         "Capacity (req/s)",
+        "Searches: lowest - highest (n)",
         "Sent at capacity, min - max (req/s)",
         "First failing rate (req/s)",
         "Failing objective",
@@ -87,7 +102,11 @@ def section(model) -> list[str]:
         f"{settings.get('duration', 0):g} s judged. Latency is corrected for coordinated omission. "
         "A search whose generator could not send on time (its threads saturated, or sends late while "
         "the server answered within the objectives) claims no capacity: it shows the highest "
-        "passing rate as a lower bound (≥), because the generator, not the server, was the limit.",
+        "passing rate as a lower bound (≥), because the generator, not the server, was the limit, and "
+        "the server's CPU ceiling at that rate (its cores / its CPU time per response) as the upper "
+        "end (≤ by CPU): the capacity lies in that interval. With several searches per server (each "
+        "on a freshly started server) the figure is their median and the next column their range - "
+        "never one search's luck.",
         "",
         table(header, rows),
         "",

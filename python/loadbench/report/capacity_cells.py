@@ -4,21 +4,77 @@ repeat, its every step kept in the record), folded per server and protocol.
 Capacity records carry no single req/s or latency, so :mod:`loadbench.report.model` keeps them
 out of every load aggregate (as it does hold cells) and exposes them through
 ``Model.capacities()``, which calls :func:`fold` here; report/capacity.py lays them out.
+
+What one search proves (:func:`search_interval`): a found capacity is a number; a search the
+generator (or its pool) limited knows only [L, U] - L the highest rate that passed on time, U the
+server's CPU ceiling at that step (the result's ``ceiling``, else read from the step's ``limit``
+block or computed by core/limits.py from its server block). The cell's :class:`Figure` is the
+median of its repeats (each on a freshly started server) with their range as the noise, never
+one search's luck.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Optional
 
 from ..core import analysis
-from ..core.analysis import Spread
+from ..core.analysis import Figure, Spread
+from ..core.limits import limited_by
+from .rows import pinned_cores
 
 CAPACITY_MODE = "capacity"
+# outcomes whose lower bound is the generator side's limit, not the server's (core/limits.py)
+BOUNDED_OUTCOMES = ("generator-bound", "pool-bound")
 
 
 def is_capacity(record: dict) -> bool:
     return record.get("mode") == CAPACITY_MODE
+
+
+def step_limit(step: dict, server_cores: Optional[int] = None) -> Optional[dict]:
+    """Who limited one step (Limit.to_dict()): its stored ``limit`` block, else the rule of
+    core/limits.py on its result (None when the step kept no result)."""
+    if isinstance(step.get("limit"), dict):
+        return step["limit"]
+    result = step.get("result")
+    if not isinstance(result, dict):
+        return None
+    return limited_by(result, server_cores=server_cores).to_dict()
+
+
+def search_ceiling(search: dict, server_cores: Optional[int] = None) -> Optional[float]:
+    """U: the server's CPU ceiling at the highest passing step - the result's ``ceiling`` when
+    the search wrote one, else from that step's limit (None when unknown)."""
+    if search.get("ceiling"):
+        return float(search["ceiling"])
+    passing = [s for s in search.get("steps") or [] if s.get("passed") and s.get("rate")]
+    if not passing:
+        return None
+    top = max(passing, key=lambda s: s["rate"])
+    limit = step_limit(top, server_cores) or {}
+    return limit.get("ceiling_rps")
+
+
+def search_interval(
+    search: dict, server_cores: Optional[int] = None
+) -> Optional[tuple[float, float]]:
+    """(low, high) of the server's capacity as one search knows it: (c, c) when found; (L, U)
+    when the generator or its pool was the limit (U infinite without a ceiling); (L, inf) for
+    any other outcome with a passing rate; None when nothing passed."""
+    if search.get("outcome") == "capacity" and search.get("capacity") is not None:
+        c = float(search["capacity"])
+        return c, c
+    low = search.get("lower_bound")
+    if low is None:
+        return None
+    high = math.inf
+    if search.get("outcome") in BOUNDED_OUTCOMES:
+        ceiling = search_ceiling(search, server_cores)
+        if ceiling and ceiling > low:
+            high = float(ceiling)
+    return float(low), high
 
 
 @dataclass
@@ -33,10 +89,38 @@ class CapacityCell:
     objectives: list[str] = field(default_factory=list)
     note: Optional[str] = None
     searches: list[dict] = field(default_factory=list)  # the records' results, in order
+    server_cores: Optional[int] = None  # the CPUs the server was pinned to (older results)
 
     @property
     def outcomes(self) -> list[str]:
         return [s.get("outcome", "?") for s in self.searches]
+
+    def intervals(self) -> list[tuple[float, float]]:
+        """Each search's (low, high), in the order they ran (searches that passed nothing left
+        out)."""
+        return [
+            iv for s in self.searches if (iv := search_interval(s, self.server_cores)) is not None
+        ]
+
+    @property
+    def figure(self) -> Optional[Figure]:
+        """The capacity over the repeats: the median of each search's low end, the interval
+        from the medians of both ends (found: exact; generator-bound: [L, U]), and the range of
+        the low ends as the noise. None when no search passed any rate."""
+        ivs = self.intervals()
+        if not ivs:
+            return None
+        low = analysis.median([lo for lo, _ in ivs])
+        high = analysis.median([hi for _, hi in ivs])
+        lows = [lo for lo, _ in ivs]
+        return Figure(
+            low,
+            "lower" if high > low else None,
+            sum(1 for lo, hi in ivs if hi > lo),
+            len(ivs),
+            (low, high),
+            (min(lows), max(lows)) if len(ivs) > 1 else None,
+        )
 
     @property
     def capacity(self) -> Optional[Spread]:
@@ -45,10 +129,20 @@ class CapacityCell:
 
     @property
     def lower_bound(self) -> Optional[float]:
-        """The highest passing rate of a generator-bound search: the capacity is above it."""
+        """The median over the searches that found no capacity of the highest rate they passed:
+        the capacity is above it (None when none passed a rate)."""
         bounds = [s.get("lower_bound") for s in self.searches if s.get("outcome") != "capacity"]
-        bounds = [b for b in bounds if b is not None]
-        return max(bounds) if bounds else None
+        return analysis.median([b for b in bounds if b is not None])
+
+    @property
+    def ceiling(self) -> Optional[float]:
+        """The median CPU ceiling of the generator- or pool-bound searches (U of [L, U])."""
+        ceilings = [
+            search_ceiling(s, self.server_cores)
+            for s in self.searches
+            if s.get("outcome") in BOUNDED_OUTCOMES
+        ]
+        return analysis.median([c for c in ceilings if c])
 
     @property
     def first_failing(self) -> Optional[float]:
@@ -90,20 +184,25 @@ class CapacityCell:
         return analysis.median_spread([s.get("achieved_rate") for s in self.at_capacity()])
 
 
-def fold(records: list[dict]) -> dict[tuple[str, str], CapacityCell]:
+def fold(
+    records: list[dict], server_cores: Optional[int] = None
+) -> dict[tuple[str, str], CapacityCell]:
+    """Per (server, protocol) its capacity records folded, repeats in the order they ran.
+    ``server_cores``: the CPUs the sweep pinned servers to (len of sweep.json's server_cpus),
+    for steps whose server block predates its ``cores``."""
     out: dict[tuple[str, str], CapacityCell] = {}
-    for r in records:
-        if not is_capacity(r):
-            continue
+    for r in sorted((r for r in records if is_capacity(r)), key=lambda r: r.get("repeat") or 0):
         key = (r.get("target"), r.get("protocol"))
         cell = out.get(key)
         if cell is None:
+            cores = pinned_cores(r.get("server"), "cpus") or server_cores
             cell = out[key] = CapacityCell(
                 r.get("target"),
                 r.get("protocol"),
                 r.get("workload"),
                 r.get("connections"),
                 "skipped",
+                server_cores=cores,
             )
         result = r.get("result") or {}
         if r.get("status") == "ok" and result:

@@ -20,19 +20,24 @@ concurrency gets bars at that C (throughput_at_c25.png), one with several gets l
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Iterator, Optional
 
-from . import capacity
 from .bars import (
     NEUTRAL,
-    _plain_log_axis,
-    _plt,
+    HPanel,
     grouped_figure,
+    hbar_figure,
     panel_figure,
     save_figure,
     server_colors,
+    sort_panel,
+)
+from .line_charts import (
+    capacity_latency,
+    latency_vs_throughput,
+    median_of,
+    throughput_vs_concurrency,
 )
 from .model import Aggregate, Model
 from .model import load as load_model
@@ -63,12 +68,6 @@ def _status(agg: Optional[Aggregate], metric: str = "rps") -> str:
     return "under-driven" if agg.starved else "n/a"
 
 
-def _median_of(model: Model) -> str:
-    """How a cell's figure was made, for a title: "median of 3 repeats"."""
-    n = model.settings.get("repeats") or max((a.repeats for a in model.aggs.values()), default=1)
-    return f"median of {n} repeats" if n > 1 else "one run per cell"
-
-
 def write_charts(source) -> list[Path]:
     """Write every chart that the model (or results folder) can support; returns their paths."""
     model = source if isinstance(source, Model) else load_model(source)
@@ -90,7 +89,7 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
     """(file name, matplotlib Figure or None) of every chart the model can support, drawn one at
     a time, so a caller can save and close each before the next is drawn. None: the chart has
     no value at all, and no file of that name should stay."""
-    aggs, targets, protocols = model.aggs, model.targets, model.protocols
+    aggs, targets, protocols = model.aggs, model.listed, model.protocols
     workloads = [w for w in model.workloads if any(k[2] == w for k in aggs)]
     if not any(a.status == "ok" for a in aggs.values()):
         return  # nothing measured: no chart of empty bars
@@ -100,33 +99,32 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
     one_concurrency = bool(shape) and all(len(cs) == 1 for cs in shape.values())
     colors = server_colors(targets)
     by_server = [colors[t] for t in targets]
-    peaks = [model.peak(t) for t in targets]
     gaps = [model.gap(model.cells(t)) for t in targets]
-    yield (
-        "throughput_peak.png",
-        grouped_figure(
-            f"Peak throughput per server: best ranked closed-loop cell (every protocol and "
-            f"workload, {scope})",
-            "Throughput (req/s)",
-            targets,
-            {"peak req/s": peaks},
-            {"peak req/s": gaps},
-            group_colors=by_server,
-        ),
-    )
-    means = [model.average(t) for t in targets]
-    yield (
-        "throughput_average.png",
-        grouped_figure(
-            f"Average throughput per server: mean over the {len(model.common())} ranked "
-            f"closed-loop cells all servers share ({scope})",
-            "Throughput (req/s)",
-            targets,
-            {"average req/s": means},
-            {"average req/s": gaps},
-            group_colors=by_server,
-        ),
-    )
+    for kind, get, what in (
+        ("peak", model.peak, "best ranked closed-loop cell of each server"),
+        ("average", model.average, "mean over each server's ranked closed-loop cells"),
+    ):
+        # like with like: a panel per protocol, its servers ranked top to bottom
+        yield (
+            f"throughput_{kind}.png",
+            hbar_figure(
+                f"{kind.capitalize()} throughput per protocol: {what} (every workload, {scope}, "
+                f"{median_of(model)})",
+                "Throughput (req/s)",
+                [
+                    sort_panel(
+                        HPanel(
+                            protocol_title(model, p),
+                            targets,
+                            {kind: [get(t, p) for t in targets]},
+                            [model.gap(model.cells(t, p)) for t in targets],
+                            by_server,
+                        )
+                    )
+                    for p in protocols
+                ],
+            ),
+        )
     if "http" in protocols and "https" in protocols:
         series = {f"{p} peak": [model.peak(t, p) for t in targets] for p in ("http", "https")}
         for p in (
@@ -176,20 +174,20 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
             a if a is not None and a.ranked_for("p99_ms") and not a.starved else None for a in cells
         ]
         series = {
-            "p50": [a.p50_ms.median if a and a.p50_ms else None for a in usable],
-            "p99": [a.p99_ms.median if a and a.p99_ms else None for a in usable],
+            "p50": [a.figure("p50_ms") if a else None for a in usable],
+            "p99": [a.figure("p99_ms") if a else None for a in usable],
         }
         yield (
             "latency.png",
             grouped_figure(
                 f"Latency at C = {c}, {protocol}, {workload}, closed loop, keep-alive, "
-                f"{_median_of(model)} (lower is better)",
+                f"{median_of(model)} (lower is better)",
                 "Latency (ms)",
                 targets,
                 series,
                 {k: [_status(a, "p99_ms") for a in cells] for k in series},
-                log_if_spread=20,
                 colors=NEUTRAL,
+                lower_is_better=True,
             ),
         )
     rss = [model.rss(t) for t in targets]
@@ -203,6 +201,7 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
                 {"peak RSS": rss},
                 {"peak RSS": gaps},
                 group_colors=by_server,
+                lower_is_better=True,
             ),
         )
     yield from protocol_figures(model, colors, per_cell_chart=one_concurrency)
@@ -228,7 +227,7 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
             grouped_figure(
                 f"Connection setup: a new connection per request, {', '.join(setup_protocols)}, "
                 + "; ".join(f"{w}, C = {c}" for w, c in setups)
-                + f", {_median_of(model)}",
+                + f", {median_of(model)}",
                 "Rate (connections/s)",
                 targets,
                 series,
@@ -288,7 +287,7 @@ def throughput_at_concurrency(
         if not cells:
             continue
         series, missing = {}, {}
-        for t in model.targets:
+        for t in model.listed:
             at = [model.aggs.get((t, p, w, "closed", c)) for w, c in cells.items()]
             series[t] = [a.figure("rps") if a is not None and a.ranked else None for a in at]
             missing[t] = [_status(a) for a in at]
@@ -302,233 +301,9 @@ def throughput_at_concurrency(
     return (
         "throughput_at_" + "_".join(f"c{c}" for c in levels) + ".png",
         panel_figure(
-            f"Throughput at {at_c}, closed loop, keep-alive, {_median_of(model)}",
+            f"Throughput at {at_c}, closed loop, keep-alive, {median_of(model)}",
             "Throughput (req/s)",
             panels,
             colors,
         ),
     )
-
-
-def _panels(count: int, width: float, height: float):
-    """A figure of ``count`` panels, two to a row, sharing the y axis, with room at the right
-    for one legend of the servers; returns (fig, axes)."""
-    plt = _plt()
-    ncols = min(2, max(1, count))
-    nrows = math.ceil(max(1, count) / ncols)
-    fig, axes = plt.subplots(
-        nrows,
-        ncols,
-        figsize=(width * ncols + 1.8, height * nrows + 0.9),
-        squeeze=False,
-        sharey=True,
-    )
-    for ax in list(axes.flat)[count:]:
-        ax.axis("off")
-    return fig, axes
-
-
-def _finish_panels(fig, handles: dict, title: str) -> None:
-    """The servers' legend at the right (one entry per server, in its colour) and the title."""
-    fig.suptitle(title, fontsize=10)
-    fig.legend(
-        list(handles.values()),
-        list(handles),
-        loc="center left",
-        bbox_to_anchor=(1 - 1.6 / fig.get_figwidth(), 0.5),
-        fontsize=8,
-    )
-    # tight_layout leaves room for the title itself (matplotlib >= 3.3)
-    fig.tight_layout(rect=(0, 0, 1 - 1.7 / fig.get_figwidth(), 1))
-
-
-def _line(ax, xs: list, ys: list, color: str, label: str):
-    """A server's points joined by a line - a marker alone when there is one point: a line
-    through one point would draw a trend the data does not have."""
-    (line,) = ax.plot(
-        xs, ys, label=label, color=color, marker="o", linestyle="-" if len(xs) > 1 else "none"
-    )
-    return line
-
-
-def _thousands(axis) -> None:
-    """Tick labels of a req/s axis as the tables write them: 12 345."""
-    from matplotlib.ticker import FuncFormatter
-
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}".replace(",", " ")))
-
-
-def throughput_vs_concurrency(model: Model, colors: dict[str, str], workload: str):
-    """Lines over C of ``workload``: one panel per protocol measured at two or more
-    concurrencies (same y axis), one line per server in its colour, min-max of repeats as error
-    bars, marks for lower bounds (≥), under-driven (‡) and excluded (x) cells."""
-    shape = concurrencies(model)
-    shown = [p for p in model.protocols if len(shape.get((p, workload), [])) > 1]
-    if not shown:
-        return None
-    levels = sorted({c for p in shown for c in shape[(p, workload)]})
-    fig, axes = _panels(len(shown), 6.0, 3.8)
-    handles: dict = {}
-    top = 0.0
-    for ax, protocol in zip(axes.flat, shown):
-        for t in model.targets:
-            cells = sorted(
-                (a for a in model.cells(t, protocol, workload) if a.status == "ok" and a.rps),
-                key=lambda a: a.load,
-            )
-            if not cells:
-                continue
-            xs = [a.connections for a in cells]
-            ys = [a.rps.median for a in cells]
-            err = [
-                [a.rps.median - a.rps.min for a in cells],
-                [a.rps.max - a.rps.median for a in cells],
-            ]
-            ax.errorbar(xs, ys, yerr=err, color=colors[t], linestyle="none", capsize=3)
-            handles.setdefault(t, _line(ax, xs, ys, colors[t], t))
-            bound = [(x, y) for x, y, a in zip(xs, ys, cells) if a.bound_for("rps")]
-            if bound:  # a lower bound: the server's value is above the point
-                ax.plot(
-                    [x for x, _ in bound],
-                    [y for _, y in bound],
-                    linestyle="none",
-                    marker="^",
-                    markersize=10,
-                    markerfacecolor="white",
-                    markeredgecolor=colors[t],
-                )
-            top = max([top] + [a.rps.max for a in cells])
-            for x, y, a in zip(xs, ys, cells):
-                marks = (
-                    ("‡" if a.starved else "")
-                    + ("≥" if a.bound_for("rps") else "")
-                    + ("" if a.ranked else "x")
-                )
-                if marks:
-                    ax.annotate(
-                        marks, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=9
-                    )
-        cs = shape[(protocol, workload)]
-        ax.set_xscale("log")
-        ax.set_xticks(cs)
-        ax.set_xticklabels([str(c) for c in cs])
-        ax.minorticks_off()
-        ax.set_title(protocol_title(model, protocol), fontsize=10)
-        ax.set_xlabel("Concurrency C (connections, log scale)")
-        ax.set_ylabel("Throughput (req/s)")
-        _thousands(ax.yaxis)
-        ax.grid(alpha=0.3)
-    for ax in axes.flat:  # shared y: set once all panels are drawn, or a later panel is cut off
-        ax.set_ylim(0, max(top, 1.0) * 1.08)
-    _finish_panels(
-        fig,
-        handles,
-        f"Throughput vs concurrency ({c_scope(levels)}), {workload}, closed loop, keep-alive, "
-        f"{_median_of(model)}\n"
-        "error bars: min-max of repeats; x = excluded; ‡ = under-driven; open triangle ≥ = a "
-        "lower bound (the generator was the limit)",
-    )
-    return fig
-
-
-def capacity_latency(model: Model, colors: dict[str, str]):
-    """The capacity searches' steps: one panel per protocol, one line per server in its colour -
-    corrected p99 against the rate each step achieved (many points, where the open loop has
-    two), the p99 objective as a dashed line and each server's capacity as a filled marker."""
-    series = capacity.chart_series(model)
-    if not series:
-        return None
-    objectives = capacity.objectives_of(model)
-    limit = capacity.latency_limit_ms(objectives)
-    found = model.capacities()
-    fig, axes = _panels(len(series), 6.5, 4.2)
-    handles: dict = {}
-    for ax, (protocol, per_server) in zip(axes.flat, series.items()):
-        for t in model.targets:
-            if t not in per_server:
-                continue
-            xs, ys = zip(*per_server[t])
-            handles.setdefault(t, _line(ax, list(xs), list(ys), colors[t], t))
-            cap = found[(t, protocol)].capacity
-            if cap is not None:
-                ax.axvline(cap.median, color=colors[t], linewidth=0.8, linestyle=":")
-        if limit is not None:
-            ax.axhline(limit, color="#555", linestyle="--", linewidth=1)
-        _plain_log_axis(ax)
-        _thousands(ax.xaxis)
-        ax.set_xlim(left=0)
-        ax.set_title(protocol_title(model, protocol), fontsize=10)
-        ax.set_xlabel("Achieved rate of the step (req/s)")
-        ax.set_ylabel("p99 latency, corrected (ms, log scale)")
-        ax.grid(alpha=0.3, which="both")
-    cell = next(iter(found.values()))
-    _finish_panels(
-        fig,
-        handles,
-        f"Capacity search under {' and '.join(objectives)}: every step's corrected p99 vs its "
-        f"achieved rate, {cell.workload}, C = {cell.connections} and up\n(dashed: the objective; "
-        "dotted: each server's capacity, the highest rate that met every objective)",
-    )
-    return fig
-
-
-def latency_vs_throughput(model: Model, colors: dict[str, str]):
-    """Open loop: one panel per protocol (and workload, should several have run open), one line
-    per server in its colour: corrected p99 (log axis) against achieved req/s, each point
-    labelled with its offered rate as a percent of the server's capacity."""
-    measured = [
-        a for a in model.cells(mode="open") if a.status == "ok" and a.rps and a.p99_ms is not None
-    ]
-    shown = [
-        (p, w)
-        for p in model.protocols
-        for w in model.workloads
-        if any(a.protocol == p and a.workload == w for a in measured)
-    ]
-    if not shown:
-        return None
-    workloads = list(dict.fromkeys(w for _, w in shown))
-    fig, axes = _panels(len(shown), 6.5, 4.2)
-    handles: dict = {}
-    for ax, (protocol, workload) in zip(axes.flat, shown):
-        for t in model.targets:
-            cells = sorted(
-                (
-                    a
-                    for a in measured
-                    if (a.target, a.protocol, a.workload) == (t, protocol, workload)
-                ),
-                key=lambda a: a.load,
-            )
-            if not cells:
-                continue
-            xs, ys = [a.rps.median for a in cells], [a.p99_ms.median for a in cells]
-            handles.setdefault(t, _line(ax, xs, ys, colors[t], t))
-            for x, y, a in zip(xs, ys, cells):
-                ax.annotate(
-                    f"{a.load_pct}%" + ("" if a.ranked else " x"),
-                    (x, y),
-                    textcoords="offset points",
-                    xytext=(4, 4),
-                    fontsize=7,
-                    color=colors[t],
-                )
-        _plain_log_axis(ax)
-        _thousands(ax.xaxis)
-        ax.set_xlim(left=0)
-        ax.set_title(
-            protocol_title(model, protocol) + (f", {workload}" if len(workloads) > 1 else ""),
-            fontsize=10,
-        )
-        ax.set_xlabel("Achieved throughput (req/s)")
-        ax.set_ylabel("p99 latency, corrected (ms, log scale)")
-        ax.grid(alpha=0.3, which="both")
-    _finish_panels(
-        fig,
-        handles,
-        f"Open loop, {', '.join(workloads)}: corrected p99 latency vs achieved throughput, "
-        f"{_median_of(model)}\n(latency from each request's intended send time: coordinated "
-        "omission corrected)\npoint labels: offered rate as % of the server's closed-loop "
-        "capacity; x = excluded",
-    )
-    return fig

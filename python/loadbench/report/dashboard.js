@@ -75,37 +75,60 @@
     $("empty-" + id).textContent = why;
   }
 
-  // one bar per server in its colour; a bound hatched and written "≥ N"; a gap says why
-  // (logScale: a log axis when the values are two orders of magnitude apart - for costs, where
-  // the small bars are the interesting ones; req/s stays linear, heights compare as ratios)
-  function serverBars(id, title, ytitle, servers, valueOf, digits, logScale) {
-    const values = servers.map(valueOf);
-    if (values.every((v) => v.value === null || v.value === undefined)) return false;
+  // one bar per server in its colour, a row each, best first (lowerIsBetter: the cheapest first);
+  // a bound hatched, written "≥ N" and dashed out to its CPU ceiling; whiskers: the repeats'
+  // min-max; a log axis when the values span more than 30x (else the small bars vanish); a
+  // server with no value for a plain "n/a" (not installed, or not serving this) gets no row
+  const has = (v) => v !== null && v !== undefined;
+  function serverBars(id, title, xtitle, servers, valueOf, digits, lowerIsBetter) {
+    const rows = servers.map((s) => Object.assign({ s: s }, valueOf(s)))
+      .filter((r) => has(r.value) || (r.gap && r.gap !== "n/a"));
+    if (!rows.some((r) => has(r.value))) return false;
+    rows.sort((a, b) => (has(b.value) - has(a.value)) || (lowerIsBetter ? a.value - b.value : b.value - a.value));
+    const shown = rows.filter((r) => has(r.value));
+    const ends = [].concat(...shown.map((r) => [r.value, r.lo, r.hi, r.ceiling].filter((v) => has(v) && v > 0)));
+    const log = ends.length > 1 && Math.max.apply(null, ends) / Math.min.apply(null, ends) > 30;
     const trace = {
       type: "bar",
-      x: servers,
-      y: values.map((v) => v.value),
+      orientation: "h",
+      y: rows.map((r) => r.s),
+      x: rows.map((r) => (has(r.value) ? r.value : null)),
       marker: {
-        color: servers.map((s) => D.colors[s]),
-        pattern: { shape: values.map((v) => (v.bound ? "/" : "")), fgcolor: "#fff" },
-        line: { color: servers.map((s) => D.colors[s]), width: 1.5 },
+        color: rows.map((r) => D.colors[r.s]),
+        pattern: { shape: rows.map((r) => (r.bound ? "/" : "")), fgcolor: "#fff" },
+        line: { color: rows.map((r) => D.colors[r.s]), width: 1.5 },
       },
-      text: values.map((v) => (v.value === null || v.value === undefined ? "" : boundPrefix(v.bound) + fmt(v.value, digits))),
+      error_x: {
+        type: "data", symmetric: false, color: "#333", thickness: 1, width: 3,
+        array: rows.map((r) => (has(r.hi) && has(r.value) ? Math.max(0, r.hi - r.value) : 0)),
+        arrayminus: rows.map((r) => (has(r.lo) && has(r.value) ? Math.max(0, r.value - r.lo) : 0)),
+      },
+      text: rows.map((r) => (has(r.value) ? boundPrefix(r.bound) + fmt(r.value, digits) : "")),
       textposition: "outside",
       cliponaxis: false,
-      hovertext: values.map((v, i) => servers[i] + (v.hover ? "<br>" + v.hover : "")),
+      hovertext: rows.map((r) => r.s + (r.hover ? "<br>" + r.hover : "") + (has(r.lo) && r.hi > r.lo ? "<br>repeats " + fmt(r.lo, digits) + " - " + fmt(r.hi, digits) : "")),
       hovertemplate: "%{hovertext}<br>%{text}<extra></extra>",
       showlegend: false,
     };
-    const annotations = values.map((v, i) => (v.value === null || v.value === undefined
-      ? { x: servers[i], y: 0.02, yref: "paper", text: v.gap || "n/a", showarrow: false, yanchor: "bottom", textangle: -90, font: { size: 11, color: "#777" } }
-      : null)).filter(Boolean);
-    // values two orders of magnitude apart: a log axis, or the small bars vanish
-    const present = values.map((v) => v.value).filter((v) => v > 0);
-    const log = logScale && present.length > 1 && Math.max.apply(null, present) / Math.min.apply(null, present) > 30;
-    const lay = layout(title + (log ? (title.includes(" | ") ? "; " : " | ") + "log scale" : ""), ytitle, { annotations: annotations });
-    if (log) lay.yaxis = Object.assign(lay.yaxis, { type: "log", rangemode: "normal", dtick: 1 });
-    show(id, [trace], lay);
+    // a bound's reach: dashed from the figure to the server's CPU ceiling
+    const reach = shown.filter((r) => has(r.ceiling)).map((r) => ({
+      type: "scatter", mode: "lines+markers", x: [r.value, r.ceiling], y: [r.s, r.s], showlegend: false,
+      line: { color: "#333", dash: "dash", width: 1 }, marker: { symbol: "line-ns-open", size: [0, 12], color: "#333" },
+      hovertemplate: r.s + ": at most " + fmt(r.ceiling, digits) + " by CPU<extra></extra>",
+    }));
+    const annotations = rows.filter((r) => !has(r.value)).map((r) => ({
+      x: 0.01, xref: "paper", y: r.s, text: r.gap, showarrow: false, xanchor: "left", font: { size: 11, color: "#777" },
+    }));
+    const notes = ["whiskers: min-max of the repeats"].concat(shown.some((r) => r.bound) ? ["hatched ≥: a bound, dashed to its CPU ceiling"] : [])
+      .concat(log ? ["log scale"] : []);
+    const lay = layout(title + (title.includes(" | ") ? "; " : " | ") + notes.join("; "), "", {
+      annotations: annotations,
+      height: 110 + 24 * rows.length,
+      margin: { l: 140, r: 60, t: 70, b: 50 },
+      xaxis: Object.assign({ title: { text: xtitle }, gridcolor: "#eee", type: log ? "log" : "linear", rangemode: log ? "normal" : "tozero", automargin: true }, log ? { dtick: 1 } : {}),
+      yaxis: { autorange: "reversed", type: "category", automargin: true },
+    });
+    show(id, [trace].concat(reach), lay);
     return true;
   }
 
@@ -130,14 +153,15 @@
   }
 
   // -- the charts ------------------------------------------------------------------------------
-  function headline() {
-    const peak = {}, cpu = {};
-    D.servers.forEach((s, i) => { peak[s] = D.headline.peak[i]; cpu[s] = D.headline.cpu[i]; });
+  // the first screen: each server's peak over the picked protocol (like with like) and its best
+  // CPU per request there
+  function headline(f) {
     const none = "No server has a cell ranked for this (each is left out: contended, erroring or failed; see the report below).";
-    if (!serverBars("peak", "Peak req/s per server | best closed-loop cell of each; hatched ≥ = a lower bound (the generator was the limit)", "req/s",
-      D.servers, (s) => ({ value: peak[s].value, bound: peak[s].bound, gap: peak[s].gap, hover: peak[s].where }), 0)) empty("peak", none);
-    if (!serverBars("cpu_best", "Server CPU per request | best cell of each; lower is better", "CPU us/req",
-      D.servers, (s) => ({ value: cpu[s].value, gap: cpu[s].gap }), 2, true)) empty("cpu_best", none);
+    const peak = D.headline.peak[f.p] || {}, cpu = D.headline.cpu[f.p] || {};
+    if (!serverBars("peak", "Peak req/s per server, " + protocolName(f.p) + " | best closed-loop cell of each", "req/s",
+      f.servers, (s) => peak[s] || { value: null, gap: "n/a" }, 0)) empty("peak", none);
+    if (!serverBars("cpu_best", "Server CPU per request, " + protocolName(f.p) + " | best cell of each; lower is better", "CPU us/req",
+      f.servers, (s) => cpu[s] || { value: null, gap: "n/a" }, 2, true)) empty("cpu_best", none);
   }
 
   function throughput(f) {
@@ -166,7 +190,7 @@
       f.servers, (s) => {
         const x = cell(s, f.p, f.w, "closed", c);
         return x && x.rps && x.ranked.rps
-          ? { value: x.rps[0], bound: x.bound, hover: "min-max " + fmt(x.rps[1], 0) + " - " + fmt(x.rps[2], 0) + (x.marks ? " " + x.marks : "") }
+          ? { value: x.rps[0], bound: x.bound, lo: x.rps[1], hi: x.rps[2], ceiling: x.ceiling, hover: x.marks }
           : { value: null, gap: gap(x, "rps") };
       }, 0);
     if (!ok) empty("throughput", "No closed-loop cell of " + what + " for these servers.");
@@ -187,13 +211,13 @@
     show("latency_spectrum", traces, spectrumLayout("Latency percentiles: " + what + " | the repeats' histograms added; dotted = not ranked"));
   }
 
-  function perServerCell(id, title, ytitle, metric, value, digits, f, logScale) {
+  function perServerCell(id, title, ytitle, metric, value, digits, f, lowerIsBetter) {
     const what = protocolName(f.p) + ", " + f.w + ", C = " + f.c;
     const ok = serverBars(id, title + ": " + what, ytitle, f.servers, (s) => {
       const c = cell(s, f.p, f.w, "closed", f.c);
       const v = c && c.status === "ok" ? value(c) : null;
       return v !== null && v !== undefined && (!metric || c.ranked[metric]) ? { value: v, hover: c.marks } : { value: null, gap: gap(c, metric || "rps") };
-    }, digits, logScale);
+    }, digits, lowerIsBetter);
     if (!ok) empty(id, "No measured cell of " + what + " for these servers.");
   }
 
@@ -274,11 +298,12 @@
 
   function draw() {
     const f = slice();
+    headline(f);
     throughput(f);
     latencySpectrum(f);
     perServerCell("cpu", "Server CPU per request", "CPU us/req", "cpu_us", (c) => c.cpu, 2, f, true);
-    if ($("plot-allocs")) perServerCell("allocs", "Heap allocations per request (libc malloc calls)", "allocs/req", "allocs_per_req", (c) => c.allocs, 2, f);
-    perServerCell("rss", "Server peak RSS", "MiB", null, (c) => c.rss, 1, f);
+    if ($("plot-allocs")) perServerCell("allocs", "Heap allocations per request (libc malloc calls)", "allocs/req", "allocs_per_req", (c) => c.allocs, 2, f, true);
+    perServerCell("rss", "Server peak RSS", "MiB", null, (c) => c.rss, 1, f, true);
     openLoop(f);
     connectionSetup(f);
     timelines(f);
@@ -287,7 +312,6 @@
 
   const FIGURES = JSON.parse(document.getElementById("figures").textContent);
   Object.keys(FIGURES).forEach((id) => Plotly.newPlot("plot-" + id, FIGURES[id].data, FIGURES[id].layout, CONFIG));
-  headline();
   document.querySelectorAll("#controls select, #controls input").forEach((el) => el.addEventListener("change", draw));
   draw();
 })();

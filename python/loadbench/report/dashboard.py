@@ -118,6 +118,8 @@ def _cell(a: Aggregate, records: list[dict]) -> dict[str, Any]:
             m: a.ranked_for(m) for m in ("rps", "p99_ms", "cpu_us", "conn_per_s", "allocs_per_req")
         },
         "bound": a.bound_for("rps"),
+        # a bound's reach: the server's CPU ceiling (None when measured or unknown)
+        "ceiling": a.figure("rps").ceiling if a.rps else None,
         "why": {m: a.exclusions(m) for m in ("rps", "p99_ms", "cpu_us", "allocs_per_req")},
         "rps": [a.rps.median, a.rps.min, a.rps.max] if a.rps else None,
         "p50": _median(a.p50_ms),
@@ -159,8 +161,8 @@ def dashboard_data(m: Model) -> dict[str, Any]:
         if (r.get("result") or {}).get("timeline")
     ]
     return {
-        "servers": m.targets,
-        "colors": server_colors(m.targets),
+        "servers": m.listed,
+        "colors": server_colors(m.listed),
         "protocols": m.protocols,
         "workloads": [w for w in m.workloads if any(c["w"] == w for c in cells)],
         "concurrencies": sorted({c["load"] for c in closed}),
@@ -173,20 +175,134 @@ def dashboard_data(m: Model) -> dict[str, Any]:
         "timeline_intervals": max(windows, default=0),
         "min_timeline_points": MIN_TIMELINE_POINTS,
         "steps_per_decade": SPECTRUM_STEPS_PER_DECADE,
+        # the first screen's charts, per protocol (like with like): {protocol: {server: bar}}
         "headline": {
-            "peak": [_headline(m.peak(t), m.peak_cell(t), m.gap(m.cells(t))) for t in m.targets],
-            "cpu": [_headline(m.best_cpu(t), None, m.gap(m.cells(t), "cpu_us")) for t in m.targets],
+            "peak": {
+                p: {
+                    t: _headline(m.peak(t, p), m.peak_cell(t, p), m.gap(m.cells(t, p)))
+                    for t in m.listed
+                }
+                for p in m.protocols
+            },
+            "cpu": {
+                p: {
+                    t: _headline(m.best_cpu(t, p), None, m.gap(m.cells(t, p), "cpu_us"))
+                    for t in m.listed
+                }
+                for p in m.protocols
+            },
         },
     }
 
 
 def _headline(value, cell: Optional[Aggregate], gap: str) -> dict[str, Any]:
+    """One bar: the figure, its bound and CPU ceiling, the repeats' range, where it was."""
+    spread = getattr(value, "spread", None)
     return {
         "value": None if value is None else float(value),
         "bound": getattr(value, "bound", None),
-        "where": None if cell is None else f"{cell.protocol} {cell.workload} C={cell.load}",
+        "ceiling": getattr(value, "ceiling", None),
+        "lo": spread[0] if spread else None,
+        "hi": spread[1] if spread else None,
+        "hover": None if cell is None else f"{cell.protocol} {cell.workload} C={cell.load}",
         "gap": gap,
     }
+
+
+def capacity_figure(m: Model):
+    """The capacity searches as a plotly figure (report.html): per server its steps sorted by
+    the rate they achieved - the latency curve, never the order they ran in - the objective as
+    a dashed line, and the searched knee: a star at the capacity (the median of the searches,
+    their range as a whisker) or a triangle at a generator-bound lower bound, dashed to the
+    server's CPU ceiling. None without capacity cells."""
+    import plotly.graph_objects as go
+
+    from . import capacity
+
+    series = capacity.chart_series(m)
+    if not series:
+        return None
+    protocol, per_server = next(iter(series.items()))
+    colors = server_colors(m.listed)
+    fig = go.Figure()
+    rates = [x for points in per_server.values() for x, _ in points]
+    for t in m.listed:
+        if t not in per_server:
+            continue
+        xs, ys = zip(*per_server[t])
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines+markers",
+                name=t,
+                legendgroup=t,
+                line={"color": colors[t]},
+                hovertemplate=t + ": %{x:,.0f} req/s, p99 %{y:.2f} ms<extra></extra>",
+            )
+        )
+        figure = m.capacities()[(t, protocol)].figure
+        if figure is None:
+            continue
+        x = float(figure)
+        y = min(per_server[t], key=lambda p: abs(p[0] - x))[1]
+        spread = figure.spread
+        fig.add_trace(
+            go.Scatter(
+                x=[x],
+                y=[y],
+                mode="markers",
+                legendgroup=t,
+                showlegend=False,
+                marker={
+                    "symbol": "star" if figure.bound is None else "triangle-right",
+                    "size": 16,
+                    "color": colors[t],
+                    "line": {"color": "#222", "width": 1},
+                },
+                error_x=(
+                    {
+                        "type": "data",
+                        "symmetric": False,
+                        "array": [spread[1] - x],
+                        "arrayminus": [x - spread[0]],
+                    }
+                    if spread and figure.bound is None
+                    else None
+                ),
+                hovertemplate=t + ": capacity " + figure.prefix + f"{x:,.0f} req/s<extra></extra>",
+            )
+        )
+        if figure.ceiling:
+            fig.add_trace(
+                go.Scatter(
+                    x=[x, figure.ceiling],
+                    y=[y, y],
+                    mode="lines",
+                    legendgroup=t,
+                    showlegend=False,
+                    line={"color": colors[t], "dash": "dash"},
+                    hovertemplate=t
+                    + f": at most {figure.ceiling:,.0f} req/s by CPU<extra></extra>",
+                )
+            )
+    limit = capacity.latency_limit_ms(capacity.objectives_of(m))
+    if limit is not None:
+        fig.add_hline(y=limit, line_dash="dash", line_color="#555")
+    log_x = bool(rates) and max(rates) / max(min(rates), 1e-9) > 30
+    fig.update_xaxes(title="achieved rate of the step (req/s)", type="log" if log_x else "linear")
+    fig.update_yaxes(title="p99, corrected (ms)", type="log")
+    fig.update_layout(
+        title=(
+            f"Capacity under {' and '.join(capacity.objectives_of(m))}, {protocol}: each step's "
+            "p99 by rate<br><span style='font-size:11px;color:#666'>star: the capacity (median, "
+            "min-max of the searches); triangle: a lower bound, dashed to the CPU ceiling</span>"
+        ),
+        template="plotly_white",
+        height=520,
+        margin={"l": 70, "r": 20, "t": 60, "b": 60},
+    )
+    return fig
 
 
 def comparison_figure(frame, title: str = "Change new vs base"):

@@ -20,7 +20,8 @@ from ..sweep.targets import PROTOCOL_TITLES
 from .allocations import section as allocations_section
 from .capacity import section as capacity_section
 from .charts import write_charts
-from .executive_summary import Point, executive_summary, markdown_lines
+from .executive_summary import Point, executive_summary, markdown_lines, paragraph_lines
+from .findings import findings
 from .markdown import LEGEND
 from .memory import section as memory_section
 from .model import Model
@@ -55,12 +56,15 @@ HEADLINE_CHARTS = ("throughput_peak.png", "protocol_peak.png")
 def baseline_of(model: Model, baseline: Optional[str] = None) -> str:
     """The server ratios compare with: ``baseline``, else the sweep's setting, else the first
     target (the default sweep's is the embedded server)."""
-    if not model.targets:
+    if not model.listed:
         raise ConfigError("the results hold no cells")
-    base = baseline or model.settings.get("baseline") or model.targets[0]
-    if base not in model.targets:
+    setting = model.settings.get("baseline")
+    # a configured baseline that was not measured (not installed here) falls back to the first
+    # server that was; one asked for by name must be measured
+    base = baseline or (setting if setting in model.listed else model.listed[0])
+    if base not in model.listed:
         raise ConfigError(
-            f"baseline {base!r} is not a server of this sweep ({', '.join(model.targets)})"
+            f"baseline {base!r} is not a measured server of this sweep ({', '.join(model.listed)})"
         )
     return base
 
@@ -69,6 +73,12 @@ def summary_points(source, baseline: Optional[str] = None) -> list[Point]:
     """The executive summary of a results folder or :class:`Model` (see executive_summary.py)."""
     model = source if isinstance(source, Model) else load_model(source)
     return executive_summary(model, baseline_of(model, baseline))
+
+
+def finding_points(source, baseline: Optional[str] = None) -> list[Point]:
+    """The findings under the summary (see findings.py)."""
+    model = source if isinstance(source, Model) else load_model(source)
+    return findings(model, baseline_of(model, baseline))
 
 
 def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] = None) -> str:
@@ -80,7 +90,7 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
     machine and the seed-shaped tables; the per-cell tables are the appendix."""
     model = source if isinstance(source, Model) else load_model(source)
     settings, environment, rows, aggs = model.settings, model.environment, model.rows, model.aggs
-    targets = model.targets
+    targets = model.listed
     name = model.directory.resolve().name if model.directory else "results"
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     base = baseline_of(model, baseline)
@@ -89,12 +99,13 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
     parts = [f"# loadbench sweep report: {name}", ""]
     # the hold cells' records too: their servers and start times belong to the run
     parts += intro(generated, environment, rows + model.hold_records)
-    parts += ["## Executive summary", ""] + markdown_lines(executive_summary(model, base)) + [""]
+    parts += ["## Executive summary", ""] + paragraph_lines(executive_summary(model, base))
     parts += [_image(c) for c in headline]
     parts += [
-        "The marks in the tables (≥ and § for a lower bound, ⚑ contended, ✗ errors, ‡ under-driven) "
-        "are explained in [How to read the tables](#how-to-read-the-tables); every cell of the sweep "
-        "is in the [appendix](#appendix-every-cell).",
+        "The details are under [Findings](#findings); the marks in the tables (≥ and § for a lower "
+        "bound, ⚑ contended, ↗ not steady, ✗ errors, ‡ under-driven) are explained in [How to read "
+        "the tables](#how-to-read-the-tables); every cell of the sweep is in the "
+        "[appendix](#appendix-every-cell).",
         "",
         "## Servers",
         "",
@@ -117,9 +128,12 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
         "",
         excluded_text(model),
         "",
+        "## Findings",
+        "",
     ]
+    parts += markdown_lines(findings(model, base)) + [""]
     streams = {r["protocol"]: r.get("streams") or 1 for r in rows if r.get("status") == "ok"}
-    parts += sections(model, streams)
+    parts += sections(model, streams, base)
     if any(k[3] == "connect" for k in aggs):
         parts += [
             "## Connection setup",
@@ -166,7 +180,7 @@ def _appendix(model: Model, streams: dict[str, int]) -> list[str]:
     """How to read the tables, then every cell: a table per protocol and workload with every
     row the model has (req/s, percentiles, CPU, in-flight, errors), and the workloads side by
     side per protocol and concurrency."""
-    aggs, targets, workloads = model.aggs, model.targets, model.workloads
+    aggs, targets, workloads = model.aggs, model.listed, model.workloads
     parts = ["## How to read the tables", ""] + reading_notes()
     share = model.settings.get("contended_share") or analysis.CONTENDED_SHARE
     parts += [LEGEND.replace("{contended}", f"{100 * share:g}"), ""]

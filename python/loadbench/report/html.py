@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Optional, Union
 
 from .comparison import compare
-from .dashboard import comparison_figure, dashboard_data
+from .dashboard import capacity_figure, comparison_figure, dashboard_data
 from .document import baseline_of, render
-from .executive_summary import by_heading, executive_summary
+from .executive_summary import executive_summary
 from .model import Model
 from .model import load as load_model
 from .regression import HEADER, LEGEND, evaluate, rows_text
@@ -46,8 +46,7 @@ th { background: #f6f6f6; } td:first-child, th:first-child, td:nth-child(2) { te
 tr.worse td { background: #fdecea; } tr.better td { background: #eafaf1; }
 .chart { margin: 8px 0 20px; min-width: 0; } .note { color: #555; font-size: 13px; }
 .first { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 24px; align-items: start; }
-.first h2 { margin-top: 8px; } ul.summary { font-size: 13.5px; padding-left: 18px; margin: 0; }
-ul.summary ul { padding-left: 18px; } ul.summary li { margin: 2px 0; }
+.first h2 { margin-top: 8px; } p.summary { font-size: 13.5px; margin: 0 0 8px; }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(620px, 1fr)); gap: 12px; }
 .controls { position: sticky; top: 0; z-index: 10; background: #fff; border-bottom: 1px solid #ddd;
             padding: 8px 0; display: flex; flex-wrap: wrap; gap: 14px; align-items: center; font-size: 14px; }
@@ -217,14 +216,13 @@ def _controls(data: dict) -> str:
 
 
 def _summary_html(points) -> str:
-    """The executive summary's headings and sentences as nested lists."""
-    items = "".join(
-        f"<li><strong>{html.escape(heading)}:</strong><ul>"
-        + "".join(f"<li>{html.escape(p.text)}</li>" for p in group)
-        + "</ul></li>"
-        for heading, group in by_heading(points)
+    """The executive summary's paragraphs, each with its heading in bold, as in report.md."""
+    return "".join(
+        '<p class="summary">'
+        + (f"<strong>{html.escape(p.heading)}:</strong> " if p.heading else "")
+        + f"{html.escape(p.text)}</p>"
+        for p in points
     )
-    return f'<ul class="summary">{items}</ul>'
 
 
 def render_html(
@@ -242,6 +240,9 @@ def render_html(
     base = baseline_of(m, baseline)
     data = dashboard_data(m) if m.aggs else None
     figures: dict = {}
+    capacity = capacity_figure(m) if m.capacities() else None
+    if capacity is not None:
+        figures["capacity"] = json.loads(capacity.to_json())
     comparison = ""
     if compare_with is not None:
         frame = compare(compare_with, m)
@@ -298,8 +299,9 @@ def render_html(
         '<section id="explore"><h2>Explore one slice at a time</h2>'
         f"{_controls(data)}"
         f'<div class="grid">{"".join(_chart(c) for c in slice_charts)}</div>{timeline_note}'
-        '<h3>The cells of this slice</h3><p id="cells-caption" class="note"></p><div id="cells-table"></div>'
-        "</section>"
+        + (_chart("capacity") if "capacity" in figures else "")
+        + '<h3>The cells of this slice</h3><p id="cells-caption" class="note"></p>'
+        '<div id="cells-table"></div></section>'
         if data is not None
         else ""
     )

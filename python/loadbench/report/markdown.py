@@ -16,10 +16,13 @@ GENERATOR_BOUND = "§"
 PARTIAL = "†"
 DIRTY = "✗"
 CONTENDED = "⚑"
+POOL_BOUND = "¶"
+NOT_STEADY = "↗"
 
 LEGEND = (
     f"(Best server per column in bold, per metric: highest req/s, lowest latency and CPU us/req, "
-    f"among ranked cells only, and only where it is certainly best. {DIRTY} = more than "
+    f"among ranked cells only, and only where it is certainly best - beyond any bound and the "
+    f"repeats' min-max. {DIRTY} = more than "
     f"{100 * analysis.DIRTY_SHARE:g} % of the cell's outcomes "
     f"were non-2xx answers or errors (the non-2xx + errors row; codes in the note under the table): "
     f"never bold, never ranked. {CONTENDED} = contended: other processes used more than "
@@ -33,7 +36,14 @@ LEGEND = (
     f'own is at least that: a lower bound, written "≥ N", ranked as one (bold only when even the bound '
     f"beats every other server's value). Its latency percentiles are the generator's, never bold; its CPU "
     f"us/req and peak memory are the server's own at the load it got, ranked as measured. "
-    f"{PARTIAL} = some repeats failed, the value is the median of the others. "
+    f"Who limited a cell is decided from both sides' CPU: a server that kept at least 90 % of "
+    f"its cores busy is the limit whatever the generator did, so such a cell is the server's "
+    f'figure (no {GENERATOR_BOUND}); a bound carries the server\'s CPU ceiling, "(≤ N by CPU)", '
+    f"cores / CPU per response. {POOL_BOUND} = pool-bound (open loop): sends waited for a free "
+    f"connection while the server had CPU to spare, so the latency is the pool's queue, never "
+    f"ranked. {NOT_STEADY} = not steady: the repeats only climbed, each above the one before and "
+    f"the last at least {analysis.NOT_STEADY_CLIMB:g}x the first (a JIT or a cache still warming): "
+    f"never bold, never ranked. {PARTIAL} = some repeats failed, the value is the median of the others. "
     f"FAIL = the server died or never became ready for that cell; n/a = not run (peer not "
     f"installed, or the peer does not serve that protocol/workload).)"
 )
@@ -46,8 +56,24 @@ def prefix(value: Optional[float]) -> str:
 
 
 def fmt_number(value: Optional[float], digits: int = 0, missing: str = "n/a") -> str:
-    """39 999 / 1 234.57 - thousands separated by a space, ``digits`` decimals; ``missing`` for None."""
-    return missing if value is None else prefix(value) + f"{value:,.{digits}f}".replace(",", " ")
+    """39 999 / 1 234.57 - thousands separated by a space, ``digits`` decimals; ``missing`` for
+    None. A lower bound the server's CPU ceiling closes says so: '≥ 101 202 (≤ 119 012 by CPU)'."""
+    if value is None:
+        return missing
+    text = prefix(value) + f"{value:,.{digits}f}".replace(",", " ")
+    ceiling = getattr(value, "ceiling", None)
+    if ceiling is not None:
+        text += f" (≤ {ceiling:,.{digits}f} by CPU)".replace(",", " ")
+    return text
+
+
+def fmt_noise(value: Optional[float]) -> str:
+    """'±13 %': half the repeats' range as a share of the figure (benchstat's ±); '' for one
+    run or none."""
+    share = analysis.noise_share(value) if value is not None else 0.0
+    if not share:
+        return ""
+    return f"±{100 * share:.0f} %" if share >= 0.01 else f"±{100 * share:.1f} %"
 
 
 def fmt_int(value: Optional[float]) -> str:
@@ -83,12 +109,23 @@ def _fmt_quotient(value: Optional[float], fmt: Callable[[float], str]) -> str:
     return prefix(value) + fmt(value)
 
 
-def fmt_average(value: Optional[float], fmt: Callable[[Optional[float]], str]) -> str:
-    """An average with how many of its cells were bounds: '≥ 150 003 (5 of 9 §)'."""
+def fmt_average(
+    value: Optional[float], fmt: Callable[[Optional[float]], str], of: Optional[int] = None
+) -> str:
+    """An average with how many of its cells were bounds and, when it covers fewer than the
+    ``of`` cells its scope has, how many it covers: '≥ 150 003 (5 of 9 §)', '84 210 (2 of 3
+    cells)'."""
     text = fmt(value)
+    notes = []
+    ceiling = text.rfind(" (≤ ")
+    if text.endswith(" by CPU)") and ceiling > 0:  # one pair of brackets for every note
+        text, notes = text[:ceiling], [text[ceiling + 2 : -1]]
     if text and getattr(value, "bounded", 0):
-        text += f" ({value.bounded} of {value.cells} {GENERATOR_BOUND})"
-    return text
+        notes.append(f"{value.bounded} of {value.cells} {GENERATOR_BOUND}")
+    cells = getattr(value, "cells", None)
+    if text and of and cells and cells < of:
+        notes.append(f"{cells} of {of} cells")
+    return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
@@ -137,9 +174,12 @@ class _Metric:
         higher_is_better: Optional[bool],
         latency: bool,
         rank: str = "rps",
+        attr: Optional[str] = None,
     ) -> None:
         self.label, self.get, self.fmt = label, get, fmt
         self.higher_is_better, self.latency, self.rank = higher_is_better, latency, rank
+        # the Aggregate attribute whose Figure (bound, ceiling, the repeats' range) the row shows
+        self.attr = attr
 
 
 def _median(spread: Optional[analysis.Spread]) -> Optional[float]:
@@ -156,10 +196,10 @@ def fmt_share(value: Optional[float]) -> str:
 
 BAD = _Metric("non-2xx + errors", lambda a: a.bad_share, fmt_share, None, False)
 METRICS = [
-    _Metric("req/s", lambda a: _median(a.rps), fmt_int, True, False),
-    _Metric("p50 (ms)", lambda a: _median(a.p50_ms), fmt_ms, False, True, "p50_ms"),
-    _Metric("p99 (ms)", lambda a: _median(a.p99_ms), fmt_ms, False, True, "p99_ms"),
-    _Metric("CPU us/req", lambda a: _median(a.cpu_us), fmt_us, False, False, "cpu_us"),
+    _Metric("req/s", lambda a: _median(a.rps), fmt_int, True, False, attr="rps"),
+    _Metric("p50 (ms)", lambda a: _median(a.p50_ms), fmt_ms, False, True, "p50_ms", "p50_ms"),
+    _Metric("p99 (ms)", lambda a: _median(a.p99_ms), fmt_ms, False, True, "p99_ms", "p99_ms"),
+    _Metric("CPU us/req", lambda a: _median(a.cpu_us), fmt_us, False, False, "cpu_us", "cpu_us"),
     _Metric(
         "in-flight",
         lambda a: _median(a.inflight),
@@ -206,7 +246,10 @@ def metrics_of(aggs: Iterable[Aggregate]) -> list[_Metric]:
 
 
 def _cell_value(agg: Aggregate, metric: _Metric) -> Optional[float]:
-    """The cell's value for a row, as a Figure carrying its bound for the rows that rank."""
+    """The cell's value for a row, as a Figure carrying its bound (and, for a row with an
+    ``attr``, the CPU ceiling and the repeats' range) for the rows that rank."""
+    if metric.attr and metric.higher_is_better is not None:
+        return agg.figure(metric.attr)
     value = metric.get(agg)
     bound = agg.bound_for(metric.rank) if metric.higher_is_better is not None else None
     return analysis.Figure(value, bound, 1) if value is not None and bound else value
@@ -231,8 +274,10 @@ def cell_text(agg: Optional[Aggregate], metric: _Metric, bold: bool) -> str:
         text += f" {CONTENDED}"
     if agg.starved and (metric.latency or metric is METRICS[-2]):
         text += f" {STARVED}"
+    if agg.not_steady:
+        text += f" {NOT_STEADY}"
     if agg.bounded_by_generator:
-        text += f" {GENERATOR_BOUND}"
+        text += f" {agg.mark}"
     if agg.failed:
         text += f" {PARTIAL}"
     return text

@@ -62,9 +62,11 @@ def intro(generated: str, environment: dict, rows: list[dict]) -> list[str]:
 
 def servers_measured(settings: dict, rows: list[dict]) -> list[str]:
     """A bullet per measured server with what it is (its peers.toml or sweep description) and
-    the binaries its cells measured (SHA-256: a rebuilt binary mid-sweep shows as two)."""
+    the binaries its cells measured (SHA-256: a rebuilt binary mid-sweep shows as two). A
+    server the sweep named but never measured (not installed) is named once, under Known
+    limits, with why; one that FAILed is listed (its failures are findings)."""
     lines = []
-    seen = {r["target"] for r in rows}
+    seen = {r["target"] for r in rows if r.get("status") != "skipped"}
     for t in settings.get("targets", []):
         if t.get("name") in seen:
             how = t.get("description") or (
@@ -107,14 +109,31 @@ def reading_notes() -> list[str]:
         "move when the generator pushes harder or softer. It rises with the worker count and with an "
         "unpinned generator; the Settings and Environment blocks state both.",
         "",
-        "A generator-bound cell (§) is one where loadbench's own generator, not the server, was the limit - "
-        "common on a small machine, where a non-pipelined HTTP/1.1 request costs the generator about what it "
-        "costs a fast server. Its req/s is then a lower bound on the server's: the server answered at least "
-        'that many, written "≥ N" in every table and hatched in the charts. It enters peaks, averages and '
-        "ranks as a lower bound, and a rank claims only what is certain (a lower bound above another server's "
-        "measured value ranks above it; otherwise the rank is a range). Its CPU us/req and peak memory are "
-        "the server's own at the load it got and rank as measured; its latency percentiles are the "
-        "generator's and are not ranked.",
+        "Who limited a cell is decided from both sides' CPU (one rule, core/limits.py): when the "
+        "server's process tree kept at least 90 % of the cores it was pinned to busy, the server was the "
+        "limit whatever the generator did, and the figure is the server's. A generator-bound cell (§) is "
+        "one where loadbench's own generator, not the server, was the limit (its threads saturated while "
+        "the server had CPU to spare) - common on a small machine, where a non-pipelined HTTP/1.1 request "
+        "costs the generator about what it costs a fast server. Its req/s is then a lower bound on the "
+        'server\'s, written "≥ N" in every table and hatched in the charts, closed from above by the '
+        "server's CPU ceiling - its cores / its CPU time per response, \"(≤ N by CPU)\" - so the server's "
+        "value lies in [measured, ceiling]. It enters peaks, averages and ranks as that interval. Its CPU "
+        "us/req and peak memory are the server's own at the load it got and rank as measured; its latency "
+        "percentiles are the generator's and are not ranked. A pool-bound open-loop cell (¶) is one whose "
+        "sends waited for a free connection while the server had CPU to spare: its latency is the pool's "
+        "queue, not the server's.",
+        "",
+        "Orders and ranks claim only what is certain beyond the repeats' noise: X is above Y when X's lower "
+        "end (its slowest repeat, or its lower bound) exceeds Y's upper end (its fastest repeat, or its CPU "
+        'ceiling). Otherwise the pair is within noise - written "≈" in the summary and "±N %" (half the '
+        "repeats' range over the median) beside a peak - or, where a bound leaves it open, open; a rank is "
+        "then a range naming the servers it is not ordered against.",
+        "",
+        "A cell marked ↗ (not steady) is one whose repeats, in the order they ran, only climbed - each above "
+        f"the one before, the last at least {analysis.NOT_STEADY_CLIMB:g}x the first (e.g. 737 -> 1 019 -> "
+        "3 175 req/s: a JIT still compiling, a cache still filling). Its median is no steady figure, so it is "
+        "shown with its mark and left out of peaks, averages, ranks and bold marks; a longer warm-up "
+        "(the target's `warmup`) measures the steady server.",
         "",
     ]
 
@@ -131,6 +150,7 @@ def transport_text(transport: str) -> str:
 
 def settings_table(settings: dict, rows: list[dict], aggs: dict, held: Sequence[dict] = ()) -> str:
     """``held``: the hold cells' records (memory per idle connection), counted beside the load cells."""
+    measured = {r["target"] for r in rows if r.get("status") != "skipped"}
     repeats, duration, warmup = (
         settings.get("repeats"),
         settings.get("duration"),
@@ -224,7 +244,10 @@ def settings_table(settings: dict, rows: list[dict], aggs: dict, held: Sequence[
             "Worker threads",
             f"{settings.get('workers')} per server, passed as each runtime expects: "
             + "; ".join(
-                _worker_passing(t, settings.get("workers")) for t in settings.get("targets", [])
+                _worker_passing(t, settings.get("workers"))
+                for t in settings.get("targets", [])
+                # the servers measured (a server that was not installed has no workers to pass)
+                if t.get("name") in measured or not measured
             ),
         ),
         (
@@ -443,15 +466,29 @@ def known_limits(
             f"({_cpus(widened[0]['generator_widened_cpus'])}); the first attempts are kept in the raw data."
         )
     bound = sorted(
-        {_cell_name(a) for a in aggs.values() if a.bounded_by_generator and a.status == "ok"}
+        {
+            _cell_name(a)
+            for a in aggs.values()
+            if a.bounded_by_generator and not a.pool_bound and a.status == "ok"
+        }
     )
+    pooled = sorted({_cell_name(a) for a in aggs.values() if a.pool_bound and a.status == "ok"})
+    if pooled:
+        out.append(
+            f"- **Pool-bound open-loop cells ({len(pooled)}, marked ¶):** {', '.join(pooled)}. "
+            "Their sends waited for a free connection while the server had CPU to spare: the "
+            "corrected latency is the pool's queue, not the server's (a larger --max-connections "
+            "would have sent them on time); not ranked for latency."
+        )
     if bound:
         out.append(
             f"- **Generator-bound cells ({len(bound)}, marked §):** {', '.join(bound)}. Their req/s is "
             "loadbench's ceiling on this machine, so the server's own is only known to be at least that "
-            '("≥"): their peaks and ranks are lower bounds, and a faster generator (more generator '
-            "cores) is needed to measure the servers' real limits. Their latency percentiles are not "
-            "ranked; their CPU us/req and peak memory are the server's own and stay ranked."
+            '("≥") and at most its CPU ceiling (cores / CPU per response): their peaks and ranks are '
+            "that interval, and a faster generator (more generator cores) is needed to measure the "
+            "servers' real limits. Their latency percentiles are not ranked; their CPU us/req and peak "
+            "memory are the server's own and stay ranked. (A cell whose server kept 90 % of its cores "
+            "busy is the server's figure even when the generator was saturated too.)"
         )
     starved = sorted(f"{_cell_name(a)} ({a.starved_cause})" for a in aggs.values() if a.starved)
     if starved:

@@ -1,6 +1,6 @@
 """The charts of seed report 001's sections (seed_sections.py): protocol comparison (peak and
 average), workload breakdown per protocol (peak and average), mean latency by protocol and the
-variant speedup. Panels of grouped bars (bars.panel_figure), one bar per server in its colour;
+variant speedup. Panels of sorted horizontal bars (bars.panel_figure), one per server in its colour;
 every value is a :class:`loadbench.report.model.Model` method.
 
 Also the words every chart's title uses for what it fixes: the concurrencies the sweep measured
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .bars import panel_figure
+from ..core import analysis
+from .bars import HPanel, hbar_figure, panel_figure, sort_panel
 from .model import HTTP2_PROTOCOLS, PROTOCOL_FAMILIES, Model
 
 NAMES = {
@@ -57,10 +58,17 @@ def protocol_title(model: Model, protocol: str) -> str:
 def _series(model: Model, value, protocol_of) -> tuple[dict, dict]:
     """{server: [value per group]}, {server: [gap per group]} for the groups protocol_of lists."""
     series, missing = {}, {}
-    for t in model.targets:
+    for t in model.listed:
         series[t] = [value(t, g) for g in protocol_of]
         missing[t] = [model.gap(model.cells(t, p)) for p in protocol_of]
     return series, missing
+
+
+def _pair_gap(model: Model, get, target: str, h1: str, h2: str) -> str:
+    """Why a server has no ratio: the gap of whichever protocol lacks its figure ("n/a" - no
+    slot - when it does not serve that protocol at all)."""
+    missing = h1 if get(target, h1) is None else h2
+    return model.gap(model.cells(target, missing))
 
 
 def protocol_figures(
@@ -73,31 +81,43 @@ def protocol_figures(
     same bars again, labelled as a peak and an average of one cell, so it is left out."""
     scope = c_scope(sorted({c for cs in concurrencies(model).values() for c in cs}))
     h2 = [p for p in HTTP2_PROTOCOLS if p in model.protocols]
-    pairs = [(label, [p for p in (a, b) if p in model.protocols]) for label, a, b in model.pairs()]
+    pairs = [
+        (label, h1, h2p) for label, h1, h2p in model.pairs() if {h1, h2p} <= set(model.protocols)
+    ]
     if h2 and pairs:
+        servers = model.listed
         for kind, get, what in (
-            ("peak", model.peak, "best ranked cell"),
-            ("average", model.average, "mean over the ranked cells all servers share"),
+            ("peak", model.peak, "best ranked cell of each protocol"),
+            ("average", model.average, "mean over the server's ranked cells of each protocol"),
         ):
-            panels = []
-            for label, ps in pairs:
-                series, missing = _series(model, get, ps)
-                panels.append(
-                    (
-                        label.capitalize() if label == "cleartext" else label,
-                        [NAMES[p] for p in ps],
-                        series,
-                        missing,
+            # the HTTP/2 figure over the HTTP/1.1 one, per server: what the protocol is worth to
+            # it (the peaks themselves are throughput_peak.png's panels)
+            panels = [
+                sort_panel(
+                    HPanel(
+                        f"{'Cleartext' if label == 'cleartext' else label}: {h2p} ÷ {h1}",
+                        servers,
+                        {
+                            "ratio": [
+                                analysis.figure_ratio(get(t, h2p), get(t, h1)) for t in servers
+                            ]
+                        },
+                        [_pair_gap(model, get, t, h1, h2p) for t in servers],
+                        [colors[t] for t in servers],
                     )
                 )
+                for label, h1, h2p in pairs
+            ]
             yield (
                 f"protocol_{kind}.png",
-                panel_figure(
-                    f"Protocol comparison: {kind} throughput, HTTP/1.1 vs HTTP/2, closed loop "
-                    f"({what}, every workload, {scope})",
-                    f"{kind.capitalize()} throughput (req/s)",
+                hbar_figure(
+                    f"Protocol comparison: HTTP/2 {kind} throughput over HTTP/1.1's, per server "
+                    f"(the same connections; {what}, every workload, {scope}; right of 1: HTTP/2 "
+                    "is faster)",
+                    f"HTTP/2 ÷ HTTP/1.1 {kind} req/s",
                     panels,
-                    colors,
+                    fmt=lambda v: f"{getattr(v, 'prefix', '')}{float(v):.2f}x",
+                    reference=1.0,
                 ),
             )
     # HTTP/3 beside the TCP protocols it is measured against (HTTP/1.1 and HTTP/2 over TLS)
@@ -105,7 +125,7 @@ def protocol_figures(
     if "h3" in h3 and len(h3) > 1:
         for kind, get, what in (
             ("peak", model.peak, "best ranked cell"),
-            ("average", model.average, "mean over the ranked cells all servers share"),
+            ("average", model.average, "mean over each server's ranked cells"),
         ):
             series, missing = _series(model, get, h3)
             yield (
@@ -122,12 +142,12 @@ def protocol_figures(
     if len(workloads) > 1 and len(model.protocols) > 1 and not per_cell_chart:
         for kind, what in (
             ("peak", "best ranked cell"),
-            ("average", "mean over the ranked cells all servers share"),
+            ("average", "mean over each server's ranked cells"),
         ):
             panels = []
             for p in model.protocols:
                 series, missing = {}, {}
-                for t in model.targets:
+                for t in model.listed:
                     series[t] = [
                         model.peak(t, p, w) if kind == "peak" else model.average(t, p, workload=w)
                         for w in workloads
@@ -150,17 +170,17 @@ def protocol_figures(
     if len(families) > 1:
         groups = [name for name, _ in families] + ["Overall"]
         sets = [ps for _, ps in families] + [None]
-        series = {t: [model.mean_latency(t, ps) for ps in sets] for t in model.targets}
-        missing = {t: [model.gap(model.cells(t, ps)) for ps in sets] for t in model.targets}
+        series = {t: [model.mean_latency(t, ps) for ps in sets] for t in model.listed}
+        missing = {t: [model.gap(model.cells(t, ps)) for ps in sets] for t in model.listed}
         yield (
             "latency_by_protocol.png",
             panel_figure(
-                "Mean latency by protocol, closed loop (mean over the cells all servers share, "
+                "Mean latency by protocol, closed loop (mean over each server's ranked cells, "
                 f"every workload, {scope}; lower is better)",
                 "Mean latency (ms)",
                 [("", groups, series, missing)],
                 colors,
-                log_if_spread=20,  # one slow server would flatten every other bar
+                lower_is_better=True,
             ),
         )
     for base, variant in model.variants():
@@ -181,5 +201,6 @@ def protocol_figures(
                 "Peak throughput (req/s)",
                 [("", groups, series, missing)],
                 colors,
+                per_group=False,
             ),
         )

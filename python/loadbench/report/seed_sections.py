@@ -9,9 +9,18 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .markdown import GENERATOR_BOUND, fmt_average, fmt_int, fmt_ms, fmt_ratio, fmt_us, table
+from .markdown import (
+    GENERATOR_BOUND,
+    fmt_average,
+    fmt_int,
+    fmt_ms,
+    fmt_noise,
+    fmt_ratio,
+    fmt_us,
+    table,
+)
 from .model import HTTP2_PROTOCOLS, PROTOCOL_FAMILIES, Model
-from .tables import by_rank
+from .tables import by_rank, peak_ratio
 
 PROTOCOL_NAMES = {
     "http": "HTTP/1.1",
@@ -38,7 +47,9 @@ class _Gaps:
         average: bool = False,
     ) -> str:
         if value is not None:
-            return fmt_average(value, fmt) if average else fmt(value)
+            if not average:
+                return fmt(value)
+            return fmt_average(value, fmt, len(self.model.scope(protocol, workload)))
         cells = self.model.cells(target, protocol, workload, mode=None)
         gap = self.model.gap(cells)
         if gap.startswith("excluded: "):  # why, once under the table rather than in every cell
@@ -101,10 +112,10 @@ def ranking_table(model: Model) -> str:
         "Mean latency (ms)",
         "Peak RSS (MiB)",
     ]
-    peaks = {t: model.peak(t) for t in model.targets}
+    peaks = {t: model.peak(t) for t in model.listed}
     ranks = model.peak_ranks()
     rows = []
-    for t in by_rank(model.targets, peaks, ranks):
+    for t in by_rank(model.listed, peaks, ranks):
         rss = model.rss(t)
         rows.append(
             [
@@ -126,6 +137,47 @@ def ranking_table(model: Model) -> str:
     return table(header, rows) + note + gaps.note()
 
 
+def protocol_ranking_table(model: Model, protocol: str, base: str) -> str:
+    """One protocol's servers by peak req/s (like with like): the certain place, the peak with
+    its repeats' noise (±) and CPU ceiling, the baseline's peak over it, the average over the
+    server's cells, mean and p99 latency (means over the same cells) and the best CPU us/req."""
+    gaps = _Gaps(model)
+    peaks = {t: model.peak(t, protocol) for t in model.listed}
+    ranks = model.peak_ranks(protocol)
+    header = [
+        "Rank",
+        "Server",
+        "Peak req/s",
+        "Noise (repeats)",
+        f"{base} ÷ this",
+        "Average req/s",
+        "Mean latency (ms)",
+        "p99 latency (ms)",
+        "Best CPU us/req",
+    ]
+    rows = []
+    for t in by_rank(model.listed, peaks, ranks):
+        if peaks[t] is None:
+            gaps.text(t, protocol, None)  # why it has no figure, under the table
+            continue
+        rows.append(
+            [
+                ranks[t].text(),
+                t,
+                fmt_int(peaks[t]),
+                fmt_noise(peaks[t]),
+                fmt_ratio(peak_ratio(peaks, base, t)) if peaks.get(base) is not None else "n/a",
+                gaps.text(t, protocol, model.average(t, protocol), average=True),
+                gaps.text(t, protocol, model.mean_latency(t, protocol), fmt_ms, average=True),
+                gaps.text(
+                    t, protocol, model.mean_latency(t, protocol, "p99_ms"), fmt_ms, average=True
+                ),
+                gaps.text(t, protocol, model.best_cpu(t, protocol), fmt_us),
+            ]
+        )
+    return table(header, rows) + gaps.note()
+
+
 def protocol_table(model: Model, http1: str, http2: str) -> str:
     """HTTP/1.1 peak and mean, HTTP/2 peak and mean, H2/H1 peak ratio per server (seed 001 section 3)."""
     gaps = _Gaps(model)
@@ -138,7 +190,7 @@ def protocol_table(model: Model, http1: str, http2: str) -> str:
         "H2 / H1 peak ratio",
     ]
     rows = []
-    for t in model.targets:
+    for t in model.listed:
         rows.append(
             [
                 t,
@@ -166,7 +218,7 @@ def h3_table(model: Model) -> str:
         "H3 / H2 peak ratio",
     ] + [f"{PROTOCOL_NAMES[p]} CPU us/req" for p in cpu_protocols]
     rows = []
-    for t in model.targets:
+    for t in model.listed:
         row = [
             t,
             gaps.text(t, "h2", model.peak(t, "h2")),
@@ -186,7 +238,7 @@ def workload_peak_mean_table(model: Model, protocol: str, workloads: list[str]) 
     gaps = _Gaps(model)
     header = ["Server"] + [f"{w} {kind} (req/s)" for w in workloads for kind in ("peak", "mean")]
     rows = []
-    for t in model.targets:
+    for t in model.listed:
         row = [t]
         for w in workloads:
             row += [
@@ -210,8 +262,8 @@ def latency_table(model: Model) -> str:
         + [f"{name} mean latency (ms)" for name, _ in families]
         + ["Overall mean latency (ms)"]
     )
-    overall = {t: model.mean_latency(t) for t in model.targets}
-    order = sorted(model.targets, key=lambda t: (overall[t] is None, overall[t] or 0.0))
+    overall = {t: model.mean_latency(t) for t in model.listed}
+    order = sorted(model.listed, key=lambda t: (overall[t] is None, overall[t] or 0.0))
     rows = []
     for t in order:
         rows.append(
@@ -250,8 +302,8 @@ def variant_table(model: Model, base: str, variant: str) -> str:
     rows.append(
         [
             "Overall mean",
-            fmt_average(model.average(base), fmt_int) or "n/a",
-            fmt_average(model.average(variant), fmt_int) or "n/a",
+            fmt_average(model.average(base), fmt_int, len(model.scope())) or "n/a",
+            fmt_average(model.average(variant), fmt_int, len(model.scope())) or "n/a",
             fmt_ratio(model.speedup(base, variant, kind="average")),
         ]
     )
@@ -266,19 +318,33 @@ def variant_table(model: Model, base: str, variant: str) -> str:
     return table(header, rows)
 
 
-def sections(model: Model, streams: dict[str, int]) -> list[str]:
+def sections(model: Model, streams: dict[str, int], base: Optional[str] = None) -> list[str]:
     """The seed-001 sections, in its order, as markdown lines."""
     h2 = [p for p in HTTP2_PROTOCOLS if p in model.protocols]
     how = ", ".join(f"{p}: {streams.get(p, 1)} concurrent streams per connection" for p in h2)
-    shared = sorted({k[0] for k in model.common()}, key=lambda p: list(model.protocols).index(p))
-    over = f" ({', '.join(shared)})" if shared and len(shared) < len(model.protocols) else ""
-    parts = [
+    base = base or (model.listed[0] if model.listed else None)
+    parts = ["## Ranking per protocol", ""]
+    parts += [
+        "Each protocol on its own, like with like: a server's peak is its best ranked closed-loop "
+        "cell of that protocol (any workload). The rank is certain only beyond the repeats' noise "
+        "and any bound; the noise column is half the repeats' min-max range over the median, so two "
+        "peaks whose ranges overlap share a range of places. Average, mean and p99 latency: means "
+        "over the server's own ranked cells of the protocol ((k of n cells) where it has fewer "
+        "than the protocol's n); two servers' averages are compared over the cells both have.",
+        "",
+    ]
+    for p in model.protocols:
+        if base is None:
+            break
+        parts += [f"### {PROTOCOL_NAMES[p]} ({p})", "", protocol_ranking_table(model, p, base), ""]
+    parts += [
         "## Overall ranking",
         "",
-        "Peak: the best ranked closed-loop cell of each server over every protocol and workload. "
-        f"Average and mean latency: over the {len(model.common())} ranked closed-loop cells that every server "
-        f"with ranked cells has{over}, the same cells for every server, so a server gains nothing from the "
-        "protocols or workloads it does not serve.",
+        "Peak: the best ranked closed-loop cell of each server over every protocol and workload - "
+        "each server at its best protocol, so read the per-protocol tables above to compare like "
+        "with like. Average and mean latency: over the server's own ranked closed-loop cells ((k of "
+        "n cells) where it has fewer than the sweep's n: protocols or workloads it does not serve, "
+        "or cells left out).",
         "",
         ranking_table(model),
         "",
@@ -290,7 +356,7 @@ def sections(model: Model, streams: dict[str, int]) -> list[str]:
             "",
             f"The same connections C in both columns; HTTP/2 multiplexes requests on them ({how}), "
             "HTTP/1.1 has one request in flight per connection. Peak: the best ranked cell of that protocol; "
-            "mean: over the ranked cells of that protocol every server with any has. The ratio divides the "
+            "mean: over the server's ranked cells of that protocol. The ratio divides the "
             "HTTP/2 peak by the HTTP/1.1 peak of the same server.",
             "",
         ]
@@ -329,7 +395,7 @@ def sections(model: Model, streams: dict[str, int]) -> list[str]:
         "",
         "Mean of each cell's median mean latency over the same cells as the averages; a closed loop's latency "
         "grows with C (and with the streams per HTTP/2 connection), so compare servers within a column. "
-        f"Overall: the cells every server shares{over}.",
+        "Overall: over every protocol's cells the server has.",
         "",
         latency_table(model),
         "",

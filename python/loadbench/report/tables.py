@@ -24,6 +24,7 @@ from .markdown import (
     fmt_average,
     fmt_int,
     fmt_ms,
+    fmt_noise,
     fmt_percent,
     fmt_ratio,
     fmt_us,
@@ -43,6 +44,12 @@ def load_table(
     )
     header = ["Metric", "Server"] + [f"C = {c}" for c in concurrencies]
     rows = []
+    # a server with no cell here at all (the sweep never asked it) gets no row of n/a
+    targets = [
+        t
+        for t in targets
+        if any((t, protocol, workload, "closed", c) in aggs for c in concurrencies)
+    ]
     cells = [aggs.get((t, protocol, workload, "closed", c)) for t in targets for c in concurrencies]
     for metric in metrics_of(a for a in cells if a is not None):
         best = {
@@ -90,7 +97,7 @@ def connection_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
         ]
         + [f"{p} non-2xx + errors" for p in protocols]
     )
-    metric = _Metric("", lambda a: _median(a.conn_per_s), fmt_int, True, False)
+    metric = _Metric("", lambda a: _median(a.conn_per_s), fmt_int, True, False, attr="conn_per_s")
     keys = {p: [k for k in aggs if k[1] == p and k[3] == "connect"] for p in protocols}
     best = {}
     for p, ks in keys.items():
@@ -166,7 +173,7 @@ def summary_table(model: Model, baseline: str) -> str:
     the ratio to the baseline, the cells left out and the lower bounds, and two rank orders - by
     peak req/s (certain places only: a range where a lower bound leaves the order open), and by
     best CPU us/req (lowest first)."""
-    targets = model.targets
+    targets = model.listed
     peak = {t: model.peak(t) for t in targets}
     best_cpu = {t: model.best_cpu(t) for t in targets}
     header = [
@@ -198,7 +205,7 @@ def summary_table(model: Model, baseline: str) -> str:
                 fmt_int(peak[t]) or "n/a",
                 fmt_percent(peak_ratio(peak, t, leader) if leader else None),
                 fmt_ratio(peak_ratio(peak, baseline, t)),
-                fmt_average(avg, fmt_int) or "n/a",
+                fmt_average(avg, fmt_int, len(model.scope())) or "n/a",
                 fmt_us(best_cpu[t]) or "n/a",
                 fmt_us(cpu) or "n/a",
                 "n/a" if rss is None else f"{rss:.1f}",
@@ -228,49 +235,60 @@ def by_rank(targets: list[str], values: dict, ranks: dict) -> list[str]:
 
 
 def headline_lines(model: Model, baseline: Optional[str] = None) -> list[str]:
-    """The few lines a sweep prints when it ends: each server's peak req/s and its certain place,
-    its best CPU us/req; lower bounds said in words. The same figures as the summary table."""
-    base = (
-        baseline or model.settings.get("baseline") or (model.targets[0] if model.targets else None)
-    )
-    peak = {t: model.peak(t) for t in model.targets}
-    ranks = model.peak_ranks()
+    """The lines a sweep prints when it ends, per protocol (like with like): each server's peak
+    req/s with its repeats' noise and its certain place - a range "within noise of" the servers
+    its repeats overlap, "uncertain against" those a bound leaves open - its peak against the
+    baseline's and its best CPU us/req there. The same figures as the per-protocol tables."""
+    base = baseline or model.settings.get("baseline")
+    base = base if base in model.listed else (model.listed[0] if model.listed else None)
     lines = [
-        "Peak req/s per server (closed loop; ≥ = a lower bound: loadbench's generator was the limit, the "
-        "server did at least this):"
+        "Peak req/s per protocol (closed loop; ≥ = a lower bound: loadbench's generator was the "
+        "limit, the server did at least this, and at most its CPU ceiling):"
     ]
-    width = max((len(t) for t in model.targets), default=0)
-    for t in by_rank(model.targets, peak, ranks):
-        rank = ranks[t].text() if t in ranks else "not ranked"
-        cpu = model.best_cpu(t)
-        ratio = peak_ratio(peak, t, base) if base and t != base else None
-        lines.append(
-            f"  {t:<{width}}  {fmt_int(peak[t]) or 'n/a':>11}  rank {rank}"
-            + (f"; {fmt_ratio(ratio)} {base}" if ratio is not None else "")
-            + (f"; best CPU {fmt_us(cpu)} us/req" if cpu is not None else "")
-        )
+    width = max((len(t) for t in model.listed), default=0)
+    for protocol in model.protocols:
+        peak = {t: model.peak(t, protocol) for t in model.listed}
+        ranks = model.peak_ranks(protocol)
+        lines.append(f"{protocol}:")
+        for t in by_rank(model.listed, peak, ranks):
+            if t not in ranks:
+                continue
+            cpu = model.best_cpu(t, protocol)
+            ratio = peak_ratio(peak, t, base) if base and t != base else None
+            noise = fmt_noise(peak[t])
+            lines.append(
+                f"  {t:<{width}}  {fmt_int(peak[t]):>11}{f' {noise}' if noise else ''}"
+                f"  rank {ranks[t].text()}"
+                + (f"; {fmt_ratio(ratio)} {base}" if ratio is not None else "")
+                + (f"; best CPU {fmt_us(cpu)} us/req" if cpu is not None else "")
+            )
     return lines
 
 
 def summary_note(model: Model, base: str) -> str:
     """How the summary's peaks, averages and ranks were chosen, per metric."""
     return (
-        f"Peak: the best closed-loop cell ranked for req/s of each server; best CPU us/req: the lowest of "
-        f"its closed-loop cells ranked for CPU us/req (each over the protocols and workloads the server "
-        f"serves). Averages, per metric: req/s over "
-        f"the {len(model.common())} closed-loop cells (protocol x workload x C) ranked for req/s that every "
-        f"server with such cells has; CPU us/req over the {len(model.common(metric='cpu_us'))} cells ranked "
-        f"for CPU us/req that every server with such cells has; so no server gains from the cells it skipped "
-        f"or lost. The ratios compare with {base} (its peak over the server's, the server's peak RSS over its) "
-        f"and with the leader, the server with the highest peak. Ranked for every metric = at most "
-        f"{100 * analysis.DIRTY_SHARE:g} % non-2xx/errors and not contended. A generator-bound cell "
-        f"({GENERATOR_BOUND}: loadbench's generator, not the server, was the limit) is ranked as what it proves: "
-        f'its req/s is a lower bound, so a peak or average it enters is written "≥" (with how many of the '
-        f"averaged cells were bounds), and a ratio over it is a bound too; its CPU us/req and peak memory are "
-        f"the server's own. Ranks claim only the order that is certain: a lower bound above another server's "
-        f"measured value ranks above it, while against a higher measured value or another lower bound the "
-        f"order is open, so the rank is a range naming the servers it is uncertain against. A server with no "
-        f"cell ranked for a metric is not ranked by it; peak RSS is over every measured cell."
+        "Peak: the best closed-loop cell ranked for req/s of each server, over every protocol and "
+        "workload it serves - each server at its best protocol: the per-protocol tables below "
+        "compare like with like; best CPU us/req: the lowest of its closed-loop cells ranked for "
+        "CPU us/req. Averages, per metric: over the server's own ranked closed-loop cells, "
+        f"((k of n cells) where it has fewer than the {len(model.scope())} cells some server "
+        "ranked for req/s: protocols or workloads it does not serve, or cells left out); a "
+        "comparison of two servers' averages runs over the cells both have (Findings), so no "
+        f"server gains from the cells it skipped or lost. The ratios compare with {base} (its "
+        "peak over the server's, the server's peak RSS over its) and with the leader, the server "
+        "with the highest peak. Ranked for every metric = at most "
+        f"{100 * analysis.DIRTY_SHARE:g} % non-2xx/errors, not contended and steady. Who limited "
+        "a cell is decided from both sides' CPU: a server that kept 90 % of its cores busy is the "
+        f"limit whatever the generator did; a generator-bound cell ({GENERATOR_BOUND}) is ranked "
+        'as what it proves: its req/s is a lower bound ("≥"), closed from above by the server\'s '
+        'CPU ceiling ("≤ N by CPU", cores / CPU per response), so a peak or average it enters '
+        "carries that interval (with how many of the averaged cells were bounds), and a ratio "
+        "over it is a bound too; its CPU us/req and peak memory are the server's own. Ranks claim "
+        "only the order that is certain beyond any bound and the repeats' noise (min-max): "
+        "otherwise a rank is a range naming the servers it is within noise of or uncertain "
+        "against. A server with no cell ranked for a metric is not ranked by it; peak RSS is "
+        "over every measured cell."
     )
 
 
@@ -301,7 +319,7 @@ def _why(cells: list[Aggregate], metric: str = "rps") -> str:
     return ", ".join(w for w in why if w)
 
 
-def excluded_text(model: Model, list_up_to: int = 12) -> str:
+def excluded_text(model: Model, list_up_to: int = 24) -> str:
     """Which measured cells the summary and the bold marks leave out, and why (counted per
     server and reason when there are more than ``list_up_to``), then which enter only as
     lower bounds (generator-bound)."""
@@ -325,7 +343,7 @@ def excluded_text(model: Model, list_up_to: int = 12) -> str:
             )
         else:
             parts = []
-            for t in model.targets:
+            for t in model.listed:
                 mine = model.excluded(t)
                 if mine:
                     parts.append(
@@ -334,7 +352,7 @@ def excluded_text(model: Model, list_up_to: int = 12) -> str:
                     )
             text = head + "; ".join(parts) + ". The marks in the tables say which."
     if bounded:
-        per = [f"{t}: {len(m)}" for t in model.targets if (m := model.bounded(t))]
+        per = [f"{t}: {len(m)}" for t in model.listed if (m := model.bounded(t))]
         text += (
             f" Lower bounds ({GENERATOR_BOUND}, {len(bounded)} cell(s) - {'; '.join(per)}): the generator was "
             'the limit, so the server\'s req/s is at least the figure shown ("≥"); they enter peaks, '
