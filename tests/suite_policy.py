@@ -47,6 +47,11 @@ LIMITS: dict[str, tuple[float, str]] = {
         240,
         "a whole capacity search: ~10-16 steps of 2 s, each settled, the knee confirmed twice",
     ),
+    "tests/test_capacity.py::test_a_server_faster_than_the_generator_ends_generator_bound_near_its_limit": (
+        180,
+        "a search from 3 million req/s down below one generator core's reach and back up: "
+        "~15 steps of 1.2 s, each ending in a drain of what the generator could not send",
+    ),
     "tests/test_your_server_doc.py::test_the_page_runs_as_written": (
         180,
         "every command of docs/your-server.md as written, a sweep and a report among them",
@@ -141,6 +146,16 @@ SERIAL: dict[str, str] = {
     ),
     "tests/test_capacity.py::test_a_stall_inside_the_step_fails_its_window_while_the_whole_step_passes": (
         "its one stall must be the only one: a server starved by another test stalls too"
+    ),
+    "tests/test_capacity.py::test_a_server_faster_than_the_generator_ends_generator_bound_near_its_limit": (
+        "the bound it must find is what one generator core sends on time: another test's load "
+        "on either core makes the steps contended instead"
+    ),
+    "tests/test_capacity.py::test_a_server_warming_up_like_a_jit_is_not_judged_before_it_is_steady": (
+        "the climb it must see is the server's own warm-up, not a neighbour's load coming and going"
+    ),
+    "tests/test_capacity.py::test_a_sweep_capacity_cell_reaches_the_report_the_chart_and_compare": (
+        "a search whose steps another test's load makes contended ends without a capacity"
     ),
     "tests/test_allocations.py::test_known_k_mallocs_per_request*": _EDGE_LAG,
     "tests/test_allocations.py::test_sweep_with_allocations_reports_them": _EDGE_LAG,

@@ -43,7 +43,12 @@ class SaturatingRunner:
 def _sweep(**kw) -> Sweep:
     # settle=False: the scripted runner's answers are the cells' own
     return Sweep(
-        targets=[shed_target("a", 0)], concurrencies=[4], duration=0.2, warmup=0.0, settle=False, **kw
+        targets=[shed_target("a", 0)],
+        concurrencies=[4],
+        duration=0.2,
+        warmup=0.0,
+        settle=False,
+        **kw,
     )
 
 

@@ -447,7 +447,9 @@ def test_underdriven_does_not_fire_on_a_healthy_closed_loop(shed_server):
 def test_no_wait_is_recorded_and_reported(tmp_path):
     import json
 
-    sweep = Sweep(targets=[shed_target("a", 0)], concurrencies=[1], duration=0.2, warmup=0.0, settle=False)  # a scripted runner
+    sweep = Sweep(
+        targets=[shed_target("a", 0)], concurrencies=[1], duration=0.2, warmup=0.0, settle=False
+    )  # a scripted runner
     sweep.run(
         tmp_path,
         progress=False,

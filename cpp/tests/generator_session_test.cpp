@@ -271,21 +271,28 @@ TEST(Recorder, OpenLoopSendCountedOnceAndUnfinishedInTheCorrectedHistogram) {
     plan.last_interval = 0;
     Recorder rec(plan);
     Request r = request(0);
-    rec.due(r);
+    rec.due(r, 1'500'000);   // the loop released it 1.5 ms late: the generator's own delay
+    rec.slot_wait(r);        // and it found every connection busy
     rec.sent(r, 2'000'000);  // 2 ms late
     rec.sent(r, 9'000'000);  // re-sent after the server closed the connection: not counted again
     EXPECT_EQ(rec.measurements().sends, 1u);
     EXPECT_EQ(rec.measurements().late_sends, 1u);
     EXPECT_EQ(rec.measurements().lateness_us.total_count(), 1);
+    EXPECT_EQ(rec.measurements().loop_lateness_us.total_count(), 1);
+    EXPECT_EQ(rec.measurements().loop_lateness_us.max(), 1'500);
+    EXPECT_EQ(rec.measurements().slot_waits, 1u);
     rec.response(r, 200, 1'500'000'000);  // in the drain: counted, in the window's last interval
     Request waiting = request(900'000'000);
-    rec.due(waiting);
+    rec.due(waiting, 900'000'000);
     rec.unfinished(waiting, 1'400'000'000);
     Request warmup = request(-5, false);
-    rec.due(warmup);
+    rec.due(warmup, 0);
+    rec.slot_wait(warmup);  // a warm-up request waits uncounted
     rec.unfinished(warmup, 1'400'000'000);
     const Measurements& m = rec.measurements();
     EXPECT_EQ(m.due, 2u);
+    EXPECT_EQ(m.loop_lateness_us.total_count(), 2);
+    EXPECT_EQ(m.slot_waits, 1u);
     EXPECT_EQ(m.responses, 1u);
     EXPECT_EQ(m.unfinished, 1u);
     EXPECT_EQ(m.latency_us.total_count(), 2);  // the response and the unfinished one's wait
@@ -304,6 +311,8 @@ TEST(RequestQueue, GrowsAndKeepsOrderWithRequeuesAtTheFront) {
     EXPECT_EQ(q.size(), 100u);
     EXPECT_EQ(q.front().intended_ns, -1);
     q.pop_front();
+    EXPECT_EQ(q.from_back(0).intended_ns, 99);  // the newest: what a release left waiting
+    EXPECT_EQ(q.from_back(98).intended_ns, 1);
     for (int i = 1; i < 100; ++i, q.pop_front()) EXPECT_EQ(q.front().intended_ns, i);
     EXPECT_TRUE(q.empty());
 }

@@ -106,7 +106,7 @@ inline constexpr std::array<const char*, kErrorKinds> kErrorKindNames = {"connec
     X(quic_zero_rtt_rejected, "HTTP/3: of those, rejected: their requests went again in 1-RTT")      \
     X(due, "open loop: requests due inside the window")                                              \
     X(sends, "open loop: of those, requests written (each once)")                                    \
-    X(late_sends, "open loop: sends more than kLateSendNs after their intended time")                 \
+    X(late_sends, "open loop: sends more than kLateSendNs after their intended time")                \
     X(slot_waits, "open loop: due requests that found every connection busy and queued for one")
 
 // A load shape's stage: its requests (those due in it), whenever their outcome came.

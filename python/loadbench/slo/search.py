@@ -316,9 +316,11 @@ def _note_failure(found: CapacityResult, s: Step) -> None:
 
 
 def _bound_outcome(found: CapacityResult) -> str:
-    """ "generator-bound" or "pool-bound": what limited the last step the generator side failed."""
-    step = next((s for s in reversed(found.steps) if s.generator_bound), None)
-    return f"{step.limit.by}-bound" if step is not None else "generator-bound"
+    """ "generator-bound", "pool-bound" or "contended": what bounded the lowest rate whose
+    failure was not the server's."""
+    bounded = [s for s in found.steps if s.generator_bound]
+    step = min(bounded, key=lambda s: s.rate, default=None)
+    return step.outcome if step is not None else "generator-bound"
 
 
 def _ceiling(found: CapacityResult, rate: Optional[float]) -> Optional[float]:
