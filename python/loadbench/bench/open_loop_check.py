@@ -26,12 +26,14 @@ are each tool's own.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import re
 import shlex
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -121,6 +123,31 @@ def _loadbench_run(url: str, rate: float, connections: int, args, pid: int) -> d
     }
 
 
+def _cli_run(cli: str, url: str, rate: float, connections: int, args, pid: int) -> dict:
+    """Another loadbench build's `run` (--before: e.g. the commit before a change), through its
+    CLI and its Result JSON."""
+    out = Path(args.scratch) / "before.json"
+    argv = [
+        cli, "run", url, "-R", str(rate), "-c", str(connections), "-d", f"{args.duration}s",
+        "--warmup", f"{args.warmup}s", "--cpus", ",".join(map(str, GENERATOR_CPUS)),
+        "--sample-pid", str(pid), "--json", str(out),
+    ]  # fmt: skip
+    child = run_child(argv, timeout_s=args.duration + args.warmup + 60)
+    if child.returncode != 0 or not out.exists():
+        raise LoadbenchError(f"{cli} run failed (exit {child.returncode}): {child.stderr[-300:]}")
+    d = json.loads(out.read_text())
+    out.unlink()
+    lat, unc = d["latency_us"], d.get("latency_uncorrected_us") or {}
+    rate_block = d.get("rate") or {}
+    return {
+        "p50_us": lat["p50"], "p99_us": lat["p99"], "max_us": float(lat["max"]),
+        "service_p99_us": unc.get("p99"),
+        "lateness_p99_us": (rate_block.get("lateness_us") or {}).get("p99"),
+        "responses": d["responses"], "due": rate_block.get("due"),
+        "limit": d.get("limit"), "command": shlex.join(argv),
+    }  # fmt: skip
+
+
 def _wrk2_run(wrk2: str, url: str, rate: float, connections: int, args, peer) -> dict:
     calibration = WRK2_CALIBRATION_S + WRK2_STAGGER_S * connections
     seconds = math.ceil(calibration + args.duration)
@@ -178,6 +205,13 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
     p.add_argument("--warmup", type=float, default=1.0, help="loadbench's warm-up per run")
     p.add_argument("-r", "--repeats", type=int, default=3, help="runs per tool and cell")
     p.add_argument("--out", default=None, help="report path (default reports/open-loop-vs-wrk2.md)")
+    p.add_argument(
+        "--before",
+        default=None,
+        metavar="CLI",
+        help="another loadbench build's command (e.g. the commit before a change, installed in "
+        "a venv): run beside the others as the tool 'before'",
+    )
     p.add_argument("--report-only", action="store_true", help="rewrite the report from its JSONL")
     args = p.parse_args(argv)
     out = Path(args.out) if args.out else reports_dir(repo) / "open-loop-vs-wrk2.md"
@@ -195,6 +229,10 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
         cells = [(*_parse_cell(c), "fixed rate") for c in args.cells.split(",") if c]
     env = environment()
     env["wrk2"] = wrk2 or "n/a (give --wrk2 or WRK2=: giltene/wrk2 built from source)"
+    if args.before:
+        env["before"] = args.before
+    args.scratch = tempfile.mkdtemp(prefix="loadbench-open-loop-check-")
+    tools_order = ["loadbench", "wrk2"] + (["before"] if args.before else [])
     command = shlex.join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
     writer = JsonlWriter(raw)
     writer.write({"record": "environment", "environment": env, "command": command})
@@ -206,8 +244,9 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
             print(f"{peer_name}: n/a - {why}", file=sys.stderr)
             continue
         for repeat in range(args.repeats):
-            tools = ["loadbench", "wrk2"] if repeat % 2 == 0 else ["wrk2", "loadbench"]
-            for tool in tools:
+            # the order rotates with the repeat: no tool always meets the server first
+            shift = repeat % len(tools_order)
+            for tool in tools_order[shift:] + tools_order[:shift]:
                 if tool == "wrk2" and wrk2 is None:
                     continue
                 rec = {"peer": peer_name, "rate": rate, "connections": connections,
@@ -217,6 +256,10 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
                     try:
                         if tool == "loadbench":
                             rec.update(_loadbench_run(url, rate, connections, args, server.pid))
+                        elif tool == "before":
+                            rec.update(
+                                _cli_run(args.before, url, rate, connections, args, server.pid)
+                            )
                         else:
                             rec.update(_wrk2_run(wrk2, url, rate, connections, args, server))
                     except LoadbenchError as exc:
@@ -273,9 +316,11 @@ def render(records: list[dict], env: dict, command: str) -> str:
         key = (rec["peer"], rec["rate"], rec["connections"], rec.get("what", ""))
         cells.setdefault(key, {}).setdefault(rec["tool"], []).append(rec)
     rows = []
+    has_before = any(rec["tool"] == "before" for rec in records)
     for (peer, rate, connections, what), tools in cells.items():
         ours = [r for r in tools.get("loadbench", []) if "error" not in r]
         theirs = [r for r in tools.get("wrk2", []) if "error" not in r]
+        before = [r for r in tools.get("before", []) if "error" not in r]
         limits = sorted({(r.get("limit") or {}).get("by", "?") for r in ours})
         agree = _agreement(ours, theirs)
         rows.append(
@@ -286,6 +331,9 @@ def render(records: list[dict], env: dict, command: str) -> str:
                 _spread([r.get("service_p99_us") for r in ours]), ", ".join(limits) or "-",
                 _spread([r.get("p50_us") for r in theirs]), _spread([r.get("p99_us") for r in theirs]),
                 _spread([r.get("max_us") for r in theirs]), agree,
+                *([_spread([r.get("p99_us") for r in before]),
+                   ", ".join(sorted({(r.get("limit") or {}).get("by", "-") for r in before}))]
+                  if has_before else []),
             ]
         )  # fmt: skip
     lines += [
@@ -311,7 +359,13 @@ def render(records: list[dict], env: dict, command: str) -> str:
         ),  # fmt: skip
         "",
         "`limited by` is loadbench's own verdict of each run (docs/open-loop.md): `server` - the "
-        "figure is the server's; `pool`, `generator`, `contended` - it is not, and says so.",
+        "figure is the server's; `pool`, `generator`, `contended` - it is not, and says so."
+        + (
+            f" `before`: the same runs by another build ({env.get('before')}), which had no such "
+            "verdict ('-') when it predates it."
+            if has_before
+            else ""
+        ),
         "",
     ]
     errors = [r for r in records if "error" in r]
