@@ -112,20 +112,20 @@ BEAST_DESCRIPTION = "the embedded Boost.Beast reference server"
 # added the seed reports' other peers (PyPy, CPython 3.13, Ruby, Nim, axum: 14 servers), whose
 # cells at the same windows and repeats plan 730 s. Nothing per cell was cut to keep ten minutes:
 # a sweep file that names fewer targets is the short sweep.
-DEFAULT_CELL_BUDGET_S = 790.0
+DEFAULT_CELL_BUDGET_S = 1010.0
 # ... plus three capacity searches per server over http (p99 < 10 ms, 5 % precision), each on a
-# fresh, settled server: about 7 steps of 1.25 s each and 0.75 s of start and settling, 9.6 s a
-# search (Sweep.capacity_steps), 403 s for all 14 (issue 42: one search's figure was its luck -
-# h2o 24 716 in one sweep, 65 619 three hours later). Settling each fresh server adds 0.6 s per
-# (server, protocol): 34 s for 56.
-DEFAULT_CAPACITY_BUDGET_S = 410.0
+# fresh, settled server: about 7 steps of 1.26 s each after its start and settling (1.7 s; PyPy
+# 12 s and node 5 s, their registry warm-ups), 490 s for all 14 (issue 42: one search's figure
+# was its luck - h2o 24 716 in one sweep, 65 619 three hours later). Settling every other fresh
+# server adds 220 s to the cells' 790.
+DEFAULT_CAPACITY_BUDGET_S = 500.0
 DEFAULT_CAPACITY_OBJECTIVES = ["p99<10ms"]
 
 
 def default_sweep(quick: bool = False, peers_dir: Optional[Path] = None) -> Sweep:
     """`loadbench sweep` with no file: the Beast server and every installed peer of
-    ./bench/peers over HTTP/1.1 and HTTP/2, cleartext and TLS, sized to finish in about 23
-    minutes on 2 cores with all 13 peers installed - 21.6 planned (Sweep.planned_seconds) plus
+    ./bench/peers over HTTP/1.1 and HTTP/2, cleartext and TLS, sized to finish in about 27
+    minutes on 2 cores with all 13 peers installed - 25 planned (Sweep.planned_seconds) plus
     re-runs of contended windows
     (``quick``: 1 repeat of 0.5 s windows, about 2-3 minutes: 30 server starts).
 

@@ -39,10 +39,10 @@ HOLD_PER_CONNECTION_S = 75e-6
 # confirmations (loadbench.slo.search). The planned count; a server whose capacity is far from
 # its closed-loop peak takes a few more.
 CAPACITY_BRACKET_STEPS = 2
-# Settling a fresh server (core/steady.py): at least two closed-loop rounds of 0.25 s and their
-# overhead - the planned cost per server start when the sweep settles (a JIT target's own warm-up
-# adds to it)
-SETTLE_S = 0.6
+# Settling a fresh server (core/steady.py): at least six closed-loop rounds of 0.25 s (two
+# medians of three) and their overhead - the planned cost per server start when the sweep
+# settles (a JIT target's own warm-up adds to it)
+SETTLE_S = 1.7
 
 
 @dataclass
@@ -470,10 +470,18 @@ class SweepPlan:
         cells = self.cells() if cells is None else cells
         loaded = [c for c in cells if c.mode != "hold"]
         groups = {(c.target, c.protocol) for c in loaded}
-        settle = SETTLE_S if self.settle else 0.0
-        return sum(self.planned_cell_seconds(c) for c in cells) + len(groups) * (
-            SERVER_START_S + GATE_PROBE_S + settle
+        return sum(self.planned_cell_seconds(c) for c in cells) + sum(
+            SERVER_START_S + GATE_PROBE_S + self.settle_seconds(target) for target, _ in groups
         )
+
+    def settle_seconds(self, target: str) -> float:
+        """The planned settling of one fresh server of ``target``: SETTLE_S, or its registry
+        warm-up when longer (0 when the sweep does not settle)."""
+        if not self.settle:
+            return 0.0
+        warmup = next((t.warmup for t in self.targets if t.name == target), 0.0)
+        # at least six rounds, and at least the warm-up (the rounds' overhead beside it)
+        return max(SETTLE_S, warmup + SETTLE_S - 1.5)
 
     def planned_cell_seconds(self, cell: Cell) -> float:
         """One cell's share of planned_seconds() without the per-server costs (the progress
@@ -482,7 +490,7 @@ class SweepPlan:
             return self.hold_cell_seconds()
         repeat = self.warmup + self.duration + REPEAT_OVERHEAD_S
         if cell.mode == "capacity":  # each search on a fresh server, settled
-            fresh = SERVER_START_S + (SETTLE_S if self.settle else 0.0)
+            fresh = SERVER_START_S + self.settle_seconds(cell.target)
             return fresh + repeat * self.capacity_steps()
         return repeat
 
