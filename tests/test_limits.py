@@ -89,3 +89,18 @@ def test_older_results_without_the_servers_cores_take_the_pinned_count():
     assert server_busy(old, cores=1) == pytest.approx(0.95)
     limit = limited_by({"generator": gen(0.97), "server": old}, server_cores=1, machine_cores=2)
     assert limit.by == "server" and limit.server_cores == 1
+
+
+def test_an_open_loop_generator_busier_than_the_server_reads_its_latency_late():
+    # Beast in a capacity step: the generator 88 % busy, the server 68 %, the service p99 broken:
+    # the generator read the responses late - never the server's failure
+    r = {"generator": gen(0.88), "server": server(0.68, 12.0), "rate": open_rate(56_000, 500)}
+    limit = limited_by(r, machine_cores=2, service_broke_objective=True)
+    assert limit.by == "generator" and "the busier side (88 %" in limit.reason
+    # the same load with the server the busier side: its latency is its own
+    r = {"generator": gen(0.82), "server": server(0.86, 12.0), "rate": open_rate(56_000, 500)}
+    assert limited_by(r, machine_cores=2, service_broke_objective=True).by == "server"
+    # a closed loop is not judged by it: its figure is the server's answer at its concurrency
+    assert (
+        limited_by({"generator": gen(0.88), "server": server(0.68)}, machine_cores=2).by == "server"
+    )

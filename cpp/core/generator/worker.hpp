@@ -69,6 +69,8 @@ private:
     void release_due(int64_t now);
     void dispatch(int64_t now);
     void mark_ready(Connection& c);
+    // Open loop: `waiting`, released on time, has waited for a free slot longer than a late send.
+    bool pool_starved(const Request& waiting, int64_t now) const noexcept;
     void open_pool_connection(Connection& c, int64_t now);
     void fail_queued_request(const std::string& why, int64_t now);
     // Takes c's requests that were never answered (behind a response that ended a pipelined

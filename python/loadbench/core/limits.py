@@ -14,16 +14,19 @@ orders. In this order:
 3. **contended** - other processes (and the hypervisor's steal) took more than
    ``contended_share`` (5 %) of the machine in the window while neither side was saturated: a
    server or generator waiting for a CPU someone else had is neither's limit (⚑ in reports).
-4. (open loop, judged against objectives) **server** - the server's own service latency broke a
+4. **generator** (open loop) - its threads were at least ``GENERATOR_STRAINED`` (80 %) busy and
+   busier than the server's cores: such a loop reads responses late, by milliseconds, so even the
+   latency from the actual send is partly its own.
+5. (open loop, judged against objectives) **server** - the server's own service latency broke a
    latency objective by more than the generator's loop delay (p99): what a late generator adds
    to the latency it reads is at most that delay.
-5. **generator** (open loop) - its event loop released due requests late: loop lateness p99
+6. **generator** (open loop) - its event loop released due requests late: loop lateness p99
    above ``tolerance_us`` (a descheduled or busy loop), and at least half the sends' lateness.
-6. **pool** (open loop) - sends waited for a free connection (lateness p99 above
+7. **pool** (open loop) - sends waited for a free connection (lateness p99 above
    ``tolerance_us``, more than twice the loop's own) and the server had CPU to spare: a
    larger pool (``max_connections``) would have sent them on time. The corrected latency of
    such a run is the pool's queue, not the server's.
-7. otherwise **server**: neither side's CPU was the limit and the sends were on time, so what
+8. otherwise **server**: neither side's CPU was the limit and the sends were on time, so what
    was measured - a closed loop's req/s at its concurrency, an open loop's latency - is the
    server's answer to that load.
 
@@ -48,6 +51,10 @@ from .summary import format_us
 SERVER_BUSY = 0.90
 # The generator's threads were on a CPU this share of the window: its CPU was the limit.
 GENERATOR_BUSY = SATURATION_THRESHOLD
+# An open loop's generator this busy, and busier than the server, reads its responses late: at
+# 85-88 % busy against Beast (68-77 % busy) its uncorrected p99 read 14-16 ms where at 73-78 %
+# it read 1-4 ms (a capacity search, 2026-12-03): the latency it measured is partly its own.
+GENERATOR_STRAINED = 0.80
 # Send lateness (p99) the open loop tolerates before it says who delayed the sends (1 ms: the
 # resolution wrk2 and oha keep their schedules to).
 TOLERANCE_US = 1000.0
@@ -163,11 +170,25 @@ def limited_by(
             **evidence,
         )
     outside = outside_share(server or {}, machine_cores or os.cpu_count())
+    strained = (
+        rate is not None
+        and gen_busy is not None
+        and gen_busy >= GENERATOR_STRAINED
+        and (busy is None or gen_busy > busy)
+    )
     if outside is not None and outside > contended_share:
         return Limit(
             "contended",
             f"other processes and steal took {100 * outside:.0f} % of the machine in the window: "
             "the server and the generator waited for CPUs they did not have",
+            **evidence,
+        )
+    if strained:
+        return Limit(
+            "generator",
+            f"the generator was the busier side ({100 * gen_busy:.0f} % of its threads"
+            + (f" against the server's {100 * busy:.0f} %" if busy is not None else "")
+            + "): at that load it reads responses late, so the latency it measured is partly its own",
             **evidence,
         )
     if rate is not None:

@@ -51,11 +51,15 @@ class CapacityResult:
     @property
     def interval(self) -> Optional[tuple[Optional[float], Optional[float]]]:
         """[L, U]: what is known of the server's capacity. Found: [capacity, first failing);
-        generator-side bound: [lower_bound, ceiling] (U None when the server was not sampled)."""
+        generator-side bound: [lower_bound, the lower of its CPU ceiling and the rate the server
+        itself failed] (U None when neither is known)."""
         if self.outcome == "capacity":
             return self.capacity, self.first_failing
         if self.lower_bound is not None:
-            return self.lower_bound, self.ceiling
+            # the server failed a rate too (its own failure, above the generator's reach): the
+            # capacity is below that, whatever its CPU ceiling says
+            tops = [u for u in (self.ceiling, self.first_failing) if u is not None]
+            return self.lower_bound, (min(tops) if tops else None)
         return None
 
     def spread(self) -> Optional[dict[str, Any]]:
@@ -111,11 +115,18 @@ class CapacityResult:
                     f"at {rate_text(self.first_bound)} req/s {step.generator_bound}, so its "
                     f"capacity is at least that{ceiling} - measure it on a quiet machine"
                 )
+            failed = (
+                f", and below {rate_text(self.first_failing)} req/s, where it failed on its own "
+                f"({self.failing_objective})"
+                if self.first_failing is not None
+                else ""
+            )
             return (
                 f"{self.outcome}: the server met {limit} at {rate_text(self.lower_bound)} req/s, "
                 f"the most this generator sent on time (at {rate_text(self.first_bound)} req/s "
-                f"{step.generator_bound}), so its capacity is at least that{ceiling} - give the "
-                "generator more threads or CPUs (--threads, --cpus) or connections to see further"
+                f"{step.generator_bound}), so its capacity is at least that{failed}{ceiling} - "
+                "give the generator more threads or CPUs (--threads, --cpus) or connections to "
+                "see further"
             )
         if self.outcome == "below-start":
             return (
