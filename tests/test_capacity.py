@@ -277,3 +277,22 @@ def test_a_server_warming_up_like_a_jit_is_not_judged_before_it_is_steady(fixed_
     # the three before's
     assert rounds[0] < rounds[1] < rounds[2], rounds
     assert found.steps[0].rate == pytest.approx(settled["rps"] / 2)
+
+
+def test_a_backlog_built_in_the_warm_up_is_dropped_not_charged_to_the_window(fixed_cost):
+    """A server slow in its first second (20 ms per request, falling to 1 ms over its first 100
+    requests) against 200 req/s on a pool of two: by the end of a 1 s warm-up about half of the
+    warm-up's 200 requests still wait for a connection. They are dropped unsent when the window
+    opens - counted in warmup_dropped, in no figure of the window - so the window measures the
+    warm server (1 ms per request at 20 % of its core), not the queue the cold one left."""
+    server = fixed_cost(1.0, cold="100:20")
+    r = loadbench.run(
+        server.url, rate=200, connections=2, max_connections=2, duration=2.0, warmup=1.0,
+        cpus=GENERATOR_CPUS,
+    )  # fmt: skip
+    assert r.warmup_dropped >= 30, (r.warmup_dropped, r.due)
+    assert r.responses + r.error_count + r.unfinished == r.due and r.error_count == 0
+    # behind ~100 queued requests of 1 ms each (and the cold ones still in flight) the window's
+    # first requests would have waited 100 ms and more
+    assert r.latency.percentile(99) < 50_000, r.latency.percentile(99)
+    assert r.to_dict()["rate"]["warmup_dropped"] == r.warmup_dropped

@@ -107,7 +107,8 @@ inline constexpr std::array<const char*, kErrorKinds> kErrorKindNames = {"connec
     X(due, "open loop: requests due inside the window")                                              \
     X(sends, "open loop: of those, requests written (each once)")                                    \
     X(late_sends, "open loop: sends more than kLateSendNs after their intended time")                \
-    X(slot_waits, "open loop: due requests that found every connection busy and queued for one")
+    X(slot_waits, "open loop: due requests that found every connection busy and queued for one")     \
+    X(warmup_dropped, "open loop: warm-up requests still queued when the window opened, dropped unsent")
 
 // A load shape's stage: its requests (those due in it), whenever their outcome came.
 struct StageMeasurements {

@@ -25,6 +25,8 @@ public:
     void due(const Request& r, int64_t now) noexcept;
     // Open loop: a request released at once found no free connection and waits in the queue.
     void slot_wait(const Request& r) noexcept { m_.slot_waits += r.counted; }
+    // Open loop: a warm-up request still queued when the window opened, dropped unsent.
+    void warmup_dropped() noexcept { ++m_.warmup_dropped; }
     // Open loop: the request's first byte went out (once per request, a re-send is not counted).
     void sent(Request& r, int64_t now) noexcept;
     void response(const Request& r, int status, int64_t now) noexcept;

@@ -73,6 +73,8 @@ private:
     bool pool_starved(const Request& waiting, int64_t now) const noexcept;
     void open_pool_connection(Connection& c, int64_t now);
     void fail_queued_request(const std::string& why, int64_t now);
+    // Open loop, when the window opens: the warm-up's requests still queued are dropped.
+    void drop_warmup_backlog() noexcept;
     // Takes c's requests that were never answered (behind a response that ended a pipelined
     // connection) and puts them first in the queue, in order, to go out again.
     void requeue_unanswered(Connection& c);

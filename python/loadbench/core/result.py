@@ -122,7 +122,7 @@ class LatencyHistogram:
 COUNTERS: tuple[str, ...] = tuple(_core.COUNTERS)
 # written under "rate", for open-loop runs only (slot_waits only where the run measured it: the
 # ones recorded before it have no loop_lateness either, and round-trip without it)
-OPEN_LOOP_COUNTERS = ("due", "sends", "late_sends", "slot_waits")
+OPEN_LOOP_COUNTERS = ("due", "sends", "late_sends", "slot_waits", "warmup_dropped")
 # written under "quic" (without the prefix), for HTTP/3 runs only
 QUIC_COUNTERS = (
     "quic_datagrams_sent",
@@ -578,6 +578,7 @@ def _send_delays(r: Result) -> dict[str, Any]:
     return {
         "loop_lateness_us": _lateness(r, r.loop_lateness),
         "slot_waits": r.slot_waits,
+        "warmup_dropped": r.warmup_dropped,
         "pool": dict(r.pool),
     }
 

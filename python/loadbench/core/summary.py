@@ -99,6 +99,12 @@ def summary_lines(r: Any) -> list[str]:
                 f"{pool.get('start', '?')} -> {pool.get('size', '?')} connections (at most "
                 f"{pool.get('cap', '?')})"
             )
+            if r.warmup_dropped:
+                lines.append(
+                    f"  warm-up       {r.warmup_dropped:,} of its requests were still waiting for a "
+                    "connection when the window opened: dropped unsent (the server was behind in "
+                    "the warm-up)"
+                )
         lines.append(
             "  latency       " + " ".join(f"{h:>10}" for h in ("p50", "p90", "p99", "p99.9", "max"))
         )
