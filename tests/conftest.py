@@ -20,6 +20,7 @@ from typing import Callable, Iterator, Optional
 
 import native_build
 import pytest
+import suite_policy
 
 from loadbench import ServerProcess
 
@@ -89,6 +90,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         _background_build = native_build.start_in_background(
             needed, native_build.REPO / "build" / "background-build.log"
         )
+        suite_policy.record_background_build(session.config, _background_build.pid)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

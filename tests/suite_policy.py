@@ -17,13 +17,19 @@ check the install can bring. This plugin (loaded by conftest.py) holds the suite
 - **Parallel, except what must run alone.** With pytest-xdist (`-n 2`, pyproject's addopts)
   the workers share a lock: every test holds it shared, a test SERIAL names holds it alone
   (the other worker waits between two tests). Waiting for it is not part of a test's time.
+  While a SERIAL test runs, the suite's own background build (conftest.py) is stopped
+  (SIGSTOP to its process group, SIGCONT after): at nice 19 it still took every cycle the
+  test left idle, and a capacity search read it as another process taking 57 % of the
+  machine - every step contended, in a CI run on an otherwise idle machine.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import fnmatch
 import os
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -204,12 +210,42 @@ def _not_allowed_in_ci(reason: str) -> str:
 
 
 # -- the shared lock (xdist workers) ---------------------------------------------------------
+def _run_base(config: pytest.Config) -> Path:
+    """The prefix of the files the processes of one run share (xdist workers: the run's id)."""
+    worker = getattr(config, "workerinput", None)
+    run_id = worker["testrunuid"] if worker else str(os.getpid())
+    return Path(tempfile.gettempdir()) / f"loadbench-suite-{run_id}"
+
+
+def record_background_build(config: pytest.Config, pid: int) -> None:
+    """Called by the process that started the run's background build (conftest.py): its process
+    group, for whichever worker runs a SERIAL test to stop and continue."""
+    Path(f"{_run_base(config)}.build").write_text(str(pid))
+
+
+@contextlib.contextmanager
+def _background_build_stopped(config: pytest.Config) -> Iterator[None]:
+    try:
+        group = int(Path(f"{_run_base(config)}.build").read_text())
+        # still the build (a process group's id is its leader's pid, free again once it ended)
+        if b"native_build" not in Path(f"/proc/{group}/cmdline").read_bytes():
+            raise ProcessLookupError(group)
+        os.killpg(group, signal.SIGSTOP)
+    except (OSError, ValueError):  # no build in this run, or it has ended
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGCONT)
+
+
 class _WorkerLock:
     """A readers-writer lock over flock(2) between the workers of one run: a turnstile that a
     waiting writer holds, so that readers queue behind it instead of starving it."""
 
-    def __init__(self, run_id: str) -> None:
-        base = Path(tempfile.gettempdir()) / f"loadbench-suite-{run_id}"
+    def __init__(self, base: Path) -> None:
         self.turnstile = open(f"{base}.turnstile", "a+")  # held for the whole run
         self.shared = open(f"{base}.lock", "a+")
 
@@ -234,7 +270,7 @@ class SuitePolicy:
         self.config = config
         self.started = time.monotonic()
         worker = getattr(config, "workerinput", None)
-        self.lock = _WorkerLock(worker["testrunuid"]) if worker else None
+        self.lock = _WorkerLock(_run_base(config)) if worker else None
         self.shared_setup_s = 0.0  # of the running test: time in SHARED_SETUP fixtures
         self.over_shared: list[str] = []
 
@@ -242,14 +278,15 @@ class SuitePolicy:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
         self.shared_setup_s, self.over_shared = 0.0, []
-        if self.lock is None:
-            yield
-            return
-        self.lock.hold(alone=_match(item.nodeid, SERIAL) is not None)
+        alone = _match(item.nodeid, SERIAL) is not None
+        if self.lock is not None:
+            self.lock.hold(alone=alone)
         try:
-            yield
+            with _background_build_stopped(self.config) if alone else contextlib.nullcontext():
+                yield
         finally:
-            self.lock.release()
+            if self.lock is not None:
+                self.lock.release()
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_fixture_setup(self, fixturedef, request) -> Iterator[None]:

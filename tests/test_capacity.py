@@ -21,6 +21,7 @@ import pytest
 
 import loadbench
 from loadbench.cli import main
+from loadbench.core.analysis import CONTENDED_SHARE
 from loadbench.core.errors import ConfigError
 from loadbench.slo import judge, parse_objectives
 
@@ -130,8 +131,18 @@ def test_the_search_finds_a_known_capacity(fixed_cost, tmp_path):
         cpus=GENERATOR_CPUS, sample_pid=server.pid, on_step=steps.append,
     )  # fmt: skip
     why = [(s.outside_share, s.server.get("others_top")) for s in found.steps]
-    assert found.outcome == "capacity", "\n".join([found.message(), *found.table_lines(), str(why)])
     ceiling = 1000 / 10.0
+    if found.outcome == "contended":
+        # Another process took the machine (a CPU burner beside the suite; the suite's own build
+        # is stopped while this test runs): the search says so, with the evidence, and still
+        # brackets the true capacity - never a capacity figure.
+        assert found.capacity is None and "measure it on a quiet machine" in found.message()
+        flagged = [s for s in found.steps if s.outcome == "contended"]
+        assert flagged and all(s.outside_share > CONTENDED_SHARE for s in flagged), why
+        assert found.lower_bound is None or found.lower_bound <= 1.02 * ceiling
+        assert found.ceiling == pytest.approx(ceiling, rel=0.1), found.table_lines()
+        return
+    assert found.outcome == "capacity", "\n".join([found.message(), *found.table_lines(), str(why)])
     assert 0.8 * ceiling <= found.capacity <= 1.02 * ceiling, found.table_lines()
     # [L, U] brackets the true capacity: the capacity found below it, and the server's CPU
     # ceiling - its one core over its measured CPU per response - at it (parsing and writing
@@ -182,8 +193,9 @@ def test_a_server_faster_than_the_generator_ends_generator_bound_near_its_limit(
     assert data["outcome"] in ("generator-bound", "contended"), printed.out
     assert data["capacity"] is None
     low, bound, ceiling = data["lower_bound"], data["first_bound"], data["ceiling"]
-    # the first step was the generator's, and the search went on below it
-    assert data["steps"][0]["generator_bound"] and data["steps"][0]["limit"]["by"] == "generator"
+    # the first step was the generator's (or the machine's), and the search went on below it
+    first = data["steps"][0]
+    assert first["generator_bound"] and first["limit"]["by"] in ("generator", "contended")
     assert data["steps"][0]["result"]["rate"]["due"] > 2 * data["steps"][0]["result"]["responses"]
     assert low is not None and bound is not None and low < bound <= 3e6
     # the bound is as tight as the search's precision allows: within 8 % (+ the confirmation)
@@ -234,7 +246,9 @@ def test_a_sweep_capacity_cell_reaches_the_report_the_chart_and_compare(tmp_path
     (search,) = [r for r in records if r["mode"] == "capacity"]
     assert search["status"] == "ok" and search["id"] == "beast|http|plaintext|capacity10|r0"
     result = search["result"]
-    assert result["outcome"] in ("capacity", "generator-bound"), result["message"]
+    assert result["outcome"] in ("capacity", "generator-bound", "contended"), result["message"]
+    if result["outcome"] == "contended":  # another process took the machine: the evidence is kept
+        assert any((s["outside_share"] or 0) > CONTENDED_SHARE for s in result["steps"])
     # the search ran on a fresh server, brought to steady state first, from half its throughput
     assert search["settling"]["rps"] > 0 and search["settling"]["rounds"]
     assert result["settings"]["start"] == pytest.approx(search["settling"]["rps"] / 2)
@@ -288,11 +302,13 @@ def test_a_backlog_built_in_the_warm_up_is_dropped_not_charged_to_the_window(fix
     server = fixed_cost(1.0, cold="100:20")
     r = loadbench.run(
         server.url, rate=200, connections=2, max_connections=2, duration=2.0, warmup=1.0,
-        cpus=GENERATOR_CPUS,
+        cpus=GENERATOR_CPUS, sample_pid=server.pid,
     )  # fmt: skip
     assert r.warmup_dropped >= 30, (r.warmup_dropped, r.due)
     assert r.responses + r.error_count + r.unfinished == r.due and r.error_count == 0
     # behind ~100 queued requests of 1 ms each (and the cold ones still in flight) the window's
-    # first requests would have waited 100 ms and more
-    assert r.latency.percentile(99) < 50_000, r.latency.percentile(99)
+    # first requests would have waited 100 ms and more - unless another process took the
+    # server's CPU (a burner beside the suite), which the run then names as the limit
+    if r.latency.percentile(99) >= 50_000:
+        assert r.limit and r.limit["by"] == "contended", (r.latency.percentile(99), r.limit)
     assert r.to_dict()["rate"]["warmup_dropped"] == r.warmup_dropped

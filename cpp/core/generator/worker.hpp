@@ -69,7 +69,8 @@ private:
     void release_due(int64_t now);
     void dispatch(int64_t now);
     void mark_ready(Connection& c);
-    // Open loop: `waiting`, released on time, has waited for a free slot longer than a late send.
+    // Open loop: `waiting` has waited for a free slot longer than a late send, and the loop is
+    // on time (its last wake-up released its first due request within a late send's threshold).
     bool pool_starved(const Request& waiting, int64_t now) const noexcept;
     void open_pool_connection(Connection& c, int64_t now);
     void fail_queued_request(const std::string& why, int64_t now);
@@ -102,6 +103,7 @@ private:
     std::vector<Connection*> ready_;  // open loop: connected with free slots (entries may be stale)
     std::vector<Request> resend_;     // requests of a lost connection to send again, oldest first
     int connecting_ = 0;              // open loop: pool connections on their way
+    int64_t loop_late_ns_ = 0;        // open loop: how late the last wake-up that released found its first due request
     bool preconnecting_ = false;      // inside preconnect(): the events count nothing
     int preconnected_ = 0;
     int64_t counted_in_flight_ = 0;  // counted requests held by sessions

@@ -10,6 +10,7 @@ void Worker::release_due(int64_t now) {
     Request r;
     size_t released = 0;
     while (scheduler_.next_due(now, r)) {
+        if (released == 0) loop_late_ns_ = now - r.intended_ns;
         r.released_ns = now;
         recorder_.due(r, now);
         scheduler_.queue().push_back(r);
@@ -53,19 +54,21 @@ void Worker::dispatch(int64_t now) {
         if (one_write) unwritten = c;
     }
     if (unwritten) unwritten->flush();  // a failure is settled through on_lost
-    // Every slot is busy and a request the loop released on time has waited for one longer than
-    // a late send's threshold: grow the pool up to the cap. Not at once: a burst the loop
-    // released together drains in microseconds on the connections there are. And not when the
-    // loop itself is behind (the request was released late): then the slots look busy because
-    // their responses wait, unread, for this loop - more connections would only cost it more
-    // (beast at 55 000 req/s grew a capacity step's pool to 1 000 that way).
+    // Every slot is busy and a queued request has waited for one longer than a late send's
+    // threshold: grow the pool up to the cap. Not at once: a burst the loop released together
+    // drains in microseconds on the connections there are. And not while the loop itself is
+    // behind (its last wake-up found a request due for longer than that threshold): then the
+    // slots look busy because their responses wait, unread, for this loop - more connections
+    // would only cost it more (beast at 55 000 req/s grew a capacity step's pool to 1 000 that
+    // way). The loop's last wake-up, not the waiting request's release, decides: one wake-up
+    // late on a busy machine must not stop a pool that is short from ever growing.
     while (now < plan_.window_end_ns && !queue.empty() && pool_starved(queue.front(), now) &&
            static_cast<int>(queue.size()) > connecting_ && static_cast<int>(connections_.size()) < max_connections_)
         open_pool_connection(add_connection(), now);
 }
 
 bool Worker::pool_starved(const Request& waiting, int64_t now) const noexcept {
-    return now - waiting.released_ns >= kLateSendNs && waiting.released_ns - waiting.intended_ns < kLateSendNs;
+    return now - waiting.released_ns >= kLateSendNs && loop_late_ns_ < kLateSendNs;
 }
 
 void Worker::mark_ready(Connection& c) {
