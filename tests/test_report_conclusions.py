@@ -211,6 +211,41 @@ def test_capacity_is_the_median_of_the_searches_or_an_interval(m, text):
     assert "capped at least 90 000 (at most 117 000 by CPU) > fast 62 000" in cap
 
 
+def test_only_a_generator_or_pool_bound_search_is_closed_by_its_cpu_ceiling():
+    """A generator- or pool-bound search knows [L, U]: U the server's CPU ceiling where it
+    passed. A contended one knows only L: its top passing step may be far below the capacity
+    and steal inflates the CPU per response (a contended python-asyncio search's 'ceiling' of
+    15 326 req/s lay below another search's found 21 743)."""
+    from loadbench.report.capacity_cells import search_interval
+
+    bounded = {"outcome": "generator-bound", "lower_bound": 50_000.0, "ceiling": 80_000.0}
+    assert search_interval(bounded) == (50_000.0, 80_000.0)
+    assert search_interval({**bounded, "outcome": "pool-bound"}) == (50_000.0, 80_000.0)
+    assert search_interval({**bounded, "outcome": "contended"}) == (50_000.0, float("inf"))
+    # a ceiling below the passing rate bounds nothing; a found capacity is a number
+    assert search_interval({**bounded, "ceiling": 40_000.0}) == (50_000.0, float("inf"))
+    assert search_interval({"outcome": "capacity", "capacity": 21_178.0}) == (21_178.0, 21_178.0)
+
+
+def test_a_contended_search_is_left_out_of_a_capacity_its_clean_repeats_measured():
+    """As a contended load cell is left out of the peaks: two clean searches found 21 178 and
+    21 743, a third that steal disturbed passed only 8 198 - the figure is the clean ones'
+    median and range, its upper end no CPU ceiling (none was measured), never 'at most 21 743
+    by CPU'. With only contended searches, all of them count (flagged elsewhere)."""
+    from loadbench.report.capacity_cells import CapacityCell
+
+    found = [{"outcome": "capacity", "capacity": c} for c in (21_178.0, 21_743.0)]
+    contended = {"outcome": "contended", "lower_bound": 8_198.0, "ceiling": 15_326.0}
+    cell = CapacityCell("python-asyncio", "http", "plaintext", 25, "ok")
+    cell.searches = [found[0], contended, found[1]]
+    f = cell.figure
+    assert float(f) == pytest.approx(21_460.5) and f.bound is None and f.ceiling is None
+    assert f.spread == (21_178.0, 21_743.0) and len(cell.intervals()) == 2
+    cell.searches = [contended, {**contended, "lower_bound": 9_000.0}]
+    f = cell.figure
+    assert float(f) == pytest.approx(8_599.0) and f.bound == "lower" and f.ceiling is None
+
+
 def test_the_capacity_chart_draws_the_steps_sorted_by_rate_with_the_knee(m):
     pytest.importorskip("matplotlib")
     from loadbench.report import charts

@@ -56,6 +56,7 @@ from .checkout import peers_dir as default_peers_dir
 from .checkout import reports_dir
 from .child import run_child, taskset
 from .environment_block import environment, machine_note
+from .gate import add_gate_args, make_gate, wait_quiet
 from .jsonl import JsonlWriter, read_jsonl
 from .peers import PeerChoice, launch_peer, unavailable
 from .report_text import report_head, write_report
@@ -233,6 +234,7 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
         "a venv): run beside the others as the tool 'before'",
     )
     p.add_argument("--report-only", action="store_true", help="rewrite the report from its JSONL")
+    add_gate_args(p)
     args = p.parse_args(argv)
     out = Path(args.out) if args.out else reports_dir(repo) / "open-loop-vs-wrk2.md"
     raw = out.with_suffix(".jsonl")
@@ -252,6 +254,8 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
     if args.before:
         env["before"] = args.before
     args.scratch = tempfile.mkdtemp(prefix="loadbench-open-loop-check-")
+    gate = make_gate(args)
+    env["Load gate"] = _gate_text(wait_quiet(gate))  # before any server starts
     tools_order = ["loadbench", "wrk2"] + (["before"] if args.before else [])
     command = shlex.join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
     writer = JsonlWriter(raw)
@@ -270,7 +274,8 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
                 if tool == "wrk2" and wrk2 is None:
                     continue
                 rec = {"peer": peer_name, "rate": rate, "connections": connections,
-                       "what": what, "repeat": repeat, "tool": tool}  # fmt: skip
+                       "what": what, "repeat": repeat, "tool": tool,
+                       "gate": wait_quiet(gate)}  # fmt: skip
                 with launch_peer(choice, cpus=SERVER_CPUS, peers_dir=peers) as server:
                     url = server.url("/plaintext")
                     if not args.fresh:
@@ -295,6 +300,45 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
     write_report(out, render(records, env, command))
     print(f"wrote {out} and {raw}")
     return 0
+
+
+def _gate_text(waited: dict) -> str:
+    if waited.get("skipped"):
+        return "skipped (--no-wait)"
+    if waited.get("timed_out"):
+        return f"proceeded after {waited.get('timeout_s', 0):g} s on a busy machine"
+    return f"quiet after {waited.get('waited_s', 0):.0f} s"
+
+
+def _outside_shares(records: list[dict]) -> list[float]:
+    shares = [
+        analysis.outside_share(rec["server"], os.cpu_count() or 1)
+        for rec in records
+        if rec.get("tool") != "wrk2" and isinstance(rec.get("server"), dict)
+    ]
+    return [x for x in shares if x is not None]
+
+
+def _all_quiet(records: list[dict]) -> bool:
+    shares = _outside_shares(records)
+    return bool(shares) and max(shares) <= analysis.CONTENDED_SHARE
+
+
+def _outside_note(records: list[dict]) -> str:
+    """What other processes took of the machine in loadbench's own run windows (the same
+    outside share a sweep marks contended above analysis.CONTENDED_SHARE): the evidence of a
+    quiet machine that the 1-min load average, trailing the previous run, cannot give."""
+    shares = _outside_shares(records)
+    if not shares:
+        return ""
+    busy = sum(1 for x in shares if x > analysis.CONTENDED_SHARE)
+    return (
+        f"In loadbench's {len(shares)} run windows other processes used "
+        f"{100 * analysis.median_spread(shares).median:.1f} % of the machine at the median "
+        f"(at most {100 * max(shares):.1f} %; {busy} above the "
+        f"{100 * analysis.CONTENDED_SHARE:g} % a sweep marks contended; hypervisor steal is in "
+        "each run's own `limited by`)."
+    )
 
 
 def _ms(us: Optional[float]) -> str:
@@ -340,7 +384,15 @@ def render(records: list[dict], env: dict, command: str) -> str:
         "Open-loop latency against wrk2", command, env, settings, "open-loop-vs-wrk2.jsonl"
     )
     load1 = float(env.get("Load average at start", "0").split()[0] or 0)
-    lines += [f"Machine: {machine_note(load1)}.", ""]
+    gate = {"quiet": True} if env.get("Load gate", "").startswith("quiet") else None
+    machine = machine_note(load1, gate)
+    if gate is None and "Load gate" not in env and _all_quiet(records):
+        # raw data from before this driver ran the gate: the runs' own windows are the evidence
+        machine = (
+            f"load {load1:.2f} at start (no load gate ran before these runs; the 1-min average "
+            "trails earlier work)"
+        )
+    lines += [f"Machine: {machine}. {_outside_note(records)}".rstrip(), ""]
     cells: dict[tuple, dict[str, list[dict]]] = {}
     for rec in records:
         key = (rec["peer"], rec["rate"], rec["connections"], rec.get("what", ""))
@@ -384,6 +436,7 @@ def render(records: list[dict], env: dict, command: str) -> str:
                 "p99",
                 "max",
                 "agree",
+                *(["before p99", "before: limited by"] if has_before else []),
             ],
             rows,
         ),  # fmt: skip

@@ -25,8 +25,13 @@ from ..core.limits import limited_by
 from .rows import pinned_cores
 
 CAPACITY_MODE = "capacity"
-# outcomes whose lower bound is the generator side's limit, not the server's (core/limits.py)
-BOUNDED_OUTCOMES = ("generator-bound", "pool-bound")
+# Outcomes whose CPU ceiling closes the capacity from above: the generator or its pool was the
+# limit near the rate where the server's own CPU per response was measured. Not "contended"
+# (the search's own BOUNDED_OUTCOMES): its highest passing step may lie far below the capacity,
+# where each response costs more CPU (fewer per wake-up), and steal inflates it - a contended
+# search of python-asyncio passed only 8 198 req/s and put its ceiling at 15 326, while another
+# search of the same server found 21 743 (reports/2026-12-03-vm): such a ceiling closes nothing.
+CEILING_OUTCOMES = ("generator-bound", "pool-bound")
 
 
 def is_capacity(record: dict) -> bool:
@@ -62,7 +67,8 @@ def search_interval(
 ) -> Optional[tuple[float, float]]:
     """(low, high) of the server's capacity as one search knows it: (c, c) when found; (L, U)
     when the generator or its pool was the limit (U infinite without a ceiling); (L, inf) for
-    any other outcome with a passing rate; None when nothing passed."""
+    any other outcome with a passing rate (contended: CEILING_OUTCOMES); None when nothing
+    passed."""
     if search.get("outcome") == "capacity" and search.get("capacity") is not None:
         c = float(search["capacity"])
         return c, c
@@ -70,7 +76,7 @@ def search_interval(
     if low is None:
         return None
     high = math.inf
-    if search.get("outcome") in BOUNDED_OUTCOMES:
+    if search.get("outcome") in CEILING_OUTCOMES:
         ceiling = search_ceiling(search, server_cores)
         if ceiling and ceiling > low:
             high = float(ceiling)
@@ -95,23 +101,36 @@ class CapacityCell:
     def outcomes(self) -> list[str]:
         return [s.get("outcome", "?") for s in self.searches]
 
+    def trusted(self) -> list[dict]:
+        """The searches the figure is made of: those other processes did not disturb, when any
+        were (as a contended load cell is left out of the peaks); else all, flagged."""
+        clean = [s for s in self.searches if s.get("outcome") != "contended"]
+        return clean or self.searches
+
     def intervals(self) -> list[tuple[float, float]]:
-        """Each search's (low, high), in the order they ran (searches that passed nothing left
-        out)."""
+        """Each trusted search's (low, high), in the order they ran (searches that passed
+        nothing left out)."""
         return [
-            iv for s in self.searches if (iv := search_interval(s, self.server_cores)) is not None
+            iv for s in self.trusted() if (iv := search_interval(s, self.server_cores)) is not None
         ]
 
     @property
     def figure(self) -> Optional[Figure]:
         """The capacity over the repeats: the median of each search's low end, the interval
         from the medians of both ends (found: exact; generator-bound: [L, U]), and the range of
-        the low ends as the noise. None when no search passed any rate."""
+        the low ends as the noise. None when no search passed any rate.
+
+        A lower bound's upper end is only ever a CPU ceiling (:attr:`ceiling`, infinite without
+        one): the median of the high ends may be another search's found capacity (two found,
+        one contended), and every reader prints the upper end as "at most N by CPU"."""
         ivs = self.intervals()
         if not ivs:
             return None
         low = analysis.median([lo for lo, _ in ivs])
         high = analysis.median([hi for _, hi in ivs])
+        if high > low:
+            ceiling = self.ceiling
+            high = ceiling if ceiling and ceiling > low else math.inf
         lows = [lo for lo, _ in ivs]
         return Figure(
             low,
@@ -139,8 +158,8 @@ class CapacityCell:
         """The median CPU ceiling of the generator- or pool-bound searches (U of [L, U])."""
         ceilings = [
             search_ceiling(s, self.server_cores)
-            for s in self.searches
-            if s.get("outcome") in BOUNDED_OUTCOMES
+            for s in self.trusted()
+            if s.get("outcome") in CEILING_OUTCOMES
         ]
         return analysis.median([c for c in ceilings if c])
 

@@ -17,6 +17,7 @@ report's tables. The sentences never compute a figure of their own.
 
 from __future__ import annotations
 
+import math
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -278,7 +279,11 @@ def _capacity_paragraph(model: Model, base: str) -> list[Point]:
     out = []
     for protocol in dict.fromkeys(p for _, p in cells):
         figures = capacity_figures(model, protocol)
-        order = tiers(figures)
+        # A bound nothing closes from above (contended searches, and no steady closed-loop peak
+        # over the protocol) could be above any other server: in a tier it would merge every
+        # server below it into one "order open". It is named after the order instead.
+        unclosed = [t for t, f in figures.items() if f is not None and math.isinf(f.interval[1])]
+        order = tiers({t: f for t, f in figures.items() if t not in unclosed})
         if not order:
             continue
         w = _Writer(model, base, f"Capacity under {' and '.join(objectives)} ({protocol})")
@@ -294,9 +299,19 @@ def _capacity_paragraph(model: Model, base: str) -> list[Point]:
         body = " > ".join(
             tier_text(w, tier, number, noise, i in numbered) for i, tier in enumerate(order)
         )
+        if unclosed:
+            body += "; open above (contended, no steady peak): " + ", ".join(
+                f"{t} {number(t)}" for t in sorted(unclosed, key=lambda t: -float(figures[t]))
+            )
         searches = w.num(("searches",), _count)
         plural = "es" if figure_of(model, base, ("searches",)) != 1 else ""
-        out.append(w.point(f"open loop, median of {searches} search{plural}: {body}."))
+        out.append(
+            w.point(
+                f"open loop, median of {searches} search{plural} (contended ones left out "
+                "where others were clean); a bound ends at the server's closed-loop peak where "
+                f"no CPU ceiling closes it: {body}."
+            )
+        )
     return out
 
 

@@ -12,6 +12,7 @@ certain order can be said. The headline writes a tier as "a ≈ b ≈ c" and the
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -76,7 +77,12 @@ def protocol_tiers(model: Model, protocol: str) -> list[Tier]:
 def capacity_figures(model: Model, protocol: str) -> dict[str, Optional[Figure]]:
     """Each server's capacity over ``protocol`` (median of its searches, [L, U] where the
     generator was the limit), with the rates between its capacity and its first failing rate
-    as the noise: a bisection to 5 % cannot order two capacities closer than that."""
+    as the noise: a bisection to 5 % cannot order two capacities closer than that.
+
+    A bound with no upper end (searches that other processes disturbed) is closed by the
+    server's closed-loop peak over the protocol, its repeats' highest (:func:`peak_closed`): no
+    server keeps a latency objective at more requests a second than it answers at all. Without
+    it one such bound made every server below it "order open"."""
     out: dict[str, Optional[Figure]] = {}
     for (t, p), cell in model.capacities().items():
         if p != protocol or t not in model.listed:
@@ -89,8 +95,22 @@ def capacity_figures(model: Model, protocol: str) -> dict[str, Optional[Figure]]
         failing = [s.get("first_failing") for s in cell.searches if s.get("first_failing")]
         if failing and f.bound is None:  # a bound's failing step was the generator's, not noise
             high = max(high, *failing)
-        out[t] = Figure(float(f), f.bound, f.bounded, f.cells, f.interval, (low, high))
+        out[t] = Figure(
+            float(f), f.bound, f.bounded, f.cells, peak_closed(model, t, protocol, f), (low, high)
+        )
     return out
+
+
+def peak_closed(model: Model, target: str, protocol: str, f: Figure) -> tuple[float, float]:
+    """``f``'s interval, an infinite upper end replaced by the server's closed-loop peak over
+    ``protocol`` (the top of its repeats' range and of its own interval) when that lies above
+    the lower end."""
+    low, high = f.interval
+    peak = model.peak(target, protocol)
+    if math.isfinite(high) or peak is None:
+        return low, high
+    top = analysis.noise_range(peak)[1]
+    return (low, top) if math.isfinite(top) and top >= low else (low, high)
 
 
 def nearest(values: dict[str, Optional[float]], target: str) -> Optional[str]:

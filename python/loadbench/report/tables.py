@@ -311,7 +311,12 @@ def _why(cells: list[Aggregate], metric: str = "rps") -> str:
     why = [
         f"{dirty} with > {100 * analysis.DIRTY_SHARE:g} % non-2xx/errors" if dirty else "",
         f"{contended} contended"
-        + (f" ({100 * min(shares):.0f}-{100 * max(shares):.0f} % outside CPU)" if shares else "")
+        # each cell's share, as Findings names them (a range hid which cell took which)
+        + (
+            f" ({', '.join(f'{100 * x:.0f} %' for x in sorted(shares))} outside CPU)"
+            if shares
+            else ""
+        )
         if contended
         else "",
         f"{bound} generator-bound" if bound else "",

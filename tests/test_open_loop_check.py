@@ -1,0 +1,52 @@
+"""bench/open_loop_vs_wrk2's report (loadbench.bench.open_loop_check.render) from hand-made raw
+records: its table has a heading for every column its rows carry (the `before` build's two
+included), and its machine line reads the runs' own windows when no load gate ran."""
+
+from __future__ import annotations
+
+from loadbench.bench.open_loop_check import render
+
+
+def _run(tool: str, p99_us: float, others_cpu_s: float = 0.01, by: str = "server") -> dict:
+    rec = {
+        "peer": "beast", "rate": 60_000.0, "connections": 50, "what": "fixed rate", "repeat": 0,
+        "tool": tool, "p50_us": 150.0, "p99_us": p99_us, "max_us": 2 * p99_us,
+    }  # fmt: skip
+    if tool != "wrk2":
+        rec["service_p99_us"] = p99_us / 2
+        rec["limit"] = {"by": by}
+        rec["server"] = {"cores": 1, "others_cpu_s": others_cpu_s, "window_s": 5.0}
+    return rec
+
+
+def _rows(text: str) -> list[list[str]]:
+    return [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith("| ") and "Rate /s" not in line and "Setting" not in line
+    ]
+
+
+def test_every_column_has_a_heading_and_the_runs_windows_say_the_machine_was_quiet():
+    env = {"Date (UTC)": "2026-12-03 14:00:00", "Load average at start": "1.24 / 1.3 / 1.5"}
+    records = [_run("loadbench", 2_400.0), _run("wrk2", 8_200.0), _run("before", 2_200.0, by="-")]
+    text = render(records, env, "bench/open_loop_vs_wrk2.py --before B")
+    heading = next(line for line in text.splitlines() if "Rate /s" in line)
+    cells = [c.strip() for c in heading.strip("|").split("|")]
+    (row,) = [r for r in _rows(text) if r[0] == "beast"]
+    assert len(cells) == len(row) and cells[-2:] == ["before p99", "before: limited by"]
+    assert row[cells.index("agree")] == "NO (0.29x)" and row[cells.index("limited by")] == "server"
+    # 0.01 s of others' CPU in a 5 s window of 2 cores: 0.1 %, below the contended share
+    machine = next(line for line in text.splitlines() if line.startswith("Machine:"))
+    assert "no load gate ran" in machine and "SHARED" not in machine, machine
+    assert "0.1 % of the machine at the median" in machine and "0 above the 5 %" in machine
+
+
+def test_a_run_that_others_disturbed_leaves_the_load_average_its_word():
+    env = {"Date (UTC)": "2026-12-03 14:00:00", "Load average at start": "1.24 / 1.3 / 1.5"}
+    records = [_run("loadbench", 2_400.0, others_cpu_s=2.0), _run("wrk2", 2_500.0)]
+    text = render(records, env, "bench/open_loop_vs_wrk2.py")
+    machine = next(line for line in text.splitlines() if line.startswith("Machine:"))
+    assert "SHARED" in machine and "1 above the 5 %" in machine, machine
+    heading = next(line for line in text.splitlines() if "Rate /s" in line)
+    assert heading.rstrip().endswith("| agree |")
