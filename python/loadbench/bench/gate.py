@@ -108,6 +108,15 @@ def wait_quiet(gate: LoadGate) -> dict:
     return {**verdict.to_dict(), "load1_at_start": os.getloadavg()[0]}
 
 
+def gate_before_text(waited: dict) -> str:
+    """What the gate did before a run: skipped, timed out on a busy machine, or quiet."""
+    if waited.get("skipped"):
+        return "skipped (--no-wait)"
+    if waited.get("timed_out"):
+        return f"proceeded after {waited.get('timeout_s', 0):g} s on a busy machine"
+    return f"quiet after {waited.get('waited_s', 0):.0f} s"
+
+
 def gate_note(first: dict, records: Iterable[dict]) -> str:
     """The environment block's line: the gate before the run, per repeat, and contended repeats."""
     every = [r for r in records if r.get("status", "ok") == "ok" and "outside_share" in r]
@@ -115,15 +124,7 @@ def gate_note(first: dict, records: Iterable[dict]) -> str:
     late = sum(1 for r in rows if (r.get("gate") or {}).get("timed_out"))
     busy = sum(1 for r in rows if is_contended(r))
     again = len(every) - len(rows)
-    before = (
-        "skipped (--no-wait)"
-        if first.get("skipped")
-        else (
-            f"proceeded after {first.get('timeout_s', 0):g} s on a busy machine"
-            if first.get("timed_out")
-            else f"quiet after {first.get('waited_s', 0):.0f} s"
-        )
-    )
+    before = gate_before_text(first)
     return (
         f"before the run: {before} (load {first.get('load1_at_start', 0):.2f}); {late} of {len(rows)} "
         f"repeat(s) measured after the gate timed out; {busy} repeat(s) contended (others used more than "

@@ -56,7 +56,7 @@ from .checkout import peers_dir as default_peers_dir
 from .checkout import reports_dir
 from .child import run_child, taskset
 from .environment_block import environment, machine_note
-from .gate import add_gate_args, make_gate, wait_quiet
+from .gate import add_gate_args, gate_before_text, make_gate, wait_quiet
 from .jsonl import JsonlWriter, read_jsonl
 from .peers import PeerChoice, launch_peer, unavailable
 from .report_text import report_head, write_report
@@ -255,7 +255,7 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
         env["before"] = args.before
     args.scratch = tempfile.mkdtemp(prefix="loadbench-open-loop-check-")
     gate = make_gate(args)
-    env["Load gate"] = _gate_text(wait_quiet(gate))  # before any server starts
+    env["Load gate"] = gate_before_text(wait_quiet(gate))  # before any server starts
     tools_order = ["loadbench", "wrk2"] + (["before"] if args.before else [])
     command = shlex.join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
     writer = JsonlWriter(raw)
@@ -300,14 +300,6 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
     write_report(out, render(records, env, command))
     print(f"wrote {out} and {raw}")
     return 0
-
-
-def _gate_text(waited: dict) -> str:
-    if waited.get("skipped"):
-        return "skipped (--no-wait)"
-    if waited.get("timed_out"):
-        return f"proceeded after {waited.get('timeout_s', 0):g} s on a busy machine"
-    return f"quiet after {waited.get('waited_s', 0):.0f} s"
 
 
 def _outside_shares(records: list[dict]) -> list[float]:
