@@ -58,6 +58,12 @@ class LatencyHistogram:
         layout = hdrlog.Layout(self.lowest, self.highest, self.significant_figures)
         self._low, self._range = layout.index_values(len(self.counts))
         self._cumulative = np.cumsum(self.counts)
+        # float64 on both sides, summed by einsum: np.dot of int64 with float64 takes a generic
+        # loop, and of two float64 arrays it goes to OpenBLAS, whose threads wait for a core on
+        # a busy 2-core machine (0.7 ms for 23k buckets; einsum 0.06) - and a report asks every
+        # result for its mean and stdev
+        self._mid = (self._low + (self._range >> 1)).astype(np.float64)
+        self._weights = self.counts.astype(np.float64)
 
     @property
     def count(self) -> int:
@@ -75,15 +81,14 @@ class LatencyHistogram:
     def mean(self) -> float:
         if not self.count:
             return 0.0
-        mid = self._low + (self._range >> 1)
-        return float(np.dot(mid.astype(np.float64), self.counts) / self.count)
+        return float(np.einsum("i,i->", self._mid, self._weights) / self.count)
 
     @property
     def stdev(self) -> float:
         if not self.count:
             return 0.0
-        mid = (self._low + (self._range >> 1)).astype(np.float64)
-        return float(np.sqrt(np.dot((mid - self.mean) ** 2, self.counts) / self.count))
+        deviation = (self._mid - self.mean) ** 2
+        return float(np.sqrt(np.einsum("i,i->", deviation, self._weights) / self.count))
 
     def percentile(self, q: float) -> float:
         """HdrHistogram's value at percentile q (0..100), in microseconds."""
