@@ -20,7 +20,8 @@ for arg in "$@"; do
   esac
 done
 
-say() { echo "loadbench setup: $*" >&2; }
+# Each line carries the seconds since the script started: where a fresh machine's install goes.
+say() { echo "loadbench setup [${SECONDS} s]: $*" >&2; }
 have() { command -v "$1" >/dev/null 2>&1; }
 # dpkg's own record; on a machine without dpkg-query nothing counts as installed.
 installed() { have dpkg-query && [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" = "install ok installed" ]; }

@@ -64,7 +64,7 @@ LIMITS: dict[str, tuple[float, str]] = {
     ),
     "tests/test_fuzz.py::test_bounded_fuzz_run_finds_nothing*": (
         150,
-        "30 s of libFuzzer by design (LOADBENCH_FUZZ_SECONDS), and a slow unit re-run alone",
+        "10 s of libFuzzer by design (LOADBENCH_FUZZ_SECONDS), and a slow unit re-run alone",
     ),
     "tests/test_bench_peers.py::test_new_peer_runs_a_small_real_sweep*": (
         150,
