@@ -118,9 +118,10 @@ if [ "$extras" = test ]; then
   need_tool heaptrack heaptrack    # allocation sites (tests/test_allocations.py): heaptrack attaches
   need_tool gdb gdb                #   with gdb and compresses its record with zstd
   need_tool zstd zstd
-  need_tool go golang-go           # builds h2spec (below) from the Go module proxy; Debian 12: Go 1.19
-  need_tool ccache ccache          # the C++ core compiles once for the wheel and once more for the C++
-                                   #   unit tests (build/cpptests): the second is served from this cache
+  need_tool go golang-go           # builds h2spec (below) from the Go module proxy; Debian 12: Go 1.19,
+                                   #   which fetches the Go peers' newer toolchain (bench/go-toolchain.sh)
+  need_tool ccache ccache          # the wheel's and the suite's ASan build's compiles, kept: a clean
+                                   #   clone on this machine (CI) recompiles nothing it compiled before
   need_tool nim nim                # the Nim peer and the PyPy hypercorn peer, built below in seconds
   need_tool pypy3 pypy3            #   (the peers that need a toolchain Debian 12 lacks stay with
   need_lib pypy3-venv              #   bench/install-peers.sh); Debian's pypy3 needs it for a venv
@@ -177,6 +178,18 @@ if [ "$extras" = test ]; then
     say "building the Nim peer (nim c -d:release bench/peers/nim/hello.nim)"
     (cd bench/peers/nim && nim c -d:release --hints:off -o:loadbench-peer-nim hello.nim >/dev/null)
   fi
+  # The Go peers (net/http, quic-go) need Go 1.26, which Debian 12's Go fetches from the Go
+  # module proxy as the golang.org/toolchain module (bench/go-toolchain.sh); both build at once.
+  go_builds=()
+  for peer in go:loadbench-peer-go quicgo:loadbench-peer-quicgo; do
+    dir="bench/peers/${peer%%:*}" binary="${peer#*:}"
+    [ -x "$dir/$binary" ] && continue
+    [ ${#go_builds[@]} -gt 0 ] || go_bin="$(bash bench/go-toolchain.sh)"
+    say "building the ${peer%%:*} peer ($dir: go build, modules from the Go module proxy)"
+    (cd "$dir" && GOROOT="" GOTOOLCHAIN=local GOFLAGS=-mod=readonly "$go_bin" build -o "$binary" .) &
+    go_builds+=("$!")
+  done
+  for pid in "${go_builds[@]}"; do wait "$pid"; done
   if [ ! -x bench/peers/pypy/.venv/bin/hypercorn ]; then
     say "making bench/peers/pypy/.venv with pypy3, pip install hypercorn (PyPI)"
     pypy3 -m venv bench/peers/pypy/.venv
@@ -191,9 +204,9 @@ if python3 -c 'import sys,sysconfig,os; sys.exit(0 if os.path.exists(os.path.joi
 fi
 target="."
 [ -n "$extras" ] && target=".[$extras]"
-# Through ccache where installed (the test install brings it): the test suite's optimised C++
-# build (build/cpptests) then takes the core's objects from this compile instead of a second
-# one. CMake reads these on a build dir's first configuration only.
+# Through ccache where installed (the test install brings it): a clean clone on a machine that
+# built these sources before (CI) takes every object from the cache. CMake reads these on a
+# build dir's first configuration only.
 if have ccache; then export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache; fi
 say "building and installing $target with $(command -v python3) (the C++ core compiles once; later installs are incremental)"
 python3 -m pip install "${pip_flags[@]}" "$target"

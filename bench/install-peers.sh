@@ -163,7 +163,9 @@ go_peer_build() {  # go_peer_build LABEL DIR BINARY
   [ "$dry_run" = 0 ] && [ ! -x "$3" ] || return 0
   if have go; then
     echo "install-peers: building the $1 peer with go in the background (log: $log_dir/$2-peer.log)"
-    (cd "$peers/$2" && GOFLAGS="-p=2" nice -n 19 go build -o "$(basename "$3")" .) >"$log_dir/$2-peer.log" 2>&1 &
+    # a Go older than the peers' go.mod fetches their toolchain from the Go module proxy
+    (cd "$peers/$2" && go_bin="$(bash "$here/go-toolchain.sh")" && GOROOT="" GOTOOLCHAIN=local \
+      GOFLAGS="-p=2" nice -n 19 "$go_bin" build -o "$(basename "$3")" .) >"$log_dir/$2-peer.log" 2>&1 &
     go_jobs+=("$!:$1:$2")
   else
     echo "install-peers: the $1 peer needs go (go.dev/dl); skipped - benchmarks report it as n/a"

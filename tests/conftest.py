@@ -4,10 +4,11 @@ beast_server     a started loadbench.ServerProcess (native loadbench-server, 1 w
                  a free port), stopped gracefully after the test.
 server_factory   server_factory(**kwargs) -> started ServerProcess with those fields
                  (workers=, tls=, header_timeout_ms=, ...); all are stopped after the test.
-instrumented_build_dir, cpptests_build_dir
-                 the plain-CMake builds of the C++ core beside the wheel (tests/native_build.py):
-                 started in the background as soon as the suite has collected a test that needs
-                 one, waited for by the first test of each worker that does.
+instrumented_build_dir
+                 the plain-CMake build of the C++ core beside the wheel (tests/native_build.py:
+                 ASan + UBSan, the fuzz targets, the C++ unit tests, the server): started in the
+                 background as soon as the suite has collected a test that needs it, waited for
+                 by the first test of each worker that does.
 """
 
 from __future__ import annotations
@@ -62,13 +63,8 @@ def instrumented_build_dir() -> Path:
     return native_build.instrumented_build()
 
 
-@pytest.fixture(scope="session")
-def cpptests_build_dir() -> Path:
-    return native_build.cpptests_build()
-
-
 # fixture -> the native_build.BUILDS entry it waits for
-_BUILD_OF = {"instrumented_build_dir": "instrumented", "cpptests_build_dir": "cpptests"}
+_BUILD_OF = {"instrumented_build_dir": "instrumented"}
 _background_build: Optional[subprocess.Popen] = None
 
 

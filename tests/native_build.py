@@ -4,12 +4,14 @@ The wheel stays optimised; these builds live in build/<name> of the source tree,
 configured once and rebuilt incrementally (-j2: the suite runs on small machines), and a
 file lock keeps two pytest processes from building the same directory at once.
 
-The fuzz targets and the sanitizer tests share one build, `instrumented_build()`: clang with
-ASan + UBSan (and libFuzzer's coverage) over the whole core, so the core compiles once for both
-- a second instrumented build of it was four minutes of the suite on a fresh 2-core machine.
-The C++ unit tests build optimised with the wheel's compiler and flags (`cpptests_build()`):
-through ccache, when installed (`.ci/install.sh test` brings it and builds the wheel through
-it), the core's objects come from the wheel's own compile instead of a second one.
+The fuzz targets, the C++ unit tests and the sanitized server share one build,
+`instrumented_build()`: clang with ASan + UBSan (and libFuzzer's coverage) over the whole core,
+so the core compiles once for all three. On a fresh 2-core machine this build is the suite's
+critical path (the tests that need it wait for it at the end), so it is kept cheap: -O0
+(a third of -O2's compile time under ASan; the sanitizers see more, the fuzzers run slower),
+one build instead of a second optimised one for the unit tests (they ran twice, optimised
+through CTest and under ASan, with the same assertions), and ccache where installed (a CI
+machine's clean clone recompiles nothing it compiled before).
 
 The suite starts the builds its tests need as soon as it has collected them, in the background
 at the lowest CPU priority (`start_in_background`, from conftest.py): they take what the tests
@@ -23,7 +25,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
@@ -67,9 +68,8 @@ def build(
 
 
 def _compiler_cache() -> list[str]:
-    """ccache in front of the compilers, when installed: the C++ unit tests' build compiles the
-    core as the wheel did (.ci/install.sh builds the wheel through ccache), so a fresh machine
-    compiles it once. (The instrumented build shares no compile with anything.)"""
+    """ccache in front of the compilers, when installed (`.ci/install.sh test` brings it): a
+    clean clone on a machine that built the same sources before compiles nothing again."""
     ccache = shutil.which("ccache")
     if ccache is None:
         return []
@@ -99,43 +99,19 @@ def instrumented_build() -> Path:
             "-DLOADBENCH_BUILD_PYTHON=OFF",
             # Line tables are all a sanitizer's or libFuzzer's stack trace reads (file:line);
             # full debug info cost 16 % more compile time and 40 % larger objects to link.
-            "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -gline-tables-only -DNDEBUG",
+            # -O0: the server's worker.cpp took 37 s under ASan at -O2, 31 at -O1, 13 at -O0.
+            "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -gline-tables-only -DNDEBUG",
             # No C++ test reaches the generator's rustls client: no cargo build in this dir.
             "-DLOADBENCH_WITH_RUSTLS=OFF",
+            *_compiler_cache(),
         ],
         [*FUZZ_TARGETS, *SANITIZED_TARGETS],
         env={"CC": "clang", "CXX": "clang++"},
     )
 
 
-def _wheel_compilers() -> dict[str, str]:
-    """The compilers the wheel's build used: scikit-build-core takes Python's own (sysconfig's CC
-    and CXX: x86_64-linux-gnu-g++ for Debian's python3, g++ for pyenv's) unless CC/CXX are set.
-    ccache keys a compile by the compiler's path too: c++ and x86_64-linux-gnu-g++, the same
-    binary, missed every object (151 of 151) on the first fresh root."""
-    found = {}
-    for var in ("CC", "CXX"):
-        value = os.environ.get(var) or (sysconfig.get_config_var(var) or "").split(" ")[0]
-        if value:
-            found[var] = value
-    return found
-
-
-def cpptests_build() -> Path:
-    """build/cpptests: the GoogleTest suite (loadbench_tests), optimised as the wheel is (Release,
-    the wheel's compilers), without the Python extension."""
-    return build(
-        "cpptests",
-        ["-DLOADBENCH_BUILD_TESTS=ON", "-DLOADBENCH_BUILD_PYTHON=OFF", *_compiler_cache()],
-        ["loadbench_tests"],
-        env=_wheel_compilers(),
-        build_type="Release",
-    )
-
-
-# What a test's fixture needs built -> the build that makes it; in background, in this order
-# (the instrumented build is the longest, and its fuzz runs are the suite's last long tests).
-BUILDS = {"instrumented": instrumented_build, "cpptests": cpptests_build}
+# What a test's fixture needs built -> the build that makes it, in the background.
+BUILDS = {"instrumented": instrumented_build}
 # The background build of this process, if it started one (a test that counts its own child
 # processes leaves this one out).
 background: Optional[subprocess.Popen] = None

@@ -53,15 +53,19 @@ def test_server_still_serves_after_the_suite(ours: ServerProcess) -> None:
     assert run_h1(ours.http_port, H1_CASES[-1]) == "200 close"
 
 
+def _outcomes(port: int, cases, run) -> list[str]:
+    # Each case is its own connection, and most of a case is waiting for silence (WAIT):
+    # side by side they take seconds instead of the minute and a half they took in turn.
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        return list(pool.map(lambda case: run(port, case), cases))
+
+
 def _peer_outcomes(peer: str, protocol: str, cases, run) -> list[str] | None:
     choice = PeerChoice(peer, peer, protocol)
     if unavailable(choice, PEERS) is not None:
         return None
     with launch_peer(choice, cpus=[0], peers_dir=PEERS) as launched:
-        # Each case is its own connection, and most of a case is waiting for silence (WAIT):
-        # side by side they take seconds instead of the minute and a half they took in turn.
-        with ThreadPoolExecutor(max_workers=16) as pool:
-            return list(pool.map(lambda case: run(launched.port, case), cases))
+        return _outcomes(launched.port, cases, run)
 
 
 def test_print_table_beside_nginx_and_h2o(
@@ -70,8 +74,8 @@ def test_print_table_beside_nginx_and_h2o(
     """The table a reader compares: our outcome and the peers', with '*' where one is outside
     what the RFC allows. Only ours is asserted (above)."""
     columns = ["loadbench", "nginx", "h2o"]
-    h1 = {"loadbench": [run_h1(ours.http_port, c) for c in H1_CASES]}
-    h2 = {"loadbench": [run_h2(ours.http_port, c) for c in H2_CASES]}
+    h1 = {"loadbench": _outcomes(ours.http_port, H1_CASES, run_h1)}
+    h2 = {"loadbench": _outcomes(ours.http_port, H2_CASES, run_h2)}
     for peer, h2_protocol in (("nginx", "h2c"), ("h2o", "h2c")):
         h1[peer] = _peer_outcomes(peer, "http", H1_CASES, run_h1)
         h2[peer] = _peer_outcomes(peer, h2_protocol, H2_CASES, run_h2)

