@@ -164,48 +164,58 @@ else
   say "all Debian packages present"
 fi
 
-# What is built beside loadbench (h2spec, the peers the tests load) builds in the background
-# while pip fetches loadbench's dependencies and compiles its C++ core: their downloads and
-# single-threaded compiles fill the time pip spends waiting on the network (a fresh machine
-# took 100 s for them one after the other, before pip started). Their output is shown after.
-side_builds() {
-  if [ "$need_h2spec" = 1 ]; then
-    say "building h2spec into $h2spec_bin (go install from the Go module proxy, .ci/h2spec/go.mod)"
-    # GOTOOLCHAIN=local: the machine's Go builds it (go.mod asks 1.19), never a downloaded one.
-    (cd .ci/h2spec && GOBIN="$(dirname "$h2spec_bin")" GOTOOLCHAIN=local GOFLAGS=-mod=readonly \
-      go install github.com/summerwind/h2spec/cmd/h2spec)
-  fi
-
-  if [ "$extras" = test ]; then
-    # The two benchmark peers that Debian's packages build in seconds, built as
-    # bench/install-peers.sh builds them (tests/test_bench_peers.py loads them).
-    if [ ! -x bench/peers/nim/loadbench-peer-nim ] || [ bench/peers/nim/hello.nim -nt bench/peers/nim/loadbench-peer-nim ]; then
-      say "building the Nim peer (nim c -d:release bench/peers/nim/hello.nim)"
-      (cd bench/peers/nim && nim c -d:release --hints:off -o:loadbench-peer-nim hello.nim >/dev/null)
-    fi
-    # The Go peers (net/http, quic-go) need Go 1.26, which Debian 12's Go fetches from the Go
-    # module proxy as the golang.org/toolchain module (bench/go-toolchain.sh); both build at once.
-    go_builds=()
-    for peer in go:loadbench-peer-go quicgo:loadbench-peer-quicgo; do
-      dir="bench/peers/${peer%%:*}" binary="${peer#*:}"
-      [ -x "$dir/$binary" ] && continue
-      [ ${#go_builds[@]} -gt 0 ] || go_bin="$(bash bench/go-toolchain.sh)"
-      say "building the ${peer%%:*} peer ($dir: go build, modules from the Go module proxy)"
-      (cd "$dir" && GOROOT="" GOTOOLCHAIN=local GOFLAGS=-mod=readonly "$go_bin" build -o "$binary" .) &
-      go_builds+=("$!")
-    done
-    for pid in "${go_builds[@]}"; do wait "$pid"; done
-    if [ ! -x bench/peers/pypy/.venv/bin/hypercorn ]; then
-      say "making bench/peers/pypy/.venv with pypy3, pip install hypercorn (PyPI)"
-      pypy3 -m venv bench/peers/pypy/.venv
-      bench/peers/pypy/.venv/bin/python -m pip install --quiet --disable-pip-version-check hypercorn
-    fi
-  fi
+# What is built beside loadbench (h2spec, the peers the tests load) builds in the background,
+# each its own job, while pip fetches loadbench's dependencies and compiles its C++ core: their
+# downloads and single-threaded compiles fill the time pip waits on the network (one after the
+# other, before pip, they took 100 s of a fresh machine; one after the other beside it, at a
+# lower priority, they outlasted it by two minutes). Each job's output is shown after pip's.
+side_jobs=()   # "pid:what:log"
+side_job() {   # side_job WHAT FUNCTION
+  local log; log="$(mktemp "${TMPDIR:-/tmp}/loadbench-setup-side.XXXXXX")"
+  "$2" >"$log" 2>&1 &
+  side_jobs+=("$!:$1:$log")
 }
-side_log="$(mktemp "${TMPDIR:-/tmp}/loadbench-setup-side.XXXXXX")"
-# (at nice 10: the C++ core's compile is the longer road and keeps the CPU it asks for)
-( renice -n 10 -p "$BASHPID" >/dev/null 2>&1 || true; side_builds ) >"$side_log" 2>&1 &
-side_pid=$!
+build_h2spec() {
+  say "building h2spec into $h2spec_bin (go install from the Go module proxy, .ci/h2spec/go.mod)"
+  # GOTOOLCHAIN=local: the machine's Go builds it (go.mod asks 1.19), never a downloaded one.
+  cd .ci/h2spec && GOBIN="$(dirname "$h2spec_bin")" GOTOOLCHAIN=local GOFLAGS=-mod=readonly \
+    go install github.com/summerwind/h2spec/cmd/h2spec
+}
+# The benchmark peers the tests load that this install can build, as bench/install-peers.sh
+# builds them (tests/test_bench_peers.py, test_h3_peers.py, test_allocations.py).
+build_nim_peer() {
+  say "building the Nim peer (nim c -d:release bench/peers/nim/hello.nim)"
+  cd bench/peers/nim && nim c -d:release --hints:off -o:loadbench-peer-nim hello.nim >/dev/null
+}
+# The Go peers (net/http, quic-go) need Go 1.26, which Debian 12's Go fetches from the Go module
+# proxy as the golang.org/toolchain module (bench/go-toolchain.sh).
+build_go_peers() {
+  local go_bin peer dir binary pids=()
+  go_bin="$(bash bench/go-toolchain.sh)"
+  for peer in go:loadbench-peer-go quicgo:loadbench-peer-quicgo; do
+    dir="bench/peers/${peer%%:*}" binary="${peer#*:}"
+    [ -x "$dir/$binary" ] && continue
+    say "building the ${peer%%:*} peer ($dir: go build, modules from the Go module proxy)"
+    (cd "$dir" && GOROOT="" GOTOOLCHAIN=local GOFLAGS=-mod=readonly "$go_bin" build -o "$binary" .) &
+    pids+=("$!")
+  done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+}
+build_pypy_peer() {
+  say "making bench/peers/pypy/.venv with pypy3, pip install hypercorn (PyPI)"
+  pypy3 -m venv bench/peers/pypy/.venv
+  bench/peers/pypy/.venv/bin/python -m pip install --quiet --disable-pip-version-check hypercorn
+}
+[ "$need_h2spec" = 1 ] && side_job h2spec build_h2spec
+if [ "$extras" = test ]; then
+  if [ ! -x bench/peers/nim/loadbench-peer-nim ] || [ bench/peers/nim/hello.nim -nt bench/peers/nim/loadbench-peer-nim ]; then
+    side_job "the Nim peer" build_nim_peer
+  fi
+  if [ ! -x bench/peers/go/loadbench-peer-go ] || [ ! -x bench/peers/quicgo/loadbench-peer-quicgo ]; then
+    side_job "the Go peers" build_go_peers
+  fi
+  [ -x bench/peers/pypy/.venv/bin/hypercorn ] || side_job "the PyPy peer" build_pypy_peer
+fi
 
 pip_flags=(--quiet --disable-pip-version-check)
 # Debian's own python3 refuses system-wide pip installs (PEP 668); a pyenv/venv python does not.
@@ -221,10 +231,13 @@ if have ccache; then export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_
 say "building and installing $target with $(command -v python3) (the C++ core compiles once; later installs are incremental)"
 pip_status=0
 python3 -m pip install "${pip_flags[@]}" "$target" || pip_status=$?
-side_status=0
-wait "$side_pid" || side_status=$?
-cat "$side_log" >&2; rm -f "$side_log"
-[ "$side_status" = 0 ] || { say "error: building h2spec or a peer failed (exit $side_status; its output is above)"; exit 1; }
+side_failed=()
+for job in "${side_jobs[@]}"; do
+  IFS=: read -r pid what log <<<"$job"
+  wait "$pid" || side_failed+=("$what")
+  cat "$log" >&2; rm -f "$log"
+done
+[ ${#side_failed[@]} = 0 ] || { say "error: building ${side_failed[*]} failed (output above)"; exit 1; }
 [ "$pip_status" = 0 ] || { say "error: pip install $target failed (exit $pip_status)"; exit 1; }
 if have pyenv; then pyenv rehash || true; fi
 say "done ($(python3 -c 'import loadbench; print("loadbench", loadbench.__version__)'))"

@@ -408,3 +408,14 @@ def test_sweep_plan_prints_the_planned_time_and_measures_nothing(tmp_path, capsy
     # every server gets its lines; beast serves all four protocols
     assert all(f"beast            {p}" in captured.out for p in ("http", "https", "h2c", "h2"))
     assert not out.exists()  # nothing measured, no results folder
+
+
+def test_sweep_contended_reruns_must_be_zero_or_more(tmp_path, capsys, monkeypatch):
+    from loadbench.cli import main
+
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "never"
+    assert main(["sweep", "--plan", "--contended-reruns", "-1", "--out", str(out)]) == 2
+    assert "--contended-reruns -1: must be 0 or more" in capsys.readouterr().err
+    assert main(["sweep", "--plan", "--contended-reruns", "0", "--out", str(out)]) == 0
+    assert not out.exists()

@@ -112,6 +112,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="do not wait for a quiet machine before the sweep and each cell (recorded as skipped)",
     )
     parser.add_argument(
+        "--contended-reruns",
+        type=int,
+        default=None,
+        metavar="N",
+        help="re-run a cell that other processes or the hypervisor's steal disturbed up to N "
+        "times, then keep it marked contended (default: the sweep file's, else 2; 0 keeps the "
+        "first window, marked - on a machine that is never quiet)",
+    )
+    parser.add_argument(
         "--wait-timeout",
         type=float,
         default=120.0,
@@ -196,6 +205,10 @@ def run(args: argparse.Namespace) -> int:
     if args.tls_library is not None:
         sweep.tls_library = args.tls_library
         sweep.check_tls_library()
+    if args.contended_reruns is not None:
+        if args.contended_reruns < 0:
+            raise ConfigError(f"--contended-reruns {args.contended_reruns}: must be 0 or more")
+        sweep.contended_reruns = args.contended_reruns
     if args.allocations:
         library_path()  # one clear error before any server starts
         sweep.allocations = True
