@@ -81,6 +81,29 @@ def test_our_encoding_decodes_with_the_hdrhistogram_package_and_back():
     assert np.array_equal(counts, ours.counts)
 
 
+def test_the_array_coding_matches_the_byte_loop_for_every_length_and_zero_run():
+    """hdrlog codes whole arrays with numpy (a report reads thousands of results); counts that
+    need 1 to 9 LEB128 bytes, runs of zeros at either end and of every length, and the ninth
+    byte (a count of 2**56 or more, coded by the byte loop) all come back exactly, and the bytes
+    are the byte loop's."""
+    layout = hdrlog.Layout(1, 3_600_000_000, 3)
+    rng = np.random.default_rng(11)
+    counts = np.zeros(layout.counts_length, dtype=np.int64)
+    spots = rng.choice(np.arange(1, layout.counts_length - 1), 400, replace=False)
+    counts[spots] = [7 ** (i % 22) + i for i in range(len(spots))]  # 1 .. 7**21 (~2**59)
+    counts[-1] = 3
+    items = np.array([1, -1, 127, 128, -(2**20), 2**55, 2**56 - 1])
+    assert hdrlog._zigzag_leb128(items) == hdrlog._zigzag_leb128_loop(hdrlog._zigzag(items))
+    for case in (counts, np.r_[counts[:-1], 0], np.zeros(5, dtype=np.int64)):
+        decoded, _ = hdrlog.decode(hdrlog.encode(case, 1, 3_600_000_000, 3))
+        assert np.array_equal(decoded[: len(case)], case) and not decoded[len(case) :].any()
+    payload = hdrlog._zigzag_leb128_loop(hdrlog._zigzag(np.array([5, -3, 2**60, 9])))
+    assert list(hdrlog._read_zigzag_leb128(payload)) == [5, -3, 2**60, 9]  # via the loop
+    moderate = np.where(counts < 2**40, counts, 1)
+    theirs = HdrHistogram.decode(hdrlog.encode(moderate, 1, 3_600_000_000, 3))
+    assert theirs.get_total_count() == int(moderate.sum())
+
+
 def test_the_hdr_log_has_one_histogram_per_interval(tmp_path: Path):
     with ScriptedServer("delay") as server:
         r = loadbench.run(server.url("/delay?ms=2"), connections=2, duration=2.5, interval=0.5)
