@@ -61,6 +61,18 @@ def test_sends_that_waited_for_a_connection_are_the_pools():
     assert "the pool held 20 of at most 20 connections" in limit.reason
 
 
+def test_sends_that_waited_while_the_pool_was_below_its_cap_are_the_generators():
+    # the pool did not grow to its cap: its growth waits for a loop that wakes on time, so the
+    # waits were the generator's - "a larger pool" would change nothing
+    rate = {**open_rate(12_000, 300, 30), "pool": {"start": 50, "cap": 686, "size": 323}}
+    limit = limited_by(
+        {"generator": gen(0.78), "server": server(0.5), "rate": rate}, machine_cores=2
+    )
+    assert limit.by == "generator" and limit.mark == "§"
+    assert "the pool held 323 of at most 686 connections" in limit.reason
+    assert "not the pool's cap" in limit.reason and "larger pool" not in limit.reason
+
+
 def test_the_servers_own_latency_breaking_the_objective_is_the_server_even_when_late():
     # sends late by the pool, but the service time itself broke the objective by more than the
     # generator's loop delay: the server failed

@@ -152,38 +152,43 @@ def run(args: argparse.Namespace) -> int:
     stopped: Optional[dict] = None
     try:
         server.start()
-        if server.unix_socket is not None:
-            print(f"loadbench serve: listening on unix:{server.unix_socket}", flush=True)
-        for https in (False, True):
-            port = server.https_port if https else server.http_port
-            if port is not None:
-                print(f"loadbench serve: listening on {server.url('/', https=https)}", flush=True)
-        if server.h3 and server.https_port is not None:
-            print(
-                f"loadbench serve: HTTP/3 on UDP port {server.https_port} (loadbench run --h3 "
-                f"{server.url('/', https=True)})",
-                flush=True,
-            )
-        print(
-            f"loadbench serve: pid {server.pid}, {args.workers} worker(s); Ctrl-C stops", flush=True
-        )
-        if server.cgroup_path:
-            print(
-                f"loadbench serve: in cgroup {server.cgroup_path} (--sample-pid {server.pid} reads its exact CPU)",
-                flush=True,
-            )
-        if server.allocation_counter is not None:
-            print(
-                f"loadbench serve: allocations counted in {server.allocation_counter.directory} "
-                f"(--sample-pid {server.pid} reports allocs/req)",
-                flush=True,
-            )
-        if not server.cgroup_path and server.cgroup_note:
-            print(
-                f"loadbench serve: no cgroup of its own ({server.cgroup_note}); CPU is sampled from /proc",
-                flush=True,
-            )
+        # Ctrl-C from the first line printed on stops the server and prints its counters (one
+        # that came while the lines after "pid ..." were printed ended as "interrupted", 130)
         try:
+            if server.unix_socket is not None:
+                print(f"loadbench serve: listening on unix:{server.unix_socket}", flush=True)
+            for https in (False, True):
+                port = server.https_port if https else server.http_port
+                if port is not None:
+                    print(
+                        f"loadbench serve: listening on {server.url('/', https=https)}", flush=True
+                    )
+            if server.h3 and server.https_port is not None:
+                print(
+                    f"loadbench serve: HTTP/3 on UDP port {server.https_port} (loadbench run --h3 "
+                    f"{server.url('/', https=True)})",
+                    flush=True,
+                )
+            print(
+                f"loadbench serve: pid {server.pid}, {args.workers} worker(s); Ctrl-C stops",
+                flush=True,
+            )
+            if server.cgroup_path:
+                print(
+                    f"loadbench serve: in cgroup {server.cgroup_path} (--sample-pid {server.pid} reads its exact CPU)",
+                    flush=True,
+                )
+            if server.allocation_counter is not None:
+                print(
+                    f"loadbench serve: allocations counted in {server.allocation_counter.directory} "
+                    f"(--sample-pid {server.pid} reports allocs/req)",
+                    flush=True,
+                )
+            if not server.cgroup_path and server.cgroup_note:
+                print(
+                    f"loadbench serve: no cgroup of its own ({server.cgroup_note}); CPU is sampled from /proc",
+                    flush=True,
+                )
             code = server.proc.wait() if server.proc else 1
         except KeyboardInterrupt:
             stopped = server.stop()

@@ -23,9 +23,11 @@ orders. In this order:
 6. **generator** (open loop) - its event loop released due requests late: loop lateness p99
    above ``tolerance_us`` (a descheduled or busy loop), and at least half the sends' lateness.
 7. **pool** (open loop) - sends waited for a free connection (lateness p99 above
-   ``tolerance_us``, more than twice the loop's own) and the server had CPU to spare: a
-   larger pool (``max_connections``) would have sent them on time. The corrected latency of
-   such a run is the pool's queue, not the server's.
+   ``tolerance_us``, more than twice the loop's own), the pool was at its cap, and the server
+   had CPU to spare: a larger pool (``max_connections``) would have sent them on time. The
+   corrected latency of such a run is the pool's queue, not the server's. A pool still below
+   its cap did not grow because the generator's loop did not wake on time to grow it (the
+   growth rule): that is the **generator** - a larger cap would change nothing.
 8. otherwise **server**: neither side's CPU was the limit and the sends were on time, so what
    was measured - a closed loop's req/s at its concurrency, an open loop's latency - is the
    server's answer to that load.
@@ -218,6 +220,16 @@ def limited_by(
                 if pool.get("cap")
                 else ""
             )
+            if pool.get("cap") and pool.get("size") is not None and pool["size"] < pool["cap"]:
+                # (a capacity search read "a larger pool would have sent them on time" with 323
+                # of 686 connections held and the generator 78 % busy)
+                return Limit(
+                    "generator",
+                    f"{share} waited for a free connection{size}: the pool grows only while "
+                    f"the generator's loop wakes on time, and it did not keep up (lateness p99 "
+                    f"{format_us(late)}) - the generator's limit, not the pool's cap",
+                    **evidence,
+                )
             return Limit(
                 "pool",
                 f"{share} waited for a free connection{size}: lateness p99 "
