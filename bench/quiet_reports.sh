@@ -9,11 +9,15 @@
 #   BEFORE_PYTHON=/path/venv/bin/python bash bench/quiet_reports.sh
 #       ... and measure an older loadbench build beside this one in the generator comparison
 #       (BEFORE_NOTE says what it is, e.g. its commit)
-#   ONLY="memory sweep" bash bench/quiet_reports.sh   # a subset: generators memory servers contention sweep
+#   ONLY="memory sweep" bash bench/quiet_reports.sh   # a subset: generators memory servers contention sweep wrk2
+#   SWEEPS=2 ONLY="sweep wrk2" WRK2=/path/to/wrk2/wrk bash bench/quiet_reports.sh
+#       ... issue 42's figures: two default sweeps (do their capacities agree?), then wrk2 at the
+#       rates and connections of the first one's capacities and of the open-loop cells
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-ONLY=${ONLY:-"generators memory servers contention sweep"}
+ONLY=${ONLY:-"generators memory servers contention sweep wrk2"}
+SWEEPS=${SWEEPS:-1}
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 # Each step starts only once the 1-min load average has settled to 0.25 or less (at most 5 min):
 # the step before leaves a trail that the load at start would otherwise report, and a report
@@ -61,13 +65,41 @@ if want contention; then
   # process's CPU over the same edges - for Beast and the peers, closed and open loop, 5 x 1 s.
   "$PY" bench/contention_accounting.py --repeats 5
 fi
+first_sweep=""
 if want sweep; then
-  settle sweep
-  # Issue 14: the default sweep (every installed peer, http/https/h2c/h2) into a fresh folder.
-  out="reports/$(date -u +%Y-%m-%d)-$(hostname -s)"
-  if [ -e "$out" ]; then
-    echo "quiet_reports: $out exists; move it away first (a sweep resumes in a folder it finds)" >&2
-    exit 1
+  # Issue 14: the default sweep (every installed peer, http/https/h2c/h2) into a fresh folder;
+  # issue 42: SWEEPS=2 runs it twice (<date>-<host>, <date>-<host>-2) - the same server's
+  # capacities in the two must agree within their stated ranges.
+  for n in $(seq 1 "$SWEEPS"); do
+    out="reports/$(date -u +%Y-%m-%d)-$(hostname -s)"
+    if [ "$n" -gt 1 ]; then out="$out-$n"; fi
+    if [ -e "$out" ]; then
+      echo "quiet_reports: $out exists; move it away first (a sweep resumes in a folder it finds)" >&2
+      exit 1
+    fi
+    settle "sweep $n"
+    "$PY" -m loadbench sweep --no-progress --out "$out"
+    if [ -z "$first_sweep" ]; then first_sweep=$out; fi
+  done
+fi
+if want wrk2; then
+  # Issue 42: loadbench's open loop beside wrk2 (an open-loop, CO-corrected generator no one here
+  # wrote) at the same rate and connections - settled servers, freshly started ones at the rates
+  # that went wrong before, and the capacities of the sweep above (or CAPACITIES=DIR).
+  if [ -z "${WRK2:-}" ] || [ ! -x "$WRK2" ]; then
+    echo "quiet_reports: wrk2 skipped - set WRK2= to its wrk binary (giltene/wrk2, built with make)" >&2
+  else
+    before=()
+    if [ -n "${BEFORE_LOADBENCH:-}" ]; then before=(--before "$BEFORE_LOADBENCH"); fi
+    capacities=${CAPACITIES:-$first_sweep}
+    if [ -n "$capacities" ]; then
+      settle wrk2-capacities
+      "$PY" bench/open_loop_vs_wrk2.py --capacities "$capacities" --out reports/capacity-vs-wrk2.md
+    fi
+    settle wrk2
+    "$PY" bench/open_loop_vs_wrk2.py "${before[@]}"
+    settle wrk2-fresh
+    "$PY" bench/open_loop_vs_wrk2.py --fresh --cells python-asyncio:24000:50,python-asyncio:29000:50 \
+      --out reports/open-loop-vs-wrk2-fresh.md
   fi
-  "$PY" -m loadbench sweep --out "$out"
 fi
