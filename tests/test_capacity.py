@@ -24,6 +24,7 @@ from loadbench.cli import main
 from loadbench.core.analysis import CONTENDED_SHARE
 from loadbench.core.errors import ConfigError
 from loadbench.slo import judge, parse_objectives
+from loadbench.slo.capacity_result import BOUNDED_OUTCOMES
 
 SERVER = Path(__file__).with_name("fixed_cost_server.py")
 TWO_CPUS = len(os.sched_getaffinity(0)) >= 2
@@ -246,7 +247,9 @@ def test_a_sweep_capacity_cell_reaches_the_report_the_chart_and_compare(tmp_path
     (search,) = [r for r in records if r["mode"] == "capacity"]
     assert search["status"] == "ok" and search["id"] == "beast|http|plaintext|capacity10|r0"
     result = search["result"]
-    assert result["outcome"] in ("capacity", "generator-bound", "contended"), result["message"]
+    # a lower bound is an honest ending on a busy 2-core machine: the generator (or, at C=10 with
+    # a pool grown to its cap while another test loads the cores, its pool) sent no faster on time
+    assert result["outcome"] in ("capacity",) + BOUNDED_OUTCOMES, result["message"]
     if result["outcome"] == "contended":  # another process took the machine: the evidence is kept
         assert any((s["outside_share"] or 0) > CONTENDED_SHARE for s in result["steps"])
     # the search ran on a fresh server, brought to steady state first, from half its throughput

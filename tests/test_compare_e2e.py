@@ -74,6 +74,11 @@ def test_two_sweeps_of_the_same_build_pass_the_gate(sides, capsys):
             "rps:-40%",
             "--fail",
             "p50:+100%",
+            # judged even when flagged: on this shared machine the other tests' load can fade
+            # during the fixture, so one side's repeats climb (5 638 -> 8 952 req/s in a CI run)
+            # and the gate would rightly say "inconclusive" - what this test asserts is that the
+            # same build is never called a regression
+            "--judge-flagged",
         ]
     )
     print(capsys.readouterr().out)
