@@ -227,8 +227,11 @@ import subprocess  # noqa: E402
 
 from h3_client import h3_request  # noqa: E402
 
+from loadbench.core.protocols import names as protocol_names  # noqa: E402
 from loadbench.sweep.registry import default_peer_targets  # noqa: E402
-from loadbench.sweep.targets import HTTP2, launch  # noqa: E402
+from loadbench.sweep.targets import launch  # noqa: E402
+
+HTTP2 = protocol_names(family="HTTP/2")
 
 PEERS_DIR = PEERS
 SWEEP_PEERS = {t.name: t for t in default_peer_targets(PEERS_DIR)}

@@ -32,9 +32,9 @@ from sweep_data import (
     table_rows,
 )
 
+from loadbench.core import protocols
 from loadbench.report import bars, document, model
 from loadbench.report.executive_summary import word_count
-from loadbench.report.seed_sections import PROTOCOL_NAMES
 from loadbench.sweep import results_folder as results
 
 SERVERS = ("fast", "peer", "capped", "jit", "slow", "ghost")
@@ -273,7 +273,7 @@ def test_averages_exist_for_every_measured_server_of_a_committed_sweep():
     text = document.render(m)
     assert "no cell all servers share" not in text
     for p in m.protocols:
-        rows = table_rows(text, f"### {PROTOCOL_NAMES[p]} ({p})")
+        rows = table_rows(text, f"### {protocols.get(p).short} ({p})")
         assert rows[0][5:8] == ["Average req/s", "Mean latency (ms)", "p99 latency (ms)"]
         for r in rows[1:]:
             assert r[5] not in ("", "n/a") and r[6] not in ("", "n/a"), (p, r)

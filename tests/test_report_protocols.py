@@ -13,8 +13,8 @@ import pytest
 from sweep_data import result_dict
 
 from loadbench import model as lm
+from loadbench.core import protocols
 from loadbench.report import document as report
-from loadbench.report.seed_sections import PROTOCOL_NAMES
 from loadbench.sweep import results_folder as rs
 
 PROTOCOLS = ("http", "https", "h2c", "h2")
@@ -175,7 +175,7 @@ def num(text: str) -> float:
 def test_model_protocol_figures_match_raw_rows(model):
     assert model.protocols == list(PROTOCOLS)
     for t in SPEED:
-        for _label, h1, h2 in lm.PROTOCOL_PAIRS:
+        for _label, h1, h2 in protocols.pairs():
             assert model.peak(t, h1) == pytest.approx(expect_peak(t, [h1]))
             assert model.average(t, h1) == pytest.approx(expect_mean(t, [h1]))
             if t == "py":
@@ -194,8 +194,8 @@ def test_model_protocol_figures_match_raw_rows(model):
                     else model.peak(t, p, w) is None
                 )
         assert model.mean_latency(t) == pytest.approx(expect_mean(t, PROTOCOLS, metric="mean_ms"))
-        assert model.mean_latency(t, lm.HTTP1_PROTOCOLS) == pytest.approx(
-            expect_mean(t, lm.HTTP1_PROTOCOLS, metric="mean_ms")
+        assert model.mean_latency(t, protocols.names(family="HTTP/1.1")) == pytest.approx(
+            expect_mean(t, protocols.names(family="HTTP/1.1"), metric="mean_ms")
         )
     # the H2 cells of every server with H2 share one set: echo is out (h2o has none) - which is
     # the set beast and h2o are compared over
@@ -256,7 +256,8 @@ def test_ranking_workload_latency_and_variant_tables(model):
         assert float(r[5]) == pytest.approx(10 + 50)
     for p in PROTOCOLS:
         rows = table_after(
-            text.split("## Workload breakdown by protocol")[1], f"### {PROTOCOL_NAMES[p]} ({p})"
+            text.split("## Workload breakdown by protocol")[1],
+            f"### {protocols.get(p).short} ({p})",
         )
         assert rows[0][:3] == ["Server", "plaintext peak (req/s)", "plaintext mean (req/s)"]
         by = {r[0]: r for r in rows[1:]}

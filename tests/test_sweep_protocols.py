@@ -10,6 +10,7 @@ import pytest
 from sweep_data import result_dict
 
 from loadbench import Sweep, Target, model
+from loadbench.core import protocols
 from loadbench.core.errors import ConfigError
 from loadbench.report import document as report
 from loadbench.sweep import results_folder as results
@@ -20,10 +21,12 @@ from loadbench.sweep.file import (
     sweep_from_dict,
 )
 from loadbench.sweep.registry import default_peer_targets, peer_registry
-from loadbench.sweep.targets import HTTP2, beast_serves_h3
+from loadbench.sweep.targets import beast_serves_h3
 
 REPO = Path(__file__).resolve().parent.parent
 PEERS = REPO / "bench" / "peers"
+
+HTTP2 = protocols.names(family="HTTP/2")
 
 
 def test_protocols_streams_and_requests_are_checked():

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 from urllib.parse import urlsplit
 
+from ..core import protocols
 from ..core.errors import ConfigError, ServerError
 from ..core.sampler import Sampler
 from ..sweep.registry import peer_target
-from ..sweep.targets import RunningServer, Target, is_tls, launch
+from ..sweep.targets import RunningServer, Target, launch
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class PeerChoice:
 
     @property
     def https(self) -> bool:
-        return is_tls(self.protocol)
+        return self.protocol in protocols.TLS
 
 
 @dataclass

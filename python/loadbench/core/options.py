@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _core
 from .errors import ConfigError
+from .protocols import WIRE_ALIASES
 from .schedule import (
     Point,
     ScheduleLike,
@@ -40,19 +41,6 @@ TLS_LIBRARIES = {
     "openssl": "apt-get install libssl-dev",
     "wolfssl": "apt-get install libwolfssl-dev",
     "rustls": "it is built by cargo from the Rust crate registry: put a Rust toolchain >= 1.78 (rustup) on PATH",
-}
-PROTOCOL_NAMES = {
-    "h2": "h2",
-    "http2": "h2",
-    "HTTP/2": "h2",
-    "http/2": "h2",
-    "http/1.1": "http/1.1",
-    "HTTP/1.1": "http/1.1",
-    "h1": "http/1.1",
-    "h3": "h3",
-    "http3": "h3",
-    "HTTP/3": "h3",
-    "http/3": "h3",
 }
 
 
@@ -265,9 +253,9 @@ class RunOptions:
             _integer("max_connections", self.max_connections)
             if not self.open_loop:
                 raise ConfigError("max_connections needs an open-loop rate")
-        if self.protocol not in PROTOCOL_NAMES:
+        if self.protocol not in WIRE_ALIASES:
             raise ConfigError(f"protocol must be 'http/1.1', 'h2' or 'h3', not {self.protocol!r}")
-        self.protocol = PROTOCOL_NAMES[self.protocol]
+        self.protocol = WIRE_ALIASES[self.protocol]
         _integer("streams", self.streams)
         _integer("pipeline", self.pipeline)
         check_tls_library(self.tls_library)

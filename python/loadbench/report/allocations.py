@@ -5,11 +5,12 @@ lays it out (the per-cell figures are rows of the load tables)."""
 
 from __future__ import annotations
 
+from ..core import protocols
 from ..core.allocation_sites import tidy_name
 from .markdown import fmt_count, table
-from .model import PROTOCOL_FAMILIES, Model
+from .model import Model
 
-FAMILIES = PROTOCOL_FAMILIES
+FAMILIES = protocols.families()
 
 
 def section(model: Model) -> list[str]:

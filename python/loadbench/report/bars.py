@@ -41,7 +41,6 @@ PALETTE = [
 # Series that are not servers (workloads, protocols) get neutral tones, so a colour always means
 # the same server.
 NEUTRAL = ["#3b3b3b", "#8c8c8c", "#c8c8c8", "#5e5e5e", "#aaaaaa", "#e0e0e0"]
-LINESTYLES = {"http": "-", "https": "--", "h2c": ":", "h2": "-."}
 
 DPI = 110
 # the widest PNG a report writes: readable at its natural size on a laptop screen

@@ -23,6 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator, Optional
 
+from ..core import protocols
 from .bars import (
     NEUTRAL,
     HPanel,
@@ -89,7 +90,7 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
     """(file name, matplotlib Figure or None) of every chart the model can support, drawn one at
     a time, so a caller can save and close each before the next is drawn. None: the chart has
     no value at all, and no file of that name should stay."""
-    aggs, targets, protocols = model.aggs, model.listed, model.protocols
+    aggs, targets, measured = model.aggs, model.listed, model.protocols
     workloads = [w for w in model.workloads if any(k[2] == w for k in aggs)]
     if not any(a.status == "ok" for a in aggs.values()):
         return  # nothing measured: no chart of empty bars
@@ -121,11 +122,11 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
                             by_server,
                         )
                     )
-                    for p in protocols
+                    for p in measured
                 ],
             ),
         )
-    if "http" in protocols and "https" in protocols:
+    if "http" in measured and "https" in measured:
         series = {f"{p} peak": [model.peak(t, p) for t in targets] for p in ("http", "https")}
         for p in (
             "http",
@@ -165,7 +166,7 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
             ),
         )
     ref = _latency_reference(
-        aggs, targets, protocols[0] if protocols else "http", workloads[0] if workloads else ""
+        aggs, targets, measured[0] if measured else "http", workloads[0] if workloads else ""
     )
     if ref is not None:
         protocol, workload, c = ref
@@ -209,10 +210,10 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
     if setups:
         series, missing = {}, {}
         setup_protocols = [
-            p for p in protocols if any(k[1] == p and k[3] == "connect" for k in aggs)
+            p for p in measured if any(k[1] == p and k[3] == "connect" for k in aggs)
         ]
         for p in setup_protocols:
-            label = f"{p} handshakes/s" if p in ("https", "h2") else f"{p} conn/s"
+            label = f"{p} handshakes/s" if p in protocols.TLS else f"{p} conn/s"
             keys = [
                 next((k for k in aggs if k[0] == t and k[1] == p and k[3] == "connect"), None)
                 for t in targets
@@ -245,7 +246,7 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
         yield throughput_at_concurrency(model, colors, shape)
     else:
         lines_of = next(
-            (w for w in workloads if any(len(shape.get((p, w), [])) > 1 for p in protocols)), None
+            (w for w in workloads if any(len(shape.get((p, w), [])) > 1 for p in measured)), None
         )
         if lines_of is not None:
             yield (

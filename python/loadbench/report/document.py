@@ -14,9 +14,8 @@ import datetime as _dt
 from pathlib import Path
 from typing import Optional
 
-from ..core import analysis
+from ..core import analysis, protocols
 from ..core.errors import ConfigError
-from ..sweep.targets import PROTOCOL_TITLES
 from .allocations import section as allocations_section
 from .capacity import section as capacity_section
 from .charts import write_charts
@@ -194,7 +193,7 @@ def _appendix(model: Model, streams: dict[str, int]) -> list[str]:
     for protocol in model.protocols:
         for w in workloads:
             if any(k[1] == protocol and k[2] == w and k[3] == "closed" for k in aggs):
-                title = PROTOCOL_TITLES.get(protocol, protocol)
+                title = protocols.title(protocol)
                 more = (
                     f", {streams[protocol]} streams per connection"
                     if streams.get(protocol, 1) > 1

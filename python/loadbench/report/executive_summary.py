@@ -23,7 +23,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from ..core import analysis
+from ..core import analysis, protocols
 from .capacity import objectives_of as capacity_objectives
 from .model import Model
 from .orders import Tier, capacity_figures, nearest, protocol_peaks, tiers
@@ -31,14 +31,6 @@ from .tables import peak_ratio
 
 # Where a number comes from, as (kind, *arguments); `figure_of` evaluates one against a model.
 Source = tuple
-
-PROTOCOL_LABELS = {
-    "http": "HTTP/1.1",
-    "https": "HTTP/1.1 over TLS",
-    "h2c": "HTTP/2 cleartext",
-    "h2": "HTTP/2 over TLS",
-    "h3": "HTTP/3",
-}
 
 
 @dataclass(frozen=True)
@@ -254,7 +246,7 @@ def _protocol_paragraph(model: Model, base: str, protocol: str) -> Optional[Poin
     order = tiers(peaks)
     if not order:
         return None
-    label = PROTOCOL_LABELS.get(protocol, protocol)
+    label = protocols.label(protocol)
     w = _Writer(model, base, f"{label} ({protocol})")
 
     def number(t: str) -> str:

@@ -9,10 +9,9 @@ is a :class:`~loadbench.report.executive_summary.Number` with its source, as in 
 
 from __future__ import annotations
 
-from ..core import analysis
+from ..core import analysis, protocols
 from .capacity import objectives_of as capacity_objectives
 from .executive_summary import (
-    PROTOCOL_LABELS,
     Point,
     _bad_share,
     _count,
@@ -30,7 +29,6 @@ from .executive_summary import (
 from .markdown import GENERATOR_BOUND
 from .model import Aggregate, Model
 from .orders import capacity_figures, protocol_peaks, protocol_tiers, tiers
-from .seed_sections import PROTOCOL_NAMES
 
 
 def _verdict_words(w: _Writer, base: str, other: str, protocol: str) -> str:
@@ -67,7 +65,7 @@ def _peak_points(model: Model, base: str) -> list[Point]:
             (t for t in peaks if t != base and peaks[t] is not None), key=lambda t: -float(peaks[t])
         )
         text = (
-            f"{PROTOCOL_LABELS.get(p, p)} ({p}): {base} {w.num(('peak', base, p), _rps)} req/s, "
+            f"{protocols.label(p)} ({p}): {base} {w.num(('peak', base, p), _rps)} req/s, "
             f"{_place(rank)}"
         )
         if others:
@@ -90,7 +88,7 @@ def _inner_points(model: Model, base: str) -> list[Point]:
         for a, b in pairs:
             above.setdefault(a, []).append(b)
         text = "; ".join(f"{a} > {and_(bs)}" for a, bs in above.items())
-        out.append(w.point(f"{PROTOCOL_LABELS.get(p, p)} ({p}): {text}."))
+        out.append(w.point(f"{protocols.label(p)} ({p}): {text}."))
     return out
 
 
@@ -105,7 +103,7 @@ def _average_points(model: Model, base: str) -> list[Point]:
         w = _Writer(model, base, "Average throughput per protocol (pairs judged over shared cells)")
         rank = model.average_ranks(p)[base]
         text = (
-            f"{PROTOCOL_LABELS.get(p, p)} ({p}): {base} averaged {w.num(('average', base, p), _rps)} "
+            f"{protocols.label(p)} ({p}): {base} averaged {w.num(('average', base, p), _rps)} "
             f"req/s over its {w.num(('average_cells', base, p), _count)} cell(s), {_place(rank)}"
         )
         latency = model.mean_latency(base, p)
@@ -125,7 +123,7 @@ def _latency_points(model: Model, base: str) -> list[Point]:
             continue
         w = _Writer(model, base, "Mean latency per protocol (closed loop, lower is better)")
         first = order[0].members
-        text = f"{PROTOCOL_LABELS.get(p, p)} ({p}): lowest " + and_(
+        text = f"{protocols.label(p)} ({p}): lowest " + and_(
             f"{t} {w.num(('mean_latency', t, p), _ms)} ms" for t in first
         )
         if len(first) > 1:
@@ -161,8 +159,8 @@ def _protocol_points(model: Model, base: str) -> list[Point]:
                 else "both peaks are lower bounds, so which protocol is faster is open"
             )
             parts.append(
-                f"{base}'s {PROTOCOL_NAMES[h2]} peak ({w.num(('peak', base, h2), _rps)} req/s) is "
-                f"{w.num(('h2_h1', base, h1, h2), _ratio)} its {PROTOCOL_NAMES[h1]} peak "
+                f"{base}'s {protocols.get(h2).short} peak ({w.num(('peak', base, h2), _rps)} req/s) is "
+                f"{w.num(('h2_h1', base, h1, h2), _ratio)} its {protocols.get(h1).short} peak "
                 f"({w.num(('peak', base, h1), _rps)} req/s): {verdict}"
             )
         others = [t for t in measured if t != base]

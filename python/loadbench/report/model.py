@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from ..core import analysis
+from ..core import analysis, protocols
 from ..core.analysis import Figure, Rank, Spread
 from ..sweep.results_folder import ResultsFolder
 from .capacity_cells import CapacityCell, is_capacity
@@ -66,19 +66,6 @@ from .rows import (  # noqa: F401
     pinned_cores,
 )
 
-# The protocols in report order, and how seed report 001 pairs them: HTTP/1.1 vs HTTP/2, once in
-# cleartext (http vs h2c, prior knowledge) and once over TLS (https vs h2, ALPN). HTTP/3 (h3,
-# QUIC) is compared with HTTP/2 over TLS, the protocol it replaces (issue 33).
-PROTOCOL_ORDER = ("http", "https", "h2c", "h2", "h3")
-HTTP1_PROTOCOLS = ("http", "https")
-HTTP2_PROTOCOLS = ("h2c", "h2")
-HTTP3_PROTOCOLS = ("h3",)
-PROTOCOL_FAMILIES = (
-    ("HTTP/1.1", HTTP1_PROTOCOLS),
-    ("HTTP/2", HTTP2_PROTOCOLS),
-    ("HTTP/3", HTTP3_PROTOCOLS),
-)
-PROTOCOL_PAIRS = (("cleartext", "http", "h2c"), ("TLS", "https", "h2"))
 Protocols = Any  # one protocol name, a tuple/list/set of them, or None (every protocol)
 
 
@@ -145,7 +132,7 @@ class Model:
         workload: Optional[str] = None,
         mode: Optional[str] = "closed",
     ) -> list[Aggregate]:
-        """``protocol``: one name, several (a tuple: e.g. HTTP2_PROTOCOLS) or None for all."""
+        """``protocol``: one name, several (a tuple: e.g. protocols.names(family="HTTP/2")) or None for all."""
         return [
             a
             for a in self.aggs.values()
@@ -380,7 +367,7 @@ class Model:
 
     def pairs(self) -> list[tuple[str, str, str]]:
         """(label, HTTP/1.1 protocol, HTTP/2 protocol) for each pair this sweep measured at least half of."""
-        return [p for p in PROTOCOL_PAIRS if p[1] in self.protocols or p[2] in self.protocols]
+        return [p for p in protocols.pairs() if p[1] in self.protocols or p[2] in self.protocols]
 
     def unserved(self, target: str, protocol: Protocols = None) -> Optional[str]:
         """Why the server has no cell of ``protocol``: the reason its skipped cells recorded."""
@@ -522,7 +509,7 @@ def build(
         aggs,
         targets=_ordered(settings.get("targets"), [r["target"] for r in rows]),
         workloads=_ordered(settings.get("workloads"), [r["workload"] for r in rows]),
-        protocols=[p for p in PROTOCOL_ORDER if any(r["protocol"] == p for r in rows)],
+        protocols=[p for p in protocols.NAMES if any(r["protocol"] == p for r in rows)],
         directory=directory,
         hold_records=held,
         capacity_records=searched,

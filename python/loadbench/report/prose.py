@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..core import analysis
+from ..core import analysis, protocols
 from ..core.environment import Environment
 from ..core.tcp_exchange import tcp_exchange_text
 from .markdown import table
@@ -199,7 +199,7 @@ def settings_table(settings: dict, rows: list[dict], aggs: dict, held: Sequence[
                 f"{repeats} x {duration:g} s; " + tcp_exchange_text(settings),
             )
         )
-    h2 = [p for p in settings.get("protocols", []) if p in ("h2c", "h2")]
+    h2 = [p for p in settings.get("protocols", []) if p in protocols.names(family="HTTP/2")]
     if h2:
         streams = settings.get("streams")
         per = {p: (streams.get(p, 10) if isinstance(streams, dict) else streams or 10) for p in h2}
@@ -503,9 +503,9 @@ def known_limits(
             entry[0][r["protocol"]] = None
             entry[1][r["workload"]] = None
     all_workloads = {r["workload"] for r in rows}
-    for (target, why), (protocols, workloads) in skipped.items():
+    for (target, why), (not_served, workloads) in skipped.items():
         what = "all workloads" if set(workloads) == all_workloads else ", ".join(workloads)
-        names = list(protocols)
+        names = list(not_served)
         over = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
         out.append(f"- **{target}, {what}, over {over}: not measured** ({why}).")
     contended = sorted({_cell_name(a) for a in aggs.values() if a.contended and a.status == "ok"})
@@ -575,18 +575,22 @@ def known_limits(
             f"- **{settings.get('repeats')} repeat(s) per cell:** too few for a spread; differences under "
             "~10 % between servers are not established by this run."
         )
-    h2 = any(r.get("protocol") in ("h2c", "h2") and r.get("status") == "ok" for r in rows)
+    h2 = any(
+        r.get("protocol") in protocols.names(family="HTTP/2") and r.get("status") == "ok"
+        for r in rows
+    )
     h3 = any(r.get("protocol") == "h3" and r.get("status") == "ok" for r in rows)
 
-    def streams_of(protocols: tuple) -> str:
+    def streams_of(family: str) -> str:
+        which = protocols.names(family=family)
         return ", ".join(
             str(s)
-            for s in sorted({r.get("streams") or 1 for r in rows if r.get("protocol") in protocols})
+            for s in sorted({r.get("streams") or 1 for r in rows if r.get("protocol") in which})
         )
 
     if h3:
-        measured = (f"HTTP/2 at {streams_of(('h2c', 'h2'))} and " if h2 else "") + (
-            f"HTTP/3 at {streams_of(('h3',))}"
+        measured = (f"HTTP/2 at {streams_of('HTTP/2')} and " if h2 else "") + (
+            f"HTTP/3 at {streams_of('HTTP/3')}"
         )
         out.append(
             f"- **{measured} streams per connection only, loopback only.** No other stream counts "
@@ -595,7 +599,7 @@ def known_limits(
         )
     elif h2:
         out.append(
-            f"- **HTTP/2 at {streams_of(('h2c', 'h2'))} streams per connection only, loopback "
+            f"- **HTTP/2 at {streams_of('HTTP/2')} streams per connection only, loopback "
             "only.** No HTTP/3, no other stream counts or flow-control windows, no real network (no latency, "
             "loss or NIC offload), no slow clients, no large responses, no long (soak) runs."
         )

@@ -11,17 +11,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..core import analysis
+from ..core import analysis, protocols
 from .bars import HPanel, hbar_figure, panel_figure, sort_panel
-from .model import HTTP2_PROTOCOLS, PROTOCOL_FAMILIES, Model
-
-NAMES = {
-    "http": "HTTP/1.1\n(http)",
-    "https": "HTTP/1.1 TLS\n(https)",
-    "h2c": "HTTP/2\n(h2c)",
-    "h2": "HTTP/2 TLS\n(h2)",
-    "h3": "HTTP/3\n(h3)",
-}
+from .model import Model
 
 
 def concurrencies(model: Model) -> dict[tuple[str, str], list[int]]:
@@ -52,7 +44,7 @@ def protocol_title(model: Model, protocol: str) -> str:
         (r.get("streams") or 1 for r in model.rows if r["protocol"] == protocol), default=1
     )
     more = f", {streams} streams per connection" if streams > 1 else ""
-    return NAMES.get(protocol, protocol).replace("\n", " ") + more
+    return protocols.chart(protocol).replace("\n", " ") + more
 
 
 def _series(model: Model, value, protocol_of) -> tuple[dict, dict]:
@@ -80,7 +72,7 @@ def protocol_figures(
     (charts.throughput_at_concurrency); the workload breakdown by protocol would draw the very
     same bars again, labelled as a peak and an average of one cell, so it is left out."""
     scope = c_scope(sorted({c for cs in concurrencies(model).values() for c in cs}))
-    h2 = [p for p in HTTP2_PROTOCOLS if p in model.protocols]
+    h2 = [p for p in protocols.names(family="HTTP/2") if p in model.protocols]
     pairs = [
         (label, h1, h2p) for label, h1, h2p in model.pairs() if {h1, h2p} <= set(model.protocols)
     ]
@@ -134,7 +126,7 @@ def protocol_figures(
                     f"Protocol comparison: {kind} throughput over TLS, HTTP/3 vs TCP, closed "
                     f"loop ({what}, every workload, {scope})",
                     f"{kind.capitalize()} throughput (req/s)",
-                    [("TLS", [NAMES[p] for p in h3], series, missing)],
+                    [("TLS", [protocols.chart(p) for p in h3], series, missing)],
                     colors,
                 ),
             )
@@ -165,7 +157,7 @@ def protocol_figures(
                 ),
             )
     families = [
-        (name, ps) for name, ps in PROTOCOL_FAMILIES if any(p in model.protocols for p in ps)
+        (name, ps) for name, ps in protocols.families() if any(p in model.protocols for p in ps)
     ]
     if len(families) > 1:
         groups = [name for name, _ in families] + ["Overall"]

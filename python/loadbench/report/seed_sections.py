@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..core import protocols
 from .markdown import (
     GENERATOR_BOUND,
     fmt_average,
@@ -19,16 +20,8 @@ from .markdown import (
     fmt_us,
     table,
 )
-from .model import HTTP2_PROTOCOLS, PROTOCOL_FAMILIES, Model
+from .model import Model
 from .tables import by_rank, peak_ratio
-
-PROTOCOL_NAMES = {
-    "http": "HTTP/1.1",
-    "https": "HTTP/1.1 TLS",
-    "h2c": "HTTP/2 h2c",
-    "h2": "HTTP/2 TLS",
-    "h3": "HTTP/3",
-}
 
 
 class _Gaps:
@@ -183,10 +176,10 @@ def protocol_table(model: Model, http1: str, http2: str) -> str:
     gaps = _Gaps(model)
     header = [
         "Server",
-        f"{PROTOCOL_NAMES[http1]} peak (req/s)",
-        f"{PROTOCOL_NAMES[http1]} mean (req/s)",
-        f"{PROTOCOL_NAMES[http2]} peak (req/s)",
-        f"{PROTOCOL_NAMES[http2]} mean (req/s)",
+        f"{protocols.get(http1).short} peak (req/s)",
+        f"{protocols.get(http1).short} mean (req/s)",
+        f"{protocols.get(http2).short} peak (req/s)",
+        f"{protocols.get(http2).short} mean (req/s)",
         "H2 / H1 peak ratio",
     ]
     rows = []
@@ -208,15 +201,15 @@ def h3_table(model: Model) -> str:
     """HTTP/2 over TLS and HTTP/3 peak and mean, the H3/H2 peak ratio, and CPU us/req per TLS
     protocol the sweep measured (https, h2, h3), per server: issue 33's comparison."""
     gaps = _Gaps(model)
-    cpu_protocols = [p for p in ("https", "h2", "h3") if p in model.protocols]
+    cpu_protocols = [p for p in protocols.TLS if p in model.protocols]
     header = [
         "Server",
-        f"{PROTOCOL_NAMES['h2']} peak (req/s)",
-        f"{PROTOCOL_NAMES['h2']} mean (req/s)",
-        f"{PROTOCOL_NAMES['h3']} peak (req/s)",
-        f"{PROTOCOL_NAMES['h3']} mean (req/s)",
+        f"{protocols.get('h2').short} peak (req/s)",
+        f"{protocols.get('h2').short} mean (req/s)",
+        f"{protocols.get('h3').short} peak (req/s)",
+        f"{protocols.get('h3').short} mean (req/s)",
         "H3 / H2 peak ratio",
-    ] + [f"{PROTOCOL_NAMES[p]} CPU us/req" for p in cpu_protocols]
+    ] + [f"{protocols.get(p).short} CPU us/req" for p in cpu_protocols]
     rows = []
     for t in model.listed:
         row = [
@@ -255,7 +248,7 @@ def latency_table(model: Model) -> str:
     """Mean latency by protocol family and overall, lowest overall first (seed 001 section 6)."""
     gaps = _Gaps(model)
     families = [
-        (name, ps) for name, ps in PROTOCOL_FAMILIES if any(p in model.protocols for p in ps)
+        (name, ps) for name, ps in protocols.families() if any(p in model.protocols for p in ps)
     ]
     header = (
         ["Server"]
@@ -293,7 +286,7 @@ def variant_table(model: Model, base: str, variant: str) -> str:
                 continue
             rows.append(
                 [
-                    f"{PROTOCOL_NAMES[p]} {w}",
+                    f"{protocols.get(p).short} {w}",
                     fmt_int(a) or "n/a",
                     fmt_int(b) or "n/a",
                     fmt_ratio(model.speedup(base, variant, p, w)),
@@ -320,7 +313,7 @@ def variant_table(model: Model, base: str, variant: str) -> str:
 
 def sections(model: Model, streams: dict[str, int], base: Optional[str] = None) -> list[str]:
     """The seed-001 sections, in its order, as markdown lines."""
-    h2 = [p for p in HTTP2_PROTOCOLS if p in model.protocols]
+    h2 = [p for p in protocols.names(family="HTTP/2") if p in model.protocols]
     how = ", ".join(f"{p}: {streams.get(p, 1)} concurrent streams per connection" for p in h2)
     base = base or (model.listed[0] if model.listed else None)
     parts = ["## Ranking per protocol", ""]
@@ -336,7 +329,12 @@ def sections(model: Model, streams: dict[str, int], base: Optional[str] = None) 
     for p in model.protocols:
         if base is None:
             break
-        parts += [f"### {PROTOCOL_NAMES[p]} ({p})", "", protocol_ranking_table(model, p, base), ""]
+        parts += [
+            f"### {protocols.get(p).short} ({p})",
+            "",
+            protocol_ranking_table(model, p, base),
+            "",
+        ]
     parts += [
         "## Overall ranking",
         "",
@@ -385,7 +383,7 @@ def sections(model: Model, streams: dict[str, int], base: Optional[str] = None) 
         parts += ["## Workload breakdown by protocol: peak and mean", ""]
         for p in model.protocols:
             parts += [
-                f"### {PROTOCOL_NAMES[p]} ({p})",
+                f"### {protocols.get(p).short} ({p})",
                 "",
                 workload_peak_mean_table(model, p, workloads),
                 "",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..core import analysis
+from ..core import analysis, protocols
 from .markdown import (
     BAD,
     CONTENDED,
@@ -32,7 +32,7 @@ from .markdown import (
     outcome_note,
     table,
 )
-from .model import BOUNDED_METRICS, PROTOCOL_ORDER, SERVER_COST_METRICS, Aggregate, Model
+from .model import BOUNDED_METRICS, SERVER_COST_METRICS, Aggregate, Model
 
 
 def load_table(
@@ -84,28 +84,26 @@ def connection_table(aggs: dict[tuple, Aggregate], targets: list[str]) -> str:
     """Connections (cleartext) or full TLS handshakes (https, h2) per second, one column per
     protocol that has connection-setup cells, the generator's and the server's CPU per new
     connection (or handshake), then their non-2xx + errors."""
-    protocols = [
-        p for p in PROTOCOL_ORDER if any(k[1] == p and k[3] == "connect" for k in aggs)
-    ] or ["http", "https"]
-    tls = ("https", "h2", "h3")  # h3: a QUIC handshake carries the TLS one
+    shown = [p for p in protocols.NAMES if any(k[1] == p and k[3] == "connect" for k in aggs)] or [
+        "http",
+        "https",
+    ]
+    tls = protocols.TLS  # h3: a QUIC handshake carries the TLS one
     header = (
         ["Server"]
-        + [f"{p} handshakes/s" if p in tls else f"{p} conn/s" for p in protocols]
-        + [
-            f"{p} CPU us/{'handshake' if p in tls else 'conn'} (generator / server)"
-            for p in protocols
-        ]
-        + [f"{p} non-2xx + errors" for p in protocols]
+        + [f"{p} handshakes/s" if p in tls else f"{p} conn/s" for p in shown]
+        + [f"{p} CPU us/{'handshake' if p in tls else 'conn'} (generator / server)" for p in shown]
+        + [f"{p} non-2xx + errors" for p in shown]
     )
     metric = _Metric("", lambda a: _median(a.conn_per_s), fmt_int, True, False, attr="conn_per_s")
-    keys = {p: [k for k in aggs if k[1] == p and k[3] == "connect"] for p in protocols}
+    keys = {p: [k for k in aggs if k[1] == p and k[3] == "connect"] for p in shown}
     best = {}
     for p, ks in keys.items():
         best[p] = best_target({k[0]: aggs[k] for k in ks}, metric)
     rows = []
     for t in targets:
         row, cpu, bad = [t], [], []
-        for p in protocols:
+        for p in shown:
             match = [k for k in keys[p] if k[0] == t]
             row.append(cell_text(aggs[match[0]], metric, best[p] == t) if match else "n/a")
             cpu.append(_setup_cpu_text(aggs[match[0]]) if match else "n/a")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Union
 
+from ..core import protocols
 from ..core.errors import ConfigError
 from .plan import builtin_workloads
 from .registry import default_peer_targets, load_peer_registry, peer_registry
@@ -68,9 +69,7 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
         if key in data:
             kwargs[key] = _list_of(data[key], int, key, "an integer")
     if "protocols" in data:
-        kwargs["protocols"] = _list_of(
-            data["protocols"], str, "protocols", '"http", "https", "h2c", "h2" or "h3"'
-        )
+        kwargs["protocols"] = _list_of(data["protocols"], str, "protocols", protocols.choices())
     if "detail_protocols" in data:
         kwargs["detail_protocols"] = _list_of(
             data["detail_protocols"], str, "detail_protocols", "a protocol"

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..core import analysis, tcp_exchange
+from ..core import analysis, protocols, tcp_exchange
 from ..core.connections import FD_MARGIN, hold_connections, hold_shortfall, raise_fd_limit
 from ..core.errors import LoadbenchError
 from ..core.gate import LoadGate
@@ -20,7 +20,7 @@ from ..core.steady import settle as settle_server
 from ..slo.search import SEARCH_OWNS, capacity
 from .plan import Cell, SweepPlan
 from .results_folder import ResultsFolder
-from .targets import MULTIPLEXED, TLS_PROTOCOLS, RunningServer, Target, launch, wire_protocol
+from .targets import RunningServer, Target, launch
 
 # a fresh server's settling: rounds of at least this (the sweep's warm-up when longer), at most
 # this long unless the target's own warm-up is longer (core/steady.py)
@@ -263,17 +263,18 @@ class ServerGroup:
             kwargs.update(
                 requests=self.sweep.requests, duration=None
             )  # exactly N outcomes, as run() counts them
-        if cell.protocol in MULTIPLEXED:
+        if cell.protocol in protocols.MULTIPLEXED:
             # Only HTTP/2 cells name the protocol: an HTTP/1.1 cell's call is what it always was.
             kwargs.update(
-                protocol=wire_protocol(cell.protocol), streams=self.sweep.streams_for(cell.protocol)
+                protocol=protocols.get(cell.protocol).wire,
+                streams=self.sweep.streams_for(cell.protocol),
             )
         if self.server.unix_socket is not None:
             kwargs["unix_socket"] = self.server.unix_socket  # transport "unix"
         if self.sweep.pipeline_for(cell) > 1:
             # Only when asked: an unpipelined cell's call is what it always was.
             kwargs.update(pipeline=self.sweep.pipeline_for(cell))
-        if cell.protocol in TLS_PROTOCOLS and self.sweep.tls_library != "openssl":
+        if cell.protocol in protocols.TLS_OVER_TCP and self.sweep.tls_library != "openssl":
             kwargs.update(tls_library=self.sweep.tls_library)
         if cell.mode == "connect":
             # Only when asked: a connection-setup cell's call is otherwise what it always was.
@@ -453,7 +454,7 @@ class ServerGroup:
         }
         if cell.mode == "open":
             record["load_pct"] = cell.load
-        if cell.protocol in MULTIPLEXED:
+        if cell.protocol in protocols.MULTIPLEXED:
             record["streams"] = self.sweep.streams_for(cell.protocol)
         if self.sweep.pipeline_for(cell) > 1:
             record["pipeline"] = self.sweep.pipeline_for(cell)

@@ -10,13 +10,13 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Union
 
-from ..core import analysis
+from ..core import analysis, protocols
 from ..core.allocation_sites import heaptrack_missing
 from ..core.allocations import library_path
 from ..core.errors import ConfigError
 from ..core.run import check_tls_library
 from ..slo.objectives import parse_objectives
-from .targets import MULTIPLEXED, PROTOCOLS, TLS, TLS_PROTOCOLS, Target, default_cpu_split
+from .targets import Target, default_cpu_split
 
 TRANSPORTS = ("tcp", "unix")
 DEFAULT_H2_STREAMS = 10  # concurrent streams per HTTP/2 connection (seed report 001: 10)
@@ -260,15 +260,17 @@ class SweepPlan:
         if len(set(wnames)) != len(wnames):
             raise ConfigError(f"workload names must be unique: {wnames}")
         for p in self.protocols:
-            if p not in PROTOCOLS:
-                raise ConfigError(f"protocols: {p!r} is not one of {', '.join(PROTOCOLS)}")
+            if p not in protocols.NAMES:
+                raise ConfigError(f"protocols: {p!r} is not one of {', '.join(protocols.NAMES)}")
         if not self.protocols:
-            raise ConfigError(f"protocols must name at least one of {', '.join(PROTOCOLS)}")
+            raise ConfigError(f"protocols must name at least one of {', '.join(protocols.NAMES)}")
         if len(set(self.protocols)) != len(self.protocols):
             raise ConfigError(f"protocols must be unique: {self.protocols}")
         for p in self.detail_protocols or []:
-            if p not in PROTOCOLS:
-                raise ConfigError(f"detail_protocols: {p!r} is not one of {', '.join(PROTOCOLS)}")
+            if p not in protocols.NAMES:
+                raise ConfigError(
+                    f"detail_protocols: {p!r} is not one of {', '.join(protocols.NAMES)}"
+                )
         self._check_streams()
         _check_pipeline("pipeline", self.pipeline)
         if self.allocations:
@@ -336,17 +338,21 @@ class SweepPlan:
         value = self.streams
         if value is None:
             return
-        items = value.items() if isinstance(value, dict) else [(p, value) for p in MULTIPLEXED]
+        items = (
+            value.items()
+            if isinstance(value, dict)
+            else [(p, value) for p in protocols.MULTIPLEXED]
+        )
         if not isinstance(value, (int, dict)) or isinstance(value, bool):
             raise ConfigError(
                 f"streams: {value!r} is not a positive integer or a table of protocol = integer"
             )
         for p, n in items:
-            if p not in PROTOCOLS:
-                raise ConfigError(f"streams.{p}: not one of {', '.join(PROTOCOLS)}")
+            if p not in protocols.NAMES:
+                raise ConfigError(f"streams.{p}: not one of {', '.join(protocols.NAMES)}")
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
                 raise ConfigError(f"streams.{p}: {n!r} is not a positive integer")
-            if p not in MULTIPLEXED and n != 1:
+            if p not in protocols.MULTIPLEXED and n != 1:
                 raise ConfigError(
                     f"streams.{p}: HTTP/1.1 has no streams (its requests in flight per "
                     f"connection are the pipeline key), so it must be 1, not {n}"
@@ -409,7 +415,7 @@ class SweepPlan:
                 f"transport 'unix' is for the embedded server (kind 'beast') only: {', '.join(others)} "
                 "would be started or reached on a TCP port; measure them in a tcp sweep"
             )
-        tls = [p for p in self.protocols if p in TLS]
+        tls = [p for p in self.protocols if p in protocols.TLS]
         if tls:
             raise ConfigError(
                 f"transport 'unix' carries http and h2c only (loadbench-server --unix serves plain "
@@ -440,7 +446,7 @@ class SweepPlan:
 
     def streams_for(self, protocol: str) -> int:
         """Concurrent streams per connection for ``protocol`` (1 for HTTP/1.1)."""
-        if protocol not in MULTIPLEXED:
+        if protocol not in protocols.MULTIPLEXED:
             return 1
         if isinstance(self.streams, dict):
             return int(self.streams.get(protocol, DEFAULT_H2_STREAMS))
@@ -449,7 +455,7 @@ class SweepPlan:
     def pipeline_for(self, cell: Cell) -> int:
         """HTTP/1.1 requests in flight per connection for ``cell`` (1: no pipelining): its
         workload's pipeline, else the sweep's - for keep-alive HTTP/1.1 cells only."""
-        if cell.protocol in MULTIPLEXED or cell.mode not in ("closed", "open"):
+        if cell.protocol in protocols.MULTIPLEXED or cell.mode not in ("closed", "open"):
             return 1
         w = next(w for w in self.workloads if w.name == cell.workload)
         return w.pipeline if w.pipeline is not None else self.pipeline
@@ -552,7 +558,9 @@ class SweepPlan:
 
     def check_tls_library(self) -> None:
         # The build matters only where a cell makes TLS handshakes.
-        check_tls_library(self.tls_library, built=any(p in TLS_PROTOCOLS for p in self.protocols))
+        check_tls_library(
+            self.tls_library, built=any(p in protocols.TLS_OVER_TCP for p in self.protocols)
+        )
 
     def settings(self) -> dict:
         """What was asked for, as plain data (sweep.json; the report's settings table)."""

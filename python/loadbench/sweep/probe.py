@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
+from ..core import protocols
 from ..core.errors import LoadbenchError
 from ..core.run import run
 from .plan import SweepPlan, Workload
-from .targets import MULTIPLEXED, TLS_PROTOCOLS, RunningServer, launch, wire_protocol
+from .targets import RunningServer, launch
 
 
 @dataclass
@@ -88,9 +89,9 @@ def _ask(
         "insecure": True,
         "cpus": sweep.generator_cpus,
     }
-    if protocol in MULTIPLEXED:
-        kwargs.update(protocol=wire_protocol(protocol), streams=1)
-    if protocol in TLS_PROTOCOLS and sweep.tls_library != "openssl":
+    if protocol in protocols.MULTIPLEXED:
+        kwargs.update(protocol=protocols.get(protocol).wire, streams=1)
+    if protocol in protocols.TLS_OVER_TCP and sweep.tls_library != "openssl":
         kwargs.update(tls_library=sweep.tls_library)
     if server.unix_socket is not None:
         kwargs["unix_socket"] = server.unix_socket

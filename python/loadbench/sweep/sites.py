@@ -10,12 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+from ..core import protocols
 from ..core.allocation_sites import SiteRecorder
 from ..core.errors import LoadbenchError
 from ..core.run import run
 from ..core.sampler import Sampler
 from .results_folder import ResultsFolder
-from .targets import MULTIPLEXED, Target, launch, wire_protocol
+from .targets import Target, launch
 
 SITES_WINDOW_S = 1.0
 
@@ -71,8 +72,10 @@ def _measure(sweep, target, protocol, workload, connections, folder, cert_dir) -
             "headers": dict(workload.headers),
             "body": workload.body,
         }
-        if protocol in MULTIPLEXED:
-            options.update(protocol=wire_protocol(protocol), streams=sweep.streams_for(protocol))
+        if protocol in protocols.MULTIPLEXED:
+            options.update(
+                protocol=protocols.get(protocol).wire, streams=sweep.streams_for(protocol)
+            )
         responses = run(server.base_url + workload.path, **options).responses
     except BaseException:
         if recorder is not None:

@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
+from ..core import protocols
 from ..core._core import build_info, http3_available
 from ..core.allocations import AllocationCounter
 from ..core.certificates import self_signed
@@ -73,31 +74,6 @@ from ..core.run import run
 from ..core.server import ServerProcess
 
 KINDS = ("beast", "command", "url")
-PROTOCOLS = ("http", "https", "h2c", "h2", "h3")
-HTTP2 = ("h2c", "h2")  # the protocols whose cells run HTTP/2
-MULTIPLEXED = ("h2c", "h2", "h3")  # the protocols whose cells run streams per connection
-# the protocols whose cells make TLS handshakes over TCP with the sweep's tls_library (h3's TLS
-# is QUIC's own, GnuTLS inside the generator's ngtcp2 session, whatever tls_library says)
-TLS_PROTOCOLS = ("https", "h2")
-TLS = ("https", "h2", "h3")  # the protocols served with a certificate at an https:// URL
-PROTOCOL_TITLES = {
-    "http": "HTTP/1.1",
-    "https": "HTTP/1.1 over TLS",
-    "h2c": "HTTP/2 cleartext (h2c, prior knowledge)",
-    "h2": "HTTP/2 over TLS (ALPN h2)",
-    "h3": "HTTP/3 over QUIC (ALPN h3)",
-}
-
-
-def is_tls(protocol: str) -> bool:
-    return protocol in TLS
-
-
-def wire_protocol(protocol: str) -> str:
-    """What ``loadbench.run(protocol=...)`` takes for a sweep protocol: "http/1.1", "h2" or "h3"."""
-    if protocol == "h3":
-        return "h3"
-    return "h2" if protocol in HTTP2 else "http/1.1"
 
 
 @functools.lru_cache(maxsize=None)
@@ -175,13 +151,13 @@ class Target:
             raise ConfigError(
                 f"target {self.name!r}: kind must be one of {', '.join(KINDS)}, not {self.kind!r}"
             )
-        if self.kind == "command" and not any(self.argv_for(p) for p in PROTOCOLS):
+        if self.kind == "command" and not any(self.argv_for(p) for p in protocols.NAMES):
             # an HTTP/2-only server (node:http2) has h2c_argv/h2_argv and no argv
             raise ConfigError(
                 f"target {self.name!r}: a command target needs argv (or https_argv, h2c_argv, "
                 "h2_argv, h3_argv)"
             )
-        if self.kind == "url" and not any(self.url_for(p) for p in PROTOCOLS):
+        if self.kind == "url" and not any(self.url_for(p) for p in protocols.NAMES):
             raise ConfigError(
                 f"target {self.name!r}: a url target needs url, https_url, h2c_url, h2_url or h3_url"
             )
@@ -201,9 +177,9 @@ class Target:
                 f"target {self.name!r}: workers must be a positive integer, not {self.workers!r}"
             )
         for key in self.protocol_notes:
-            if key not in PROTOCOLS:
+            if key not in protocols.NAMES:
                 raise ConfigError(
-                    f"target {self.name!r}: protocol_notes.{key}: not one of {', '.join(PROTOCOLS)}"
+                    f"target {self.name!r}: protocol_notes.{key}: not one of {', '.join(protocols.NAMES)}"
                 )
         if self.version_pattern is not None:
             try:
@@ -247,14 +223,16 @@ class Target:
     def protocols(self) -> list[str]:
         """The protocols this target declares it serves (installed or not)."""
         if self.kind == "beast":
-            return [p for p in PROTOCOLS if p != "h3" or beast_serves_h3()]
+            return [p for p in protocols.NAMES if p != "h3" or beast_serves_h3()]
         get = self.url_for if self.kind == "url" else self.argv_for
-        return [p for p in PROTOCOLS if get(p) is not None]
+        return [p for p in protocols.NAMES if get(p) is not None]
 
     def unavailable_reason(self, protocol: str, peers_dir: Optional[Path] = None) -> Optional[str]:
         """Why this target cannot serve ``protocol`` on this machine, or None when it can."""
-        if protocol not in PROTOCOLS:
-            return f"{protocol!r} is not a protocol loadbench measures ({', '.join(PROTOCOLS)})"
+        if protocol not in protocols.NAMES:
+            return (
+                f"{protocol!r} is not a protocol loadbench measures ({', '.join(protocols.NAMES)})"
+            )
         if protocol == "h3" and h3_unavailable_reason() is not None:
             return h3_unavailable_reason()
         if self.kind == "beast":
@@ -276,7 +254,7 @@ class Target:
         if missing is not None:
             # a runtime that cannot be had everywhere (CPython 3.13 on Debian 12) says why
             return f"{missing} - {self.requires_note}" if self.requires_note else missing
-        if is_tls(protocol) and _which("openssl") is None:
+        if protocols.get(protocol).tls and _which("openssl") is None:
             return "openssl (needed to make the self-signed certificate) is not installed"
         return None
 
@@ -583,11 +561,11 @@ def launch(
     "unix": a beast target on a unix socket in a private directory (http and h2c only);
     ``allocations``: start it with the allocation counter (loadbench.core.allocations; a "url"
     target, not started here, is not counted)."""
-    if protocol not in PROTOCOLS:
-        raise ConfigError(f"protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
+    if protocol not in protocols.NAMES:
+        raise ConfigError(f"protocol must be one of {', '.join(protocols.NAMES)}, not {protocol!r}")
     cpu_list = sorted(cpus) if cpus is not None else None
     workers = target.workers or workers
-    if transport == "unix" and (target.kind != "beast" or is_tls(protocol)):
+    if transport == "unix" and (target.kind != "beast" or protocols.get(protocol).tls):
         raise ConfigError(
             f"transport 'unix' is the embedded server's plain listener (http, h2c): not "
             f"{target.name!r} ({target.kind}) over {protocol}"
@@ -598,7 +576,7 @@ def launch(
             raise ConfigError(f"target {target.name!r} has no {protocol} URL")
         return RunningServer(target, protocol, url.rstrip("/"), target.pid, cpus=None)
     if target.kind == "beast":
-        https = is_tls(protocol)
+        https = protocols.get(protocol).tls
         run_dir = (
             tempfile.TemporaryDirectory(prefix="loadbench-beast-") if transport == "unix" else None
         )
@@ -669,7 +647,7 @@ def _launch_command(
     extra_env: dict,
     allocations: bool = False,
 ) -> RunningServer:
-    https = is_tls(protocol)
+    https = protocols.get(protocol).tls
     run_dir = tempfile.TemporaryDirectory(prefix=f"loadbench-{target.name}-")
     port = free_udp_tcp_port(host) if protocol == "h3" else free_port(host)
     values = {
@@ -757,7 +735,14 @@ def _launch_command(
             if proc.poll() is not None:
                 raise ServerError(f"{target.name} never became ready: {server.death_note()}")
             reason = (
-                probe(host, port, target.probe_path, https, timeout=1.0, http2=protocol in HTTP2)
+                probe(
+                    host,
+                    port,
+                    target.probe_path,
+                    https,
+                    timeout=1.0,
+                    http2=protocols.get(protocol).wire == "h2",
+                )
                 or ""
             )
             if not reason:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, Union
 
+from ..core import protocols
 from ..core.errors import ConfigError
 from .plan import Workload, builtin_workloads
 from .targets import Target
@@ -35,7 +36,7 @@ SWEEP_KEYS = {
     "interval": (_NUM + _STR, "the timeline interval: seconds, or a string like '100ms'"),
     "repeats": (_INT, "a positive integer"),
     "concurrencies": (_LIST, "a list of positive integers"),
-    "protocols": (_LIST, 'a list of "http", "https", "h2c", "h2"'),
+    "protocols": (_LIST, "a list of " + protocols.choices()),
     "streams": (
         _INT + _DICT,
         "streams per HTTP/2 connection: an integer, or a table like {h2c = 10, h2 = 10}",
