@@ -1,6 +1,7 @@
 """bench/open_loop_vs_wrk2's report (loadbench.bench.open_loop_check.render) from hand-made raw
 records: its table has a heading for every column its rows carry (the `before` build's two
-included), and its machine line reads the runs' own windows when no load gate ran."""
+included), its machine line reads the runs' own windows when no load gate ran, and it names
+the raw data it was rendered from."""
 
 from __future__ import annotations
 
@@ -50,3 +51,36 @@ def test_a_run_that_others_disturbed_leaves_the_load_average_its_word():
     assert "SHARED" in machine and "1 above the 5 %" in machine, machine
     heading = next(line for line in text.splitlines() if "Rate /s" in line)
     assert heading.rstrip().endswith("| agree |")
+
+
+def test_the_report_names_its_own_raw_data():
+    # --out reports/capacity-vs-wrk2.md writes capacity-vs-wrk2.jsonl; its report pointed readers
+    # at open-loop-vs-wrk2.jsonl, another report's raw data
+    env = {"Date (UTC)": "2026-12-03 14:00:00", "Load average at start": "0.2 / 0.3 / 0.5"}
+    records = [_run("loadbench", 2_400.0), _run("wrk2", 2_500.0)]
+    text = render(records, env, "bench/open_loop_vs_wrk2.py --out x.md", "capacity-vs-wrk2.jsonl")
+    head = next(line for line in text.splitlines() if line.startswith("Generated"))
+    assert "raw data (capacity-vs-wrk2.jsonl)" in head and "open-loop-vs-wrk2" not in head, head
+
+
+def test_the_verdict_counts_agreement_confirmed_claims_and_cells_no_tool_reproduces():
+    env = {"Date (UTC)": "2026-12-03 14:00:00", "Load average at start": "0.2 / 0.3 / 0.5"}
+
+    def at(rate: float, run: dict) -> dict:
+        return {**run, "rate": rate}
+
+    records = [
+        # loadbench's own claim, confirmed by wrk2
+        at(1_000, _run("loadbench", 2_400.0)), at(1_000, _run("wrk2", 2_500.0)),
+        # its claim, refuted: 3.0 s against 100 ms
+        at(2_000, _run("loadbench", 3_000_000.0)), at(2_000, _run("wrk2", 100_000.0)),
+        # not claimed (the pool was the limit), and wrk2's repeats 40 ms and 400 ms apart
+        at(3_000, _run("loadbench", 50_000.0, by="pool")),
+        at(3_000, _run("wrk2", 40_000.0)), at(3_000, _run("wrk2", 400_000.0)),
+    ]  # fmt: skip
+    text = render(records, env, "bench/open_loop_vs_wrk2.py")
+    verdict = text.split("## Verdict", 1)[1].strip().splitlines()[0]
+    assert verdict.startswith("1 of 3 cells agree."), verdict
+    assert "In 2 loadbench called every run the server's own" in verdict
+    assert "wrk2 confirms 1 of them" in verdict
+    assert "In 1 cells one tool's own repeats spread over more than 2x in p99 (0 of them" in verdict

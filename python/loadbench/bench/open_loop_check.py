@@ -240,7 +240,7 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
     raw = out.with_suffix(".jsonl")
     if args.report_only:
         records, env, command = read_jsonl(raw)
-        write_report(out, render(records, env, command))
+        write_report(out, render(records, env, command, raw.name))
         print(f"wrote {out}")
         return 0
     peers = default_peers_dir(repo)
@@ -297,7 +297,7 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
                 records.append(rec)
                 print(_line(rec), file=sys.stderr, flush=True)
     writer.close()
-    write_report(out, render(records, env, command))
+    write_report(out, render(records, env, command, raw.name))
     print(f"wrote {out} and {raw}")
     return 0
 
@@ -355,7 +355,9 @@ def _spread(values: list[Optional[float]]) -> str:
     return f"{format_us(s.median)} ({format_us(s.min)}-{format_us(s.max)})"
 
 
-def render(records: list[dict], env: dict, command: str) -> str:
+def render(
+    records: list[dict], env: dict, command: str, raw_name: str = "open-loop-vs-wrk2.jsonl"
+) -> str:
     """The report: per cell, each tool's corrected latency (median and range over the repeats),
     loadbench's verdict of who limited its runs, and whether the two agree."""
     from ..report.markdown import table
@@ -372,9 +374,7 @@ def render(records: list[dict], env: dict, command: str) -> str:
         "wrk2": f"-t1, its 10 s calibration (+5 ms per connection) discarded: {env.get('wrk2')}",
         "Agreement": "the medians of the two p99s within 2x of each other, or within 1 ms",
     }
-    lines = report_head(
-        "Open-loop latency against wrk2", command, env, settings, "open-loop-vs-wrk2.jsonl"
-    )
+    lines = report_head("Open-loop latency against wrk2", command, env, settings, raw_name)
     load1 = float(env.get("Load average at start", "0").split()[0] or 0)
     gate = {"quiet": True} if env.get("Load gate", "").startswith("quiet") else None
     machine = machine_note(load1, gate)
@@ -389,7 +389,7 @@ def render(records: list[dict], env: dict, command: str) -> str:
     for rec in records:
         key = (rec["peer"], rec["rate"], rec["connections"], rec.get("what", ""))
         cells.setdefault(key, {}).setdefault(rec["tool"], []).append(rec)
-    rows = []
+    rows, judged = [], []
     has_before = any(rec["tool"] == "before" for rec in records)
     for (peer, rate, connections, what), tools in cells.items():
         ours = [r for r in tools.get("loadbench", []) if "error" not in r]
@@ -397,6 +397,7 @@ def render(records: list[dict], env: dict, command: str) -> str:
         before = [r for r in tools.get("before", []) if "error" not in r]
         limits = sorted({(r.get("limit") or {}).get("by", "?") for r in ours})
         agree = _agreement(ours, theirs)
+        judged.append((agree, limits, ours, theirs))
         rows.append(
             [
                 peer, f"{rate:,.0f}".replace(",", " "), str(connections), what,
@@ -443,10 +444,41 @@ def render(records: list[dict], env: dict, command: str) -> str:
         ),
         "",
     ]
+    if judged:
+        lines += ["## Verdict", "", _verdict(judged), ""]
     errors = [r for r in records if "error" in r]
     if errors:
         lines += ["## Runs that failed", ""] + [f"- {_line(r)}" for r in errors] + [""]
     return "\n".join(lines)
+
+
+# A tool whose own repeats' p99s spread over more than this factor does not reproduce itself in
+# that cell: agreement or not there says more about the run-to-run noise than about either tool.
+UNSTABLE_SPREAD = 2.0
+
+
+def _unstable(runs: list[dict]) -> bool:
+    p99s = [r["p99_us"] for r in runs if r.get("p99_us")]
+    return len(p99s) > 1 and max(p99s) > UNSTABLE_SPREAD * min(p99s)
+
+
+def _verdict(judged: list[tuple[str, list[str], list[dict], list[dict]]]) -> str:
+    """What the table proves, in three counts: the cells that agree; of the cells where
+    loadbench called every run the server's own (the claim this check exists to test), those
+    wrk2 confirms; and the cells where either tool does not reproduce itself."""
+    compared = [j for j in judged if j[0] != "n/a"]
+    agree = sum(a == "yes" for a, *_ in compared)
+    claimed = [j for j in compared if j[1] == ["server"]]
+    confirmed = sum(a == "yes" for a, *_ in claimed)
+    unstable = [j for j in compared if _unstable(j[2]) or _unstable(j[3])]
+    unstable_agree = sum(a == "yes" for a, *_ in unstable)
+    return (
+        f"{agree} of {len(compared)} cells agree. In {len(claimed)} loadbench called every run "
+        f"the server's own (`limited by` = server): wrk2 confirms {confirmed} of them. In "
+        f"{len(unstable)} cells one tool's own repeats spread over more than "
+        f"{UNSTABLE_SPREAD:g}x in p99 ({unstable_agree} of them agree): there the run-to-run "
+        "noise of this machine, not either tool, decides the comparison."
+    )
 
 
 def _agreement(ours: list[dict], theirs: list[dict]) -> str:
