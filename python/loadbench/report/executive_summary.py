@@ -286,10 +286,16 @@ def _capacity_paragraph(model: Model, base: str) -> list[Point]:
         def noise(members: list[str], protocol=protocol, w=w) -> str:
             return w.num(("capacity_noise", protocol, *members), _noise)
 
-        # (a bound elsewhere keeps its [L, U] for the Findings and the table: the word budget)
+        def bare(t: str, protocol=protocol, w=w) -> str:
+            return w.num(("capacity", t, protocol), _rps)
+
+        # (a bound elsewhere keeps its [L, U] for the Findings and the table: the word budget;
+        # so does one inside a tier whose order bounds leave open - its CPU ceiling orders
+        # nothing there, and fourteen servers' ceilings took 30 of the summary's 300 words)
         numbered = _numbered(order, base, set())
         body = " > ".join(
-            tier_text(w, tier, number, noise, i in numbered) for i, tier in enumerate(order)
+            tier_text(w, tier, bare if tier.open else number, noise, i in numbered)
+            for i, tier in enumerate(order)
         )
         if unclosed:
             body += "; open above (contended, no steady peak): " + ", ".join(
