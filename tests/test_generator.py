@@ -25,7 +25,7 @@ def free_port() -> int:
 
 def test_exact_request_count_and_mixed_status_codes():
     with ScriptedServer("pattern") as server:
-        r = loadbench.run(server.url("/"), connections=6, threads=2, requests=3000)
+        r = loadbench.run(server.url("/"), connections=6, threads=2, requests=3000, prime=False)
     assert r.responses == 3000 == server.served
     assert r.status_codes == {200: 1000, 404: 1000, 500: 1000} == server.status_served
     assert r.error_count == 0
@@ -117,7 +117,9 @@ def test_latency_of_a_20ms_endpoint():
 
 def test_no_keepalive_opens_exactly_one_connection_per_response():
     with ScriptedServer("keepalive-check") as server:
-        r = loadbench.run(server.url("/"), connections=3, requests=200, keepalive=False)
+        r = loadbench.run(
+            server.url("/"), connections=3, requests=200, keepalive=False, prime=False
+        )
         time.sleep(0.05)
     assert r.responses == 200 == server.served
     assert r.connections_opened == 200 == server.connections
@@ -127,7 +129,7 @@ def test_no_keepalive_opens_exactly_one_connection_per_response():
 
 def test_server_connection_close_reconnects_and_counts_it():
     with ScriptedServer("close-each") as server:
-        r = loadbench.run(server.url("/"), connections=2, requests=100)
+        r = loadbench.run(server.url("/"), connections=2, requests=100, prime=False)
     assert r.responses == 100 == server.served
     assert r.error_count == 0
     assert r.connections_opened == 100 == server.connections

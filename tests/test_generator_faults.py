@@ -115,7 +115,7 @@ def test_closing_before_answering_is_a_read_error_before_any_byte():
         raise Hangup
 
     with FaultServer(answer) as server:
-        r = loadbench.run(server.url(), connections=3, requests=30, timeout=2.0)
+        r = loadbench.run(server.url(), connections=3, requests=30, timeout=2.0, prime=False)
     assert r.responses == 0 and kinds(r) == {"read": 30}, kinds(r)
     assert "before any response byte" in r.first_error
     assert server.connections == 30

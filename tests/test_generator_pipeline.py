@@ -104,7 +104,9 @@ def test_connection_close_mid_pipeline_resends_the_rest_on_a_fresh_connection():
     # Every connection's 3rd response says Connection: close; the requests pipelined behind it
     # were never answered and go out again, each answered exactly once.
     with PipelineServer(close_after=3) as server:
-        r = loadbench.run(server.url("/"), requests=100, connections=2, pipeline=16, timeout=5)
+        r = loadbench.run(
+            server.url("/"), requests=100, connections=2, pipeline=16, timeout=5, prime=False
+        )
     assert r.responses == 100 == server.served
     assert r.status_codes == {200: 100} and r.error_count == 0 and r.unfinished == 0
     assert server.closes_sent >= 100 // 3
@@ -125,7 +127,9 @@ def test_server_closing_after_some_answers_of_a_pipeline_resends_the_unanswered(
 
 def test_a_timeout_fails_every_request_in_flight():
     with PipelineServer(silent=True) as server:
-        r = loadbench.run(server.url("/"), requests=12, connections=1, pipeline=4, timeout=0.3)
+        r = loadbench.run(
+            server.url("/"), requests=12, connections=1, pipeline=4, timeout=0.3, prime=False
+        )
     assert r.responses == 0 and r.unfinished == 0
     assert r.errors["timeout"] == 12 == r.error_count
     # three connections, each carrying four requests written back to back

@@ -127,7 +127,7 @@ def test_steps_reuse_the_connections_and_a_rate_of_zero_sends_nothing(
     stopped = beast_server.stop()
     # the pool is connected before the schedule starts (not in the window), then reused
     assert r.preconnected == 6 and r.connections_opened == 0 and r.reconnects == 0
-    assert stopped["connections_accepted"] == 6  # the server's own count
+    assert stopped["connections_accepted"] == 6 + 1  # the server's own count, priming included
     assert stopped["requests"]["plaintext"] == r.responses
 
 
@@ -273,7 +273,7 @@ def test_a_connections_schedule_parks_and_wakes_the_same_connections(
     assert high["rps"] == pytest.approx(high["responses"] / 1.0)
     stopped = beast_server.stop()
     assert r.connections_opened == 8 and r.reconnects == 0
-    assert stopped["connections_accepted"] == 8  # the server's own count
+    assert stopped["connections_accepted"] == 8 + 1  # the server's own count, priming included
 
 
 def test_a_connections_ramp_opens_connections_as_it_grows(beast_server: ServerProcess):
@@ -287,7 +287,7 @@ def test_a_connections_ramp_opens_connections_as_it_grows(beast_server: ServerPr
     assert ramp["connections"] == pytest.approx(2.5)
     assert r.connections_opened == 4
     stopped = beast_server.stop()
-    assert stopped["connections_accepted"] == 4
+    assert stopped["connections_accepted"] == 4 + 1  # and the priming one (core/prime.py)
 
 
 def test_the_cli_takes_a_connections_schedule(beast_server: ServerProcess):

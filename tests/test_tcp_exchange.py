@@ -109,6 +109,7 @@ def test_ack_with_request_the_request_completes_the_handshake():
             requests=n,
             keepalive=False,
             ack_with_request=ack_with_request,
+            prime=False,  # the server counts the run's own connections only
         )
         seen = server.join()
         assert r.responses == n and r.connections_opened == n and not any(r.errors.values())
@@ -127,7 +128,12 @@ def test_ack_with_request_over_tls_the_client_hello_completes_the_handshake(tmp_
     n = 10
     server = OneByOneServer(n, tls=context)
     r = loadbench.run(
-        server.url(), connections=1, requests=n, keepalive=False, ack_with_request=True
+        server.url(),
+        connections=1,
+        requests=n,
+        keepalive=False,
+        ack_with_request=True,
+        prime=False,  # the server counts the run's own connections only
     )
     seen = server.join()
     assert r.responses == n and r.tls_handshakes == n
@@ -176,7 +182,12 @@ def test_rst_close_resets_only_connections_the_server_has_closed():
     for rst_close, end in ((False, "eof"), (True, "reset")):
         server = OneByOneServer(n)
         r = loadbench.run(
-            server.url(), connections=1, requests=n, keepalive=False, rst_close=rst_close
+            server.url(),
+            connections=1,
+            requests=n,
+            keepalive=False,
+            rst_close=rst_close,
+            prime=False,  # the server counts the run's own connections only
         )
         seen = server.join()
         assert r.responses == n and not any(r.errors.values())
@@ -184,7 +195,9 @@ def test_rst_close_resets_only_connections_the_server_has_closed():
     # A server that has not closed when the response is complete gets a FIN as always: the
     # reset never lands on a socket whose owner may still read from it.
     server = OneByOneServer(n, close="fin-later")
-    r = loadbench.run(server.url(), connections=1, requests=n, keepalive=False, rst_close=True)
+    r = loadbench.run(
+        server.url(), connections=1, requests=n, keepalive=False, rst_close=True, prime=False
+    )
     assert r.responses == n
     assert [s["client_end"] for s in server.join()] == ["eof"] * n
 

@@ -34,6 +34,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--ack-with-request", action="store_true", help=option_help("ack_with_request"))
     p.add_argument("--rst-close", action="store_true", help=option_help("rst_close"))
+    p.add_argument(
+        "--no-prime",
+        dest="prime",
+        action="store_false",
+        help="do not open and close one connection before the run (default: do, as wrk's "
+        "address check does - a server's state can change at its first client close)",
+    )
     p.add_argument("--warmup", default="0s", help=option_help("warmup", "e.g. 2s"))
     p.add_argument(
         "--interval", default=None, metavar="SPAN", help=option_help("interval", "e.g. 500ms")
@@ -152,6 +159,7 @@ def main(args: argparse.Namespace) -> int:
         keepalive=not args.disable_keepalive,
         ack_with_request=args.ack_with_request,
         rst_close=args.rst_close,
+        prime=args.prime,
         sample_pid=args.sample_pid,
         rate=args.rate,
     )

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _core
 from .errors import ConfigError
+from .prime import primes
 from .protocols import WIRE_ALIASES
 from .schedule import (
     Point,
@@ -157,6 +158,12 @@ class RunOptions:
     )
     rst_close: bool = option(
         False, "TCP: close a connection the server already closed with RST, not FIN", "boolean"
+    )
+    prime: bool = option(
+        True,
+        "TCP: open and close one connection before the run, as wrk's address check does (a "
+        "server's state can change at its first client close: core/prime.py)",
+        "boolean",
     )
     unix_socket: Union[str, os.PathLike, None] = option(
         None, "connect to this unix socket; the URL gives Host, path and scheme", "path"
@@ -418,6 +425,7 @@ class RunOptions:
             "tls_library": self.tls_library,
             "ack_with_request": bool(self.ack_with_request),
             "rst_close": bool(self.rst_close),
+            "prime": bool(self.prime) and primes(self.protocol),
             "unix_socket": self.unix_socket or _unix_path(url),
             "cpus": list(self.cpus) if self.cpus else None,
             "interval_s": float(self.interval),

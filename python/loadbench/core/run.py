@@ -17,6 +17,7 @@ from . import _core
 from .errors import ConfigError, LoadbenchError
 from .limits import limited_by
 from .options import Request, RunOptions, check_tls_library
+from .prime import prime
 from .result import LatencyHistogram, Result
 from .sampler import Sampler, WindowEdges
 from .schedule import connection_stage_blocks, connections_schedule_of, schedule_of, stage_blocks
@@ -144,6 +145,12 @@ def start(url: str, **options: Any) -> RunningLoad:
     requests queued behind connection set-up - a backlog that a pool at its Little's-law edge
     never drains, and that would read as seconds of the server's latency."""
     config, _, engine = _checked(url, _known_options("start", options))
+    if config["prime"]:
+        prime(url, config["unix_socket"])
+    return _begin(url, config, engine)
+
+
+def _begin(url: str, config: dict[str, Any], engine: Any) -> RunningLoad:
     if _open_loop(config):
         engine.preconnect(float(config["timeout_s"]))
     engine.start()
@@ -161,6 +168,8 @@ def connect_ahead(url: str, within: float, **options: Any) -> tuple[RunningLoad,
     common instant). Returns the run and how many connections are open; one that is not (refused,
     too slow) is opened in the run as usual, and counted there."""
     config, _, engine = _checked(url, _known_options("connect_ahead", options))
+    if config["prime"]:
+        prime(url, config["unix_socket"])
     opened = engine.preconnect(max(0.0, within))
     return RunningLoad(url=url, config=config, engine=engine), opened
 
@@ -232,13 +241,18 @@ def run(
     (cpu_us_per_req = server CPU in the window / exact responses).
     """
     run_options = RunOptions(**_known_options("run", options))
+    # primed here, before the sampler's first snapshot (without warm-up the window opens with
+    # the engine): the priming connection is in no figure
+    config, _, engine = _checked(url, options)
+    if config["prime"]:
+        prime(url, config["unix_socket"])
     edges = _window_edges(
         sample_pid,
         run_options.warmup,
         None if run_options.requests is not None else run_options.duration,
     )
     try:
-        return _run_with_edges(edges, progress, lambda: start(url, **options))
+        return _run_with_edges(edges, progress, lambda: _begin(url, config, engine))
     finally:
         if edges is not None:
             edges.close()  # the background series ends with the run, however it ends
