@@ -84,3 +84,16 @@ def test_the_verdict_counts_agreement_confirmed_claims_and_cells_no_tool_reprodu
     assert "In 2 loadbench called every run the server's own" in verdict
     assert "wrk2 confirms 1 of them" in verdict
     assert "In 1 cells one tool's own repeats spread over more than 2x in p99 (0 of them" in verdict
+
+
+def test_the_verdict_says_when_loadbench_reads_below_wrk2_and_wrk2s_own_timer_offset():
+    # a fresh, primed asyncio server at 24 000 req/s (2026-12-06): loadbench 395 us, wrk2 2.7 ms;
+    # wrk2's p50 1.15 ms against loadbench's 121 us - its sends leave on a ~1 ms timer
+    env = {"Date (UTC)": "2026-12-06 05:21:00", "Load average at start": "0.2 / 0.3 / 0.5"}
+    ours, theirs = _run("loadbench", 395.0), _run("wrk2", 2_700.0)
+    ours["p50_us"], theirs["p50_us"] = 121.0, 1_150.0
+    text = render([ours, theirs], env, "bench/open_loop_vs_wrk2.py --fresh")
+    verdict = text.split("## Verdict", 1)[1].strip().splitlines()[0]
+    assert verdict.startswith("0 of 1 cells agree."), verdict
+    assert "In 1 of the 1 that disagree loadbench reads lower than wrk2" in verdict
+    assert "wrk2's own p50 sits 1.03 ms above loadbench's" in verdict
