@@ -53,13 +53,12 @@ from ..core.errors import LoadbenchError
 from ..core.steady import settle
 from ..core.summary import format_us
 from .checkout import peers_dir as default_peers_dir
-from .checkout import reports_dir
 from .child import run_child, taskset
 from .environment_block import environment, machine_note
 from .gate import add_gate_args, gate_before_text, make_gate, wait_quiet
 from .jsonl import JsonlWriter, read_jsonl
 from .peers import PeerChoice, launch_peer, unavailable
-from .report_text import report_head, write_report
+from .report_text import report_head, report_paths, rewrite_report, write_report
 
 SERVER_CPUS, GENERATOR_CPUS = [0], [1]
 # wrk2's calibration period (src/wrk.h CALIBRATE_DELAY_MS, and 5 ms per connection's staggered
@@ -239,12 +238,9 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
     p.add_argument("--report-only", action="store_true", help="rewrite the report from its JSONL")
     add_gate_args(p)
     args = p.parse_args(argv)
-    out = Path(args.out) if args.out else reports_dir(repo) / "open-loop-vs-wrk2.md"
-    raw = out.with_suffix(".jsonl")
+    out, raw = report_paths(args.out, repo, "open-loop-vs-wrk2.md")
     if args.report_only:
-        records, env, command = read_jsonl(raw)
-        write_report(out, render(records, env, command, raw.name))
-        print(f"wrote {out}")
+        rewrite_report(out, raw, render)
         return 0
     peers = default_peers_dir(repo)
     wrk2 = args.wrk2 if args.wrk2 and shutil.which(args.wrk2) else None

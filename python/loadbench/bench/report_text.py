@@ -5,8 +5,11 @@ writing the file."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable, Optional
 
 from ..report.markdown import table
+from .checkout import reports_dir
+from .jsonl import read_jsonl
 
 
 def report_head(title: str, generated_by: str, env: dict, settings: dict, raw: str) -> list[str]:
@@ -35,3 +38,17 @@ def versus(ours: str, a: float, theirs: str, b: float, unit: str = "us/req") -> 
 def write_report(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+
+
+def report_paths(out: Optional[str], repo: Optional[Path], default_name: str) -> tuple[Path, Path]:
+    """(report, its raw JSONL beside it): --out, else reports/<default_name>."""
+    report = Path(out) if out else reports_dir(repo) / default_name
+    return report, report.with_suffix(".jsonl")
+
+
+def rewrite_report(report: Path, raw: Path, render: Callable[..., str]) -> None:
+    """--report-only: the report again from its raw data, measuring nothing; ``render`` takes
+    (records, environment, command, the raw file's name)."""
+    records, env, command = read_jsonl(raw)
+    write_report(report, render(records, env, command, raw.name))
+    print(f"wrote {report}")

@@ -36,13 +36,12 @@ from .. import run as loadbench_run
 from ..core import analysis
 from ..core.errors import LoadbenchError
 from .checkout import peers_dir as default_peers_dir
-from .checkout import reports_dir
 from .child import run_child, taskset
 from .environment_block import environment, machine_note
 from .gate import add_gate_args, gate_before_text, make_gate, wait_quiet
-from .jsonl import JsonlWriter, read_jsonl
+from .jsonl import JsonlWriter
 from .peers import PeerChoice, launch_peer, unavailable
-from .report_text import report_head, write_report
+from .report_text import report_head, report_paths, rewrite_report, write_report
 
 SERVER_CPUS, GENERATOR_CPUS = [0], [1]
 STATES = ("fresh", "primed")
@@ -226,12 +225,9 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
     p.add_argument("--report-only", action="store_true", help="rewrite the report from its JSONL")
     add_gate_args(p)
     args = p.parse_args(argv)
-    out = Path(args.out) if args.out else reports_dir(repo) / "server-state.md"
-    raw = out.with_suffix(".jsonl")
+    out, raw = report_paths(args.out, repo, "server-state.md")
     if args.report_only:
-        records, env, command = read_jsonl(raw)
-        write_report(out, render(records, env, command, raw.name))
-        print(f"wrote {out}")
+        rewrite_report(out, raw, render)
         return 0
     peers = default_peers_dir(repo)
     env = environment()
