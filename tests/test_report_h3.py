@@ -107,7 +107,7 @@ def expect_peak(t: str, p: str):
 
 
 def expect_cpu(t: str, p: str):
-    vals = medians(t, p, lambda res: res["server"]["cpu_s"] * 1e6 / res["responses"])
+    vals = medians(t, p, lambda res: res["server"]["cpu_us_per_req"])
     return min(vals) if vals else None
 
 

@@ -343,6 +343,28 @@ def test_window_block_from_two_snapshots():
         assert loadbench.sampler.window(start, end, responses=0)["cpu_us_per_req"] is None
 
 
+def test_per_request_figures_divide_by_the_responses_between_the_snapshots():
+    """A snapshot is taken when the run's thread wakes, late on a busy machine: the per-request
+    figures divide by the generator's count read around each snapshot's tree read (the midpoint
+    of a read just before and one just after), not by the window's exact count."""
+    from loadbench.core.sampler import WindowEdges
+
+    reads = iter(range(0, 1000, 100))  # each call: 100 more responses completed
+    with Child() as child:
+        edges = WindowEdges(loadbench.Sampler(child.pid), warmup_s=0.01, duration_s=0.01)
+        edges.before_start()
+        edges.started(0.0, lambda: next(reads))
+        while edges.end is None:
+            time.sleep(edges.wait_s(0.01))
+            edges.poll()
+        block = edges.block(responses=1000)
+    assert (edges.start.completed, edges.end.completed) == (50.0, 250.0)  # 0|100, 200|300
+    assert block["span_responses"] == 200
+    assert block["cpu_us_per_req"] == pytest.approx(block["cpu_s"] * 1e6 / 200)
+    # without the generator's count (a distributed run): the window's exact count
+    assert loadbench.sampler.window(edges.start, edges.end, 1000)["span_responses"] is None
+
+
 def test_machine_counters_match_proc_stat():
     snap = loadbench.Sampler(os.getpid()).snapshot()
     fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:9]

@@ -132,7 +132,7 @@ def test_report_tables_match_the_raw_numbers(real_sweep):
                     "req/s": markdown.fmt_int(res["rps"]),
                     "p50 (ms)": markdown.fmt_ms(res["latency_us"]["p50"] / 1000),
                     "p99 (ms)": markdown.fmt_ms(res["latency_us"]["p99"] / 1000),
-                    "CPU us/req": markdown.fmt_us(res["server"]["cpu_s"] * 1e6 / res["responses"]),
+                    "CPU us/req": markdown.fmt_us(res["server"]["cpu_us_per_req"]),
                     "in-flight": f"{res['rps'] * res['latency_us']['mean'] / 1e6:.1f}",
                     "non-2xx + errors": "0 %",
                 }[metric]

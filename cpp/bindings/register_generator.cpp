@@ -214,7 +214,8 @@ void register_generator(py::module_& m) {
         .def_readonly("warming_up", &generator::Progress::warming_up)
         .def_readonly("finished", &generator::Progress::finished)
         .def_readonly("responses", &generator::Progress::responses)
-        .def_readonly("errors", &generator::Progress::errors);
+        .def_readonly("errors", &generator::Progress::errors)
+        .def_readonly("completed", &generator::Progress::completed);
 
     py::class_<Engine>(m, "Engine", "The native load engine (use loadbench.run instead)")
         .def(py::init([](EngineConfig config) {

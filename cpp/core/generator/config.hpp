@@ -176,6 +176,7 @@ struct Progress {
     bool finished = false;
     uint64_t responses = 0;  // inside the window so far
     uint64_t errors = 0;
+    uint64_t completed = 0;  // every response so far, warm-up and drain included
 };
 
 }  // namespace loadbench::generator

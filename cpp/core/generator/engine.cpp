@@ -411,6 +411,7 @@ Progress Engine::progress() const {
     for (const auto& w : workers_) {
         p.responses += w->live().responses.load(std::memory_order_relaxed);
         p.errors += w->live().errors.load(std::memory_order_relaxed);
+        p.completed += w->live().completed.load(std::memory_order_relaxed);
     }
     return p;
 }

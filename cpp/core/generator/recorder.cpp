@@ -24,6 +24,7 @@ void Recorder::sent(Request& r, int64_t now) noexcept {
 }
 
 void Recorder::response(const Request& r, int status, int64_t now) noexcept {
+    live_.completed.store(++completed_total_, std::memory_order_relaxed);
     if (!r.counted) return;
     const int64_t latency_us = to_us(now - r.intended_ns);
     m_.latency_us.record(latency_us);

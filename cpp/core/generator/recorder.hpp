@@ -89,6 +89,10 @@ public:
     struct alignas(64) Live {
         std::atomic<uint64_t> responses{0};
         std::atomic<uint64_t> errors{0};
+        // every response, in the window or not: a sampler's snapshots bracket a span of their
+        // own (taken when its thread runs, not at the window's edges), and its per-request
+        // figures divide by the responses completed in that same span
+        std::atomic<uint64_t> completed{0};
     };
     const Live& live() const noexcept { return live_; }
 
@@ -111,6 +115,7 @@ private:
     stats::IntervalRecorder timeline_;
     Live live_;
     uint64_t error_total_ = 0;
+    uint64_t completed_total_ = 0;
     int64_t last_outcome_ns_ = 0;
 };
 

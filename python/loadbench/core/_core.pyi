@@ -204,6 +204,7 @@ class Progress:
     finished: bool
     responses: int
     errors: int
+    completed: int  # every response so far, warm-up and drain included
 
 class Engine:
     """The native load engine (use loadbench.run instead). Raises ValueError("config: ...") for a

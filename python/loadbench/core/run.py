@@ -237,8 +237,9 @@ def run(
     new connection (docs/run.md, "Connection setup").
     `sample_pid` names the server process: its CPU time (with all its descendants), memory,
     fds and context switches, and the machine's steal and idle shares, are read from /proc
-    exactly at the edges of the measured window into the result's `server` block
-    (cpu_us_per_req = server CPU in the window / exact responses).
+    at the edges of the measured window into the result's `server` block (cpu_us_per_req =
+    server CPU between the two snapshots / the responses completed between them,
+    `span_responses`: a snapshot taken late on a busy machine is divided by its own span).
     """
     run_options = RunOptions(**_known_options("run", options))
     # primed here, before the sampler's first snapshot (without warm-up the window opens with
@@ -272,7 +273,8 @@ def _run_with_edges(
 ) -> Result:
     handle = begin()
     if edges is not None:
-        edges.started(handle.engine.progress().elapsed_s)
+        engine = handle.engine
+        edges.started(engine.progress().elapsed_s, lambda: engine.progress().completed)
     try:
         while not handle.wait(
             edges.wait_s(POLL_INTERVAL_S) if edges is not None else POLL_INTERVAL_S

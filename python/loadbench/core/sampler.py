@@ -47,7 +47,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from . import _core
 from .allocations import allocation_dir_of, window_allocations
@@ -268,6 +268,8 @@ class ProcSnapshot:
     allocations: Optional[dict] = None
     # every process's CPU, read right after the tree and the machine (None: not read)
     processes: Optional[MachineProcesses] = field(default=None, repr=False, compare=False)
+    # a generator's count of every response so far at the tree's read (Sampler.snapshot)
+    completed: Optional[float] = None
 
     @classmethod
     def from_core(cls, raw: dict, pid: int) -> ProcSnapshot:
@@ -320,11 +322,16 @@ def window(
     also_ours: Iterable[int] = (),
     run_start_allocations: Optional[dict] = None,
     connections: int = 0,
+    span_responses: Optional[int] = None,
 ) -> dict[str, Any]:
     """The `server` block of a run: what the server spent between two snapshots, and what
     processes other than the run's used meanwhile (``also_ours``: more pids of the run, e.g. the
     local shards of a distributed run). ``run_start_allocations``: the allocation counter's sums
-    when the run started (see :func:`loadbench.core.allocations.window_allocations`)."""
+    when the run started (see :func:`loadbench.core.allocations.window_allocations`).
+    ``span_responses``: the responses completed between the two snapshots (see
+    :class:`WindowEdges`), the per-request figures' divisor; without it, ``responses`` (the
+    window's exact count)."""
+    per_request = span_responses if span_responses is not None else responses
     cpu_s = max(0.0, end.cpu_s - start.cpu_s)
     others: dict[str, Any] = {}
     if start.processes is not None and end.processes is not None:
@@ -349,13 +356,19 @@ def window(
             for pid in ([] if end.exited else end.pids)
         }
         allocations = window_allocations(
-            start.allocations, end.allocations, responses, live, run_start_allocations, connections
+            start.allocations,
+            end.allocations,
+            per_request,
+            live,
+            run_start_allocations,
+            connections,
         )
     return {
         "pid": start.pid or end.pid,
         "pids": sorted(set(start.pids) | set(end.pids)),
         "cpu_s": cpu_s,
-        "cpu_us_per_req": cpu_s * 1e6 / responses if responses > 0 else None,
+        "cpu_us_per_req": cpu_s * 1e6 / per_request if per_request > 0 else None,
+        "span_responses": span_responses,
         "cpu_source": end.cpu_source
         if end.cpu_source == start.cpu_source
         else f"{start.cpu_source}/{end.cpu_source}",
@@ -438,10 +451,16 @@ class Sampler:
         except ValueError:
             return None
 
-    def snapshot(self) -> ProcSnapshot:
-        """Reads the process (tree), the machine and every process's CPU now, synchronously."""
-        snap = ProcSnapshot.from_core(self._core.snapshot(), self.pid)
-        return replace(snap, processes=MachineProcesses.read())
+    def snapshot(self, completed: Optional[Callable[[], int]] = None) -> ProcSnapshot:
+        """Reads the process (tree), the machine and every process's CPU now, synchronously.
+        `completed`: a generator's count of responses so far, read right before and after the
+        tree (its CPU and allocations, ~0.1-3 ms) - not around every process's CPU, which can
+        take 5-20 ms on a busy machine - so the snapshot carries the count at its instant."""
+        before = completed() if completed is not None else None
+        raw = self._core.snapshot()
+        count = (before + completed()) / 2 if completed is not None else None
+        snap = ProcSnapshot.from_core(raw, self.pid)
+        return replace(snap, processes=MachineProcesses.read(), completed=count)
 
     # -- background series ---------------------------------------------------------------
     def start(self) -> Sampler:
@@ -541,6 +560,12 @@ class WindowEdges:
     each wake. Without warm-up the window opens when the engine starts, so `before_start()`
     takes that snapshot while the server is still idle; a run that ends early (count mode,
     Ctrl-C, error) takes its end snapshot in `block()`.
+
+    A snapshot is taken when this thread runs, which on a busy machine is a scheduler slice or
+    more after its edge (tens of ms beside a CPU burner: 2 % of a 1 s window). `completed`, when
+    given to `started()`, counts every response the generator has had so far; it is read with
+    each snapshot, so the per-request figures divide what the server spent between the two
+    snapshots by the responses completed between them, not by the window's count.
     """
 
     def __init__(self, sampler: Sampler, warmup_s: float, duration_s: Optional[float]) -> None:
@@ -552,6 +577,7 @@ class WindowEdges:
         self.opens_at: Optional[float] = None
         self.closes_at: Optional[float] = None
         self.run_start_allocations: Optional[dict] = None
+        self.completed: Optional[Callable[[], int]] = None
 
     def before_start(self) -> None:
         # The background series feeds the end snapshot's rss_max_kib (the window's sampled peak).
@@ -565,8 +591,10 @@ class WindowEdges:
     def close(self) -> None:
         self.sampler.stop()
 
-    def started(self, elapsed_s: float) -> None:
-        """The engine reports `elapsed_s` since its clock started; fix both edges from it."""
+    def started(self, elapsed_s: float, completed: Optional[Callable[[], int]] = None) -> None:
+        """The engine reports `elapsed_s` since its clock started; fix both edges from it.
+        `completed`: the generator's count of every response so far (see the class)."""
+        self.completed = completed
         engine_start = time.monotonic() - max(0.0, float(elapsed_s))
         self.opens_at = engine_start + self.warmup_s
         if self.duration_s is not None:
@@ -583,9 +611,17 @@ class WindowEdges:
     def poll(self) -> None:
         now = time.monotonic()
         if self.start is None and self.opens_at is not None and now >= self.opens_at:
-            self.start = self.sampler.snapshot()
+            self.start = self.sampler.snapshot(self.completed)
         if self.end is None and self.closes_at is not None and now >= self.closes_at:
-            self.end = self.sampler.snapshot()
+            self.end = self.sampler.snapshot(self.completed)
+
+    def span_responses(self) -> Optional[int]:
+        """Responses completed between the two snapshots; None when not counted."""
+        if self.start is None or self.end is None or self.end.completed is None:
+            return None
+        # without warm-up the start snapshot precedes the engine: nothing completed yet
+        opened = self.start.completed if self.start.completed is not None else 0.0
+        return max(0, round(self.end.completed - opened))
 
     def block(
         self, responses: int, also_ours: Iterable[int] = (), connections: int = 0
@@ -597,8 +633,14 @@ class WindowEdges:
             self.close()
             return None
         if self.end is None:
-            self.end = self.sampler.snapshot()
+            self.end = self.sampler.snapshot(self.completed)
         self.close()
         return window(
-            self.start, self.end, responses, also_ours, self.run_start_allocations, connections
+            self.start,
+            self.end,
+            responses,
+            also_ours,
+            self.run_start_allocations,
+            connections,
+            span_responses=self.span_responses(),
         )
