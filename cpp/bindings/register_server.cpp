@@ -35,21 +35,13 @@ py::dict counters_dict(const CountersSnapshot& c) {
     h1["connections"] = c.h1_connections();
     h1["requests"] = c.h1_requests();
     d["h1"] = h1;
-    py::dict h2;
-    h2["connections"] = c.h2.connections;
-    h2["streams"] = c.h2.streams;
-    h2["requests"] = c.h2.requests;
-    h2["streams_refused"] = c.h2.streams_refused;
-    h2["goaways"] = c.h2.goaways;
-    d["h2"] = h2;
-    py::dict h3;
-    h3["connections"] = c.h3.connections;
-    h3["handshakes"] = c.h3.handshakes;
-    h3["resumed"] = c.h3.resumed;
-    h3["zero_rtt"] = c.h3.zero_rtt;
-    h3["requests"] = c.h3.requests;
-    h3["goaways"] = c.h3.goaways;
-    d["h3"] = h3;
+    const auto block = [](const auto& counts) {
+        py::dict out;
+        each_counter(counts, [&out](const char* name, std::uint64_t value) { out[name] = value; });
+        return out;
+    };
+    d["h2"] = block(c.h2);
+    d["h3"] = block(c.h3);
     return d;
 }
 

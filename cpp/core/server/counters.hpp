@@ -29,24 +29,51 @@ inline constexpr std::size_t request_kind_count = static_cast<std::size_t>(Reque
 // Stable names used in the JSON exit line and the Python counters dict.
 std::string_view to_string(RequestKind kind);
 
-// What HTTP/2 did, beside the per-route counts (which cover both protocols).
-struct Http2Counts {
-    std::uint64_t connections = 0;      // connections that spoke h2 (h2c or ALPN h2)
-    std::uint64_t streams = 0;          // request streams accepted
-    std::uint64_t requests = 0;         // responses sent over h2
-    std::uint64_t streams_refused = 0;  // RST_STREAM REFUSED_STREAM sent (over the stream limit)
-    std::uint64_t goaways = 0;          // GOAWAY frames sent (shutdown, --h2-max-requests, errors)
-};
+// Each protocol's counters, declared once: X(protocol, name, one, meaning). Each line becomes a
+// field of the protocol's block in CountersSnapshot, WorkerCounters' atomic and its
+// `<protocol>_<one>()` bump, the sum over workers, and - in declaration order - the key of the
+// exit line's JSON (status_lines.cpp) and of the Python counters dict (register_server.cpp).
+// A new counter is its line here and its bump where it happens.
+//
+// HTTP/2, beside the per-route counts (which cover every protocol).
+#define LOADBENCH_SERVER_H2_COUNTERS(X)                                                              \
+    X(h2, connections, connection, "connections that spoke h2 (h2c or ALPN h2)")                    \
+    X(h2, streams, stream, "request streams accepted")                                              \
+    X(h2, requests, request, "responses sent over h2")                                              \
+    X(h2, streams_refused, stream_refused, "RST_STREAM REFUSED_STREAM sent (over the stream limit)") \
+    X(h2, goaways, goaway, "GOAWAY frames sent (shutdown, --h2-max-requests, errors)")
 
-// What HTTP/3 did (QUIC connections on the UDP port; their responses count per route too).
-struct Http3Counts {
-    std::uint64_t connections = 0;  // QUIC connections begun (a client Initial accepted)
-    std::uint64_t handshakes = 0;   // of those, the ones whose TLS handshake completed
-    std::uint64_t resumed = 0;      // of those, resumed with a session ticket
-    std::uint64_t zero_rtt = 0;     // of those, whose 0-RTT early data was accepted (--h3-0rtt)
-    std::uint64_t requests = 0;     // responses sent over h3
-    std::uint64_t goaways = 0;      // final GOAWAY frames sent (graceful stop)
+// HTTP/3: QUIC connections on the UDP port (their responses count per route too).
+#define LOADBENCH_SERVER_H3_COUNTERS(X)                                                          \
+    X(h3, connections, connection, "QUIC connections begun (a client Initial accepted)")        \
+    X(h3, handshakes, handshake, "of those, the ones whose TLS handshake completed")            \
+    X(h3, resumed, resumed, "of those, resumed with a session ticket")                          \
+    X(h3, zero_rtt, zero_rtt, "of those, whose 0-RTT early data was accepted (--h3-0rtt)")      \
+    X(h3, requests, request, "responses sent over h3")                                          \
+    X(h3, goaways, goaway, "final GOAWAY frames sent (graceful stop)")
+
+#define LOADBENCH_SERVER_PROTOCOL_COUNTERS(X) LOADBENCH_SERVER_H2_COUNTERS(X) LOADBENCH_SERVER_H3_COUNTERS(X)
+
+#define LOADBENCH_COUNTER_FIELD(protocol, name, one, meaning) std::uint64_t name = 0;
+struct Http2Counts {
+    LOADBENCH_SERVER_H2_COUNTERS(LOADBENCH_COUNTER_FIELD)
 };
+struct Http3Counts {
+    LOADBENCH_SERVER_H3_COUNTERS(LOADBENCH_COUNTER_FIELD)
+};
+#undef LOADBENCH_COUNTER_FIELD
+
+// Calls f(name, value) for each counter of one protocol's block, in declaration order.
+#define LOADBENCH_COUNTER_VISIT(protocol, name, one, meaning) f(#name, c.name);
+template <class F>
+void each_counter(const Http2Counts& c, F&& f) {
+    LOADBENCH_SERVER_H2_COUNTERS(LOADBENCH_COUNTER_VISIT)
+}
+template <class F>
+void each_counter(const Http3Counts& c, F&& f) {
+    LOADBENCH_SERVER_H3_COUNTERS(LOADBENCH_COUNTER_VISIT)
+}
+#undef LOADBENCH_COUNTER_VISIT
 
 struct CountersSnapshot {
     std::uint64_t connections_accepted = 0;
@@ -67,17 +94,10 @@ public:
     void connection_opened() { bump(accepted_); }
     void connection_closed() { bump(closed_); }
     void request(RequestKind kind) { bump(requests_[static_cast<std::size_t>(kind)]); }
-    void h2_connection() { bump(h2_connections_); }
-    void h2_stream() { bump(h2_streams_); }
-    void h2_request() { bump(h2_requests_); }
-    void h2_stream_refused() { bump(h2_refused_); }
-    void h2_goaway() { bump(h2_goaways_); }
-    void h3_connection() { bump(h3_connections_); }
-    void h3_handshake() { bump(h3_handshakes_); }
-    void h3_resumed() { bump(h3_resumed_); }
-    void h3_zero_rtt() { bump(h3_zero_rtt_); }
-    void h3_request() { bump(h3_requests_); }
-    void h3_goaway() { bump(h3_goaways_); }
+#define LOADBENCH_COUNTER_BUMP(protocol, name, one, meaning) \
+    void protocol##_##one() { bump(protocol##_##name##_); }
+    LOADBENCH_SERVER_PROTOCOL_COUNTERS(LOADBENCH_COUNTER_BUMP)
+#undef LOADBENCH_COUNTER_BUMP
     CountersSnapshot snapshot() const;
 
 private:
@@ -87,17 +107,9 @@ private:
     std::atomic<std::uint64_t> accepted_{0};
     std::atomic<std::uint64_t> closed_{0};
     std::array<std::atomic<std::uint64_t>, request_kind_count> requests_{};
-    std::atomic<std::uint64_t> h2_connections_{0};
-    std::atomic<std::uint64_t> h2_streams_{0};
-    std::atomic<std::uint64_t> h2_requests_{0};
-    std::atomic<std::uint64_t> h2_refused_{0};
-    std::atomic<std::uint64_t> h2_goaways_{0};
-    std::atomic<std::uint64_t> h3_connections_{0};
-    std::atomic<std::uint64_t> h3_handshakes_{0};
-    std::atomic<std::uint64_t> h3_resumed_{0};
-    std::atomic<std::uint64_t> h3_zero_rtt_{0};
-    std::atomic<std::uint64_t> h3_requests_{0};
-    std::atomic<std::uint64_t> h3_goaways_{0};
+#define LOADBENCH_COUNTER_ATOMIC(protocol, name, one, meaning) std::atomic<std::uint64_t> protocol##_##name##_{0};
+    LOADBENCH_SERVER_PROTOCOL_COUNTERS(LOADBENCH_COUNTER_ATOMIC)
+#undef LOADBENCH_COUNTER_ATOMIC
 };
 
 }  // namespace loadbench::server

@@ -63,17 +63,26 @@ std::string stopped_line(const CountersSnapshot& counters) {
         line += std::to_string(counters.requests[i]);
     }
     line += R"(},"requests_total":)" + std::to_string(counters.requests_total());
-    const Http2Counts& h2 = counters.h2;
     line += R"(,"h1":{"connections":)" + std::to_string(counters.h1_connections()) + R"(,"requests":)" +
             std::to_string(counters.h1_requests()) + "}";
-    line += R"(,"h2":{"connections":)" + std::to_string(h2.connections) + R"(,"streams":)" +
-            std::to_string(h2.streams) + R"(,"requests":)" + std::to_string(h2.requests) + R"(,"streams_refused":)" +
-            std::to_string(h2.streams_refused) + R"(,"goaways":)" + std::to_string(h2.goaways) + "}";
-    const Http3Counts& h3 = counters.h3;
-    line += R"(,"h3":{"connections":)" + std::to_string(h3.connections) + R"(,"handshakes":)" +
-            std::to_string(h3.handshakes) + R"(,"resumed":)" + std::to_string(h3.resumed) + R"(,"zero_rtt":)" +
-            std::to_string(h3.zero_rtt) + R"(,"requests":)" + std::to_string(h3.requests) + R"(,"goaways":)" +
-            std::to_string(h3.goaways) + "}}";
+    const auto block = [&line](const char* protocol, const auto& counts) {
+        line += R"(,")";
+        line += protocol;
+        line += R"(":{)";
+        char sep = ' ';
+        each_counter(counts, [&](const char* name, std::uint64_t value) {
+            if (sep == ',') line += ',';
+            sep = ',';
+            line += '"';
+            line += name;
+            line += R"(":)";
+            line += std::to_string(value);
+        });
+        line += '}';
+    };
+    block("h2", counters.h2);
+    block("h3", counters.h3);
+    line += '}';
     return line;
 }
 
