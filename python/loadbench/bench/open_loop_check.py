@@ -58,7 +58,7 @@ from .environment_block import environment, machine_note
 from .gate import add_gate_args, gate_before_text, make_gate, wait_quiet
 from .jsonl import JsonlWriter, read_jsonl
 from .peers import PeerChoice, launch_peer, unavailable
-from .report_text import report_head, report_paths, rewrite_report, write_report
+from .report_text import add_report_args, report_head, report_paths, rewrite_report, write_report
 
 SERVER_CPUS, GENERATOR_CPUS = [0], [1]
 # wrk2's calibration period (src/wrk.h CALIBRATE_DELAY_MS, and 5 ms per connection's staggered
@@ -227,7 +227,7 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
         help="load each freshly started server at once, without settling it first (see the "
         "module's note on a fresh CPython server)",
     )
-    p.add_argument("--out", default=None, help="report path (default reports/open-loop-vs-wrk2.md)")
+    add_report_args(p, "open-loop-vs-wrk2.md")
     p.add_argument(
         "--before",
         default=None,
@@ -235,7 +235,6 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
         help="another loadbench build's command (e.g. the commit before a change, installed in "
         "a venv): run beside the others as the tool 'before'",
     )
-    p.add_argument("--report-only", action="store_true", help="rewrite the report from its JSONL")
     add_gate_args(p)
     args = p.parse_args(argv)
     out, raw = report_paths(args.out, repo, "open-loop-vs-wrk2.md")

@@ -4,6 +4,7 @@ writing the file."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -38,6 +39,14 @@ def versus(ours: str, a: float, theirs: str, b: float, unit: str = "us/req") -> 
 def write_report(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+
+
+def add_report_args(parser: argparse.ArgumentParser, default_name: str) -> None:
+    """Every driver's --out (the report; its raw JSONL goes beside it) and --report-only."""
+    parser.add_argument("--out", default=None, help=f"report path (default reports/{default_name})")
+    parser.add_argument(
+        "--report-only", action="store_true", help="rewrite the report from its JSONL"
+    )
 
 
 def report_paths(out: Optional[str], repo: Optional[Path], default_name: str) -> tuple[Path, Path]:

@@ -41,7 +41,7 @@ from .environment_block import environment, machine_note
 from .gate import add_gate_args, gate_before_text, make_gate, wait_quiet
 from .jsonl import JsonlWriter
 from .peers import PeerChoice, launch_peer, unavailable
-from .report_text import report_head, report_paths, rewrite_report, write_report
+from .report_text import add_report_args, report_head, report_paths, rewrite_report, write_report
 
 SERVER_CPUS, GENERATOR_CPUS = [0], [1]
 STATES = ("fresh", "primed")
@@ -221,8 +221,7 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
     p.add_argument("-c", "--connections", type=int, default=50, help="keep-alive connections")
     p.add_argument("-d", "--duration", type=float, default=4.0, help="seconds per run")
     p.add_argument("-r", "--repeats", type=int, default=3, help="runs per peer, state and tool")
-    p.add_argument("--out", default=None, help="report path (default reports/server-state.md)")
-    p.add_argument("--report-only", action="store_true", help="rewrite the report from its JSONL")
+    add_report_args(p, "server-state.md")
     add_gate_args(p)
     args = p.parse_args(argv)
     out, raw = report_paths(args.out, repo, "server-state.md")

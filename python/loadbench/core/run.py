@@ -144,9 +144,7 @@ def start(url: str, **options: Any) -> RunningLoad:
     connections that are ready, so a server still accepting them does not leave the first
     requests queued behind connection set-up - a backlog that a pool at its Little's-law edge
     never drains, and that would read as seconds of the server's latency."""
-    config, _, engine = _checked(url, _known_options("start", options))
-    if config["prime"]:
-        prime(url, config["unix_socket"])
+    config, engine = _primed("start", url, options)
     return _begin(url, config, engine)
 
 
@@ -167,9 +165,7 @@ def connect_ahead(url: str, within: float, **options: Any) -> tuple[RunningLoad,
     connections, so it measures no connection setup (a distributed shard does this before the
     common instant). Returns the run and how many connections are open; one that is not (refused,
     too slow) is opened in the run as usual, and counted there."""
-    config, _, engine = _checked(url, _known_options("connect_ahead", options))
-    if config["prime"]:
-        prime(url, config["unix_socket"])
+    config, engine = _primed("connect_ahead", url, options)
     opened = engine.preconnect(max(0.0, within))
     return RunningLoad(url=url, config=config, engine=engine), opened
 
@@ -180,6 +176,16 @@ def prepare(url: str, **options: Any) -> tuple[dict[str, Any], Any]:
     EngineConfig) without starting anything."""
     config, engine_config, _ = _checked(url, _known_options("prepare", options))
     return config, engine_config
+
+
+def _primed(caller: str, url: str, options: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """(config block, Engine not yet started) of a run about to start, its server primed
+    (core/prime.py) unless the run says not to: before its clock and any snapshot, so the
+    priming connection is in no figure."""
+    config, _, engine = _checked(url, _known_options(caller, options))
+    if config["prime"]:
+        prime(url, config["unix_socket"])
+    return config, engine
 
 
 def _checked(url: str, options: dict[str, Any]) -> tuple[dict[str, Any], Any, Any]:
@@ -241,16 +247,13 @@ def run(
     server CPU between the two snapshots / the responses completed between them,
     `span_responses`: a snapshot taken late on a busy machine is divided by its own span).
     """
-    run_options = RunOptions(**_known_options("run", options))
-    # primed here, before the sampler's first snapshot (without warm-up the window opens with
-    # the engine): the priming connection is in no figure
-    config, _, engine = _checked(url, options)
-    if config["prime"]:
-        prime(url, config["unix_socket"])
+    # primed before the sampler's first snapshot (without warm-up the window opens with the
+    # engine)
+    config, engine = _primed("run", url, options)
     edges = _window_edges(
         sample_pid,
-        run_options.warmup,
-        None if run_options.requests is not None else run_options.duration,
+        config["warmup_s"],
+        None if config["requests"] is not None else config["duration_s"],
     )
     try:
         return _run_with_edges(edges, progress, lambda: _begin(url, config, engine))
