@@ -9,8 +9,9 @@ What a sweep states for a server is what its report's capacity table prints
 (loadbench.report.capacity_cells): the median of its searches, each on a freshly started server,
 the range of their low ends as the noise, and - where the generator (or its pool) limited a
 search - an interval [L, U] with U the server's CPU ceiling (a lower bound without a ceiling is
-open above). Its **span** runs from the lowest of those numbers to the highest: every value the
-sweep leaves possible. Two sweeps **agree** on a server when their spans overlap - the question
+open above). Its **span** runs from the lowest of those numbers to the highest, a found
+search's first failing rate included (its knee lies below it): every value the sweep leaves
+possible. Two sweeps **agree** on a server when their spans overlap - the question
 "capacities of the same server in two default sweeps agree within their stated ranges" - and
 the table shows how far apart the medians are beside it. Spans that overlap only because one of
 them is a lower bound open above (no CPU ceiling closed it) are not called agreement: such a
@@ -32,13 +33,22 @@ from loadbench.report.markdown import fmt_int, table
 
 def span(cell) -> Optional[tuple[float, float]]:
     """(low, high) of every capacity one sweep's cell leaves possible; None when no search of it
-    passed a rate."""
+    passed a rate. A found capacity is the highest rate that passed every run below the lowest
+    the server failed: the knee lies between the two (the search stops when they are within its
+    precision, 2 % by default), so that failing rate bounds the span from above."""
     figure = cell.figure
     if figure is None:
         return None
     low, high = figure.interval
     if figure.spread is not None:
         low, high = min(low, figure.spread[0]), max(high, figure.spread[1])
+    failing = [
+        float(s["first_failing"])
+        for s in cell.trusted()
+        if s.get("outcome") == "capacity" and s.get("first_failing")
+    ]
+    if failing:
+        high = max(high, *failing)
     return low, high
 
 
@@ -101,7 +111,7 @@ def render(first: Path, second: Path) -> str:
         "Each side is what that sweep's report states: the median of its searches (each on a "
         "freshly started server), the range of their low ends, and [L, U] where the generator "
         "limited a search (U: the server's CPU ceiling). The sides agree when the spans of "
-        "capacities they leave possible overlap; `open bound` when they overlap only because a "
+        "capacities they leave possible (up to a found search's first failing rate) overlap; `open bound` when they overlap only because a "
         "lower bound is open above; `change` is the second median against the first.",
         "",
         table(["Server", "Protocol", str(first), str(second), "agree", "change"], rows),

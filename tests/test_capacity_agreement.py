@@ -53,6 +53,7 @@ def test_overlapping_spans_agree_and_disjoint_ones_do_not(tmp_path):
             "capped": [bounded(50_000, 70_000)] * 3,
             "open": [bounded(8_000)] * 3,  # no CPU ceiling: open above
             "gone": [found(5_000)] * 3,
+            "knee": [found(21_000)],  # the knee lies in [21 000, 22 050): its first failing rate
         },
     )
     second = _sweep(
@@ -64,6 +65,7 @@ def test_overlapping_spans_agree_and_disjoint_ones_do_not(tmp_path):
             "capped": [found(62_000)] * 3,
             # above an open bound: not refuted, but nothing agreed either
             "open": [found(30_000)] * 3,
+            "knee": [found(21_800)],
         },
     )
     out = tmp_path / "agreement.md"
@@ -76,7 +78,8 @@ def test_overlapping_spans_agree_and_disjoint_ones_do_not(tmp_path):
     assert rows["open"][4:] == ["open bound", "+275.0 %"]
     assert rows["gone"][3] == "not run" and rows["gone"][4] == "n/a"
     assert rows["steady"][2].endswith("[3 of 3 searches stated; 3 capacity]"), rows["steady"]
-    assert "2 of 4 servers agree; 1 do not; 1 only through a bound open above." in text
+    assert rows["knee"][4:] == ["yes", "+3.8 %"]  # 21 800 lies below the first failing 22 050
+    assert "3 of 5 servers agree; 1 do not; 1 only through a bound open above." in text
 
 
 def test_a_folder_that_is_no_sweep_is_one_clear_error(tmp_path, capsys):
