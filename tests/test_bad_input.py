@@ -183,10 +183,10 @@ def test_a_failed_json_write_after_the_run_keeps_the_summary(tmp_path, monkeypat
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--workers", "0"], "--workers must be at least 1"),
-        (["--port", "70000"], "--port must be in 0..65535"),
-        (["--port", "-1"], "--port must be in 0..65535"),
-        (["--tls-port", "70000"], "--tls-port must be in 0..65535"),
+        (["--workers", "0"], "--workers expects an integer from 1 to 1024, got '0'"),
+        (["--port", "70000"], "--port expects an integer from 0 to 65535, got '70000'"),
+        (["--port", "-1"], "--port expects an integer from 0 to 65535, got '-1'"),
+        (["--tls-port", "70000"], "--tls-port expects an integer from 0 to 65535"),
         (["--max-body", "abc"], "--max-body: invalid int value"),
         (["--max-body", "-5"], "--max-body expects an integer"),
         (["--header-timeout-ms", "-5"], "--header-timeout-ms expects an integer"),

@@ -1,6 +1,7 @@
 // loadbench._core.Server: the Beast reference server inside the Python process (tests,
 // notebooks, quick demos). For measurement use the native binary (ServerProcess) instead.
 #include "bindings/registry.hpp"
+#include "core/server/options.hpp"
 #include "core/server/server.hpp"
 
 #include <pybind11/stl.h>
@@ -13,7 +14,6 @@
 namespace loadbench::bindings {
 
 namespace py = pybind11;
-using loadbench::server::AcceptStrategy;
 using loadbench::server::CountersSnapshot;
 using loadbench::server::RequestKind;
 using loadbench::server::Server;
@@ -45,11 +45,6 @@ py::dict counters_dict(const CountersSnapshot& c) {
     return d;
 }
 
-AcceptStrategy parse_accept(const std::string& accept) {
-    if (accept == "reuseport") return AcceptStrategy::reuseport;
-    if (accept == "shared") return AcceptStrategy::shared;
-    throw loadbench::server::ConfigError("accept must be 'reuseport' or 'shared', got '" + accept + "'");
-}
 
 }  // namespace
 
@@ -63,45 +58,59 @@ void register_server(py::module_& m) {
         }
     });
 
+    m.def(
+        "server_options",
+        [] {
+            const ServerConfig defaults;
+            py::list out;
+            for (const auto& o : loadbench::server::server_options()) {
+                py::dict d;
+                d["flag"] = std::string(o.flag);
+                d["keyword"] = std::string(o.keyword);
+                d["kind"] = std::string(to_string(o.kind));
+                d["min"] = o.min;
+                d["max"] = o.max;
+                d["metavar"] = std::string(o.metavar);
+                d["help"] = std::string(o.help);
+                d["default"] = o.get(defaults);
+                out.append(d);
+            }
+            return out;
+        },
+        "loadbench-server's options as declared once in C++ (core/server/options.hpp): flag, keyword, kind "
+        "(text, path, integer, accept, on, off), min and max (integers), metavar, help, and the default as "
+        "its flag would give it.");
+
     py::class_<Server>(
         m, "Server",
         "Boost.Beast HTTP/1.1 + nghttp2 HTTP/2 reference server running in this process on its own threads.")
-        .def(py::init([](const std::string& host, int port, bool http, bool tls, int tls_port,
-                         std::optional<std::string> cert, std::optional<std::string> key, unsigned workers,
-                         std::size_t max_body, unsigned header_timeout_ms, unsigned idle_timeout_ms,
-                         const std::string& accept, bool h2, std::uint32_t h2_max_streams,
-                         std::uint64_t h2_max_requests, const std::string& unix_path, bool h3, bool h3_early_data) {
-                 if (port < 0 || port > 65535 || tls_port < 0 || tls_port > 65535) {
-                     throw loadbench::server::ConfigError("ports must be in 0..65535");
-                 }
+        .def(py::init([](const py::kwargs& kwargs) {
+                 // every keyword is an option of options.hpp, read as its flag would be: one
+                 // parser, one range and one message per option, whoever sets it
                  ServerConfig c;
-                 c.host = host;
-                 c.serve_http = http;
-                 c.http_port = static_cast<std::uint16_t>(port);
-                 c.serve_https = tls;
-                 c.https_port = static_cast<std::uint16_t>(tls_port);
-                 c.cert_file = cert.value_or("");
-                 c.key_file = key.value_or("");
-                 c.workers = workers;
-                 c.max_body_bytes = max_body;
-                 c.header_timeout_ms = header_timeout_ms;
-                 c.idle_timeout_ms = idle_timeout_ms;
-                 c.accept = parse_accept(accept);
-                 c.h2 = h2;
-                 if (h2_max_streams == 0) throw loadbench::server::ConfigError("h2_max_streams must be at least 1");
-                 c.h2_max_streams = h2_max_streams;
-                 c.h2_max_requests = h2_max_requests;
-                 c.unix_path = unix_path;
-                 c.h3 = h3;
-                 c.h3_early_data = h3_early_data;
+                 for (const auto& [key, value] : kwargs) {
+                     const std::string name = py::str(key);
+                     const auto* option = loadbench::server::find_option(name);
+                     if (option == nullptr || name.rfind("--", 0) == 0) {
+                         throw py::type_error("Server() got an unexpected keyword argument '" + name + "'");
+                     }
+                     if (value.is_none()) continue;  // the default
+                     if (option->is_switch()) {
+                         // the keyword has the field's sense (http=False is --no-http); the other
+                         // sense is the default, which a switch exists to change
+                         if (value.cast<bool>() == (option->kind == loadbench::server::OptionKind::on))
+                             option->set(c, "");
+                     } else if (py::isinstance<py::bool_>(value)) {
+                         throw loadbench::server::ConfigError(std::string(option->flag) + " takes a value, not a bool");
+                     } else {
+                         option->set(c, std::string(py::str(value)));
+                     }
+                 }
                  return std::make_unique<Server>(c);
              }),
-             py::kw_only(), py::arg("host") = "127.0.0.1", py::arg("port") = 0, py::arg("http") = true,
-             py::arg("tls") = false, py::arg("tls_port") = 0, py::arg("cert") = py::none(), py::arg("key") = py::none(),
-             py::arg("workers") = 1, py::arg("max_body") = 1024 * 1024, py::arg("header_timeout_ms") = 10'000,
-             py::arg("idle_timeout_ms") = 60'000, py::arg("accept") = "reuseport", py::arg("h2") = true,
-             py::arg("h2_max_streams") = 100, py::arg("h2_max_requests") = 0, py::arg("unix") = "",
-             py::arg("h3") = false, py::arg("h3_early_data") = false)
+             "Keywords: the options of loadbench-server (server_options()): host, port, http, tls, tls_port, "
+             "cert, key, tls_resumption, workers, max_body, header_timeout_ms, idle_timeout_ms, accept, h2, "
+             "h2_max_streams, h2_max_requests, unix, h3, h3_0rtt; each checked as its flag is.")
         .def("start", &Server::start, py::call_guard<py::gil_scoped_release>(),
              "Bind the listeners and start the worker threads; raises OSError (port in use, bad certificate).")
         .def(

@@ -1,6 +1,8 @@
 """`loadbench serve`: run the native Beast reference server in the foreground.
 
-Flags mirror the `loadbench-server` binary (plus --cpus to pin it). Ctrl-C (or SIGTERM)
+Its flags are the `loadbench-server` binary's, as the binary declares them
+(core/server/options.hpp, through :func:`loadbench.core.server.server_options`), plus --cpus to
+pin it and --allocations. Ctrl-C (or SIGTERM)
 stops it gracefully and prints what it served.
 """
 
@@ -10,8 +12,8 @@ import argparse
 import signal
 from typing import Any, Optional
 
-from ..core.errors import ConfigError, ServerError
-from ..core.server import ServerProcess
+from ..core.errors import ServerError
+from ..core.server import ServerProcess, server_options
 from ._cpus import parse_cpu_list
 
 
@@ -22,59 +24,8 @@ def register(subparsers: Any) -> None:
         description="Run the native Boost.Beast reference server (loadbench-server) until Ctrl-C, "
         "then print its counters. Routes: GET / and /plaintext, GET /json, POST /echo, GET /delay?ms=N.",
     )
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=0, help="HTTP port, 0 = a free port (default 0)")
-    p.add_argument(
-        "--unix",
-        metavar="PATH",
-        help="plain HTTP (and h2c) on this unix socket instead of --port (loadbench run unix:PATH)",
-    )
-    p.add_argument("--no-http", action="store_true", help="no plain HTTP listener (needs --tls)")
-    p.add_argument(
-        "--tls",
-        action="store_true",
-        help="also serve HTTPS (self-signed EC P-256 unless --cert/--key)",
-    )
-    p.add_argument(
-        "--tls-port", type=int, default=0, help="HTTPS port, 0 = a free port (default 0)"
-    )
-    p.add_argument("--cert", help="PEM certificate chain for HTTPS")
-    p.add_argument("--key", help="PEM private key for HTTPS")
-    p.add_argument("-w", "--workers", type=int, default=1, help="worker threads (default 1)")
-    p.add_argument("--max-body", type=int, help="request body limit in bytes (default 1 MiB)")
-    p.add_argument("--header-timeout-ms", type=int, help="request header timeout (default 10000)")
-    p.add_argument("--idle-timeout-ms", type=int, help="keep-alive idle timeout (default 60000)")
-    p.add_argument(
-        "--accept", choices=["reuseport", "shared"], help="accept strategy (default reuseport)"
-    )
-    p.add_argument(
-        "--no-h2",
-        action="store_true",
-        help="HTTP/1.1 only (default: h2c prior knowledge on --port, ALPN h2 with --tls)",
-    )
-    p.add_argument(
-        "--h2-max-streams",
-        type=int,
-        help="HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; more streams are refused (default 100)",
-    )
-    p.add_argument(
-        "--h2-max-requests",
-        type=int,
-        help="HTTP/2: GOAWAY after N streams on a connection (default 0 = never)",
-    )
-    p.add_argument(
-        "--h3",
-        action="store_true",
-        help="also serve HTTP/3 (QUIC) over UDP on the TLS port's number (needs --tls); "
-        'HTTP/1.1 and HTTP/2 responses then carry Alt-Svc: h3=":PORT"',
-    )
-    p.add_argument(
-        "--h3-0rtt",
-        dest="h3_0rtt",
-        action="store_true",
-        help="HTTP/3: accept 0-RTT early data on resumed connections, each ClientHello's once "
-        "(GnuTLS anti-replay); early data is replayable (needs --h3)",
-    )
+    for option in server_options():
+        _add_option(p, option)
     p.add_argument("--cpus", help="pin the server to these CPUs, e.g. 0 or 0-1")
     p.add_argument(
         "--allocations",
@@ -85,35 +36,38 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
+# `loadbench serve`'s short forms of the binary's flags
+SHORT = {"--workers": "-w"}
+
+
+def _add_option(p: argparse.ArgumentParser, option: dict) -> None:
+    """One flag of the binary (core/server/options.hpp, via server_options()), as the binary
+    reads it; its range is checked once, by the binary, whose message names the flag."""
+    names = [option["flag"], *([SHORT[option["flag"]]] if option["flag"] in SHORT else [])]
+    kind, help_text = option["kind"], option["help"]
+    common = {"dest": option["keyword"], "default": None}
+    if kind == "on":
+        p.add_argument(*names, action="store_true", help=help_text, **common)
+    elif kind == "off":
+        p.add_argument(*names, action="store_false", help=help_text, **common)
+    else:
+        help_text += f" (default {option['default']})" if option["default"] else ""
+        typed: dict[str, Any] = {"type": int} if kind == "integer" else {}
+        if kind == "accept":
+            typed = {"choices": option["metavar"].split("|")}
+        elif option["metavar"]:
+            typed["metavar"] = option["metavar"]
+        p.add_argument(*names, help=help_text, **typed, **common)
+
+
 def _server_from_args(args: argparse.Namespace) -> ServerProcess:
-    if args.workers < 1:
-        raise ConfigError("--workers must be at least 1")
-    if args.h2_max_streams is not None and args.h2_max_streams < 1:
-        raise ConfigError("--h2-max-streams must be at least 1")
-    if args.h2_max_requests is not None and args.h2_max_requests < 0:
-        raise ConfigError("--h2-max-requests must be 0 (no limit) or more")
-    for name in ("port", "tls_port"):
-        if not 0 <= getattr(args, name) <= 65535:
-            raise ConfigError(f"--{name.replace('_', '-')} must be in 0..65535")
+    given = {
+        o["keyword"]: getattr(args, o["keyword"])
+        for o in server_options()
+        if getattr(args, o["keyword"]) is not None
+    }
     return ServerProcess(
-        workers=args.workers,
-        host=args.host,
-        port=args.port,
-        unix=args.unix,
-        http=not args.no_http,
-        tls=args.tls,
-        tls_port=args.tls_port,
-        cert=args.cert,
-        key=args.key,
-        max_body=args.max_body,
-        header_timeout_ms=args.header_timeout_ms,
-        idle_timeout_ms=args.idle_timeout_ms,
-        accept=args.accept,
-        h2=not args.no_h2,
-        h2_max_streams=args.h2_max_streams,
-        h2_max_requests=args.h2_max_requests,
-        h3=args.h3,
-        h3_0rtt=args.h3_0rtt,
+        **given,
         cpus=parse_cpu_list(args.cpus) if args.cpus else None,
         allocations=args.allocations,
     )
@@ -170,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
                     flush=True,
                 )
             print(
-                f"loadbench serve: pid {server.pid}, {args.workers} worker(s); Ctrl-C stops",
+                f"loadbench serve: pid {server.pid}, {server.workers} worker(s); Ctrl-C stops",
                 flush=True,
             )
             if server.cgroup_path:

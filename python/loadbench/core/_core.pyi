@@ -4,6 +4,9 @@ from typing import Any, Optional
 
 def build_info() -> dict[str, str]: ...
 
+def server_options() -> list[dict[str, Any]]:
+    """loadbench-server's options, declared once (cpp/core/server/options.hpp)."""
+
 class Server:
     """Boost.Beast HTTP/1.1 + nghttp2 HTTP/2 reference server running in this process on its own threads."""
 
@@ -17,6 +20,7 @@ class Server:
         tls_port: int = 0,
         cert: Optional[str] = None,
         key: Optional[str] = None,
+        tls_resumption: bool = True,
         workers: int = 1,
         max_body: int = 1048576,
         header_timeout_ms: int = 10000,
@@ -25,10 +29,12 @@ class Server:
         h2: bool = True,
         h2_max_streams: int = 100,
         h2_max_requests: int = 0,
-        unix: str = "",  # plain HTTP on this unix socket instead of the TCP port
+        unix: Optional[str] = None,  # plain HTTP on this unix socket instead of the TCP port
         h3: bool = False,  # HTTP/3 over UDP on the TLS port's number (needs tls)
-        h3_early_data: bool = False,  # HTTP/3: accept 0-RTT early data (needs h3)
-    ) -> None: ...
+        h3_0rtt: bool = False,  # HTTP/3: accept 0-RTT early data (needs h3)
+    ) -> None:
+        """The keywords are server_options()'s, each checked as its flag is (ValueError naming
+        the flag); an unknown one is a TypeError."""
     def start(self) -> None: ...
     def stop(self, timeout: float = 10.0) -> bool: ...
     @property

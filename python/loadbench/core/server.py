@@ -34,6 +34,28 @@ from .paths import server_binary
 from .process import die_with_parent
 
 
+def server_options() -> list[dict[str, Any]]:
+    """The binary's options as it declares them once (cpp/core/server/options.hpp): flag,
+    keyword (a ServerProcess field, a `loadbench serve` flag's dest), kind (text, path, integer,
+    accept, on, off), min, max, metavar, help and default. ServerProcess's argv and `loadbench
+    serve`'s flags come from it; the binary checks every value (range and message) itself."""
+    from . import _core
+
+    return list(_core.server_options())
+
+
+def option_args(option: dict[str, Any], value: Any) -> list[str]:
+    """The flags that give ``option`` this value: none for None or the default; a switch
+    alone (``on`` when true, ``off`` - e.g. --no-http - when false)."""
+    kind = option["kind"]
+    if value is None:
+        return []
+    if kind in ("on", "off"):
+        return [option["flag"]] if bool(value) == (kind == "on") else []
+    text = os.fspath(value) if kind == "path" else str(value)
+    return [] if text == option["default"] else [option["flag"], text]
+
+
 @dataclass
 class ServerProcess:
     """Start `loadbench-server` with the given flags; `with` waits until it listens.
@@ -67,6 +89,7 @@ class ServerProcess:
     h2_max_requests: Optional[int] = None  # GOAWAY after this many streams (0/None = never)
     h3: bool = False  # HTTP/3 over UDP on tls_port's number (needs tls); TCP answers carry Alt-Svc
     h3_0rtt: bool = False  # HTTP/3: accept 0-RTT early data on resumed connections (needs h3)
+    tls_resumption: bool = True  # False: no session cache or tickets, every handshake full
     extra_args: Sequence[str] = ()
     cpus: Optional[Sequence[int]] = None
     binary: Optional[str] = None  # another loadbench-server executable (default: the installed one)
@@ -83,40 +106,11 @@ class ServerProcess:
     _collected: bool = field(default=False, init=False, repr=False)
 
     def argv(self) -> list[str]:
-        args = [
-            str(self.binary or server_binary()),
-            "--host",
-            self.host,
-            "--workers",
-            str(self.workers),
-        ]
-        if not self.http:
-            args += ["--no-http"]
-        elif self.unix is None:
-            args += ["--port", str(self.port)]
-        if self.unix is not None:  # the binary refuses it with --no-http
-            args += ["--unix", os.fspath(self.unix)]
-        if self.tls:
-            args += ["--tls", "--tls-port", str(self.tls_port)]
-        optional = {
-            "--cert": self.cert,
-            "--key": self.key,
-            "--max-body": self.max_body,
-            "--header-timeout-ms": self.header_timeout_ms,
-            "--idle-timeout-ms": self.idle_timeout_ms,
-            "--accept": self.accept,
-            "--h2-max-streams": self.h2_max_streams,
-            "--h2-max-requests": self.h2_max_requests,
-        }
-        if not self.h2:
-            args += ["--no-h2"]
-        if self.h3:
-            args += ["--h3"]
-        if self.h3_0rtt:
-            args += ["--h3-0rtt"]
-        for flag, value in optional.items():
-            if value is not None:
-                args += [flag, str(value)]
+        """The binary and its flags: every option (server_options()) whose field here is set
+        and differs from the binary's default, then `extra_args`."""
+        args = [str(self.binary or server_binary())]
+        for option in server_options():
+            args += option_args(option, getattr(self, option["keyword"]))
         return args + list(self.extra_args)
 
     # -- lifecycle -----------------------------------------------------------------

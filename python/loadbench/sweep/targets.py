@@ -582,23 +582,21 @@ def launch(
         )
         # TLS: full handshakes only, like the nginx peer (ssl_session_cache off, tickets off);
         # h3: QUIC on the TLS port's number over UDP (loadbench-server --h3)
-        extra = ["--no-tls-resumption"] if https else []
-        if protocol == "h3":
-            if not beast_serves_h3(binary):
-                raise ConfigError(
-                    f"target {target.name!r}: this loadbench-server has no --h3, so no h3"
-                )
-            extra.append("--h3")
+        if protocol == "h3" and not beast_serves_h3(binary):
+            raise ConfigError(
+                f"target {target.name!r}: this loadbench-server has no --h3, so no h3"
+            )
         beast = ServerProcess(
             workers=workers,
             host=host,
             unix=os.path.join(run_dir.name, "beast.sock") if run_dir is not None else None,
             tls=https,
             http=not https,
+            tls_resumption=not https,
+            h3=protocol == "h3",
             cpus=cpu_list,
             ready_timeout=target.ready_timeout,
             binary=binary,
-            extra_args=extra,
             allocations=allocations,
         )
         try:
