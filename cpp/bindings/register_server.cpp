@@ -45,7 +45,6 @@ py::dict counters_dict(const CountersSnapshot& c) {
     return d;
 }
 
-
 }  // namespace
 
 void register_server(py::module_& m) {
@@ -103,7 +102,12 @@ void register_server(py::module_& m) {
                      } else if (py::isinstance<py::bool_>(value)) {
                          throw loadbench::server::ConfigError(std::string(option->flag) + " takes a value, not a bool");
                      } else {
-                         option->set(c, std::string(py::str(value)));
+                         try {
+                             option->set(c, std::string(py::str(value)));
+                         } catch (const loadbench::server::ConfigError& e) {
+                             // named as the caller wrote it, and as the flag it is
+                             throw loadbench::server::ConfigError(name + ": " + e.what());
+                         }
                      }
                  }
                  return std::make_unique<Server>(c);

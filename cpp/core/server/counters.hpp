@@ -37,19 +37,19 @@ std::string_view to_string(RequestKind kind);
 //
 // HTTP/2, beside the per-route counts (which cover every protocol).
 #define LOADBENCH_SERVER_H2_COUNTERS(X)                                                              \
-    X(h2, connections, connection, "connections that spoke h2 (h2c or ALPN h2)")                    \
-    X(h2, streams, stream, "request streams accepted")                                              \
-    X(h2, requests, request, "responses sent over h2")                                              \
+    X(h2, connections, connection, "connections that spoke h2 (h2c or ALPN h2)")                     \
+    X(h2, streams, stream, "request streams accepted")                                               \
+    X(h2, requests, request, "responses sent over h2")                                               \
     X(h2, streams_refused, stream_refused, "RST_STREAM REFUSED_STREAM sent (over the stream limit)") \
     X(h2, goaways, goaway, "GOAWAY frames sent (shutdown, --h2-max-requests, errors)")
 
 // HTTP/3: QUIC connections on the UDP port (their responses count per route too).
-#define LOADBENCH_SERVER_H3_COUNTERS(X)                                                          \
-    X(h3, connections, connection, "QUIC connections begun (a client Initial accepted)")        \
-    X(h3, handshakes, handshake, "of those, the ones whose TLS handshake completed")            \
-    X(h3, resumed, resumed, "of those, resumed with a session ticket")                          \
-    X(h3, zero_rtt, zero_rtt, "of those, whose 0-RTT early data was accepted (--h3-0rtt)")      \
-    X(h3, requests, request, "responses sent over h3")                                          \
+#define LOADBENCH_SERVER_H3_COUNTERS(X)                                                    \
+    X(h3, connections, connection, "QUIC connections begun (a client Initial accepted)")   \
+    X(h3, handshakes, handshake, "of those, the ones whose TLS handshake completed")       \
+    X(h3, resumed, resumed, "of those, resumed with a session ticket")                     \
+    X(h3, zero_rtt, zero_rtt, "of those, whose 0-RTT early data was accepted (--h3-0rtt)") \
+    X(h3, requests, request, "responses sent over h3")                                     \
     X(h3, goaways, goaway, "final GOAWAY frames sent (graceful stop)")
 
 #define LOADBENCH_SERVER_PROTOCOL_COUNTERS(X) LOADBENCH_SERVER_H2_COUNTERS(X) LOADBENCH_SERVER_H3_COUNTERS(X)

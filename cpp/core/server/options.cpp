@@ -74,11 +74,11 @@ std::string show(Integer value) {
 
 std::vector<ServerOption> declared() {
     std::vector<ServerOption> options;
-#define LOADBENCH_SERVER_OPTION(flag, keyword, field, kind, min, max, metavar, help)                                  \
-    options.push_back(ServerOption{                                                                                 \
-        flag, keyword, OptionKind::kind, min, max, metavar, help,                                                   \
-        [](ServerConfig& c, std::string_view text) { read_##kind(c.field, flag, text, min, max); },                 \
-        [](const ServerConfig& c) { return show(c.field); }});
+#define LOADBENCH_SERVER_OPTION(flag, keyword, field, kind, min, max, metavar, help)                             \
+    options.push_back(                                                                                           \
+        ServerOption{flag, keyword, OptionKind::kind, min, max, metavar, help,                                   \
+                     [](ServerConfig& c, std::string_view text) { read_##kind(c.field, flag, text, min, max); }, \
+                     [](const ServerConfig& c) { return show(c.field); }});
     LOADBENCH_SERVER_OPTIONS(LOADBENCH_SERVER_OPTION)
 #undef LOADBENCH_SERVER_OPTION
     return options;

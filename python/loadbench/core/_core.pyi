@@ -3,7 +3,6 @@
 from typing import Any, Optional
 
 def build_info() -> dict[str, str]: ...
-
 def server_options() -> list[dict[str, Any]]:
     """loadbench-server's options, declared once (cpp/core/server/options.hpp)."""
 
