@@ -191,10 +191,23 @@ class CaddyServer:
         caddy = shutil.which("caddy")
         if caddy is None:
             raise SystemExit("h3_generator_cost: caddy not found (apt-get install caddy)")
-        self.port = _free_port()
+        # Its two ports are free when picked, not when caddy binds them: another process (the
+        # suite's other worker) may take one in between, and caddy then exits "address already
+        # in use". So a start that failed that way is tried again on two new ports.
+        for attempt in range(3):
+            if self._start(caddy, folder, cpus) or attempt == 2:
+                break
+        if self.proc.poll() is not None or not _tls_up(self.port):
+            self.stop()
+            tail = (folder / "caddy.log").read_text(errors="replace").strip()[-400:]
+            raise SystemExit(f"h3_generator_cost: caddy did not come up: {tail or 'no message'}")
+
+    def _start(self, caddy: str, folder: Path, cpus: Sequence[int]) -> bool:
+        """Starts caddy; False when it exited because a port was taken meanwhile."""
+        http_port, self.port = _free_ports(2)
         (folder / "Caddyfile").write_text(
             "{\n\tadmin off\n\tauto_https disable_redirects\n\tskip_install_trust\n"
-            f"\thttp_port {_free_port()}\n\thttps_port {self.port}\n"
+            f"\thttp_port {http_port}\n\thttps_port {self.port}\n"
             f"\tstorage file_system {folder / 'data'}\n}}\n"
             f"https://127.0.0.1:{self.port} {{\n\tbind 127.0.0.1\n\ttls internal\n"
             '\trespond "Hello, World!" 200\n}\n'
@@ -214,11 +227,13 @@ class CaddyServer:
         deadline = time.monotonic() + 30
         while not _tls_up(self.port):
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise SystemExit(
-                    f"h3_generator_cost: caddy did not come up (see {folder / 'caddy.log'})"
-                )
+                self.log.flush()
+                taken = b"address already in use" in (folder / "caddy.log").read_bytes()
+                if taken:
+                    self.stop()
+                return not taken
             time.sleep(0.1)
+        return True
 
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}/"
@@ -234,10 +249,18 @@ class CaddyServer:
         self.log.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(n: int) -> list[int]:
+    """n distinct ports free now: each socket stays bound until all are picked."""
+    sockets = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            sockets.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def _tls_up(port: int) -> bool:
