@@ -55,6 +55,8 @@ def span(cell) -> Optional[tuple[float, float]]:
 def stated(cell) -> str:
     """The figure as the report states it: "21 461 (21 178 - 21 743)", "≥ 53 136 (≤ 73 928 by
     CPU; 51 000 - 56 815)"."""
+    if cell.status != "ok":  # the server was not installed, or would not start
+        return f"not measured ({cell.status})"
     figure = cell.figure
     if figure is None:
         return "n/a (nothing passed)"
@@ -98,7 +100,7 @@ def render(first: Path, second: Path) -> str:
                 [*key, stated(a) if a else "not run", stated(b) if b else "not run", "n/a", ""]
             )
             continue
-        verdict, diff = agreement(a, b)
+        verdict, diff = agreement(a, b) if a.status == b.status == "ok" else ("n/a", "")
         verdicts.append(verdict)
         rows.append([*key, stated(a), stated(b), verdict, diff])
     objectives = sorted({o for c in [*ca.values(), *cb.values()] for o in c.objectives})

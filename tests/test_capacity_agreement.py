@@ -40,7 +40,10 @@ def _sweep(d: Path, searches: dict[str, list[dict]]) -> Path:
     )
     for target, its in searches.items():
         for repeat, s in enumerate(its):
-            results.append_record(d / results.RESULTS_FILE, capacity_record(target, repeat, s))
+            rec = capacity_record(target, repeat, s)
+            if s.get("outcome") == "skipped":  # the server was not installed on that machine
+                rec.update(status="skipped", result=None, error="not installed")
+            results.append_record(d / results.RESULTS_FILE, rec)
     return d
 
 
@@ -54,6 +57,7 @@ def test_overlapping_spans_agree_and_disjoint_ones_do_not(tmp_path):
             "open": [bounded(8_000)] * 3,  # no CPU ceiling: open above
             "gone": [found(5_000)] * 3,
             "knee": [found(21_000)],  # the knee lies in [21 000, 22 050): its first failing rate
+            "absent": [{"outcome": "skipped"}],
         },
     )
     second = _sweep(
@@ -66,6 +70,7 @@ def test_overlapping_spans_agree_and_disjoint_ones_do_not(tmp_path):
             # above an open bound: not refuted, but nothing agreed either
             "open": [found(30_000)] * 3,
             "knee": [found(21_800)],
+            "absent": [found(9_000)],
         },
     )
     out = tmp_path / "agreement.md"
@@ -79,7 +84,8 @@ def test_overlapping_spans_agree_and_disjoint_ones_do_not(tmp_path):
     assert rows["gone"][3] == "not run" and rows["gone"][4] == "n/a"
     assert rows["steady"][2].endswith("[3 of 3 searches stated; 3 capacity]"), rows["steady"]
     assert rows["knee"][4:] == ["yes", "+3.8 %"]  # 21 800 lies below the first failing 22 050
-    assert "3 of 5 servers agree; 1 do not; 1 only through a bound open above." in text
+    assert rows["absent"][2:5] == ["not measured (skipped)", rows["absent"][3], "n/a"]
+    assert "3 of 6 servers agree; 1 do not; 1 only through a bound open above; 1 n/a." in text
 
 
 def test_a_folder_that_is_no_sweep_is_one_clear_error(tmp_path, capsys):
