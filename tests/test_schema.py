@@ -146,9 +146,11 @@ def test_every_committed_result_round_trips_byte_for_byte():
         for line in folder.read_text().splitlines():
             record = json.loads(line)
             d = record.get("result")
+            if not d:  # a failed or skipped cell (a peer not installed) has none
+                continue
             # a capacity cell's result is its search: every step of it holds a run's result
             runs = [s["result"] for s in d["steps"]] if record.get("mode") == "capacity" else [d]
-            for run in runs if d else []:
+            for run in runs:
                 assert json.dumps(Result.from_dict(run).to_dict()) == json.dumps(run)
                 n += 1
     assert n > 100

@@ -7,7 +7,8 @@ from typing import Optional
 
 from ..slo.objectives import parse_objective
 from .capacity_cells import CapacityCell
-from .markdown import CONTENDED, fmt_int, fmt_us, table
+from .markdown import CONTENDED, fmt_int, fmt_noise, fmt_us, table
+from .orders import capacity_figures
 
 
 def _capacity_text(c: CapacityCell) -> str:
@@ -59,6 +60,7 @@ def section(model) -> list[str]:
     settings = model.settings
     searches = max((len(c.searches) for c in cells.values()), default=0)
     rows = []
+    figures = {p: capacity_figures(model, p) for p in {c.protocol for c in cells.values()}}
     order = sorted(cells.values(), key=lambda c: -float(c.figure or 0))
     for c in order:
         if c.target not in model.listed:
@@ -70,6 +72,7 @@ def section(model) -> list[str]:
                 c.protocol,
                 _capacity_text(c),
                 _range_text(c),
+                fmt_noise(figures[c.protocol].get(c.target)),
                 "" if spread is None else f"{fmt_int(spread.min)} - {fmt_int(spread.max)}",
                 "" if c.first_failing is None else fmt_int(c.first_failing),
                 c.failing_objective or "",
@@ -83,6 +86,7 @@ def section(model) -> list[str]:
         "Protocol",
         "Capacity (req/s)",
         "Searches: lowest - highest (n)",
+        "Noise",
         "Sent at capacity, min - max (req/s)",
         "First failing rate (req/s)",
         "Failing objective",
@@ -106,7 +110,9 @@ def section(model) -> list[str]:
         "the server's CPU ceiling at that rate (its cores / its CPU time per response) as the upper "
         "end (≤ by CPU): the capacity lies in that interval. With several searches per server (each "
         "on a freshly started server) the figure is their median and the next column their range - "
-        "never one search's luck.",
+        "never one search's luck. Noise: half the span from the lowest search to the highest "
+        "first failing rate of a found capacity, over the median - the ± with which the executive "
+        "summary calls two capacities ≈.",
         "",
         table(header, rows),
         "",
