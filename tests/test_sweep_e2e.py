@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -103,7 +104,9 @@ def _plain(cell: str) -> str:
         assert "§" in cell, cell
     for mark in ("**", " ‡", " §", " †", " ⚑", " ✗", "≥ "):
         cell = cell.replace(mark, "")
-    return cell
+    # a bound's upper end, the server's CPU ceiling (a generator-bound cell on a busy machine:
+    # "≥ 86 325 (≤ 99 222 by CPU) §" in a run beside a CPU burner)
+    return re.sub(r" \(≤ [\d ]+ by CPU\)", "", cell)
 
 
 def test_report_tables_match_the_raw_numbers(real_sweep):
@@ -172,7 +175,9 @@ def test_report_tables_match_the_raw_numbers(real_sweep):
             assert ranked and (out / png).stat().st_size > 10_000 and f"]({png})" in text
         else:
             assert f"]({png})" not in text
-    if ranked:
+    # the peak chart draws ranked closed-loop cells; a ranked connection-setup cell alone (every
+    # closed-loop cell contended by the suite's other worker) draws connection_setup.png only
+    if any(a.ranked and a.mode == "closed" for a in model.load(out).aggs.values()):
         assert (out / "throughput_peak.png").exists()
 
 
