@@ -90,7 +90,7 @@ void register_server(py::module_& m) {
                  for (const auto& [key, value] : kwargs) {
                      const std::string name = py::str(key);
                      const auto* option = loadbench::server::find_option(name);
-                     if (option == nullptr || name.rfind("--", 0) == 0) {
+                     if (option == nullptr || option->keyword != name) {  // a keyword, not a flag
                          throw py::type_error("Server() got an unexpected keyword argument '" + name + "'");
                      }
                      if (value.is_none()) continue;  // the default
@@ -112,9 +112,7 @@ void register_server(py::module_& m) {
                  }
                  return std::make_unique<Server>(c);
              }),
-             "Keywords: the options of loadbench-server (server_options()): host, port, http, tls, tls_port, "
-             "cert, key, tls_resumption, workers, max_body, header_timeout_ms, idle_timeout_ms, accept, h2, "
-             "h2_max_streams, h2_max_requests, unix, h3, h3_0rtt; each checked as its flag is.")
+             "Keywords: each option's keyword in server_options(), checked as its flag is.")
         .def("start", &Server::start, py::call_guard<py::gil_scoped_release>(),
              "Bind the listeners and start the worker threads; raises OSError (port in use, bad certificate).")
         .def(
