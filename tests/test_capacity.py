@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -23,7 +24,9 @@ import loadbench
 from loadbench.cli import main
 from loadbench.core.analysis import CONTENDED_SHARE
 from loadbench.core.errors import ConfigError
+from loadbench.report.capacity_cells import search_ceiling
 from loadbench.slo import judge, parse_objectives
+from loadbench.slo import search as search_module
 from loadbench.slo.capacity_result import BOUNDED_OUTCOMES
 
 SERVER = Path(__file__).with_name("fixed_cost_server.py")
@@ -69,6 +72,21 @@ def fixed_cost(tmp_path):
     yield start
     for server in started:
         server.stop()
+
+
+def test_the_cpu_ceiling_is_read_where_a_response_cost_the_least():
+    """U is the cores over the least CPU per response any step measured - the most loaded step
+    batches best - not the most pessimistic one at L (2026-12-06-vm: h2o's U at L was 77 847 and
+    the same server passed 100 387 in the next sweep). The report reads older searches, whose
+    stored U was read at L, by the same rule from their steps."""
+    rates = {54_206: 80_863, 108_412: 104_462, 64_370: 77_847}  # h2o's steps: rate -> U
+    steps = [SimpleNamespace(limit=SimpleNamespace(ceiling_rps=u)) for u in rates.values()]
+    steps.append(SimpleNamespace(limit=SimpleNamespace(ceiling_rps=None)))  # no sampled server
+    assert search_module._ceiling(SimpleNamespace(steps=steps)) == 104_462
+    assert search_module._ceiling(SimpleNamespace(steps=steps[-1:])) is None
+    stored = {"ceiling": 77_847, "steps": [{"limit": {"ceiling_rps": u}} for u in rates.values()]}
+    assert search_ceiling(stored) == 104_462
+    assert search_ceiling({"ceiling": 77_847, "steps": [{"limit": {}}]}) == 77_847
 
 
 @pytest.mark.parametrize(

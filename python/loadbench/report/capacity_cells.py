@@ -50,16 +50,16 @@ def step_limit(step: dict, server_cores: Optional[int] = None) -> Optional[dict]
 
 
 def search_ceiling(search: dict, server_cores: Optional[int] = None) -> Optional[float]:
-    """U: the server's CPU ceiling at the highest passing step - the result's ``ceiling`` when
-    the search wrote one, else from that step's limit (None when unknown)."""
-    if search.get("ceiling"):
-        return float(search["ceiling"])
-    passing = [s for s in search.get("steps") or [] if s.get("passed") and s.get("rate")]
-    if not passing:
-        return None
-    top = max(passing, key=lambda s: s["rate"])
-    limit = step_limit(top, server_cores) or {}
-    return limit.get("ceiling_rps")
+    """U: the server's CPU ceiling at the least CPU per response any step measured (the rule of
+    slo/search.py), from the steps' limits - also for a search written when U was read at its
+    highest passing step - else the result's ``ceiling`` (None when unknown)."""
+    ceilings = [
+        (step_limit(s, server_cores) or {}).get("ceiling_rps") for s in search.get("steps") or []
+    ]
+    known = [float(c) for c in ceilings if c]
+    if known:
+        return max(known)
+    return float(search["ceiling"]) if search.get("ceiling") else None
 
 
 def search_interval(

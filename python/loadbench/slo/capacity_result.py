@@ -4,7 +4,7 @@ The answer is an interval where that is all that is known: a capacity found and 
 (the highest rate that met every objective in every window, every time it ran, below a rate the
 *server* failed); or, when the generator side was the limit, the highest rate it sent on time
 and met the objectives at (``lower_bound``, L) with the server's CPU ceiling beside it
-(``ceiling``, U: the cores it may use / its CPU per response at L) - the server's capacity
+(``ceiling``, U: the cores it may use / its least CPU per response over the steps) - the server's capacity
 lies in [L, U].
 """
 
@@ -39,7 +39,7 @@ class CapacityResult:
     outcome: str = "not-converged"
     capacity: Optional[float] = None  # the highest rate that passed every time (req/s)
     lower_bound: Optional[float] = None  # the highest rate that passed, when that is all we know
-    ceiling: Optional[float] = None  # the server's CPU ceiling at the highest passing rate
+    ceiling: Optional[float] = None  # the server's CPU ceiling at its least CPU per response
     first_failing: Optional[float] = None  # the lowest rate the server failed
     first_bound: Optional[float] = None  # the lowest rate the generator side failed
     failing_objective: Optional[str] = None

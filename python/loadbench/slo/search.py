@@ -282,7 +282,7 @@ def _search(
     else:
         found.lower_bound = lo
     found.first_failing, found.first_bound = seen.hi, seen.ghi
-    found.ceiling = _ceiling(found, lo)
+    found.ceiling = _ceiling(found)
 
 
 def _confirm(
@@ -323,7 +323,11 @@ def _bound_outcome(found: CapacityResult) -> str:
     return step.outcome if step is not None else "generator-bound"
 
 
-def _ceiling(found: CapacityResult, rate: Optional[float]) -> Optional[float]:
-    """The server's CPU ceiling at ``rate`` (the median over the steps run there), or None."""
-    ceilings = [s.limit.ceiling_rps for s in found.steps if s.rate == rate and s.passed]
-    return analysis.median([c for c in ceilings if c]) if any(ceilings) else None
+def _ceiling(found: CapacityResult) -> Optional[float]:
+    """The server's CPU ceiling at the least CPU per response any step measured (None without a
+    sampled server). Not the ceiling at L: CPU per response falls as the load rises (batching),
+    so L's own is the most pessimistic of all - h2o's at L = 64 370 req/s read 77 847-85 518
+    (2026-12-06-vm), and the same server answered 100 387 req/s within the objective in the next
+    sweep. The step with the most load, usually the first failing one, measures it closest."""
+    ceilings = [s.limit.ceiling_rps for s in found.steps if s.limit and s.limit.ceiling_rps]
+    return max(ceilings) if ceilings else None
