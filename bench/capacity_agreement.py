@@ -13,7 +13,10 @@ open above). Its **span** runs from the lowest of those numbers to the highest, 
 search's first failing rate included (its knee lies below it): every value the sweep leaves
 possible. Two sweeps **agree** on a server when their spans overlap - the question
 "capacities of the same server in two default sweeps agree within their stated ranges" - and
-the table shows how far apart the medians are beside it. Spans that overlap only because one of
+the table shows how far apart the medians are beside it, and the server's own CPU per response at
+its best closed-loop cell of the same protocol and workload in each sweep: a capacity that moved
+with that cost moved because the server or the machine changed between the sweeps (the same
+load, the same generator), not because of the search. Spans that overlap only because one of
 them is a lower bound open above (no CPU ceiling closed it) are not called agreement: such a
 side can agree with any higher figure, so the verdict is "open bound".
 """
@@ -88,21 +91,51 @@ def agreement(a, b) -> tuple[str, str]:
     return "open bound", diff
 
 
+def own_cost(model, cell):
+    """The server's CPU us per response at its best closed-loop cell of the capacity's protocol
+    and workload, a Figure with its repeats' spread (None without a sampled server)."""
+    return None if cell is None else model.best_cpu(cell.target, cell.protocol, cell.workload)
+
+
+def cost_moved(a, b) -> bool:
+    """The two sweeps' repeats of that cost do not overlap: the server's own cost changed."""
+    if a is None or b is None or a.spread is None or b.spread is None:
+        return False
+    return a.spread[1] < b.spread[0] or b.spread[1] < a.spread[0]
+
+
+def cost_text(a: Optional[float], b: Optional[float]) -> str:
+    if a is None or b is None:
+        return ""
+    return f"{a:.1f} → {b:.1f} ({100 * (b - a) / a:+.0f} %)"
+
+
 def render(first: Path, second: Path) -> str:
     ma, mb = report_model.load(first), report_model.load(second)
     ca, cb = ma.capacities(), mb.capacities()
     keys = list(ca) + [k for k in cb if k not in ca]
-    rows, verdicts = [], []
+    rows, verdicts, moved = [], [], []
     for key in keys:
         a, b = ca.get(key), cb.get(key)
+        cost_a, cost_b = own_cost(ma, a), own_cost(mb, b)
+        cost = cost_text(cost_a, cost_b)
         if a is None or b is None:
             rows.append(
-                [*key, stated(a) if a else "not run", stated(b) if b else "not run", "n/a", ""]
+                [
+                    *key,
+                    stated(a) if a else "not run",
+                    stated(b) if b else "not run",
+                    "n/a",
+                    "",
+                    cost,
+                ]
             )
             continue
         verdict, diff = agreement(a, b) if a.status == b.status == "ok" else ("n/a", "")
         verdicts.append(verdict)
-        rows.append([*key, stated(a), stated(b), verdict, diff])
+        if verdict == "NO" and cost_moved(cost_a, cost_b):
+            moved.append(f"{key[0]} {cost_text(cost_a, cost_b)}")
+        rows.append([*key, stated(a), stated(b), verdict, diff, cost])
     objectives = sorted({o for c in [*ca.values(), *cb.values()] for o in c.objectives})
     lines = [
         "# Capacity in two sweeps: do they agree?",
@@ -116,7 +149,18 @@ def render(first: Path, second: Path) -> str:
         "capacities they leave possible (up to a found search's first failing rate) overlap; `open bound` when they overlap only because a "
         "lower bound is open above; `change` is the second median against the first.",
         "",
-        table(["Server", "Protocol", str(first), str(second), "agree", "change"], rows),
+        table(
+            [
+                "Server",
+                "Protocol",
+                str(first),
+                str(second),
+                "agree",
+                "change",
+                "server CPU us/response at its closed-loop best",
+            ],
+            rows,
+        ),
         "",
         f"{verdicts.count('yes')} of {len(verdicts)} servers agree"
         + (f"; {verdicts.count('NO')} do not" if "NO" in verdicts else "")
@@ -129,6 +173,15 @@ def render(first: Path, second: Path) -> str:
         + ".",
         "",
     ]
+    if moved:
+        lines += [
+            f"Of those that do not, {len(moved)} moved with the server's own CPU us per response at "
+            "the same closed-loop load (the two sweeps' repeats of it do not overlap): "
+            + ", ".join(moved)
+            + ". The server or the machine changed between the sweeps; the searches measured "
+            "what was there.",
+            "",
+        ]
     return "\n".join(lines)
 
 
