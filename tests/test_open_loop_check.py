@@ -97,3 +97,36 @@ def test_the_verdict_says_when_loadbench_reads_below_wrk2_and_wrk2s_own_timer_of
     assert verdict.startswith("0 of 1 cells agree."), verdict
     assert "In 1 of the 1 that disagree loadbench reads lower than wrk2" in verdict
     assert "wrk2's own p50 sits 1.03 ms above loadbench's" in verdict
+
+
+def test_a_capacity_is_checked_against_its_objective_and_wrk2_behind_its_rate_is_no_evidence():
+    """The --capacities cells: wrk2 should meet the sweep's objective at a capacity and break it
+    at the rate the server failed; a wrk2 that answered less than 95 % of the asked rate did not
+    send it, and its p99 there proves nothing about the server."""
+    env = {"Date (UTC)": "2026-12-06 12:00:00", "Load average at start": "0.2 / 0.3 / 0.5"}
+
+    def cell(peer: str, rate: float, what: str, ours_ms: float, theirs_ms: float, sent: float):
+        ours, theirs = _run("loadbench", ours_ms * 1e3), _run("wrk2", theirs_ms * 1e3)
+        theirs.update(requests=int(sent * 5), span_s=5.0)
+        return [{**r, "peer": peer, "rate": rate, "what": what, "objective": "p99<10ms"}
+                for r in (ours, theirs)]  # fmt: skip
+
+    records = [
+        *cell("go", 40_000, "capacity (median)", 4.0, 6.0, 40_000),  # both meet it
+        *cell("go", 42_000, "first failing", 30.0, 45.0, 42_000),  # both break it
+        *cell("nim", 40_000, "capacity (median)", 4.0, 14.0, 39_900),  # wrk2 breaks it
+        *cell("beast", 110_000, "capacity (median)", 3.0, 900.0, 70_000),  # wrk2 cannot send it
+    ]
+    text = render(records, env, "bench/open_loop_vs_wrk2.py --capacities reports/X")
+    heading = next(line for line in text.splitlines() if "Rate /s" in line)
+    cols = [c.strip() for c in heading.strip("|").split("|")]
+    rows = {(r[0], r[3]): r for r in _rows(text) if len(r) == len(cols)}
+    meets = cols.index("wrk2 meets it")
+    assert rows[("go", "capacity (median)")][meets - 2 : meets + 1] == ["p99<10ms", "yes", "yes"]
+    assert rows[("go", "first failing")][meets - 1 : meets + 1] == ["no", "no"]
+    assert rows[("nim", "capacity (median)")][meets] == "no"
+    assert rows[("beast", "capacity (median)")][meets] == "behind (70 000 /s)"
+    line = next(x for x in text.splitlines() if x.startswith("Capacities against their objective"))
+    assert "(median) wrk2 meets the objective in 1 of the 2 cells it sent on time" in line, line
+    assert "(1 more it could not send: its own limit); loadbench in 3 of 3" in line, line
+    assert "first failing rates wrk2 breaks the objective in 1 of the 1 cells" in line, line

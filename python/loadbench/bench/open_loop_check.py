@@ -52,6 +52,7 @@ from ..core import analysis
 from ..core.errors import LoadbenchError
 from ..core.steady import settle
 from ..core.summary import format_us
+from ..slo.objectives import parse_objectives
 from .checkout import peers_dir as default_peers_dir
 from .child import run_child, taskset
 from .environment_block import environment, machine_note
@@ -68,6 +69,11 @@ WRK2_STAGGER_S = 0.005
 # wrk2's sends leave on its event loop's millisecond timer: an offset of its p50 above
 # loadbench's up to this much is that timer, more is something else
 WRK2_TIMER_US = 2_000.0
+# a capacity's latency objective, by its metric: the figure of each tool's run it is judged on
+OBJECTIVE_KEYS = {"p50": "p50_us", "p99": "p99_us", "max": "max_us"}
+# wrk2 answered less than this share of the asked rate over its window: it did not send that rate
+# (its one thread's own limit), so whether it met an objective there says nothing of the server
+WRK2_SENT = 0.95
 DEFAULT_CELLS = (
     # issue 42's case: 50 connections near their Little's-law edge against a fresh asyncio
     # server, at ~70, ~85 and ~100 % of its CPU ceiling on this 2-core VM (29 us per response)
@@ -190,9 +196,20 @@ def _wrk2_run(wrk2: str, url: str, rate: float, connections: int, args, peer) ->
     }
 
 
-def _cells_from_sweep(folder: Path) -> list[tuple[str, float, int, str]]:
+def _latency_objective(texts: list) -> Optional[str]:
+    """The first of a search's objectives both tools report a figure for (p50, p99 or max), as
+    written ("p99<10ms"); None when it has none."""
+    try:
+        objectives = parse_objectives([str(t) for t in texts]) if texts else []
+    except LoadbenchError:
+        return None
+    return next((o.text for o in objectives if o.metric in OBJECTIVE_KEYS), None)
+
+
+def _cells_from_sweep(folder: Path) -> list[tuple[str, float, int, str, Optional[str]]]:
     """Each server's median capacity (or lower bound) and its lowest first failing rate, with
-    the search's connections, from a sweep's capacity records: (peer, rate, connections, what)."""
+    the search's connections and latency objective, from a sweep's capacity records: (peer,
+    rate, connections, what, objective)."""
     records, _, _ = read_jsonl(folder / "results.jsonl")
     by_target: dict[str, list[dict]] = {}
     for rec in records:
@@ -206,10 +223,11 @@ def _cells_from_sweep(folder: Path) -> list[tuple[str, float, int, str]]:
             r["result"].get("first_failing") for r in recs if r["result"].get("first_failing")
         ]
         connections = int(recs[0]["connections"])
+        objective = _latency_objective(recs[0]["result"].get("objectives") or [])
         if median:
-            cells.append((target, float(median), connections, "capacity (median)"))
+            cells.append((target, float(median), connections, "capacity (median)", objective))
         if failing:
-            cells.append((target, float(min(failing)), connections, "first failing"))
+            cells.append((target, float(min(failing)), connections, "first failing", objective))
     return cells
 
 
@@ -246,7 +264,7 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
     if args.capacities:
         cells = _cells_from_sweep(Path(args.capacities))
     else:
-        cells = [(*_parse_cell(c), "fixed rate") for c in args.cells.split(",") if c]
+        cells = [(*_parse_cell(c), "fixed rate", None) for c in args.cells.split(",") if c]
     env = environment()
     env["wrk2"] = wrk2 or "n/a (give --wrk2 or WRK2=: giltene/wrk2 built from source)"
     if args.before:
@@ -259,7 +277,7 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
     writer = JsonlWriter(raw)
     writer.write({"record": "environment", "environment": env, "command": command})
     records = []
-    for peer_name, rate, connections, what in cells:
+    for peer_name, rate, connections, what, objective in cells:
         choice = PeerChoice(peer_name, peer_name, "http")
         why = unavailable(choice, peers)
         if why:
@@ -272,7 +290,7 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
                 if tool == "wrk2" and wrk2 is None:
                     continue
                 rec = {"peer": peer_name, "rate": rate, "connections": connections,
-                       "what": what, "repeat": repeat, "tool": tool,
+                       "what": what, "objective": objective, "repeat": repeat, "tool": tool,
                        "gate": wait_quiet(gate)}  # fmt: skip
                 with launch_peer(choice, cpus=SERVER_CPUS, peers_dir=peers) as server:
                     url = server.url("/plaintext")
@@ -372,6 +390,13 @@ def render(
         "wrk2": f"-t1, its 10 s calibration (+5 ms per connection) discarded: {env.get('wrk2')}",
         "Agreement": "the medians of the two p99s within 2x of each other, or within 1 ms",
     }
+    if any(rec.get("objective") for rec in records):
+        settings["Objective"] = (
+            "the sweep's own latency objective, judged on each tool's median figure: an "
+            "independent generator should meet it at a capacity and break it at the rate the "
+            f"server failed; a wrk2 run that answered under {100 * WRK2_SENT:.0f} % of the asked "
+            "rate did not send it (`behind`)"
+        )
     lines = report_head("Open-loop latency against wrk2", command, env, settings, raw_name)
     load1 = float(env.get("Load average at start", "0").split()[0] or 0)
     gate = {"quiet": True} if env.get("Load gate", "").startswith("quiet") else None
@@ -387,8 +412,9 @@ def render(
     for rec in records:
         key = (rec["peer"], rec["rate"], rec["connections"], rec.get("what", ""))
         cells.setdefault(key, {}).setdefault(rec["tool"], []).append(rec)
-    rows, judged = [], []
+    rows, judged, objective_checks = [], [], []
     has_before = any(rec["tool"] == "before" for rec in records)
+    has_objective = any(rec.get("objective") for rec in records)
     for (peer, rate, connections, what), tools in cells.items():
         ours = [r for r in tools.get("loadbench", []) if "error" not in r]
         theirs = [r for r in tools.get("wrk2", []) if "error" not in r]
@@ -396,6 +422,10 @@ def render(
         limits = sorted({(r.get("limit") or {}).get("by", "?") for r in ours})
         agree = _agreement(ours, theirs)
         judged.append((agree, limits, ours, theirs))
+        objective = next((r.get("objective") for r in ours + theirs if r.get("objective")), None)
+        meets = [_meets(runs, objective, rate) for runs in (ours, theirs)]
+        if objective:
+            objective_checks.append((what, *meets))
         rows.append(
             [
                 peer, f"{rate:,.0f}".replace(",", " "), str(connections), what,
@@ -404,6 +434,7 @@ def render(
                 _spread([r.get("service_p99_us") for r in ours]), ", ".join(limits) or "-",
                 _spread([r.get("p50_us") for r in theirs]), _spread([r.get("p99_us") for r in theirs]),
                 _spread([r.get("max_us") for r in theirs]), agree,
+                *([objective or "-", *meets] if has_objective else []),
                 *([_spread([r.get("p99_us") for r in before]),
                    ", ".join(sorted({(r.get("limit") or {}).get("by", "-") for r in before}))]
                   if has_before else []),
@@ -427,6 +458,7 @@ def render(
                 "p99",
                 "max",
                 "agree",
+                *(["objective", "loadbench meets it", "wrk2 meets it"] if has_objective else []),
                 *(["before p99", "before: limited by"] if has_before else []),
             ],
             rows,
@@ -444,6 +476,8 @@ def render(
     ]
     if judged:
         lines += ["## Verdict", "", _verdict(judged), ""]
+    if objective_checks:
+        lines += [_objective_verdict(objective_checks), ""]
     errors = [r for r in records if "error" in r]
     if errors:
         lines += ["## Runs that failed", ""] + [f"- {_line(r)}" for r in errors] + [""]
@@ -500,6 +534,44 @@ def _verdict(judged: list[tuple[str, list[str], list[dict], list[dict]]]) -> str
             + "."
         )  # fmt: skip
     return text
+
+
+def _meets(runs: list[dict], objective: Optional[str], rate: float) -> str:
+    """Whether one tool's runs of a cell met the sweep's latency objective (the median of their
+    figures for it): "yes", "no", "behind (N /s)" for a wrk2 that did not send the rate, or
+    "n/a"."""
+    if not objective or not runs:
+        return "n/a"
+    o = parse_objectives([objective])[0]
+    if runs[0].get("tool") == "wrk2":
+        sent = analysis.median(
+            [r["requests"] / r["span_s"] for r in runs if r.get("requests") and r.get("span_s")]
+        )
+        if sent is not None and sent < WRK2_SENT * rate:
+            return f"behind ({sent:,.0f} /s)".replace(",", " ")
+    value = _median(runs, OBJECTIVE_KEYS[o.metric])
+    return "n/a" if value is None else ("yes" if value < o.limit else "no")
+
+
+def _objective_verdict(checks: list[tuple[str, str, str]]) -> str:
+    """The capacities' own check: an independent generator should meet the objective at each
+    server's capacity and break it at the rate the server failed (where it sent that rate)."""
+    parts = []
+    for what, want, word in (("capacity", "yes", "meets"), ("first failing", "no", "breaks")):
+        cells = [c for c in checks if c[0].startswith(what)]
+        sent = [c for c in cells if not c[2].startswith(("behind", "n/a"))]
+        if not cells:
+            continue
+        text = (
+            f"at the {what} rate{'s' if what == 'first failing' else ' (median)'} wrk2 {word} "
+            f"the objective in {sum(c[2] == want for c in sent)} of the {len(sent)} cells it "
+            "sent on time"
+        )
+        if len(sent) < len(cells):
+            text += f" ({len(cells) - len(sent)} more it could not send: its own limit)"
+        text += f"; loadbench in {sum(c[1] == want for c in cells)} of {len(cells)}"
+        parts.append(text)
+    return "Capacities against their objective: " + "; ".join(parts) + "."
 
 
 def _median(runs: list[dict], key: str) -> Optional[float]:
