@@ -170,7 +170,20 @@ def render(records: list[dict], env: dict, command: str, raw_name: str) -> str:
         "",
         verdict(cells),
         "",
+        "## Every run, in the order measured (each on a freshly started server)",
+        "",
+        "req/s, and the server's user + system CPU per response: a server whose cost differs "
+        "from one process to the next shows it here, whichever generator measured it.",
+        "",
     ]
+    for (peer, state, tool), recs in cells.items():
+        runs = ", ".join(
+            f"{r['rps']:,.0f} ({r['server_user_us_per_req']:.1f} + "
+            f"{r['server_sys_us_per_req']:.1f})".replace(",", " ")
+            for r in recs
+        )
+        lines.append(f"- {peer} {state} {tool}: {runs}")
+    lines.append("")
     errors = [r for r in records if "error" in r]
     if errors:
         lines += ["## Runs that failed", ""]
@@ -213,6 +226,14 @@ def verdict(cells: dict[tuple, list[dict]]) -> str:
     return "\n".join(out)
 
 
+def _choices(p: argparse.ArgumentParser, flag: str, text: str, known: tuple) -> list[str]:
+    chosen = [x for x in text.split(",") if x]
+    wrong = [x for x in chosen if x not in known]
+    if wrong or not chosen:
+        p.error(f"{flag}: expected some of {', '.join(known)}, got {text!r}")
+    return chosen
+
+
 def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
@@ -221,9 +242,21 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
     p.add_argument("-c", "--connections", type=int, default=50, help="keep-alive connections")
     p.add_argument("-d", "--duration", type=float, default=4.0, help="seconds per run")
     p.add_argument("-r", "--repeats", type=int, default=3, help="runs per peer, state and tool")
+    p.add_argument(
+        "--tools", default=",".join(TOOLS), help=f"generators, comma-separated ({', '.join(TOOLS)})"
+    )
+    p.add_argument(
+        "--states",
+        default=",".join(STATES),
+        help=f"server states, comma-separated ({', '.join(STATES)})",
+    )
     add_report_args(p, "server-state.md")
     add_gate_args(p)
     args = p.parse_args(argv)
+    tools, states = (
+        _choices(p, "--tools", args.tools, TOOLS),
+        _choices(p, "--states", args.states, STATES),
+    )
     out, raw = report_paths(args.out, repo, "server-state.md")
     if args.report_only:
         rewrite_report(out, raw, render)
@@ -244,7 +277,7 @@ def main(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> int:
             continue
         for repeat in range(args.repeats):
             # the order rotates with the repeat: no tool and no state always runs first
-            order = [(s, t) for s in STATES for t in TOOLS]
+            order = [(s, t) for s in states for t in tools]
             shift = repeat % len(order)
             for state, tool in order[shift:] + order[:shift]:
                 rec = {"peer": peer, "state": state, "tool": tool, "repeat": repeat,
