@@ -47,6 +47,7 @@ def build(
     full_env = {**os.environ, **(env or {})}
     with open(build_dir / ".loadbench-build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        _forget_other_checkout(build_dir, keep=Path(lock.name).name)
         configure = [
             "cmake",
             "-S",
@@ -65,6 +66,29 @@ def build(
             f"building build/{name}",
         )
     return build_dir
+
+
+def _forget_other_checkout(build_dir: Path, keep: str) -> None:
+    """A build/ copied or moved from another checkout (a git worktree seeded from the main one)
+    holds a CMakeCache.txt of that source tree, and cmake refuses to configure it ("does not
+    match the source ... used to generate cache"): empty it but for the held lock file ``keep``
+    and start afresh (ccache keeps that cheap)."""
+    cache = build_dir / "CMakeCache.txt"
+    if not cache.exists():
+        return
+    home = next(
+        (
+            line.split("=", 1)[1]
+            for line in cache.read_text(errors="replace").splitlines()
+            if line.startswith("CMAKE_HOME_DIRECTORY:")
+        ),
+        None,
+    )
+    if home is None or Path(home).resolve() == REPO.resolve():
+        return
+    for entry in build_dir.iterdir():
+        if entry.name != keep:
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
 
 
 def _compiler_cache() -> list[str]:

@@ -95,7 +95,9 @@ def wait_until_idle(pid: int, threads: int = 1, timeout: float = 5.0) -> None:
     while True:
         try:
             states = [proc_stat_fields(int(tid))[0] for tid in os.listdir(f"/proc/{pid}/task")]
-        except FileNotFoundError:  # a thread left between the listing and its read
+        except (FileNotFoundError, ProcessLookupError):
+            # a thread left between the listing and its read: gone before the open (ENOENT), or
+            # between the open and the read (ESRCH - seen once, a burn thread ending)
             states = []
         if len(states) == threads and all(state == "S" for state in states):
             return
