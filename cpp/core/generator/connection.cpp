@@ -12,6 +12,11 @@
 #include "core/generator/http2_session.hpp"
 #ifdef LOADBENCH_HAVE_HTTP3
 #include "core/generator/http3_session.hpp"
+#include "core/generator/quic_transport.hpp"
+#else
+namespace loadbench::generator {
+class QuicTransport {};  // no QUIC in this build: never made (connection_datagram.cpp)
+}  // namespace loadbench::generator
 #endif
 
 namespace loadbench::generator {
@@ -29,8 +34,8 @@ Connection::Connection(const RunPlan& plan, EventLoop& loop, Recorder& recorder,
     // The protocol is the run's choice, never negotiated down: over TLS, HTTP/2 offers only
     // ALPN "h2" and a server that does not select it fails the connection (handshake()).
 #ifdef LOADBENCH_HAVE_HTTP3
-    if (plan.h3) {
-        Http3Options options;
+    if (plan.h3) {  // HTTP/3 on the streams of a QUIC transport, not on TCP
+        QuicOptions options;
         options.server_name = plan.url.host;
         options.server_name_is_ip = plan.url.host_is_ip_literal;
         options.verify = plan.h3_verify;
@@ -38,23 +43,50 @@ Connection::Connection(const RunPlan& plan, EventLoop& loop, Recorder& recorder,
         options.handshake_timeout_ns = plan.timeout_ns;
         options.resume = plan.h3_resume;
         options.early_data = plan.h3_early_data;
-        session_ = std::make_unique<Http3Session>(plan.h2_requests, plan.streams, !plan.keepalive, options,
+        options.no_error_code = Http3Session::kNoError;
+        quic_ = std::make_unique<QuicTransport>(options);
+        session_ = std::make_unique<Http3Session>(plan.h2_requests, plan.streams, !plan.keepalive, *quic_,
                                                   static_cast<SessionEvents&>(*this));
         return;
     }
 #endif
+    std::unique_ptr<StreamSession> stream;
     if (plan.h2) {
-        session_ = std::make_unique<Http2Session>(plan.h2_requests, plan.streams, !plan.keepalive,
-                                                  static_cast<SessionEvents&>(*this));
+        stream = std::make_unique<Http2Session>(plan.h2_requests, plan.streams, !plan.keepalive,
+                                                static_cast<SessionEvents&>(*this));
     } else {
-        session_ = std::make_unique<Http1Session>(plan.wire_requests, plan.head_requests,
-                                                  static_cast<SessionEvents&>(*this), plan.pipeline);
+        stream = std::make_unique<Http1Session>(plan.wire_requests, plan.head_requests,
+                                                static_cast<SessionEvents&>(*this), plan.pipeline);
     }
+    stream_ = stream.get();
+    session_ = std::move(stream);
 }
 
 Connection::~Connection() {
     close();
     if (timer_ >= 0) loop_.remove_timer(timer_);
+    session_.reset();  // before the QUIC transport it rides on
+}
+
+bool Connection::handshake_resumed() const noexcept {
+#ifdef LOADBENCH_HAVE_HTTP3
+    if (quic_) return quic_->resumed();
+#endif
+    return transport_->resumed();
+}
+
+EarlyData Connection::early_data() const noexcept {
+#ifdef LOADBENCH_HAVE_HTTP3
+    if (quic_) return quic_->early_data();
+#endif
+    return EarlyData::NotAttempted;  // 0-RTT over TCP is not offered
+}
+
+bool Connection::counted_at_handshake() noexcept {
+#ifdef LOADBENCH_HAVE_HTTP3
+    if (quic_) return quic_->counted_at_handshake();
+#endif
+    return session_->carries_counted();  // the TLS handshake ends before any request goes out
 }
 
 bool Connection::open(std::string& why) noexcept {
@@ -62,7 +94,7 @@ bool Connection::open(std::string& why) noexcept {
     reused_ = false;
     peer_closed_ = false;
     delaying_acks_ = false;
-    if (session_->datagrams()) return open_datagram(why);
+    if (quic_) return open_datagram(why);
     const int fd = ::socket(plan_.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         why = std::string("socket: ") + std::strerror(errno);
@@ -110,7 +142,7 @@ void Connection::quick_acks_again() noexcept {
 }
 
 void Connection::close() noexcept {
-    if (fd_ >= 0 && session_->datagrams()) close_datagram();
+    if (fd_ >= 0 && quic_) close_datagram();
     if (fd_ >= 0) {
         transport_->detach();
         if (plan_.rst_close && peer_closed_) {
@@ -129,7 +161,7 @@ void Connection::close() noexcept {
 }
 
 void Connection::on_io(uint32_t events) {
-    if (state_ != State::Closed && session_->datagrams()) {
+    if (state_ != State::Closed && quic_) {
         on_datagram_io(events);
         return;
     }
@@ -201,10 +233,10 @@ void Connection::handshake() {
 }
 
 bool Connection::flush() noexcept {
-    if (session_->datagrams()) return flush_datagrams();  // also while the QUIC handshake runs
+    if (quic_) return flush_datagrams();  // also while the QUIC handshake runs
     if (state_ != State::Open) return true;
     while (true) {
-        const std::string_view out = session_->output();
+        const std::string_view out = stream_->output();
         if (out.empty()) return true;
         size_t n = 0;
         // Each request's send time is taken as its bytes are handed to the socket, per write
@@ -214,7 +246,7 @@ bool Connection::flush() noexcept {
         switch (transport_->write(out.data(), out.size(), n)) {
             case IoStatus::Ok:
                 if (session_->carries_counted()) recorder_.bytes_written(n);
-                session_->wrote(n, handed_at);
+                stream_->wrote(n, handed_at);
                 if (delaying_acks_) quick_acks_again();  // the request is out, with the last ACK
                 break;
             case IoStatus::WantWrite:
@@ -252,7 +284,7 @@ void Connection::read_available() {
         if (status == IoStatus::Ok) {
             now = monotonic_ns();
             if (session_->carries_counted()) recorder_.bytes_read(n);
-            if (session_->input(read_buffer_, n, now) == InputResult::Error) {
+            if (stream_->input(read_buffer_, n, now) == InputResult::Error) {
                 lose(kParse, session_->error());
                 return;
             }
@@ -268,7 +300,7 @@ void Connection::read_available() {
             peer_closed_ = true;
             now = monotonic_ns();
             const bool idle = session_->in_flight() == 0;
-            if (session_->input_eof(now) == InputResult::Ok &&
+            if (stream_->input_eof(now) == InputResult::Ok &&
                 (session_->in_flight() == 0 || (!multiplexed && !session_->reusable()))) {
                 if (multiplexed && idle && settled_ == settled_before) {
                     // HTTP/2 connection closed with nothing in flight (idle timeout, after GOAWAY).

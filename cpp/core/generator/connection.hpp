@@ -16,6 +16,8 @@
 
 namespace loadbench::generator {
 
+class QuicTransport;  // quic_transport.hpp (needs ngtcp2: only in builds with HTTP/3)
+
 class Connection;
 
 class ConnectionEvents {
@@ -53,7 +55,12 @@ public:
 
     State state() const noexcept { return state_; }
     Session& session() noexcept { return *session_; }
-    const Transport& transport() const noexcept { return *transport_; }
+    // Its set-up ended in a TLS handshake - over TCP (its Transport's) or QUIC's own - and how:
+    // resumed, what became of 0-RTT, and whether a counted request was on it then.
+    bool handshakes() const noexcept { return quic_ != nullptr || transport_->needs_handshake(); }
+    bool handshake_resumed() const noexcept;
+    EarlyData early_data() const noexcept;
+    bool counted_at_handshake() noexcept;
     // The TCP connection already carried a response (so a close before any byte of the next
     // one is the server's idle timeout, not an answer).
     bool reused() const noexcept { return reused_; }
@@ -68,7 +75,7 @@ public:
     bool flush() noexcept;
 
     void on_io(uint32_t events) override;
-    // Datagram sessions (HTTP/3): when the session's QUIC timer fired (connection_datagram.cpp).
+    // QUIC (HTTP/3): when its timer fired (connection_datagram.cpp).
     void on_timer(int64_t now) noexcept override;
 
     // The owner's bookkeeping, kept here so it needs no side tables.
@@ -92,8 +99,8 @@ private:
     void lose(ErrorKind kind, const std::string& why);
     void quick_acks_again() noexcept;
     std::string io_error(const char* what) const;
-    // Datagram sessions (HTTP/3 over QUIC, connection_datagram.cpp): a connected UDP socket, the
-    // session's own handshake, and its timer in the same event loop.
+    // QUIC (HTTP/3, connection_datagram.cpp): a connected UDP socket, the QUIC transport's own
+    // handshake, and its timer in the same event loop.
     bool open_datagram(std::string& why) noexcept;
     void on_datagram_io(uint32_t events);
     bool flush_datagrams() noexcept;
@@ -109,8 +116,10 @@ private:
     EventLoop& loop_;
     Recorder& recorder_;
     ConnectionEvents& owner_;
-    std::unique_ptr<Transport> transport_;
+    std::unique_ptr<Transport> transport_;  // TCP or TLS over TCP (unused under QUIC)
+    std::unique_ptr<QuicTransport> quic_;   // QUIC: a datagram socket instead (HTTP/3)
     std::unique_ptr<Session> session_;
+    StreamSession* stream_ = nullptr;  // session_ framed on the TCP or TLS byte stream (null under QUIC)
     char* read_buffer_;
     size_t read_capacity_;
     int fd_ = -1;
@@ -119,13 +128,13 @@ private:
     bool peer_closed_ = false;
     bool delaying_acks_ = false;  // ack_with_request: quick-ACK mode still off (see quick_acks_again)
     uint64_t settled_ = 0;        // requests the session settled (answered, refused, failed): slots freed
-    int timer_ = -1;              // datagram sessions: the loop's timer, from the first open for the connection's life
-    bool announce_open_ = false;  // datagram sessions: on_tcp_connected is due with the first packet
-    bool gso_ = false;            // datagram sessions: send runs of equal-size datagrams with UDP GSO
+    int timer_ = -1;              // QUIC: the loop's timer, from the first open for the connection's life
+    bool announce_open_ = false;  // QUIC: on_tcp_connected is due with the first packet
+    bool gso_ = false;            // QUIC: send runs of equal-size datagrams with UDP GSO
     std::string batch_;           // datagrams gathered, not yet sent (kept across EAGAIN)
     size_t batch_count_ = 0;
     size_t batch_segment_ = 0;  // their size (the last one may be shorter)
-    bool gro_ = false;          // datagram sessions: UDP_GRO is on (recvmsg may return several)
+    bool gro_ = false;          // QUIC: UDP_GRO is on (recvmsg may return several)
 };
 
 }  // namespace loadbench::generator

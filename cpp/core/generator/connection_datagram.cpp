@@ -1,6 +1,6 @@
-// Connection over a datagram session (HTTP/3 over QUIC): one connected, non-blocking UDP socket
-// per connection, registered with the worker's event loop like a TCP socket; the session does
-// its own (QUIC) handshake; its timer (ngtcp2_conn_get_expiry) is one of the event loop's timers,
+// Connection over QUIC (HTTP/3): one connected, non-blocking UDP socket per connection, registered
+// with the worker's event loop like a TCP socket; the QuicTransport does its own handshake; its
+// timer (ngtcp2_conn_get_expiry) is one of the event loop's timers,
 // armed again only when the expiry moves earlier. Receiving uses UDP GRO where the kernel has it: one
 // recvmsg() may return several of the server's datagrams back to back (a sender's GSO batch),
 // cut apart here by the segment size the kernel reports (LOADBENCH_UDP_GRO=0 turns it off).
@@ -19,6 +19,9 @@
 #include <cstring>
 
 #include "core/generator/connection.hpp"
+
+#ifdef LOADBENCH_HAVE_HTTP3  // the build found ngtcp2, GnuTLS and nghttp3 (CMakeLists.txt)
+#include "core/generator/quic_transport.hpp"
 
 namespace loadbench::generator {
 
@@ -103,9 +106,9 @@ bool Connection::open_datagram(std::string& why) noexcept {
     fd_ = fd;
     state_ = State::Handshaking;
     const int64_t now = monotonic_ns();
-    if (!session_->start(reinterpret_cast<const sockaddr*>(&local), local_len,
-                         reinterpret_cast<const sockaddr*>(&plan_.address), plan_.address_len, now)) {
-        why = session_->error();
+    if (!quic_->start(reinterpret_cast<const sockaddr*>(&local), local_len,
+                      reinterpret_cast<const sockaddr*>(&plan_.address), plan_.address_len, now)) {
+        why = quic_->error();
         close();
         return false;
     }
@@ -118,7 +121,7 @@ bool Connection::open_datagram(std::string& why) noexcept {
 
 void Connection::close_datagram() noexcept {
     // CONNECTION_CLOSE, so the server frees the connection now rather than at its idle timeout.
-    const std::string_view bye = session_->farewell(monotonic_ns());
+    const std::string_view bye = quic_->farewell(monotonic_ns());
     if (!bye.empty()) (void)::send(fd_, bye.data(), bye.size(), MSG_DONTWAIT);
     loop_.arm(timer_, INT64_MAX);
 }
@@ -152,8 +155,8 @@ bool Connection::flush_datagrams() noexcept {
         if (sent < 0) return false;
         if (sent == 0) break;  // the writable edge resumes it
     }
-    if (session_->broken()) {
-        lose(state_ == State::Open ? kParse : kConnect, session_->error());
+    if (quic_->broken()) {
+        lose(state_ == State::Open ? kParse : kConnect, quic_->error());
         return false;
     }
     arm_timer();
@@ -164,7 +167,7 @@ size_t Connection::gather_datagrams() noexcept {
     const int64_t handed_at = plan_.open_loop ? monotonic_ns() : 0;
     const size_t most = gso_ ? kGsoSegments : 1;
     while (batch_count_ < most) {
-        const std::string_view out = session_->output();
+        const std::string_view out = quic_->output();
         if (out.empty()) break;
         // GSO cuts the buffer into equal segments, the last one possibly shorter: a longer
         // datagram, or one past 64 KiB, waits for the next batch.
@@ -174,9 +177,9 @@ size_t Connection::gather_datagrams() noexcept {
             owner_.on_tcp_connected(*this, monotonic_ns());
         }
         if (batch_count_ == 0) batch_segment_ = out.size();
-        batch_.append(out.data(), out.size());  // before wrote(): it frees the session's datagram
+        batch_.append(out.data(), out.size());  // before wrote(): it frees the transport's datagram
         ++batch_count_;
-        session_->wrote(out.size(), handed_at);
+        quic_->wrote(handed_at);
         if (out.size() < batch_segment_) break;
     }
     return batch_count_;
@@ -292,17 +295,17 @@ void Connection::read_datagrams() {
         for (size_t at = 0; at < static_cast<size_t>(n); at += segment) {
             const size_t len = std::min(segment, static_cast<size_t>(n) - at);
             recorder_.datagram_received(len, session_->carries_counted(), now);
-            if (session_->input(read_buffer_ + at, len, now) == InputResult::Error) {
+            if (quic_->input(read_buffer_ + at, len, now) == InputResult::Error) {
                 // The server closing the connection (CONNECTION_CLOSE) with requests in flight is a
-                // read error, as a TCP close is; what the session could not accept is a parse error.
-                lose(state_ != State::Open ? kConnect : session_->broken() ? kParse : kRead, session_->error());
+                // read error, as a TCP close is; what QUIC or HTTP/3 could not accept is a parse error.
+                lose(state_ != State::Open ? kConnect : quic_->broken() ? kParse : kRead, quic_->error());
                 return;
             }
             if (state_ == State::Closed) return;  // a callback of the owner closed it
         }
     }
     if (now == 0) now = monotonic_ns();
-    if (state_ == State::Handshaking && session_->established()) {
+    if (state_ == State::Handshaking && quic_->established()) {
         state_ = State::Open;
         owner_.on_ready(*this, now);  // the closed loop flushes the requests waiting for it
         if (state_ == State::Closed) return;
@@ -318,7 +321,7 @@ void Connection::read_datagrams() {
 }
 
 void Connection::arm_timer() noexcept {
-    const int64_t at = fd_ >= 0 ? session_->expiry_ns() : INT64_MAX;
+    const int64_t at = fd_ >= 0 ? quic_->expiry_ns() : INT64_MAX;
     // Armed again only when the expiry moves earlier: ngtcp2 moves it with nearly every packet
     // (ACK delay, loss detection, idle), mostly later, and each later arming would leave one more
     // stale entry in the loop's heap. A timer that fires early finds the expiry still ahead in
@@ -329,20 +332,39 @@ void Connection::arm_timer() noexcept {
 
 void Connection::on_timer(int64_t now) noexcept {
     if (fd_ < 0 || state_ == State::Closed) return;
-    if (session_->expiry_ns() > now) {  // fired early: the expiry moved later meanwhile
+    if (quic_->expiry_ns() > now) {  // fired early: the expiry moved later meanwhile
         arm_timer();
         return;
     }
-    if (session_->on_expiry(now) == InputResult::Error) {
+    if (quic_->on_expiry(now) == InputResult::Error) {
         if (state_ == State::Open && session_->in_flight() == 0) {  // idle timeout with nothing asked
             close();
             owner_.on_idle_closed(*this, now);
             return;
         }
-        lose(state_ == State::Open ? kTimeout : kConnect, session_->error());
+        lose(state_ == State::Open ? kTimeout : kConnect, quic_->error());
         return;
     }
     flush_datagrams();  // retransmissions, ACKs, PINGs (a failure is settled through on_lost)
 }
 
 }  // namespace loadbench::generator
+
+#else  // no QUIC in this build: the Connection never makes a QuicTransport, so none of this runs
+
+namespace loadbench::generator {
+
+class QuicTransport {};
+
+bool Connection::open_datagram(std::string& why) noexcept {
+    why = "this build has no HTTP/3";
+    return false;
+}
+void Connection::close_datagram() noexcept {}
+void Connection::on_datagram_io(uint32_t) {}
+bool Connection::flush_datagrams() noexcept { return true; }
+void Connection::on_timer(int64_t) noexcept {}
+
+}  // namespace loadbench::generator
+
+#endif  // LOADBENCH_HAVE_HTTP3

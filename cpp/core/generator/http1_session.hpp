@@ -13,7 +13,7 @@
 
 namespace loadbench::generator {
 
-class Http1Session final : public Session {
+class Http1Session final : public StreamSession {
 public:
     Http1Session(const std::vector<std::string>& wire, const std::vector<bool>& head, SessionEvents& events,
                  int depth = 1);

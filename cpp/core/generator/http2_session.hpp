@@ -30,7 +30,7 @@ namespace loadbench::generator {
 H2Request make_h2_request(const http::RequestTemplate& request, const std::string& default_target,
                           const std::string& authority, bool tls);
 
-class Http2Session final : public Session {
+class Http2Session final : public StreamSession {
 public:
     // streams: the most streams in flight (the server's limit may be lower); one_per_connection:
     // connection-per-request mode (one stream, then the connection is done).

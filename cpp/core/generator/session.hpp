@@ -3,11 +3,10 @@
 // how many request slots it has free, takes requests, hands their bytes to the connection and
 // turns the bytes that come back into completed responses. `Http1Session` carries one request
 // at a time (keep-alive) or a pipeline of them, answered in order; an HTTP/2 session carries
-// one per stream. The load logic (the
-// Scheduler and the Worker) only sees slots and Requests, so adding a protocol is adding a
-// Session.
-#include <sys/socket.h>
-
+// one per stream, HTTP/3 one per QUIC stream. The load logic (the Scheduler and the Worker) only
+// sees slots and Requests, so adding a protocol is adding a Session. What carries its bytes is
+// the Connection's: TCP, TLS over TCP (Transport) or QUIC (QuicTransport, on whose streams
+// HTTP/3 rides - the QUIC handshake, timers and 0-RTT are none of the Session's business).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -64,17 +63,8 @@ public:
     // Requests it can take now, and requests submitted and not yet answered.
     virtual int free_slots() const noexcept = 0;
     virtual int in_flight() const noexcept = 0;
-    // Takes a request (needs free_slots() > 0); its bytes go out with the next writes.
+    // Takes a request (needs free_slots() > 0); its bytes go out with the connection's next writes.
     virtual void submit(const Request& r) noexcept = 0;
-    // The bytes waiting to be written (empty: nothing to write), and how many of them the
-    // transport took at `now`.
-    virtual std::string_view output() const noexcept = 0;
-    virtual void wrote(size_t n, int64_t now) noexcept = 0;
-    // Bytes from the transport, read at `now`; completed responses go to SessionEvents.
-    // Error: the stream cannot be trusted any more (error() says why) - close the connection.
-    virtual InputResult input(const char* data, size_t n, int64_t now) noexcept = 0;
-    // The peer closed: a response delimited by the close completes, anything else is an Error.
-    virtual InputResult input_eof(int64_t now) noexcept = 0;
     // Whether this connection may carry more requests (keep-alive, and every request fully
     // written before its response).
     virtual bool reusable() const noexcept = 0;
@@ -99,33 +89,21 @@ public:
     virtual size_t take_expired(int64_t /*assigned_before*/, Request* /*out*/, size_t /*capacity*/) noexcept {
         return 0;
     }
+};
 
-    // Datagram sessions (HTTP/3 over QUIC) carry their own handshake and timers: output() is one
-    // whole UDP datagram and input() takes one. start() begins the handshake on a connected UDP
-    // socket's addresses (false: error() says why); established() says when requests may flow;
-    // expiry_ns() is when on_expiry() must run (INT64_MAX: no timer); farewell() is the last
-    // datagram to send before the socket closes (QUIC's CONNECTION_CLOSE; empty: none). Its
-    // requests are offered to the same slots (free_slots, submit) as HTTP/2's streams.
-    virtual bool datagrams() const noexcept { return false; }
-    virtual bool start(const sockaddr* /*local*/, socklen_t, const sockaddr* /*remote*/, socklen_t,
-                       int64_t /*now*/) noexcept {
-        return true;
-    }
-    virtual bool established() const noexcept { return true; }
-    virtual int64_t expiry_ns() const noexcept { return INT64_MAX; }
-    virtual InputResult on_expiry(int64_t /*now*/) noexcept { return InputResult::Ok; }
-    virtual std::string_view farewell(int64_t /*now*/) noexcept { return {}; }
-    // The session failed on its own, outside input() (writing a packet, opening a stream):
-    // error() says why; the connection must close.
-    virtual bool broken() const noexcept { return false; }
-    // Whether the connection's set-up belongs to the window: a counted request was on it when
-    // it became established (with 0-RTT its response may be complete by the time the owner
-    // hears of the handshake).
-    virtual bool established_counted() const noexcept { return carries_counted(); }
-    // Sessions that carry their own TLS (QUIC): the handshake resumed an earlier session, and
-    // 0-RTT's outcome - both known once established(). A TCP connection's TLS is its Transport's.
-    virtual bool resumed() const noexcept { return false; }
-    virtual EarlyData early_data() const noexcept { return EarlyData::NotAttempted; }
+// A Session that frames its requests and responses on one byte stream - TCP, or TLS over TCP
+// (HTTP/1.1, HTTP/2). HTTP/3's bytes ride QUIC's streams instead, inside the QuicTransport.
+class StreamSession : public Session {
+public:
+    // The bytes waiting to be written (empty: nothing to write), and how many of them the
+    // transport took at `now`.
+    virtual std::string_view output() const noexcept = 0;
+    virtual void wrote(size_t n, int64_t now) noexcept = 0;
+    // Bytes from the transport, read at `now`; completed responses go to SessionEvents.
+    // Error: the stream cannot be trusted any more (error() says why) - close the connection.
+    virtual InputResult input(const char* data, size_t n, int64_t now) noexcept = 0;
+    // The peer closed: a response delimited by the close completes, anything else is an Error.
+    virtual InputResult input_eof(int64_t now) noexcept = 0;
 };
 
 }  // namespace loadbench::generator

@@ -238,12 +238,11 @@ void Worker::on_tcp_connected(Connection& c, int64_t now) noexcept {
 
 void Worker::on_ready(Connection& c, int64_t now) {
     if (preconnecting_) return;  // open before the window: the run hands it requests
-    // A QUIC handshake (a datagram session's) is a TLS 1.3 handshake too, and it
-    // carries its own TLS: its resumption and 0-RTT are the session's to say.
-    if (c.transport().needs_handshake() || c.session().datagrams()) {
-        const bool counted = plan_.open_loop ? plan_.in_window(now) : c.session().established_counted();
-        recorder_.tls_handshake(counted, c.transport().resumed() || c.session().resumed());
-        recorder_.early_data(counted, c.session().early_data());
+    // TLS over TCP, or QUIC's own TLS 1.3 handshake: the connection says how it went.
+    if (c.handshakes()) {
+        const bool counted = plan_.open_loop ? plan_.in_window(now) : c.counted_at_handshake();
+        recorder_.tls_handshake(counted, c.handshake_resumed());
+        recorder_.early_data(counted, c.early_data());
     }
     if (!plan_.open_loop) {
         c.flush();

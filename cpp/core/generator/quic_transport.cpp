@@ -1,15 +1,17 @@
-// The QUIC half of Http3Session: the GnuTLS session, the ngtcp2 client connection, packets in
-// and out, the expiry timer, CONNECTION_CLOSE. The HTTP/3 half (nghttp3, the request slots) is in
-// http3_session.cpp, the libraries' callbacks in http3_callbacks.cpp.
+// The QUIC connection of QuicTransport: the GnuTLS session, the ngtcp2 client connection, packets
+// in and out, the expiry timer, CONNECTION_CLOSE, and ngtcp2's callbacks - those about streams
+// handed to the application on them (QuicStreams). Session tickets and 0-RTT: quic_resumption.cpp.
 #ifdef LOADBENCH_HAVE_HTTP3  // the build found ngtcp2, GnuTLS and nghttp3 (CMakeLists.txt)
+#include "core/generator/quic_transport.hpp"
+
 #include <gnutls/crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
 #include <cstdio>
 #include <cstring>
 
-#include "core/generator/http3_callbacks.hpp"
-#include "core/generator/http3_session.hpp"
+#include "core/generator/plan.hpp"
+#include "core/generator/quic_callbacks.hpp"
 #include "core/http/quic_tls.hpp"
 
 namespace loadbench::generator {
@@ -24,13 +26,54 @@ constexpr uint64_t kConnectionWindow = 16u << 20;
 
 }  // namespace
 
-bool Http3Session::fail(const std::string& why) noexcept {
+QuicTransport::QuicTransport(const QuicOptions& options) : options_(options) {}
+
+QuicTransport::~QuicTransport() {
+    teardown();
+    if (credentials_) gnutls_certificate_free_credentials(credentials_);
+}
+
+void QuicTransport::reset() noexcept {
+    teardown();
+    failed_ = false;
+    closed_by_peer_ = false;
+    handshake_done_ = false;
+    resumed_ = false;
+    sending_early_ = false;
+    counted_at_handshake_ = false;
+    early_data_ = EarlyData::NotAttempted;
+    packet_len_ = 0;
+    error_.clear();
+}
+
+std::string_view QuicTransport::output() noexcept {
+    if (packet_len_ == 0) produce();
+    return {reinterpret_cast<const char*>(packet_.data()), packet_len_};
+}
+
+void QuicTransport::wrote(int64_t now) noexcept {
+    if (packet_len_ == 0) return;
+    packet_len_ = 0;  // a datagram goes whole or not at all
+    streams_->on_datagram_sent(now);
+}
+
+bool QuicTransport::handshake_completed() noexcept {
+    gnutls_datum_t alpn{};
+    if (gnutls_alpn_get_selected_protocol(tls_, &alpn) != 0 || alpn.size != 2 || std::memcmp(alpn.data, "h3", 2) != 0)
+        return fail("ALPN: the server did not select h3; --h3 needs a server that speaks HTTP/3");
+    handshake_done_ = true;
+    counted_at_handshake_ = streams_->carries_counted();
+    resumed_ = gnutls_session_is_resumed(tls_) != 0;
+    return settle_early_data() && streams_->on_established();
+}
+
+bool QuicTransport::fail(const std::string& why) noexcept {
     failed_ = true;
     if (error_.empty()) error_ = why;
     return false;
 }
 
-bool Http3Session::setup_tls() noexcept {
+bool QuicTransport::setup_tls() noexcept {
     if (!credentials_) {
         if (gnutls_certificate_allocate_credentials(&credentials_) != 0)
             return fail("QUIC: cannot allocate TLS credentials (out of memory)");
@@ -53,15 +96,15 @@ bool Http3Session::setup_tls() noexcept {
     http::offer_h3_alpn_only(tls_);  // the run's protocol is never negotiated down
     if (options_.resume)
         gnutls_handshake_set_hook_function(tls_, GNUTLS_HANDSHAKE_NEW_SESSION_TICKET, GNUTLS_HOOK_POST,
-                                           &Http3Callbacks::tls_message);
+                                           &QuicCallbacks::tls_message);
     const std::string& name = options_.server_name;
     if (!options_.server_name_is_ip) gnutls_server_name_set(tls_, GNUTLS_NAME_DNS, name.data(), name.size());
     if (options_.verify) gnutls_session_set_verify_cert(tls_, name.c_str(), 0);
     return true;
 }
 
-bool Http3Session::start(const sockaddr* local, socklen_t local_len, const sockaddr* remote, socklen_t remote_len,
-                         int64_t now) noexcept {
+bool QuicTransport::start(const sockaddr* local, socklen_t local_len, const sockaddr* remote, socklen_t remote_len,
+                          int64_t now) noexcept {
     now_ = now;
     ngtcp2_path_storage_init(&path_, local, local_len, remote, remote_len, nullptr);
     ngtcp2_cid dcid{}, scid{};
@@ -82,16 +125,16 @@ bool Http3Session::start(const sockaddr* local, socklen_t local_len, const socka
     cb.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
     cb.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
     cb.version_negotiation = ngtcp2_crypto_version_negotiation_cb;
-    cb.rand = &Http3Callbacks::rand;
-    cb.get_new_connection_id = &Http3Callbacks::get_new_connection_id;
-    cb.handshake_completed = &Http3Callbacks::handshake_completed;
-    cb.recv_stream_data = &Http3Callbacks::recv_stream_data;
-    cb.acked_stream_data_offset = &Http3Callbacks::acked_stream_data_offset;
-    cb.stream_close = &Http3Callbacks::stream_close;
-    cb.stream_reset = &Http3Callbacks::stream_reset;
-    cb.stream_stop_sending = &Http3Callbacks::stream_stop_sending;
-    cb.extend_max_stream_data = &Http3Callbacks::extend_max_stream_data;
-    cb.extend_max_local_streams_bidi = &Http3Callbacks::extend_max_local_streams_bidi;
+    cb.rand = &QuicCallbacks::rand;
+    cb.get_new_connection_id = &QuicCallbacks::get_new_connection_id;
+    cb.handshake_completed = &QuicCallbacks::handshake_completed;
+    cb.recv_stream_data = &QuicCallbacks::recv_stream_data;
+    cb.acked_stream_data_offset = &QuicCallbacks::acked_stream_data_offset;
+    cb.stream_close = &QuicCallbacks::stream_close;
+    cb.stream_reset = &QuicCallbacks::stream_reset;
+    cb.stream_stop_sending = &QuicCallbacks::stream_stop_sending;
+    cb.extend_max_stream_data = &QuicCallbacks::extend_max_stream_data;
+    cb.extend_max_local_streams_bidi = &QuicCallbacks::extend_max_local_streams_bidi;
 
     ngtcp2_settings settings;
     ngtcp2_settings_default(&settings);
@@ -115,7 +158,7 @@ bool Http3Session::start(const sockaddr* local, socklen_t local_len, const socka
         quic_ = nullptr;
         return fail(std::string("QUIC: cannot create a connection: ") + ngtcp2_strerror(rv));
     }
-    conn_ref_.get_conn = &Http3Callbacks::get_conn;
+    conn_ref_.get_conn = &QuicCallbacks::get_conn;
     conn_ref_.user_data = this;
     if (!setup_tls()) return false;
     ngtcp2_conn_set_tls_native_handle(quic_, tls_);
@@ -124,16 +167,14 @@ bool Http3Session::start(const sockaddr* local, socklen_t local_len, const socka
     return true;
 }
 
-void Http3Session::teardown() noexcept {
-    if (h3_) nghttp3_conn_del(h3_);
-    h3_ = nullptr;
+void QuicTransport::teardown() noexcept {
     if (quic_) ngtcp2_conn_del(quic_);
     quic_ = nullptr;
     if (tls_) gnutls_deinit(tls_);
     tls_ = nullptr;
 }
 
-void Http3Session::produce() noexcept {
+void QuicTransport::produce() noexcept {
     packet_len_ = 0;
     if (!quic_ || failed_ || closed_by_peer_ || ngtcp2_conn_is_in_closing_period(quic_) ||
         ngtcp2_conn_is_in_draining_period(quic_))
@@ -143,44 +184,35 @@ void Http3Session::produce() noexcept {
     ngtcp2_pkt_info pi{};
     while (true) {
         int64_t stream_id = -1;
-        int fin = 0;
-        nghttp3_vec vec[16];
-        nghttp3_ssize count = 0;
-        if (h3_ && ngtcp2_conn_get_max_data_left(quic_) > 0) {
-            count = nghttp3_conn_writev_stream(h3_, &stream_id, &fin, vec, 16);
-            if (count < 0) {
-                fail(std::string("HTTP/3: ") + nghttp3_strerror(static_cast<int>(count)));
-                return;
-            }
+        bool fin = false;
+        ngtcp2_vec vec[16];
+        int64_t count = 0;
+        if (ngtcp2_conn_get_max_data_left(quic_) > 0) {
+            count = streams_->next_stream_data(stream_id, fin, vec, 16);
+            if (count < 0) return;  // the application failed (its reason is error())
         }
         ngtcp2_ssize written = -1;  // stream bytes that went into the packet (-1: none)
         uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
         if (fin) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
-        // nghttp3_vec and ngtcp2_vec are the same {base, len} pair (ngtcp2's own examples cast).
-        const ngtcp2_ssize n =
-            ngtcp2_conn_writev_stream(quic_, nullptr, &pi, packet_.data(), packet_.size(), &written, flags, stream_id,
-                                      reinterpret_cast<const ngtcp2_vec*>(vec), static_cast<size_t>(count), ts);
+        const ngtcp2_ssize n = ngtcp2_conn_writev_stream(quic_, nullptr, &pi, packet_.data(), packet_.size(), &written,
+                                                         flags, stream_id, vec, static_cast<size_t>(count), ts);
         if (n < 0) {
             switch (n) {
                 case NGTCP2_ERR_STREAM_DATA_BLOCKED:
-                    nghttp3_conn_block_stream(h3_, stream_id);
+                    streams_->on_stream_blocked(stream_id);
                     continue;
                 case NGTCP2_ERR_STREAM_SHUT_WR:
-                    nghttp3_conn_shutdown_stream_write(h3_, stream_id);
+                    streams_->on_stream_shut_write(stream_id);
                     continue;
                 case NGTCP2_ERR_WRITE_MORE:  // room left in the packet: the next stream's data joins it
-                    nghttp3_conn_add_write_offset(h3_, stream_id, static_cast<size_t>(written));
-                    headers_written(stream_id);
+                    streams_->on_stream_data_packed(stream_id, static_cast<size_t>(written));
                     continue;
                 default:
                     fail(std::string("QUIC: cannot write a packet: ") + ngtcp2_strerror(static_cast<int>(n)));
                     return;
             }
         }
-        if (written >= 0 && stream_id >= 0) {
-            nghttp3_conn_add_write_offset(h3_, stream_id, static_cast<size_t>(written));
-            headers_written(stream_id);
-        }
+        if (written >= 0 && stream_id >= 0) streams_->on_stream_data_packed(stream_id, static_cast<size_t>(written));
         // Paced once the handshake is done, not before: until its first RTT sample ngtcp2 0.12
         // paces on RFC 9002's initial 333 ms guess, which held the handshake's second flight (the
         // Finished, and the requests with it) back ~27 ms per connection on loopback - and with
@@ -191,7 +223,7 @@ void Http3Session::produce() noexcept {
     }
 }
 
-InputResult Http3Session::input(const char* data, size_t n, int64_t now) noexcept {
+InputResult QuicTransport::input(const char* data, size_t n, int64_t now) noexcept {
     if (!quic_) {
         fail("QUIC: a datagram with no connection");
         return InputResult::Error;
@@ -204,7 +236,7 @@ InputResult Http3Session::input(const char* data, size_t n, int64_t now) noexcep
     if (rv == NGTCP2_ERR_DRAINING) {  // the server's CONNECTION_CLOSE
         closed_by_peer_ = true;
         read_close_reason();
-        return used_ > 0 || !handshake_done_ ? InputResult::Error : InputResult::Ok;
+        return streams_->in_flight() > 0 || !handshake_done_ ? InputResult::Error : InputResult::Ok;
     }
     if (rv == NGTCP2_ERR_CRYPTO) {
         const uint8_t alert = ngtcp2_conn_get_tls_alert(quic_);
@@ -216,7 +248,7 @@ InputResult Http3Session::input(const char* data, size_t n, int64_t now) noexcep
     return InputResult::Error;
 }
 
-void Http3Session::read_close_reason() noexcept {
+void QuicTransport::read_close_reason() noexcept {
     ngtcp2_connection_close_error ccerr{};
     ngtcp2_conn_get_connection_close_error(quic_, &ccerr);
     std::string what;
@@ -240,13 +272,13 @@ void Http3Session::read_close_reason() noexcept {
     if (error_.empty()) error_ = why;
 }
 
-int64_t Http3Session::expiry_ns() const noexcept {
+int64_t QuicTransport::expiry_ns() const noexcept {
     if (!quic_ || failed_ || closed_by_peer_) return INT64_MAX;
     const ngtcp2_tstamp at = ngtcp2_conn_get_expiry(quic_);
     return at >= static_cast<ngtcp2_tstamp>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(at);
 }
 
-InputResult Http3Session::on_expiry(int64_t now) noexcept {
+InputResult QuicTransport::on_expiry(int64_t now) noexcept {
     if (!quic_ || failed_ || closed_by_peer_) return InputResult::Ok;
     now_ = now;
     const int rv = ngtcp2_conn_handle_expiry(quic_, static_cast<ngtcp2_tstamp>(now));
@@ -263,19 +295,83 @@ InputResult Http3Session::on_expiry(int64_t now) noexcept {
     return InputResult::Error;
 }
 
-std::string_view Http3Session::farewell(int64_t now) noexcept {
+std::string_view QuicTransport::farewell(int64_t now) noexcept {
     if (!quic_ || !handshake_done_ || closed_by_peer_ || ngtcp2_conn_is_in_closing_period(quic_) ||
         ngtcp2_conn_is_in_draining_period(quic_))
         return {};
     if (packet_.size() < kDatagramCapacity) packet_.resize(kDatagramCapacity);
     ngtcp2_connection_close_error ccerr{};
-    ngtcp2_connection_close_error_set_application_error(&ccerr, NGHTTP3_H3_NO_ERROR, nullptr, 0);
+    ngtcp2_connection_close_error_set_application_error(&ccerr, options_.no_error_code, nullptr, 0);
     ngtcp2_pkt_info pi{};
     const ngtcp2_ssize n = ngtcp2_conn_write_connection_close(quic_, nullptr, &pi, packet_.data(), packet_.size(),
                                                               &ccerr, static_cast<ngtcp2_tstamp>(now));
     packet_len_ = 0;
     if (n <= 0) return {};
     return {reinterpret_cast<const char*>(packet_.data()), static_cast<size_t>(n)};
+}
+
+// --- ngtcp2's callbacks ---------------------------------------------------------------------------
+void QuicCallbacks::rand(uint8_t* dest, size_t destlen, const ngtcp2_rand_ctx*) {
+    gnutls_rnd(GNUTLS_RND_NONCE, dest, destlen);
+}
+
+int QuicCallbacks::get_new_connection_id(ngtcp2_conn*, ngtcp2_cid* cid, uint8_t* token, size_t cidlen, void*) {
+    if (gnutls_rnd(GNUTLS_RND_NONCE, cid->data, cidlen) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+    cid->datalen = cidlen;
+    if (gnutls_rnd(GNUTLS_RND_NONCE, token, NGTCP2_STATELESS_RESET_TOKENLEN) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+    return 0;
+}
+
+int QuicCallbacks::handshake_completed(ngtcp2_conn*, void* user) {
+    return static_cast<QuicTransport*>(user)->handshake_completed() ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
+}
+
+int QuicCallbacks::recv_stream_data(ngtcp2_conn* conn, uint32_t flags, int64_t stream_id, uint64_t, const uint8_t* data,
+                                    size_t datalen, void* user, void*) {
+    auto* self = static_cast<QuicTransport*>(user);
+    const int64_t consumed =
+        self->streams_->on_stream_data(stream_id, data, datalen, (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0);
+    if (consumed < 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+    // What the application consumed itself (its framing); what it hands on is counted as it goes.
+    ngtcp2_conn_extend_max_stream_offset(conn, stream_id, static_cast<uint64_t>(consumed));
+    ngtcp2_conn_extend_max_offset(conn, static_cast<uint64_t>(consumed));
+    return 0;
+}
+
+int QuicCallbacks::acked_stream_data_offset(ngtcp2_conn*, int64_t stream_id, uint64_t, uint64_t datalen, void* user,
+                                            void*) {
+    return static_cast<QuicTransport*>(user)->streams_->on_stream_acked(stream_id, datalen)
+               ? 0
+               : NGTCP2_ERR_CALLBACK_FAILURE;
+}
+
+int QuicCallbacks::stream_close(ngtcp2_conn*, uint32_t flags, int64_t stream_id, uint64_t app_error_code, void* user,
+                                void*) {
+    auto* self = static_cast<QuicTransport*>(user);
+    if (!(flags & NGTCP2_STREAM_CLOSE_FLAG_APP_ERROR_CODE_SET)) app_error_code = self->options_.no_error_code;
+    return self->streams_->on_stream_close(stream_id, app_error_code) ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
+}
+
+int QuicCallbacks::stream_reset(ngtcp2_conn*, int64_t stream_id, uint64_t, uint64_t, void* user, void*) {
+    return static_cast<QuicTransport*>(user)->streams_->on_stream_reset(stream_id) ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
+}
+
+int QuicCallbacks::stream_stop_sending(ngtcp2_conn*, int64_t stream_id, uint64_t, void* user, void*) {
+    return static_cast<QuicTransport*>(user)->streams_->on_stream_reset(stream_id) ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
+}
+
+int QuicCallbacks::extend_max_stream_data(ngtcp2_conn*, int64_t stream_id, uint64_t, void* user, void*) {
+    return static_cast<QuicTransport*>(user)->streams_->on_stream_unblocked(stream_id) ? 0
+                                                                                       : NGTCP2_ERR_CALLBACK_FAILURE;
+}
+
+int QuicCallbacks::extend_max_local_streams_bidi(ngtcp2_conn*, uint64_t, void* user) {
+    static_cast<QuicTransport*>(user)->streams_->on_more_streams();  // requests waiting for MAX_STREAMS
+    return 0;
+}
+
+ngtcp2_conn* QuicCallbacks::get_conn(ngtcp2_crypto_conn_ref* ref) {
+    return static_cast<QuicTransport*>(ref->user_data)->quic_;
 }
 
 }  // namespace loadbench::generator

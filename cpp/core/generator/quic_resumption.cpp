@@ -1,25 +1,25 @@
-// Http3Session's session resumption and 0-RTT (Http3Options::resume, ::early_data): the newest
+// QuicTransport's session resumption and 0-RTT (QuicOptions::resume, ::early_data): the newest
 // session ticket is kept with the server's transport parameters, offered by the next
-// connection, and - with early data - that connection's first requests leave in 0-RTT packets
-// beside its Initial. The server may refuse the early data (settle_early_data): the requests
-// then go again in 1-RTT, as ngtcp2's own client example does.
+// connection, and - with early data - that connection's first stream data leaves in 0-RTT
+// packets beside its Initial. The server may refuse the early data (settle_early_data): the
+// application then sends it again in 1-RTT, as ngtcp2's own client example does.
 #ifdef LOADBENCH_HAVE_HTTP3  // the build found ngtcp2, GnuTLS and nghttp3 (CMakeLists.txt)
 #include <string>
 
-#include "core/generator/http3_callbacks.hpp"
-#include "core/generator/http3_session.hpp"
+#include "core/generator/quic_callbacks.hpp"
+#include "core/generator/quic_transport.hpp"
 
 namespace loadbench::generator {
 
-int Http3Callbacks::tls_message(gnutls_session_t tls, unsigned int type, unsigned int, unsigned int incoming,
-                                const gnutls_datum_t*) {
+int QuicCallbacks::tls_message(gnutls_session_t tls, unsigned int type, unsigned int, unsigned int incoming,
+                               const gnutls_datum_t*) {
     if (type != GNUTLS_HANDSHAKE_NEW_SESSION_TICKET || !incoming) return 0;
     auto* ref = static_cast<ngtcp2_crypto_conn_ref*>(gnutls_session_get_ptr(tls));
-    static_cast<Http3Session*>(ref->user_data)->keep_ticket();
+    static_cast<QuicTransport*>(ref->user_data)->keep_ticket();
     return 0;
 }
 
-void Http3Session::keep_ticket() noexcept {
+void QuicTransport::keep_ticket() noexcept {
     gnutls_datum_t data{};
     // The session as GnuTLS would resume it, with the ticket that just arrived.
     if (gnutls_session_get_data2(tls_, &data) != 0) return;
@@ -34,21 +34,20 @@ void Http3Session::keep_ticket() noexcept {
     }
 }
 
-bool Http3Session::resume_from_ticket() noexcept {
+bool QuicTransport::resume_from_ticket() noexcept {
     if (gnutls_session_set_data(tls_, ticket_.data(), ticket_.size()) != 0) {
         ticket_.clear();  // unusable (GnuTLS refused it): a full handshake, and a new ticket from it
         return true;
     }
     if (!options_.early_data) return true;
     ngtcp2_conn_set_early_remote_transport_params(quic_, &ticket_params_);
-    // The control and QPACK streams, and the requests already submitted, go out in 0-RTT.
-    if (!setup_http3()) return false;
+    // The application's first stream data (HTTP/3: its control and QPACK streams, and the
+    // requests already submitted) goes out in 0-RTT.
     sending_early_ = true;
-    open_streams();
-    return !failed_;
+    return streams_->on_early_start() && !failed_;
 }
 
-bool Http3Session::settle_early_data() noexcept {
+bool QuicTransport::settle_early_data() noexcept {
     if (!sending_early_) return true;
     sending_early_ = false;
     if (gnutls_session_get_flags(tls_) & GNUTLS_SFLAGS_EARLY_DATA) {
@@ -56,13 +55,9 @@ bool Http3Session::settle_early_data() noexcept {
         return true;
     }
     early_data_ = EarlyData::Rejected;
-    // Everything sent in 0-RTT is void: HTTP/3's state first (so closing the QUIC streams reports
-    // nothing to it), then ngtcp2's streams and stream ids. Each request keeps its slot and its
-    // recorded send; open_streams() gives it a new stream after the handshake.
-    nghttp3_conn_del(h3_);
-    h3_ = nullptr;
-    for (Slot& s : slots_)
-        if (s.used) s.stream_id = -1;
+    // Everything sent in 0-RTT is void: the application's state first (so closing the QUIC
+    // streams reports nothing to it), then ngtcp2's streams and stream ids.
+    streams_->on_early_data_rejected();
     const int rv = ngtcp2_conn_early_data_rejected(quic_);
     if (rv != 0) return fail(std::string("QUIC: cannot drop the rejected 0-RTT data: ") + ngtcp2_strerror(rv));
     return true;
