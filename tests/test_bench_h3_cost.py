@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ def test_h3_cost_smoke_counts_and_marks_missing_anchors(
 ) -> None:
     monkeypatch.setenv("LOADBENCH_OHA_H3", str(tmp_path / "no-such-oha"))
     argv = ["-c", "1", "-d", "1", "-r", "1", "--protocols", "h3", "--out", str(tmp_path)]
+    argv += ["--before", sys.executable]  # "another build": this one, beside itself
     assert h3_generator_cost.main(REPO, argv) == 0
     lines = [json.loads(x) for x in (tmp_path / "h3-generator-cost.jsonl").read_text().splitlines()]
     assert lines[0]["record"] == "environment"
@@ -42,7 +44,9 @@ def test_h3_cost_smoke_counts_and_marks_missing_anchors(
         assert "bash bench/install-peers.sh" in runs["quic-go"]["na"]
     assert "| h3 | oha | 1 | n/a |" in md
     anchors = {
-        k: r["cpu_us_per_response"] for k, r in runs.items() if k != "loadbench" and "na" not in r
+        k: r["cpu_us_per_response"]
+        for k, r in runs.items()
+        if not k.startswith("loadbench") and "na" not in r
     }
     if anchors:  # loadbench over the cheapest anchor of the cell, as the report states it
         best = min(anchors, key=anchors.get)
@@ -50,8 +54,14 @@ def test_h3_cost_smoke_counts_and_marks_missing_anchors(
         assert f"- h3, c=1: loadbench {ours['cpu_us_per_response']:.2f} us vs {best}" in md
         assert f"({ratio:.2f}x)" in md
     else:
-        assert "- h3, c=1:" not in md
+        assert "- h3, c=1: loadbench" not in md
     assert "| h3 | loadbench | 1 | " in md and "| h3 | loadbench | 1 | n/a" not in md
+    # --before: the other build's runs beside, and this build over it per cell
+    then = runs["loadbench-before"]
+    assert then["responses"] > 0 and then["errors"] == 0, then
+    now_us, then_us = ours["cpu_us_per_response"], then["cpu_us_per_response"]
+    assert "## This build against the one before (--before)" in md
+    assert f"- h3, c=1: {now_us:.2f} us vs {then_us:.2f} us before ({now_us / then_us:.2f}x)" in md
     # the report is rewritten from the JSONL alone: its settings (1 s per run, not the default)
     # come from the recorded command, not from the rewriting one's arguments
     (tmp_path / "h3-generator-cost.md").unlink()

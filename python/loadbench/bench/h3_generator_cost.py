@@ -31,7 +31,16 @@ from typing import Optional, Sequence
 from ..report.markdown import table
 from .child import taskset
 from .environment_block import environment
-from .generators import Generator, H2load, H2loadH2, Loadbench, LoadResult, Oha, UnsupportedMode
+from .generators import (
+    Generator,
+    H2load,
+    H2loadH2,
+    Loadbench,
+    LoadbenchBuild,
+    LoadResult,
+    Oha,
+    UnsupportedMode,
+)
 from .jsonl import JsonlWriter, read_jsonl
 from .repeats import add_matrix_args, summarize
 from .report_text import report_head, write_report
@@ -58,6 +67,16 @@ class LoadbenchProtocol(Loadbench):
         if self.protocol == "h3":
             result.extra["quic"] = data.get("quic")
         return result
+
+
+class LoadbenchProtocolBuild(LoadbenchProtocol):
+    """The same runs by another build of loadbench (--before: another interpreter, e.g. a venv
+    holding the engine from before a redesign), side by side with the installed one."""
+
+    def __init__(self, protocol: str, python: str) -> None:
+        super().__init__(protocol)
+        build = LoadbenchBuild(python, "loadbench-before")
+        self.name, self.binary, self.missing_reason = build.name, build.binary, build.missing_reason
 
 
 class OhaProtocol(Oha):
@@ -175,8 +194,10 @@ class QuicGoClient(Generator):
         )
 
 
-def generators(protocol: str, repo: Path) -> list[Generator]:
+def generators(protocol: str, repo: Path, before: Optional[str] = None) -> list[Generator]:
     tools: list[Generator] = [LoadbenchProtocol(protocol), OhaProtocol(protocol, repo)]
+    if before:
+        tools.insert(1, LoadbenchProtocolBuild(protocol, before))
     if protocol == "h3":
         tools += [QuicGoClient(repo), Gtlsclient()]
     else:
@@ -387,7 +408,7 @@ def report(records: list[dict], env: dict, command: str, settings: dict) -> str:
         "",
     ]
     for (protocol, conns), by_tool in sorted(medians.items()):
-        anchors = {k: v for k, v in by_tool.items() if k != "loadbench"}
+        anchors = {k: v for k, v in by_tool.items() if not k.startswith("loadbench")}
         if "loadbench" not in by_tool or not anchors:
             continue
         best = min(anchors, key=anchors.get)
@@ -396,6 +417,24 @@ def report(records: list[dict], env: dict, command: str, settings: dict) -> str:
             f"- {protocol}, c={conns}: loadbench {ours:.2f} us vs {best} {anchors[best]:.2f} us "
             f"({ours / anchors[best]:.2f}x)"
         )
+    before = {
+        k: v for k, v in sorted(medians.items()) if {"loadbench", "loadbench-before"} <= set(v)
+    }
+    if before:
+        lines += [
+            "",
+            "## This build against the one before (--before)",
+            "",
+            "Per protocol and connection count: the installed loadbench's median over the "
+            "median of the build named by --before, measured in the same cells of the same run "
+            "(above 1.00x: this build costs more per response).",
+            "",
+        ]
+        for (protocol, conns), by_tool in before.items():
+            now, then = by_tool["loadbench"], by_tool["loadbench-before"]
+            lines.append(
+                f"- {protocol}, c={conns}: {now:.2f} us vs {then:.2f} us before ({now / then:.2f}x)"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -419,6 +458,13 @@ def main(repo: Path, argv: Optional[list[str]] = None) -> int:
     p.add_argument("--generator-cpus", default="1", help="the generator's CPUs (default 1)")
     p.add_argument("--out", type=Path, default=repo / "reports", help="report folder")
     p.add_argument("--report-only", action="store_true", help="rewrite the report from the JSONL")
+    p.add_argument(
+        "--before",
+        default=None,
+        metavar="PYTHON",
+        help="an interpreter holding another loadbench build (e.g. from before a change): its "
+        "runs go beside the installed one's as 'loadbench-before'",
+    )
     args = p.parse_args(argv)
     jsonl = args.out / "h3-generator-cost.jsonl"
     md = args.out / "h3-generator-cost.md"
@@ -449,7 +495,7 @@ def main(repo: Path, argv: Optional[list[str]] = None) -> int:
             for repeat in range(args.repeats):
                 for protocol in protocols:
                     for conns in (int(c) for c in args.concurrencies.split(",")):
-                        for tool in generators(protocol, repo):
+                        for tool in generators(protocol, repo, args.before):
                             r = measure(
                                 tool, protocol, server.url(), conns, args.duration, gen_cpus
                             )
