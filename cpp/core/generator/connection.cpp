@@ -8,16 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/generator/http1_session.hpp"
-#include "core/generator/http2_session.hpp"
-#ifdef LOADBENCH_HAVE_HTTP3
-#include "core/generator/http3_session.hpp"
 #include "core/generator/quic_transport.hpp"
-#else
-namespace loadbench::generator {
-class QuicTransport {};  // no QUIC in this build: never made (connection_datagram.cpp)
-}  // namespace loadbench::generator
-#endif
+#include "core/generator/session_factory.hpp"
 
 namespace loadbench::generator {
 
@@ -31,35 +23,10 @@ Connection::Connection(const RunPlan& plan, EventLoop& loop, Recorder& recorder,
       read_capacity_(read_capacity) {
     transport_ =
         plan.tls ? plan.tls->make_transport(plan.url.host, plan.url.host_is_ip_literal) : make_plain_transport();
-    // The protocol is the run's choice, never negotiated down: over TLS, HTTP/2 offers only
-    // ALPN "h2" and a server that does not select it fails the connection (handshake()).
-#ifdef LOADBENCH_HAVE_HTTP3
-    if (plan.h3) {  // HTTP/3 on the streams of a QUIC transport, not on TCP
-        QuicOptions options;
-        options.server_name = plan.url.host;
-        options.server_name_is_ip = plan.url.host_is_ip_literal;
-        options.verify = plan.h3_verify;
-        options.cacert = plan.h3_cacert;
-        options.handshake_timeout_ns = plan.timeout_ns;
-        options.resume = plan.h3_resume;
-        options.early_data = plan.h3_early_data;
-        options.no_error_code = Http3Session::kNoError;
-        quic_ = std::make_unique<QuicTransport>(options);
-        session_ = std::make_unique<Http3Session>(plan.h2_requests, plan.streams, !plan.keepalive, *quic_,
-                                                  static_cast<SessionEvents&>(*this));
-        return;
-    }
-#endif
-    std::unique_ptr<StreamSession> stream;
-    if (plan.h2) {
-        stream = std::make_unique<Http2Session>(plan.h2_requests, plan.streams, !plan.keepalive,
-                                                static_cast<SessionEvents&>(*this));
-    } else {
-        stream = std::make_unique<Http1Session>(plan.wire_requests, plan.head_requests,
-                                                static_cast<SessionEvents&>(*this), plan.pipeline);
-    }
-    stream_ = stream.get();
-    session_ = std::move(stream);
+    SessionParts parts = make_session(plan, static_cast<SessionEvents&>(*this));
+    quic_ = std::move(parts.quic);
+    stream_ = parts.stream;
+    session_ = std::move(parts.session);
 }
 
 Connection::~Connection() {
@@ -207,13 +174,12 @@ void Connection::connect_done(uint32_t events) {
 void Connection::handshake() {
     switch (transport_->handshake()) {
         case IoStatus::Ok:
-            if (plan_.h2 && transport_->alpn() != "h2") {
+            if (!plan_.alpn.empty() && transport_->alpn() != plan_.alpn) {
                 const std::string selected(transport_->alpn());
-                lose(kConnect, "ALPN: the server did not select h2 (" +
+                lose(kConnect, "ALPN: the server did not select " + plan_.alpn + " (" +
                                    (selected.empty() ? std::string("it selected no protocol")
                                                      : "it selected '" + selected + "'") +
-                                   "); --h2 over TLS needs a server that speaks HTTP/2, and loadbench never falls "
-                                   "back to HTTP/1.1");
+                                   "); " + plan_.alpn_refused);
                 return;
             }
             state_ = State::Open;

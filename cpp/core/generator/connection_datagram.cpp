@@ -19,9 +19,9 @@
 #include <cstring>
 
 #include "core/generator/connection.hpp"
+#include "core/generator/quic_transport.hpp"
 
 #ifdef LOADBENCH_HAVE_HTTP3  // the build found ngtcp2, GnuTLS and nghttp3 (CMakeLists.txt)
-#include "core/generator/quic_transport.hpp"
 
 namespace loadbench::generator {
 
@@ -353,8 +353,6 @@ void Connection::on_timer(int64_t now) noexcept {
 #else  // no QUIC in this build: the Connection never makes a QuicTransport, so none of this runs
 
 namespace loadbench::generator {
-
-class QuicTransport {};
 
 bool Connection::open_datagram(std::string& why) noexcept {
     why = "this build has no HTTP/3";

@@ -288,7 +288,12 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
     if (plan_.url.tls && !plan_.h3) {  // HTTP/3's TLS is GnuTLS inside each QUIC connection
         tls_ = make_tls_context(config_.tls_library, config_.tls_verify, config_.tls_cacert,
                                 config_.tls_session_resumption);
-        if (config_.h2) tls_->offer_alpn(std::string_view("\x02h2", 3));  // h2 only: never a silent fallback
+        if (config_.h2) {  // h2 only: never a silent fallback
+            tls_->offer_alpn(std::string_view("\x02h2", 3));
+            plan_.alpn = "h2";
+            plan_.alpn_refused =
+                "--h2 over TLS needs a server that speaks HTTP/2, and loadbench never falls back to HTTP/1.1";
+        }
     }
     plan_.tls = tls_.get();
     plan_.keepalive = config_.keepalive;

@@ -41,6 +41,10 @@ struct RunPlan {
     int pipeline = 1;                    // HTTP/1.1: most requests in flight per connection
     std::vector<H2Request> h2_requests;  // HTTP/2: the templates as header fields, built once
     const TlsContext* tls = nullptr;     // null: plain TCP
+    // Over TLS: the one protocol offered with ALPN (empty: none offered), and what a server that
+    // selects another is told - the run's protocol is never negotiated down.
+    std::string alpn;
+    std::string alpn_refused;
     bool keepalive = true;
     bool ack_with_request = false;  // TCP_QUICKACK off before connect (EngineConfig)
     bool rst_close = false;         // SO_LINGER 0 on connections the server closed (EngineConfig)

@@ -13,6 +13,7 @@
 //    connections is offered by the next one - the scope of TCP's TlsTransport, which keeps its
 //    newest session per slot too; with early data that connection's first stream data leaves in
 //    0-RTT packets beside its Initial, and goes again in 1-RTT if the server refuses it.
+#ifdef LOADBENCH_HAVE_HTTP3  // the build found ngtcp2, GnuTLS and nghttp3 (CMakeLists.txt)
 #include <gnutls/gnutls.h>
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
@@ -170,3 +171,11 @@ private:
 };
 
 }  // namespace loadbench::generator
+
+#else  // no QUIC in this build: the Connection never makes one (connection_datagram.cpp)
+
+namespace loadbench::generator {
+class QuicTransport {};
+}  // namespace loadbench::generator
+
+#endif  // LOADBENCH_HAVE_HTTP3
