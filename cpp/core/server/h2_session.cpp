@@ -1,21 +1,16 @@
 #include "core/server/h2_session.hpp"
 
+#include "core/server/multiplexed_request.hpp"
 #include "core/server/response_fields.hpp"
 #include "core/server/responses.hpp"
 
 #include <nghttp2/nghttp2.h>
 
-#include <boost/beast/http/verb.hpp>
-
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cstring>
-#include <optional>
 
 namespace loadbench::server {
-
-namespace http = boost::beast::http;
 
 namespace {
 // A stream keeps what it buffered of an echo body between requests up to this size.
@@ -30,34 +25,16 @@ nghttp2_nv header(std::string_view name, std::string_view value) {
 }  // namespace
 
 // One request/response exchange. Reused (free list): no allocation per request once warm.
-struct Http2Session::Stream {
+struct Http2Session::Stream : MultiplexedRequest {
     std::int32_t id = 0;
-    http::verb method = http::verb::unknown;
-    std::string target;
-    std::string content_type;
-    std::string body;
-    std::optional<std::uint64_t> content_length;
-    std::size_t header_bytes = 0;
-    bool header_too_large = false;
-    bool headers_done = false;
-    bool answered = false;
-    bool delayed = false;
     // The response (referenced by the HEADERS and DATA frames until they are sent).
     std::string_view response_body;
     std::size_t body_sent = 0;
-    ResponseFields fields;
     std::size_t live_index = 0;  // its place in Http2Session::live_
 
     void reset(std::int32_t stream_id) {
         id = stream_id;
-        method = http::verb::unknown;
-        target.clear();
-        content_type.clear();
-        body.clear();
-        if (body.capacity() > kept_body_capacity) std::string().swap(body);
-        content_length.reset();
-        header_bytes = 0;
-        header_too_large = headers_done = answered = delayed = false;
+        clear(kept_body_capacity);
         response_body = {};
         body_sent = 0;
     }
@@ -110,25 +87,16 @@ struct Http2Session::Callbacks {
             return NGHTTP2_ERR_CALLBACK_FAILURE;
         }
         Stream* st = stream(session, frame->hd.stream_id);
-        if (!st || st->headers_done) return 0;            // refused stream, or trailers (ignored)
-        st->header_bytes += name_size + value_size + 32;  // RFC 9113 6.5.2's accounting
-        if (st->header_bytes > self(user_data).ctx_.config.max_header_bytes) {
-            st->header_too_large = true;
-            return 0;
-        }
+        if (!st || st->headers_done) return 0;  // refused stream, or trailers (ignored)
         const std::string_view name(reinterpret_cast<const char*>(name_bytes), name_size);
         const std::string_view value(reinterpret_cast<const char*>(value_bytes), value_size);
-        if (name == ":method") {
-            st->method = http::string_to_verb(value);
-        } else if (name == ":path") {
-            st->target.assign(value);
-        } else if (name == "content-type") {
-            st->content_type.assign(value);
-        } else if (name == "content-length") {
-            std::uint64_t n = 0;
-            const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-            if (ec == std::errc{} && end == value.data() + value.size()) st->content_length = n;
-        }
+        using Field = MultiplexedRequest::Field;
+        const Field field = name == ":method"          ? Field::method
+                            : name == ":path"          ? Field::path
+                            : name == "content-type"   ? Field::content_type
+                            : name == "content-length" ? Field::content_length
+                                                       : Field::other;
+        st->add_header(field, name, value, s.ctx_.config.max_header_bytes);
         return 0;
     }
 
@@ -396,7 +364,7 @@ void Http2Session::header_block_done(Stream& st) {
 }
 
 void Http2Session::on_request(Stream& st) {
-    const Answer answer = answer_for(match_route(st.method, st.target));
+    const Answer answer = st.route();
     if (answer.delayed) {
         st.delayed = true;
         delayed_ += 1;
@@ -418,15 +386,10 @@ void Http2Session::finish_delay(std::int32_t stream_id) {
 // DATA frames, read as the flow-control windows open.
 void Http2Session::respond(Stream& st, const Answer& answer) {
     st.answered = true;
-    std::string_view type = answer.content_type;
-    if (answer.echo) {
-        st.response_body = st.body;
-        type = st.content_type.empty() ? default_echo_type : std::string_view(st.content_type);
-    } else {
-        st.response_body = answer.body;
-    }
+    st.response_body = answer.echo ? std::string_view(st.body) : answer.body;
     st.body_sent = 0;
-    st.fields.set(answer.status, ctx_.date_value(), type, st.response_body.size(), answer.allow, ctx_.alt_svc);
+    st.fields.set(answer.status, ctx_.date_value(), st.response_type(answer), st.response_body.size(), answer.allow,
+                  ctx_.alt_svc);
     std::array<nghttp2_nv, ResponseFields::max_fields> nv;
     std::size_t n = 0;
     for (const ResponseFields::Field& field : st.fields) nv[n++] = header(field.name, field.value);
@@ -435,7 +398,7 @@ void Http2Session::respond(Stream& st, const Answer& answer) {
     nghttp2_data_provider provider;
     provider.source.ptr = &st;
     provider.read_callback = &Callbacks::read_body;
-    nghttp2_submit_response(session_, st.id, nv.data(), n, st.method == http::verb::head ? nullptr : &provider);
+    nghttp2_submit_response(session_, st.id, nv.data(), n, st.head() ? nullptr : &provider);
     ctx_.counters.request(answer.kind);
     ctx_.counters.h2_request();
 }

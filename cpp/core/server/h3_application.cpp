@@ -27,22 +27,17 @@ void Http3Application::begin_shutdown(std::uint64_t) {}
 
 #else
 
+#include "core/server/multiplexed_request.hpp"
 #include "core/server/response_fields.hpp"
 #include "core/server/routes.hpp"
 
 #include <nghttp3/nghttp3.h>
 
-#include <boost/beast/http/verb.hpp>
-
 #include <algorithm>
-#include <charconv>
-#include <optional>
 #include <string>
 #include <string_view>
 
 namespace loadbench::server {
-
-namespace http = boost::beast::http;
 
 namespace {
 
@@ -58,25 +53,14 @@ nghttp3_nv header(std::string_view name, std::string_view value) {
 }  // namespace
 
 // One request/response exchange (a client bidirectional stream).
-struct Http3Application::Stream {
+struct Http3Application::Stream : MultiplexedRequest {
     std::int64_t id = -1;
-    http::verb method = http::verb::unknown;
-    std::string target;
-    std::string content_type;
-    std::string body;
-    std::optional<std::uint64_t> content_length;
-    std::size_t header_bytes = 0;
-    bool header_too_large = false;
-    bool headers_done = false;           // no header section (the request's, or trailers) in progress
     bool abandoned = false;              // reset by us (late headers, a request the client reset)
     std::uint64_t headers_deadline = 0;  // --header-timeout-ms after the stream's first header
-    bool answered = false;
-    bool delayed = false;
     std::uint64_t delay_until = 0;
     // The response: referenced by nghttp3 until the stream closes.
     std::string response_body;
     std::string_view response_view;
-    ResponseFields fields;
 };
 
 // nghttp3's callbacks, routed to the application (user_data) and its Stream (stream_user_data).
@@ -117,31 +101,14 @@ struct Http3Application::Callbacks {
         if (!st || st->answered) return 0;
         const nghttp3_vec n = nghttp3_rcbuf_get_buf(name);
         const nghttp3_vec v = nghttp3_rcbuf_get_buf(value);
-        st->header_bytes += n.len + v.len + 32;  // RFC 9114 4.2.2's accounting (as HTTP/2's)
-        if (st->header_bytes > self(user).ctx_.config.max_header_bytes) {
-            st->header_too_large = true;
-            return 0;
-        }
-        const std::string_view text(reinterpret_cast<const char*>(v.base), v.len);
-        switch (token) {
-            case NGHTTP3_QPACK_TOKEN__METHOD:
-                st->method = http::string_to_verb(text);
-                break;
-            case NGHTTP3_QPACK_TOKEN__PATH:
-                st->target.assign(text);
-                break;
-            case NGHTTP3_QPACK_TOKEN_CONTENT_TYPE:
-                st->content_type.assign(text);
-                break;
-            case NGHTTP3_QPACK_TOKEN_CONTENT_LENGTH: {
-                std::uint64_t length = 0;
-                const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), length);
-                if (ec == std::errc{} && end == text.data() + text.size()) st->content_length = length;
-                break;
-            }
-            default:
-                break;
-        }
+        using Field = MultiplexedRequest::Field;
+        const Field field = token == NGHTTP3_QPACK_TOKEN__METHOD          ? Field::method
+                            : token == NGHTTP3_QPACK_TOKEN__PATH          ? Field::path
+                            : token == NGHTTP3_QPACK_TOKEN_CONTENT_TYPE   ? Field::content_type
+                            : token == NGHTTP3_QPACK_TOKEN_CONTENT_LENGTH ? Field::content_length
+                                                                          : Field::other;
+        st->add_header(field, {reinterpret_cast<const char*>(n.base), n.len},
+                       {reinterpret_cast<const char*>(v.base), v.len}, self(user).ctx_.config.max_header_bytes);
         return 0;
     }
 
@@ -356,7 +323,7 @@ void Http3Application::begin_shutdown(std::uint64_t final_goaway_at) {
 }
 
 void Http3Application::on_request(Stream& st) {
-    const Answer answer = answer_for(match_route(st.method, st.target));
+    const Answer answer = st.route();
     if (answer.delayed) {
         st.delayed = true;
         st.delay_until = quic_.now() + std::uint64_t{answer.delay_ms} * nanoseconds_per_ms;
@@ -370,22 +337,20 @@ void Http3Application::on_request(Stream& st) {
 void Http3Application::respond(Stream& st, const Answer& answer) {
     st.answered = true;
     st.delayed = false;
-    std::string_view type = answer.content_type;
     if (answer.echo) {
         st.response_body.swap(st.body);
         st.response_view = st.response_body;
-        type = st.content_type.empty() ? default_echo_type : std::string_view(st.content_type);
     } else {
         st.response_view = answer.body;
     }
-    st.fields.set(answer.status, ctx_.date_value(), type, st.response_view.size(), answer.allow, {});
+    st.fields.set(answer.status, ctx_.date_value(), st.response_type(answer), st.response_view.size(), answer.allow,
+                  {});
     std::array<nghttp3_nv, ResponseFields::max_fields> nv;
     std::size_t n = 0;
     for (const ResponseFields::Field& field : st.fields) nv[n++] = header(field.name, field.value);
     // A HEAD gets the GET's header block, content-length included, and no DATA.
     const nghttp3_data_reader reader{&Callbacks::read_body};
-    const bool head = st.method == http::verb::head;
-    if (nghttp3_conn_submit_response(conn_, st.id, nv.data(), n, head ? nullptr : &reader) != 0) return;
+    if (nghttp3_conn_submit_response(conn_, st.id, nv.data(), n, st.head() ? nullptr : &reader) != 0) return;
     ctx_.counters.request(answer.kind);
     ctx_.counters.h3_request();
 }
