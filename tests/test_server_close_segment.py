@@ -1,5 +1,5 @@
 """The native server's last response on a closing connection leaves in one segment with its FIN
-(cpp/core/server/connection.hpp, write_out: MSG_MORE before the close), and the client gets
+(cpp/core/server/h1/connection.hpp, write_out: MSG_MORE before the close), and the client gets
 exactly the same bytes and the same orderly close as before. Seen on the wire: a packet socket
 on the loopback interface (root only: CAP_NET_RAW) records every TCP segment the server sends."""
 

@@ -3,7 +3,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings/registry.hpp"
-#include "core/generator/connection_holder.hpp"
+#include "core/generator/loop/connection_holder.hpp"
 
 namespace py = pybind11;
 

@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/generator/connection_holder.hpp"
+#include "core/generator/loop/connection_holder.hpp"
 
 using loadbench::generator::ConnectionHolder;
 using loadbench::generator::HoldConfig;

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/generator/event_loop.hpp"
+#include "core/generator/loop/event_loop.hpp"
 #include "core/generator/plan.hpp"
 
 using loadbench::generator::EventLoop;

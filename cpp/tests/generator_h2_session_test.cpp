@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/generator/http2_session.hpp"
+#include "core/generator/sessions/http2_session.hpp"
 
 using namespace loadbench::generator;
 

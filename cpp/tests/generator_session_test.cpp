@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "core/generator/http1_session.hpp"
+#include "core/generator/sessions/http1_session.hpp"
 #include "core/generator/recorder.hpp"
-#include "core/generator/scheduler.hpp"
+#include "core/generator/loop/scheduler.hpp"
 
 using namespace loadbench::generator;
 

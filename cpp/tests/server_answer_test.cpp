@@ -1,9 +1,9 @@
 // The protocol-neutral handler (answer_for) and both encoders over one HandlerContext: the
 // HTTP/1.1 RequestProcessor and the HTTP/2 Http2Session (raw frames in, frames out, no socket).
-#include "core/server/answer.hpp"
-#include "core/server/h2_session.hpp"
-#include "core/server/handler_context.hpp"
-#include "core/server/request_processor.hpp"
+#include "core/server/app/answer.hpp"
+#include "core/server/h2/h2_session.hpp"
+#include "core/server/app/handler_context.hpp"
+#include "core/server/h1/request_processor.hpp"
 
 #include "h2_test_frames.hpp"
 

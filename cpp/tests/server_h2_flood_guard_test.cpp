@@ -1,4 +1,4 @@
-#include "core/server/h2_flood_guard.hpp"
+#include "core/server/h2/h2_flood_guard.hpp"
 
 #include <nghttp2/nghttp2.h>
 

@@ -1,4 +1,4 @@
-#include "core/server/h2_frame_scanner.hpp"
+#include "core/server/h2/h2_frame_scanner.hpp"
 
 #include "h2_test_frames.hpp"
 

@@ -1,4 +1,4 @@
-#include "core/server/http_date.hpp"
+#include "core/server/app/http_date.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "core/server/request_parser.hpp"
+#include "core/server/h1/request_parser.hpp"
 
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http/error.hpp>

@@ -1,4 +1,4 @@
-#include "core/server/request_target.hpp"
+#include "core/server/h1/request_target.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 #include "core/server/counters.hpp"
-#include "core/server/responses.hpp"
+#include "core/server/h1/responses.hpp"
 #include "core/server/status_lines.hpp"
 
 #include <gtest/gtest.h>

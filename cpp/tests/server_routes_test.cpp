@@ -1,4 +1,4 @@
-#include "core/server/routes.hpp"
+#include "core/server/app/routes.hpp"
 
 #include <gtest/gtest.h>
 

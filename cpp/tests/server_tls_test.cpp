@@ -1,4 +1,4 @@
-#include "core/server/tls_context.hpp"
+#include "core/server/tls/tls_context.hpp"
 
 #include <openssl/bio.h>
 #include <openssl/evp.h>

@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/generator/http2_session.hpp"
+#include "core/generator/sessions/http2_session.hpp"
 #include "core/http/url.hpp"
 
 namespace loadbench::generator {

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "core/generator/config.hpp"
-#include "core/generator/transport.hpp"
+#include "core/generator/transports/transport.hpp"
 #include "core/generator/plan.hpp"
-#include "core/generator/worker.hpp"
+#include "core/generator/loop/worker.hpp"
 
 namespace loadbench::generator {
 

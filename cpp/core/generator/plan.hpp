@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/generator/schedule.hpp"
-#include "core/generator/transport.hpp"
+#include "core/generator/transports/transport.hpp"
 #include "core/http/url.hpp"
 
 namespace loadbench::generator {

@@ -10,7 +10,7 @@
 
 #include "core/generator/config.hpp"
 #include "core/generator/plan.hpp"
-#include "core/generator/session.hpp"
+#include "core/generator/request.hpp"
 #include "core/stats/timeline.hpp"
 
 namespace loadbench::generator {

@@ -1,6 +1,6 @@
 #pragma once
 // The GnuTLS settings every QUIC connection of loadbench uses, the generator's
-// (generator/quic_transport.cpp) and the server's (server/h3_session.cpp) alike: header-only, as
+// (core/generator/quic/quic_transport.cpp) and the server's (core/server/h3/h3_session.cpp) alike: header-only, as
 // the two live in libraries that share no compiled part; included only where the build found
 // ngtcp2's GnuTLS crypto library (LOADBENCH_HAVE_HTTP3).
 #include <gnutls/gnutls.h>

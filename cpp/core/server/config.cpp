@@ -2,7 +2,7 @@
 
 #include "core/server/options.hpp"
 
-#include "core/server/h3_session.hpp"
+#include "core/server/h3/h3_session.hpp"
 
 #include <algorithm>
 

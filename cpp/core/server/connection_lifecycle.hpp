@@ -20,7 +20,7 @@
 #include <string>
 #include <utility>
 
-#include "core/server/streams.hpp"
+#include "core/server/net/streams.hpp"
 #include "core/server/worker.hpp"
 
 namespace loadbench::server {

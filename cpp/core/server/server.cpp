@@ -1,7 +1,7 @@
 #include "core/server/server.hpp"
 
-#include "core/server/h3_session.hpp"
-#include "core/server/tls_context.hpp"
+#include "core/server/h3/h3_session.hpp"
+#include "core/server/tls/tls_context.hpp"
 #include "core/server/worker.hpp"
 
 #include <boost/asio/ssl/context.hpp>

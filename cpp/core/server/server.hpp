@@ -3,8 +3,8 @@
 // context, start/stop and counters. Used by the native binary and by loadbench._core.Server.
 #include "core/server/config.hpp"
 #include "core/server/counters.hpp"
-#include "core/server/listener.hpp"
-#include "core/server/unix_listener.hpp"
+#include "core/server/net/listener.hpp"
+#include "core/server/net/unix_listener.hpp"
 
 #include <chrono>
 #include <memory>

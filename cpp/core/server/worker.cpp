@@ -1,8 +1,8 @@
 #include "core/server/worker.hpp"
 
-#include "core/server/accept_loop.hpp"
-#include "core/server/connection.hpp"
-#include "core/server/h3_endpoint.hpp"
+#include "core/server/net/accept_loop.hpp"
+#include "core/server/h1/connection.hpp"
+#include "core/server/h3/h3_endpoint.hpp"
 
 #include <boost/asio/post.hpp>
 

@@ -2,13 +2,13 @@
 // One worker: one thread, one io_context, its own listeners (or a share of accepted
 // connections), its own Date/response cache and counters. Nothing on the request path is
 // shared with another worker.
-#include "core/server/accepted_socket.hpp"
-#include "core/server/asio_internals.hpp"
-#include "core/server/buffer_pool.hpp"
+#include "core/server/net/accepted_socket.hpp"
+#include "core/server/net/asio_internals.hpp"
+#include "core/server/net/buffer_pool.hpp"
 #include "core/server/config.hpp"
 #include "core/server/counters.hpp"
-#include "core/server/handler_context.hpp"
-#include "core/server/socket.hpp"
+#include "core/server/app/handler_context.hpp"
+#include "core/server/net/socket.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>

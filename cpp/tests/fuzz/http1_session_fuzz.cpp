@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/generator/http1_session.hpp"
+#include "core/generator/sessions/http1_session.hpp"
 #include "core/http/response_parser.hpp"
 
 namespace {

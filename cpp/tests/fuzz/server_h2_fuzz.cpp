@@ -10,8 +10,8 @@
 //  - after a fatal receive, the session still terminates (nothing left to read or write
 //    once its GOAWAY was drained), so a connection never spins.
 #include "core/server/config.hpp"
-#include "core/server/h2_session.hpp"
-#include "core/server/handler_context.hpp"
+#include "core/server/h2/h2_session.hpp"
+#include "core/server/app/handler_context.hpp"
 
 #include <algorithm>
 #include <cstddef>

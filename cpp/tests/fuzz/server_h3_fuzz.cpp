@@ -25,9 +25,9 @@
 //    equals them on a stream that ended cleanly (else the client's window would shrink for good);
 //  - one drain writes a bounded amount, and next_stream_data() runs dry (never spins).
 #include "core/server/config.hpp"
-#include "core/server/h3_application.hpp"
-#include "core/server/handler_context.hpp"
-#include "core/server/routes.hpp"
+#include "core/server/h3/h3_application.hpp"
+#include "core/server/app/handler_context.hpp"
+#include "core/server/app/routes.hpp"
 
 #ifdef LOADBENCH_HAVE_HTTP3
 #include <nghttp3/nghttp3.h>

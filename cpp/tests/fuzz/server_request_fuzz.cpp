@@ -9,8 +9,8 @@
 //    bytes forever: a spinning connection);
 //  - every output starts with a status line.
 #include "core/server/config.hpp"
-#include "core/server/request_processor.hpp"
-#include "core/server/handler_context.hpp"
+#include "core/server/h1/request_processor.hpp"
+#include "core/server/app/handler_context.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,7 @@
 
 The https peers, the handshake proof (bench/) and the TLS tests all need one; they share this
 single recipe, so a change to what "a test certificate" is (curve, lifetime, extensions) is made
-once. The server binary makes its own default certificate in C++ (cpp/core/server/tls_context.cpp).
+once. The server binary makes its own default certificate in C++ (cpp/core/server/tls/tls_context.cpp).
 """
 
 from __future__ import annotations
