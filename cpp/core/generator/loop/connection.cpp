@@ -58,6 +58,9 @@ bool Connection::counted_at_handshake() noexcept {
 
 bool Connection::open(std::string& why) noexcept {
     session_->reset();
+#ifdef LOADBENCH_HAVE_HTTP3
+    if (quic_) quic_->reset();  // a new QUIC connection (its kept session ticket stays)
+#endif
     reused_ = false;
     peer_closed_ = false;
     delaying_acks_ = false;

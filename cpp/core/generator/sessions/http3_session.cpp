@@ -41,8 +41,7 @@ void Http3Session::drop_http3() noexcept {
 }
 
 void Http3Session::reset() noexcept {
-    drop_http3();
-    quic_.reset();
+    drop_http3();  // the Connection starts its QUIC transport afresh beside it
     for (Slot& s : slots_) s = Slot{};
     used_ = 0;
     started_ = 0;
