@@ -9,14 +9,16 @@
 #   BEFORE_PYTHON=/path/venv/bin/python bash bench/quiet_reports.sh
 #       ... and measure an older loadbench build beside this one in the generator comparison
 #       (BEFORE_NOTE says what it is, e.g. its commit)
-#   ONLY="memory sweep" bash bench/quiet_reports.sh   # a subset: generators memory servers contention sweep wrk2
+#   ONLY="memory sweep" bash bench/quiet_reports.sh   # a subset: generators memory servers contention h3 modes sweep wrk2
+#   CAPACITIES=reports/SWEEP ONLY=capacities WRK2=... bash bench/quiet_reports.sh
+#       ... only wrk2 at the capacities of a committed sweep (issue 42's check of them)
 #   SWEEPS=2 ONLY="sweep wrk2" WRK2=/path/to/wrk2/wrk bash bench/quiet_reports.sh
 #       ... issue 42's figures: two default sweeps (do their capacities agree?), then wrk2 at the
 #       rates and connections of the first one's capacities and of the open-loop cells
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-ONLY=${ONLY:-"generators memory servers contention sweep wrk2"}
+ONLY=${ONLY:-"generators memory servers contention h3 modes sweep wrk2"}
 SWEEPS=${SWEEPS:-1}
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 # Each step starts only once the 1-min load average has settled to 0.25 or less (at most 5 min):
@@ -65,6 +67,23 @@ if want contention; then
   # process's CPU over the same edges - for Beast and the peers, closed and open loop, 5 x 1 s.
   "$PY" bench/contention_accounting.py --repeats 5
 fi
+if want h3; then
+  settle h3
+  # Issues 33 and 44: the generator's CPU per response over HTTP/1.1 (TLS), HTTP/2 and HTTP/3
+  # against caddy beside oha, h2load and the HTTP/3 clients - and, with BEFORE_PYTHON, the build
+  # from before a change in the same cells (a redesign of the sessions must not cost more).
+  before=()
+  if [ -n "${BEFORE_PYTHON:-}" ]; then before=(--before "$BEFORE_PYTHON"); fi
+  "$PY" bench/h3_generator_cost.py --protocols h1,h2,h3 -c 10,50 -d 5 -r 3 "${before[@]}"
+fi
+if want modes; then
+  settle modes
+  # Issue 42: does a server's CPU per response differ from one process to the next? Each run a
+  # freshly started, primed server at the default sweep's 25 connections, loadbench and wrk in
+  # turn: two sweeps 20 minutes apart read python-asyncio at 10.8 and 16.0 us per response.
+  "$PY" bench/server_state.py --peers python-asyncio,hypercorn,go,h2o --tools loadbench,wrk \
+    --states primed -r 6 -d 2 -c 25 --out reports/server-modes.md
+fi
 first_sweep=""
 if want sweep; then
   # Issue 14: the default sweep (every installed peer, http/https/h2c/h2) into a fresh folder;
@@ -82,7 +101,7 @@ if want sweep; then
     if [ -z "$first_sweep" ]; then first_sweep=$out; fi
   done
 fi
-if want wrk2; then
+if want wrk2 || want capacities; then
   # Issue 42: loadbench's open loop beside wrk2 (an open-loop, CO-corrected generator no one here
   # wrote) at the same rate and connections - settled servers, freshly started ones at the rates
   # that went wrong before, and the capacities of the sweep above (or CAPACITIES=DIR).
@@ -96,10 +115,12 @@ if want wrk2; then
       settle wrk2-capacities
       "$PY" bench/open_loop_vs_wrk2.py --capacities "$capacities" --out reports/capacity-vs-wrk2.md
     fi
-    settle wrk2
-    "$PY" bench/open_loop_vs_wrk2.py "${before[@]}"
-    settle wrk2-fresh
-    "$PY" bench/open_loop_vs_wrk2.py --fresh --cells python-asyncio:24000:50,python-asyncio:29000:50 \
-      --out reports/open-loop-vs-wrk2-fresh.md
+    if want wrk2; then
+      settle wrk2
+      "$PY" bench/open_loop_vs_wrk2.py "${before[@]}"
+      settle wrk2-fresh
+      "$PY" bench/open_loop_vs_wrk2.py --fresh --cells python-asyncio:24000:50,python-asyncio:29000:50 \
+        --out reports/open-loop-vs-wrk2-fresh.md
+    fi
   fi
 fi
