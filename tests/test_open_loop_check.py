@@ -130,3 +130,4 @@ def test_a_capacity_is_checked_against_its_objective_and_wrk2_behind_its_rate_is
     assert "(median) wrk2 meets the objective in 1 of the 2 cells it sent on time" in line, line
     assert "(1 more it could not send: its own limit); loadbench in 3 of 3" in line, line
     assert "first failing rates wrk2 breaks the objective in 1 of the 1 cells" in line, line
+    assert line.endswith("The two tools give the same verdict in 2 of the 3 cells both ran."), line

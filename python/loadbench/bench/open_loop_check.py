@@ -571,7 +571,13 @@ def _objective_verdict(checks: list[tuple[str, str, str]]) -> str:
             text += f" ({len(cells) - len(sent)} more it could not send: its own limit)"
         text += f"; loadbench in {sum(c[1] == want for c in cells)} of {len(cells)}"
         parts.append(text)
-    return "Capacities against their objective: " + "; ".join(parts) + "."
+    judged = [c for c in checks if c[1] in ("yes", "no") and c[2] in ("yes", "no")]
+    same = sum(c[1] == c[2] for c in judged)
+    return (
+        "Capacities against their objective: "
+        + "; ".join(parts)
+        + f". The two tools give the same verdict in {same} of the {len(judged)} cells both ran."
+    )
 
 
 def _median(runs: list[dict], key: str) -> Optional[float]:
