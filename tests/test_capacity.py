@@ -240,6 +240,10 @@ def test_capacity_refuses_what_it_sets_itself_and_bad_settings(beast_server, cap
         loadbench.capacity(beast_server.url("/"), "p99<10ms", rate=1000)
     with pytest.raises(ConfigError, match="precision"):
         loadbench.capacity(beast_server.url("/"), "p99<10ms", precision=2)
+    with pytest.raises(ConfigError, match="hold = 0"):
+        loadbench.capacity(beast_server.url("/"), "p99<10ms", hold=0)
+    with pytest.raises(ConfigError, match="window"):  # every window must fit a confirmation too
+        loadbench.capacity(beast_server.url("/"), "p99<10ms", hold=0.5)
     assert main(["capacity", beast_server.url("/"), "--slo", "p99 under 10ms"]) == 2
     assert "bad objective 'p99 under 10ms'" in capsys.readouterr().err
 
@@ -247,7 +251,8 @@ def test_capacity_refuses_what_it_sets_itself_and_bad_settings(beast_server, cap
 def test_a_sweep_capacity_cell_reaches_the_report_the_chart_and_compare(tmp_path):
     """One capacity cell after the closed-loop cell it starts from: its search is kept whole in
     results.jsonl, folded by the report model apart from the load cells, shown as a table and a
-    chart of its steps, and compared like any metric."""
+    chart of its steps, and compared like any metric. The answer is confirmed for the sweep's
+    capacity_hold, longer than its bisecting steps."""
     from loadbench import Sweep, Target
     from loadbench.report import model as report_model
     from loadbench.report.comparison import compare
@@ -261,6 +266,7 @@ def test_a_sweep_capacity_cell_reaches_the_report_the_chart_and_compare(tmp_path
         warmup=0.2,
         capacity=["p99<50ms"],
         capacity_precision=0.25,
+        capacity_hold=1.0,
         contended_reruns=0,
     ).run(out, progress=False, notes=False)
     assert main(["report", str(out)]) == 0
@@ -277,6 +283,11 @@ def test_a_sweep_capacity_cell_reaches_the_report_the_chart_and_compare(tmp_path
     assert search["settling"]["rps"] > 0 and search["settling"]["rounds"]
     assert result["settings"]["start"] == pytest.approx(search["settling"]["rps"] / 2)
     assert all(s["result"]["server"]["cpu_s"] is not None for s in result["steps"])
+    # bisected with the sweep's 0.5 s steps, every confirmation held for 1 s
+    judged = {(s["phase"], s["result"]["duration_s"]) for s in result["steps"]}
+    assert {d for p, d in judged if p == "search"} == {0.5}, judged
+    assert {d for p, d in judged if p == "confirm"} == {1.0}
+    assert result["settings"]["hold_s"] == 1.0 and result["settings"]["step_s"] == 0.5
     m = report_model.load(out)
     assert all(a.mode != "capacity" for a in m.aggs.values())
     cell = m.capacities()[("beast", "http")]

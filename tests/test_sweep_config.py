@@ -167,6 +167,8 @@ def test_full_sweep_from_dict_values():
         ("interval = [1]", "interval"),
         ("open_fractions = [0.5, 3]", "open_fractions: 3 is not a fraction of capacity in (0, 2]"),
         ("open_fractions = 0.5", "open_fractions: expected a list of fractions"),
+        ("capacity = ['p99<10ms']\ncapacity_hold = 0", "capacity_hold: 0.0 is not a duration > 0"),
+        ("capacity_hold = 'long'", "capacity_hold: 'long' is not a duration"),
         ("baseline = 'nginx'", "baseline 'nginx' is not one of the targets (beast)"),
         ("hold_connections = -5", "hold_connections: -5 is not a number of connections"),
         ("hold_connections = '200'", "hold_connections: expected idle keep-alive connections"),

@@ -153,7 +153,11 @@ def test_default_sweep_covers_http2_and_fits_its_budget_on_two_cores():
     def settle(target: str) -> float:
         return max(1.7, next(t.warmup for t in sweep.targets if t.name == target) + 0.2)
 
-    searches_s = sum(0.15 + settle(c.target) + sweep.capacity_steps() * repeat for c in searches)
+    # (the last of a search's steps confirms its answer for the capacity hold, 5 s)
+    hold = sweep.warmup + sweep.capacity_hold + 0.01
+    searches_s = sum(
+        0.15 + settle(c.target) + (sweep.capacity_steps() - 1) * repeat + hold for c in searches
+    )
     assert planned == pytest.approx(
         (len(run) - len(searches)) * repeat + searches_s + sum(1.15 + settle(t) for t, _ in groups)
     )

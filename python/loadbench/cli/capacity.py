@@ -43,6 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--step", default="5s", help="measured time per step (default 5s)")
     p.add_argument(
+        "--hold",
+        default=None,
+        help="measured time of each confirmation of the answer (default: --step): bisect with "
+        "short steps, then confirm that the rate holds this long",
+    )
+    p.add_argument(
         "--settle", default="1s", help="warm-up of each step at its rate, not judged (default 1s)"
     )
     p.add_argument(
@@ -102,6 +108,7 @@ def main(args: argparse.Namespace) -> int:
         args.slo,
         start=args.start,
         step=parse_duration(args.step, "--step"),
+        hold=None if args.hold is None else parse_duration(args.hold, "--hold"),
         settle=parse_duration(args.settle, "--settle"),
         window=parse_duration(args.slo_window, "--slo-window"),
         precision=args.precision / 100,

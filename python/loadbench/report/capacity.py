@@ -51,6 +51,16 @@ def _outcome_text(c: CapacityCell) -> str:
     return text
 
 
+def _held(settings: dict) -> str:
+    """How long the answer was confirmed: the sweep's capacity_hold (never below its steps); a
+    folder from before the hold confirmed with a step like the others."""
+    duration = settings.get("duration", 0) or 0
+    hold = settings.get("capacity_hold")
+    if hold is None or hold <= duration:
+        return "the answer confirmed with one more step"
+    return f"the answer confirmed by holding it for {max(hold, duration):g} s"
+
+
 def section(model) -> list[str]:
     """report.md's "Capacity under the objective" lines (empty without capacity cells)."""
     cells = model.capacities()
@@ -103,7 +113,7 @@ def section(model) -> list[str]:
         "growing as Little's law needs): from half the closed-loop peak measured above, up while "
         f"steps pass and down while they fail, bisected to {100 * settings.get('capacity_precision', 0.05):g} % "
         f"and confirmed; each step {settings.get('warmup', 0):g} s of settling and "
-        f"{settings.get('duration', 0):g} s judged. Latency is corrected for coordinated omission. "
+        f"{settings.get('duration', 0):g} s judged, {_held(settings)}. Latency is corrected for coordinated omission. "
         "A search whose generator could not send on time (its threads saturated, or sends late while "
         "the server answered within the objectives) claims no capacity: it shows the highest "
         "passing rate as a lower bound (≥), because the generator, not the server, was the limit, and "

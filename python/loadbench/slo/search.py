@@ -13,9 +13,11 @@ that is connected before its schedule starts):
   1. rise geometrically (x ``growth``) while the steps pass, fall while they fail, until a
      passing rate and a failing one bracket the answer;
   2. bisect until the bracket is within ``precision`` of its top;
-  3. run the highest passing rate ``repeats`` more times: a rate that passes only sometimes is
-     not the capacity - the search goes on below it. The step budget (``max_steps``) ends a
-     search that never settles: "unstable".
+  3. run the highest passing rate ``repeats`` more times, each for ``hold`` seconds (by default
+     ``step``): a rate that passes only sometimes, or only for a short step, is not the
+     capacity - the search goes on below it. The step budget (``max_steps``) ends a search that
+     never settles: "unstable". (Nighthawk's adaptive load controller ends the same way: short
+     adjusting stages, then a longer testing stage at the rate they found.)
 
 Who failed a step decides what its failure means (slo/step.py, core/limits.py). A failure that
 is the server's (its cores near saturation, its own latency broke the objective, or the sends
@@ -98,7 +100,7 @@ def _checked_settings(run_options: dict, checks: dict) -> None:
             raise TypeError(f"capacity() got an unexpected keyword argument {name!r}")
         if name in SEARCH_OWNS:
             raise ConfigError(
-                f"capacity() sets {name} for every step itself: use start, step, settle or window"
+                f"capacity() sets {name} for every step itself: use start, step, hold, settle or window"
             )
     for name, (ok, value) in checks.items():
         if not ok:
@@ -111,6 +113,7 @@ def capacity(
     *,
     start: Optional[float] = None,
     step: float = 5.0,
+    hold: Optional[float] = None,
     settle: float = 1.0,
     window: float = 1.0,
     precision: float = 0.02,
@@ -134,14 +137,18 @@ def capacity(
     ``sample_pid``, a step during which other processes took more than ``contended_share`` of
     the machine is measured again (up to ``contended_reruns`` times), and flagged contended if
     it stays so. ``probe``: at least this many seconds of closed-loop load bring the server to
-    steady state before the first step (when ``start`` is not given)."""
+    steady state before the first step (when ``start`` is not given). ``hold``: the seconds
+    judged in each confirmation of the answer (default ``step``) - a sweep bisects with short
+    steps and confirms with a longer hold, so its capacity is a rate held that long."""
     objectives = parse_objectives([slo] if isinstance(slo, str) else list(slo))
+    hold = step if hold is None else hold
     _checked_settings(
         run_options,
         {
             "step": (step > 0, step),
             "settle": (settle >= 0, settle),
-            "window": (0 < window <= step, window),
+            "hold": (hold > 0, hold),
+            "window": (0 < window <= min(step, hold), window),
             "precision": (0 < precision < 1, precision),
             "repeats": (isinstance(repeats, int) and repeats >= 0, repeats),
             "growth": (growth > 1, growth),
@@ -166,6 +173,7 @@ def capacity(
         {
             "start": start,
             "step_s": step,
+            "hold_s": hold,
             "settle_s": settle,
             "window_s": window,
             "precision": precision,
@@ -191,7 +199,7 @@ def capacity(
             result = run(
                 url,
                 rate=rate,
-                duration=step,
+                duration=hold if phase == "confirm" else step,
                 warmup=settle,
                 interval=window,
                 sample_pid=sample_pid,

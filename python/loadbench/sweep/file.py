@@ -36,6 +36,8 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
         kwargs["contended_share"] = float(data["contended_share"])
     if "capacity_precision" in data:
         kwargs["capacity_precision"] = float(data["capacity_precision"])
+    if "capacity_hold" in data:
+        kwargs["capacity_hold"] = parse_seconds(data["capacity_hold"], "capacity_hold")
     for key in (
         "repeats",
         "connection_setup",
@@ -113,11 +115,12 @@ BEAST_DESCRIPTION = "the embedded Boost.Beast reference server"
 # a sweep file that names fewer targets is the short sweep.
 DEFAULT_CELL_BUDGET_S = 1010.0
 # ... plus three capacity searches per server over http (p99 < 10 ms, 5 % precision), each on a
-# fresh, settled server: about 7 steps of 1.26 s each after its start and settling (1.7 s; PyPy
-# 12 s and node 5 s, their registry warm-ups), 490 s for all 14 (issue 42: one search's figure
-# was its luck - h2o 24 716 in one sweep, 65 619 three hours later). Settling every other fresh
-# server adds 220 s to the cells' 790.
-DEFAULT_CAPACITY_BUDGET_S = 500.0
+# fresh, settled server: about 6 bisecting steps of 1.26 s each and a confirmation held for 5 s
+# after its start and settling (1.7 s; PyPy 12 s and node 5 s, their registry warm-ups), 660 s
+# for all 14 (issue 42: one search's figure was its luck - h2o 24 716 in one sweep, 65 619 three
+# hours later; and half of one sweep's capacities confirmed for 1 s did not hold for 5 s under
+# wrk2 or loadbench). Settling every other fresh server adds 220 s to the cells' 790.
+DEFAULT_CAPACITY_BUDGET_S = 670.0
 DEFAULT_CAPACITY_OBJECTIVES = ["p99<10ms"]
 
 

@@ -369,7 +369,7 @@ class ServerGroup:
     ) -> dict:
         """A capacity cell: loadbench.capacity with the cell's run options, each step a window
         of the sweep's duration after its warm-up, judged per 1 s window (or per step when the
-        steps are shorter)."""
+        steps are shorter), the answer confirmed for the sweep's capacity hold."""
         for key in SEARCH_OWNS:
             named.pop(key, None)
         found = capacity(
@@ -377,6 +377,7 @@ class ServerGroup:
             self.sweep.capacity,
             start=start,
             step=self.sweep.duration,
+            hold=self.sweep.capacity_hold_seconds(),
             settle=self.sweep.warmup,
             window=min(1.0, self.sweep.duration),
             precision=self.sweep.capacity_precision,

@@ -176,9 +176,13 @@ class SweepPlan:
     # Capacity under these objectives (e.g. ["p99<10ms"]; empty: none): per target and detail
     # protocol, capacity_repeats searches (loadbench.capacity) over open_loop_workload at the
     # largest concurrency, from half the closed-loop peak measured earlier in the sweep; steps
-    # of `duration` after `warmup`, bisected to capacity_precision, confirmed once.
+    # of `duration` after `warmup`, bisected to capacity_precision, confirmed once for
+    # capacity_hold seconds (at least `duration`): a 1 s step that passes says little about
+    # the next 5 s - half of one sweep's 1 s capacities broke p99<10ms within 5 s, under wrk2
+    # as under loadbench (reports/capacity-vs-wrk2.md).
     capacity: list = field(default_factory=list)
     capacity_precision: float = 0.05
+    capacity_hold: float = 5.0
     capacity_repeats: int = 1
     # Memory per idle connection: for each target, `repeats` cells that hold this many idle
     # keep-alive connections (loadbench.hold_connections) on a freshly started server and
@@ -368,6 +372,8 @@ class SweepPlan:
             raise ConfigError(
                 f"capacity_precision: {self.capacity_precision!r} is not a fraction in (0, 1)"
             )
+        if not self.capacity_hold > 0:
+            raise ConfigError(f"capacity_hold: {self.capacity_hold!r} is not a duration > 0")
         if isinstance(self.capacity_repeats, bool) or not (
             isinstance(self.capacity_repeats, int) and self.capacity_repeats >= 1
         ):
@@ -382,6 +388,11 @@ class SweepPlan:
         """The planned steps of one capacity search (CAPACITY_BRACKET_STEPS, the bisections of a
         bracket half the peak wide down to capacity_precision, one confirmation)."""
         return CAPACITY_BRACKET_STEPS + math.ceil(math.log2(0.5 / self.capacity_precision)) + 1
+
+    def capacity_hold_seconds(self) -> float:
+        """How long a capacity search's confirmation is judged: capacity_hold, and never less
+        than the steps it confirms."""
+        return max(self.capacity_hold, self.duration)
 
     def _check_hold(self) -> None:
         n = self.hold_connections
@@ -497,7 +508,8 @@ class SweepPlan:
         repeat = self.warmup + self.duration + REPEAT_OVERHEAD_S
         if cell.mode == "capacity":  # each search on a fresh server, settled
             fresh = SERVER_START_S + self.settle_seconds(cell.target)
-            return fresh + repeat * self.capacity_steps()
+            hold = self.warmup + self.capacity_hold_seconds() + REPEAT_OVERHEAD_S
+            return fresh + repeat * (self.capacity_steps() - 1) + hold
         return repeat
 
     # -- the matrix ----------------------------------------------------------------------

@@ -59,6 +59,7 @@ SWEEP_KEYS = {
     "open_loop_workload": (_STR, "a workload name"),
     "capacity": (_LIST + _STR, 'objectives, e.g. ["p99<10ms", "errors<0.1%"]'),
     "capacity_precision": (_NUM, "a fraction, e.g. 0.05"),
+    "capacity_hold": (_NUM + _STR, "seconds each capacity is confirmed for, or a string like '5s'"),
     "capacity_repeats": (_INT, "a positive integer"),
     "settle": (_BOOL, "true or false (load each fresh server until req/s stops climbing)"),
     "hold_connections": (
