@@ -15,6 +15,8 @@
 #   SWEEPS=2 ONLY="sweep wrk2" WRK2=/path/to/wrk2/wrk bash bench/quiet_reports.sh
 #       ... issue 42's figures: two default sweeps (do their capacities agree?), then wrk2 at the
 #       rates and connections of the first one's capacities and of the open-loop cells
+#   SWEEPS=2 SWEEP_FIRST=3 ONLY="sweep capacities" WRK2=... bash bench/quiet_reports.sh
+#       ... the same into <date>-<host>-3 and -4 (today's first two already committed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -89,7 +91,8 @@ if want sweep; then
   # Issue 14: the default sweep (every installed peer, http/https/h2c/h2) into a fresh folder;
   # issue 42: SWEEPS=2 runs it twice (<date>-<host>, <date>-<host>-2) - the same server's
   # capacities in the two must agree within their stated ranges.
-  for n in $(seq 1 "$SWEEPS"); do
+  first=${SWEEP_FIRST:-1}
+  for n in $(seq "$first" $((first + SWEEPS - 1))); do
     out="reports/$(date -u +%Y-%m-%d)-$(hostname -s)"
     if [ "$n" -gt 1 ]; then out="$out-$n"; fi
     if [ -e "$out" ]; then
