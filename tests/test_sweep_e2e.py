@@ -51,6 +51,7 @@ def real_sweep(tmp_path_factory):
         peers_dir=str(PEERS),
         open_fractions=[0.5],
         contended_reruns=0,
+        run_options={"seed": 7},  # the [run] table: an engine option for every cell
     )
     sweep.run(out, progress=False)
     report.write_report(out)
@@ -84,6 +85,7 @@ def test_every_cell_measured_once_with_exact_counts(real_sweep):
             ]
             assert res["rate"]["target"] == pytest.approx(0.5 * max(closed))
             assert "latency_uncorrected_us" in res
+            assert res["config"]["seed"] == 7  # from the sweep's [run] table
         if r["mode"] == "connect":
             # one connection per request; up to C of them still open when the window closes
             assert (

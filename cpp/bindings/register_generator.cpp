@@ -80,6 +80,18 @@ py::tuple counter_names() {
     return py::tuple(names);
 }
 
+// (name, default, help) of every engine option, in declaration order: the defaults read off a
+// default-constructed EngineConfig, so they are the struct's own.
+py::tuple engine_options() {
+    const EngineConfig defaults;
+    py::list options;
+#define LOADBENCH_ENGINE_OPTION_ENTRY(type, name, value, help) \
+    options.append(py::make_tuple(#name, py::cast(defaults.name), help));
+    LOADBENCH_ENGINE_OPTIONS(LOADBENCH_ENGINE_OPTION_ENTRY)
+#undef LOADBENCH_ENGINE_OPTION_ENTRY
+    return py::tuple(options);
+}
+
 }  // namespace
 
 void register_generator(py::module_& m) {
@@ -92,40 +104,16 @@ void register_generator(py::module_& m) {
             "body", [](const http::RequestTemplate& r) { return py::bytes(r.body); },
             [](http::RequestTemplate& r, const py::bytes& body) { r.body = body; });
 
-    // What a run is asked to do: the engine's own struct, field by field (core/generator/config.hpp
-    // says what each means). loadbench.core.options.RunOptions fills it.
-    py::class_<EngineConfig>(m, "EngineConfig", "A run's configuration (core/generator/config.hpp)")
-        .def(py::init<>())
-        .def_readwrite("url", &EngineConfig::url)
-        .def_readwrite("requests", &EngineConfig::requests)
-        .def_readwrite("connections", &EngineConfig::connections)
-        .def_readwrite("threads", &EngineConfig::threads)
-        .def_readwrite("duration_s", &EngineConfig::duration_s)
-        .def_readwrite("total_requests", &EngineConfig::total_requests)
-        .def_readwrite("warmup_s", &EngineConfig::warmup_s)
-        .def_readwrite("timeout_s", &EngineConfig::timeout_s)
-        .def_readwrite("keepalive", &EngineConfig::keepalive)
-        .def_readwrite("tls_verify", &EngineConfig::tls_verify)
-        .def_readwrite("tls_cacert", &EngineConfig::tls_cacert)
-        .def_readwrite("tls_session_resumption", &EngineConfig::tls_session_resumption)
-        .def_readwrite("quic_early_data", &EngineConfig::quic_early_data)
-        .def_readwrite("tls_library", &EngineConfig::tls_library)
-        .def_readwrite("ack_with_request", &EngineConfig::ack_with_request)
-        .def_readwrite("rst_close", &EngineConfig::rst_close)
-        .def_readwrite("unix_socket", &EngineConfig::unix_socket)
-        .def_readwrite("cpus", &EngineConfig::cpus)
-        .def_readwrite("interval_s", &EngineConfig::interval_s)
-        .def_readwrite("rate", &EngineConfig::rate)
-        .def_readwrite("rate_schedule", &EngineConfig::rate_schedule)
-        .def_readwrite("connections_schedule", &EngineConfig::connections_schedule)
-        .def_readwrite("poisson", &EngineConfig::poisson)
-        .def_readwrite("seed", &EngineConfig::seed)
-        .def_readwrite("max_connections", &EngineConfig::max_connections)
-        .def_readwrite("h2", &EngineConfig::h2)
-        .def_readwrite("h3", &EngineConfig::h3)
-        .def_readwrite("streams", &EngineConfig::streams)
-        .def_readwrite("pipeline", &EngineConfig::pipeline)
-        .def_readwrite("send_batch_s", &EngineConfig::send_batch_s);
+    // What a run is asked to do: the engine's own struct, field by field, and ENGINE_OPTIONS -
+    // (name, default, help) per option, in declaration order - from the one declaration
+    // (LOADBENCH_ENGINE_OPTIONS in core/generator/config.hpp). loadbench.core.options.RunOptions
+    // fills the struct and takes its pass-through options' defaults and help from the list.
+    py::class_<EngineConfig> config(m, "EngineConfig", "A run's configuration (core/generator/config.hpp)");
+    config.def(py::init<>());
+#define LOADBENCH_BIND_ENGINE_OPTION(type, name, value, help) config.def_readwrite(#name, &EngineConfig::name, help);
+    LOADBENCH_ENGINE_OPTIONS(LOADBENCH_BIND_ENGINE_OPTION)
+#undef LOADBENCH_BIND_ENGINE_OPTION
+    m.attr("ENGINE_OPTIONS") = engine_options();
 
     py::class_<stats::HdrHistogram>(m, "HdrHistogram", "Latency in microseconds, HdrHistogram's bucket layout")
         .def_property_readonly("counts", &counts_of)

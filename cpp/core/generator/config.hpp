@@ -12,64 +12,72 @@
 
 namespace loadbench::generator {
 
+// The run's options, each declared once: X(type, name, default, help). Each line becomes an
+// EngineConfig field, its Python binding with the help as its docstring, and an entry of
+// loadbench._core.ENGINE_OPTIONS (name, default, help) - from which loadbench.RunOptions takes the
+// default and the help of every option it passes through unchanged, and so the `run` flag, the
+// sweep's [run] table and the result's `config` block. A new option is this line plus its use.
+// (Types with a comma in them go through the aliases below: a macro argument cannot hold one.)
+using RequestTemplates = std::vector<http::RequestTemplate>;
+using SchedulePoints = std::vector<std::pair<double, double>>;
+#define LOADBENCH_ENGINE_OPTIONS(X)                                                                                    \
+    X(std::string, url, "", "the URL: its scheme, host, port and path")                                                \
+    X(std::string, unix_socket, "",                                                                                    \
+      "connect to this unix socket instead of the URL's host and port, which still give the scheme, the Host "         \
+      "header and the path (oha's and curl's --unix-socket)")                                                          \
+    X(RequestTemplates, requests, {}, "request templates, used round-robin per connection; empty: one GET of the URL") \
+    X(int, connections, 10, "concurrent connections (closed loop); the open loop's starting pool")                     \
+    X(int, threads, 1, "generator threads, each one event loop")                                                       \
+    X(double, duration_s, 10.0, "measured window in seconds (ignored when total_requests > 0)")                        \
+    X(int64_t, total_requests, 0, "> 0: exactly this many responses + errors, then stop")                              \
+    X(double, warmup_s, 0.0, "warm-up in seconds, excluded from every figure")                                         \
+    X(double, timeout_s, 10.0, "per-request timeout in seconds, connect and handshake included")                       \
+    X(bool, keepalive, true, "keep connections open; false: a new connection (and TLS handshake) per request")         \
+    X(bool, tls_verify, false, "check the server's certificate")                                                       \
+    X(std::string, tls_cacert, "", "check the server's certificate against this CA file (implies tls_verify)")         \
+    X(bool, tls_session_resumption, false,                                                                             \
+      "resume TLS sessions (default: a full handshake each time); over HTTP/3 with the server's QUIC session "         \
+      "tickets")                                                                                                       \
+    X(bool, quic_early_data, false,                                                                                    \
+      "HTTP/3 with tls_session_resumption: send a resumed connection's first requests as 0-RTT early data "            \
+      "(replayable by anyone on the path: the method asked for is sent as it is)")                                     \
+    X(std::string, tls_library, "openssl",                                                                             \
+      "the generator's TLS library: openssl, wolfssl or rustls (cheaper full handshakes, where the build has them)")   \
+    X(bool, ack_with_request, false,                                                                                   \
+      "TCP: the handshake's last ACK rides on the first request (closed loop only): one packet fewer per new "         \
+      "connection")                                                                                                    \
+    X(bool, rst_close, false, "TCP: close a connection the server already closed with RST, not FIN")                   \
+    X(std::vector<int>, cpus, {}, "pin the generator threads to these CPUs (worker i on cpus[i % size])")              \
+    X(double, interval_s, 1.0, "timeline interval in seconds")                                                         \
+    X(double, connect_retry_delay_s, 0.005, "after a failed connect, so a refused port is not a busy loop")            \
+    X(double, rate, 0.0,                                                                                               \
+      "open loop: requests per second in total, whatever the server does; latency counts from the intended send "      \
+      "time (0: closed loop)")                                                                                         \
+    X(SchedulePoints, rate_schedule, {},                                                                               \
+      "open loop along a load shape: (seconds from the window's start, total requests per second) points, the "        \
+      "rate piecewise linear between them (two points at one time: a step); each stretch is a stage")                  \
+    X(SchedulePoints, connections_schedule, {},                                                                        \
+      "closed loop with a changing number of active connections: (seconds, connections) points, piecewise linear "     \
+      "between them; connections must be its most")                                                                    \
+    X(bool, poisson, false, "open loop: Poisson arrivals instead of constant ones")                                    \
+    X(uint64_t, seed, 1, "seed of the Poisson arrival schedule")                                                       \
+    X(int, max_connections, 0,                                                                                         \
+      "open loop: grow the pool up to this many connections when all are busy (0: no growth)")                         \
+    X(double, send_batch_s, 40e-6,                                                                                     \
+      "open loop: requests due within this span go out in one wake-up when they come closer together than it "         \
+      "(larger: less generator CPU per request at moderate rates, and up to that much more send lateness, "            \
+      "measured and in the corrected latency)")                                                                        \
+    X(bool, h2, false, "HTTP/2: h2c with prior knowledge for http://, ALPN h2 (only) for https://")                    \
+    X(bool, h3, false, "HTTP/3 over QUIC: https:// only, ALPN h3 only (a build with ngtcp2 and nghttp3)")              \
+    X(int, streams, 1, "HTTP/2 or HTTP/3 streams in flight per connection (h2load's -m)")                              \
+    X(int, pipeline, 1,                                                                                                \
+      "HTTP/1.1 pipelining: requests written back to back per connection, answered in order (wrk's pipeline "          \
+      "depth; needs keep-alive)")
+
 struct EngineConfig {
-    std::string url;
-    // Non-empty: connect to this AF_UNIX socket instead of the URL's host and port, which still
-    // give the scheme, the Host header and the path (oha's and curl's --unix-socket).
-    std::string unix_socket;
-    // Used round-robin per connection; empty means one GET of the URL.
-    std::vector<http::RequestTemplate> requests;
-    int connections = 10;
-    int threads = 1;
-    double duration_s = 10.0;    // measured window (ignored when total_requests > 0)
-    int64_t total_requests = 0;  // > 0: exactly this many responses + errors, then stop
-    double warmup_s = 0.0;       // excluded from every figure
-    double timeout_s = 10.0;     // per request, connect + handshake included
-    bool keepalive = true;       // false: a new connection (and TLS handshake) per request
-    bool tls_verify = false;
-    std::string tls_cacert;  // implies verification
-    bool tls_session_resumption = false;
-    // HTTP/3 with tls_session_resumption: a resumed connection sends its first requests as 0-RTT
-    // early data (replayable by anyone on the path: the method asked for is sent as it is).
-    bool quic_early_data = false;
-    std::string tls_library = "openssl";  // or "wolfssl" / "rustls" where the build has them
-    // Opt-in TCP exchanges for connection-setup runs (each changes the packets the server's
-    // kernel sees, never what its application sees; see Connection::open / close):
-    bool ack_with_request = false;         // the handshake's last ACK rides on the first request (closed loop)
-    bool rst_close = false;                // a connection the server already closed is closed with RST
-    std::vector<int> cpus;                 // worker i runs on cpus[i % size]
-    double interval_s = 1.0;               // timeline resolution
-    double connect_retry_delay_s = 0.005;  // after a failed connect, so a refused port is not a busy loop
-    // Open loop (rate > 0): requests are due at a constant or Poisson rate whatever the server
-    // does; latency counts from the intended send time. The pool starts at `connections` and
-    // grows up to `max_connections` (0: no growth) when every connection is busy.
-    double rate = 0.0;
-    // Open loop along a load shape instead of one rate: (seconds from the window's start, total
-    // requests per second) points, the rate piecewise linear between them (two points at one time:
-    // an instant step). Starts at 0 s; the warm-up runs at the first rate; the window ends at the
-    // last point (duration_s must be that). Each stretch between two times is a stage, measured
-    // on its own (Measurements::stages). The same connections serve every stage.
-    std::vector<std::pair<double, double>> rate_schedule;
-    // Closed loop with a changing number of active connections (k6's ramping VUs): (seconds from
-    // the window's start, connections) points, piecewise linear between them (rounded down), as
-    // rate_schedule is for the rate. `connections` must be its most: the connections are opened
-    // once, when first active, and parked open (no request) while a stage needs fewer.
-    std::vector<std::pair<double, double>> connections_schedule;
-    bool poisson = false;
-    uint64_t seed = 1;
-    int max_connections = 0;
-    // Open loop: requests due within this span go out in one wake-up when they come closer
-    // together than it (Scheduler::next_wake_ns).
-    double send_batch_s = 40e-6;
-    // HTTP/2: h2c with prior knowledge for http://, ALPN h2 (only) for https://.
-    bool h2 = false;
-    // HTTP/3 over QUIC (https:// only; ALPN h3 only; ngtcp2 + GnuTLS + nghttp3, where the build
-    // found them: http3_available()).
-    bool h3 = false;
-    int streams = 1;  // HTTP/2 and HTTP/3 streams in flight per connection (h2load's -m)
-    // HTTP/1.1 pipelining: up to this many requests written back to back per connection, their
-    // responses matched in order (wrk's pipeline depth; 1: one at a time, plain keep-alive).
-    int pipeline = 1;
+#define LOADBENCH_ENGINE_OPTION_FIELD(type, name, value, help) type name = value;
+    LOADBENCH_ENGINE_OPTIONS(LOADBENCH_ENGINE_OPTION_FIELD)
+#undef LOADBENCH_ENGINE_OPTION_FIELD
 };
 
 // A request that went out more than this after its intended time counts as a late send.

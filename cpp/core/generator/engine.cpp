@@ -295,6 +295,7 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
                 "--h2 over TLS needs a server that speaks HTTP/2, and loadbench never falls back to HTTP/1.1";
         }
     }
+    plan_.options = config_;
     plan_.tls = tls_.get();
     plan_.keepalive = config_.keepalive;
     plan_.pipeline = config_.pipeline;

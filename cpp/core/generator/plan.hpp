@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/generator/config.hpp"
 #include "core/generator/schedule.hpp"
 #include "core/generator/transports/transport.hpp"
 #include "core/http/url.hpp"
@@ -25,6 +26,9 @@ struct H2Request {
 };
 
 struct RunPlan {
+    // The run's options as asked (EngineConfig): a session or transport reads the options it
+    // takes unchanged here; the fields below are what the engine derived from them.
+    EngineConfig options;
     sockaddr_storage address{};
     socklen_t address_len = 0;
     bool tcp = true;  // false: address is an AF_UNIX socket (no TCP socket options apply)

@@ -1,6 +1,11 @@
 """The flags every load-generating command takes (`run`, `capacity`): the URL, what is sent,
 over how many connections and threads, which protocol and TLS, pinning and the server to sample.
-Declared once here; each command adds its own (duration, rate, objectives, ...)."""
+Declared once here; each command adds its own (duration, rate, objectives, ...).
+
+The flags of the options the engine takes unchanged are not written here at all: each is made
+from its RunOptions declaration (``engine_option``: its flags, help, default and type), so a new
+engine option reaches `loadbench run` with no line in this file (``add_option_flags``,
+``option_kwargs``)."""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ import argparse
 import os
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Collection, Optional
 
 from ..core.errors import ConfigError
 from ..core.options import FIELD_HELP, RunOptions
@@ -41,15 +46,54 @@ def option_help(name: str, more: str = "") -> str:
     return f"{FIELD_HELP[name]}{shown}" + (f" ({more})" if more else "")
 
 
-def add_load_arguments(p: argparse.ArgumentParser, connections: Optional[int] = 10) -> None:
-    """The shared flags; ``connections``: -c's default (None: not passed unless given)."""
+def _flagged(exclude: Collection[str]) -> list:
+    return [f for f in fields(RunOptions) if f.metadata.get("flags") and f.name not in exclude]
+
+
+def add_option_flags(p: argparse.ArgumentParser, exclude: Collection[str] = ()) -> None:
+    """A flag for every passed-through option that declares one (but ``exclude``: what the
+    command sets itself). Each is None unless given, so a run's call names only what it
+    changes."""
+    for f in _flagged(exclude):
+        meta = f.metadata
+        help = option_help(f.name, meta["note"])
+        if meta["type"] == "boolean":  # the flag says the opposite of the default
+            const = not f.default
+            p.add_argument(
+                *meta["flags"], dest=f.name, action="store_const", const=const, help=help
+            )
+            continue
+        kind = {"integer": int}.get(meta["type"], str)  # seconds: a duration, parsed below
+        p.add_argument(
+            *meta["flags"], dest=f.name, type=kind, default=None, metavar=meta["metavar"],
+            choices=meta["choices"], help=help,
+        )  # fmt: skip
+
+
+def option_kwargs(args: argparse.Namespace, exclude: Collection[str] = ()) -> dict[str, Any]:
+    """The loadbench.run keywords of the generated flags that were given."""
+    kwargs: dict[str, Any] = {}
+    for f in _flagged(exclude):
+        value = getattr(args, f.name)
+        if value is None:
+            continue
+        if f.metadata["type"] == "seconds":
+            value = parse_duration(value, f.metadata["what"])
+        kwargs[f.name] = value
+    return kwargs
+
+
+def add_load_arguments(
+    p: argparse.ArgumentParser, connections: Optional[int] = 10, exclude: Collection[str] = ()
+) -> None:
+    """The shared flags; ``connections``: -c's default (None: not passed unless given);
+    ``exclude``: options the command sets itself (no flag for them)."""
     p.add_argument(
         "url", help="http:// or https:// URL, or unix:PATH (http://localhost/ over that socket)"
     )
     p.add_argument(
         "-c", "--connections", type=int, default=connections, help=option_help("connections")
     )
-    p.add_argument("-t", "--threads", type=int, default=1, help=option_help("threads"))
     p.add_argument("-m", "--method", default="GET", help=option_help("method"))
     p.add_argument(
         "--h2",
@@ -66,27 +110,6 @@ def add_load_arguments(p: argparse.ArgumentParser, connections: Optional[int] = 
         help="HTTP/3 over QUIC: https:// only, ALPN h3 (only); needs a build with ngtcp2 and nghttp3",
     )
     p.add_argument(
-        "-p",
-        "--streams",
-        type=int,
-        default=1,
-        metavar="N",
-        help=option_help("streams", "-m is --method here, as in oha"),
-    )
-    p.add_argument(
-        "--send-batch",
-        default=None,
-        metavar="SPAN",
-        help=option_help("send_batch", "e.g. 1ms; oha's timer sends in 1 ms steps"),
-    )
-    p.add_argument(
-        "--pipeline",
-        type=int,
-        default=1,
-        metavar="N",
-        help=option_help("pipeline", "TechEmpower's plaintext test uses 16"),
-    )
-    p.add_argument(
         "-H",
         "--header",
         action="append",
@@ -100,20 +123,6 @@ def add_load_arguments(p: argparse.ArgumentParser, connections: Optional[int] = 
     p.add_argument("--insecure", action="store_true", default=True, help=option_help("insecure"))
     p.add_argument("--verify", action="store_true", help=option_help("verify"))
     p.add_argument("--cacert", default=None, help=option_help("cacert"))
-    p.add_argument(
-        "--tls-library",
-        choices=("openssl", "wolfssl", "rustls"),
-        default="openssl",
-        help=option_help("tls_library"),
-    )
-    p.add_argument("--tls-resume", action="store_true", help=option_help("tls_session_resumption"))
-    p.add_argument(
-        "--h3-0rtt",
-        dest="quic_early_data",
-        action="store_true",
-        help=option_help("quic_early_data", "needs --h3 --tls-resume"),
-    )
-    p.add_argument("--timeout", default="10s", help=option_help("timeout", "e.g. 10s"))
     p.add_argument("--cpus", default=None, help=option_help("cpus", "e.g. 1 or 2-3"))
     p.add_argument(
         "--arrival",
@@ -122,7 +131,6 @@ def add_load_arguments(p: argparse.ArgumentParser, connections: Optional[int] = 
         help=option_help("arrival"),
     )
     p.add_argument("--max-connections", type=int, default=None, help=option_help("max_connections"))
-    p.add_argument("--seed", type=int, default=1, help=option_help("seed"))
     p.add_argument(
         "--sample-pid",
         type=int,
@@ -131,9 +139,10 @@ def add_load_arguments(p: argparse.ArgumentParser, connections: Optional[int] = 
         help="read the server's CPU, memory and fds from /proc at the window's edges "
         "(PID and all its descendants): adds server CPU us/req",
     )
+    add_option_flags(p, exclude)
 
 
-def load_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+def load_kwargs(args: argparse.Namespace, exclude: Collection[str] = ()) -> dict[str, Any]:
     """The loadbench.run keywords of the shared flags (only the protocol options asked for:
     a run's call names what it changes)."""
     if args.body is not None and args.body_file is not None:
@@ -142,32 +151,21 @@ def load_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     if args.body_file is not None:
         body = Path(args.body_file)
     kwargs: dict[str, Any] = dict(
-        threads=args.threads,
         method=args.method,
         headers=args.header,
         body=body,
-        timeout=parse_duration(args.timeout, "timeout"),
         verify=args.verify,
         cacert=args.cacert,
-        tls_session_resumption=args.tls_resume,
-        tls_library=args.tls_library,
         unix_socket=args.unix_socket,
         cpus=parse_cpu_list(args.cpus) if args.cpus else None,
         arrival=args.arrival,
         max_connections=args.max_connections,
-        seed=args.seed,
     )
     if args.connections is not None:
         kwargs.update(connections=args.connections)
-    if args.send_batch is not None:
-        kwargs.update(send_batch=parse_duration(args.send_batch, "send batch"))
     if args.h2 and args.h3:
         raise ConfigError("--h2 and --h3: choose one protocol")
-    if args.h2 or args.h3 or args.streams != 1:
-        protocol = "h2" if args.h2 else "h3" if args.h3 else "http/1.1"
-        kwargs.update(protocol=protocol, streams=args.streams)
-    if args.pipeline != 1:
-        kwargs.update(pipeline=args.pipeline)
-    if args.quic_early_data:
-        kwargs.update(quic_early_data=True)
+    if args.h2 or args.h3:
+        kwargs.update(protocol="h2" if args.h2 else "h3")
+    kwargs.update(option_kwargs(args, exclude))
     return kwargs

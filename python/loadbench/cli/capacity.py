@@ -9,7 +9,7 @@ import sys
 
 from ..core.errors import ConfigError, LoadbenchError
 from ..core.schedule import parse_duration
-from ..slo.search import capacity
+from ..slo.search import SEARCH_OWNS, capacity
 from ..slo.step import Step
 from ._load_flags import add_load_arguments, check_writable, load_kwargs
 
@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "time, and ends generator-bound with that lower bound and the server's CPU ceiling, "
         "never a capacity figure (docs/capacity.md).",
     )
-    add_load_arguments(p, connections=25)
+    add_load_arguments(p, connections=25, exclude=SEARCH_OWNS)
     p.add_argument(
         "--slo",
         action="append",
@@ -100,7 +100,7 @@ def main(args: argparse.Namespace) -> int:
     for flag, path in (("--json", args.json), ("--plot", args.plot)):
         if path is not None:
             check_writable(flag, path)
-    kwargs = load_kwargs(args)
+    kwargs = load_kwargs(args, exclude=SEARCH_OWNS)
     if args.precision <= 0 or args.precision >= 100:
         raise ConfigError(f"--precision {args.precision:g} is not a percentage in (0, 100)")
     found = capacity(

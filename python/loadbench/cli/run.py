@@ -28,22 +28,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("-n", "--requests", type=int, default=None, help=option_help("requests"))
     p.add_argument(
-        "--disable-keepalive",
-        action="store_true",
-        help=option_help("keepalive", "this flag sets it false"),
-    )
-    p.add_argument("--ack-with-request", action="store_true", help=option_help("ack_with_request"))
-    p.add_argument("--rst-close", action="store_true", help=option_help("rst_close"))
-    p.add_argument(
         "--no-prime",
         dest="prime",
         action="store_false",
         help="do not open and close one connection before the run (default: do, as wrk's "
         "address check does - a server's state can change at its first client close)",
-    )
-    p.add_argument("--warmup", default="0s", help=option_help("warmup", "e.g. 2s"))
-    p.add_argument(
-        "--interval", default=None, metavar="SPAN", help=option_help("interval", "e.g. 500ms")
     )
     p.add_argument(
         "-q", "-R", "--rate", type=float, default=None, metavar="RATE", help=option_help("rate")
@@ -155,18 +144,12 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError("--shards needs --cluster (a Dask scheduler address, or 'local')")
     kwargs.update(
         requests=args.requests,
-        warmup=parse_duration(args.warmup, "warm-up"),
-        keepalive=not args.disable_keepalive,
-        ack_with_request=args.ack_with_request,
-        rst_close=args.rst_close,
         prime=args.prime,
         sample_pid=args.sample_pid,
         rate=args.rate,
     )
     if args.connections_schedule is not None:
         kwargs.update(connections_schedule=args.connections_schedule)
-    if args.interval is not None:
-        kwargs.update(interval=parse_duration(args.interval, "interval"))
     if args.duration is not None:  # else 10 s, or as long as a rate schedule
         kwargs.update(duration=parse_duration(args.duration))
     if args.rate_schedule is not None:

@@ -127,7 +127,8 @@ class RequestTemplate:
     def __init__(self) -> None: ...
 
 class EngineConfig:
-    """A run's configuration, field by field (core/generator/config.hpp)."""
+    """A run's configuration, field by field (LOADBENCH_ENGINE_OPTIONS in
+    core/generator/config.hpp; tests/test_core_stub.py holds this list to it)."""
 
     url: str
     unix_socket: str
@@ -148,16 +149,22 @@ class EngineConfig:
     rst_close: bool
     cpus: list[int]
     interval_s: float
+    connect_retry_delay_s: float
     rate: float
+    rate_schedule: list[tuple[float, float]]
+    connections_schedule: list[tuple[float, float]]
     poisson: bool
     seed: int
     max_connections: int
+    send_batch_s: float
     h2: bool
     h3: bool
     streams: int
     pipeline: int
-    send_batch_s: float
     def __init__(self) -> None: ...
+
+# (name, default, help) of every EngineConfig field, in declaration order (LOADBENCH_ENGINE_OPTIONS)
+ENGINE_OPTIONS: tuple[tuple[str, Any, str], ...]
 
 class HdrHistogram:
     counts: Any  # numpy int64 array

@@ -4,6 +4,13 @@
     loadbench.run(url, **fields)            # run() and start() build one from their keywords
     options.engine_config(url)              # the native engine's EngineConfig, field by field
 
+An option the engine takes unchanged is declared once, in C++ (LOADBENCH_ENGINE_OPTIONS in
+core/generator/config.hpp: type, name, default, help), and named here by ``engine_option``: its
+default and help come from that declaration, and its EngineConfig assignment, its key in the
+result's ``config`` block, its `run`/`capacity` flag (cli/_load_flags.py) and its key in a sweep's
+``[run]`` table all follow from the one line. The options Python translates (protocol ->
+h2/h3, verify/cacert -> tls_verify, ...) are plain ``option`` fields with their own help.
+
 Each field carries its help text and its type as a sweep file or a command line writes it
 (``FIELD_HELP``, ``field_type``): `loadbench run`'s flags, `loadbench.run()`'s keywords, a
 sweep's cells and a distributed run's shards all pass a RunOptions, so a parameter has one name,
@@ -73,6 +80,46 @@ def option(default: Any, help: str, kind: str) -> Any:
     return field(default=default, metadata={"help": help, "type": kind})
 
 
+# The engine's options as C++ declares them (LOADBENCH_ENGINE_OPTIONS in
+# core/generator/config.hpp): name -> (default, help).
+ENGINE_OPTIONS = {name: (default, help) for name, default, help in _core.ENGINE_OPTIONS}
+
+
+def engine_option(
+    name: str,
+    kind: str,
+    *flags: str,
+    engine: Optional[str] = None,
+    metavar: Optional[str] = None,
+    note: str = "",
+    choices: Optional[Sequence[str]] = None,
+    recorded: str = "always",
+    what: Optional[str] = None,
+) -> Any:
+    """A RunOptions field the engine takes unchanged: its default and help are the engine's own
+    declaration (``engine``: its EngineConfig name when it differs, e.g. warmup -> warmup_s).
+    From this one line come its EngineConfig assignment, its key in the result's ``config``
+    block (under the engine's name; ``recorded="open"``: open-loop runs only), its `loadbench
+    run` / `capacity` flag (``flags``, with ``metavar``, ``choices`` and a ``note`` after the
+    help; none: no flag) and its key in a sweep's ``[run]`` table."""
+    target = engine or name
+    default, help = ENGINE_OPTIONS[target]
+    return field(
+        default=default,
+        metadata={
+            "help": help,
+            "type": kind,
+            "engine": target,
+            "flags": flags,
+            "metavar": metavar,
+            "note": note,
+            "choices": tuple(choices) if choices else None,
+            "recorded": recorded,
+            "what": what or name.replace("_", " "),  # its name in a message: "bad timeout '5x'"
+        },
+    )
+
+
 @dataclass
 class Request:
     """One request template; a list of them is sent round-robin (scripting without callbacks)."""
@@ -93,7 +140,7 @@ class RunOptions:
         "schedule sets it to its most",
         "integer",
     )
-    threads: int = option(1, "generator threads, each one event loop", "integer")
+    threads: int = engine_option("threads", "integer", "-t", "--threads")
     duration: Optional[float] = option(
         DEFAULT_DURATION,
         "measured window in seconds (unless `requests` is given; a rate schedule sets it)",
@@ -102,7 +149,10 @@ class RunOptions:
     requests: Optional[int] = option(
         None, "exactly this many requests (responses + errors) instead of a duration", "integer"
     )
-    warmup: float = option(0.0, "warm-up in seconds, excluded from every figure", "seconds")
+    warmup: float = engine_option(
+        "warmup", "seconds", "--warmup", engine="warmup_s", metavar="SPAN", note="e.g. 2s",
+        what="warm-up",
+    )  # fmt: skip
     method: str = option("GET", "HTTP method", "string")
     headers: HeadersLike = option(
         None,
@@ -117,13 +167,11 @@ class RunOptions:
         "request templates sent round-robin instead of one (method, path, headers, body)",
         "list of tables",
     )
-    keepalive: bool = option(
-        True,
-        "keep connections open; false: a new connection (and TLS handshake) per request",
-        "boolean",
+    keepalive: bool = engine_option(
+        "keepalive", "boolean", "--disable-keepalive", note="this flag sets it false"
     )
-    timeout: float = option(
-        10.0, "per-request timeout in seconds, connect and handshake included", "seconds"
+    timeout: float = engine_option(
+        "timeout", "seconds", "--timeout", engine="timeout_s", metavar="SPAN", note="e.g. 10s"
     )
     insecure: bool = option(
         True, "do not check TLS certificates (the default, like oha --insecure)", "boolean"
@@ -132,33 +180,17 @@ class RunOptions:
     cacert: Union[str, os.PathLike, None] = option(
         None, "check TLS certificates against this CA file", "path"
     )
-    tls_session_resumption: bool = option(
-        False,
-        "resume TLS sessions (default: a full handshake each time); over HTTP/3 with the "
-        "server's QUIC session tickets",
-        "boolean",
+    tls_session_resumption: bool = engine_option(
+        "tls_session_resumption", "boolean", "--tls-resume"
     )
-    quic_early_data: bool = option(
-        False,
-        "HTTP/3 with tls_session_resumption: send a resumed connection's first requests as "
-        "0-RTT early data (replayable: the method asked for is sent as it is)",
-        "boolean",
+    quic_early_data: bool = engine_option(
+        "quic_early_data", "boolean", "--h3-0rtt", note="needs --h3 --tls-resume"
     )
-    tls_library: str = option(
-        "openssl",
-        "the generator's TLS library: openssl, wolfssl or rustls (cheaper full "
-        "handshakes, where the build has them)",
-        "string",
+    tls_library: str = engine_option(
+        "tls_library", "string", "--tls-library", choices=TLS_LIBRARIES
     )
-    ack_with_request: bool = option(
-        False,
-        "TCP: the handshake's last ACK rides on the first request (closed loop "
-        "only): one packet fewer per new connection",
-        "boolean",
-    )
-    rst_close: bool = option(
-        False, "TCP: close a connection the server already closed with RST, not FIN", "boolean"
-    )
+    ack_with_request: bool = engine_option("ack_with_request", "boolean", "--ack-with-request")
+    rst_close: bool = engine_option("rst_close", "boolean", "--rst-close")
     prime: bool = option(
         True,
         "TCP: open and close one connection before the run, as wrk's address check does (a "
@@ -171,7 +203,9 @@ class RunOptions:
     cpus: Optional[Sequence[int]] = option(
         None, "pin the generator threads to these CPUs", "list of integers"
     )
-    interval: float = option(1.0, "timeline interval in seconds", "seconds")
+    interval: float = engine_option(
+        "interval", "seconds", "--interval", engine="interval_s", metavar="SPAN", note="e.g. 500ms"
+    )
     rate: Optional[float] = option(
         None,
         "open loop: requests per second in total, latency corrected for coordinated omission",
@@ -206,13 +240,15 @@ class RunOptions:
         f"{POOL_GROWTH} x connections, within the open-file limit)",
         "integer",
     )
-    seed: int = option(1, "seed of the Poisson arrival schedule", "integer")
-    send_batch: float = option(
-        40e-6,
-        "open loop: requests due within this span go out in one wake-up when they come closer "
-        "together than it (larger: less generator CPU per request at moderate rates, and up to "
-        "that much more send lateness, measured and in the corrected latency)",
+    seed: int = engine_option("seed", "integer", "--seed", recorded="open")
+    send_batch: float = engine_option(
+        "send_batch",
         "seconds",
+        "--send-batch",
+        engine="send_batch_s",
+        metavar="SPAN",
+        note="e.g. 1ms; oha's timer sends in 1 ms steps",
+        recorded="open",
     )
     protocol: str = option(
         "http/1.1",
@@ -220,14 +256,15 @@ class RunOptions:
         "HTTP/3 over QUIC, https:// only (ALPN h3 only; needs a build with ngtcp2 and nghttp3)",
         "string",
     )
-    streams: int = option(
-        1, "HTTP/2 or HTTP/3 streams in flight per connection (h2load's -m)", "integer"
+    streams: int = engine_option(
+        "streams", "integer", "-p", "--streams", metavar="N", note="-m is --method here, as in oha"
     )
-    pipeline: int = option(
-        1,
-        "HTTP/1.1 pipelining: requests written back to back per connection, answered in order "
-        "(wrk's pipeline depth; needs keep-alive)",
+    pipeline: int = engine_option(
+        "pipeline",
         "integer",
+        "--pipeline",
+        metavar="N",
+        note="TechEmpower's plaintext test uses 16",
     )
 
     def __post_init__(self) -> None:
@@ -360,30 +397,22 @@ class RunOptions:
         c = _core.EngineConfig()
         c.url = url
         c.requests = [_wire(t) for t in self.templates()]
-        c.connections, c.threads = int(self.connections), self.threads
+        for name, engine in PASSED_THROUGH.items():
+            setattr(c, engine, _as_engine(getattr(self, name), field_type(name)))
+        c.connections = int(self.connections)
         c.duration_s = 0.0 if self.requests is not None else float(self.duration)
         c.total_requests = self.requests or 0
-        c.warmup_s, c.timeout_s, c.interval_s = self.warmup, self.timeout, self.interval
-        c.keepalive = bool(self.keepalive)
         c.tls_verify = self.tls_verify
         c.tls_cacert = os.fspath(self.cacert) if self.cacert is not None else ""
-        c.tls_session_resumption = bool(self.tls_session_resumption)
-        c.quic_early_data = bool(self.quic_early_data)
-        c.tls_library = self.tls_library
-        c.ack_with_request, c.rst_close = bool(self.ack_with_request), bool(self.rst_close)
         c.unix_socket = self.unix_socket or ""
         c.cpus = list(self.cpus or [])
         c.rate = self.rate or 0.0
         c.rate_schedule = self.schedule_points or []
         c.connections_schedule = list(self.connections_schedule or [])
         c.poisson = self.arrival == "poisson"
-        c.seed = int(self.seed)
         c.max_connections = self.pool_cap
-        c.send_batch_s = self.send_batch
         c.h2 = self.protocol == "h2"
         c.h3 = self.protocol == "h3"
-        c.streams = self.streams
-        c.pipeline = self.pipeline
         return c
 
     @property
@@ -411,36 +440,21 @@ class RunOptions:
         templates = self.templates()
         out = {
             "connections": int(self.connections),
-            "threads": self.threads,
             "duration_s": float(self.duration) if self.requests is None else None,
             "requests": self.requests,
-            "warmup_s": self.warmup,
             "method": templates[0].method.upper() if len(templates) == 1 else None,
             "request_templates": len(templates),
-            "keepalive": bool(self.keepalive),
-            "timeout_s": self.timeout,
             "tls_verify": self.tls_verify,
-            "tls_session_resumption": bool(self.tls_session_resumption),
-            "quic_early_data": bool(self.quic_early_data),
-            "tls_library": self.tls_library,
-            "ack_with_request": bool(self.ack_with_request),
-            "rst_close": bool(self.rst_close),
             "prime": bool(self.prime) and primes(self.protocol),
             "unix_socket": self.unix_socket or _unix_path(url),
             "cpus": list(self.cpus) if self.cpus else None,
-            "interval_s": float(self.interval),
             "protocol": self.protocol,
-            "streams": self.streams,
-            "pipeline": self.pipeline,
         }
+        for f in fields(self):  # the options passed through to the engine, under its names
+            if "engine" in f.metadata and (self.open_loop or f.metadata["recorded"] != "open"):
+                out[f.metadata["engine"]] = _as_engine(getattr(self, f.name), f.metadata["type"])
         if self.open_loop:
-            out.update(
-                rate=self.rate,
-                arrival=self.arrival,
-                max_connections=self.pool_cap,
-                seed=self.seed,
-                send_batch_s=self.send_batch,
-            )
+            out.update(rate=self.rate, arrival=self.arrival, max_connections=self.pool_cap)
         points = self.schedule_points
         if points is not None:
             # the load shape as points, whichever way it was given (steps: as given, too)
@@ -465,6 +479,10 @@ class RunOptions:
 
 
 FIELD_HELP = {f.name: f.metadata["help"] for f in fields(RunOptions)}
+# RunOptions field -> the EngineConfig field it is passed to unchanged (engine_option)
+PASSED_THROUGH = {
+    f.name: f.metadata["engine"] for f in fields(RunOptions) if "engine" in f.metadata
+}
 
 
 def field_type(name: str) -> str:
@@ -490,6 +508,17 @@ def _integer(name: str, value: Any) -> None:
         raise ConfigError(f"{name} must be an integer, not {value!r}")
     if value > 2**31 - 1:
         raise ConfigError(f"{name} must be a sensible integer, not {value!r}")
+
+
+def _as_engine(value: Any, kind: str) -> Any:
+    """A passed-through option's value as the engine's field holds it (its checked type)."""
+    if kind == "boolean":
+        return bool(value)
+    if kind == "seconds":
+        return float(value)
+    if kind == "integer":
+        return int(value)
+    return value
 
 
 def _number(name: str, value: Any) -> float:

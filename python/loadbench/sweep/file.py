@@ -67,6 +67,8 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
     ):
         if key in data:
             kwargs[key] = data[key]
+    if "run" in data:  # the [run] table: loadbench.run options for every cell
+        kwargs["run_options"] = data["run"]
     for key in ("concurrencies", "server_cpus", "generator_cpus"):
         if key in data:
             kwargs[key] = _list_of(data[key], int, key, "an integer")

@@ -279,6 +279,7 @@ class ServerGroup:
         if cell.mode == "connect":
             # Only when asked: a connection-setup cell's call is otherwise what it always was.
             kwargs.update({k: True for k in tcp_exchange.OPTIONS if getattr(self.sweep, k)})
+        kwargs.update(self.sweep.run_options)  # the [run] table: none of the keys set above
         if w.requests is not None:
             kwargs["requests_list"] = [dict(r) for r in w.requests]
             url = self.server.base_url + str(w.requests[0].get("path", "/"))

@@ -14,7 +14,9 @@ from ..core import analysis, protocols
 from ..core.allocation_sites import heaptrack_missing
 from ..core.allocations import library_path
 from ..core.errors import ConfigError
+from ..core.options import PASSED_THROUGH, RunOptions, field_type
 from ..core.run import check_tls_library
+from ..core.schedule import parse_duration
 from ..slo.objectives import parse_objectives
 from .targets import Target, default_cpu_split
 
@@ -144,6 +146,38 @@ class Cell:
         return f"{self.target} {self.protocol} {self.workload} {load} #{self.repeat + 1}"
 
 
+# The passed-through run options a sweep sets per cell (threads from generator_threads and the
+# CPUs, keepalive by the cell's mode) or by a key of its own: not for its [run] table.
+RUN_OWNED = {
+    "threads",
+    "warmup",
+    "timeout",
+    "interval",
+    "keepalive",
+    "streams",
+    "pipeline",
+    "tls_library",
+    "ack_with_request",
+    "rst_close",
+}
+
+
+def _run_value(name: str, value: object) -> object:
+    """A [run] table value as RunOptions takes it, checked against the option's declared type."""
+    kind = field_type(name)
+    if kind == "seconds" and isinstance(value, str):
+        return parse_duration(value, f"run.{name}")
+    ok = {
+        "integer": isinstance(value, int) and not isinstance(value, bool),
+        "boolean": isinstance(value, bool),
+        "seconds": isinstance(value, (int, float)) and not isinstance(value, bool),
+        "string": isinstance(value, str),
+    }.get(kind, True)
+    if not ok:
+        raise ConfigError(f"run.{name}: expected {kind}, not {value!r}")
+    return value
+
+
 @dataclass
 class SweepPlan:
     """The matrix to run: settings, validated on construction, and the cells they make. Every
@@ -235,6 +269,11 @@ class SweepPlan:
     # After the measured cells, one short window per server with heaptrack attached: its top
     # allocation sites per response (allocation_sites.json, the report). Slow, never timed.
     allocation_sites: bool = False
+    # Any other option loadbench.run passes to the engine unchanged (core/options.py's
+    # engine_option: send_batch, seed, tls_session_resumption, ...) for every cell: the sweep
+    # file's [run] table (run_options here: run() is the sweep's own method). An option the sweep sets per cell or by a key of its own (RUN_OWNED)
+    # is refused there, so one setting never has two places.
+    run_options: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.workloads = [
@@ -323,6 +362,7 @@ class SweepPlan:
                 f"connection_setup_workload {self.connection_setup_workload!r} is not a workload of this sweep"
             )
         self._check_hold()
+        self._check_run()
         self._check_transport()
         self.check_tls_library()
         available = sorted(os.sched_getaffinity(0))
@@ -393,6 +433,26 @@ class SweepPlan:
         """How long a capacity search's confirmation is judged: capacity_hold, and never less
         than the steps it confirms."""
         return max(self.capacity_hold, self.duration)
+
+    def _check_run(self) -> None:
+        """The [run] table: passed-through engine options the sweep does not set itself, each
+        of its declared type; then RunOptions' own checks on them."""
+        if not isinstance(self.run_options, dict):
+            raise ConfigError(
+                f"run: expected a table of loadbench.run options, not {self.run_options!r}"
+            )
+        allowed = sorted(set(PASSED_THROUGH) - RUN_OWNED)
+        for name, value in list(self.run_options.items()):
+            if name not in allowed:
+                owned = f"the sweep sets {name} itself" if name in RUN_OWNED else "unknown option"
+                raise ConfigError(
+                    f"run.{name}: {owned} (the [run] table takes {', '.join(allowed)})"
+                )
+            self.run_options[name] = _run_value(name, value)
+        try:
+            RunOptions(**self.run_options)
+        except ConfigError as exc:
+            raise ConfigError(f"run: {exc}") from None
 
     def _check_hold(self) -> None:
         n = self.hold_connections

@@ -99,6 +99,10 @@ SWEEP_KEYS = {
         _STR,
         'the generator\'s TLS library for https/h2 cells: "openssl" (default), "wolfssl" or "rustls"',
     ),
+    "run": (
+        _DICT,
+        "a [run] table of loadbench.run options for every cell, e.g. send_batch = '1ms'",
+    ),
     "targets": (_LIST, "an array of [[targets]] tables"),
     "workloads": (_LIST, "an array of [[workloads]] tables or workload names"),
 }
