@@ -13,6 +13,9 @@ what `mode` says:
                      2^30 (far over the client's SETTINGS_HEADER_TABLE_SIZE)
   window-closed      SETTINGS_INITIAL_WINDOW_SIZE 0 and no WINDOW_UPDATE ever: a request body
                      can never be sent, so no request ends
+  honest             no hostile connection: every connection is served correctly
+Every correct connection records what the client offered: its first SETTINGS (id -> value) in
+`client_settings` and its connection-level WINDOW_UPDATE increments in `client_window_updates`.
 Each connection is served on its own thread, bounded in time (`max_seconds`)."""
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ MODES = (
     "zero-streams",
     "huge-table-update",
     "window-closed",
+    "honest",
 )
 
 
@@ -56,7 +60,9 @@ class HostileH2Server(ThreadedServer):
         self.max_seconds = max_seconds
         self.responses = 0  # sent by the well-behaved connections
         self.continuations_sent = 0
-        self._hostile_taken = False
+        self.client_settings: list[dict[int, int]] = []
+        self.client_window_updates: list[int] = []
+        self._hostile_taken = mode == "honest"
 
     def _serve(self, conn: socket.socket) -> None:
         with self.lock:
@@ -119,7 +125,12 @@ class HostileH2Server(ThreadedServer):
             ):  # give the connection window back, as a correct server does
                 conn.sendall(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", len(payload))))
             if kind == SETTINGS and not flags & ACK:
+                with self.lock:
+                    self.client_settings.append(dict(struct.iter_unpack(">HI", payload)))
                 conn.sendall(frame(SETTINGS, ACK, 0))
+            elif kind == WINDOW_UPDATE and stream == 0:
+                with self.lock:
+                    self.client_window_updates.append(struct.unpack(">I", payload)[0] & 0x7FFFFFFF)
             elif kind == PING and not flags & ACK:
                 conn.sendall(frame(PING, ACK, 0, payload))
             elif kind in (HEADERS, DATA) and flags & END_STREAM:

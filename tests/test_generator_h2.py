@@ -26,6 +26,7 @@ from nginx_access_log import Nginx, nginx_with_access_log
 
 import loadbench
 from loadbench import ConfigError
+from loadbench.cli import main
 from loadbench.core.certificates import self_signed
 
 
@@ -411,3 +412,32 @@ def test_timeouts_are_per_stream_and_the_connection_goes_on(server_factory) -> N
     assert "stream cancelled" in r.first_error
     assert r.connections_opened == 1
     assert r.responses + r.error_count + r.unfinished > 0
+
+
+@pytest.mark.parametrize("bits", [None, 16, 20])
+def test_the_window_offered_is_two_to_the_window_bits_minus_one(bits) -> None:
+    """h2_window_bits (--h2-window-bits, h2load's -w/-W) sets the client's SETTINGS_INITIAL_WINDOW_SIZE
+    and raises the connection window (65 535 at the start, RFC 9113 6.9.2) to the same 2^N - 1
+    with one WINDOW_UPDATE; the default is h2load's 30. Read off the frames a scripted server
+    received."""
+    from hostile_h2_server import HostileH2Server
+
+    window = (1 << (bits or 30)) - 1
+    with HostileH2Server("honest", max_seconds=4) as server:
+        result = loadbench.run(
+            server.url("/"), connections=2, requests=20, protocol="h2", prime=False,
+            **({"h2_window_bits": bits} if bits else {}),
+        )  # fmt: skip
+    assert result.responses == 20 and result.error_count == 0, result.first_error
+    assert result.config["h2_window_bits"] == (bits or 30)
+    assert len(server.client_settings) == 2
+    assert all(s[0x4] == window and s[0x2] == 0 for s in server.client_settings)  # push off
+    expected = [window - 65_535] * 2 if window > 65_535 else []
+    assert server.client_window_updates == expected
+
+
+def test_a_window_outside_one_to_thirty_bits_is_one_clear_error() -> None:
+    for bits in (0, 31):
+        with pytest.raises(ConfigError, match="h2_window_bits must be from 1 to 30"):
+            loadbench.run("http://127.0.0.1:9/", requests=1, protocol="h2", h2_window_bits=bits)
+    assert main(["run", "http://127.0.0.1:9/", "--h2", "-n", "1", "--h2-window-bits", "31"]) == 2

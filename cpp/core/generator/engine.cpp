@@ -142,6 +142,9 @@ void validate(const EngineConfig& c) {
     validate_early_data(c);  // before HTTP/3's checks: without --h3 it is the one error to name
     if (c.h3) validate_http3(c);
     if (c.pipeline < 1) throw ConfigError("pipeline must be an integer >= 1 (got " + std::to_string(c.pipeline) + ")");
+    if (c.h2_window_bits < 1 || c.h2_window_bits > 30)
+        throw ConfigError("h2_window_bits must be from 1 to 30 (a window of 2^N - 1 bytes; got " +
+                          std::to_string(c.h2_window_bits) + ")");
     if (c.pipeline > 1 && (c.h2 || c.h3))
         throw ConfigError(
             "pipeline > 1 is HTTP/1.1 pipelining: HTTP/2 and HTTP/3 carry concurrent requests as streams "

@@ -160,6 +160,7 @@ class EngineConfig:
     h2: bool
     h3: bool
     streams: int
+    h2_window_bits: int
     pipeline: int
     def __init__(self) -> None: ...
 

@@ -259,6 +259,9 @@ class RunOptions:
     streams: int = engine_option(
         "streams", "integer", "-p", "--streams", metavar="N", note="-m is --method here, as in oha"
     )
+    h2_window_bits: int = engine_option(
+        "h2_window_bits", "integer", "--h2-window-bits", metavar="N"
+    )
     pipeline: int = engine_option(
         "pipeline",
         "integer",

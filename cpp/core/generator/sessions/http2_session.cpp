@@ -10,7 +10,6 @@ namespace loadbench::generator {
 
 namespace {
 
-constexpr int32_t kLargeWindow = (1 << 30) - 1;  // h2load's default for the stream and the connection
 constexpr size_t kOutputHighWater = 256 * 1024;  // frames serialised ahead of the transport, at most
 
 std::string lower(std::string s) {
@@ -55,8 +54,12 @@ H2Request make_h2_request(const http::RequestTemplate& request, const std::strin
 }
 
 Http2Session::Http2Session(const std::vector<H2Request>& requests, int streams, bool one_per_connection,
-                           SessionEvents& events)
-    : requests_(requests), streams_(std::max(streams, 1)), one_per_connection_(one_per_connection), events_(events) {
+                           SessionEvents& events, int32_t window)
+    : requests_(requests),
+      streams_(std::max(streams, 1)),
+      one_per_connection_(one_per_connection),
+      window_(window),
+      events_(events) {
     // The header arrays are built once; nghttp2 copies the array per request but not the
     // names and values (NO_COPY: they live in the plan for the whole run).
     for (const H2Request& r : requests_) {
@@ -117,12 +120,12 @@ void Http2Session::reset() noexcept {
         error_ = "HTTP/2: cannot create a session (out of memory)";
         return;
     }
-    // The client preface goes out with the first write: SETTINGS (push off, large stream
-    // window) and the connection window raised the same way.
+    // The client preface goes out with the first write: SETTINGS (push off, the stream window)
+    // and the connection window set the same way (a WINDOW_UPDATE when above 65 535).
     const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-                                               {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, kLargeWindow}};
+                                               {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<uint32_t>(window_)}};
     nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, sizeof settings / sizeof settings[0]);
-    nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kLargeWindow);
+    nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, window_);
 }
 
 int Http2Session::free_slots() const noexcept {

@@ -33,8 +33,11 @@ H2Request make_h2_request(const http::RequestTemplate& request, const std::strin
 class Http2Session final : public StreamSession {
 public:
     // streams: the most streams in flight (the server's limit may be lower); one_per_connection:
-    // connection-per-request mode (one stream, then the connection is done).
-    Http2Session(const std::vector<H2Request>& requests, int streams, bool one_per_connection, SessionEvents& events);
+    // connection-per-request mode (one stream, then the connection is done); window: the
+    // flow-control window offered for each stream and for the connection, in bytes.
+    static constexpr int32_t kLargeWindow = (1 << 30) - 1;  // h2load's default (-w 30, -W 30)
+    Http2Session(const std::vector<H2Request>& requests, int streams, bool one_per_connection, SessionEvents& events,
+                 int32_t window = kLargeWindow);
     ~Http2Session() override;
     Http2Session(const Http2Session&) = delete;
     Http2Session& operator=(const Http2Session&) = delete;
@@ -91,6 +94,7 @@ private:
     std::vector<std::vector<nghttp2_nv>> nvs_;  // per template, pointing into requests_
     int streams_;
     bool one_per_connection_;
+    int32_t window_;
     SessionEvents& events_;
     nghttp2_session_callbacks* callbacks_ = nullptr;
     mutable nghttp2_session* session_ = nullptr;

@@ -29,7 +29,8 @@ SessionParts make_session(const RunPlan& plan, SessionEvents& events) {
 #endif
     std::unique_ptr<StreamSession> stream;
     if (plan.h2)
-        stream = std::make_unique<Http2Session>(plan.h2_requests, plan.streams, !plan.keepalive, events);
+        stream = std::make_unique<Http2Session>(plan.h2_requests, plan.streams, !plan.keepalive, events,
+                                                (int32_t{1} << plan.options.h2_window_bits) - 1);
     else
         stream = std::make_unique<Http1Session>(plan.wire_requests, plan.head_requests, events, plan.pipeline);
     parts.stream = stream.get();
