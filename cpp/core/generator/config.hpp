@@ -20,6 +20,7 @@ namespace loadbench::generator {
 // (Types with a comma in them go through the aliases below: a macro argument cannot hold one.)
 using RequestTemplates = std::vector<http::RequestTemplate>;
 using SchedulePoints = std::vector<std::pair<double, double>>;
+inline constexpr int kDefaultH2WindowBits = 30;  // h2load's default for -w and -W
 #define LOADBENCH_ENGINE_OPTIONS(X)                                                                                    \
     X(std::string, url, "", "the URL: its scheme, host, port and path")                                                \
     X(std::string, unix_socket, "",                                                                                    \
@@ -70,7 +71,7 @@ using SchedulePoints = std::vector<std::pair<double, double>>;
     X(bool, h2, false, "HTTP/2: h2c with prior knowledge for http://, ALPN h2 (only) for https://")                    \
     X(bool, h3, false, "HTTP/3 over QUIC: https:// only, ALPN h3 only (a build with ngtcp2 and nghttp3)")              \
     X(int, streams, 1, "HTTP/2 or HTTP/3 streams in flight per connection (h2load's -m)")                              \
-    X(int, h2_window_bits, 30,                                                                                         \
+    X(int, h2_window_bits, kDefaultH2WindowBits,                                                                       \
       "HTTP/2: the flow-control windows this client offers for each stream and for the connection, 2^N - 1 bytes "     \
       "(h2load's -w and -W; 1-30)")                                                                                    \
     X(int, pipeline, 1,                                                                                                \

@@ -274,17 +274,12 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
                 "HTTP/3, unlike h2c)");
         if (!plan_.url.unix_path.empty()) throw ConfigError("HTTP/3 runs over UDP: it cannot use a unix socket");
         plan_.h3 = true;
-        plan_.streams = config_.streams;
         plan_.h3_verify = config_.tls_verify || !config_.tls_cacert.empty();
-        plan_.h3_cacert = config_.tls_cacert;
-        plan_.h3_resume = config_.tls_session_resumption;
-        plan_.h3_early_data = config_.quic_early_data;
         for (const auto& r : requests)
             plan_.h2_requests.push_back(make_h2_request(r, plan_.url.target, host_header, true));
     }
     if (config_.h2) {
         plan_.h2 = true;
-        plan_.streams = config_.streams;
         for (const auto& r : requests)
             plan_.h2_requests.push_back(make_h2_request(r, plan_.url.target, host_header, plan_.url.tls));
     }
@@ -300,10 +295,6 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
     }
     plan_.options = config_;
     plan_.tls = tls_.get();
-    plan_.keepalive = config_.keepalive;
-    plan_.pipeline = config_.pipeline;
-    plan_.ack_with_request = config_.ack_with_request;
-    plan_.rst_close = config_.rst_close;
     plan_.count_mode = config_.total_requests > 0;
     plan_.timeout_ns = seconds_to_ns(config_.timeout_s);
     plan_.connect_retry_delay_ns = seconds_to_ns(config_.connect_retry_delay_s);
@@ -327,8 +318,6 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
                 plan_.stage_edges_ns.push_back(seconds_to_ns(t));
     }
     plan_.send_batch_ns = seconds_to_ns(config_.send_batch_s);
-    plan_.seed = config_.seed;
-    plan_.threads = config_.threads;
     const int max_connections = config_.max_connections > 0 ? config_.max_connections : config_.connections;
 
     // Connections and the request budget are split as evenly as possible; no shared counter.

@@ -26,8 +26,9 @@ struct H2Request {
 };
 
 struct RunPlan {
-    // The run's options as asked (EngineConfig): a session or transport reads the options it
-    // takes unchanged here; the fields below are what the engine derived from them.
+    // The run's options as asked (EngineConfig): whatever reads an option unchanged (keep-alive,
+    // the pipeline, streams, the seed, ...) reads it here; the fields below are only what the
+    // engine derived from them.
     EngineConfig options;
     sockaddr_storage address{};
     socklen_t address_len = 0;
@@ -36,22 +37,14 @@ struct RunPlan {
     std::vector<std::string> wire_requests;  // serialised once
     std::vector<bool> head_requests;
     bool h2 = false;                     // HTTP/2 (h2c prior knowledge, or ALPN h2 over TLS)
-    int streams = 1;                     // HTTP/2 and HTTP/3: most streams in flight per connection
     bool h3 = false;                     // HTTP/3 over QUIC (https:// only; h2_requests are its fields)
     bool h3_verify = false;              // HTTP/3: verify the server's certificate (GnuTLS)
-    std::string h3_cacert;               // HTTP/3: PEM CA file (verify; empty: the system's store)
-    bool h3_resume = false;              // HTTP/3: resume with the newest session ticket
-    bool h3_early_data = false;          // HTTP/3: and send the first requests as 0-RTT
-    int pipeline = 1;                    // HTTP/1.1: most requests in flight per connection
     std::vector<H2Request> h2_requests;  // HTTP/2: the templates as header fields, built once
     const TlsContext* tls = nullptr;     // null: plain TCP
     // Over TLS: the one protocol offered with ALPN (empty: none offered), and what a server that
     // selects another is told - the run's protocol is never negotiated down.
     std::string alpn;
     std::string alpn_refused;
-    bool keepalive = true;
-    bool ack_with_request = false;  // TCP_QUICKACK off before connect (EngineConfig)
-    bool rst_close = false;         // SO_LINGER 0 on connections the server closed (EngineConfig)
     bool count_mode = false;
     int64_t timeout_ns = 0;  // per request; also how long the run drains after the window
     int64_t connect_retry_delay_ns = 0;
@@ -66,8 +59,6 @@ struct RunPlan {
     RateCurve connection_curve;  // closed loop: the active connections (EngineConfig::connections_schedule)
     std::vector<int64_t> stage_edges_ns;
     int64_t send_batch_ns = 40'000;  // EngineConfig::send_batch_s
-    uint64_t seed = 1;
-    int threads = 1;
     // Engine::preconnect: workers open their connections before reporting ready, until then.
     int64_t preconnect_until_ns = 0;
     // Set by the engine before `started` is released.

@@ -400,8 +400,8 @@ class RunOptions:
         c = _core.EngineConfig()
         c.url = url
         c.requests = [_wire(t) for t in self.templates()]
-        for name, engine in PASSED_THROUGH.items():
-            setattr(c, engine, _as_engine(getattr(self, name), field_type(name)))
+        for engine, value, _ in self._passed_through():
+            setattr(c, engine, value)
         c.connections = int(self.connections)
         c.duration_s = 0.0 if self.requests is not None else float(self.duration)
         c.total_requests = self.requests or 0
@@ -417,6 +417,16 @@ class RunOptions:
         c.h2 = self.protocol == "h2"
         c.h3 = self.protocol == "h3"
         return c
+
+    def _passed_through(self) -> list[tuple[str, Any, str]]:
+        """(EngineConfig name, value as the engine holds it, when it is recorded) of every
+        engine_option field: what engine_config() sets and record() writes."""
+        return [
+            (f.metadata["engine"], _as_engine(getattr(self, f.name), f.metadata["type"]),
+             f.metadata["recorded"])
+            for f in fields(self)
+            if "engine" in f.metadata
+        ]  # fmt: skip
 
     @property
     def pool_cap(self) -> int:
@@ -453,9 +463,9 @@ class RunOptions:
             "cpus": list(self.cpus) if self.cpus else None,
             "protocol": self.protocol,
         }
-        for f in fields(self):  # the options passed through to the engine, under its names
-            if "engine" in f.metadata and (self.open_loop or f.metadata["recorded"] != "open"):
-                out[f.metadata["engine"]] = _as_engine(getattr(self, f.name), f.metadata["type"])
+        for engine, value, recorded in self._passed_through():  # under the engine's names
+            if self.open_loop or recorded != "open":
+                out[engine] = value
         if self.open_loop:
             out.update(rate=self.rate, arrival=self.arrival, max_connections=self.pool_cap)
         points = self.schedule_points

@@ -58,7 +58,7 @@ def _held(settings: dict) -> str:
     hold = settings.get("capacity_hold")
     if hold is None or hold <= duration:
         return "the answer confirmed with one more step"
-    return f"the answer confirmed by holding it for {max(hold, duration):g} s"
+    return f"the answer confirmed by holding it for {hold:g} s"
 
 
 def section(model) -> list[str]:

@@ -271,8 +271,9 @@ class SweepPlan:
     allocation_sites: bool = False
     # Any other option loadbench.run passes to the engine unchanged (core/options.py's
     # engine_option: send_batch, seed, tls_session_resumption, ...) for every cell: the sweep
-    # file's [run] table (run_options here: run() is the sweep's own method). An option the sweep sets per cell or by a key of its own (RUN_OWNED)
-    # is refused there, so one setting never has two places.
+    # file's [run] table (run_options here: run() is the sweep's own method). An option the
+    # sweep sets per cell or by a key of its own (RUN_OWNED) is refused there, so one setting
+    # never has two places.
     run_options: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -74,7 +74,7 @@ bool Connection::open(std::string& why) noexcept {
         const int one = 1;
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
-    if (plan_.ack_with_request) {  // TCP only (Engine refuses it for a unix socket)
+    if (plan_.options.ack_with_request) {  // TCP only (Engine refuses it for a unix socket)
         // Quick-ACK mode off before connect: the kernel delays the handshake's last ACK and sends
         // it on the first bytes written - the request or the ClientHello, written as soon as the
         // connect completes (closed loop only, see Engine). One packet fewer per connection, and
@@ -115,7 +115,7 @@ void Connection::close() noexcept {
     if (fd_ >= 0 && quic_) close_datagram();
     if (fd_ >= 0) {
         transport_->detach();
-        if (plan_.rst_close && peer_closed_) {
+        if (plan_.options.rst_close && peer_closed_) {
             // The server has closed its side (its FIN is here) and nothing more is wanted from
             // it: an abortive close sends one RST instead of our FIN and the server's last ACK,
             // and leaves no TIME_WAIT on the server's side. Its application closed its socket

@@ -16,15 +16,15 @@ void Scheduler::begin() {
     if (!plan_.open_loop) return;
     if (!plan_.rate_curve.empty()) {
         // A load shape: the workers' arrivals interleave along the one curve (ArrivalSchedule).
-        schedule_.emplace(plan_.arrival, plan_.rate_curve, plan_.window_start_ns, worker_index_, plan_.threads,
-                          plan_.seed + static_cast<uint64_t>(worker_index_));
+        schedule_.emplace(plan_.arrival, plan_.rate_curve, plan_.window_start_ns, worker_index_, plan_.options.threads,
+                          plan_.options.seed + static_cast<uint64_t>(worker_index_));
         varying_ = true;
         return;
     }
     // Worker i starts i/T of a gap late, so the workers' constant schedules interleave.
     schedule_.emplace(plan_.arrival, plan_.rate_per_worker, plan_.start_ns,
-                      static_cast<double>(worker_index_) / plan_.threads,
-                      plan_.seed + static_cast<uint64_t>(worker_index_));
+                      static_cast<double>(worker_index_) / plan_.options.threads,
+                      plan_.options.seed + static_cast<uint64_t>(worker_index_));
     const double mean_gap_ns = 1e9 / plan_.rate_per_worker;
     batch_ns_ = mean_gap_ns < static_cast<double>(plan_.send_batch_ns) ? plan_.send_batch_ns : 0;
 }

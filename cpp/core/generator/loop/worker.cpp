@@ -33,7 +33,8 @@ Worker::Worker(const RunPlan& plan, int index, int connections, int max_connecti
       scheduler_(plan, index, budget),
       read_buffer_(std::make_unique<char[]>(kReadCapacity)) {
     connections_.reserve(static_cast<size_t>(std::max(connections, max_connections)));
-    resend_.reserve(static_cast<size_t>(std::max({plan.pipeline, plan.streams, 1})));  // a connection's worth
+    resend_.reserve(
+        static_cast<size_t>(std::max({plan.options.pipeline, plan.options.streams, 1})));  // a connection's worth
     for (int i = 0; i < connections; ++i) add_connection();
 }
 
@@ -189,7 +190,7 @@ int Worker::active_at(int64_t now) const noexcept {
     const double t_s = static_cast<double>(now - plan_.window_start_ns) * 1e-9;
     const auto total = static_cast<int64_t>(std::floor(plan_.connection_curve.value_at(t_s) + 1e-9));
     // split as the connections are (Engine): the first total % threads workers one more
-    return static_cast<int>(total / plan_.threads + (index_ < total % plan_.threads ? 1 : 0));
+    return static_cast<int>(total / plan_.options.threads + (index_ < total % plan_.options.threads ? 1 : 0));
 }
 
 void Worker::update_active(int64_t now) {
@@ -266,11 +267,11 @@ void Worker::on_answered(Connection& c, int64_t now) {
         if (!c.session().reusable()) c.close();
         return;
     }
-    if (!plan_.keepalive || !c.session().reusable()) {
+    if (!plan_.options.keepalive || !c.session().reusable()) {
         // The server closed (or asked to close) the connection: reopen it. Pipelined requests
         // behind the response that ended it were never answered (the server said so): they go
         // out again first, on the fresh connection, neither lost nor counted twice.
-        if (plan_.keepalive) recorder_.reconnect(c.last_counted);
+        if (plan_.options.keepalive) recorder_.reconnect(c.last_counted);
         const bool requeued = c.session().in_flight() > 0;
         if (requeued) requeue_unanswered(c);
         c.close();

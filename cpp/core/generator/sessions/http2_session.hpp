@@ -35,7 +35,7 @@ public:
     // streams: the most streams in flight (the server's limit may be lower); one_per_connection:
     // connection-per-request mode (one stream, then the connection is done); window: the
     // flow-control window offered for each stream and for the connection, in bytes.
-    static constexpr int32_t kLargeWindow = (1 << 30) - 1;  // h2load's default (-w 30, -W 30)
+    static constexpr int32_t kLargeWindow = (int32_t{1} << kDefaultH2WindowBits) - 1;
     Http2Session(const std::vector<H2Request>& requests, int streams, bool one_per_connection, SessionEvents& events,
                  int32_t window = kLargeWindow);
     ~Http2Session() override;

@@ -16,23 +16,23 @@ SessionParts make_session(const RunPlan& plan, SessionEvents& events) {
         options.server_name = plan.url.host;
         options.server_name_is_ip = plan.url.host_is_ip_literal;
         options.verify = plan.h3_verify;
-        options.cacert = plan.h3_cacert;
+        options.cacert = plan.options.tls_cacert;
         options.handshake_timeout_ns = plan.timeout_ns;
-        options.resume = plan.h3_resume;
-        options.early_data = plan.h3_early_data;
+        options.resume = plan.options.tls_session_resumption;
+        options.early_data = plan.options.quic_early_data;
         options.no_error_code = Http3Session::kNoError;
         parts.quic = std::make_unique<QuicTransport>(options);
-        parts.session =
-            std::make_unique<Http3Session>(plan.h2_requests, plan.streams, !plan.keepalive, *parts.quic, events);
+        parts.session = std::make_unique<Http3Session>(plan.h2_requests, plan.options.streams, !plan.options.keepalive,
+                                                       *parts.quic, events);
         return parts;
     }
 #endif
     std::unique_ptr<StreamSession> stream;
     if (plan.h2)
-        stream = std::make_unique<Http2Session>(plan.h2_requests, plan.streams, !plan.keepalive, events,
+        stream = std::make_unique<Http2Session>(plan.h2_requests, plan.options.streams, !plan.options.keepalive, events,
                                                 (int32_t{1} << plan.options.h2_window_bits) - 1);
     else
-        stream = std::make_unique<Http1Session>(plan.wire_requests, plan.head_requests, events, plan.pipeline);
+        stream = std::make_unique<Http1Session>(plan.wire_requests, plan.head_requests, events, plan.options.pipeline);
     parts.stream = stream.get();
     parts.session = std::move(stream);
     return parts;
