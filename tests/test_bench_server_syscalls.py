@@ -1,7 +1,7 @@
 """bench/server_vs_peers.py (loadbench.bench.server_comparison) counts a server's own system calls (strace -c -f on its process tree)
 per new connection and per keep-alive response: the counts are per response,
 and for the Beast server a new connection costs no FIONBIO ioctl and no EPOLL_CTL_DEL (the
-accept path of cpp/core/server/net/accept_loop.cpp) - which the old Asio accept made every time."""
+accept path of cpp/core/server/accept_loop.cpp) - which the old Asio accept made every time."""
 
 from __future__ import annotations
 

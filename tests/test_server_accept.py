@@ -1,4 +1,4 @@
-"""The accept path of the native server (cpp/core/server/net/accept_loop.cpp, accepted_socket.cpp).
+"""The accept path of the native server (cpp/core/server/accept_loop.cpp, net/accepted_socket.cpp).
 
 The server accepts with accept4(SOCK_NONBLOCK | SOCK_CLOEXEC) in batches until the listen
 queue is empty, instead of Asio's async_accept (see accepted_socket.hpp for the system calls

@@ -41,13 +41,30 @@ TEST(ServerAnswer, Http1EncoderKeepsThePrebuiltFastPath) {
     std::string out;
     const std::string in = "GET /plaintext HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\n\r\n";
     EXPECT_EQ(requests.process(ctx, in.data(), in.size(), out), in.size());
-    const std::string cached(ctx.responses.plaintext(ConnectionHeader::none));
+    const std::string cached(prebuilt_responses(ctx).plaintext(ConnectionHeader::none));
     ASSERT_EQ(out.compare(0, cached.size(), cached), 0);
     EXPECT_NE(out.find("HTTP/1.1 404 Not Found\r\n", cached.size()), std::string::npos);
     const auto counts = ctx.counters.snapshot();
     EXPECT_EQ(counts.requests_total(), 2u);
     EXPECT_EQ(counts.h1_requests(), 2u);
     EXPECT_EQ(counts.h2.requests, 0u);
+}
+
+TEST(ServerAnswer, PrebuiltResponsesFollowAltSvc) {
+    // The prebuilt responses are rebuilt when the context's Alt-Svc (or Date) changes, not
+    // per request: a response after --h3 is advertised carries it.
+    ServerConfig config;
+    HandlerContext ctx(config);
+    RequestProcessor requests;
+    const std::string in = "GET /plaintext HTTP/1.1\r\nHost: x\r\n\r\n";
+    std::string before;
+    requests.process(ctx, in.data(), in.size(), before);
+    EXPECT_EQ(before.find("Alt-Svc"), std::string::npos);
+    ctx.advertise_http3(4433);
+    std::string after;
+    requests.process(ctx, in.data(), in.size(), after);
+    EXPECT_NE(after.find("Alt-Svc: h3=\":4433\"\r\n"), std::string::npos);
+    EXPECT_EQ(after, std::string(prebuilt_responses(ctx).plaintext(ConnectionHeader::none)));
 }
 
 TEST(ServerAnswer, HeadIsGetWithoutContent) {  // RFC 9110 §9.3.2
@@ -57,7 +74,7 @@ TEST(ServerAnswer, HeadIsGetWithoutContent) {  // RFC 9110 §9.3.2
     std::string out;
     const std::string in = "HEAD /plaintext HTTP/1.1\r\nHost: x\r\n\r\nHEAD /echo HTTP/1.1\r\nHost: x\r\n\r\n";
     EXPECT_EQ(requests.process(ctx, in.data(), in.size(), out), in.size());
-    std::string head(ctx.responses.plaintext(ConnectionHeader::none));
+    std::string head(prebuilt_responses(ctx).plaintext(ConnectionHeader::none));
     head.resize(head.size() - plaintext_body.size());
     ASSERT_EQ(out.compare(0, head.size(), head), 0);  // Content-Length: 14, no content
     const std::string rest = out.substr(head.size());

@@ -1,4 +1,4 @@
-#include "core/server/config.hpp"
+#include "core/server/options.hpp"
 
 #include <gtest/gtest.h>
 

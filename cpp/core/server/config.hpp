@@ -60,12 +60,4 @@ public:
 // Throws ConfigError when the configuration cannot work (no listener, 0 workers, ...).
 void validate(const ServerConfig& config);
 
-// The native binary's flags (see loadbench-server --help). `help_requested` is set for -h.
-struct ParsedArgs {
-    ServerConfig config;
-    bool help_requested = false;
-};
-ParsedArgs parse_server_args(const std::vector<std::string>& args);
-std::string server_usage();
-
 }  // namespace loadbench::server

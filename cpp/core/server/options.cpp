@@ -1,5 +1,6 @@
 #include "core/server/options.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <type_traits>
 
@@ -96,6 +97,75 @@ const ServerOption* find_option(std::string_view flag_or_keyword) {
         if (option.flag == flag_or_keyword || option.keyword == flag_or_keyword) return &option;
     }
     return nullptr;
+}
+
+ParsedArgs parse_server_args(const std::vector<std::string>& args) {
+    ParsedArgs parsed;
+    ServerConfig& c = parsed.config;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        std::string flag = args[i];
+        std::string inline_value;
+        bool has_inline = false;
+        if (const auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+            inline_value = flag.substr(eq + 1);
+            flag.resize(eq);
+            has_inline = true;
+        }
+        auto value = [&]() -> std::string {
+            if (has_inline) return inline_value;
+            if (i + 1 >= args.size()) throw ConfigError(flag + " needs a value");
+            return args[++i];
+        };
+        auto no_value = [&] {
+            if (has_inline) throw ConfigError(flag + " takes no value");
+        };
+        if (flag == "-h" || flag == "--help") {
+            parsed.help_requested = true;
+            continue;
+        }
+        const ServerOption* option = flag.rfind("--", 0) == 0 ? find_option(flag) : nullptr;
+        if (option == nullptr) throw ConfigError("unknown flag '" + args[i] + "' (see --help)");
+        if (option->is_switch()) {
+            no_value();
+            option->set(c, "");
+        } else {
+            option->set(c, value());
+        }
+    }
+    if (!parsed.help_requested) validate(c);
+    return parsed;
+}
+
+std::string server_usage() {
+    // Each option's line from its declaration (options.hpp): flag and metavar in a column of
+    // 26, the help wrapped at 100 characters, the default from ServerConfig's initializers.
+    constexpr std::size_t column = 26, width = 100;
+    std::string text = R"(usage: loadbench-server [flags]
+Boost.Beast HTTP/1.1 + nghttp2 HTTP/2 reference server. Prints one JSON line when listening
+and one at exit. HTTP/2: h2c with prior knowledge on the HTTP port, ALPN h2 on the TLS port.
+)";
+    const ServerConfig defaults;
+    for (const auto& option : server_options()) {
+        std::string left = "  " + std::string(option.flag);
+        if (!option.metavar.empty()) left += " " + std::string(option.metavar);
+        left += left.size() + 1 < column ? std::string(column - left.size(), ' ') : "  ";
+        std::string help(option.help);
+        const std::string value = option.get(defaults);
+        if (!option.is_switch() && !value.empty()) help += " (default " + value + ")";
+        std::string line = left;
+        std::size_t start = 0;
+        while (start < help.size()) {
+            std::size_t room = width > line.size() ? width - line.size() : 20;
+            std::size_t end = help.size() - start <= room ? help.size() : help.rfind(' ', start + room);
+            if (end == std::string::npos || end <= start) end = std::min(help.size(), start + room);
+            line += help.substr(start, end - start);
+            text += line + "\n";
+            start = end < help.size() && help[end] == ' ' ? end + 1 : end;
+            line = std::string(column, ' ');
+        }
+    }
+    text += "Routes: GET / and /plaintext, GET /json, POST /echo, GET /delay?ms=N. SIGINT/SIGTERM stop gracefully.\n";
+    return text;
 }
 
 }  // namespace loadbench::server

@@ -4,7 +4,7 @@
 // Each line of LOADBENCH_SERVER_OPTIONS is one option: its flag, the keyword Python knows it by
 // (ServerProcess, the in-process Server, `loadbench serve`), the ServerConfig field it sets, how
 // its value is read (kind), the range an integer must lie in, the metavar and the help. From the
-// list come the binary's parser and its usage (config.cpp), the in-process Server's keyword
+// list come the binary's parser and its usage (options.cpp), the in-process Server's keyword
 // arguments (register_server.cpp) and, through _core.server_options(), `loadbench serve`'s
 // flags and ServerProcess's argv - so a flag, its range and its message are written once.
 //
@@ -89,5 +89,13 @@ struct ServerOption {
 const std::vector<ServerOption>& server_options();
 // The option with this flag or keyword; nullptr when there is none.
 const ServerOption* find_option(std::string_view flag_or_keyword);
+
+// The native binary's flags (see loadbench-server --help). `help_requested` is set for -h.
+struct ParsedArgs {
+    ServerConfig config;
+    bool help_requested = false;
+};
+ParsedArgs parse_server_args(const std::vector<std::string>& args);
+std::string server_usage();
 
 }  // namespace loadbench::server

@@ -1,5 +1,7 @@
 #include "core/server/server.hpp"
 
+#include "core/server/accept_loop.hpp"
+#include "core/server/h3/h3_endpoint.hpp"
 #include "core/server/h3/h3_session.hpp"
 #include "core/server/tls/tls_context.hpp"
 #include "core/server/worker.hpp"
@@ -13,6 +15,15 @@ namespace loadbench::server {
 
 namespace asio = boost::asio;
 
+namespace {
+// A listening socket (on `owner`'s io_context) whose connections go to `targets` round-robin:
+// just {owner} for SO_REUSEPORT, every worker for a shared listener.
+void add_listener(Worker& owner, asio::ip::tcp::acceptor acceptor, const asio::ip::tcp& protocol, bool tls,
+                  std::vector<Worker*> targets) {
+    owner.add_service(std::make_unique<AcceptLoop>(owner, std::move(acceptor), protocol, tls, std::move(targets)));
+}
+}  // namespace
+
 // Workers report here as their event loops end, so wait_for() can time out cleanly.
 struct Server::Completion {
     std::mutex mutex;
@@ -20,7 +31,10 @@ struct Server::Completion {
     std::size_t finished = 0;
 };
 
-Server::Server(ServerConfig config) : config_(std::move(config)) { validate(config_); }
+Server::Server(ServerConfig config) : config_(std::move(config)) {
+    validate(config_);
+    if (config_.h3 && !http3_available()) throw ConfigError("--h3: " + std::string(http3_missing_reason()));
+}
 
 Server::~Server() {
     if (started_ && !joined_) stop();
@@ -61,11 +75,11 @@ void Server::start() {
         if (reuseport) {
             for (std::size_t i = 0; i < acceptors.size(); ++i) {
                 const auto protocol = acceptors[i].local_endpoint().protocol();
-                workers_[i]->add_listener(std::move(acceptors[i]), protocol, tls, {workers_[i].get()});
+                add_listener(*workers_[i], std::move(acceptors[i]), protocol, tls, {workers_[i].get()});
             }
         } else {
             const auto protocol = acceptors[0].local_endpoint().protocol();
-            workers_[0]->add_listener(std::move(acceptors[0]), protocol, tls, all_workers);
+            add_listener(*workers_[0], std::move(acceptors[0]), protocol, tls, all_workers);
         }
         return bound;
     };
@@ -73,7 +87,7 @@ void Server::start() {
         if (config_.serve_http && !config_.unix_path.empty()) {
             // One listener, its connections handed round-robin to every worker (as --accept shared).
             auto acceptor = open_unix_listener(config_.unix_path, workers_[0]->io(), unix_file_);
-            workers_[0]->add_listener(std::move(acceptor), asio::ip::tcp::v4(), false, all_workers);
+            add_listener(*workers_[0], std::move(acceptor), asio::ip::tcp::v4(), false, all_workers);
         } else if (config_.serve_http) {
             http_port_ = listen(config_.http_port, false);
         }
@@ -82,7 +96,10 @@ void Server::start() {
             // Per-worker UDP sockets whatever --accept says: there is no accept to share.
             auto sockets = open_udp_sockets(address, *https_port_, contexts);
             for (std::size_t i = 0; i < sockets.size(); ++i) {
-                workers_[i]->add_http3(std::move(sockets[i]), *h3_credentials_);
+                Worker& worker = *workers_[i];
+                worker.context().advertise_http3(sockets[i].local_endpoint().port());
+                worker.add_service(std::make_unique<Http3Endpoint>(worker.io(), std::move(sockets[i]), worker.context(),
+                                                                   *h3_credentials_));
             }
         }
     } catch (...) {

@@ -1,15 +1,10 @@
 #include "core/server/worker.hpp"
 
-#include "core/server/net/accept_loop.hpp"
-#include "core/server/h1/connection.hpp"
-#include "core/server/h3/h3_endpoint.hpp"
-
 #include <boost/asio/post.hpp>
 
 namespace loadbench::server {
 
 namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
 
 namespace {
 // Deadlines, the Date header and stop progress are checked this often.
@@ -29,13 +24,12 @@ Worker::Worker(const ServerConfig& config, unsigned index, asio::ssl::context* t
       reactor_(reactor_of(io_)),
       tick_timer_(io_),
       context_(config),
-      read_buffers_(Connection<PlainStream>::read_buffer_size, buffers_kept),
+      read_buffers_(read_buffer_size, buffers_kept),
       output_buffers_(output_initial_capacity, output_max_kept_capacity, buffers_kept) {}
 
 Worker::~Worker() {
     // Only reached after run() returned or never ran: delete whatever is left.
-    listeners_.clear();
-    h3_.reset();
+    services_.clear();
     while (connections_) {
         ConnectionBase* c = connections_;
         connections_ = c->next_;
@@ -43,18 +37,10 @@ Worker::~Worker() {
     }
 }
 
-void Worker::add_listener(tcp::acceptor acceptor, const tcp& protocol, bool tls, std::vector<Worker*> targets) {
-    listeners_.push_back(std::make_unique<AcceptLoop>(*this, std::move(acceptor), protocol, tls, std::move(targets)));
-}
-
-void Worker::add_http3(asio::ip::udp::socket socket, Http3Credentials& credentials) {
-    context_.advertise_http3(socket.local_endpoint().port());
-    h3_ = std::make_unique<Http3Endpoint>(io_, std::move(socket), context_, credentials);
-}
+void Worker::add_service(std::unique_ptr<WorkerService> service) { services_.push_back(std::move(service)); }
 
 void Worker::run() {
-    for (auto& listener : listeners_) listener->start();
-    if (h3_) h3_->start();
+    for (auto& service : services_) service->start();
     start_tick();
     io_.run();
 }
@@ -66,8 +52,8 @@ void Worker::request_stop() {
 
 void Worker::begin_stop() {
     context_.stopping = true;
-    for (auto& listener : listeners_) listener->close();
-    if (h3_) h3_->begin_shutdown();  // its socket closes once its connections have
+    // Listeners close; an HTTP/3 endpoint's socket closes once its connections have.
+    for (auto& service : services_) service->begin_shutdown();
     for (ConnectionBase* c = connections_; c != nullptr;) {
         ConnectionBase* next = c->next_;  // begin_shutdown may delete c
         c->begin_shutdown();
@@ -99,35 +85,22 @@ void Worker::on_tick() {
     if (!(context_.stopping && connection_count_ == 0)) start_tick();
 }
 
-void Worker::adopt(AcceptedSocket accepted, const tcp& protocol, bool tls) {
-    if (context_.stopping) return;  // the accepted socket closes itself
-    // TCP_NODELAY comes from the listener (bind_one): Linux accepted sockets inherit it.
-    // Plain connections write synchronously first (see Connection::write_out): that needs
-    // would_block from a full send buffer instead of a wait (the socket is non-blocking
-    // from accept4; into_server_socket tells Asio so).
-    boost::system::error_code ec;
-    ServerSocket socket = std::move(accepted).into_server_socket(io_, protocol, /*sync_writes=*/!tls, ec);
-    if (ec) return;  // epoll_ctl failed (out of memory): drop the connection
-    ConnectionBase* connection = nullptr;
-    if (tls) {
-        connection = new Connection<TlsStream>(*this, std::move(socket), tls_context_);
-    } else {
-        connection = new Connection<PlainStream>(*this, std::move(socket), nullptr);
-    }
+void Worker::link(ConnectionBase* connection) {
     connection->next_ = connections_;
     if (connections_) connections_->prev_ = connection;
     connections_ = connection;
     ++connection_count_;
+}
+
+void Worker::add_connection(ConnectionBase* connection) {
+    link(connection);
     context_.counters.connection_opened();
     connection->start();
 }
 
 void Worker::hand_over(ConnectionBase* from, ConnectionBase* to) {
     from->handed_over_ = true;
-    to->next_ = connections_;
-    if (connections_) connections_->prev_ = to;
-    connections_ = to;
-    ++connection_count_;
+    link(to);
 }
 
 void Worker::destroy(ConnectionBase* connection) {

@@ -1,8 +1,11 @@
 #pragma once
-// One worker: one thread, one io_context, its own listeners (or a share of accepted
-// connections), its own Date/response cache and counters. Nothing on the request path is
-// shared with another worker.
-#include "core/server/net/accepted_socket.hpp"
+// One worker: one thread, one io_context, its own services (listeners' accept loops, an
+// HTTP/3 endpoint), its connections, its own Date cache and counters. Nothing on the request
+// path is shared with another worker.
+//
+// The worker knows no protocol: the server (server.cpp) gives it its services, and an accept
+// loop (accept_loop.hpp) starts the HTTP/1.1 connections on it, so the protocols build on the
+// worker and never the other way round.
 #include "core/server/net/asio_internals.hpp"
 #include "core/server/net/buffer_pool.hpp"
 #include "core/server/config.hpp"
@@ -11,8 +14,6 @@
 #include "core/server/net/socket.hpp"
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ip/udp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -23,10 +24,16 @@
 
 namespace loadbench::server {
 
-class AcceptLoop;
-class Http3Credentials;
-class Http3Endpoint;
 class Worker;
+
+// What a worker runs besides its connections: a listener's accept loop, an HTTP/3 endpoint.
+class WorkerService {
+public:
+    virtual ~WorkerService() = default;
+    virtual void start() = 0;
+    // The server is stopping: take nothing new; let what is in flight finish.
+    virtual void begin_shutdown() = 0;
+};
 
 // What the worker needs from a connection, whatever its stream type. Connections live in an
 // intrusive list so that the housekeeping tick can enforce deadlines without a timer per
@@ -72,14 +79,11 @@ public:
     Reactor& reactor() { return reactor_; }
     unsigned index() const { return index_; }
 
-    // Before run(): a listening socket (on this worker's io_context) whose connections go to
-    // `targets` round-robin (just {this} for SO_REUSEPORT; every worker for a shared listener).
-    // `protocol`: what Asio is told the accepted sockets are (see open_unix_listener).
-    void add_listener(boost::asio::ip::tcp::acceptor acceptor, const boost::asio::ip::tcp& protocol, bool tls,
-                      std::vector<Worker*> targets);
+    // The read buffers it lends (read_buffers()): HTTP/1.1's most unparsed input.
+    static constexpr std::size_t read_buffer_size = 16 * 1024;
 
-    // Before run(): serve HTTP/3 on this worker's UDP socket (see h3_endpoint.hpp).
-    void add_http3(boost::asio::ip::udp::socket socket, Http3Credentials& credentials);
+    // Before run(): a service on this worker's io_context, started by run().
+    void add_service(std::unique_ptr<WorkerService> service);
 
     // Runs the event loop until the worker has stopped and its last connection is gone.
     void run();
@@ -96,8 +100,11 @@ public:
     // Refreshed on every housekeeping tick: deadlines are coarse on purpose (no clock read per request).
     clock::time_point now() const { return context_.now; }
     bool stopping() const { return context_.stopping; }
-    // Registers the socket with this worker's reactor and starts a connection on it.
-    void adopt(AcceptedSocket socket, const boost::asio::ip::tcp& protocol, bool tls);
+    // The TLS context of its https listeners (null: none).
+    boost::asio::ssl::context* tls_context() const { return tls_context_; }
+    // A new connection (on a socket registered with this worker's reactor) joins the worker's
+    // list, is counted as opened and started.
+    void add_connection(ConnectionBase* connection);
     // `from` gives its socket to `to` (a new connection of another protocol), which joins the
     // worker's list; `from` is destroyed as usual once its handler returns, not counted as closed.
     void hand_over(ConnectionBase* from, ConnectionBase* to);
@@ -107,6 +114,7 @@ public:
     OutputBufferPool& output_buffers() { return output_buffers_; }
 
 private:
+    void link(ConnectionBase* connection);  // into the intrusive list
     void start_tick();
     void on_tick();
     void begin_stop();
@@ -117,8 +125,7 @@ private:
     boost::asio::io_context io_{1};  // concurrency hint 1: one thread, lighter locking
     Reactor& reactor_;
     boost::asio::steady_timer tick_timer_;
-    std::vector<std::unique_ptr<AcceptLoop>> listeners_;
-    std::unique_ptr<Http3Endpoint> h3_;
+    std::vector<std::unique_ptr<WorkerService>> services_;
     ConnectionBase* connections_ = nullptr;  // intrusive list head
     std::size_t connection_count_ = 0;
     std::atomic<bool> stop_requested_{false};

@@ -1,7 +1,5 @@
 #include "core/server/app/answer.hpp"
 
-#include "core/server/h1/responses.hpp"
-
 namespace loadbench::server {
 
 Answer answer_for(const RouteMatch& match) {

@@ -30,6 +30,10 @@ Answer delay_answer();
 Answer limit_answer(RequestKind kind);
 
 // Echo answers carry the request's Content-Type, or this when it had none.
+// What every protocol's responses carry: the Server value and the constant routes' bodies.
+inline constexpr std::string_view server_name = "loadbench";
+inline constexpr std::string_view plaintext_body = "Hello, World!\n";
+inline constexpr std::string_view json_body = R"({"message":"Hello, World!"})";
 inline constexpr std::string_view default_echo_type = "application/octet-stream";
 
 }  // namespace loadbench::server

@@ -1,6 +1,6 @@
 #include "core/server/app/response_fields.hpp"
 
-#include "core/server/h1/responses.hpp"
+#include "core/server/app/answer.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -45,6 +45,7 @@ class Connection final : public ConnectionLifecycle<Connection<Stream>, Stream> 
 
 public:
     static constexpr std::size_t read_buffer_size = RequestProcessor::max_buffered_bytes;
+    static_assert(read_buffer_size == Worker::read_buffer_size, "the worker lends buffers of this size");
 
     Connection(Worker& worker, ServerSocket socket, boost::asio::ssl::context* tls)
         : Lifecycle(worker, std::move(socket), tls), edge_read_(*this) {

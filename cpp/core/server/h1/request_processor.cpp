@@ -12,7 +12,7 @@ std::size_t RequestProcessor::process(HandlerContext& ctx, const char* data, std
     std::size_t consumed = 0;
     while (consumed < size && !awaiting_delay_ && !close_after_write_) {
         if (!state_) {
-            state_ = ctx.request_states.take();
+            state_ = http1_state(ctx).request_states.take();
             state_->parser.emplace(state_->scratch, ctx.config.max_body_bytes,
                                    static_cast<std::uint32_t>(ctx.config.max_header_bytes));
             request_started_ = ctx.now;
@@ -86,10 +86,10 @@ void RequestProcessor::encode(HandlerContext& ctx, const Answer& answer, Connect
     };
     switch (answer.kind) {
         case RequestKind::plaintext:
-            prebuilt(ctx.responses.plaintext(ch), plaintext_body);
+            prebuilt(prebuilt_responses(ctx).plaintext(ch), plaintext_body);
             break;
         case RequestKind::json:
-            prebuilt(ctx.responses.json(ch), json_body);
+            prebuilt(prebuilt_responses(ctx).json(ch), json_body);
             break;
         case RequestKind::echo: {
             const RequestScratch& request = state_->scratch;

@@ -6,6 +6,7 @@
 // and says what the connection must do next (read more, wait for a /delay timer, or close
 // after writing). Keeping it free of I/O is what lets a fuzzer feed it arbitrary bytes
 // through exactly the path a real session takes (cpp/tests/fuzz/server_request_fuzz.cpp).
+#include "core/server/h1/http1_state.hpp"
 #include "core/server/h1/request_parser.hpp"
 #include "core/server/h1/responses.hpp"
 #include "core/server/app/answer.hpp"
@@ -60,9 +61,9 @@ private:
     void encode(HandlerContext& ctx, const Answer& answer, ConnectionHeader ch, bool head_only, std::string& out);
     void answer_parse_error(HandlerContext& ctx, const boost::beast::error_code& ec, std::string& out);
     void answer_bad_request(HandlerContext& ctx, std::string& out);
-    void end_request(HandlerContext& ctx) { ctx.request_states.give(state_); }
+    void end_request(HandlerContext& ctx) { http1_state(ctx).request_states.give(state_); }
 
-    // The request in progress (from ctx.request_states), null between requests.
+    // The request in progress (from the worker's Http1State::request_states), null between requests.
     std::unique_ptr<RequestState> state_;
     clock::time_point request_started_{};
     std::uint32_t delay_ms_ = 0;

@@ -1,5 +1,7 @@
 #include "core/server/h1/responses.hpp"
 
+#include "core/server/app/answer.hpp"
+
 #include <ostream>  // boost/core string_view needs it complete
 
 #include <boost/beast/http/status.hpp>

@@ -8,10 +8,6 @@
 
 namespace loadbench::server {
 
-inline constexpr std::string_view server_name = "loadbench";
-inline constexpr std::string_view plaintext_body = "Hello, World!\n";
-inline constexpr std::string_view json_body = R"({"message":"Hello, World!"})";
-
 // The Connection header a response carries: HTTP/1.1 keep-alive needs none; an HTTP/1.0
 // client that asked for keep-alive gets "keep-alive"; the last response on a connection "close".
 enum class ConnectionHeader : std::uint8_t { none, keep_alive, close };

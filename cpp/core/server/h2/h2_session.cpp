@@ -2,7 +2,6 @@
 
 #include "core/server/app/multiplexed_request.hpp"
 #include "core/server/app/response_fields.hpp"
-#include "core/server/h1/responses.hpp"
 
 #include <nghttp2/nghttp2.h>
 

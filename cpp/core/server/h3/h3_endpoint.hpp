@@ -18,6 +18,7 @@
 // (One shared socket, or connected sockets per 4-tuple, would avoid that at the cost of a
 // lock or a hand-off per datagram, or a socket per connection.)
 #include "core/server/h3/h3_session.hpp"
+#include "core/server/worker.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
@@ -31,16 +32,16 @@
 
 namespace loadbench::server {
 
-class Http3Endpoint : private ConnectionIdRouter, private DatagramSink {
+class Http3Endpoint final : public WorkerService, private ConnectionIdRouter, private DatagramSink {
 public:
     Http3Endpoint(boost::asio::io_context& io, boost::asio::ip::udp::socket socket, HandlerContext& context,
                   Http3Credentials& credentials);
     ~Http3Endpoint() override;
 
-    void start();
+    void start() override;
     // The server is stopping: no new connections; every connection goes through its GOAWAY,
     // finishes its streams and closes; then the socket closes (the worker's loop may end).
-    void begin_shutdown();
+    void begin_shutdown() override;
 
 private:
     void add_id(std::string_view id, Http3Session* session) override;

@@ -69,7 +69,7 @@ tcp::acceptor bind_one(asio::io_context& io, const tcp::endpoint& endpoint, bool
     if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
     if (!ec && reuseport) acceptor.set_option(ReusePort(true), ec);
     // Linux copies TCP_NODELAY from the listening socket to every accepted one: set once here
-    // instead of a setsockopt per connection (Worker::adopt).
+    // instead of a setsockopt per connection (accept_loop.cpp: start_connection).
     if (!ec) acceptor.set_option(tcp::no_delay(true), ec);
     if (!ec) acceptor.bind(endpoint, ec);
     if (!ec && listen) acceptor.listen(asio::socket_base::max_listen_connections, ec);

@@ -1,6 +1,6 @@
-#include "core/server/net/accept_loop.hpp"
+#include "core/server/accept_loop.hpp"
 
-#include "core/server/worker.hpp"
+#include "core/server/h1/connection.hpp"
 
 #include <boost/asio/post.hpp>
 
@@ -16,6 +16,23 @@ namespace {
 // After a failed accept (e.g. out of file descriptors) wait before trying again: the
 // connection stays queued, so trying at once would spin.
 constexpr auto accept_retry_delay = std::chrono::milliseconds(50);
+
+// On the worker's own thread: registers the socket with its reactor and starts a connection.
+void start_connection(Worker& worker, AcceptedSocket accepted, const tcp& protocol, bool tls) {
+    if (worker.stopping()) return;  // the accepted socket closes itself
+    // TCP_NODELAY comes from the listener (bind_one): Linux accepted sockets inherit it.
+    // Plain connections write synchronously first (see Connection::write_out): that needs
+    // would_block from a full send buffer instead of a wait (the socket is non-blocking
+    // from accept4; into_server_socket tells Asio so).
+    boost::system::error_code ec;
+    ServerSocket socket = std::move(accepted).into_server_socket(worker.io(), protocol, /*sync_writes=*/!tls, ec);
+    if (ec) return;  // epoll_ctl failed (out of memory): drop the connection
+    if (tls) {
+        worker.add_connection(new Connection<TlsStream>(worker, std::move(socket), worker.tls_context()));
+    } else {
+        worker.add_connection(new Connection<PlainStream>(worker, std::move(socket), nullptr));
+    }
+}
 }  // namespace
 
 AcceptLoop::AcceptLoop(Worker& owner, tcp::acceptor acceptor, const tcp& protocol, bool tls,
@@ -31,7 +48,7 @@ AcceptLoop::AcceptLoop(Worker& owner, tcp::acceptor acceptor, const tcp& protoco
     listening_.non_blocking(true);
 }
 
-void AcceptLoop::close() {
+void AcceptLoop::begin_shutdown() {
     boost::system::error_code ignored;
     listening_.close(ignored);  // a pending accept completes with operation_aborted
     retry_timer_.cancel();
@@ -49,11 +66,11 @@ void AcceptLoop::hand_to_next_target(AcceptedSocket socket) {
     Worker* target = targets_[next_target_];
     next_target_ = (next_target_ + 1) % targets_.size();
     if (target == &owner_) {
-        target->adopt(std::move(socket), protocol_, tls_);
+        start_connection(*target, std::move(socket), protocol_, tls_);
     } else {
         // The target registers the socket with its own reactor, on its own thread.
         asio::post(target->io(), [target, protocol = protocol_, tls = tls_, s = std::move(socket)]() mutable {
-            target->adopt(std::move(s), protocol, tls);
+            start_connection(*target, std::move(s), protocol, tls);
         });
     }
 }

@@ -1,7 +1,9 @@
 #pragma once
-// Accepting on one listening socket and handing each connection to a worker.
+// Accepting on one listening socket and starting an HTTP/1.1 connection (which may become
+// HTTP/2: h1/connection.hpp sniffs) for each on a worker.
 #include "core/server/net/accepted_socket.hpp"
 #include "core/server/net/asio_internals.hpp"
+#include "core/server/worker.hpp"
 
 #include <boost/asio/basic_socket.hpp>
 #include <boost/asio/io_context.hpp>
@@ -12,8 +14,6 @@
 #include <vector>
 
 namespace loadbench::server {
-
-class Worker;
 
 // Runs on the owning worker's thread and sends connections to `targets` round-robin: {owner}
 // with SO_REUSEPORT, every worker for a shared listener. Each connection costs one accept4
@@ -28,15 +28,16 @@ class Worker;
 //  - after a batch that ended in EAGAIN the operation tells the reactor "exhausted", so the
 //    next one waits for the listener's next edge instead of trying accept4 at once (which
 //    would find the queue still empty).
-class AcceptLoop {
+class AcceptLoop final : public WorkerService {
 public:
+    // `protocol`: what Asio is told the accepted sockets are (see open_unix_listener).
     AcceptLoop(Worker& owner, boost::asio::ip::tcp::acceptor acceptor, const boost::asio::ip::tcp& protocol, bool tls,
                std::vector<Worker*> targets);
     AcceptLoop(const AcceptLoop&) = delete;
     AcceptLoop& operator=(const AcceptLoop&) = delete;
 
-    void start() { accept_next(); }
-    void close();
+    void start() override { accept_next(); }
+    void begin_shutdown() override;  // closes the listening socket
 
 private:
     // Accepts the next connection: completes in on_accepted(), or waits for the next edge.
