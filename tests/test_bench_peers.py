@@ -194,8 +194,7 @@ def test_h2_peers_answer_over_http2(tmp_path: Path) -> None:
     from loadbench.bench import server_comparison_h2 as server_h2_part
 
     args = argparse.Namespace(
-        servers=[s.strip() for s in server_h2_part.DEFAULT_SERVERS.split(",")] + ["node:http2 h2"],
-        beast_bin=None,
+        servers=list(server_h2_part.known_servers(PEERS)), peers_dir=PEERS, beast_bin=None
     )
     specs = server_h2_part.peer_choices(args)
     assert specs["loadbench-server h2c"] is not None and specs["loadbench-server h2"] is not None
@@ -399,3 +398,121 @@ def test_new_peer_runs_a_small_real_sweep(tmp_path, name):
     text = (tmp_path / "report.md").read_text()
     if len(targets) == 2:
         assert f"## Variant speedup: {name} vs {target.variant_of}" in text
+
+
+# -- the drivers' report labels come from the registry ---------------------------------------
+# Committed raw data (reports/*.jsonl) carries these labels and the report code reads them back:
+# a label that changes breaks every report re-made from it.
+from loadbench import ConfigError  # noqa: E402
+from loadbench.bench import generator_comparison, server_comparison, server_comparison_h2  # noqa: E402
+from loadbench.bench.peers import registry_choices  # noqa: E402
+
+
+def _triples(choices) -> list[tuple[str, str, str]]:
+    return [(c.label, c.peer, c.protocol) for c in choices]
+
+
+def test_server_comparison_labels_its_servers_from_the_registry() -> None:
+    args = server_comparison.parse_args([], repo=PEERS.parents[1])
+    assert args.servers == ["loadbench-server", "nginx", "node:http"]
+    assert _triples(server_comparison.peer_choices(args)) == [
+        ("loadbench-server", "beast", "http"),
+        ("nginx", "nginx", "http"),
+        ("node:http", "node", "http"),
+    ]
+    args.before_bin = "/old/loadbench-server"
+    assert _triples(server_comparison.setup_choices(args, https=True)) == [
+        ("loadbench-server", "beast", "https"),
+        ("loadbench-server (before)", "beast", "https"),
+        ("nginx", "nginx", "https"),
+    ]
+    args.servers = ["nginx", "apache"]
+    with pytest.raises(SystemExit) as exc:
+        server_comparison.peer_choices(args)
+    assert str(exc.value) == (
+        "server_vs_peers: unknown server(s) apache (known: loadbench-server, nginx, node:http)"
+    )
+
+
+def test_server_comparison_h2_labels_its_servers_from_the_registry() -> None:
+    args = server_comparison.parse_args(["--protocol", "h2"], repo=PEERS.parents[1])
+    every = {
+        "loadbench-server h2c": ("beast", "h2c"),
+        "loadbench-server h2": ("beast", "h2"),
+        "nginx h2": ("nginx", "h2"),
+        "h2o h2c": ("h2o", "h2c"),
+        "h2o h2": ("h2o", "h2"),
+        "node:http2 h2c": ("node", "h2c"),
+        "node:http2 h2": ("node", "h2"),
+    }
+    known = server_comparison_h2.known_servers(args.peers_dir)
+    assert {label: (c.peer, c.protocol) for label, c in known.items()} == every
+    assert list(known) == list(every)  # the report's row order
+    assert list(
+        server_comparison_h2.known_servers(args.peers_dir, server_comparison_h2.DEFAULT_SERVERS)
+    ) == [label for label in every if label != "node:http2 h2"]
+    args.servers = ["nginx h2", "node:http2 h2"]
+    assert _triples(server_comparison_h2.peer_choices(args).values()) == [
+        ("nginx h2", "nginx", "h2"),
+        ("node:http2 h2", "node", "h2"),
+    ]
+    args.servers = ["nginx h2c"]
+    with pytest.raises(SystemExit) as exc:
+        server_comparison_h2.peer_choices(args)
+    assert str(exc.value) == (
+        "server_vs_peers --protocol h2: unknown server(s) nginx h2c (known: "
+        + ", ".join(every)
+        + ")"
+    )
+
+
+def test_generator_comparison_labels_its_servers_from_the_registry() -> None:
+    args = generator_comparison.parse_args([], repo=PEERS.parents[1])
+    assert args.servers == ["nginx", "loadbench-server"]
+    assert args.h2_servers == ["nginx", "loadbench-server", "h2o"]
+    assert _triples(generator_comparison.server_choices(args, https=False)) == [
+        ("nginx", "nginx", "http"),
+        ("loadbench-server", "beast", "http"),
+    ]
+    assert _triples(generator_comparison.server_choices(args, https=True)) == [
+        ("nginx", "nginx", "https"),
+        ("loadbench-server", "beast", "https"),
+    ]
+    # the driver's choice of protocol: nginx over TLS (ALPN h2), the others h2c
+    assert _triples(generator_comparison.h2_choices(args)) == [
+        ("nginx h2", "nginx", "h2"),
+        ("loadbench-server h2c", "beast", "h2c"),
+        ("h2o h2c", "h2o", "h2c"),
+    ]
+    args = generator_comparison.parse_args(
+        ["--servers", "loadbench-server", "--h2-servers", "h2o"], repo=PEERS.parents[1]
+    )
+    assert _triples(generator_comparison.server_choices(args, https=False)) == [
+        ("loadbench-server", "beast", "http")
+    ]
+    assert _triples(generator_comparison.h2_choices(args)) == [("h2o h2c", "h2o", "h2c")]
+    args.servers, args.h2_servers = ["node"], ["nginx h2"]
+    with pytest.raises(SystemExit, match=r"^unknown server 'node' \(nginx, loadbench-server\)$"):
+        generator_comparison.server_choices(args, https=False)
+    with pytest.raises(
+        SystemExit, match=r"^unknown HTTP/2 server 'nginx h2' \(nginx, loadbench-server, h2o\)$"
+    ):
+        generator_comparison.h2_choices(args)
+
+
+def test_no_driver_keeps_a_label_table_of_its_own() -> None:
+    for module in (server_comparison, server_comparison_h2, generator_comparison):
+        assert not hasattr(module, "PEERS") and not hasattr(module, "H2_PEERS"), module.__name__
+
+
+def test_registry_choices_label_by_the_registry_and_name_a_missing_peer() -> None:
+    assert _triples(registry_choices([("node", "http"), ("node", "h2c")], PEERS)) == [
+        ("node:http", "node", "http"),
+        ("node:http2", "node", "h2c"),
+    ]
+    # a peer without a label is reported by its registry name
+    assert _triples(registry_choices([("go", "h2")], PEERS, protocol_in_label=True)) == [
+        ("go h2", "go", "h2")
+    ]
+    with pytest.raises(ConfigError, match=r"no peer 'apache' \(known: beast, python-asyncio"):
+        registry_choices([("apache", "http")], PEERS)

@@ -88,11 +88,9 @@ def test_every_peer_name_the_drivers_and_the_default_sweep_use_is_a_registry_ent
     from loadbench.bench import generator_comparison, server_comparison, server_comparison_h2
 
     names = _names()
-    used = set(server_comparison.PEERS.values()) | {
-        peer for peer, _ in server_comparison_h2.PEERS.values()
-    }
-    used |= set(generator_comparison.PEERS.values()) | {
-        c.peer for c in generator_comparison.H2_PEERS.values()
+    used = set(server_comparison.SERVERS) | {peer for peer, _ in server_comparison_h2.SERVERS}
+    used |= set(generator_comparison.SERVERS) | {
+        peer for peer, _ in generator_comparison.H2_SERVERS
     }
     used |= set(_load_script("memory_per_connection").SERVERS) | set(
         _load_script("contention_accounting").SERVERS
@@ -191,6 +189,30 @@ def test_the_registry_is_checked_by_the_sweep_files_rules(tmp_path):
         peer_registry(tmp_path)
     with pytest.raises(ConfigError, match="cannot read the peer registry"):
         peer_registry(tmp_path / "nowhere")
+
+
+def test_the_label_key_is_checked_by_the_sweep_files_rules(tmp_path):
+    text = (PEERS / REGISTRY).read_text()
+    node = (
+        'label = { http = "node:http", https = "node:http", h2c = "node:http2", h2 = "node:http2" }'
+    )
+    assert node in text
+    for bad, error in (
+        ('label = ["loadbench-server"]', r"targets\[0\]\.label: expected the name bench"),
+        ("label = 7", r"targets\[0\]\.label: expected the name bench"),
+        ("label = { http = 7 }", r"targets\[0\]\.label\.http: expected a string, got 7"),
+        ('label = { h4 = "x" }', r"targets\[0\]: target 'beast': label\.h4: not one of http"),
+    ):
+        (tmp_path / REGISTRY).write_text(text.replace('label = "loadbench-server"', bad, 1))
+        with pytest.raises(ConfigError, match=error):
+            peer_registry(tmp_path)
+    # a sweep file's [[targets]] take it too (the same checker); sweeps report by name
+    target = sweep_from_dict(
+        {"targets": [{"name": "mine", "kind": "beast", "label": {"h2c": "mine:h2"}}]}
+    ).targets[0]
+    assert (target.label_for("h2c"), target.label_for("http")) == ("mine:h2", "mine")
+    with pytest.raises(ConfigError, match=r"targets\[0\]\.label: expected"):
+        sweep_from_dict({"targets": [{"name": "mine", "kind": "beast", "label": True}]})
 
 
 def test_a_peer_says_its_version_from_the_registrys_command():

@@ -41,6 +41,7 @@ import shlex
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -54,19 +55,30 @@ from .environment_block import environment, machine_note
 from .gate import add_gate_args, foreign_cores, gate_note, make_gate, outside_share, wait_quiet
 from .generator_comparison_report import h2_report, open_loop_document, open_loop_report, report
 from .jsonl import JsonlWriter, read_jsonl
-from .peers import LaunchedPeer, PeerChoice, start_peers, stop_all
+from .peers import LaunchedPeer, PeerChoice, registry_choices, start_peers, stop_all
 from .repeats import add_matrix_args
 from .report_text import write_report
 from .tcp_counters import tcp_counters, tcp_per_connection
 
-# The report's servers: label -> the registry peer (bench/peers/peers.toml) it is.
-PEERS = {"nginx": "nginx", "loadbench-server": "beast"}
+# The report's servers, in its order: registry peers (bench/peers/peers.toml), whose labels there
+# are the names --servers takes and the report prints.
+SERVERS = ("nginx", "beast")
 # The HTTP/2 part: nginx over TLS with ALPN h2; loadbench-server and h2o over h2c (prior knowledge).
-H2_PEERS = {
-    "nginx": PeerChoice("nginx h2", "nginx", "h2"),
-    "loadbench-server": PeerChoice("loadbench-server h2c", "beast", "h2c"),
-    "h2o": PeerChoice("h2o h2c", "h2o", "h2c"),
-}
+# --h2-servers takes the registry's labels; the report prints "<label> <protocol>" ("nginx h2").
+H2_SERVERS = (("nginx", "h2"), ("beast", "h2c"), ("h2o", "h2c"))
+
+
+def known_servers(args: argparse.Namespace) -> dict[str, PeerChoice]:
+    """--servers names (the registry's HTTP/1.1 labels of SERVERS) -> the server over http."""
+    return {c.label: c for c in registry_choices([(p, "http") for p in SERVERS], args.peers_dir)}
+
+
+def known_h2_servers(args: argparse.Namespace) -> dict[str, PeerChoice]:
+    """--h2-servers names (the registry's labels: "nginx") -> the server as the report labels it
+    ("nginx h2")."""
+    names = registry_choices(H2_SERVERS, args.peers_dir)
+    choices = registry_choices(H2_SERVERS, args.peers_dir, protocol_in_label=True)
+    return {name.label: choice for name, choice in zip(names, choices)}
 
 
 def parse_args(argv: Optional[list[str]] = None, repo: Optional[Path] = None) -> argparse.Namespace:
@@ -82,7 +94,9 @@ def parse_args(argv: Optional[list[str]] = None, repo: Optional[Path] = None) ->
         help="comma-separated subset (names: loadbench,wrk,h2load,hey,bombardier,oha,ab; opt-in: "
         "loadbench-wolfssl, loadbench-rustls, loadbench-lean-tcp)",
     )
-    p.add_argument("--servers", default="nginx,loadbench-server")
+    p.add_argument(
+        "--servers", help="HTTP/1.1 servers, comma-separated (default: nginx,loadbench-server)"
+    )
     p.add_argument(
         "--setup-concurrency", type=int, default=20, help="connections in the setup part"
     )
@@ -182,8 +196,7 @@ def parse_args(argv: Optional[list[str]] = None, repo: Optional[Path] = None) ->
     )
     p.add_argument(
         "--h2-servers",
-        default="nginx,loadbench-server,h2o",
-        help="HTTP/2 servers: nginx (TLS, ALPN h2), loadbench-server and h2o (h2c)",
+        help="HTTP/2 servers: nginx (TLS, ALPN h2), loadbench-server and h2o (h2c) (default: all)",
     )
     p.add_argument("--h2-generators", default="loadbench,h2load,oha", help="HTTP/2 generators")
     p.add_argument("--server-cpu", type=int, default=0)
@@ -204,11 +217,17 @@ def parse_args(argv: Optional[list[str]] = None, repo: Optional[Path] = None) ->
     args.peers_dir = peers_dir(repo)
     args.concurrencies = [int(c) for c in args.concurrencies.split(",")]
     args.generators = [g.strip() for g in args.generators.split(",")]
-    args.servers = [s.strip() for s in args.servers.split(",")]
+    if args.servers is None:
+        args.servers = list(known_servers(args))
+    else:
+        args.servers = [s.strip() for s in args.servers.split(",")]
     args.h2_cells = [
         tuple(int(x) for x in cell.lower().split("x")) for cell in args.h2_cells.split(",") if cell
     ]
-    args.h2_servers = [s.strip() for s in args.h2_servers.split(",") if s.strip()]
+    if args.h2_servers is None:
+        args.h2_servers = list(known_h2_servers(args))
+    else:
+        args.h2_servers = [s.strip() for s in args.h2_servers.split(",") if s.strip()]
     args.h2_generators = [g.strip() for g in args.h2_generators.split(",") if g.strip()]
     args.syscall_generators = [g.strip() for g in args.syscall_generators.split(",") if g.strip()]
     args.profile_generators = [g.strip() for g in args.profile_generators.split(",") if g.strip()]
@@ -234,17 +253,21 @@ def parse_args(argv: Optional[list[str]] = None, repo: Optional[Path] = None) ->
 
 def h2_choices(args: argparse.Namespace) -> list[PeerChoice]:
     """nginx over TLS with ALPN h2; loadbench-server and h2o over h2c (prior knowledge)."""
-    unknown = [name for name in args.h2_servers if name not in H2_PEERS]
+    known = known_h2_servers(args)
+    unknown = [name for name in args.h2_servers if name not in known]
     if unknown:
-        raise SystemExit(f"unknown HTTP/2 server {unknown[0]!r} (nginx, loadbench-server, h2o)")
-    return [H2_PEERS[name] for name in args.h2_servers]
+        raise SystemExit(f"unknown HTTP/2 server {unknown[0]!r} ({', '.join(known)})")
+    return [known[name] for name in args.h2_servers]
 
 
 def server_choices(args: argparse.Namespace, https: bool) -> list[PeerChoice]:
-    unknown = [name for name in args.servers if name not in PEERS]
+    known = known_servers(args)
+    unknown = [name for name in args.servers if name not in known]
     if unknown:
-        raise SystemExit(f"unknown server {unknown[0]!r} ({', '.join(PEERS)})")
-    return [PeerChoice(name, PEERS[name], "https" if https else "http") for name in args.servers]
+        raise SystemExit(f"unknown server {unknown[0]!r} ({', '.join(known)})")
+    # a server keeps its HTTP/1.1 label over https: the report sets its two schemes side by side
+    protocol = "https" if https else "http"
+    return [replace(known[name], protocol=protocol) for name in args.servers]
 
 
 def start(
@@ -485,7 +508,7 @@ def run_profiles(
     if not gens:
         return
     peers = start(
-        [PeerChoice("loadbench-server", "beast", p) for p in ("http", "https")], args, env
+        registry_choices([("beast", p) for p in ("http", "https")], args.peers_dir), args, env
     )
     try:
         for peer in peers:

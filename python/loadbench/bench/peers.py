@@ -2,7 +2,8 @@
 
 A driver names its servers by the label its report uses ("loadbench-server", "nginx h2",
 "node:http2 h2c"); each label is one entry of the peer registry (bench/peers/peers.toml, read by
-loadbench.sweep.registry.peer_registry) and one protocol (:class:`PeerChoice`). Starting one is
+loadbench.sweep.registry.peer_registry) and one protocol (:class:`PeerChoice`), and the registry
+says the label too (its ``label`` key; :func:`registry_choices`). Starting one is
 loadbench.sweep.targets.launch - the same launch, pinning, cgroup and readiness probe as a
 sweep's - plus a loadbench.core.sampler.Sampler over its process tree, whose snapshots the
 drivers read right before and after each run (:class:`LaunchedPeer`).
@@ -13,13 +14,13 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 from urllib.parse import urlsplit
 
 from ..core import protocols
 from ..core.errors import ConfigError, ServerError
 from ..core.sampler import Sampler
-from ..sweep.registry import peer_target
+from ..sweep.registry import REGISTRY, peer_registry, peer_target
 from ..sweep.targets import RunningServer, Target, launch
 
 
@@ -34,6 +35,27 @@ class PeerChoice:
     @property
     def https(self) -> bool:
         return self.protocol in protocols.TLS
+
+
+def registry_choices(
+    servers: Iterable[tuple[str, str]], peers_dir: Path, *, protocol_in_label: bool = False
+) -> list[PeerChoice]:
+    """Each (registry peer, protocol) of ``servers`` as a :class:`PeerChoice`, labelled as the
+    registry says (Target.label_for: "loadbench-server", "node:http2"), with " <protocol>"
+    appended when ``protocol_in_label`` (a report that runs a peer over several protocols:
+    "loadbench-server h2c"). A peer the registry lacks is a ConfigError naming the known ones."""
+    registry = {t.name: t for t in peer_registry(peers_dir)}
+    choices = []
+    for peer, protocol in servers:
+        if peer not in registry:
+            raise ConfigError(
+                f"{Path(peers_dir) / REGISTRY}: no peer {peer!r} (known: {', '.join(registry)})"
+            )
+        label = registry[peer].label_for(protocol)
+        choices.append(
+            PeerChoice(f"{label} {protocol}" if protocol_in_label else label, peer, protocol)
+        )
+    return choices
 
 
 @dataclass

@@ -18,7 +18,7 @@ loadbench-server `--no-tls-resumption`), the server's CPU us per new connection 
 http2, h2o h2c/h2, node:http2; see loadbench.bench.server_comparison_h2): reports/server-h2.md/.jsonl.
 
 Every server is an entry of the peer registry (bench/peers/peers.toml) started with
-loadbench.sweep.targets.launch (PEERS below maps the report's labels to it).
+loadbench.sweep.targets.launch; the registry also says the label the report prints for it.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Optional
@@ -54,7 +55,7 @@ from .gate import (
 )
 from .generators import Wrk
 from .jsonl import JsonlWriter, read_jsonl
-from .peers import LaunchedPeer, PeerChoice, start_peers, stop_all
+from .peers import LaunchedPeer, PeerChoice, registry_choices, start_peers, stop_all
 from .repeats import Summary, add_matrix_args, summarize
 from .report_text import report_head, versus, write_report
 from .syscalls import parse_strace_counts
@@ -129,40 +130,48 @@ def parse_args(argv: Optional[list[str]] = None, repo: Optional[Path] = None) ->
     if args.servers is not None:
         args.servers = [s.strip() for s in args.servers.split(",")]
     elif args.protocol == "h1":
-        args.servers = ["loadbench-server", "nginx", "node:http"]
+        args.servers = list(known_servers(args))
     if args.out is None and args.protocol == "h1":
         args.out = str(reports_dir(repo) / "server-baseline")
     return args
 
 
-# The report's servers: label -> the registry peer (bench/peers/peers.toml) it is.
-PEERS = {"loadbench-server": "beast", "nginx": "nginx", "node:http": "node"}
-BEFORE = "loadbench-server (before)"  # --before-bin: the same peer, another binary
-SETUP_PEERS = ("loadbench-server", "nginx")  # the connection-setup part: over http and https
+# The report's servers, in its order: registry peers (bench/peers/peers.toml), whose labels there
+# are the names --servers takes and the report prints.
+SERVERS = ("beast", "nginx", "node")
+SETUP_SERVERS = ("beast", "nginx")  # the connection-setup part: over http and https
+BEFORE = "loadbench-server (before)"  # --before-bin: the beast peer, another binary
+
+
+def known_servers(args: argparse.Namespace) -> dict[str, PeerChoice]:
+    """--servers names (the registry's HTTP/1.1 labels of SERVERS) -> the server over http."""
+    return {c.label: c for c in registry_choices([(p, "http") for p in SERVERS], args.peers_dir)}
 
 
 def peer_choices(args: argparse.Namespace) -> list[PeerChoice]:
-    unknown = [name for name in args.servers if name not in PEERS]
+    known = known_servers(args)
+    unknown = [name for name in args.servers if name not in known]
     if unknown:
         raise SystemExit(
-            f"server_vs_peers: unknown server(s) {', '.join(unknown)} (known: {', '.join(PEERS)})"
+            f"server_vs_peers: unknown server(s) {', '.join(unknown)} (known: {', '.join(known)})"
         )
-    choices = [PeerChoice(name, PEERS[name], "http") for name in args.servers]
+    choices = [known[name] for name in args.servers]
     if args.before_bin:
-        choices.insert(1, PeerChoice(BEFORE, PEERS["loadbench-server"], "http"))
+        choices.insert(1, PeerChoice(BEFORE, "beast", "http"))
     return choices
 
 
 def setup_choices(args: argparse.Namespace, https: bool) -> list[PeerChoice]:
+    protocol = "https" if https else "http"
+    known = known_servers(args)
+    # a server keeps its HTTP/1.1 label over https: the report sets its two schemes side by side
     choices = [
-        PeerChoice(name, PEERS[name], "https" if https else "http")
+        replace(known[name], protocol=protocol)
         for name in args.servers
-        if name in SETUP_PEERS
+        if name in known and known[name].peer in SETUP_SERVERS
     ]
     if args.before_bin:
-        choices.insert(
-            1, PeerChoice(BEFORE, PEERS["loadbench-server"], "https" if https else "http")
-        )
+        choices.insert(1, PeerChoice(BEFORE, "beast", protocol))
     return choices
 
 

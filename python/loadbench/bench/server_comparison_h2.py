@@ -22,7 +22,7 @@ import shlex
 import shutil
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from ..core.sampler import window
 from ..report.markdown import best_table
@@ -32,21 +32,30 @@ from .child import ChildRun, run_child, taskset
 from .environment_block import environment, machine_note
 from .gate import foreign_cores, gate_note, make_gate, outside_share, wait_quiet
 from .jsonl import JsonlWriter, read_jsonl
-from .peers import LaunchedPeer, PeerChoice, start_peers, stop_all
+from .peers import LaunchedPeer, PeerChoice, registry_choices, start_peers, stop_all
 from .repeats import Summary, summarize
 from .report_text import report_head, versus, write_report
 
-DEFAULT_SERVERS = "loadbench-server h2c,loadbench-server h2,nginx h2,h2o h2c,h2o h2,node:http2 h2c"
-# The report's servers: label -> (the registry peer of bench/peers/peers.toml, protocol).
-PEERS = {
-    "loadbench-server h2c": ("beast", "h2c"),
-    "loadbench-server h2": ("beast", "h2"),
-    "nginx h2": ("nginx", "h2"),
-    "h2o h2c": ("h2o", "h2c"),
-    "h2o h2": ("h2o", "h2"),
-    "node:http2 h2c": ("node", "h2c"),
-    "node:http2 h2": ("node", "h2"),
-}
+# The report's servers, in its order: (registry peer of bench/peers/peers.toml, protocol), each
+# labelled "<the registry's label> <protocol>" ("nginx h2") - the names --servers takes.
+SERVERS = (
+    ("beast", "h2c"),
+    ("beast", "h2"),
+    ("nginx", "h2"),
+    ("h2o", "h2c"),
+    ("h2o", "h2"),
+    ("node", "h2c"),
+    ("node", "h2"),
+)
+DEFAULT_SERVERS = tuple(s for s in SERVERS if s != ("node", "h2"))  # node:http2 h2: on request
+
+
+def known_servers(
+    peers_dir: Path, servers: Sequence[tuple[str, str]] = SERVERS
+) -> dict[str, PeerChoice]:
+    """The report's labels ("loadbench-server h2c") -> registry peer and protocol."""
+    choices = registry_choices(servers, peers_dir, protocol_in_label=True)
+    return {c.label: c for c in choices}
 
 
 def parse_cells(text: str) -> list[tuple[int, int]]:
@@ -64,13 +73,14 @@ def parse_cells(text: str) -> list[tuple[int, int]]:
 def peer_choices(args: argparse.Namespace) -> dict[str, PeerChoice]:
     """--servers as registry peers and protocols (loadbench.sweep.targets.launch starts each and
     waits for its HTTP/2 SETTINGS frame: some speak no HTTP/1.1 at all)."""
-    unknown = [name for name in args.servers if name not in PEERS]
+    known = known_servers(args.peers_dir)
+    unknown = [name for name in args.servers if name not in known]
     if unknown:
         raise SystemExit(
             f"server_vs_peers --protocol h2: unknown server(s) {', '.join(unknown)} "
-            f"(known: {', '.join(PEERS)})"
+            f"(known: {', '.join(known)})"
         )
-    return {name: PeerChoice(name, *PEERS[name]) for name in args.servers}
+    return {name: known[name] for name in args.servers}
 
 
 def h2load_run(
@@ -282,7 +292,7 @@ def report(
 def main(args: argparse.Namespace) -> int:
     cells = parse_cells(args.h2_cells)
     if args.servers is None:
-        args.servers = [s.strip() for s in DEFAULT_SERVERS.split(",")]
+        args.servers = list(known_servers(args.peers_dir, DEFAULT_SERVERS))
     if args.out is None:
         args.out = str(reports_dir(args.repo) / "server-h2")
     started = time.monotonic()

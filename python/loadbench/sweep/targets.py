@@ -30,7 +30,8 @@ The peer registry: ``bench/peers/peers.toml`` declares every peer (and ``beast``
 ``[[targets]]`` tables checked by the sweep file's own rules (loadbench.sweep.file);
 :func:`peer_registry` reads it, :func:`default_peer_targets` is its peers without Beast, and the
 bench drivers start its entries with :func:`launch` too. A ``version`` command (with
-``version_pattern``) says what the reports' environment block prints for a peer.
+``version_pattern``) says what the reports' environment block prints for a peer, and ``label``
+the name the bench drivers' reports print for it (per protocol when that differs).
 
 Protocols (a sweep's ``protocols``): ``http`` (HTTP/1.1), ``https`` (HTTP/1.1 over TLS), ``h2c``
 (HTTP/2 cleartext, prior knowledge), ``h2`` (HTTP/2 over TLS, ALPN) and ``h3`` (HTTP/3 over
@@ -60,7 +61,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 from ..core import protocols
 from ..core._core import build_info, http3_available
@@ -141,6 +142,9 @@ class Target:
     # what the allocation counter sees of its heap (libc malloc only; the report prints it beside
     # allocs/req): e.g. "libc malloc; V8's JavaScript heap is its own and not counted"
     allocator: str = ""
+    # the name the bench/*.py reports print for this server (default: name); a table
+    # protocol -> name where it differs by protocol (node:http serves HTTP/1.1, node:http2 HTTP/2)
+    label: Union[str, dict] = ""
 
     def __post_init__(self) -> None:
         if not self.name or any(c in self.name for c in "|/\n"):
@@ -181,6 +185,12 @@ class Target:
                 raise ConfigError(
                     f"target {self.name!r}: protocol_notes.{key}: not one of {', '.join(protocols.NAMES)}"
                 )
+        if isinstance(self.label, dict):
+            for key in self.label:
+                if key not in protocols.NAMES:
+                    raise ConfigError(
+                        f"target {self.name!r}: label.{key}: not one of {', '.join(protocols.NAMES)}"
+                    )
         if self.version_pattern is not None:
             try:
                 re.compile(self.version_pattern)
@@ -199,6 +209,11 @@ class Target:
         return program_version(
             [_expand(str(a), values) for a in self.version], self.version_pattern
         )
+
+    def label_for(self, protocol: str) -> str:
+        """The name bench reports print for this server over ``protocol`` (default: its name)."""
+        label = self.label.get(protocol) if isinstance(self.label, dict) else self.label
+        return label or self.name
 
     def argv_for(self, protocol: str) -> Optional[Sequence[str]]:
         """The command line that starts this (command) target for ``protocol``, None if it has none."""

@@ -121,6 +121,10 @@ TARGET_KEYS = {
     "workers": (_INT, "a positive integer (overrides the sweep's workers)"),
     "variant_of": (_STR, "the name of the target this is another configuration of"),
     "allocator": (_STR, "what the allocation counter (libc malloc) sees of this server's heap"),
+    "label": (
+        _STR + _DICT,
+        "the name bench/*.py reports print (default: name): a string, or a table protocol = name",
+    ),
     "env": (_DICT, "a table of strings"),
     "workers_env": (_STR, "an environment variable name"),
     "cwd": (_STR, "a directory"),
@@ -220,6 +224,10 @@ def _target(table: Any, i: int) -> Target:
     for name, value in data.get("protocol_notes", {}).items():
         if not isinstance(value, str):
             raise ConfigError(f"{where}protocol_notes.{name}: expected a string, got {value!r}")
+    if isinstance(data.get("label"), dict):
+        for name, value in data["label"].items():
+            if not isinstance(value, str):
+                raise ConfigError(f"{where}label.{name}: expected a string, got {value!r}")
     for name, value in data.get("env", {}).items():
         if not isinstance(value, (str, int)):
             raise ConfigError(f"{where}env.{name}: expected a string, got {value!r}")
