@@ -235,7 +235,7 @@ def test_lean_tcp_generator_is_setup_only_and_its_rows_are_reported(tmp_path, ca
 def test_open_loop_part_holds_each_tool_against_its_own_closed_loop(tmp_path, capsys):
     from loadbench.bench import generators
 
-    batch = generators.LoadbenchSendBatch()
+    batch = generators.send_batch_1ms()
     try:
         batch.argv("http://127.0.0.1:1/", 50, 5, True, tmp_path / "o.json")
         raise AssertionError("a closed loop must be refused")
@@ -251,11 +251,13 @@ def test_open_loop_part_holds_each_tool_against_its_own_closed_loop(tmp_path, ca
     def run(part: str, gen: str, cpu: float, engine=None, **fields) -> dict:
         extra = {"self_cpu_us_per_req": engine, "self_cpu_s": engine and engine * 0.05}
         if part == "open" and gen != "oha":  # oha reports no lateness, nothing unfinished
-            extra.update(unfinished=0, rate={"late_sends": 3, "lateness_us": {"p99": 80.0}})
+            rate = {"late_sends": 3, "lateness_us": {"p99": 80.0}, "wakeups": 25000}
+            extra.update(unfinished=0, rate=rate)
         return {
             "part": part, "generator": gen, "server": "nginx", "scheme": "http",
             "connections": 50, "repeat": 1, "status": "ok", "rps": 10000.0, "duration_s": 5.0,
-            "gen_cpu_us_per_resp": cpu, "outside_share": 0.01, "extra": extra, **fields,
+            "gen_cpu_us_per_resp": cpu, "outside_share": 0.01, "extra": extra, "responses": 50000,
+            "latency_us": {"p99": 900.0}, **fields,
         }  # fmt: skip
 
     records = [
@@ -273,10 +275,13 @@ def test_open_loop_part_holds_each_tool_against_its_own_closed_loop(tmp_path, ca
     # engine against engine for loadbench (its variant against loadbench's closed loop), whole
     # process against whole process for oha
     assert (
-        "| nginx | 10 000 (10000/s) | 50 | loadbench | 10 000 | 0 | 3 | 80 | 7.00 | 6.00 | 5.00 | 1.20 |"
+        "| nginx | 10 000 (10000/s) | 50 | loadbench | 10 000 | 0 | 3 | 80 | 900 | 0.50 | 7.00 | 6.00 | 5.00 "
+        "| 1.20 |" in text
+    )
+    assert (
+        "| loadbench-send-batch-1ms | 10 000 | 0 | 3 | 80 | 900 | 0.50 | 6.50 | 5.50 | 5.00 | 1.10 |"
         in text
     )
-    assert "| loadbench-send-batch-1ms | 10 000 | 0 | 3 | 80 | 6.50 | 5.50 | 5.00 | 1.10 |" in text
-    assert "| oha | 10 000 | n/a | n/a | n/a | 12.00 | n/a | 10.00 | 1.20 |" in text
+    assert "| oha | 10 000 | n/a | n/a | n/a | 900 | n/a | 12.00 | n/a | 10.00 | 1.20 |" in text
     assert "## The closed loop" in text and "Headline" not in text
     capsys.readouterr()

@@ -242,6 +242,33 @@ def test_send_batch_from_the_cli(beast_server: ServerProcess, tmp_path):
     assert d["config"]["send_batch_s"] == pytest.approx(0.005) and d["responses"] == 200
 
 
+def test_responses_read_at_the_next_send_are_timed_by_their_arrival(beast_server: ServerProcess):
+    # 1000 req/s: a request every 1 ms. Over plain TCP the loop reads each response only when it
+    # wakes for the next send, ~1 ms later, and times it by its arrival in the kernel: timed by
+    # the read, no response could have taken less than ~0.9 ms.
+    r = loadbench.run(beast_server.url("/plaintext"), rate=1000, requests=600, connections=20)
+    assert r.responses == r.sends == r.due == 600 and r.error_count == 0
+    assert r.to_dict()["config"]["batch_reads"] is True
+    assert r.latency_uncorrected.min < 500  # us
+    # one wake-up per send, the responses read in the same passes (and a housekeeping tick
+    # every 10 ms of the 0.6 s)
+    assert 600 <= r.wakeups <= 1.2 * r.due + 60
+    assert r.to_dict()["rate"]["wakeups"] == r.wakeups
+
+
+def test_no_batch_reads_from_the_cli(beast_server: ServerProcess, tmp_path):
+    out = tmp_path / "r.json"
+    proc = loadbench_cli(
+        "run", beast_server.url("/plaintext"), "-q", "1000", "-n", "200", "--no-batch-reads",
+        "--no-progress", "--json", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "loop wake-ups per response" in proc.stdout
+    d = json.loads(out.read_text())
+    assert d["config"]["batch_reads"] is False and d["responses"] == 200
+    assert d["rate"]["wakeups"] >= 200  # each send woke the loop at least
+
+
 def test_an_open_loop_at_its_pools_edge_reads_the_service_time_or_says_the_pool_limited_it(
     server_factory: Callable[..., ServerProcess],
 ):

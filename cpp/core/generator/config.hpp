@@ -68,6 +68,10 @@ inline constexpr int kDefaultH2WindowBits = 30;  // h2load's default for -w and 
       "open loop: requests due within this span go out in one wake-up when they come closer together than it "         \
       "(larger: less generator CPU per request at moderate rates, and up to that much more send lateness, "            \
       "measured and in the corrected latency)")                                                                        \
+    X(bool, batch_reads, true,                                                                                         \
+      "open loop over TCP without TLS (HTTP/1.1, h2c): read the responses when the loop wakes to send (at most 1 ms "  \
+      "later) instead of waking for each, timing each by its arrival in the kernel (SO_TIMESTAMPNS): a response "      \
+      "costs no wake-up of its own and its latency stays exact")                                                       \
     X(bool, h2, false, "HTTP/2: h2c with prior knowledge for http://, ALPN h2 (only) for https://")                    \
     X(bool, h3, false, "HTTP/3 over QUIC: https:// only, ALPN h3 only (a build with ngtcp2 and nghttp3)")              \
     X(int, streams, 1, "HTTP/2 or HTTP/3 streams in flight per connection (h2load's -m)")                              \
@@ -86,6 +90,9 @@ struct EngineConfig {
 
 // A request that went out more than this after its intended time counts as a late send.
 inline constexpr int64_t kLateSendNs = 1'000'000;
+// batch_reads: how long the open loop leaves responses unread at most, until its next send. A
+// bound, so a large response never waits on a full receive buffer for long.
+inline constexpr int64_t kReadBatchNs = 1'000'000;
 
 // HTTP/2 error codes NO_ERROR (0) .. HTTP_1_1_REQUIRED (0xd), plus one for unknown codes.
 inline constexpr size_t kH2ErrorCodes = 15;
@@ -98,29 +105,30 @@ inline constexpr std::array<const char*, kErrorKinds> kErrorKindNames = {"connec
 // its Python binding (bindings/register_generator.cpp) all come from this list, so a new counter
 // is recorded by the Recorder, declared here, and shown where a reader sees it - nothing else.
 // The order is the order of the Result JSON's keys for the counters it does not place itself.
-#define LOADBENCH_COUNTERS(X)                                                                        \
-    X(responses, "responses inside the window")                                                      \
-    X(unfinished, "counted requests without a response or an error when the drain ended")            \
-    X(bytes_read, "bytes read inside the window")                                                    \
-    X(bytes_written, "bytes written inside the window")                                              \
-    X(connections_opened, "connections opened inside the window")                                    \
-    X(tls_handshakes, "TLS handshakes completed inside the window")                                  \
-    X(tls_resumed, "of those, abbreviated (the session was resumed)")                                \
-    X(reconnects, "connections the server closed (or asked to close) that were reopened")            \
-    X(goaways, "HTTP/2 GOAWAY frames received")                                                      \
-    X(retried, "HTTP/2 requests the server refused unprocessed, sent again")                         \
-    X(quic_datagrams_sent, "HTTP/3: UDP datagrams sent inside the window (all)")                     \
-    X(quic_datagrams_received, "HTTP/3: UDP datagrams received inside the window (all)")             \
-    X(quic_send_calls, "HTTP/3: send/sendmsg calls inside the window (GSO: several datagrams each)") \
-    X(quic_receive_calls, "HTTP/3: recvmsg calls that returned datagrams inside the window")         \
-    X(quic_zero_rtt_attempted, "HTTP/3: connections whose first requests went out as 0-RTT")         \
-    X(quic_zero_rtt_accepted, "HTTP/3: of those, the server accepted the early data")                \
-    X(quic_zero_rtt_rejected, "HTTP/3: of those, rejected: their requests went again in 1-RTT")      \
-    X(due, "open loop: requests due inside the window")                                              \
-    X(sends, "open loop: of those, requests written (each once)")                                    \
-    X(late_sends, "open loop: sends more than kLateSendNs after their intended time")                \
-    X(slot_waits, "open loop: due requests that found every connection busy and queued for one")     \
-    X(warmup_dropped, "open loop: warm-up requests still queued when the window opened, dropped unsent")
+#define LOADBENCH_COUNTERS(X)                                                                            \
+    X(responses, "responses inside the window")                                                          \
+    X(unfinished, "counted requests without a response or an error when the drain ended")                \
+    X(bytes_read, "bytes read inside the window")                                                        \
+    X(bytes_written, "bytes written inside the window")                                                  \
+    X(connections_opened, "connections opened inside the window")                                        \
+    X(tls_handshakes, "TLS handshakes completed inside the window")                                      \
+    X(tls_resumed, "of those, abbreviated (the session was resumed)")                                    \
+    X(reconnects, "connections the server closed (or asked to close) that were reopened")                \
+    X(goaways, "HTTP/2 GOAWAY frames received")                                                          \
+    X(retried, "HTTP/2 requests the server refused unprocessed, sent again")                             \
+    X(quic_datagrams_sent, "HTTP/3: UDP datagrams sent inside the window (all)")                         \
+    X(quic_datagrams_received, "HTTP/3: UDP datagrams received inside the window (all)")                 \
+    X(quic_send_calls, "HTTP/3: send/sendmsg calls inside the window (GSO: several datagrams each)")     \
+    X(quic_receive_calls, "HTTP/3: recvmsg calls that returned datagrams inside the window")             \
+    X(quic_zero_rtt_attempted, "HTTP/3: connections whose first requests went out as 0-RTT")             \
+    X(quic_zero_rtt_accepted, "HTTP/3: of those, the server accepted the early data")                    \
+    X(quic_zero_rtt_rejected, "HTTP/3: of those, rejected: their requests went again in 1-RTT")          \
+    X(due, "open loop: requests due inside the window")                                                  \
+    X(sends, "open loop: of those, requests written (each once)")                                        \
+    X(late_sends, "open loop: sends more than kLateSendNs after their intended time")                    \
+    X(slot_waits, "open loop: due requests that found every connection busy and queued for one")         \
+    X(warmup_dropped, "open loop: warm-up requests still queued when the window opened, dropped unsent") \
+    X(wakeups, "open loop: the event loop's waits that ended inside the window (for I/O, a timer or the next send)")
 
 // A load shape's stage: its requests (those due in it), whenever their outcome came.
 struct StageMeasurements {

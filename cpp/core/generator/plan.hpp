@@ -59,6 +59,9 @@ struct RunPlan {
     RateCurve connection_curve;  // closed loop: the active connections (EngineConfig::connections_schedule)
     std::vector<int64_t> stage_edges_ns;
     int64_t send_batch_ns = 40'000;  // EngineConfig::send_batch_s
+    // Open loop, batch_reads, over TCP without TLS: the loop reads responses when it wakes to
+    // send, up to kReadBatchNs later, and times them by their arrival in the kernel.
+    bool batch_reads = false;
     // Engine::preconnect: workers open their connections before reporting ready, until then.
     int64_t preconnect_until_ns = 0;
     // Set by the engine before `started` is released.

@@ -27,6 +27,8 @@ public:
     void slot_wait(const Request& r) noexcept { m_.slot_waits += r.counted; }
     // Open loop: a warm-up request still queued when the window opened, dropped unsent.
     void warmup_dropped() noexcept { ++m_.warmup_dropped; }
+    // Open loop: the loop woke inside the window (what each response costs is mostly these).
+    void wakeup(int64_t now) noexcept { m_.wakeups += plan_.in_window(now); }
     // Open loop: the request's first byte went out (once per request, a re-send is not counted).
     void sent(Request& r, int64_t now) noexcept;
     void response(const Request& r, int status, int64_t now) noexcept;

@@ -180,7 +180,7 @@ def parse_args(argv: Optional[list[str]] = None, repo: Optional[Path] = None) ->
     )
     p.add_argument(
         "--open-generators",
-        default="loadbench,loadbench-before,loadbench-send-batch-1ms,oha",
+        default="loadbench,loadbench-before,loadbench-no-batch-reads,loadbench-send-batch-1ms,oha,wrk2",
         help="generators in the open-loop part (those with an open loop: loadbench builds, oha)",
     )
     p.add_argument("--only-h2", action="store_true", help="only the HTTP/2 part")

@@ -765,6 +765,8 @@ def open_loop_report(records: list[dict], args: argparse.Namespace) -> str:
         "unfinished",
         "late sends",
         "lateness p99 us",
+        "latency p99 us",
+        "wake-ups / resp",
         "CPU us/resp",
         "engine us/resp",
         "closed us/resp",
@@ -792,6 +794,12 @@ def open_loop_report(records: list[dict], args: argparse.Namespace) -> str:
                     continue
                 extra = [r.get("extra") or {} for r in ok]
                 lateness = [(e.get("rate") or {}).get("lateness_us", {}).get("p99") for e in extra]
+                latency = [(r.get("latency_us") or {}).get("p99") for r in ok]
+                wakeups = [
+                    (e.get("rate") or {}).get("wakeups", 0) / r["responses"]
+                    for e, r in zip(extra, ok)
+                    if (e.get("rate") or {}).get("wakeups") and r.get("responses")
+                ]
                 engine = analysis_median(
                     [e["self_cpu_us_per_req"] for e in extra if e.get("self_cpu_us_per_req")]
                 )
@@ -824,6 +832,8 @@ def open_loop_report(records: list[dict], args: argparse.Namespace) -> str:
                         " / ".join(_or_na(e.get("unfinished")) for e in extra),
                         " / ".join(_or_na((e.get("rate") or {}).get("late_sends")) for e in extra),
                         fmt_number(analysis_median([v for v in lateness if v is not None])),
+                        fmt_number(analysis_median([v for v in latency if v is not None])),
+                        fmt_number(analysis_median(wakeups), 2),
                         fmt_number(_median(ok, "gen_cpu_us_per_resp"), 2),
                         fmt_number(engine, 2),
                         fmt_number(closed, 2),
@@ -844,7 +854,10 @@ def open_loop_report(records: list[dict], args: argparse.Namespace) -> str:
         "divides the same two kinds of figure; engine busy: the event-loop thread's CPU from the "
         "window's start to the end of its drain over the window (above 100 %: it was still "
         "sending the window's requests after it). Lateness: how long after its due time each "
-        "request was handed to the socket (the corrected latency includes it; oha reports none). "
+        "request was handed to the socket (the corrected latency includes it; oha and wrk2 report "
+        "none). Latency: each tool's own p99 from the intended send time (wrk2's covers the "
+        "window after its 10 s calibration; its requests and CPU cover the whole run). Wake-ups: "
+        "loadbench's event-loop waits in the window per response (`rate.wakeups`). "
         "Outside CPU: other processes and the hypervisor's steal, as a share of the machine, in the "
         "window - on this VM the host takes the CPU back while the guest idles between sends, so "
         "low-rate runs are where it shows.",

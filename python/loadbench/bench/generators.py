@@ -397,6 +397,79 @@ class Oha(Generator):
         )
 
 
+_WRK2_PERCENTILE = re.compile(r"^\s*(\d+\.\d+)%\s+([\d.]+)(us|ms|s|m)\s*$")
+_WRK2_REQUESTS = re.compile(r"(\d+) requests in ([\d.]+)(ms|s|m)")
+_UNIT_US = {"us": 1.0, "ms": 1e3, "s": 1e6, "m": 60e6}
+
+
+def parse_wrk2(text: str) -> dict:
+    """wrk2 --latency output: its recorded (corrected) latency percentiles in us, total requests
+    and their span."""
+    out: dict = {"percentiles_us": {}}
+    in_recorded = False
+    for line in text.splitlines():
+        if "Latency Distribution" in line:
+            in_recorded = "Recorded Latency" in line or "Uncorrected" not in line
+            continue
+        if "Detailed Percentile spectrum" in line:
+            in_recorded = False
+        m = _WRK2_PERCENTILE.match(line)
+        if m and in_recorded:
+            out["percentiles_us"][float(m.group(1))] = float(m.group(2)) * _UNIT_US[m.group(3)]
+    m = _WRK2_REQUESTS.search(text)
+    if m:
+        span = float(m.group(2)) * {"ms": 1e-3, "s": 1.0, "m": 60.0}[m.group(3)]
+        out.update(requests=int(m.group(1)), span_s=span)
+    p = out["percentiles_us"]
+    out.update(p50_us=p.get(50.0), p99_us=p.get(99.0), max_us=p.get(100.0))
+    return out
+
+
+class Wrk2(Generator):
+    """wrk2 (giltene/wrk2): wrk with a constant request rate (-R) and latency from each request's
+    intended send time; the open-loop part only. In no registry: built from source and named
+    with WRK2= (skipped without it). Its first ~10 s calibrate the latency (sent at the rate,
+    not recorded), so the run lasts that much longer; its requests and CPU cover all of it."""
+
+    has_open_loop = True
+    optional = True
+    CALIBRATION_S = 10
+
+    def __init__(self) -> None:
+        path = os.environ.get("WRK2")
+        super().__init__("wrk2", path if path and os.access(path, os.X_OK) else None)
+        if self.binary is None:
+            self.missing_reason = "give WRK2=/path/to/wrk2/wrk (giltene/wrk2 built from source)"
+
+    def version(self) -> str:
+        return "wrk2 (giltene/wrk2, " + (self.binary or "") + ")"
+
+    def argv(self, url, connections, duration_s, keepalive, out):
+        if not self.rate:
+            raise UnsupportedMode("open loop only: wrk2 always sends at a rate (-R)")
+        if not keepalive:
+            raise UnsupportedMode("wrk2 keeps connections open")
+        seconds = int(duration_s) + self.CALIBRATION_S
+        return [self.binary, "-t1", f"-c{connections}", f"-d{seconds}s", f"-R{self.rate:.0f}",
+                "--latency", url]  # fmt: skip
+
+    def parse(self, run, out):
+        parsed = parse_wrk2(run.stdout)
+        if parsed.get("requests") is None:
+            raise RuntimeError(f"wrk2 printed no request count: {run.stdout[-300:]!r}")
+        errors = re.search(
+            r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", run.stdout
+        )
+        non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", run.stdout)
+        return LoadResult(
+            responses=parsed["requests"],
+            non_2xx=int(non_2xx.group(1)) if non_2xx else 0,
+            errors=sum(int(n) for n in errors.groups()) if errors else 0,
+            duration_s=parsed["span_s"],
+            latency_us={f"p{k:g}": v for k, v in parsed["percentiles_us"].items()},
+        )
+
+
 class Ab(Generator):
     def __init__(self) -> None:
         super().__init__("ab", _which("ab"))
@@ -656,22 +729,36 @@ class LoadbenchLeanTcp(Loadbench):
         return super().startup_argv(url, out) + self.OPTIONS
 
 
-class LoadbenchSendBatch(Loadbench):
-    """loadbench's open loop with `--send-batch 1ms`: the requests due within a millisecond go
-    out in one wake-up (oha's timer granularity), trading measured lateness for generator CPU;
-    the open-loop part only; opt-in: `--generators loadbench-send-batch-1ms`."""
+class LoadbenchOpenLoopVariant(Loadbench):
+    """loadbench's open loop with `options` (the open-loop part only; opt-in by its name,
+    `loadbench-SUFFIX`), measured beside the default: `--send-batch 1ms` sends the requests due
+    within a millisecond in one wake-up (oha's timer granularity), trading measured lateness for
+    generator CPU; `--no-batch-reads` wakes the loop for every response, as before issue 45."""
 
     optional = True
-    OPTIONS = ["--send-batch", "1ms"]
 
-    def __init__(self) -> None:
+    def __init__(self, suffix: str, options: list[str], what: str) -> None:
         super().__init__()
-        self.name = "loadbench-send-batch-1ms"
+        self.name = f"loadbench-{suffix}"
+        self.options = options
+        self.what = what
 
     def argv(self, url, connections, duration_s, keepalive, out):
         if not self.rate:
-            raise UnsupportedMode("open loop only: it changes when due requests are sent")
-        return super().argv(url, connections, duration_s, keepalive, out) + self.OPTIONS
+            raise UnsupportedMode(f"open loop only: {self.what}")
+        return super().argv(url, connections, duration_s, keepalive, out) + self.options
+
+
+def send_batch_1ms() -> LoadbenchOpenLoopVariant:
+    return LoadbenchOpenLoopVariant(
+        "send-batch-1ms", ["--send-batch", "1ms"], "it changes when due requests are sent"
+    )
+
+
+def no_batch_reads() -> LoadbenchOpenLoopVariant:
+    return LoadbenchOpenLoopVariant(
+        "no-batch-reads", ["--no-batch-reads"], "it changes when responses are read"
+    )
 
 
 def all_generators() -> list[Generator]:
@@ -686,5 +773,7 @@ def all_generators() -> list[Generator]:
         LoadbenchTls("wolfssl"),
         LoadbenchTls("rustls"),
         LoadbenchLeanTcp(),
-        LoadbenchSendBatch(),
+        send_batch_1ms(),
+        no_batch_reads(),
+        Wrk2(),
     ]

@@ -39,7 +39,6 @@ import argparse
 import json
 import math
 import os
-import re
 import shlex
 import shutil
 import sys
@@ -57,6 +56,7 @@ from .checkout import peers_dir as default_peers_dir
 from .child import run_child, taskset
 from .environment_block import environment, machine_note
 from .gate import add_gate_args, gate_before_text, make_gate, wait_quiet
+from .generators import parse_wrk2
 from .jsonl import JsonlWriter, read_jsonl
 from .peers import PeerChoice, launch_peer, unavailable
 from .report_text import add_report_args, report_head, report_paths, rewrite_report, write_report
@@ -84,32 +84,6 @@ DEFAULT_CELLS = (
     "nginx:50000:50",
     "h2o:34000:25",
 )
-_WRK2_PERCENTILE = re.compile(r"^\s*(\d+\.\d+)%\s+([\d.]+)(us|ms|s|m)\s*$")
-_WRK2_REQUESTS = re.compile(r"(\d+) requests in ([\d.]+)(ms|s|m)")
-_UNIT_US = {"us": 1.0, "ms": 1e3, "s": 1e6, "m": 60e6}
-
-
-def parse_wrk2(text: str) -> dict:
-    """wrk2 --latency output: its recorded (corrected) latency percentiles in us, total requests
-    and their span."""
-    out: dict = {"percentiles_us": {}}
-    in_recorded = False
-    for line in text.splitlines():
-        if "Latency Distribution" in line:
-            in_recorded = "Recorded Latency" in line or "Uncorrected" not in line
-            continue
-        if "Detailed Percentile spectrum" in line:
-            in_recorded = False
-        m = _WRK2_PERCENTILE.match(line)
-        if m and in_recorded:
-            out["percentiles_us"][float(m.group(1))] = float(m.group(2)) * _UNIT_US[m.group(3)]
-    m = _WRK2_REQUESTS.search(text)
-    if m:
-        span = float(m.group(2)) * {"ms": 1e-3, "s": 1.0, "m": 60.0}[m.group(3)]
-        out.update(requests=int(m.group(1)), span_s=span)
-    p = out["percentiles_us"]
-    out.update(p50_us=p.get(50.0), p99_us=p.get(99.0), max_us=p.get(100.0))
-    return out
 
 
 def _parse_cell(text: str) -> tuple[str, float, int]:

@@ -157,6 +157,7 @@ class EngineConfig:
     seed: int
     max_connections: int
     send_batch_s: float
+    batch_reads: bool
     h2: bool
     h3: bool
     streams: int

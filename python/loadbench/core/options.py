@@ -250,6 +250,13 @@ class RunOptions:
         note="e.g. 1ms; oha's timer sends in 1 ms steps",
         recorded="open",
     )
+    batch_reads: bool = engine_option(
+        "batch_reads",
+        "boolean",
+        "--no-batch-reads",
+        note="this flag sets it false",
+        recorded="open",
+    )
     protocol: str = option(
         "http/1.1",
         "http/1.1, h2 (h2c with prior knowledge for http://, ALPN h2 only for https://), or h3: "

@@ -127,7 +127,7 @@ class LatencyHistogram:
 COUNTERS: tuple[str, ...] = tuple(_core.COUNTERS)
 # written under "rate", for open-loop runs only (slot_waits only where the run measured it: the
 # ones recorded before it have no loop_lateness either, and round-trip without it)
-OPEN_LOOP_COUNTERS = ("due", "sends", "late_sends", "slot_waits", "warmup_dropped")
+OPEN_LOOP_COUNTERS = ("due", "sends", "late_sends", "slot_waits", "warmup_dropped", "wakeups")
 # written under "quic" (without the prefix), for HTTP/3 runs only
 QUIC_COUNTERS = (
     "quic_datagrams_sent",
@@ -585,6 +585,8 @@ def _send_delays(r: Result) -> dict[str, Any]:
         "slot_waits": r.slot_waits,
         "warmup_dropped": r.warmup_dropped,
         "pool": dict(r.pool),
+        # measured since issue 45; absent (0) from results recorded before
+        **({"wakeups": r.wakeups} if r.wakeups else {}),
     }
 
 

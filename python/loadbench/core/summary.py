@@ -98,6 +98,11 @@ def summary_lines(r: Any) -> list[str]:
                 f"late (p99); {r.slot_waits:,} waited for a free connection; pool "
                 f"{pool.get('start', '?')} -> {pool.get('size', '?')} connections (at most "
                 f"{pool.get('cap', '?')})"
+                + (
+                    f"; {r.wakeups / r.responses:.2f} loop wake-ups per response"
+                    if r.wakeups and r.responses
+                    else ""
+                )
             )
             if r.warmup_dropped:
                 lines.append(

@@ -128,6 +128,13 @@ void Connection::close() noexcept {
     }
     state_ = State::Closed;
     peer_closed_ = false;
+    set_mid_response(false);
+}
+
+void Connection::set_mid_response(bool mid) noexcept {
+    if (mid == mid_response_) return;
+    mid_response_ = mid;
+    owner_.on_mid_response(mid);
 }
 
 void Connection::on_io(uint32_t events) {
@@ -162,6 +169,10 @@ void Connection::connect_done(uint32_t events) {
     }
     if (!(events & EPOLLOUT)) return;
     transport_->attach(fd_);
+    if (plan_.batch_reads && !transport_->time_arrivals()) {
+        lose(kConnect, io_error("setsockopt(SO_TIMESTAMPNS), which batch_reads needs"));
+        return;
+    }
     owner_.on_tcp_connected(*this, monotonic_ns());
     if (transport_->needs_handshake()) {
         state_ = State::Handshaking;
@@ -253,7 +264,11 @@ void Connection::read_available() {
         if (status == IoStatus::Ok) {
             now = monotonic_ns();
             if (session_->carries_counted()) recorder_.bytes_read(n);
-            if (stream_->input(read_buffer_, n, now) == InputResult::Error) {
+            // batch_reads: the response ended when its bytes arrived, not when the loop came to
+            // read them (never later than now: the clocks' offset is read per call).
+            const int64_t arrived = plan_.batch_reads ? std::min(now, transport_->arrival_ns()) : 0;
+            if (plan_.batch_reads) owner_.on_read_timed(arrived > 0);
+            if (stream_->input(read_buffer_, n, arrived > 0 ? arrived : now) == InputResult::Error) {
                 lose(kParse, session_->error());
                 return;
             }
@@ -286,6 +301,8 @@ void Connection::read_available() {
         return;
     }
     if (!multiplexed) {
+        // batch_reads: bytes were read and a request is still unanswered - part of its response.
+        if (plan_.batch_reads) set_mid_response(now != 0 && session_->in_flight() > 0 && state_ == State::Open);
         // Keep-alive: its one request was answered. Pipelined: responses freed slots for the
         // owner to refill, or one ended the connection and the owner sends what it still held
         // again on a fresh one.

@@ -38,6 +38,14 @@ public:
     virtual void on_lost(Connection& c, ErrorKind kind, const std::string& why, int64_t now) = 0;
     // The server closed (or wrote to) a connection with nothing in flight; it is closed.
     virtual void on_idle_closed(Connection& c, int64_t now) = 0;
+    // batch_reads: the connection holds part of a response (true) or no longer does (false).
+    // While one does, the loop wakes for input: a response too large for the socket's receive
+    // buffer must not wait for the next send to be read on.
+    virtual void on_mid_response(bool mid) noexcept = 0;
+    // batch_reads: whether the last read came with its arrival time. The kernel turns receive
+    // timestamps on a few milliseconds after the first socket asks (deferred work), and a
+    // read without one is timed when it is read: until they come, the loop must read at once.
+    virtual void on_read_timed(bool timed) noexcept = 0;
 
 protected:
     ~ConnectionEvents() = default;
@@ -98,6 +106,7 @@ private:
     void read_available();
     void lose(ErrorKind kind, const std::string& why);
     void quick_acks_again() noexcept;
+    void set_mid_response(bool mid) noexcept;
     std::string io_error(const char* what) const;
     // QUIC (HTTP/3, connection_datagram.cpp): a connected UDP socket, the QUIC transport's own
     // handshake, and its timer in the same event loop.
@@ -126,6 +135,7 @@ private:
     State state_ = State::Closed;
     bool reused_ = false;
     bool peer_closed_ = false;
+    bool mid_response_ = false;   // batch_reads, HTTP/1.1: the last read ended inside a response
     bool delaying_acks_ = false;  // ack_with_request: quick-ACK mode still off (see quick_acks_again)
     uint64_t settled_ = 0;        // requests the session settled (answered, refused, failed): slots freed
     int timer_ = -1;              // QUIC: the loop's timer, from the first open for the connection's life

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 
 namespace loadbench::generator {
@@ -113,13 +114,38 @@ void Worker::run(std::atomic<int>& ready_count) {
         // of the generator's CPU, most of it wasted when it was the bottleneck); the requests
         // due meanwhile are released, with their due times, on the next wake-up.
         if (plan_.open_loop && scheduler_.queue_empty()) wake = std::min(wake, scheduler_.next_wake_ns());
-        loop_.run_once(now, wake, plan_.open_loop);
+        if (batches_reads(now, wake)) {
+            // Nothing waits for a slot and the next send is near: sleep until it, then read
+            // every response that arrived meanwhile (timed by their arrival) in the same pass.
+            // A response no longer costs a wake-up of its own: at 50 000 req/s over 50
+            // connections nearly every response had one (the server answers faster than requests
+            // come), and a wake-up costs more than reading and sending.
+            sleep_until(wake);
+            now = monotonic_ns();
+            loop_.run_once(now, now, true);
+        } else {
+            loop_.run_once(now, wake, plan_.open_loop);
+        }
+        if (plan_.open_loop) recorder_.wakeup(monotonic_ns());
     }
     now = monotonic_ns();
     settle_unfinished(now);
     if (in_window) cpu_s_ = thread_cpu_s() - cpu_at_window_start;
     recorder_.finish();
     for (auto& c : connections_) c->close();
+}
+
+bool Worker::batches_reads(int64_t now, int64_t wake) noexcept {
+    // A request waiting for a slot needs the response that frees one at once, and a connection
+    // inside a large response must be read on (its sender may be stopped by a full buffer).
+    return plan_.batch_reads && reads_timed_ && scheduler_.queue_empty() && mid_responses_ == 0 && wake > now &&
+           wake - now <= kReadBatchNs && loop_.next_timer() >= wake;
+}
+
+void Worker::sleep_until(int64_t at_ns) noexcept {
+    const timespec at{static_cast<time_t>(at_ns / 1'000'000'000), static_cast<long>(at_ns % 1'000'000'000)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, nullptr) == EINTR) {
+    }
 }
 
 void Worker::drop_warmup_backlog() noexcept {

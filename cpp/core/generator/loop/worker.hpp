@@ -53,6 +53,8 @@ private:
     void on_answered(Connection& c, int64_t now) override;
     void on_lost(Connection& c, ErrorKind kind, const std::string& why, int64_t now) override;
     void on_idle_closed(Connection& c, int64_t now) override;
+    void on_mid_response(bool mid) noexcept override { mid_responses_ += mid ? 1 : -1; }
+    void on_read_timed(bool timed) noexcept override { reads_timed_ = timed; }
     void on_refused(Connection& c, Request& r, int64_t now) noexcept override;
     void on_stream_error(Connection& c, Request& r, const std::string& why, int64_t now) noexcept override;
 
@@ -76,6 +78,9 @@ private:
     void fail_queued_request(const std::string& why, int64_t now);
     // Open loop, when the window opens: the warm-up's requests still queued are dropped.
     void drop_warmup_backlog() noexcept;
+    // batch_reads: whether this pass sleeps until `wake` and reads then, instead of waiting on I/O.
+    bool batches_reads(int64_t now, int64_t wake) noexcept;
+    static void sleep_until(int64_t at_ns) noexcept;
     // Takes c's requests that were never answered (behind a response that ended a pipelined
     // connection) and puts them first in the queue, in order, to go out again.
     void requeue_unanswered(Connection& c);
@@ -103,6 +108,8 @@ private:
     std::vector<Connection*> ready_;  // open loop: connected with free slots (entries may be stale)
     std::vector<Request> resend_;     // requests of a lost connection to send again, oldest first
     int connecting_ = 0;              // open loop: pool connections on their way
+    int mid_responses_ = 0;           // batch_reads: connections holding part of a response
+    bool reads_timed_ = false;        // batch_reads: the last read had its arrival time
     int64_t loop_late_ns_ = 0;        // open loop: how late the last wake-up that released found its first due request
     bool preconnecting_ = false;      // inside preconnect(): the events count nothing
     int preconnected_ = 0;

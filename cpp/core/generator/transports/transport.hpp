@@ -2,6 +2,7 @@
 // The byte stream under a Connection: plain TCP or TLS behind one small interface (the model
 // is wrk's sock vtable), so the connection state machine is written once.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,6 +20,11 @@ public:
     // Connection setup after TCP connect (the TLS handshake); Ok when the stream is ready.
     virtual IoStatus handshake() = 0;
     virtual IoStatus read(char* buffer, size_t capacity, size_t& n) = 0;
+    // From now on, time each read's bytes by their arrival in the kernel (arrival_ns()). False:
+    // this transport cannot (TLS reads through its library; a unix socket has no timestamps).
+    virtual bool time_arrivals() { return false; }
+    // When the last byte of the last read arrived (monotonic ns); 0: not known.
+    virtual int64_t arrival_ns() const noexcept { return 0; }
     virtual IoStatus write(const char* data, size_t len, size_t& n) = 0;
     // Forget the connection (before the fd is closed); the object is reused for the next one.
     virtual void detach() = 0;
