@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
 """One generator thread's on-time ceiling: the highest open-loop rate one pinned loadbench thread
-sends with a lateness p99 under 200 us, against Beast and nginx, and what stops it above that.
+sends with a lateness p99 under 200 us, against Beast and nginx, and what makes it late where it
+is.
 
-    python3 bench/open_loop_ceiling.py            # -> reports/open-loop-ceiling.{md,jsonl} (~6 min)
+    python3 bench/open_loop_ceiling.py            # -> reports/open-loop-ceiling.{md,jsonl} (~8 min)
     python3 bench/open_loop_ceiling.py --smoke    # 1 repeat, 1 s steps, Beast only, a temp dir
 
 Each server is pinned to CPU 0 with one worker, the generator's one thread to CPU 1 (50
-connections, growing to 200 when all are busy). Its closed loop over 50 connections gives the
-top of the search; the search then bisects the rate (5 s windows after 1 s of warm-up) until the
-on-time and late rates are within 5 % of each other. A rate is on time when every due request
-was sent and answered, none failed and the sends' lateness p99 (due time -> bytes handed to the
-socket) is under --lateness-us. At the lowest late rate, loadbench's own "limited by" rule
-(loadbench.core.limits) says who stopped it: the generator's CPU, its loop's wake-ups, the pool
-or the server - so "this machine's generator drives at most R on time" is a measurement.
+connections, growing to 200 when all are busy). Every rate of a grid (--rates) below 95 % of the
+same thread's closed-loop peak is run (5 s windows after 1 s of warm-up), low to high, on a
+fresh server per repeat. A rate is on time when every due request was sent and answered, none
+failed and the sends' lateness p99 (due time -> bytes handed to the socket) is under
+--lateness-us. A grid, not a bisection: on a VM the lateness is not monotone in the rate - a
+thread that sleeps between sends pays the wake-up's latency on each, one too busy to sleep
+does not - so the on-time rates need not form one interval. The ceiling is the highest rate up to
+which every rate's median is on time; for each late rate the table says what made it late: the
+thread's CPU, the pool, or its wake-ups (beside loadbench's own limit rule).
 """
 
 from __future__ import annotations
@@ -68,31 +71,26 @@ def step(url: str, rate: float, args: argparse.Namespace, pid: int) -> dict:
     }
 
 
-def search(peer_name: str, url: str, pid: int, repeat: int, args, jsonl, gate) -> None:
+def sweep_rates(peer_name: str, url: str, pid: int, repeat: int, args, jsonl, gate) -> None:
+    """Every rate of the grid below the same thread's closed-loop peak, low to high."""
     wait_quiet(gate)
     closed = loadbench.run(
         url, connections=args.connections, duration=args.duration, warmup=args.warmup,
         cpus=[GENERATOR_CPU],
     )  # fmt: skip
-    lo, hi = args.start, closed.rps
     base = {"record": "step", "server": peer_name, "repeat": repeat}
     jsonl.write({**base, "record": "closed", "rps": closed.rps})
-    first = step(url, lo, args, pid)
-    jsonl.write({**base, **first})
-    if not first["on_time"]:
-        hi, lo = lo, 0.0
-    while lo and hi / lo > 1 + args.precision:
-        mid = round((lo + hi) / 2)
+    for rate in args.rates:
+        if rate > 0.95 * closed.rps:
+            break
         wait_quiet(gate)
-        s = step(url, mid, args, pid)
+        s = step(url, rate, args, pid)
         jsonl.write({**base, **s})
-        print(peer_name, repeat, s["rate"], s["on_time"], s["lateness_p99_us"], flush=True)
-        lo, hi = (mid, hi) if s["on_time"] else (lo, mid)
-    jsonl.write({**base, "record": "ceiling", "ceiling": lo, "first_late": hi})
+        print(peer_name, repeat, rate, s["on_time"], s["lateness_p99_us"], flush=True)
 
 
 def what_limits(s: dict) -> str:
-    """Why a late step was late, at this search's tolerance (tighter than loadbench's own rule,
+    """Why a late step was late, at this driver's tolerance (tighter than loadbench's own rule,
     which attributes lateness from 1 ms on): the thread's CPU, the pool, or its wake-ups."""
     if s["generator_busy"] is not None and s["generator_busy"] >= 0.9:
         return f"the generator's CPU ({100 * s['generator_busy']:.0f} % busy)"
@@ -105,45 +103,53 @@ def what_limits(s: dict) -> str:
 
 
 def render(records: list[dict], env: dict, command: str, lateness_us: float) -> str:
-    rows, reasons = [], []
-    for server in sorted({r["server"] for r in records if "server" in r}):
-        ceilings = [r for r in records if r.get("record") == "ceiling" and r["server"] == server]
-        steps = [r for r in records if r.get("record") == "step" and r["server"] == server]
+    steps = [r for r in records if r.get("record") == "step"]
+    summary, body, reasons = [], [], []
+    for server in sorted({r["server"] for r in steps}):
         closed = [
             r["rps"] for r in records if r.get("record") == "closed" and r["server"] == server
         ]
-        at = [
-            s
-            for c in ceilings
-            for s in steps
-            if s["repeat"] == c["repeat"] and s["rate"] == c["ceiling"]
-        ]
-        late = [
-            s
-            for c in ceilings
-            for s in steps
-            if s["repeat"] == c["repeat"] and s["rate"] == c["first_late"]
-        ]
-        values = [c["ceiling"] for c in ceilings]
-        rows.append(
+        ceiling, broken = None, False
+        for rate in sorted({s["rate"] for s in steps if s["server"] == server}):
+            group = [s for s in steps if (s["server"], s["rate"]) == (server, rate)]
+            late = [s["lateness_p99_us"] for s in group if s["lateness_p99_us"] is not None]
+            median = analysis.median(late)
+            on_time = all(s["responses"] == s["due"] and not s["errors"] for s in group) and (
+                median is not None and median < lateness_us
+            )
+            broken = broken or not on_time
+            if not broken:
+                ceiling = rate
+            body.append(
+                [
+                    server,
+                    fmt_number(rate),
+                    f"{fmt_number(median)} ({fmt_number(min(late))}-{fmt_number(max(late))})"
+                    if late
+                    else "n/a",
+                    "yes" if on_time else "no",
+                    fmt_number(analysis.median([s["loop_lateness_p99_us"] for s in group])),
+                    fmt_number(analysis.median([s["wakeups_per_response"] for s in group]), 2),
+                    fmt_number(analysis.median([s["generator_cpu_us_per_req"] for s in group]), 2),
+                    f"{100 * analysis.median([s['generator_busy'] for s in group]):.0f} %",
+                    " / ".join(str(s["slot_waits"]) for s in group),
+                ]
+            )
+            if not on_time:
+                reasons += [
+                    f"- {server} at {fmt_number(rate)} req/s, repeat {s['repeat']} (lateness p99 "
+                    f"{fmt_number(s['lateness_p99_us'])} us): {what_limits(s)}; loadbench's rule: "
+                    f"{s['limit_by']} - {s['limit_reason']}"
+                    for s in group
+                    if s["lateness_p99_us"] is None or s["lateness_p99_us"] >= lateness_us
+                ]
+        summary.append(
             [
                 server,
-                f"{fmt_number(analysis.median(values))} ({fmt_number(min(values))}-"
-                f"{fmt_number(max(values))})",
+                "none (the lowest rate was late)" if ceiling is None else fmt_number(ceiling),
                 fmt_number(analysis.median(closed)),
-                fmt_number(analysis.median([s["lateness_p99_us"] for s in at])),
-                fmt_number(analysis.median([s["wakeups_per_response"] for s in at]), 2),
-                fmt_number(analysis.median([s["generator_cpu_us_per_req"] for s in at]), 2),
-                f"{100 * analysis.median([s['generator_busy'] for s in at]):.0f} %",
-                fmt_number(analysis.median([s["lateness_p99_us"] for s in late])),
-                fmt_number(analysis.median([s["generator_busy"] for s in late]) * 100) + " %",
             ]
         )
-        reasons += [
-            f"- {server}, repeat {s['repeat']} at {fmt_number(s['rate'])} req/s: late by "
-            f"{what_limits(s)}; loadbench's rule: {s['limit_by']} - {s['limit_reason']}"
-            for s in late
-        ]
     lines = report_head(
         "One generator thread's on-time ceiling",
         "`bench/open_loop_ceiling.py`",
@@ -151,8 +157,8 @@ def render(records: list[dict], env: dict, command: str, lateness_us: float) -> 
         {
             "Pinning": f"server on CPU {SERVER_CPU} (one worker), loadbench's one thread on CPU "
             f"{GENERATOR_CPU}",
-            "On time": f"every due request sent and answered, no error, lateness p99 < "
-            f"{lateness_us:g} us",
+            "On time": "every due request sent and answered, no error, lateness p99 (median of "
+            f"the repeats) < {lateness_us:g} us",
             "Command": f"`{command}`",
         },
         "open-loop-ceiling.jsonl",
@@ -160,30 +166,36 @@ def render(records: list[dict], env: dict, command: str, lateness_us: float) -> 
     lines += [
         "## The highest rate sent on time",
         "",
-        "Ceiling: the highest rate found on time, median of the repeats (min-max); closed: the "
-        "same thread's closed loop over 50 connections (the search's top). At the ceiling: its "
-        "lateness p99, the loop's wake-ups per response, the generator's CPU per response and "
-        "how busy its thread was. Above it: the lateness p99 at the lowest late rate and how "
-        "busy the thread was there; below, what made each of those runs late (its CPU at 90 % "
-        "busy or more, sends that waited for a connection, or else its wake-ups) beside "
-        "loadbench's own verdict (loadbench.core.limits, which attributes lateness from 1 ms on).",
+        "Ceiling: the highest rate of the grid up to which every rate was on time; closed: the "
+        "same thread's closed loop over 50 connections, median of the repeats.",
+        "",
+        table(["server", "ceiling req/s", "closed req/s"], summary),
+        "",
+        "## Every rate",
+        "",
+        "Medians of the repeats: the sends' lateness p99 (min-max), the loop's own lateness p99 "
+        "(due -> released by the loop), its wake-ups per response, the generator's CPU per "
+        "response and how busy its thread was; slot waits: sends that found every connection "
+        "busy, per repeat.",
         "",
         table(
             [
                 "server",
-                "ceiling req/s",
-                "closed req/s",
+                "rate",
                 "lateness p99 us",
+                "on time",
+                "loop lateness p99 us",
                 "wake-ups / resp",
                 "gen us/resp",
                 "gen busy",
-                "above: lateness p99 us",
-                "above: gen busy",
+                "slot waits",
             ],
-            rows,
+            body,
         ),  # fmt: skip
         "",
-        "At the lowest late rate:",
+        "What made each late run late - its thread's CPU (90 % busy or more), sends that waited "
+        "for a connection, or else its wake-ups - beside loadbench's own verdict "
+        "(loadbench.core.limits, which attributes lateness from 1 ms on):",
         "",
         *reasons,
         "",
@@ -199,14 +211,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=float, default=1.0)
     p.add_argument("--connections", type=int, default=50)
     p.add_argument("--max-connections", type=int, default=200)
-    p.add_argument("--start", type=float, default=10_000, help="the search's first rate")
-    p.add_argument("--precision", type=float, default=0.05)
+    p.add_argument(
+        "--rates",
+        default="10000,20000,30000,40000,50000,60000,70000,80000,100000,120000,150000,180000",
+        help="the grid, req/s (those above 95 %% of the closed-loop peak are skipped)",
+    )
     p.add_argument("--lateness-us", type=float, default=200.0)
     p.add_argument("--out", default=str(REPO / "reports" / "open-loop-ceiling"))
     p.add_argument("--smoke", action="store_true")
     p.add_argument("--report-only", action="store_true")
     add_gate_args(p)
     args = p.parse_args(argv)
+    args.rates = sorted(float(r) for r in args.rates.split(",") if r.strip())
     if args.smoke:
         args.repeats, args.duration, args.warmup, args.servers = 1, 1.0, 0.2, "beast"
         args.out = str(Path(tempfile.mkdtemp()) / "open-loop-ceiling")
@@ -221,9 +237,9 @@ def main(argv: list[str] | None = None) -> int:
         jsonl.write({"record": "environment", "environment": env, "command": command})
         choices = registry_choices([(s, "http") for s in args.servers.split(",")], PEERS)
         for repeat in range(1, args.repeats + 1):
-            for choice in choices:  # a fresh server per search
+            for choice in choices:  # a fresh server per repeat
                 with launch_peer(choice, cpus=[SERVER_CPU], peers_dir=PEERS) as peer:
-                    search(
+                    sweep_rates(
                         choice.label, peer.url("/plaintext"), peer.pid, repeat, args, jsonl, gate
                     )
         jsonl.close()
