@@ -195,6 +195,19 @@ def test_open_loop_over_h2(server_factory) -> None:
     assert r.preconnected == 1 and r.connections_opened == 0
 
 
+def test_open_loop_over_h2c_reads_at_its_sends_timed_by_arrival(server_factory) -> None:
+    # 1000 req/s over h2c: the loop reads the responses when it wakes for the next send, ~1 ms
+    # later, each timed by its arrival in the kernel - none could read ~0.9 ms otherwise.
+    server = server_factory()
+    r = loadbench.run(
+        server.url("/plaintext"), connections=2, requests=600, rate=1000, protocol="h2", streams=10
+    )
+    assert r.error_count == 0 and r.due == r.responses == 600, r.first_error
+    assert r.to_dict()["config"]["batch_reads"] is True
+    assert r.latency_uncorrected.min < 500  # us
+    assert 600 <= r.wakeups <= 1.2 * r.due + 60
+
+
 def test_open_loop_delay_uses_stream_slots_before_growing(server_factory) -> None:
     # 50/s of 100 ms each = 5 in flight: one connection with 10 streams carries them all.
     server = server_factory()
