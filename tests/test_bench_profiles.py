@@ -235,7 +235,7 @@ def test_lean_tcp_generator_is_setup_only_and_its_rows_are_reported(tmp_path, ca
 def test_open_loop_part_holds_each_tool_against_its_own_closed_loop(tmp_path, capsys):
     from loadbench.bench import generators
 
-    batch = generators.send_batch_1ms()
+    batch = generators.send_batch("1ms")
     try:
         batch.argv("http://127.0.0.1:1/", 50, 5, True, tmp_path / "o.json")
         raise AssertionError("a closed loop must be refused")

@@ -749,9 +749,11 @@ class LoadbenchOpenLoopVariant(Loadbench):
         return super().argv(url, connections, duration_s, keepalive, out) + self.options
 
 
-def send_batch_1ms() -> LoadbenchOpenLoopVariant:
+def send_batch(span: str) -> LoadbenchOpenLoopVariant:
+    """`--send-batch SPAN` (e.g. 1ms: oha's and wrk2's timer step; 100us: the tick issue 45
+    proposes as a default)."""
     return LoadbenchOpenLoopVariant(
-        "send-batch-1ms", ["--send-batch", "1ms"], "it changes when due requests are sent"
+        f"send-batch-{span}", ["--send-batch", span], "it changes when due requests are sent"
     )
 
 
@@ -773,7 +775,8 @@ def all_generators() -> list[Generator]:
         LoadbenchTls("wolfssl"),
         LoadbenchTls("rustls"),
         LoadbenchLeanTcp(),
-        send_batch_1ms(),
+        send_batch("1ms"),
+        send_batch("100us"),
         no_batch_reads(),
         Wrk2(),
     ]
