@@ -28,6 +28,7 @@ from loadbench.report.capacity_cells import search_ceiling
 from loadbench.slo import judge, parse_objectives
 from loadbench.slo import search as search_module
 from loadbench.slo.capacity_result import BOUNDED_OUTCOMES
+from loadbench.slo.search import search_send_batch
 
 SERVER = Path(__file__).with_name("fixed_cost_server.py")
 TWO_CPUS = len(os.sched_getaffinity(0)) >= 2
@@ -185,6 +186,22 @@ def test_the_search_finds_a_known_capacity(fixed_cost, tmp_path):
     assert data["interval"] == [found.capacity, found.first_failing]
     assert len(data["steps"]) == len(found.steps) and data["spread"]["passed"] == len(at)
     assert "capacity under p99<100ms" in found.message()
+    # the open loop held due sends for up to 100 us (1/50 of 100 ms is more: the cap), not 40 us
+    assert data["settings"]["send_batch_s"] == pytest.approx(100e-6)
+    assert all(s.result.to_dict()["config"]["send_batch_s"] == pytest.approx(100e-6) for s in at)
+
+
+@pytest.mark.parametrize(
+    "slo, batch_s",
+    [
+        (["p99<100ms"], 100e-6),
+        (["p99<1ms", "p50<20ms"], 20e-6),
+        (["max<2.5ms"], 50e-6),
+        (["errors<1%"], 100e-6),
+    ],
+)
+def test_a_search_holds_due_sends_for_a_fiftieth_of_its_tightest_objective(slo, batch_s):
+    assert search_send_batch(parse_objectives(slo)) == pytest.approx(batch_s)
 
 
 def test_a_server_faster_than_the_generator_ends_generator_bound_near_its_limit(
