@@ -128,7 +128,8 @@ inline constexpr std::array<const char*, kErrorKinds> kErrorKindNames = {"connec
     X(late_sends, "open loop: sends more than kLateSendNs after their intended time")                    \
     X(slot_waits, "open loop: due requests that found every connection busy and queued for one")         \
     X(warmup_dropped, "open loop: warm-up requests still queued when the window opened, dropped unsent") \
-    X(wakeups, "open loop: the event loop's waits that ended inside the window (for I/O, a timer or the next send)")
+    X(wakeups,                                                                                           \
+      "open loop: the event loop's passes inside the window (each after one wait: for I/O, a timer or the next send)")
 
 // A load shape's stage: its requests (those due in it), whenever their outcome came.
 struct StageMeasurements {

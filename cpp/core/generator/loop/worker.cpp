@@ -92,6 +92,7 @@ void Worker::run(std::atomic<int>& ready_count) {
     int64_t next_housekeeping = now + kHousekeepingNs;
     while (true) {
         now = monotonic_ns();
+        if (plan_.open_loop) recorder_.wakeup(now);  // every pass but the first follows one wait
         if (!in_window && now >= plan_.window_start_ns) {
             in_window = true;
             cpu_at_window_start = thread_cpu_s();
@@ -126,7 +127,6 @@ void Worker::run(std::atomic<int>& ready_count) {
         } else {
             loop_.run_once(now, wake, plan_.open_loop);
         }
-        if (plan_.open_loop) recorder_.wakeup(monotonic_ns());
     }
     now = monotonic_ns();
     settle_unfinished(now);
