@@ -205,7 +205,8 @@ def test_open_loop_over_h2c_reads_at_its_sends_timed_by_arrival(server_factory) 
     assert r.error_count == 0 and r.due == r.responses == 600, r.first_error
     assert r.to_dict()["config"]["batch_reads"] is True
     assert r.latency_uncorrected.min < 500  # us
-    assert 600 <= r.wakeups <= 1.2 * r.due + 60
+    # at most one wake-up per send (a loop woken late sends what fell due together: fewer)
+    assert 1 <= r.wakeups <= 1.2 * r.due + 60
 
 
 def test_open_loop_delay_uses_stream_slots_before_growing(server_factory) -> None:
