@@ -211,3 +211,18 @@ def test_server_0rtt_flag_errors_and_help() -> None:
     assert "--h3-0rtt" in helped.stdout + helped.stderr
     cli_help = loadbench_cli("run", "--help").stdout
     assert "--h3-0rtt" in cli_help and "replayable" in cli_help
+
+
+def test_quic_handshakes_are_phases_full_and_resumed_apart(server: ServerProcess) -> None:
+    # one connection per request: C full QUIC handshakes (each slot's first), the rest resumed
+    # with the tickets; no TCP, so no connect phase; each response's phases counted once
+    r = loadbench.run(
+        server.url("/plaintext", https=True), protocol="h3", keepalive=False, requests=N,
+        connections=C, tls_session_resumption=True,
+    )  # fmt: skip
+    assert r.responses == N and r.error_count == 0, r.first_error
+    assert "connect" not in r.phases and not {"tls_full", "tls_resume"} & set(r.phases)
+    full, resumed = r.phases["quic_full"].count, r.phases.get("quic_resume")
+    assert full + (resumed.count if resumed else 0) == r.tls_handshakes == N
+    assert (resumed.count if resumed else 0) == r.tls_resumed
+    assert {r.phases[p].count for p in ("write", "ttfb", "transfer")} == {N}

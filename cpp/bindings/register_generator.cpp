@@ -80,6 +80,14 @@ py::tuple counter_names() {
     return py::tuple(names);
 }
 
+// (name, doc) of every phase (LOADBENCH_PHASES), in its order.
+py::tuple phase_names() {
+    py::list phases;
+    for (size_t i = 0; i < generator::kPhases; ++i)
+        phases.append(py::make_tuple(generator::kPhaseNames[i], generator::kPhaseDocs[i]));
+    return py::tuple(phases);
+}
+
 // (name, default, help) of every engine option, in declaration order: the defaults read off a
 // default-constructed EngineConfig, so they are the struct's own.
 py::tuple engine_options() {
@@ -130,6 +138,13 @@ void register_generator(py::module_& m) {
             .def_readonly("latency_uncorrected_us", &generator::Measurements::latency_uncorrected_us)
             .def_readonly("lateness_us", &generator::Measurements::lateness_us)
             .def_readonly("loop_lateness_us", &generator::Measurements::loop_lateness_us)
+            .def_property_readonly("phases_us",
+                                   [](const generator::Measurements& t) {
+                                       py::dict phases;  // every phase, by name (PHASES' order)
+                                       for (size_t i = 0; i < t.phases_us.size(); ++i)
+                                           phases[generator::kPhaseNames[i]] = t.phases_us[i];
+                                       return phases;
+                                   })
             .def_readonly("first_error", &generator::Measurements::first_error)
             .def_readonly("udp_receive_buffer", &generator::Measurements::udp_receive_buffer)
             .def_readonly("udp_send_buffer", &generator::Measurements::udp_send_buffer)
@@ -178,6 +193,7 @@ void register_generator(py::module_& m) {
     LOADBENCH_COUNTERS(LOADBENCH_BIND_COUNTER)
 #undef LOADBENCH_BIND_COUNTER
     m.attr("COUNTERS") = counter_names();
+    m.attr("PHASES") = phase_names();
 
     py::class_<generator::RunResult>(m, "RunResult", "A finished run (core/generator/config.hpp)")
         .def_readonly("totals", &generator::RunResult::totals)

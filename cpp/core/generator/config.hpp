@@ -101,6 +101,40 @@ enum ErrorKind : int { kConnect = 0, kRead, kWrite, kTimeout, kParse, kErrorKind
 inline constexpr std::array<const char*, kErrorKinds> kErrorKindNames = {"connect", "read", "write", "timeout",
                                                                          "parse"};
 
+// Where the time goes, one HDR histogram (microseconds) per phase, X(name, doc). A new
+// connection's set-up phases count as connections_opened and tls_handshakes do; a request's
+// phases count with its response (counted in the window, measured to its last byte). Beside
+// the latency they decompose: a response's write + ttfb + transfer is its service time (the
+// uncorrected latency), and what the corrected latency adds is the open loop's send lateness.
+// The Measurements array, its merge, its binding and the Result's `phases` block come from
+// this list.
+#define LOADBENCH_PHASES(X)                                                                                     \
+    X(connect, "new TCP connection: connect() until the connection is up (its writable edge)")                  \
+    X(tls_full, "new TLS connection, full handshake: TCP up until the handshake is done")                       \
+    X(tls_resume, "new TLS connection, resumed session: TCP up until the handshake is done")                    \
+    X(quic_full, "new QUIC connection, full handshake: the socket opened until the handshake is done")          \
+    X(quic_resume, "new QUIC connection, resumed session (0-RTT or not): the socket opened until it is done")   \
+    X(write, "request: its first byte handed to the transport until its last (HTTP/2, HTTP/3: its END_STREAM)") \
+    X(ttfb, "request: its last byte written until the first byte of its response arrived (time to first byte)") \
+    X(transfer, "response: its first byte until its last")
+
+enum Phase : int {
+#define LOADBENCH_PHASE_ENUM(name, doc) kPhase_##name,
+    LOADBENCH_PHASES(LOADBENCH_PHASE_ENUM)
+#undef LOADBENCH_PHASE_ENUM
+        kPhases
+};
+inline constexpr std::array<const char*, kPhases> kPhaseNames = {
+#define LOADBENCH_PHASE_NAME(name, doc) #name,
+    LOADBENCH_PHASES(LOADBENCH_PHASE_NAME)
+#undef LOADBENCH_PHASE_NAME
+};
+inline constexpr std::array<const char*, kPhases> kPhaseDocs = {
+#define LOADBENCH_PHASE_DOC(name, doc) doc,
+    LOADBENCH_PHASES(LOADBENCH_PHASE_DOC)
+#undef LOADBENCH_PHASE_DOC
+};
+
 // The run's plain counters, one line each: the Measurements field, its merge across workers and
 // its Python binding (bindings/register_generator.cpp) all come from this list, so a new counter
 // is recorded by the Recorder, declared here, and shown where a reader sees it - nothing else.
@@ -152,6 +186,7 @@ struct Measurements {
     // generator's own delay (a busy or descheduled loop); the rest of `lateness_us` is the wait
     // for a free connection (slot_waits) and the write.
     stats::HdrHistogram loop_lateness_us;
+    std::array<stats::HdrHistogram, kPhases> phases_us;  // LOADBENCH_PHASES, in its order
 #define LOADBENCH_COUNTER_FIELD(name, doc) uint64_t name = 0;
     LOADBENCH_COUNTERS(LOADBENCH_COUNTER_FIELD)
 #undef LOADBENCH_COUNTER_FIELD

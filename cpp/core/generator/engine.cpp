@@ -473,6 +473,7 @@ void Measurements::add(const Measurements& other) {
     latency_uncorrected_us.add(other.latency_uncorrected_us);
     lateness_us.add(other.lateness_us);
     loop_lateness_us.add(other.loop_lateness_us);
+    for (size_t i = 0; i < phases_us.size(); ++i) phases_us[i].add(other.phases_us[i]);
 #define LOADBENCH_ADD_COUNTER(name, doc) name += other.name;
     LOADBENCH_COUNTERS(LOADBENCH_ADD_COUNTER)
 #undef LOADBENCH_ADD_COUNTER

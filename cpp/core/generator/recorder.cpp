@@ -29,6 +29,12 @@ void Recorder::response(const Request& r, int status, int64_t now) noexcept {
     const int64_t latency_us = to_us(now - r.intended_ns);
     m_.latency_us.record(latency_us);
     if (plan_.open_loop) m_.latency_uncorrected_us.record(to_us(now - r.sent_ns));
+    if (r.written_ns != 0 && r.first_byte_ns != 0) {
+        m_.phases_us[kPhase_write].record(to_us(r.written_ns - r.sent_ns));
+        // a server may answer before the request's last byte (an early error): no wait, then
+        m_.phases_us[kPhase_ttfb].record(to_us(r.first_byte_ns - r.written_ns));
+        m_.phases_us[kPhase_transfer].record(to_us(now - r.first_byte_ns));
+    }
     ++m_.status_codes[static_cast<size_t>(status >= 0 && status < 1000 ? status : 999)];
     ++m_.responses;
     timeline_.record_response(interval_of(now), latency_us);
@@ -38,6 +44,10 @@ void Recorder::response(const Request& r, int status, int64_t now) noexcept {
     }
     last_outcome_ns_ = now;
     live_.responses.store(m_.responses, std::memory_order_relaxed);
+}
+
+void Recorder::connection_phase(Phase phase, bool counted, int64_t ns) noexcept {
+    if (counted) m_.phases_us[phase].record(to_us(ns));
 }
 
 void Recorder::error(const Request& r, ErrorKind kind, const std::string& why, int64_t now) {

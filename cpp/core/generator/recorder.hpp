@@ -31,7 +31,12 @@ public:
     void wakeup(int64_t now) noexcept { m_.wakeups += plan_.in_window(now); }
     // Open loop: the request's first byte went out (once per request, a re-send is not counted).
     void sent(Request& r, int64_t now) noexcept;
+    // A response's last byte arrived at `now`: its latency, status and phases (write, time to
+    // first byte, transfer: what its session stamped on it).
     void response(const Request& r, int status, int64_t now) noexcept;
+    // A new connection's set-up phase (connect, a TLS or QUIC handshake) took `ns`; counted as
+    // the connection or its handshake is.
+    void connection_phase(Phase phase, bool counted, int64_t ns) noexcept;
     void error(const Request& r, ErrorKind kind, const std::string& why, int64_t now);
     // An error no request is charged with (a pool connection that failed with nothing queued).
     void note_error(const std::string& why, int64_t now);

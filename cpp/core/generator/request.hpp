@@ -13,6 +13,8 @@ struct Request {
     int64_t released_ns = 0;      // open loop: when the worker's loop found it due and queued it
     int64_t assigned_ns = 0;      // when a connection took it: the timeout runs from here
     int64_t sent_ns = 0;          // when its first byte was handed to the transport (0: not yet)
+    int64_t written_ns = 0;       // when its last byte was (HTTP/2, HTTP/3: its END_STREAM; 0: not yet)
+    int64_t first_byte_ns = 0;    // when the first byte of its response arrived (0: not yet)
     uint32_t template_index = 0;  // which serialised request
     bool counted = false;         // started (closed loop) or due (open loop) inside the window
     bool send_recorded = false;   // its send is in `sends` and the lateness histogram (once)

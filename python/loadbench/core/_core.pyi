@@ -179,12 +179,16 @@ class HdrHistogram:
 # The engine's plain counters, in order (LOADBENCH_COUNTERS in core/generator/config.hpp); each is
 # an int attribute of Measurements.
 COUNTERS: tuple[str, ...]
+# (name, doc) of every phase a request's or a new connection's time is split into, in order
+# (LOADBENCH_PHASES in core/generator/config.hpp): Measurements.phases_us holds one histogram each.
+PHASES: tuple[tuple[str, str], ...]
 
 class Measurements:
     latency_us: HdrHistogram
     latency_uncorrected_us: HdrHistogram
     lateness_us: HdrHistogram
     loop_lateness_us: HdrHistogram
+    phases_us: dict[str, HdrHistogram]  # every name of PHASES
     first_error: str
     status_codes: dict[int, int]
     errors: dict[str, int]

@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from . import _core, hdrlog
+from .phases import PHASES
 from .schedule import connections_schedule_of, integral, schedule_of
 from .summary import summary_lines
 
@@ -202,6 +203,10 @@ class Result:
     # rcvbuf_errors); written into the "quic" block with the QUIC counters. zero_rtt_reason: read
     # from a result written before 0-RTT was counted, whose zero_rtt was null (written back so).
     udp: dict[str, Any] = field(default_factory=dict)
+    # Where the time went (PHASES): a histogram (us) per phase that was measured - a new
+    # connection's connect and TLS / QUIC handshake, a response's write, time to first byte and
+    # transfer - under the window's rules; absent from results recorded before phases were.
+    phases: dict[str, LatencyHistogram] = field(default_factory=dict)
     # Blocks other parts attach (e.g. "server" from the sampler); written into to_dict() as-is.
     extras: dict[str, Any] = field(default_factory=dict)
 
@@ -327,6 +332,8 @@ class Result:
                 continue
             if kind == LOOP_LATENESS and self.loop_lateness is None:
                 continue
+            if kind == MEASURED_PHASES and not self.phases:
+                continue
             if kind == HTTP3 and self.config.get("protocol") != "h3":
                 continue
             if kind == SCHEDULED and not (
@@ -438,6 +445,12 @@ class Result:
             latency_uncorrected=hist("histogram_uncorrected"),
             lateness=hist("histogram_lateness"),
             loop_lateness=hist("histogram_loop_lateness"),
+            phases={
+                name: LatencyHistogram.decode(
+                    block["hdr"], int(block.get("min", 0)), int(block.get("max", 0))
+                )
+                for name, block in (d.get("histogram_phases") or {}).items()
+            },
             pool={k: int(v) for k, v in (rate.get("pool") or {}).items()},
             stages=list(d.get("stages") or []),
             udp=udp,
@@ -532,6 +545,7 @@ ALWAYS, OPEN_LOOP, COUNTERS_HERE = "always", "open loop", "counters"
 SCHEDULED = "load shape"  # written for runs along a rate or connections schedule only
 HTTP3 = "h3"  # written for HTTP/3 runs only
 LOOP_LATENESS = "loop lateness"  # open-loop runs that measured it (not those recorded before)
+MEASURED_PHASES = "phases"  # runs that measured a phase (not those recorded before phases were)
 
 
 def _zero_rtt(r: Result) -> dict[str, Any]:
@@ -587,6 +601,15 @@ def _send_delays(r: Result) -> dict[str, Any]:
         "pool": dict(r.pool),
         # measured since issue 45; absent (0) from results recorded before
         **({"wakeups": r.wakeups} if r.wakeups else {}),
+    }
+
+
+def _phases_block(r: Result) -> dict[str, dict[str, Any]]:
+    """Each measured phase's count and percentiles (us), in PHASES' order."""
+    return {
+        name: {"count": h.count, **r.latency_summary(h)}
+        for name in PHASES
+        if (h := r.phases.get(name)) is not None
     }
 
 
@@ -669,6 +692,12 @@ LAYOUT: list[tuple[str, str, Callable[[Result], Any]]] = [
     ("histogram_uncorrected", OPEN_LOOP, lambda r: _histogram_block(r.latency_uncorrected)),
     ("histogram_lateness", OPEN_LOOP, lambda r: _histogram_block(r.lateness)),
     ("histogram_loop_lateness", LOOP_LATENESS, lambda r: _histogram_block(r.loop_lateness)),
+    ("phases", MEASURED_PHASES, _phases_block),
+    (
+        "histogram_phases",
+        MEASURED_PHASES,
+        lambda r: {name: _histogram_block(h) for name, h in r.phases.items()},
+    ),
 ]
 PLACED_COUNTERS = frozenset(name for name in COUNTERS if any(key == name for key, _, _ in LAYOUT))
 KNOWN_KEYS = frozenset(key for key, _, _ in LAYOUT if key) | frozenset(COUNTERS)

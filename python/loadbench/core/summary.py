@@ -9,6 +9,7 @@ import os
 from typing import Any, Optional
 
 from . import analysis
+from .phases import CONNECTION_PHASES, LABELS, RESPONSE_PHASES
 from .schedule import connections_schedule_of, schedule_of
 from .tcp_exchange import tcp_exchange_text, uses_lean_exchange
 
@@ -27,6 +28,28 @@ def format_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GiB"
+
+
+def phase_lines(r: Any) -> list[str]:
+    """Where the responses' time went (write, first byte, transfer: always, when measured) and,
+    when connections were opened in the window, their set-up (connect, TLS or QUIC handshake)."""
+
+    def cell(name: str, with_count: bool) -> str:
+        h = r.phases[name]
+        count = f" ({h.count:,})" if with_count else ""
+        return (
+            f"{LABELS[name]} p50 {format_us(h.percentile(50))} "
+            f"p99 {format_us(h.percentile(99))}{count}"
+        )
+
+    lines = []
+    per_response = [cell(n, False) for n in RESPONSE_PHASES if n in r.phases]
+    if per_response:
+        lines.append("  phases        " + " | ".join(per_response))
+    setup = [cell(n, True) for n in CONNECTION_PHASES if n in r.phases]
+    if setup:
+        lines.append("  set-up        " + " | ".join(setup))
+    return lines
 
 
 def summary_lines(r: Any) -> list[str]:
@@ -131,6 +154,7 @@ def summary_lines(r: Any) -> list[str]:
             lines.extend(connection_stage_lines(r.stages))
     else:
         lines.append("  latency       no responses")
+    lines.extend(phase_lines(r))
     codes = ", ".join(f"{code}: {n:,}" for code, n in sorted(r.status_codes.items())) or "none"
     errors = sum(int(n) for n in r.errors.values())
     share = analysis.bad_share(analysis.non_2xx(r.status_codes), errors, r.responses)

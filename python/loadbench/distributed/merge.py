@@ -8,6 +8,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ..core.phases import PHASES
 from ..core.result import LatencyHistogram, Result
 
 
@@ -121,6 +122,11 @@ def merge_shards(
         latency_uncorrected=add_histograms([r.latency_uncorrected for r in results]),
         lateness=add_histograms([r.lateness for r in results]),
         loop_lateness=add_histograms([r.loop_lateness for r in results]),
+        phases={
+            name: merged
+            for name in PHASES
+            if (merged := add_histograms([r.phases.get(name) for r in results])) is not None
+        },
         pool=_sum_dicts([r.pool for r in results]),
     )
     return merged

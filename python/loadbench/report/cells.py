@@ -15,6 +15,7 @@ from typing import Optional
 
 from ..core import analysis
 from ..core.analysis import Figure, Spread
+from ..core.phases import PHASES
 
 Key = tuple  # (target, protocol, workload, mode, load): load = C, or % of capacity (open)
 
@@ -90,6 +91,9 @@ class Aggregate:
     status_codes: dict = field(default_factory=dict)
     error_kinds: dict = field(default_factory=dict)
     outside_share: Optional[float] = None  # the most any kept repeat saw
+    # where the time went (core/phases.py): per measured phase, the medians over repeats of its
+    # p50 and p99 in microseconds
+    phases: dict[str, tuple[Optional[Spread], Optional[Spread]]] = field(default_factory=dict)
     contended: bool = False
     reruns: int = 0
 
@@ -263,6 +267,11 @@ def _fill(agg: Aggregate, ok: list[dict]) -> None:
     agg.allocs_per_req = pick("allocs_per_req")
     agg.alloc_bytes_per_req = pick("alloc_bytes_per_req")
     agg.allocs_na = next((r["allocs_na"] for r in ok if r.get("allocs_na")), None)
+    agg.phases = {
+        name: (pick(f"phase_{name}_p50_us"), pick(f"phase_{name}_p99_us"))
+        for name in PHASES
+        if any(r.get(f"phase_{name}_p50_us") is not None for r in ok)
+    }
     if agg.mode == "open":
         agg.p99_uncorrected_ms, agg.target_rate = pick("p99_uncorrected_ms"), pick("target_rate")
         agg.late_sends = pick("late_sends")

@@ -25,6 +25,7 @@ from .markdown import LEGEND
 from .memory import section as memory_section
 from .model import Model
 from .model import load as load_model
+from .phases import section as phases_section
 from .prose import (
     environment_table,
     intro,
@@ -160,6 +161,7 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
             open_loop_table(aggs, targets),
             "",
         ]
+    parts += phases_section(model)
     parts += capacity_section(model)
     parts += memory_section(model)
     parts += allocations_section(model)

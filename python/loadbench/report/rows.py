@@ -83,6 +83,17 @@ def load_of(record: dict) -> tuple[Optional[int], Optional[int]]:
     return record.get("connections"), None
 
 
+def phase_columns(result: dict) -> dict[str, Optional[float]]:
+    """``phase_<name>_p50_us`` and ``phase_<name>_p99_us`` of each phase the result measured
+    (its ``phases`` block; none for results recorded before phases were)."""
+    out: dict[str, Optional[float]] = {}
+    for name, block in (result.get("phases") or {}).items():
+        if isinstance(block, dict) and block.get("count"):
+            out[f"phase_{name}_p50_us"] = block.get("p50")
+            out[f"phase_{name}_p99_us"] = block.get("p99")
+    return out
+
+
 def flatten(
     record: dict,
     cores: Optional[int] = None,
@@ -146,6 +157,8 @@ def flatten(
         else None
     )
     return {
+        # where the time went (core/phases.py): phase_<name>_p50_us / _p99_us per measured phase
+        **phase_columns(result),
         "id": record.get("id"),
         "target": record.get("target"),
         "protocol": record.get("protocol"),

@@ -56,6 +56,12 @@ bool Connection::counted_at_handshake() noexcept {
     return session_->carries_counted();  // the TLS handshake ends before any request goes out
 }
 
+Phase Connection::handshake_phase() const noexcept {
+    const bool resumed = handshake_resumed();
+    if (quic_) return resumed ? kPhase_quic_resume : kPhase_quic_full;
+    return resumed ? kPhase_tls_resume : kPhase_tls_full;
+}
+
 bool Connection::open(std::string& why) noexcept {
     session_->reset();
 #ifdef LOADBENCH_HAVE_HTTP3
@@ -86,6 +92,7 @@ bool Connection::open(std::string& why) noexcept {
     }
     // A unix socket connects (or fails: ENOENT, ECONNREFUSED, EAGAIN when its listen queue is
     // full) at once; the writable edge that follows completes it as it completes a TCP connect.
+    opened_ns_ = monotonic_ns();
     if (::connect(fd, reinterpret_cast<const sockaddr*>(&plan_.address), plan_.address_len) != 0 &&
         errno != EINPROGRESS) {
         why = std::string("connect: ") + std::strerror(errno);
@@ -173,7 +180,8 @@ void Connection::connect_done(uint32_t events) {
         lose(kConnect, io_error("setsockopt(SO_TIMESTAMPNS), which batch_reads needs"));
         return;
     }
-    owner_.on_tcp_connected(*this, monotonic_ns());
+    connected_ns_ = monotonic_ns();
+    owner_.on_tcp_connected(*this, connected_ns_);
     if (transport_->needs_handshake()) {
         state_ = State::Handshaking;
         handshake();  // the ClientHello is out, with the handshake's last ACK
@@ -220,9 +228,10 @@ bool Connection::flush() noexcept {
         if (out.empty()) return true;
         size_t n = 0;
         // Each request's send time is taken as its bytes are handed to the socket, per write
-        // (not once per loop pass): the open loop's lateness and service time run from it.
-        // Before the call, so the server can never have started earlier than the send time.
-        const int64_t handed_at = plan_.open_loop ? monotonic_ns() : 0;
+        // (not once per loop pass): the open loop's lateness and service time, and every
+        // request's write and time-to-first-byte phases, run from it. Before the call, so the
+        // server can never have started earlier than the send time.
+        const int64_t handed_at = monotonic_ns();
         switch (transport_->write(out.data(), out.size(), n)) {
             case IoStatus::Ok:
                 if (session_->carries_counted()) recorder_.bytes_written(n);

@@ -69,6 +69,11 @@ public:
     bool handshake_resumed() const noexcept;
     EarlyData early_data() const noexcept;
     bool counted_at_handshake() noexcept;
+    // Its set-up phases (Recorder::connection_phase): how long TCP's connect took (-1 under QUIC,
+    // which has none), and which handshake it did and since when (QUIC's from the socket's open).
+    int64_t connect_took_ns() const noexcept { return quic_ ? -1 : connected_ns_ - opened_ns_; }
+    Phase handshake_phase() const noexcept;
+    int64_t handshake_started_ns() const noexcept { return quic_ ? opened_ns_ : connected_ns_; }
     // The TCP connection already carried a response (so a close before any byte of the next
     // one is the server's idle timeout, not an answer).
     bool reused() const noexcept { return reused_; }
@@ -132,6 +137,8 @@ private:
     char* read_buffer_;
     size_t read_capacity_;
     int fd_ = -1;
+    int64_t opened_ns_ = 0;     // when it began connecting (connect(), or QUIC's first packet made)
+    int64_t connected_ns_ = 0;  // TCP: when the connection came up
     State state_ = State::Closed;
     bool reused_ = false;
     bool peer_closed_ = false;

@@ -106,6 +106,7 @@ bool Connection::open_datagram(std::string& why) noexcept {
     fd_ = fd;
     state_ = State::Handshaking;
     const int64_t now = monotonic_ns();
+    opened_ns_ = now;
     if (!quic_->start(reinterpret_cast<const sockaddr*>(&local), local_len,
                       reinterpret_cast<const sockaddr*>(&plan_.address), plan_.address_len, now)) {
         why = quic_->error();
@@ -164,7 +165,7 @@ bool Connection::flush_datagrams() noexcept {
 }
 
 size_t Connection::gather_datagrams() noexcept {
-    const int64_t handed_at = plan_.open_loop ? monotonic_ns() : 0;
+    const int64_t handed_at = monotonic_ns();  // the requests' send and write phases run from it
     const size_t most = gso_ ? kGsoSegments : 1;
     while (batch_count_ < most) {
         const std::string_view out = quic_->output();

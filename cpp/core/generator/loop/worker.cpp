@@ -260,7 +260,9 @@ void Worker::on_tcp_connected(Connection& c, int64_t now) noexcept {
     if (preconnecting_) return;  // before the window
     // Closed loop: the connection belongs to the window when its request does; open loop
     // (connections opened ahead of requests): when it opened inside the window.
-    recorder_.connection_opened(plan_.open_loop ? plan_.in_window(now) : c.session().carries_counted());
+    const bool counted = plan_.open_loop ? plan_.in_window(now) : c.session().carries_counted();
+    recorder_.connection_opened(counted);
+    if (const int64_t took = c.connect_took_ns(); took >= 0) recorder_.connection_phase(kPhase_connect, counted, took);
 }
 
 void Worker::on_ready(Connection& c, int64_t now) {
@@ -269,6 +271,7 @@ void Worker::on_ready(Connection& c, int64_t now) {
     if (c.handshakes()) {
         const bool counted = plan_.open_loop ? plan_.in_window(now) : c.counted_at_handshake();
         recorder_.tls_handshake(counted, c.handshake_resumed());
+        recorder_.connection_phase(c.handshake_phase(), counted, now - c.handshake_started_ns());
         recorder_.early_data(counted, c.early_data());
     }
     if (!plan_.open_loop) {

@@ -192,6 +192,9 @@ void QuicTransport::produce() noexcept {
             if (count < 0) return;  // the application failed (its reason is error())
         }
         ngtcp2_ssize written = -1;  // stream bytes that went into the packet (-1: none)
+        // the stream's FIN goes with its data when all of it fits in the packet
+        size_t offered = 0;
+        for (int64_t i = 0; i < count; ++i) offered += vec[i].len;
         uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
         if (fin) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
         const ngtcp2_ssize n = ngtcp2_conn_writev_stream(quic_, nullptr, &pi, packet_.data(), packet_.size(), &written,
@@ -205,14 +208,17 @@ void QuicTransport::produce() noexcept {
                     streams_->on_stream_shut_write(stream_id);
                     continue;
                 case NGTCP2_ERR_WRITE_MORE:  // room left in the packet: the next stream's data joins it
-                    streams_->on_stream_data_packed(stream_id, static_cast<size_t>(written));
+                    streams_->on_stream_data_packed(stream_id, static_cast<size_t>(written),
+                                                    fin && static_cast<size_t>(written) == offered);
                     continue;
                 default:
                     fail(std::string("QUIC: cannot write a packet: ") + ngtcp2_strerror(static_cast<int>(n)));
                     return;
             }
         }
-        if (written >= 0 && stream_id >= 0) streams_->on_stream_data_packed(stream_id, static_cast<size_t>(written));
+        if (written >= 0 && stream_id >= 0)
+            streams_->on_stream_data_packed(stream_id, static_cast<size_t>(written),
+                                            fin && static_cast<size_t>(written) == offered);
         // Paced once the handshake is done, not before: until its first RTT sample ngtcp2 0.12
         // paces on RFC 9002's initial 333 ms guess, which held the handshake's second flight (the
         // Finished, and the requests with it) back ~27 ms per connection on loopback - and with

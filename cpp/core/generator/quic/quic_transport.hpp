@@ -64,10 +64,10 @@ public:
     virtual bool on_stream_unblocked(int64_t stream_id) noexcept = 0;
     virtual void on_more_streams() noexcept = 0;
     // Writing a packet: the next stream data to send (the number of vecs filled, 0: none, < 0:
-    // an error), then what became of it - `n` bytes of it went into the packet, the stream is
-    // blocked by flow control, or its sending side is shut.
+    // an error), then what became of it - `n` bytes of it went into the packet (`fin`: and the
+    // stream's FIN with them), the stream is blocked by flow control, or its sending side is shut.
     virtual int64_t next_stream_data(int64_t& stream_id, bool& fin, ngtcp2_vec* vec, size_t capacity) noexcept = 0;
-    virtual void on_stream_data_packed(int64_t stream_id, size_t n) noexcept = 0;
+    virtual void on_stream_data_packed(int64_t stream_id, size_t n, bool fin) noexcept = 0;
     virtual void on_stream_blocked(int64_t stream_id) noexcept = 0;
     virtual void on_stream_shut_write(int64_t stream_id) noexcept = 0;
     // The datagram holding what was packed since the last one left at `now`.

@@ -33,7 +33,7 @@ void Http1Session::reset() noexcept {
 void Http1Session::submit(const Request& r) noexcept {
     Request& slot = at(count_);
     slot = r;
-    slot.sent_ns = 0;
+    slot.sent_ns = slot.written_ns = slot.first_byte_ns = 0;  // a re-sent request is timed anew
     if (count_ == 0) parser_.start(head_[r.template_index]);
     ++count_;
     counted_ += r.counted ? 1 : 0;
@@ -76,6 +76,7 @@ void Http1Session::wrote(size_t n, int64_t now) noexcept {
         }
         n -= left;
         written_ = 0;
+        at(fully_written_).written_ns = now;
         ++fully_written_;
     }
 }
@@ -99,6 +100,9 @@ InputResult Http1Session::input(const char* data, size_t n, int64_t now) noexcep
 
 InputResult Http1Session::parse(const char* data, size_t len, int64_t now) noexcept {
     while (true) {
+        // bytes for the oldest request in flight: the first of its response arrived now (a
+        // pipelined one's may be the end of the read that completed the one before)
+        if (Request& head = at(0); head.first_byte_ns == 0) head.first_byte_ns = now;
         size_t consumed = 0;
         switch (parser_.parse(data, len, consumed)) {
             case http::ResponseParser::Status::Complete:

@@ -155,7 +155,7 @@ void Http2Session::submit(const Request& r) noexcept {
     if (!s) return;  // the caller checks free_slots() first
     *s = Slot{};
     s->request = r;
-    s->request.sent_ns = 0;
+    s->request.sent_ns = s->request.written_ns = s->request.first_byte_ns = 0;  // a re-sent request is timed anew
     s->used = true;
     ++used_;
     ++started_;
@@ -192,10 +192,13 @@ void Http2Session::pump() const noexcept {
         out_.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
         // nghttp2 reports a frame sent inside the mem_send call that returned its last bytes,
         // before they are appended: those frames end here.
-        if (headers_pending_)
-            for (Slot& s : const_cast<Http2Session*>(this)->slots_)
-                if (s.used && s.headers_out && s.headers_end == kPendingEnd) s.headers_end = out_base_ + out_.size();
-        headers_pending_ = false;
+        if (frame_ends_pending_)
+            for (Slot& s : const_cast<Http2Session*>(this)->slots_) {
+                if (!s.used) continue;
+                if (s.headers_out && s.headers_end == kPendingEnd) s.headers_end = out_base_ + out_.size();
+                if (s.end_out && s.end_at == kPendingEnd) s.end_at = out_base_ + out_.size();
+            }
+        frame_ends_pending_ = false;
     }
     pumping_ = false;
 }
@@ -210,12 +213,20 @@ void Http2Session::wrote(size_t n, int64_t now) noexcept {
     out_pos_ += n;
     const uint64_t taken = out_base_ + out_pos_;
     // Service time runs from the moment the transport took the end of a request's HEADERS.
-    for (Slot& s : slots_)
-        if (s.used && s.headers_out && taken >= s.headers_end) {
+    // Its write phase ends when the transport took the frame carrying its END_STREAM (the
+    // HEADERS themselves for a request without a body).
+    for (Slot& s : slots_) {
+        if (!s.used) continue;
+        if (s.headers_out && taken >= s.headers_end) {
             s.headers_out = false;
             s.request.sent_ns = now;
             events_.on_request_sent(s.request, now);
         }
+        if (s.end_out && !s.headers_out && taken >= s.end_at) {
+            s.end_out = false;
+            s.request.written_ns = now;
+        }
+    }
 }
 
 InputResult Http2Session::input(const char* data, size_t n, int64_t now) noexcept {
@@ -339,13 +350,19 @@ int Http2Session::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, vo
 
 int Http2Session::on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     auto* self = static_cast<Http2Session*>(user);
-    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     Slot* s = self->slot_of(frame->hd.stream_id);
     if (!s) return 0;
     // Called inside the mem_send that returns the frame's last bytes: pump() sets where it ends.
-    s->headers_out = true;
-    s->headers_end = kPendingEnd;
-    self->headers_pending_ = true;
+    if (frame->hd.type == NGHTTP2_HEADERS) {
+        s->headers_out = true;
+        s->headers_end = kPendingEnd;
+    }
+    if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) {
+        s->end_out = true;
+        s->end_at = kPendingEnd;
+    }
+    self->frame_ends_pending_ = s->headers_out || s->end_out || self->frame_ends_pending_;
     return 0;
 }
 
@@ -363,6 +380,11 @@ int Http2Session::on_frame_not_send(nghttp2_session*, const nghttp2_frame* frame
 
 int Http2Session::on_begin_frame(nghttp2_session* session, const nghttp2_frame_hd* hd, void* user) {
     auto* self = static_cast<Http2Session*>(user);
+    if (hd->type == NGHTTP2_HEADERS) {
+        // the response's first frame began arriving (its 1xx or final HEADERS)
+        if (Slot* s = self->slot_of(hd->stream_id); s && s->request.first_byte_ns == 0)
+            s->request.first_byte_ns = self->now_;
+    }
     if (hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_PUSH_PROMISE) self->continuations_ = 0;
     if (hd->type != NGHTTP2_CONTINUATION || ++self->continuations_ <= kMaxContinuations) return 0;
     self->flooded_ = true;

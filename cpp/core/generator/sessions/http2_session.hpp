@@ -71,6 +71,8 @@ public:
         bool answered = false;     // a response HEADERS frame arrived
         bool headers_out = false;  // its HEADERS frame was serialised (waiting to be written)
         uint64_t headers_end = 0;  // output offset where its HEADERS frame ends
+        bool end_out = false;      // the frame with its END_STREAM was serialised (waiting to be written)
+        uint64_t end_at = 0;       // output offset where that frame ends
     };
 
 private:
@@ -107,7 +109,7 @@ private:
     mutable size_t out_pos_ = 0;
     mutable uint64_t out_base_ = 0;  // total bytes ever taken before out_[0]
     mutable bool pumping_ = false;
-    mutable bool headers_pending_ = false;
+    mutable bool frame_ends_pending_ = false;
     static constexpr uint64_t kPendingEnd = UINT64_MAX;
     bool eof_ = false;
     bool settings_received_ = false;

@@ -20,6 +20,8 @@ int Http3Callbacks::h3_recv_header(nghttp3_conn*, int64_t stream_id, int32_t, ng
     if (n.len != 7 || std::memcmp(n.base, ":status", 7) != 0) return 0;
     Http3Session::Slot* s = self->slot_of(stream_id);
     if (!s) return 0;
+    // :status comes first in a response's (or a 1xx's) headers: the response's first byte
+    if (s->request.first_byte_ns == 0) s->request.first_byte_ns = self->quic_.now();
     const nghttp3_vec v = nghttp3_rcbuf_get_buf(value);
     int status = 0;
     for (size_t i = 0; i < v.len && i < 4; ++i) {

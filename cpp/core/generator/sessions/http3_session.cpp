@@ -123,7 +123,7 @@ void Http3Session::submit(const Request& r) noexcept {
     if (it == slots_.end()) return;  // the caller checks free_slots() first
     *it = Slot{};
     it->request = r;
-    it->request.sent_ns = 0;
+    it->request.sent_ns = it->request.written_ns = it->request.first_byte_ns = 0;  // a re-sent request is timed anew
     it->used = true;
     ++used_;
     ++started_;
@@ -214,11 +214,14 @@ int64_t Http3Session::next_stream_data(int64_t& stream_id, bool& fin, ngtcp2_vec
     return count;
 }
 
-void Http3Session::on_stream_data_packed(int64_t stream_id, size_t n) noexcept {
+void Http3Session::on_stream_data_packed(int64_t stream_id, size_t n, bool fin) noexcept {
     nghttp3_conn_add_write_offset(h3_, stream_id, n);
-    // Its HEADERS are in the datagram being built: the request is sent when the datagram leaves.
+    // Its HEADERS (and maybe its FIN) are in the datagram being built: the request is sent (and
+    // written) when the datagram leaves.
     Slot* s = slot_of(stream_id);
-    if (s && s->request.sent_ns == 0 && !s->headers_out) s->headers_out = true;
+    if (!s) return;
+    if (s->request.sent_ns == 0 && !s->headers_out) s->headers_out = true;
+    if (fin) s->fin_out = true;
 }
 
 void Http3Session::on_stream_blocked(int64_t stream_id) noexcept { nghttp3_conn_block_stream(h3_, stream_id); }
@@ -228,12 +231,18 @@ void Http3Session::on_stream_shut_write(int64_t stream_id) noexcept {
 }
 
 void Http3Session::on_datagram_sent(int64_t now) noexcept {
-    for (Slot& s : slots_)
-        if (s.used && s.headers_out) {
+    for (Slot& s : slots_) {
+        if (!s.used) continue;
+        if (s.headers_out) {
             s.headers_out = false;
             s.request.sent_ns = now;
             events_.on_request_sent(s.request, now);
         }
+        if (s.fin_out) {
+            s.fin_out = false;
+            s.request.written_ns = now;
+        }
+    }
 }
 
 // --- the slots ---------------------------------------------------------------------------------
@@ -248,6 +257,7 @@ Http3Session::Slot* Http3Session::slot_of(int64_t stream_id) noexcept {
 void Http3Session::release(Slot& s) noexcept {
     s.used = false;
     s.headers_out = false;
+    s.fin_out = false;
     s.stream_id = -1;
     --used_;
 }

@@ -59,7 +59,7 @@ public:
     bool on_stream_unblocked(int64_t stream_id) noexcept override;
     void on_more_streams() noexcept override { open_streams(); }
     int64_t next_stream_data(int64_t& stream_id, bool& fin, ngtcp2_vec* vec, size_t capacity) noexcept override;
-    void on_stream_data_packed(int64_t stream_id, size_t n) noexcept override;
+    void on_stream_data_packed(int64_t stream_id, size_t n, bool fin) noexcept override;
     void on_stream_blocked(int64_t stream_id) noexcept override;
     void on_stream_shut_write(int64_t stream_id) noexcept override;
     void on_datagram_sent(int64_t now) noexcept override;
@@ -71,6 +71,7 @@ public:
         bool used = false;
         bool answered = false;     // response headers arrived
         bool headers_out = false;  // its HEADERS went into the datagram waiting to be written
+        bool fin_out = false;      // and its FIN (the request's last byte)
     };
 
 private:

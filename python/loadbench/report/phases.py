@@ -1,0 +1,94 @@
+"""report.md's "Where the time goes" section: for each protocol, each server's responses split
+into write, time to first byte and transfer at its peak keep-alive cell, and - where the sweep
+opened a connection per request - the new connection's connect and TLS (or QUIC) handshake
+beside them. Every number is a cell of the report model (medians over repeats of each phase's
+p50 and p99, core/phases.py); this module only lays them out."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..core import protocols
+from ..core.analysis import Spread
+from ..core.phases import CONNECTION_PHASES, LABELS, RESPONSE_PHASES
+from .cells import Aggregate
+from .markdown import table
+from .model import Model
+
+
+def _us(value: Optional[float]) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value / 1000:.2f} ms" if value >= 1000 else f"{value:.0f} us"
+
+
+def _median(spread: Optional[Spread], scale: float = 1.0) -> Optional[float]:
+    return None if spread is None else spread.median * scale
+
+
+def _pair(p50: Optional[float], p99: Optional[float]) -> str:
+    return "n/a" if p50 is None else f"{_us(p50)} / {_us(p99)}"
+
+
+def _table(cells: list[tuple[str, Aggregate]], phases: tuple[str, ...]) -> str:
+    shown = [p for p in phases if any(p in agg.phases for _, agg in cells)]
+    header = ["Server", "Cell"] + [f"{LABELS[p]} p50 / p99" for p in shown] + ["latency p50 / p99"]
+    rows = []
+    for target, agg in cells:
+        row = [target, f"{agg.workload}, c={agg.load}"]
+        for p in shown:
+            p50, p99 = agg.phases.get(p, (None, None))
+            row.append(_pair(_median(p50), _median(p99)))
+        row.append(_pair(_median(agg.p50_ms, 1000), _median(agg.p99_ms, 1000)))
+        rows.append(row)
+    return table(header, rows)
+
+
+def setup_cell(model: Model, target: str, protocol: str) -> Optional[Aggregate]:
+    """The server's connection-setup cell with the most new connections per second."""
+    cells = [a for a in model.cells(target, protocol, mode="connect") if a.phases and a.conn_per_s]
+    return max(cells, key=lambda a: a.conn_per_s.median, default=None)
+
+
+def section(model: Model) -> list[str]:
+    """The section's lines (empty for a sweep whose results carry no phases)."""
+    out: list[str] = []
+    for protocol in model.protocols:
+        keep_alive = [
+            (t, cell)
+            for t in model.listed
+            if (cell := model.peak_cell(t, protocol)) is not None and cell.phases
+        ]
+        setup = [(t, cell) for t in model.listed if (cell := setup_cell(model, t, protocol))]
+        if not keep_alive and not setup:
+            continue
+        out += [f"### {protocols.title(protocol)}", ""]
+        if keep_alive:
+            out += [_table(keep_alive, RESPONSE_PHASES), ""]
+        if setup:
+            out += [
+                "A new connection per request (the connection-setup cells):",
+                "",
+                _table(setup, CONNECTION_PHASES + RESPONSE_PHASES),
+                "",
+            ]
+    if not out:
+        return []
+    return [
+        "## Where the time goes",
+        "",
+        (
+            "Each response's time split where the generator saw it happen (exact HDR histograms, "
+            "the window's rules): *write* from its request's first byte handed to the socket to "
+            "its last, *first byte* from there to the response's first byte arriving (the "
+            "server's wait and work plus one trip over loopback), *transfer* from that byte to "
+            "its last. Together they are the response's service time; a closed loop's latency "
+            "is that, the open loop's adds its send lateness. A new connection adds *connect* "
+            "(connect() until the TCP connection is up) and the TLS or QUIC *handshake*. Each "
+            "figure is the median over repeats of that phase's p50 / p99, at the server's peak "
+            "keep-alive cell (the cell column) and at its fastest connection-setup cell. "
+            "Latency percentiles do not add up: the p99 of a sum is not the sum of the p99s."
+        ),
+        "",
+        *out,
+    ]
