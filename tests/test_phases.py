@@ -189,3 +189,38 @@ def test_the_json_and_the_summary_carry_the_phases(beast_server: ServerProcess, 
     }
     assert back.to_dict()["phases"] == d["phases"]
     assert set(CONNECTION_PHASES) & set(d["phases"]) == {"connect"}
+
+
+def test_the_report_says_where_each_servers_time_goes(tmp_path) -> None:
+    """Hand-made results whose phases are known: each repeat's first byte p50 is 100 us x (its
+    repeat + 1) for beast and 10x that for py; the section shows each server's median over its
+    repeats at its peak cell, per protocol, and nothing for a sweep without phases."""
+    from sweep_data import table_rows, write_results_dir
+
+    from loadbench.report.model import load as load_model
+    from loadbench.report.phases import section
+    from loadbench.sweep import results_folder as rs
+
+    directory = write_results_dir(tmp_path / "r")
+    assert section(load_model(directory)) == []  # recorded before phases: no section
+    path = directory / rs.RESULTS_FILE
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for rec in records:
+        if rec.get("status") != "ok" or rec.get("mode") != "closed" or not rec.get("result"):
+            continue
+        scale = 10 if rec["target"] == "py" else 1
+        first_byte = 100 * scale * (rec["repeat"] + 1)
+        rec["result"]["phases"] = {
+            "write": {"count": 10, "p50": 1, "p99": 2},
+            "ttfb": {"count": 10, "p50": first_byte, "p99": 2 * first_byte},
+            "transfer": {"count": 10, "p50": 3, "p99": 4},
+        }
+    path.write_text("".join(json.dumps(rec) + "\n" for rec in records))
+    lines = section(load_model(directory))
+    text = "\n".join(lines)
+    assert lines[0] == "## Where the time goes"
+    rows = {row[0]: row for row in table_rows(text, "### HTTP/1.1")}
+    # medians over the repeats of each phase's p50 / p99
+    assert rows["beast"][3] == "200 us / 400 us", rows["beast"]
+    assert rows["py"][3] == "2.00 ms / 4.00 ms", rows["py"]
+    assert rows["beast"][2] == "1 us / 2 us" and rows["beast"][4] == "3 us / 4 us"
