@@ -9,6 +9,7 @@ from typing import Optional
 from .. import distributed
 from ..core.errors import ConfigError, LoadbenchError
 from ..core.gate import LoadGate
+from ..core.profile import CALL_GRAPHS, DEFAULT_CALL_GRAPH, DEFAULT_FREQUENCY_HZ
 from ..core.run import run
 from ..core.schedule import parse_duration
 from ..core.summary import saturation_warning
@@ -80,6 +81,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="with --cluster: split the run into N shards on N workers (default: every worker)",
     )
+    p.add_argument(
+        "--profile",
+        default=None,
+        metavar="DIR",
+        help="with --sample-pid: sample the server's processes with `perf record` during the "
+        "measured window only and write DIR/perf.folded, DIR/flamegraph.svg and DIR/top.md "
+        "(its top functions; docs/run.md, Server CPU profile). A profiled window is slower: "
+        "its req/s is not the server's",
+    )
+    p.add_argument(
+        "--profile-frequency",
+        type=int,
+        default=DEFAULT_FREQUENCY_HZ,
+        metavar="HZ",
+        help=f"with --profile: samples per second per busy thread (default {DEFAULT_FREQUENCY_HZ})",
+    )
+    p.add_argument(
+        "--profile-call-graph",
+        choices=sorted(CALL_GRAPHS),
+        default=DEFAULT_CALL_GRAPH,
+        help="with --profile: how stacks are unwound - fp (frame pointers, cheap; the default) "
+        "or dwarf (deep through code built without frame pointers, heavy)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no live progress line")
     p.add_argument(
         "--wait-quiet",
@@ -127,6 +151,10 @@ class _ProgressLine:
 def main(args: argparse.Namespace) -> int:
     if args.requests is not None and args.duration is not None:
         raise ConfigError("give either -z/--duration or -n/--requests, not both")
+    if args.profile is not None and args.sample_pid is None:
+        raise ConfigError("--profile needs --sample-pid PID: the server process to profile")
+    if args.profile is not None and args.cluster is not None:
+        raise ConfigError("--profile profiles a local server: not with --cluster")
     kwargs = load_kwargs(args)
     for flag, path in (("--json", args.json), ("--hdr-log", args.hdr_log)):
         if path is not None:
@@ -168,6 +196,12 @@ def main(args: argparse.Namespace) -> int:
                     raise
                 result, lost = exc.result, exc  # keep and write what the other shards measured
         else:
+            if args.profile is not None:
+                kwargs.update(
+                    profile=args.profile,
+                    profile_frequency=args.profile_frequency,
+                    profile_call_graph=args.profile_call_graph,
+                )
             result = run(args.url, progress=progress, **kwargs)
     finally:
         if progress is not None:
@@ -189,6 +223,9 @@ def main(args: argparse.Namespace) -> int:
         raise LoadbenchError(f"cannot write {exc.filename}: {exc.strerror}") from None
     if lost is not None:
         raise LoadbenchError(str(lost))
+    profile_error = (result.extras.get("profile") or {}).get("error")
+    if profile_error:  # the summary and JSON above keep what was measured
+        raise LoadbenchError(f"no profile: {profile_error}")
     if result.interrupted:
         return 130
     if result.responses == 0 and sum(result.errors.values()):

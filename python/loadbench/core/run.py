@@ -9,15 +9,23 @@ result struct and becomes a :class:`loadbench.Result`.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from . import _core
 from .errors import ConfigError, LoadbenchError
 from .limits import limited_by
 from .options import Request, RunOptions, check_tls_library
 from .prime import prime
+from .profile import (
+    DEFAULT_CALL_GRAPH,
+    DEFAULT_FREQUENCY_HZ,
+    Profiler,
+    check_profile_settings,
+    perf_missing,
+)
 from .result import LatencyHistogram, Result
 from .sampler import Sampler, WindowEdges
 from .schedule import connection_stage_blocks, connections_schedule_of, schedule_of, stage_blocks
@@ -210,6 +218,10 @@ def run(
     *,
     progress: Optional[Callable[[dict], None]] = None,
     sample_pid: Optional[int] = None,
+    profile: Union[str, os.PathLike, None] = None,
+    profile_frequency: int = DEFAULT_FREQUENCY_HZ,
+    profile_call_graph: str = DEFAULT_CALL_GRAPH,
+    profile_keep_data: bool = True,
     **options: Any,
 ) -> Result:
     """Load `url` and return what was measured. The keywords are the fields of
@@ -248,20 +260,92 @@ def run(
     at the edges of the measured window into the result's `server` block (cpu_us_per_req =
     server CPU between the two snapshots / the responses completed between them,
     `span_responses`: a snapshot taken late on a busy machine is divided by its own span).
+    `profile` (a directory; needs `sample_pid`) samples the server's tree with `perf record`
+    during the measured window only (`profile_frequency` Hz, `profile_call_graph` "fp" or
+    "dwarf"; core/profile.py) and writes its folded stacks, flame graph and top functions there:
+    the result's `profile` block, or `{"error": ...}` when perf is missing or refused - the run
+    is measured either way. A profiled window is slower than a plain one: not the server's speed.
     """
+    if profile is not None and sample_pid is None:
+        raise ConfigError("--profile needs --sample-pid PID: the server process to profile")
     # primed before the sampler's first snapshot (without warm-up the window opens with the
     # engine)
+    window = _ProfiledWindow(profile, profile_frequency, profile_call_graph, profile_keep_data)
     config, engine = _primed("run", url, options)
-    edges = _window_edges(
-        sample_pid,
-        config["warmup_s"],
-        None if config["requests"] is not None else config["duration_s"],
-    )
     try:
-        return _run_with_edges(edges, progress, lambda: _begin(url, config, engine))
+        edges = _window_edges(
+            sample_pid,
+            config["warmup_s"],
+            None if config["requests"] is not None else config["duration_s"],
+            window,
+        )
+    except BaseException:
+        window.abandon()
+        raise
+    try:
+        result = _run_with_edges(edges, progress, lambda: _begin(url, config, engine))
+    except BaseException:
+        window.abandon()
+        raise
     finally:
         if edges is not None:
             edges.close()  # the background series ends with the run, however it ends
+    if profile is not None:
+        server = result.extras.get("server") or {}
+        result.extras["profile"] = window.finish(
+            server.get("cpu_us_per_req"), edges.opens_at if edges is not None else None
+        )
+    return result
+
+
+class _ProfiledWindow:
+    """A run's profiler, if it asked for one: attached before the run, switched on and off
+    with the window's edges. A failing perf (missing, refused, stuck) leaves an error for the
+    result's `profile` block and never ends the run."""
+
+    def __init__(self, out_dir: Any, frequency: int, call_graph: str, keep_data: bool) -> None:
+        self.profiler: Optional[Profiler] = None
+        self.error: Optional[str] = None
+        if out_dir is None:
+            return
+        check_profile_settings(frequency, call_graph)  # a bad setting fails before the run
+        self.error = perf_missing()
+        if self.error is None:
+            self.profiler = Profiler(out_dir, frequency, call_graph, keep_data)
+
+    def attach(self, edges: WindowEdges) -> None:
+        if self.profiler is None:
+            return
+        try:
+            self.profiler.attach(edges.sampler.snapshot().pids)
+        except LoadbenchError as exc:
+            self.error, self.profiler = str(exc), None
+            return
+        edges.on_open = lambda: self._safely(self.profiler.enable if self.profiler else None)
+        edges.on_close = lambda: self._safely(self.profiler.disable if self.profiler else None)
+
+    def _safely(self, step: Optional[Callable[[], None]]) -> None:
+        if step is None:
+            return
+        try:
+            step()
+        except LoadbenchError as exc:
+            self.error = str(exc)
+            self.abandon()
+
+    def abandon(self) -> None:
+        if self.profiler is not None:
+            self.profiler.abandon()
+            self.profiler = None
+
+    def finish(self, cpu_us_per_req: Optional[float], opens_at: Optional[float]) -> dict:
+        if self.profiler is None:
+            return {"error": self.error or "the profiler did not run"}
+        try:
+            return self.profiler.finish(cpu_us_per_req, opens_at)
+        except LoadbenchError as exc:
+            self.abandon()
+            return {"error": str(exc)}
 
 
 def _known_options(caller: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -311,12 +395,18 @@ def _with_limit(result: Result) -> Result:
 
 
 def _window_edges(
-    sample_pid: Optional[int], warmup: float, duration: Optional[float]
+    sample_pid: Optional[int],
+    warmup: float,
+    duration: Optional[float],
+    profiled: Optional[_ProfiledWindow] = None,
 ) -> Optional[WindowEdges]:
     """Opens the sampler before any load, so a bad pid fails first; without warm-up the
-    window opens with the engine, so its first snapshot is taken now, on an idle server."""
+    window opens with the engine, so its first snapshot is taken now, on an idle server. A
+    profiler attaches here too, its events off until the window opens."""
     if sample_pid is None:
         return None
     edges = WindowEdges(Sampler(sample_pid, tree=True), warmup, duration)
+    if profiled is not None:
+        profiled.attach(edges)
     edges.before_start()
     return edges

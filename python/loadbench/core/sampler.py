@@ -566,6 +566,9 @@ class WindowEdges:
     given to `started()`, counts every response the generator has had so far; it is read with
     each snapshot, so the per-request figures divide what the server spent between the two
     snapshots by the responses completed between them, not by the window's count.
+
+    `on_open` / `on_close`, when set before `before_start()`, are called right after the
+    window's start and end snapshots (a profiler switched on and off with the window).
     """
 
     def __init__(self, sampler: Sampler, warmup_s: float, duration_s: Optional[float]) -> None:
@@ -578,6 +581,18 @@ class WindowEdges:
         self.closes_at: Optional[float] = None
         self.run_start_allocations: Optional[dict] = None
         self.completed: Optional[Callable[[], int]] = None
+        self.on_open: Optional[Callable[[], None]] = None
+        self.on_close: Optional[Callable[[], None]] = None
+
+    def _opened(self) -> None:
+        self.start = self.sampler.snapshot(self.completed)
+        if self.on_open is not None:
+            self.on_open()
+
+    def _closed(self) -> None:
+        self.end = self.sampler.snapshot(self.completed)
+        if self.on_close is not None:
+            self.on_close()
 
     def before_start(self) -> None:
         # The background series feeds the end snapshot's rss_max_kib (the window's sampled peak).
@@ -586,7 +601,7 @@ class WindowEdges:
         # told apart from one whose heap the counter does not see
         self.run_start_allocations = self.sampler.allocation_totals()
         if self.warmup_s == 0.0:
-            self.start = self.sampler.snapshot()
+            self._opened()
 
     def close(self) -> None:
         self.sampler.stop()
@@ -611,9 +626,9 @@ class WindowEdges:
     def poll(self) -> None:
         now = time.monotonic()
         if self.start is None and self.opens_at is not None and now >= self.opens_at:
-            self.start = self.sampler.snapshot(self.completed)
+            self._opened()
         if self.end is None and self.closes_at is not None and now >= self.closes_at:
-            self.end = self.sampler.snapshot(self.completed)
+            self._closed()
 
     def span_responses(self) -> Optional[int]:
         """Responses completed between the two snapshots; None when not counted."""
@@ -633,7 +648,7 @@ class WindowEdges:
             self.close()
             return None
         if self.end is None:
-            self.end = self.sampler.snapshot(self.completed)
+            self._closed()
         self.close()
         return window(
             self.start,

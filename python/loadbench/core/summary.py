@@ -204,6 +204,9 @@ def summary_lines(r: Any) -> list[str]:
     server = r.extras.get("server")
     if server:
         lines.extend(server_lines(server))
+    profile = r.extras.get("profile")
+    if profile:
+        lines.extend(profile_lines(profile))
     lines.append(
         f"  in flight     {r.in_flight:.1f} (Little's law: req/s x mean latency; "
         f"{cfg.get('connections', '?')} connections)"
@@ -266,6 +269,32 @@ def connection_stage_lines(stages: list[dict]) -> list[str]:
         )
         lines.append("              " + " ".join(f"{c:>{w}}" for c, w in zip(cells, widths)))
     lines.append("                (each stage's own requests, those started in it)")
+    return lines
+
+
+def profile_lines(profile: dict, shown: int = 5) -> list[str]:
+    """The `profile` block (core/profile.py): its top functions by self share, where its files
+    are, what lacks symbols - or why there is none."""
+    if profile.get("error"):
+        return [f"  profile       none: {profile['error']}"]
+    lines = [
+        f"  profile       {profile['samples']:,} samples at {profile['frequency_hz']} Hz "
+        f"({profile.get('event') or 'no event'}, call graph {profile['call_graph']}); "
+        "a profiled window is slower: its req/s is not the server's"
+    ]
+    for t in profile.get("top", [])[:shown]:
+        us = t.get("self_us_per_req")
+        lines.append(
+            f"                {100 * t['self_share']:5.1f} % self {100 * t['inclusive_share']:5.1f} % incl"
+            f"{f'  {us:.3f} us/req' if us is not None else ''}  {t['function']} ({t['module']})"
+        )
+    if profile.get("hint"):
+        modules = ", ".join(profile.get("unknown_modules") or [])
+        lines.append(
+            f"                {100 * profile['unknown_share']:.1f} % of samples have no symbol"
+            f"{f' (in {modules})' if modules else ''}: {profile['hint']}"
+        )
+    lines.append(f"                flame graph {profile['svg']}, folded stacks {profile['folded']}")
     return lines
 
 
