@@ -288,3 +288,55 @@ def test_bad_profile_settings_fail_before_the_run(tmp_path):
             profile=tmp_path,
             profile_call_graph="lbr",
         )
+
+
+@needs_perf
+def test_sweep_profiles_each_cell_and_the_report_shows_the_best(burn_server_binary, tmp_path):
+    """profile = true: each closed-loop cell gets one more, profiled, window after its repeats
+    (its files under profiles/, its block in profiles.json - never a measured record), and the
+    report's "Where the CPU goes" and the dashboard draw from it."""
+    from loadbench.report import document, html, model
+    from loadbench.report.dashboard import dashboard_data
+    from loadbench.sweep.results_folder import ResultsFolder
+    from loadbench.sweep.runner import Sweep
+
+    Sweep(
+        targets=[
+            Target(
+                "burn",
+                kind="command",
+                argv=[str(burn_server_binary), "{port}", str(BURN_ITERATIONS)],
+            )
+        ],
+        workloads=["plaintext"],
+        concurrencies=[2],
+        protocols=["http"],
+        repeats=1,
+        duration=0.8,
+        warmup=0.2,
+        contended_reruns=0,
+        settle=False,
+        profile=True,
+    ).run(tmp_path, progress=False, notes=False)
+    folder = ResultsFolder(tmp_path)
+    assert len(folder.records()) == 1  # the profiled window is not a measured cell
+    profiles = folder.profiles()
+    assert list(profiles) == ["burn|http|plaintext|c2"]
+    block = profiles["burn|http|plaintext|c2"]
+    assert "error" not in block, block
+    assert block["top"][0]["function"] == "burn_cpu"
+    assert block["svg"] == "profiles/burn-http-plaintext-c2/flamegraph.svg"
+    assert block["perf_data"] is None
+    assert (tmp_path / block["svg"]).is_file() and (tmp_path / block["folded"]).is_file()
+    assert not (tmp_path / "profiles/burn-http-plaintext-c2/perf.data").exists()
+    assert block["profiled_rps"] > 0  # kept beside the profile, never as the cell's req/s
+    document.write_report(tmp_path, charts=False)
+    text = (tmp_path / "report.md").read_text()
+    section = text.split("## Where the CPU goes")[1].split("\n## ")[0]
+    assert "[flame graph](profiles/burn-http-plaintext-c2/flamegraph.svg)" in section
+    row = next(line for line in section.splitlines() if line.startswith("| 1 |"))
+    assert "`burn_cpu`" in row
+    cells = dashboard_data(model.load(tmp_path))["cells"]
+    assert cells[0]["flamegraph"] == "profiles/burn-http-plaintext-c2/flamegraph.svg"
+    page = html.write_html(tmp_path).read_text()
+    assert 'id="flamegraphs"' in page

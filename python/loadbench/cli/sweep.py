@@ -21,6 +21,7 @@ from ..core.allocation_sites import heaptrack_missing
 from ..core.allocations import library_path
 from ..core.errors import ConfigError
 from ..core.gate import LoadGate
+from ..core.profile import perf_missing
 from ..core.tcp_exchange import OPTIONS as TCP_OPTIONS
 from ..report.document import headline_lines, write_report
 from ..report.model import load as load_model
@@ -89,6 +90,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="after the cells, one short heaptrack window per server: where it allocates "
         "(function, calls/req, bytes/req; slow, never timed)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="after each closed-loop and connection-setup cell, one more window with perf on the "
+        "server: its CPU profile and flame graph (profiles/; never timed)",
     )
     parser.add_argument(
         "--no-report", action="store_true", help="measure only; `loadbench report DIR` later"
@@ -216,6 +223,10 @@ def run(args: argparse.Namespace) -> int:
         if missing := heaptrack_missing():
             raise ConfigError(missing)
         sweep.allocation_sites = True
+    if args.profile:
+        if missing := perf_missing():
+            raise ConfigError(missing)
+        sweep.profile = True
     if args.probe:
         if args.plan:
             raise ConfigError("--plan and --probe: choose one (--plan starts nothing)")

@@ -296,6 +296,40 @@
       ($("pick-all-c").checked ? ", every C" : ", C = " + f.c) + ", with the open-loop and connection-setup cells of this protocol and workload.";
   }
 
+  // -- the flame graphs of the slice (profile = true): each server's closed-loop cell at C -------
+  function flamegraphs(f) {
+    const box = $("flamegraphs");
+    if (!box) return;
+    const parts = [];
+    let shown = 0;
+    f.servers.forEach((s) => {
+      const c = cell(s, f.p, f.w, "closed", f.c);
+      const head = document.createElement("h4");
+      head.textContent = s + ", " + protocolName(f.p) + ", " + f.w + ", C = " + f.c;
+      parts.push(head);
+      if (!c || !c.flamegraph) {
+        const note = document.createElement("p");
+        note.className = "note";
+        note.textContent = "not profiled";
+        parts.push(note);
+        return;
+      }
+      const svg = document.createElement("object");
+      svg.type = "image/svg+xml";
+      svg.data = c.flamegraph;
+      svg.style.width = "100%";
+      const link = document.createElement("a");
+      link.href = c.flamegraph;
+      link.textContent = "open the flame graph on its own";
+      parts.push(svg, link);
+      shown += 1;
+    });
+    box.replaceChildren(...parts);
+    $("flamegraphs-caption").textContent = shown + " flame graph(s): each from a separate profiled " +
+      "window after the cell's measured repeats (perf, every process of the server); width is the " +
+      "share of CPU samples; click a box to zoom.";
+  }
+
   function draw() {
     const f = slice();
     headline(f);
@@ -308,6 +342,7 @@
     connectionSetup(f);
     timelines(f);
     cellsTable(f);
+    flamegraphs(f);
   }
 
   const FIGURES = JSON.parse(document.getElementById("figures").textContent);

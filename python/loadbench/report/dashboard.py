@@ -99,7 +99,7 @@ def marks(a: Aggregate) -> str:
     )
 
 
-def _cell(a: Aggregate, records: list[dict]) -> dict[str, Any]:
+def _cell(a: Aggregate, records: list[dict], profile: Optional[dict] = None) -> dict[str, Any]:
     timeline = next(
         (r["result"]["timeline"] for r in records if (r.get("result") or {}).get("timeline")),
         None,
@@ -137,6 +137,8 @@ def _cell(a: Aggregate, records: list[dict]) -> dict[str, Any]:
         "target_rate": _median(a.target_rate),
         "p99_uncorrected": _median(a.p99_uncorrected_ms),
         "spectrum": spectrum(pooled_histogram(records)) if records else None,
+        # the cell's flame graph (profile = true), relative to the results folder
+        "flamegraph": (profile or {}).get("svg"),
     }
     if a.mode == "open" and records:
         out["spectrum_uncorrected"] = spectrum(pooled_histogram(records, "histogram_uncorrected"))
@@ -152,7 +154,7 @@ def _cell(a: Aggregate, records: list[dict]) -> dict[str, Any]:
 def dashboard_data(m: Model) -> dict[str, Any]:
     """Everything the page's script needs, JSON-ready."""
     records = cell_records(m)
-    cells = [_cell(a, records.get(a.key, [])) for a in m.aggs.values()]
+    cells = [_cell(a, records.get(a.key, []), m.profile_of(a)) for a in m.aggs.values()]
     closed = [c for c in cells if c["mode"] == "closed"]
     windows = [
         len(r["result"]["timeline"])

@@ -26,6 +26,7 @@ from .memory import section as memory_section
 from .model import Model
 from .model import load as load_model
 from .phases import section as phases_section
+from .profiles import section as profiles_section
 from .prose import (
     environment_table,
     intro,
@@ -165,6 +166,7 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
     parts += capacity_section(model)
     parts += memory_section(model)
     parts += allocations_section(model)
+    parts += profiles_section(model)
     rest = [c for c in charts if c not in headline]
     if rest:
         parts += ["## Charts", ""] + [_image(c) for c in rest]

@@ -301,7 +301,16 @@ def render_html(
         f'<div class="grid">{"".join(_chart(c) for c in slice_charts)}</div>{timeline_note}'
         + (_chart("capacity") if "capacity" in figures else "")
         + '<h3>The cells of this slice</h3><p id="cells-caption" class="note"></p>'
-        '<div id="cells-table"></div></section>'
+        '<div id="cells-table"></div>'
+        + (
+            # profile = true: each server's flame graph at the slice's concurrency (its own SVG
+            # beside the results, embedded as an object so that its click-zoom works)
+            "<h3>Where the CPU goes: flame graphs of this slice</h3>"
+            '<p id="flamegraphs-caption" class="note"></p><div id="flamegraphs"></div>'
+            if any(c.get("flamegraph") for c in data["cells"])
+            else ""
+        )
+        + "</section>"
         if data is not None
         else ""
     )

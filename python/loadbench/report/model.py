@@ -190,6 +190,23 @@ class Model:
         the sweep recorded none)."""
         return ResultsFolder(self.directory).allocation_sites() if self.directory else {}
 
+    def profiles(self) -> dict:
+        """cell key -> its perf profile block (profiles.json of the results folder; {} when the
+        sweep profiled nothing)."""
+        if "_profiles" not in self.__dict__:  # read once, every section and the dashboard ask
+            found = ResultsFolder(self.directory).profiles() if self.directory else {}
+            self.__dict__["_profiles"] = found
+        return self.__dict__["_profiles"]
+
+    def profile_of(self, cell: Aggregate) -> Optional[dict]:
+        """The profile of a closed-loop or connection-setup cell (sweep/profiles.py's key)."""
+        load = {"closed": "c", "connect": "connect"}.get(cell.mode)
+        if load is None:
+            return None
+        return self.profiles().get(
+            f"{cell.target}|{cell.protocol}|{cell.workload}|{load}{cell.load}"
+        )
+
     def allocator(self, target: str) -> str:
         """What the allocation counter sees of the server's heap, as its target declares it."""
         for t in self.settings.get("targets") or []:

@@ -64,6 +64,7 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
         "transport",
         "allocations",
         "allocation_sites",
+        "profile",
     ):
         if key in data:
             kwargs[key] = data[key]

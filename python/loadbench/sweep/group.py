@@ -19,6 +19,8 @@ from ..core.sampler import Sampler
 from ..core.steady import settle as settle_server
 from ..slo.search import SEARCH_OWNS, capacity
 from .plan import Cell, SweepPlan
+from .profiles import profile_cell
+from .profiles import wanted as profile_wanted
 from .results_folder import ResultsFolder
 from .targets import RunningServer, Target, launch
 
@@ -113,6 +115,10 @@ class ServerGroup:
                 self._record(cell, status, error, result, time.monotonic() - started, extra)
                 if status == "fail":
                     self.bar.note(f"FAIL {cell.label()}: {error}")
+                elif profile_wanted(self, cell, status):
+                    # after the measured repeats: a profiled window is never a measured one
+                    self.bar.note(f"{cell.label()}: CPU profile (perf, not timed)")
+                    profile_cell(self, cell)
                 self.bar.end_cell()
         finally:
             if self.server is not None:

@@ -15,6 +15,7 @@ from ..core.allocation_sites import heaptrack_missing
 from ..core.allocations import library_path
 from ..core.errors import ConfigError
 from ..core.options import PASSED_THROUGH, RunOptions, field_type
+from ..core.profile import perf_missing
 from ..core.run import check_tls_library
 from ..core.schedule import parse_duration
 from ..slo.objectives import parse_objectives
@@ -269,6 +270,10 @@ class SweepPlan:
     # After the measured cells, one short window per server with heaptrack attached: its top
     # allocation sites per response (allocation_sites.json, the report). Slow, never timed.
     allocation_sites: bool = False
+    # After each closed-loop and connection-setup cell's repeats, one more window of it with perf
+    # on the server's tree: its CPU profile (profiles.json, profiles/<cell>/, the report's "Where
+    # the CPU goes"). perf slows the server, so that window's speed is never reported.
+    profile: bool = False
     # Any other option loadbench.run passes to the engine unchanged (core/options.py's
     # engine_option: send_batch, seed, tls_session_resumption, ...) for every cell: the sweep
     # file's [run] table (run_options here: run() is the sweep's own method). An option the
@@ -321,6 +326,8 @@ class SweepPlan:
             library_path()  # one clear error now, not a server that fails to start later
         if self.allocation_sites and (missing := heaptrack_missing()):
             raise ConfigError(missing)
+        if self.profile and (missing := perf_missing()):
+            raise ConfigError(missing.replace("--profile", "profile = true"))
         if self.requests is not None and (
             isinstance(self.requests, bool)
             or not isinstance(self.requests, int)

@@ -4,6 +4,7 @@
       sweep.json         the sweep's settings (what was asked for)
       environment.json   the machine, versions and pinning (loadbench.environment())
       results.jsonl      one JSON object per cell, appended and fsynced the moment it ends
+      profiles.json, profiles/<cell>/   perf's CPU profile per cell (profile = true)
       report.md, *.png   written by `loadbench report` / at the end of `loadbench sweep`
 
 A line of results.jsonl: ``id``, ``target``, ``protocol``, ``workload``, ``mode`` ("closed",
@@ -29,6 +30,8 @@ RESULTS_FILE = "results.jsonl"
 SETTINGS_FILE = "sweep.json"
 ENVIRONMENT_FILE = "environment.json"
 SITES_FILE = "allocation_sites.json"  # heaptrack's top allocation sites per server (opt-in)
+PROFILES_FILE = "profiles.json"  # perf's profile per cell (profile = true; sweep/profiles.py)
+PROFILES_DIR = "profiles"  # each profiled cell's perf.folded, flamegraph.svg and top.md
 
 
 def append_record(path: Path, record: dict) -> None:
@@ -127,6 +130,15 @@ class ResultsFolder:
     def add_allocation_sites(self, target: str, block: dict) -> None:
         path = self.path / SITES_FILE
         path.write_text(json.dumps({**self.allocation_sites(), target: block}, indent=2) + "\n")
+
+    def profiles(self) -> dict:
+        """cell key ("target|protocol|workload|cN") -> its profile block; {} if none."""
+        path = self.path / PROFILES_FILE
+        return _read_json(path) if path.exists() else {}
+
+    def add_profile(self, key: str, block: dict) -> None:
+        path = self.path / PROFILES_FILE
+        path.write_text(json.dumps({**self.profiles(), key: block}, indent=2) + "\n")
 
     def update_environment(self, **blocks: object) -> None:
         """Add or replace top-level blocks of environment.json (the load gate, the generator hosts)."""

@@ -91,6 +91,10 @@ SWEEP_KEYS = {
         _BOOL,
         "true or false (one extra heaptrack window per server: its top allocation sites)",
     ),
+    "profile": (
+        _BOOL,
+        "true or false (after each closed-loop cell, one more window with perf: its CPU profile)",
+    ),
     "transport": (
         _STR,
         '"tcp" (default) or "unix" (the embedded server on a unix socket; http and h2c only)',
