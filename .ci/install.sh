@@ -50,6 +50,9 @@ need_lib libngtcp2-dev
 need_lib libngtcp2-crypto-gnutls-dev
 need_lib libnghttp3-dev
 need_lib libgnutls28-dev
+# perf (Debian's linux-perf: /usr/bin/perf) samples a server's CPU for `loadbench run --profile`,
+# `serve --profile` and a sweep's profile = true (tests/test_profile.py); a run without it says so.
+need_tool perf linux-perf
 # Debian 12 ships Boost 1.81 beside its 1.74 default: prefer the newer Beast when apt has it.
 if ! installed libboost1.81-dev && ! installed libboost-dev && ! installed libboost1.74-dev; then
   if in_apt libboost1.81-dev || ! have apt-cache; then need libboost1.81-dev; else need libboost-dev; fi

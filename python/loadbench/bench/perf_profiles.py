@@ -16,12 +16,12 @@ calls be given their inclusive time, naming where the unexported code's time is 
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
+from ..core.profile import perf_missing, perf_path
 from ..report.markdown import fmt_number, table
 from ..sweep.targets import program_version
 from . import generators as gl
@@ -60,12 +60,12 @@ RUSTLS_SYMBOLS = ("rustls::", "ring::", "ring_core_", "lb_rustls_")
 
 def unavailable() -> Optional[str]:
     """None when `perf record` works here, else why not (said in the report's environment block)."""
-    if shutil.which("perf") is None:
+    if perf_missing() is not None:  # the same perf (and $LOADBENCH_PERF) as run --profile
         return "perf not installed (bash bench/install-peers.sh installs linux-perf)"
     with tempfile.TemporaryDirectory(prefix="bench-perf-check-") as tmp:
         try:
             proc = subprocess.run(
-                ["perf", "record", "-q", "-o", f"{tmp}/check.data", "--", "true"],
+                [perf_path() or "perf", "record", "-q", "-o", f"{tmp}/check.data", "--", "true"],
                 capture_output=True,
                 text=True,
                 timeout=30,

@@ -12,8 +12,18 @@ import argparse
 import signal
 from typing import Any, Optional
 
-from ..core.errors import ServerError
+from ..core.errors import ConfigError, ServerError
+from ..core.profile import (
+    CALL_GRAPHS,
+    DEFAULT_CALL_GRAPH,
+    DEFAULT_FREQUENCY_HZ,
+    Profiler,
+    check_profile_settings,
+    perf_missing,
+)
+from ..core.sampler import Sampler
 from ..core.server import ServerProcess, server_options
+from ..core.summary import profile_lines
 from ._cpus import parse_cpu_list
 
 
@@ -33,6 +43,21 @@ def register(subparsers: Any) -> None:
         help="count its heap allocations (LD_PRELOAD counter): `loadbench run --sample-pid PID` "
         "then reports allocs/req and bytes/req",
     )
+    p.add_argument(
+        "--profile",
+        default=None,
+        metavar="DIR",
+        help="sample the server with `perf record` from start to stop and write DIR/perf.folded, "
+        "DIR/flamegraph.svg and DIR/top.md on exit (docs/run.md, Server CPU profile)",
+    )
+    p.add_argument(
+        "--profile-frequency", type=int, default=DEFAULT_FREQUENCY_HZ, metavar="HZ",
+        help=f"with --profile: samples per second per busy thread (default {DEFAULT_FREQUENCY_HZ})",
+    )  # fmt: skip
+    p.add_argument(
+        "--profile-call-graph", choices=sorted(CALL_GRAPHS), default=DEFAULT_CALL_GRAPH,
+        help="with --profile: fp (frame pointers, cheap; the default) or dwarf (deep, heavy)",
+    )  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -100,12 +125,19 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.profile is not None:  # before the server starts: nothing to keep yet
+        check_profile_settings(args.profile_frequency, args.profile_call_graph)
+        if missing := perf_missing():
+            raise ConfigError(missing)
     server = _server_from_args(args)
     # SIGTERM to this process stops the server the same way as Ctrl-C.
     previous = signal.signal(signal.SIGTERM, _interrupt)
     stopped: Optional[dict] = None
+    profiled: Optional[_Profiled] = None
     try:
         server.start()
+        if args.profile is not None:
+            profiled = _Profiled(args, server.pid)
         # Ctrl-C from the first line printed on stops the server and prints its counters (one
         # that came while the lines after "pid ..." were printed ended as "interrupted", 130)
         try:
@@ -145,15 +177,50 @@ def run(args: argparse.Namespace) -> int:
                 )
             code = server.proc.wait() if server.proc else 1
         except KeyboardInterrupt:
+            if profiled is not None:
+                profiled.stop()  # before the server: perf ends by itself when its pids exit
             stopped = server.stop()
         else:
+            if profiled is not None:
+                profiled.stop()
             stopped = server.stop()
             if code != 0 or not stopped:
                 raise ServerError(
                     f"loadbench-server exited unexpectedly (code {code}): {server.stderr_text() or 'no message'}"
                 )
+    except BaseException:
+        if profiled is not None:
+            profiled.profiler.abandon()
+        raise
     finally:
         signal.signal(signal.SIGTERM, previous)
         server.kill()
     print(format_counters(stopped or {}), flush=True)
+    if profiled is not None:
+        block = profiled.finish((stopped or {}).get("requests_total") or 0)
+        print("\n".join(profile_lines(block)), flush=True)
     return 0
+
+
+class _Profiled:
+    """perf on the server's tree from its start to its stop, with the tree's CPU at both ends
+    (so the profile's shares become CPU us per request over the requests it served)."""
+
+    def __init__(self, args: argparse.Namespace, pid: Optional[int]) -> None:
+        if pid is None:
+            raise ServerError("--profile: the server has no pid to profile")
+        self.sampler = Sampler(pid, tree=True)
+        self.profiler = Profiler(args.profile, args.profile_frequency, args.profile_call_graph)
+        self.profiler.attach(self.sampler.snapshot().pids)
+        self.start_cpu_s = self.sampler.snapshot().cpu_s
+        self.profiler.enable()
+        print(f"loadbench serve: profiling with perf into {args.profile}", flush=True)
+        self.cpu_s: Optional[float] = None
+
+    def stop(self) -> None:
+        self.cpu_s = self.sampler.snapshot().cpu_s - self.start_cpu_s
+        self.profiler.stop()
+
+    def finish(self, requests: int) -> dict:
+        per_req = self.cpu_s * 1e6 / requests if self.cpu_s is not None and requests else None
+        return self.profiler.finish(per_req)

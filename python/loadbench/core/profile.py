@@ -285,6 +285,18 @@ def top_table(top: list[dict], limit: int = TOP) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _event_note(samples: list[Sample]) -> Optional[str]:
+    """What a timer-based event means for the shares: said where perf had no hardware counter
+    (a VM), as bench/perf_profiles.py found on this project's machines."""
+    if not samples or not samples[0].event.startswith("cpu-clock"):
+        return None
+    return (
+        "cpu-clock, a timer (no hardware counters here, e.g. a VM): a sample that falls while the "
+        "kernel runs with interrupts off is credited to where it turns them back on "
+        "(finish_task_switch, _raw_spin_unlock_irqrestore), standing for kernel work before them"
+    )
+
+
 def _comm(pid: int) -> Optional[str]:
     try:
         with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as fh:
@@ -533,6 +545,7 @@ class Profiler:
             "unknown_share": round(unknown_share, 6),
             "unknown_modules": unknown_modules,
             "hint": HINT if unknown_share >= 0.05 else None,
+            "event_note": _event_note(samples),
             # CLOCK_MONOTONIC seconds (time.monotonic(), the engine's clock): when the window
             # opened, when perf acknowledged enable and disable, and the first and last sample
             "clock": {

@@ -294,6 +294,8 @@ def profile_lines(profile: dict, shown: int = 5) -> list[str]:
             f"                {100 * profile['unknown_share']:.1f} % of samples have no symbol"
             f"{f' (in {modules})' if modules else ''}: {profile['hint']}"
         )
+    if profile.get("event_note"):
+        lines.append(f"                {profile['event_note']}")
     lines.append(f"                flame graph {profile['svg']}, folded stacks {profile['folded']}")
     return lines
 

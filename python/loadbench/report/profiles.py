@@ -71,6 +71,8 @@ def section(model: Model) -> list[str]:
             ),
             "",
         ]
+        if profile.get("event_note"):
+            lines += [f"Sampled event: {profile['event_note']}.", ""]
         if profile.get("hint"):
             modules = ", ".join(profile.get("unknown_modules") or [])
             lines += [
