@@ -61,6 +61,8 @@ py::dict snapshot_dict(const Snapshot& s) {
     d["exited"] = s.exited;
     d["machine"] = machine_dict(s.machine);
     d["allocations"] = allocations_dict(s.allocations);
+    d["syscalls"] = s.syscalls ? py::object(py::int_(*s.syscalls)) : py::object(py::none());
+    d["syscalls_na"] = s.syscalls ? py::object(py::none()) : py::object(py::str(s.syscalls_na));
     return d;
 }
 
@@ -142,8 +144,10 @@ void register_sampler(py::module_& m) {
         return out;
     });
     py::class_<Sampler>(m, "Sampler", "A process (tree) and the machine, read from /proc")
-        .def(py::init<int, bool, const std::string&, const std::string&>(), py::arg("pid"), py::arg("tree") = true,
-             py::arg("cgroup") = std::string(), py::arg("allocation_dir") = std::string())
+        .def(py::init<int, bool, const std::string&, const std::string&, bool, const std::string&>(), py::arg("pid"),
+             py::arg("tree") = true, py::arg("cgroup") = std::string(), py::arg("allocation_dir") = std::string(),
+             py::arg("count_syscalls") = true, py::arg("syscall_id_file") = std::string())
+        .def_property_readonly("syscalls_na", &Sampler::syscalls_na)
         .def_property_readonly("allocation_dir", &Sampler::allocation_dir)
         .def_property_readonly("cgroup", &Sampler::cgroup_dir)
         .def_property_readonly("pid", &Sampler::pid)

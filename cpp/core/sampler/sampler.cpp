@@ -64,7 +64,8 @@ const char* cpu_source_name(CpuSource source) {
     return "proc-ticks";
 }
 
-Sampler::Sampler(int pid, bool tree, const std::string& cgroup_dir, const std::string& allocation_dir)
+Sampler::Sampler(int pid, bool tree, const std::string& cgroup_dir, const std::string& allocation_dir,
+                 bool count_syscalls, const std::string& syscall_id_file)
     : root_pid_(pid), tree_(tree), allocation_dir_(allocation_dir) {
     file_buffer_.resize(8192);
     dir_buffer_.resize(32768);
@@ -75,6 +76,13 @@ Sampler::Sampler(int pid, bool tree, const std::string& cgroup_dir, const std::s
     if (!cgroup_dir.empty() && !cgroup_.open(cgroup_dir, why)) throw std::invalid_argument(why);
     if (tree_) scanner_ = std::make_unique<ProcessTreeScanner>();
     if (!allocation_dir_.empty()) read_allocation_pages(allocation_dir_);  // readable?
+    if (count_syscalls) {
+        // Opened now, before any window: the children the tree forks from here on are counted
+        // by inheritance from their first system call.
+        syscalls_ = std::make_unique<SyscallCounter>(tree_, syscall_id_file);
+        const TrackedProcess& root_process = *members_.front().process;
+        syscalls_->add_process(pid, root_process.parent_pid(), root_process.start_ticks());
+    }
     series_.reserve(1024);
 }
 
@@ -144,7 +152,9 @@ void Sampler::discover_members_locked(int last_pid) {
         if (known) continue;
         auto process = std::make_unique<TrackedProcess>();
         std::string why;
-        if (process->open(pid, why, file_buffer_)) members_.push_back(Member{std::move(process), false});
+        if (!process->open(pid, why, file_buffer_)) continue;
+        if (syscalls_) syscalls_->add_process(pid, process->parent_pid(), process->start_ticks());
+        members_.push_back(Member{std::move(process), false});
     }
 }
 
@@ -249,6 +259,7 @@ Sample Sampler::read_locked(std::vector<int>* pids, bool with_pss) {
     read_members_locked(root_exited);
 
     Sample sample = sum_members_locked();
+    if (syscalls_) sample.syscalls = syscalls_->read();  // the same moment as the CPU
     // A child reaped by a member leaves its exact clock for its parent's cutime/cstime, each
     // truncated to a tick: the sum may dip by up to 2 ticks per reaper. The total never drops.
     cpu_floor_ns_ = std::max(cpu_floor_ns_, sample.cpu_ns);
@@ -318,6 +329,7 @@ Snapshot Sampler::snapshot() {
         }
     }
     rss_max_since_snapshot_ = 0;  // the next snapshot's peak covers the readings after this one
+    if (!snap.syscalls) snap.syscalls_na = syscalls_na_locked();
     return snap;
 }
 
@@ -375,6 +387,16 @@ void Sampler::run(double interval_s) {
 std::vector<Sample> Sampler::series() const {
     std::lock_guard lock(series_mutex_);
     return series_;
+}
+
+std::string Sampler::syscalls_na_locked() const {
+    if (!syscalls_) return "not counted (turned off)";
+    return syscalls_->why();
+}
+
+std::string Sampler::syscalls_na() const {
+    std::lock_guard lock(read_mutex_);
+    return syscalls_na_locked();
 }
 
 std::optional<double> Sampler::exit_time() const {

@@ -17,6 +17,7 @@
 #include "core/sampler/cgroup_cpu.hpp"
 #include "core/sampler/machine_stat.hpp"
 #include "core/sampler/process_tree.hpp"
+#include "core/sampler/syscall_counter.hpp"
 #include "core/sampler/tracked_process.hpp"
 
 namespace loadbench::sampler {
@@ -45,7 +46,10 @@ struct Sample {
     std::uint64_t rss_max_kib = 0;
     std::int64_t pss_kib = -1;    // snapshot() only: summed Pss of live members; -1 = unavailable
     std::uint32_t processes = 0;  // live members
-    bool exited = false;          // the root process has exited: process readings are its last
+    // System calls the tree made since its counters were opened (syscall_counter.hpp), read
+    // right after the CPU; nullopt where the kernel refused (Sampler::syscalls_na says why).
+    std::optional<std::uint64_t> syscalls;
+    bool exited = false;  // the root process has exited: process readings are its last
     MachineCounters machine;
 };
 
@@ -53,6 +57,7 @@ struct Snapshot : Sample {
     std::vector<int> pids;  // live members, root first
     // The allocation counter's sums over the tree (a sampler given its directory only).
     std::optional<AllocationTotals> allocations;
+    std::string syscalls_na;  // why `syscalls` is empty, as of this snapshot
 };
 
 // Clock ticks per second of the utime/stime/machine counters (sysconf(_SC_CLK_TCK)).
@@ -65,8 +70,10 @@ public:
     // (v2 or v1 cpuacct) holding exactly the tree of `pid`: its CPU accounting is then the
     // tree's CPU (std::invalid_argument when it cannot be read). `allocation_dir`, when not
     // empty, is the allocation counter's directory of the tree (allocation_page.hpp): each
-    // snapshot() then sums its pages too.
-    Sampler(int pid, bool tree, const std::string& cgroup_dir = "", const std::string& allocation_dir = "");
+    // snapshot() then sums its pages too. `count_syscalls`: count the tree's system calls
+    // (syscall_counter.hpp), the tracepoint id read from `syscall_id_file` when not empty.
+    Sampler(int pid, bool tree, const std::string& cgroup_dir = "", const std::string& allocation_dir = "",
+            bool count_syscalls = true, const std::string& syscall_id_file = "");
     ~Sampler();
     Sampler(const Sampler&) = delete;
     Sampler& operator=(const Sampler&) = delete;
@@ -85,6 +92,9 @@ public:
     double sampling_thread_cpu_s() const { return sampling_thread_cpu_s_.load(); }
     // How many readings re-listed /proc to discover the tree (the costly part of a sample).
     std::uint64_t proc_listings() const { return proc_listings_.load(); }
+
+    // Why the tree's system calls are not counted (empty while they are).
+    std::string syscalls_na() const;
 
     int pid() const { return root_pid_; }
     bool tree() const { return tree_; }
@@ -105,6 +115,7 @@ private:
     void depart_locked(std::size_t index, bool reaped_by_member);
     void read_members_locked(bool& root_exited);
     Sample sum_members_locked() const;
+    std::string syscalls_na_locked() const;
     void run(double interval_s);
 
     const int root_pid_;
@@ -114,6 +125,7 @@ private:
     mutable std::mutex read_mutex_;  // guards everything below up to series_mutex_
     std::vector<Member> members_;    // root first, every parent before its children
     CgroupCpu cgroup_;
+    std::unique_ptr<SyscallCounter> syscalls_;  // null: not asked for
     std::unique_ptr<ProcessTreeScanner> scanner_;
     MachineReader machine_;
     std::vector<char> file_buffer_;

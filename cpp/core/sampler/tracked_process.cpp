@@ -50,6 +50,8 @@ bool TrackedProcess::open(int pid, std::string& why, std::vector<char>& file_buf
         why = "pid " + id + " (" + std::string(stat->comm) + ") has already exited (zombie)";
         return false;
     }
+    start_ticks_ = stat->starttime_ticks;
+    ppid_ = stat->ppid;
     const ReadResult status_text = read_whole(status_, file_buffer);
     if (status_text.ok) {
         const ProcStatus status = parse_proc_status(status_text.text);

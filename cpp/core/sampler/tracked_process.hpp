@@ -55,6 +55,8 @@ public:
     bool cpu_in_ns() const { return has_clock_; }
     int pid() const { return pid_; }
     int parent_pid() const { return ppid_; }
+    // Boot-time ticks when it started (/proc/<pid>/stat field 22): with the pid, who it is.
+    std::uint64_t start_ticks() const { return start_ticks_; }
     const ProcessReadings& readings() const { return readings_; }
 
 private:
@@ -72,6 +74,7 @@ private:
 
     int pid_ = 0;
     int ppid_ = 0;
+    std::uint64_t start_ticks_ = 0;
     FileDescriptor dir_;
     FileDescriptor stat_;
     FileDescriptor status_;

@@ -59,8 +59,16 @@ class Sampler:
     Raises ValueError (one sentence) for an invalid, nonexistent, foreign or kernel-thread pid."""
 
     def __init__(
-        self, pid: int, tree: bool = True, cgroup: str = "", allocation_dir: str = ""
+        self,
+        pid: int,
+        tree: bool = True,
+        cgroup: str = "",
+        allocation_dir: str = "",
+        count_syscalls: bool = True,  # the tree's system calls (perf raw_syscalls:sys_enter)
+        syscall_id_file: str = "",  # the tracepoint id's file ("" = tracefs, then debugfs)
     ) -> None: ...
+    @property
+    def syscalls_na(self) -> str: ...  # why system calls are not counted ("" while they are)
     @property
     def pid(self) -> int: ...
     @property
