@@ -35,6 +35,15 @@ Allocations (opt-in, loadbench.core.allocations): a tree started with the alloca
 has `allocations` in each snapshot and a window's `allocations` block (calls, frees, bytes, per
 response, or "n/a" with the reason where the counter cannot see the heap).
 
+System calls (on by default where the kernel allows): one perf counter per thread of the tree on
+the tracepoint raw_syscalls:sys_enter, inherited by the threads and processes they create, read
+at the same moment as the CPU; a window's `syscalls` and `syscalls_per_req` (the CPU's divisor).
+Where the kernel refuses (no tracefs, perf_event_paranoid, a container's seccomp filter) there
+is no number but `syscalls_na`, the reason. `ctx_switches_per_req` (voluntary + involuntary,
+from /proc/PID/task/TID/status) beside it. The environment variable
+LOADBENCH_SYSCALLS_TRACEPOINT_ID names another file to read the tracepoint id from (a test
+points it at an unreadable one to see the refusal).
+
 Memory: `rss_kib` (the tree's summed RSS now), `rss_max_kib` (the largest summed RSS of all
 readings since the previous snapshot - with a background series running, the peak of the
 window as sampled), `pss_kib` (summed proportional set size, /proc/PID/smaps_rollup: shared
@@ -270,6 +279,9 @@ class ProcSnapshot:
     processes: Optional[MachineProcesses] = field(default=None, repr=False, compare=False)
     # a generator's count of every response so far at the tree's read (Sampler.snapshot)
     completed: Optional[float] = None
+    # the tree's system calls since counting began (read with the CPU), or why not counted
+    syscalls: Optional[int] = None
+    syscalls_na: Optional[str] = None
 
     @classmethod
     def from_core(cls, raw: dict, pid: int) -> ProcSnapshot:
@@ -363,6 +375,8 @@ def window(
             run_start_allocations,
             connections,
         )
+    voluntary = end.ctx_voluntary - start.ctx_voluntary
+    involuntary = end.ctx_involuntary - start.ctx_involuntary
     return {
         "pid": start.pid or end.pid,
         "pids": sorted(set(start.pids) | set(end.pids)),
@@ -381,8 +395,11 @@ def window(
         "fds_start": start.fds,
         "fds_end": end.fds,
         "threads": end.threads if not end.exited else start.threads,
-        "ctx_switches": (end.ctx_voluntary - start.ctx_voluntary)
-        + (end.ctx_involuntary - start.ctx_involuntary),
+        "ctx_switches": voluntary + involuntary,
+        "ctx_switches_voluntary": voluntary,
+        "ctx_switches_involuntary": involuntary,
+        "ctx_switches_per_req": _per(voluntary + involuntary, per_request),
+        **window_syscalls(start, end, per_request),
         "exited": end.exited,
         "window_s": end.t - start.t,
         "cores": cores_of(list(start.pids) + list(end.pids)),
@@ -394,6 +411,20 @@ def window(
     }
 
 
+def _per(count: Optional[float], requests: int) -> Optional[float]:
+    return count / requests if count is not None and requests > 0 else None
+
+
+def window_syscalls(start: ProcSnapshot, end: ProcSnapshot, per_request: int) -> dict[str, Any]:
+    """The window's system calls: ``syscalls`` (end - start), ``syscalls_per_req`` over the same
+    divisor as the CPU, and ``syscalls_na`` - only when either edge has no count - the reason."""
+    if start.syscalls is None or end.syscalls is None:
+        reason = end.syscalls_na or start.syscalls_na or "not counted"
+        return {"syscalls": None, "syscalls_per_req": None, "syscalls_na": reason}
+    count = max(0, end.syscalls - start.syscalls)
+    return {"syscalls": count, "syscalls_per_req": _per(count, per_request)}
+
+
 @dataclass
 class Sampler:
     """Samples a process (with all its descendants when tree=True) and the machine.
@@ -403,7 +434,8 @@ class Sampler:
     when there is one (tree=True only), a path names a cgroup holding exactly the tree, None
     reads /proc only. `allocations`: "auto" (default) sums the allocation counter's pages when
     `pid` was started with it (tree=True only; see loadbench.core.allocations), a path names its
-    directory, None counts none.
+    directory, None counts none. `syscalls`: count the tree's system calls (where the kernel
+    allows; see the module docstring), False counts none.
     """
 
     pid: int
@@ -411,6 +443,7 @@ class Sampler:
     tree: bool = True
     cgroup: Optional[str] = "auto"
     allocations: Optional[str] = "auto"
+    syscalls: bool = True
     _core: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -435,7 +468,12 @@ class Sampler:
         self.allocations = os.fspath(allocations) if allocations else None
         try:
             self._core = _core.Sampler(
-                pid, bool(self.tree), self.cgroup or "", self.allocations or ""
+                pid,
+                bool(self.tree),
+                self.cgroup or "",
+                self.allocations or "",
+                count_syscalls=bool(self.syscalls),
+                syscall_id_file=os.environ.get("LOADBENCH_SYSCALLS_TRACEPOINT_ID", ""),
             )
         except ValueError as exc:
             raise ConfigError(f"cannot sample pid {pid}: {exc}") from None

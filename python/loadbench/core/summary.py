@@ -300,6 +300,26 @@ def profile_lines(profile: dict, shown: int = 5) -> list[str]:
     return lines
 
 
+def kernel_text(server: dict) -> str:
+    """'1.00 context switches/response (1,999 voluntary, 1 involuntary); 7.00 syscalls/response
+    (14,000 in the window)', with "syscalls n/a - <reason>" where the kernel refused to count them
+    (last: the reason can be long)."""
+    if server.get("syscalls_per_req") is not None:
+        calls = f"{server['syscalls_per_req']:.2f} syscalls/response ({server['syscalls']:,} in the window)"
+    elif server.get("syscalls_na"):
+        calls = f"syscalls n/a - {server['syscalls_na']}"
+    else:
+        calls = "syscalls n/a (no responses)"
+    ctx = server.get("ctx_switches_per_req")
+    switches = (
+        f"{ctx:.2f} context switches/response ({server['ctx_switches_voluntary']:,} voluntary, "
+        f"{server['ctx_switches_involuntary']:,} involuntary)"
+        if ctx is not None
+        else "context switches/response n/a (no responses)"
+    )
+    return f"{switches}; {calls}"
+
+
 def server_lines(server: dict) -> list[str]:
     """The sampled server (`server` block): CPU per response, memory, fds, machine noise."""
     per_req = (
@@ -324,6 +344,8 @@ def server_lines(server: dict) -> list[str]:
         f"                {memory}, fds {server['fds_start']}"
         f" -> {server['fds_end']}, {server['threads']} threads, {server['ctx_switches']:,} context switches",
     ]
+    if "syscalls_per_req" in server or "syscalls_na" in server:
+        lines.append(f"                {kernel_text(server)}")
     allocations = server.get("allocations")
     if allocations:
         if allocations.get("na"):

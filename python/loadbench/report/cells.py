@@ -26,8 +26,15 @@ Key = tuple  # (target, protocol, workload, mode, load): load = C, or % of capac
 # Heap allocations per response are counts, not times: other processes taking the CPU do not
 # change them, so a contended cell still ranks on them (an erroring one does not).
 COUNT_METRICS = frozenset({"allocs_per_req", "alloc_bytes_per_req", "allocs", "alloc_bytes"})
+# System calls and context switches per response are the server's own cost too, so they rank
+# where CPU us/req does - but not in a contended cell: a server that shares its CPUs batches
+# differently (fewer events per epoll_wait, more involuntary switches), so they are not
+# COUNT_METRICS.
+KERNEL_METRICS = frozenset({"syscalls_per_req", "syscalls", "ctx_switches_per_req", "ctx_switches"})
 SERVER_COST_METRICS = (
-    frozenset({"cpu_us", "server_cpu_us_per_req", "cpu", "rss_peak_mib", "rss"}) | COUNT_METRICS
+    frozenset({"cpu_us", "server_cpu_us_per_req", "cpu", "rss_peak_mib", "rss"})
+    | COUNT_METRICS
+    | KERNEL_METRICS
 )
 # What a generator-bound cell's figure proves for the metrics it bounds (the same names' rule):
 # req/s and the connection rate are at least what was measured (the server would have done more
@@ -63,6 +70,10 @@ class Aggregate:
     allocs_per_req: Optional[Spread] = None
     alloc_bytes_per_req: Optional[Spread] = None
     allocs_na: Optional[str] = None
+    # system calls and context switches per response (the sampler), or why the kernel refused
+    syscalls_per_req: Optional[Spread] = None
+    syscalls_na: Optional[str] = None
+    ctx_switches_per_req: Optional[Spread] = None
     inflight: Optional[Spread] = None
     conn_per_s: Optional[Spread] = None
     # connection-setup cells: CPU per new connection / full handshake, generator and server
@@ -105,6 +116,16 @@ class Aggregate:
     def allocations_counted(self) -> bool:
         """The cell ran with the allocation counter: it has a figure or says why it has none."""
         return self.allocs_per_req is not None or self.allocs_na is not None
+
+    @property
+    def kernel_counted(self) -> bool:
+        """The cell's results carry the sampler's system calls (a figure or why not) or context
+        switches per response (results from before they were counted carry neither)."""
+        return (
+            self.syscalls_per_req is not None
+            or self.syscalls_na is not None
+            or self.ctx_switches_per_req is not None
+        )
 
     @property
     def connections(self) -> Optional[int]:
@@ -272,6 +293,11 @@ def _fill(agg: Aggregate, ok: list[dict]) -> None:
         for name in PHASES
         if any(r.get(f"phase_{name}_p50_us") is not None for r in ok)
     }
+    agg.syscalls_per_req = pick("syscalls_per_req")
+    agg.ctx_switches_per_req = pick("ctx_switches_per_req")
+    # why not, only where no repeat was counted (the figure is the counted repeats' median)
+    if agg.syscalls_per_req is None:
+        agg.syscalls_na = next((r["syscalls_na"] for r in ok if r.get("syscalls_na")), None)
     if agg.mode == "open":
         agg.p99_uncorrected_ms, agg.target_rate = pick("p99_uncorrected_ms"), pick("target_rate")
         agg.late_sends = pick("late_sends")

@@ -75,6 +75,9 @@ METRICS = [
     # heap allocations per response (results counted with allocations = true; else no rows)
     Metric("allocs", "allocs_per_req", "allocs/req", False),
     Metric("alloc_bytes", "alloc_bytes_per_req", "bytes allocated/req", False),
+    # the kernel's side per response (the sampler; results from before it carry no rows)
+    Metric("syscalls", "syscalls_per_req", "syscalls/req", False),
+    Metric("ctx_switches", "ctx_switches_per_req", "ctx switches/req", False),
     # a capacity search's answer per repeat (capacity cells only, see _capacity_rows)
     Metric("capacity", "capacity", "capacity (req/s)", True),
 ]
@@ -86,6 +89,9 @@ ALIASES = {
     "p999": "p99.9",
     "allocs/req": "allocs",
     "bytes/req": "alloc_bytes",
+    "syscalls/req": "syscalls",
+    "ctx switches/req": "ctx_switches",
+    "ctx_switches/req": "ctx_switches",
 }
 
 

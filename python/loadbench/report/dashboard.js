@@ -270,8 +270,10 @@
     const num = (v, d) => (v === null || v === undefined ? "" : fmt(v, d));
     const head = ["Server", "Mode", "C / load", "req/s (median)", "min-max", "p50 ms", "p99 ms", "p99.9 ms",
       "mean ms", "CPU us/req"].concat(D.allocations ? ["allocs/req", "bytes/req"] : [],
-      ["peak RSS MiB", "non-2xx + errors", "marks / why"]);
+      D.kernel ? ["syscalls/req", "ctx switches/req"] : [], ["peak RSS MiB", "non-2xx + errors", "marks / why"]);
     const allocs = (c) => (!D.allocations ? [] : c.allocs_na ? ["n/a", "n/a"] : [num(c.allocs, 2), num(c.alloc_bytes, 0)]);
+    // the kernel's reason stays whole: it says what to change (perf_event_paranoid, a seccomp filter)
+    const kernel = (c) => (!D.kernel ? [] : [c.syscalls_na ? "n/a - " + c.syscalls_na : num(c.syscalls, 2), num(c.ctx_switches, 2)]);
     const rows = [];
     f.servers.forEach((s) => {
       D.cells.filter((c) => c.t === s && c.p === f.p && c.w === f.w)
@@ -281,7 +283,7 @@
           const load = c.mode === "open" ? c.load + " %" : c.mode === "connect" ? "new conn, c=" + c.load : String(c.load);
           const why = c.status === "ok" ? [c.marks].concat(c.why.rps || []).filter(Boolean).join(" ") : c.status.toUpperCase() + (c.note ? ": " + c.note : "");
           rows.push([s, c.mode, load, c.rps ? boundPrefix(c.bound) + num(c.rps[0], 0) : "", c.rps ? num(c.rps[1], 0) + " - " + num(c.rps[2], 0) : "",
-            num(c.p50, 3), num(c.p99, 3), num(c.p999, 3), num(c.mean, 3), num(c.cpu, 2)].concat(allocs(c), [num(c.rss, 1),
+            num(c.p50, 3), num(c.p99, 3), num(c.p999, 3), num(c.mean, 3), num(c.cpu, 2)].concat(allocs(c), kernel(c), [num(c.rss, 1),
             c.bad === null || c.bad === undefined ? "" : (100 * c.bad).toFixed(2) + " %", why]));
         });
     });

@@ -115,7 +115,16 @@ def _cell(a: Aggregate, records: list[dict], profile: Optional[dict] = None) -> 
         "marks": marks(a) if a.status == "ok" else "",
         # what each metric's figure proves: ranked, a bound, or why it is left out
         "ranked": {
-            m: a.ranked_for(m) for m in ("rps", "p99_ms", "cpu_us", "conn_per_s", "allocs_per_req")
+            m: a.ranked_for(m)
+            for m in (
+                "rps",
+                "p99_ms",
+                "cpu_us",
+                "conn_per_s",
+                "allocs_per_req",
+                "syscalls_per_req",
+                "ctx_switches_per_req",
+            )
         },
         "bound": a.bound_for("rps"),
         # a bound's reach: the server's CPU ceiling (None when measured or unknown)
@@ -131,6 +140,9 @@ def _cell(a: Aggregate, records: list[dict], profile: Optional[dict] = None) -> 
         "allocs": _median(a.allocs_per_req),
         "alloc_bytes": _median(a.alloc_bytes_per_req),
         "allocs_na": a.allocs_na,
+        "syscalls": _median(a.syscalls_per_req),
+        "syscalls_na": a.syscalls_na,
+        "ctx_switches": _median(a.ctx_switches_per_req),
         "rss": a.rss_peak_mib,
         "bad": a.bad_share,
         "conn_per_s": _median(a.conn_per_s),
@@ -173,6 +185,8 @@ def dashboard_data(m: Model) -> dict[str, Any]:
         "repeats": m.settings.get("repeats"),
         "cells": cells,
         "allocations": m.counts_allocations(),  # the allocs/req chart and table columns
+        # the syscalls/req and ctx switches/req table columns
+        "kernel": any(a.kernel_counted for a in m.aggs.values()),
         # why no timeline is drawn, when none is: the intervals a window had
         "timeline_intervals": max(windows, default=0),
         "min_timeline_points": MIN_TIMELINE_POINTS,

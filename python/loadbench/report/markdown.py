@@ -175,11 +175,14 @@ class _Metric:
         latency: bool,
         rank: str = "rps",
         attr: Optional[str] = None,
+        na: Optional[Callable[[Aggregate], Optional[str]]] = None,
     ) -> None:
         self.label, self.get, self.fmt = label, get, fmt
         self.higher_is_better, self.latency, self.rank = higher_is_better, latency, rank
         # the Aggregate attribute whose Figure (bound, ceiling, the repeats' range) the row shows
         self.attr = attr
+        # why a measured cell has no value for the row (shown as "n/a †", the reason under it)
+        self.na = na
 
 
 def _median(spread: Optional[analysis.Spread]) -> Optional[float]:
@@ -237,12 +240,56 @@ ALLOCATION_METRICS = [
 ]
 
 
+# Rows of cells whose sampler counted the kernel's side (on by default), after CPU us/req and
+# the allocation rows: ranked like CPU us/req (lowest first, the server's own cost); "n/a †"
+# with the kernel's reason under the table where it refused to count system calls.
+NA_MARK = "†"
+KERNEL_METRICS = [
+    _Metric(
+        "syscalls/req",
+        lambda a: _median(a.syscalls_per_req),
+        fmt_count,
+        False,
+        False,
+        "syscalls_per_req",
+        "syscalls_per_req",
+        na=lambda a: a.syscalls_na,
+    ),
+    _Metric(
+        "ctx switches/req",
+        lambda a: _median(a.ctx_switches_per_req),
+        fmt_count,
+        False,
+        False,
+        "ctx_switches_per_req",
+        "ctx_switches_per_req",
+    ),
+]
+
+
 def metrics_of(aggs: Iterable[Aggregate]) -> list[_Metric]:
-    """The rows of a load table: METRICS, with the allocation rows when the cells counted them."""
-    if not any(a.allocations_counted for a in aggs):
-        return METRICS
+    """The rows of a load table: METRICS, with the allocation rows when the cells counted them
+    and the system-call and context-switch rows when their results carry them."""
+    aggs = list(aggs)
     at = METRICS.index(next(m for m in METRICS if m.rank == "cpu_us")) + 1
-    return METRICS[:at] + ALLOCATION_METRICS + METRICS[at:]
+    extra = ALLOCATION_METRICS if any(a.allocations_counted for a in aggs) else []
+    extra = extra + (KERNEL_METRICS if any(a.kernel_counted for a in aggs) else [])
+    return METRICS[:at] + extra + METRICS[at:]
+
+
+def na_note(cells: list[Optional[Aggregate]]) -> str:
+    """The footnote under a table whose rows show "n/a †": each reason once, with its servers."""
+    reasons: dict[str, list[str]] = {}
+    for metric in KERNEL_METRICS:
+        for a in cells:
+            if a is None or a.status != "ok" or metric.na is None or metric.get(a) is not None:
+                continue
+            reason = metric.na(a)
+            if reason:
+                names = reasons.setdefault(f"{metric.label} n/a: {reason}", [])
+                if a.target not in names:
+                    names.append(a.target)
+    return "".join(f"\n\n{NA_MARK} {text} ({', '.join(names)})." for text, names in reasons.items())
 
 
 def _cell_value(agg: Aggregate, metric: _Metric) -> Optional[float]:
@@ -264,7 +311,7 @@ def cell_text(agg: Optional[Aggregate], metric: _Metric, bold: bool) -> str:
         return "FAIL"
     value = _cell_value(agg, metric)
     if value is None:
-        return "n/a"
+        return f"n/a {NA_MARK}" if metric.na is not None and metric.na(agg) else "n/a"
     text = metric.fmt(value)
     if bold:
         text = f"**{text}**"

@@ -195,6 +195,11 @@ def flatten(
         "allocs_per_req": allocations.get("calls_per_req"),
         "alloc_bytes_per_req": allocations.get("bytes_per_req"),
         "allocs_na": allocations.get("na"),
+        # the kernel's side of the server's cost per response (the sampler, on by default): system
+        # calls (or why the kernel refused to count them) and context switches
+        "syscalls_per_req": server.get("syscalls_per_req"),
+        "syscalls_na": server.get("syscalls_na"),
+        "ctx_switches_per_req": server.get("ctx_switches_per_req"),
         "executables": server.get("executables") or [],
         "server_version": (record.get("server") or {}).get("version"),
         "rss_peak_mib": _mib(peak_memory(server, sampled)[0]),

@@ -29,6 +29,7 @@ from .markdown import (
     fmt_ratio,
     fmt_us,
     metrics_of,
+    na_note,
     outcome_note,
     table,
 )
@@ -65,7 +66,7 @@ def load_table(
                     cell_text(aggs.get((t, protocol, workload, "closed", c)), metric, best[c] == t)
                 )
             rows.append(row)
-    return table(header, rows) + outcome_note(cells)
+    return table(header, rows) + outcome_note(cells) + na_note(cells)
 
 
 def _setup_cpu_text(a: Optional[Aggregate]) -> str:
