@@ -138,6 +138,10 @@ def test_report_tables_match_the_raw_numbers(real_sweep):
                     "p50 (ms)": markdown.fmt_ms(res["latency_us"]["p50"] / 1000),
                     "p99 (ms)": markdown.fmt_ms(res["latency_us"]["p99"] / 1000),
                     "CPU us/req": markdown.fmt_us(res["server"]["cpu_us_per_req"]),
+                    "syscalls/req": markdown.fmt_count(res["server"]["syscalls_per_req"])
+                    if res["server"].get("syscalls_per_req") is not None
+                    else f"n/a {markdown.NA_MARK}",
+                    "ctx switches/req": markdown.fmt_count(res["server"]["ctx_switches_per_req"]),
                     "in-flight": f"{res['rps'] * res['latency_us']['mean'] / 1e6:.1f}",
                     "non-2xx + errors": "0 %",
                 }[metric]

@@ -181,7 +181,7 @@ class _Metric:
         self.higher_is_better, self.latency, self.rank = higher_is_better, latency, rank
         # the Aggregate attribute whose Figure (bound, ceiling, the repeats' range) the row shows
         self.attr = attr
-        # why a measured cell has no value for the row (shown as "n/a †", the reason under it)
+        # why a measured cell has no value for the row (shown as "n/a °", the reason under it)
         self.na = na
 
 
@@ -241,9 +241,9 @@ ALLOCATION_METRICS = [
 
 
 # Rows of cells whose sampler counted the kernel's side (on by default), after CPU us/req and
-# the allocation rows: ranked like CPU us/req (lowest first, the server's own cost); "n/a †"
+# the allocation rows: ranked like CPU us/req (lowest first, the server's own cost); "n/a °"
 # with the kernel's reason under the table where it refused to count system calls.
-NA_MARK = "†"
+NA_MARK = "°"  # † is taken: PARTIAL
 KERNEL_METRICS = [
     _Metric(
         "syscalls/req",
@@ -278,7 +278,7 @@ def metrics_of(aggs: Iterable[Aggregate]) -> list[_Metric]:
 
 
 def na_note(cells: list[Optional[Aggregate]]) -> str:
-    """The footnote under a table whose rows show "n/a †": each reason once, with its servers."""
+    """The footnote under a table whose rows show "n/a °": each reason once, with its servers."""
     reasons: dict[str, list[str]] = {}
     for metric in KERNEL_METRICS:
         for a in cells:
