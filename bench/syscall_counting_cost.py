@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""What counting the server's system calls costs (issue 46: syscalls/req is on by default where
+the kernel allows it, so its price must be known): the same keep-alive load against
+loadbench-server with the sampler's syscall counters on and off, side by side.
+
+    python3 bench/syscall_counting_cost.py             # -> reports/syscall-counting-cost.{md,jsonl}
+    python3 bench/syscall_counting_cost.py --smoke     # 1 repeat of 0.5 s, into a temp dir
+
+The counters (cpp/core/sampler/syscall_counter.cpp) are perf counting events on the tracepoint
+raw_syscalls:sys_enter, one per server thread. While any exists the kernel takes its slower
+system-call entry for every thread of the machine, the generator's included, so both sides'
+CPU per response are measured: the server's (its tree's CPU clock between two snapshots taken
+right around the run, divided by the run's exact responses) and the generator's (its own
+threads' CPU per response). Server pinned to CPU 0 (one worker), the generator to CPU 1 (one
+thread); repeats outermost, the two modes alternating inside each repeat (their order flips
+every repeat), so drift hits both. Each run waits for a quiet machine (the sweep's load gate)
+and is measured again when other processes took more than the contended share of its window.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import tempfile
+from pathlib import Path
+
+import loadbench
+from loadbench import analysis
+from loadbench.bench.environment_block import environment, machine_note
+from loadbench.bench.gate import (
+    add_gate_args,
+    gate_note,
+    kept,
+    make_gate,
+    measure_uncontended,
+    outside_share,
+)
+from loadbench.bench.jsonl import JsonlWriter, read_jsonl
+from loadbench.bench.report_text import report_head, write_report
+from loadbench.core.sampler import Sampler
+from loadbench.core.server import ServerProcess
+from loadbench.report.markdown import fmt_number, table
+
+REPO = Path(__file__).resolve().parents[1]
+MODES = ("off", "on")
+
+
+def measure(url: str, pid: int, mode: str, connections: int, seconds: float, cpu: int) -> dict:
+    sampler = Sampler(pid, syscalls=mode == "on")
+    try:
+        # warm the connections and the server's caches outside the measured span
+        loadbench.run(url, connections=connections, duration=0.3, cpus=[cpu])
+        before = sampler.snapshot()
+        r = loadbench.run(url, connections=connections, duration=seconds, cpus=[cpu])
+        after = sampler.snapshot()
+    finally:
+        del sampler  # its counters close: the tracepoint is off again for the next mode
+        gc.collect()
+    window = loadbench.sampler.window(before, after, r.responses)
+    return {
+        "outside_share": outside_share(window, r.cpu_s),
+        "mode": mode,
+        "connections": connections,
+        "responses": r.responses,
+        "errors": r.error_count,
+        "rps": r.rps,
+        "server_cpu_us_per_req": window["cpu_us_per_req"],
+        "generator_cpu_us_per_req": r.cpu_us_per_req,
+        "syscalls_per_req": window.get("syscalls_per_req"),
+        "syscalls_na": window.get("syscalls_na"),
+    }
+
+
+def _cell(values: list[float], digits: int = 2) -> str:
+    usable = [v for v in values if v is not None]
+    if not usable:
+        return "n/a"
+    med = analysis.median(usable)
+    return f"{med:.{digits}f} ({min(usable):.{digits}f}-{max(usable):.{digits}f})"
+
+
+def _ratio(pair: dict, key: str) -> float | None:
+    on, off = pair["on"].get(key), pair["off"].get(key)
+    return on / off if on and off else None
+
+
+def render(records: list[dict], env: dict, command: str) -> str:
+    every = [r for r in records if r.get("record") == "run"]
+    runs = kept(every)
+    rows = []
+    for c in sorted({r["connections"] for r in runs}):
+        medians = {}
+        for mode in MODES:
+            group = [r for r in runs if r["connections"] == c and r["mode"] == mode]
+            server = [r["server_cpu_us_per_req"] for r in group]
+            gen = [r["generator_cpu_us_per_req"] for r in group]
+            medians[mode] = (analysis.median(server), analysis.median(gen))
+            rows.append(
+                [
+                    f"c = {c}",
+                    mode,
+                    fmt_number(analysis.median([r["rps"] for r in group])),
+                    _cell(server),
+                    _cell(gen),
+                    _cell([r["syscalls_per_req"] for r in group]),
+                ]
+            )
+        off, on = medians["off"], medians["on"]
+        if None not in off + on:
+            rows.append(
+                [
+                    f"c = {c}",
+                    "on / off (medians)",
+                    "",
+                    f"{on[0] / off[0]:.3f}x",
+                    f"{on[1] / off[1]:.3f}x",
+                    "",
+                ]
+            )
+        # each repeat's two runs side by side: drift between repeats cancels
+        pairs = [
+            {r["mode"]: r for r in runs if r["connections"] == c and r["repeat"] == repeat}
+            for repeat in sorted({r["repeat"] for r in runs})
+        ]
+        pairs = [p for p in pairs if set(p) == set(MODES)]
+        if pairs:
+            rows.append(
+                [
+                    f"c = {c}",
+                    "on / off (per repeat)",
+                    "",
+                    _cell([_ratio(p, "server_cpu_us_per_req") for p in pairs], 3) + "x",
+                    _cell([_ratio(p, "generator_cpu_us_per_req") for p in pairs], 3) + "x",
+                    "",
+                ]
+            )
+    repeats = len({r["repeat"] for r in runs})
+    first = runs[0].get("gate") or {} if runs else {}
+    env = {
+        **env,
+        "Machine": machine_note(runs[0].get("load1_at_start", 0.0) if runs else 0.0, first),
+        "Load gate": gate_note(runs[0], every) if runs else "n/a",
+    }
+    lines = report_head(
+        "What counting the server's system calls costs",
+        "`bench/syscall_counting_cost.py`",
+        env,
+        {
+            "Server": "loadbench-server, one worker, pinned to CPU 0",
+            "Load": "loadbench, closed loop, HTTP/1.1 keep-alive, GET /plaintext, one thread "
+            "pinned to CPU 1",
+            "Modes": "the sampler's syscall counters off (Sampler(pid, syscalls=False)) and on "
+            "(the default)",
+            "Repeats": f"{repeats}, modes alternating inside each; medians (min-max)",
+            "Command": f"`{command}`",
+        },
+        "syscall-counting-cost.jsonl",
+    )
+    lines += [
+        "## CPU per response with the counters off and on",
+        "",
+        table(
+            [
+                "cell",
+                "counters",
+                "req/s",
+                "server CPU us/resp",
+                "generator CPU us/resp",
+                "syscalls/resp",
+            ],
+            rows,
+        ),
+        "",
+        "Server CPU: its tree's CPU between snapshots right around each run, divided by the "
+        "run's exact responses. On / off (medians): the ratio of the two medians; per repeat: "
+        "the median (min-max) of each repeat's own ratio, its two runs measured back to back - "
+        "the figure drift between repeats does not move. Where the per-repeat median is within "
+        "its own min-max of 1.0 on both sides, counting costs less than this machine resolves.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--duration", type=float, default=5.0, help="seconds per run")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--connections", default="10,50")
+    p.add_argument("--server-cpu", type=int, default=0)
+    p.add_argument("--generator-cpu", type=int, default=1)
+    p.add_argument("--out", help="report stem (default reports/syscall-counting-cost)")
+    p.add_argument(
+        "--smoke", action="store_true", help="1 repeat of 0.5 s (into a temp dir unless --out)"
+    )
+    p.add_argument("--report-only", action="store_true", help="re-render from the .jsonl")
+    add_gate_args(p)
+    args = p.parse_args(argv)
+    if args.smoke:
+        args.duration, args.repeats = 0.5, 1
+    if args.out is None:
+        folder = Path(tempfile.mkdtemp()) if args.smoke else REPO / "reports"
+        args.out = str(folder / "syscall-counting-cost")
+    out = Path(args.out)
+    command = (
+        "python3 bench/syscall_counting_cost.py"
+        + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
+    )
+    if not args.report_only:
+        env = environment()
+        jsonl = JsonlWriter(out.with_suffix(".jsonl"))
+        jsonl.write({"record": "environment", "environment": env, "command": command})
+        gate, records = make_gate(args), []
+        server = ServerProcess(workers=1, cpus=[args.server_cpu]).start()
+        try:
+            url = server.url("/plaintext")
+            for repeat in range(1, args.repeats + 1):
+                order = MODES if repeat % 2 else MODES[::-1]
+                for c in (int(x) for x in args.connections.split(",")):
+                    for mode in order:
+
+                        def one(mode: str = mode, c: int = c, repeat: int = repeat) -> dict:
+                            return {
+                                "record": "run",
+                                "repeat": repeat,
+                                **measure(
+                                    url, server.pid, mode, c, args.duration, args.generator_cpu
+                                ),
+                            }
+
+                        record = measure_uncontended(
+                            gate, args.contended_retries, one, jsonl, records
+                        )
+                        print(record, flush=True)
+        finally:
+            server.stop()
+            jsonl.close()
+    records, env, command = read_jsonl(out.with_suffix(".jsonl"))
+    write_report(out.with_suffix(".md"), render(records, env, command))
+    print(out.with_suffix(".md"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
