@@ -22,8 +22,11 @@
 #include "core/sampler/proc_stat.hpp"
 #include "core/sampler/proc_status.hpp"
 #include "core/sampler/sampler.hpp"
+#include "proc_wait.hpp"
 
 using namespace loadbench::sampler;
+using loadbench::sampler::testing::read_file;
+using loadbench::sampler::testing::wait_until_sleeping;
 
 namespace {
 
@@ -32,27 +35,6 @@ std::string stat_line(const std::string& comm) {
     return "4242 (" + comm +
            ") S 17 4242 4242 0 -1 4194560 1234 0 0 0 321 45 6 7 20 0 3 0 98765 12345678 2500 "
            "18446744073709551615 1 1 0 0 0 0 0 16781312 16386 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
-}
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-// Waits (up to 5 s) until `pid` sleeps. /proc/<pid>/stat counts a thread's CPU time as of its
-// last scheduler update, so a process still on a CPU - say between writing "done" and blocking
-// on its next read - shows up to a tick (more when its vCPU was preempted) less than its own
-// clock. Once it sleeps, its counters hold everything it ran.
-bool wait_until_sleeping(pid_t pid) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (std::chrono::steady_clock::now() < deadline) {
-        const auto stat = parse_proc_stat(read_file("/proc/" + std::to_string(pid) + "/stat"));
-        if (stat && stat->state == 'S') return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    return false;
 }
 
 }  // namespace

@@ -11,19 +11,12 @@
  * Build: gcc -O1 -fno-omit-frame-pointer -g. Readiness is the port accepting; SIGTERM ends it.
  */
 #define _GNU_SOURCE
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 static long iterations;
 static volatile uint64_t sink;
-static const char response[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok";
 
 __attribute__((noinline)) void burn_cpu(void) {
     uint64_t x = sink | 1;
@@ -35,53 +28,18 @@ __attribute__((noinline)) void burn_cpu(void) {
     sink = x;
 }
 
-/* noinline: the request path is a frame of its own, the caller burn_cpu is unwound to */
-__attribute__((noinline)) static void serve(int fd) {
-    char buf[8192];
-    size_t have = 0;
-    for (;;) {
-        ssize_t got = read(fd, buf + have, sizeof buf - have);
-        if (got <= 0) break;
-        have += (size_t)got;
-        char* end;
-        while ((end = memmem(buf, have, "\r\n\r\n", 4)) != NULL) {
-            size_t used = (size_t)(end - buf) + 4;
-            burn_cpu();
-            if (write(fd, response, sizeof response - 1) != (ssize_t)(sizeof response - 1)) goto done;
-            memmove(buf, buf + used, have - used);
-            have -= used;
-        }
-        if (have == sizeof buf) break;
-    }
-done:
-    close(fd);
-}
-
-static void* connection_thread(void* arg) {
-    serve((int)(intptr_t)arg);
-    return NULL;
-}
+#define ON_REQUEST() burn_cpu()
+#include "keepalive_server.h"
 
 int main(int argc, char** argv) {
     if (argc < 3) return 2;
     int port = atoi(argv[1]);
     iterations = atol(argv[2]);
     signal(SIGPIPE, SIG_IGN);
-    int listener = socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in addr;
-    memset(&addr, 0, sizeof addr);
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons((uint16_t)port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(listener, (struct sockaddr*)&addr, sizeof addr) != 0 || listen(listener, 512) != 0) return 1;
+    int listener = listen_loopback(port);
+    if (listener < 0) return 1;
     for (;;) {
-        int fd = accept(listener, NULL, NULL);
-        if (fd < 0) continue;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        pthread_t t;
-        if (pthread_create(&t, NULL, connection_thread, (void*)(intptr_t)fd) != 0) close(fd);
-        else pthread_detach(t);
+        int fd = accept_nodelay(listener);
+        if (fd >= 0) serve_in_thread(fd);
     }
 }

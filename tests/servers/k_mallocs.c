@@ -17,22 +17,18 @@
  * Prints nothing; readiness is the port accepting. SIGTERM ends it.
  */
 #define _GNU_SOURCE
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 static int k_blocks;
 static size_t block_size;
 static int free_pipe[2] = {-1, -1};
-static const char response[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok";
 
 /* What the connection thread hands the freeing thread: a block, and whom to tell it is freed
  * (smaller than PIPE_BUF, so each write is one atomic message). */
@@ -74,32 +70,8 @@ static void allocate_for_request(void) {
     }
 }
 
-/* Serves one keep-alive connection: a request ends with an empty line (GET only). */
-static void serve(int fd) {
-    char buf[8192];
-    size_t have = 0;
-    for (;;) {
-        ssize_t got = read(fd, buf + have, sizeof buf - have);
-        if (got <= 0) break;
-        have += (size_t)got;
-        char* end;
-        while ((end = memmem(buf, have, "\r\n\r\n", 4)) != NULL) {
-            size_t used = (size_t)(end - buf) + 4;
-            allocate_for_request();
-            if (write(fd, response, sizeof response - 1) != (ssize_t)(sizeof response - 1)) goto done;
-            memmove(buf, buf + used, have - used);
-            have -= used;
-        }
-        if (have == sizeof buf) break;
-    }
-done:
-    close(fd);
-}
-
-static void* connection_thread(void* arg) {
-    serve((int)(intptr_t)arg);
-    return NULL;
-}
+#define ON_REQUEST() allocate_for_request()
+#include "keepalive_server.h"
 
 int main(int argc, char** argv) {
     if (argc < 4) return 2;
@@ -113,19 +85,11 @@ int main(int argc, char** argv) {
         pthread_t t;
         if (pipe(free_pipe) != 0 || pthread_create(&t, NULL, freer, NULL) != 0) return 1;
     }
-    int listener = socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in addr;
-    memset(&addr, 0, sizeof addr);
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons((uint16_t)port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(listener, (struct sockaddr*)&addr, sizeof addr) != 0 || listen(listener, 512) != 0) return 1;
+    int listener = listen_loopback(port);
+    if (listener < 0) return 1;
     for (;;) {
-        int fd = accept(listener, NULL, NULL);
+        int fd = accept_nodelay(listener);
         if (fd < 0) continue;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         if (strcmp(mode, "fork") == 0) {
             pid_t child = fork();
             if (child == 0) {
@@ -135,9 +99,7 @@ int main(int argc, char** argv) {
             }
             close(fd);
         } else {
-            pthread_t t;
-            if (pthread_create(&t, NULL, connection_thread, (void*)(intptr_t)fd) != 0) close(fd);
-            else pthread_detach(t);
+            serve_in_thread(fd);
         }
     }
 }
