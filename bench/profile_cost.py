@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""What a CPU profile costs the window it profiles (issue 46): the same keep-alive load against
+loadbench-server plain, profiled with frame pointers (`--profile`, the default) and profiled
+with DWARF unwinding, side by side - so a reader knows how far a profiled window's speed is from
+the server's, and why a sweep never reports it.
+
+    python3 bench/profile_cost.py               # -> reports/profile-cost.{md,jsonl}
+    python3 bench/profile_cost.py --smoke       # 1 repeat of 0.5 s, into a temp dir
+
+Server pinned to CPU 0 (one worker), the generator to CPU 1 (one thread). Each run: req/s, the
+server's CPU per response (its tree's CPU over the window, loadbench.run's `server` block) and
+the generator's; with a profile also its samples and how long writing its files took after the
+window (perf script, folding, the flame graph). Repeats outermost, the modes in a rotating
+order inside each; each run waits for a quiet machine (the sweep's load gate) and is measured
+again when other processes took more than the contended share of its window.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import loadbench
+from loadbench import analysis
+from loadbench.bench.environment_block import environment, machine_note
+from loadbench.bench.gate import (
+    add_gate_args,
+    gate_note,
+    kept,
+    make_gate,
+    measure_uncontended,
+    outside_share,
+)
+from loadbench.bench.jsonl import JsonlWriter, read_jsonl
+from loadbench.bench.report_text import report_head, write_report
+from loadbench.core.server import ServerProcess
+from loadbench.report.markdown import fmt_number, table
+
+REPO = Path(__file__).resolve().parents[1]
+MODES = {"plain": None, "profiled fp": "fp", "profiled dwarf": "dwarf"}
+
+
+def measure(url: str, pid: int, mode: str, args: argparse.Namespace, scratch: Path) -> dict:
+    call_graph = MODES[mode]
+    kwargs = {}
+    if call_graph is not None:
+        kwargs = {
+            "profile": scratch / mode.replace(" ", "-"),
+            "profile_call_graph": call_graph,
+            "profile_keep_data": False,
+        }
+    started = time.monotonic()
+    r = loadbench.run(
+        url, connections=args.connections, duration=args.duration, warmup=0.5,
+        cpus=[args.generator_cpu], sample_pid=pid, **kwargs,
+    )  # fmt: skip
+    wall = time.monotonic() - started
+    server = r.extras.get("server") or {}
+    profile = r.extras.get("profile") or {}
+    return {
+        "mode": mode,
+        "responses": r.responses,
+        "errors": r.error_count,
+        "rps": r.rps,
+        "server_cpu_us_per_req": server.get("cpu_us_per_req"),
+        "generator_cpu_us_per_req": r.cpu_us_per_req,
+        "outside_share": outside_share(server, r.cpu_s),
+        "samples": profile.get("samples"),
+        "profile_error": profile.get("error"),
+        # the run's wall time beyond its warm-up and window: attaching perf and writing its files
+        "after_window_s": wall - args.duration - 0.5,
+    }
+
+
+def _cell(values: list, digits: int = 2) -> str:
+    usable = [v for v in values if v is not None]
+    if not usable:
+        return "n/a"
+    return (
+        f"{analysis.median(usable):.{digits}f} ({min(usable):.{digits}f}-{max(usable):.{digits}f})"
+    )
+
+
+def render(records: list[dict], env: dict, command: str) -> str:
+    every = [r for r in records if r.get("record") == "run"]
+    runs = kept(every)
+    plain = {r["repeat"]: r for r in runs if r["mode"] == "plain"}
+    rows = []
+    for mode in MODES:
+        group = [r for r in runs if r["mode"] == mode]
+        if not group:
+            continue
+        ratio = [
+            r["rps"] / plain[r["repeat"]]["rps"]
+            for r in group
+            if r["repeat"] in plain and plain[r["repeat"]]["rps"]
+        ]
+        rows.append(
+            [
+                mode,
+                fmt_number(analysis.median([r["rps"] for r in group])),
+                _cell(ratio, 3) + "x" if mode != "plain" else "1",
+                _cell([r["server_cpu_us_per_req"] for r in group]),
+                _cell([r["generator_cpu_us_per_req"] for r in group]),
+                fmt_number(analysis.median([r["samples"] for r in group if r.get("samples")])),
+                _cell([r["after_window_s"] for r in group], 1),
+            ]
+        )
+    errors = sorted({r["profile_error"] for r in runs if r.get("profile_error")})
+    repeats = len({r["repeat"] for r in runs})
+    env = {
+        **env,
+        "Machine": machine_note(runs[0].get("load1_at_start", 0.0), runs[0].get("gate") or {})
+        if runs
+        else "n/a",
+        "Load gate": gate_note(runs[0], every) if runs else "n/a",
+    }
+    lines = report_head(
+        "What a CPU profile costs the window it profiles",
+        "`bench/profile_cost.py`",
+        env,
+        {
+            "Server": "loadbench-server, one worker, pinned to CPU 0",
+            "Load": "loadbench, closed loop, HTTP/1.1 keep-alive, GET /plaintext, one thread "
+            "pinned to CPU 1, 0.5 s warm-up",
+            "Modes": "plain; `--profile` (perf record -F 999, frame pointers); "
+            "`--profile --profile-call-graph dwarf`",
+            "Repeats": f"{repeats}, modes rotating inside each; medians (min-max)",
+            "Command": f"`{command}`",
+        },
+        "profile-cost.jsonl",
+    )
+    lines += [
+        "## The profiled window beside a plain one",
+        "",
+        table(
+            [
+                "mode",
+                "req/s",
+                "req/s / plain (per repeat)",
+                "server CPU us/resp",
+                "generator CPU us/resp",
+                "samples",
+                "s after the window",
+            ],
+            rows,
+        ),
+        "",
+        "req/s / plain: each repeat's profiled req/s over the same repeat's plain one, median "
+        "(min-max). Server CPU us/resp: the window's (perf's own sampling is charged to the "
+        "server's threads it interrupts). s after the window: the run's wall time beyond its "
+        "warm-up and window - attaching perf before it, and perf script, folding and drawing "
+        "after it.",
+        "",
+    ]
+    if errors:
+        lines += ["Profiles that failed: " + "; ".join(errors), ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--duration", type=float, default=3.0, help="seconds per window")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--connections", type=int, default=50)
+    p.add_argument("--server-cpu", type=int, default=0)
+    p.add_argument("--generator-cpu", type=int, default=1)
+    p.add_argument("--out", help="report stem (default reports/profile-cost)")
+    p.add_argument("--smoke", action="store_true", help="1 repeat of 0.5 s (temp dir unless --out)")
+    p.add_argument("--report-only", action="store_true", help="re-render from the .jsonl")
+    add_gate_args(p)
+    args = p.parse_args(argv)
+    if args.smoke:
+        args.duration, args.repeats = 0.5, 1
+    if args.out is None:
+        folder = Path(tempfile.mkdtemp()) if args.smoke else REPO / "reports"
+        args.out = str(folder / "profile-cost")
+    out = Path(args.out)
+    command = (
+        "python3 bench/profile_cost.py"
+        + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
+    )
+    if not args.report_only:
+        env = environment()
+        jsonl = JsonlWriter(out.with_suffix(".jsonl"))
+        jsonl.write({"record": "environment", "environment": env, "command": command})
+        gate, records, modes = make_gate(args), [], list(MODES)
+        scratch = Path(tempfile.mkdtemp(prefix="profile-cost-"))
+        server = ServerProcess(workers=1, cpus=[args.server_cpu]).start()
+        try:
+            url = server.url("/plaintext")
+            for repeat in range(1, args.repeats + 1):
+                order = modes[repeat % len(modes) :] + modes[: repeat % len(modes)]
+                for mode in order:
+
+                    def one(mode: str = mode, repeat: int = repeat) -> dict:
+                        return {
+                            "record": "run",
+                            "repeat": repeat,
+                            **measure(url, server.pid, mode, args, scratch / f"r{repeat}"),
+                        }
+
+                    record = measure_uncontended(gate, args.contended_retries, one, jsonl, records)
+                    print(record, flush=True)
+        finally:
+            server.stop()
+            jsonl.close()
+    records, env, command = read_jsonl(out.with_suffix(".jsonl"))
+    write_report(out.with_suffix(".md"), render(records, env, command))
+    print(out.with_suffix(".md"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
