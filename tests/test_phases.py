@@ -224,3 +224,15 @@ def test_the_report_says_where_each_servers_time_goes(tmp_path) -> None:
     assert rows["beast"][3] == "200 us / 400 us", rows["beast"]
     assert rows["py"][3] == "2.00 ms / 4.00 ms", rows["py"]
     assert rows["beast"][2] == "1 us / 2 us" and rows["beast"][4] == "3 us / 4 us"
+
+
+def test_a_generator_bound_cells_phases_carry_its_mark() -> None:
+    """A § cell's connect and first byte include the generator's own delay: the row says so."""
+    from loadbench.core.analysis import Spread
+    from loadbench.report.cells import Aggregate
+    from loadbench.report.phases import _table
+
+    agg = Aggregate("beast", "http", "plaintext", "closed", 25, status="ok", generator_bound=True)
+    agg.phases = {"ttfb": (Spread(90, 80, 100, 3), Spread(200, 190, 210, 3))}
+    row = _table([("beast", agg)], ("ttfb",)).splitlines()[-1]
+    assert row.startswith("| beast | plaintext, c=25 § | 90 us / 200 us |"), row

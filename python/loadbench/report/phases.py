@@ -35,7 +35,7 @@ def _table(cells: list[tuple[str, Aggregate]], phases: tuple[str, ...]) -> str:
     header = ["Server", "Cell"] + [f"{LABELS[p]} p50 / p99" for p in shown] + ["latency p50 / p99"]
     rows = []
     for target, agg in cells:
-        row = [target, f"{agg.workload}, c={agg.load}"]
+        row = [target, f"{agg.workload}, c={agg.load}" + (f" {agg.mark}" if agg.mark else "")]
         for p in shown:
             p50, p99 = agg.phases.get(p, (None, None))
             row.append(_pair(_median(p50), _median(p99)))
@@ -87,7 +87,10 @@ def section(model: Model) -> list[str]:
             "(connect() until the TCP connection is up) and the TLS or QUIC *handshake*. Each "
             "figure is the median over repeats of that phase's p50 / p99, at the server's peak "
             "keep-alive cell (the cell column) and at its fastest connection-setup cell. "
-            "Latency percentiles do not add up: the p99 of a sum is not the sum of the p99s."
+            "Latency percentiles do not add up: the p99 of a sum is not the sum of the p99s. "
+            "A cell marked § or ¶ was limited by the generator or its pool: its loop noticed new "
+            "connections and arriving responses late, so its connect and first byte include the "
+            "generator's own delay - not the server's."
         ),
         "",
         *out,
