@@ -37,9 +37,9 @@ from loadbench.bench.gate import (
     outside_share,
 )
 from loadbench.bench.jsonl import JsonlWriter, read_jsonl
+from loadbench.bench.peers import launch_peer, registry_choices
 from loadbench.bench.report_text import report_head, write_report
 from loadbench.core.sampler import Sampler
-from loadbench.core.server import ServerProcess
 from loadbench.report.markdown import fmt_number, table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,12 +72,37 @@ def measure(url: str, pid: int, mode: str, connections: int, seconds: float, cpu
     }
 
 
+def measure_server(peer, repeat: int, args: argparse.Namespace, keep) -> None:
+    """Every cell of one started server in one repeat, the two modes back to back (their order
+    flips every repeat); ``keep`` measures one run through the load gate and records it."""
+    order = MODES if repeat % 2 else MODES[::-1]
+    for c in (int(x) for x in args.connections.split(",")):
+        for mode in order:
+
+            def one(mode: str = mode, c: int = c) -> dict:
+                return {
+                    "record": "run",
+                    "repeat": repeat,
+                    "server": peer.name,
+                    **measure(
+                        peer.url("/plaintext"), peer.pid, mode, c, args.duration,
+                        args.generator_cpu,
+                    ),
+                }  # fmt: skip
+
+            print(keep(one), flush=True)
+
+
 def _cell(values: list[float], digits: int = 2) -> str:
     usable = [v for v in values if v is not None]
     if not usable:
         return "n/a"
     med = analysis.median(usable)
     return f"{med:.{digits}f} ({min(usable):.{digits}f}-{max(usable):.{digits}f})"
+
+
+def _server(record: dict) -> str:
+    return record.get("server", "loadbench-server")  # runs recorded before --servers
 
 
 def _ratio(pair: dict, key: str) -> float | None:
@@ -89,19 +114,25 @@ def render(records: list[dict], env: dict, command: str) -> str:
     every = [r for r in records if r.get("record") == "run"]
     runs = kept(every)
     rows = []
-    for c in sorted({r["connections"] for r in runs}):
+    cells = sorted({(_server(r), r["connections"]) for r in runs})
+    for server, c in cells:
+        name = f"{server} c = {c}"
         medians = {}
         for mode in MODES:
-            group = [r for r in runs if r["connections"] == c and r["mode"] == mode]
-            server = [r["server_cpu_us_per_req"] for r in group]
+            group = [
+                r
+                for r in runs
+                if (_server(r), r["connections"]) == (server, c) and r["mode"] == mode
+            ]
+            srv = [r["server_cpu_us_per_req"] for r in group]
             gen = [r["generator_cpu_us_per_req"] for r in group]
-            medians[mode] = (analysis.median(server), analysis.median(gen))
+            medians[mode] = (analysis.median(srv), analysis.median(gen))
             rows.append(
                 [
-                    f"c = {c}",
+                    name,
                     mode,
                     fmt_number(analysis.median([r["rps"] for r in group])),
-                    _cell(server),
+                    _cell(srv),
                     _cell(gen),
                     _cell([r["syscalls_per_req"] for r in group]),
                 ]
@@ -110,7 +141,7 @@ def render(records: list[dict], env: dict, command: str) -> str:
         if None not in off + on:
             rows.append(
                 [
-                    f"c = {c}",
+                    name,
                     "on / off (medians)",
                     "",
                     f"{on[0] / off[0]:.3f}x",
@@ -120,14 +151,18 @@ def render(records: list[dict], env: dict, command: str) -> str:
             )
         # each repeat's two runs side by side: drift between repeats cancels
         pairs = [
-            {r["mode"]: r for r in runs if r["connections"] == c and r["repeat"] == repeat}
+            {
+                r["mode"]: r
+                for r in runs
+                if (_server(r), r["connections"], r["repeat"]) == (server, c, repeat)
+            }
             for repeat in sorted({r["repeat"] for r in runs})
         ]
         pairs = [p for p in pairs if set(p) == set(MODES)]
         if pairs:
             rows.append(
                 [
-                    f"c = {c}",
+                    name,
                     "on / off (per repeat)",
                     "",
                     _cell([_ratio(p, "server_cpu_us_per_req") for p in pairs], 3) + "x",
@@ -147,7 +182,8 @@ def render(records: list[dict], env: dict, command: str) -> str:
         "`bench/syscall_counting_cost.py`",
         env,
         {
-            "Server": "loadbench-server, one worker, pinned to CPU 0",
+            "Servers": ", ".join(sorted({_server(r) for r in runs}))
+            + " (bench/peers registry), one worker each, pinned to CPU 0",
             "Load": "loadbench, closed loop, HTTP/1.1 keep-alive, GET /plaintext, one thread "
             "pinned to CPU 1",
             "Modes": "the sampler's syscall counters off (Sampler(pid, syscalls=False)) and on "
@@ -187,6 +223,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration", type=float, default=5.0, help="seconds per run")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--connections", default="10,50")
+    p.add_argument(
+        "--servers",
+        default="beast",
+        help="bench/peers registry servers, comma-separated (default: beast, loadbench-server)",
+    )
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--generator-cpu", type=int, default=1)
     p.add_argument("--out", help="report stem (default reports/syscall-counting-cost)")
@@ -211,29 +252,16 @@ def main(argv: list[str] | None = None) -> int:
         jsonl = JsonlWriter(out.with_suffix(".jsonl"))
         jsonl.write({"record": "environment", "environment": env, "command": command})
         gate, records = make_gate(args), []
-        server = ServerProcess(workers=1, cpus=[args.server_cpu]).start()
+        peers_dir = REPO / "bench" / "peers"
+        choices = registry_choices([(p, "http") for p in args.servers.split(",")], peers_dir)
         try:
-            url = server.url("/plaintext")
             for repeat in range(1, args.repeats + 1):
-                order = MODES if repeat % 2 else MODES[::-1]
-                for c in (int(x) for x in args.connections.split(",")):
-                    for mode in order:
-
-                        def one(mode: str = mode, c: int = c, repeat: int = repeat) -> dict:
-                            return {
-                                "record": "run",
-                                "repeat": repeat,
-                                **measure(
-                                    url, server.pid, mode, c, args.duration, args.generator_cpu
-                                ),
-                            }
-
-                        record = measure_uncontended(
-                            gate, args.contended_retries, one, jsonl, records
-                        )
-                        print(record, flush=True)
+                for choice in choices:  # each server started afresh per repeat
+                    with launch_peer(choice, cpus=[args.server_cpu], peers_dir=peers_dir) as peer:
+                        measure_server(peer, repeat, args, lambda m: measure_uncontended(
+                            gate, args.contended_retries, m, jsonl, records
+                        ))  # fmt: skip
         finally:
-            server.stop()
             jsonl.close()
     records, env, command = read_jsonl(out.with_suffix(".jsonl"))
     write_report(out.with_suffix(".md"), render(records, env, command))

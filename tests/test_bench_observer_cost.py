@@ -40,7 +40,7 @@ def test_smoke_run_writes_both_modes_and_the_paired_ratio(tmp_path: Path) -> Non
     # counted where the kernel allows, else the reason - never a zero standing for "unknown"
     assert (on["syscalls_per_req"] or 0) > 1 or on["syscalls_na"]
     report = out.with_suffix(".md").read_text()
-    assert "| c = 10 | on / off (per repeat) |" in report
+    assert "| loadbench-server c = 10 | on / off (per repeat) |" in report
 
 
 @pytest.mark.skipif(perf_missing() is not None, reason="needs perf (linux-perf)")
