@@ -196,9 +196,11 @@ def test_burn_cpu_is_on_top_of_the_profile(burn_server_binary, tmp_path):
     folded = Path(profile["folded"]).read_text()
     # its callers unwound through frame pointers (serve() is not among them: gcc sets up no
     # frame in a leaf function even with -fno-omit-frame-pointer, so the leaf's own caller is
-    # the one frame-pointer unwinding skips - docs/run.md says so)
+    # the one frame-pointer unwinding skips - docs/run.md says so). Not libc's start_thread
+    # beneath it: libc has no symbol for it unless its debug symbols are installed (a fresh
+    # Debian root reads "[unknown] (libc.so.6)" there)
     assert any(
-        line.startswith("burn_cpu;") and ";start_thread;connection_thread;burn_cpu " in line
+        line.startswith("burn_cpu;") and ";connection_thread;burn_cpu " in line
         for line in folded.splitlines()
     ), folded[:500]
     svg = Path(profile["svg"]).read_text()
