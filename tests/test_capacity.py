@@ -226,12 +226,15 @@ def test_a_server_faster_than_the_generator_ends_generator_bound_near_its_limit(
     data = json.loads(out.read_text())
     # (beside other load - a CPU burner, a parallel suite - the steps above the generator's limit
     # may fail contended instead: bounds all the same, never the server's failure)
-    assert data["outcome"] in ("generator-bound", "contended"), printed.out
+    # (at the generator's edge its one thread and its pool of connections run out together:
+    # which the lowest bounded step names first is a race - pool-bound, both the generator
+    # side's bound, never the server's: CI read either)
+    assert data["outcome"] in ("generator-bound", "pool-bound", "contended"), printed.out
     assert data["capacity"] is None
     low, bound, ceiling = data["lower_bound"], data["first_bound"], data["ceiling"]
     # the first step was the generator's (or the machine's), and the search went on below it
     first = data["steps"][0]
-    assert first["generator_bound"] and first["limit"]["by"] in ("generator", "contended")
+    assert first["generator_bound"] and first["limit"]["by"] in ("generator", "pool", "contended")
     # most of its requests did not leave on time - sent late, or (a starved machine) not sent in
     # the window at all: the generator's limit (not a count of responses - the requests due in
     # the window still go out in the drain after it, so most may be answered in the end)
@@ -244,7 +247,7 @@ def test_a_server_faster_than_the_generator_ends_generator_bound_near_its_limit(
     # every step that failed, failed for the generator (or while other processes took the
     # machine, flagged contended): none counted against the server
     assert all(s["passed"] or s["generator_bound"] for s in data["steps"]), printed.out
-    assert data["steps"][0]["outcome"] in ("generator-bound", "contended")
+    assert data["steps"][0]["outcome"] in ("generator-bound", "pool-bound", "contended")
     # [L, U]: the server's CPU ceiling (cores / its CPU per response) is far above L
     # (and below the lowest rate the server itself failed, if the search reached one)
     upper = min(u for u in (ceiling, data["first_failing"]) if u is not None)
