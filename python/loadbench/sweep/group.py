@@ -15,6 +15,7 @@ from ..core.errors import LoadbenchError
 from ..core.gate import LoadGate
 from ..core.options import RunOptions
 from ..core.progress import ProgressBar
+from ..core.run import run
 from ..core.sampler import Sampler
 from ..core.steady import settle as settle_server
 from ..slo.search import SEARCH_OWNS, capacity
@@ -115,10 +116,13 @@ class ServerGroup:
                 self._record(cell, status, error, result, time.monotonic() - started, extra)
                 if status == "fail":
                     self.bar.note(f"FAIL {cell.label()}: {error}")
-                elif profile_wanted(self, cell, status):
+                elif profile_wanted(
+                    self.sweep, cell, status, self.folder,
+                    self.server.pid if self.server is not None else None, self.runner is run,
+                ):  # fmt: skip
                     # after the measured repeats: a profiled window is never a measured one
                     self.bar.note(f"{cell.label()}: CPU profile (perf, not timed)")
-                    profile_cell(self, cell)
+                    profile_cell(cell, *self._run_kwargs(cell), self.server.pid, self.folder)
                 self.bar.end_cell()
         finally:
             if self.server is not None:

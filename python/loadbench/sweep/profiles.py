@@ -9,15 +9,12 @@ and top.md (perf.data is dropped: folded stacks are the record, and far smaller)
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Optional
 
 from ..core.errors import LoadbenchError
 from ..core.run import run
-from .plan import Cell
-from .results_folder import PROFILES_DIR
-
-if TYPE_CHECKING:
-    from .group import ServerGroup
+from .plan import Cell, SweepPlan
+from .results_folder import PROFILES_DIR, ResultsFolder
 
 PROFILED_MODES = ("closed", "connect")  # an open loop's rate and a search are not one window
 
@@ -31,33 +28,41 @@ def folder_name(key: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", key.replace("|", "-"))
 
 
-def wanted(group: "ServerGroup", cell: Cell, status: str) -> bool:
+def wanted(
+    sweep: SweepPlan,
+    cell: Cell,
+    status: str,
+    folder: ResultsFolder,
+    server_pid: Optional[int],
+    local: bool,
+) -> bool:
     """Profile after the cell's last repeat, when it measured, on a server this process started
-    (a distributed runner's load comes from elsewhere, but perf must run beside the server)."""
+    (``server_pid``) and loaded itself (``local``: a distributed runner's load comes from
+    elsewhere, but perf must run beside the server), unless a resumed sweep has its profile."""
     return (
-        group.sweep.profile
+        sweep.profile
         and status == "ok"
         and cell.mode in PROFILED_MODES
-        and cell.repeat == group.sweep.repeats - 1
-        and group.runner is run
-        and group.server is not None
-        and group.server.pid is not None
-        and profile_key(cell) not in group.folder.profiles()
+        and cell.repeat == sweep.repeats - 1
+        and local
+        and server_pid is not None
+        and profile_key(cell) not in folder.profiles()
     )
 
 
-def profile_cell(group: "ServerGroup", cell: Cell) -> None:
-    """One profiled window of ``cell`` (its own warm-up and duration) into profiles.json."""
-    assert group.server is not None and group.server.pid is not None
+def profile_cell(
+    cell: Cell, url: str, kwargs: dict, server_pid: int, folder: ResultsFolder
+) -> None:
+    """One profiled window of ``cell`` (``url`` and the run keywords its repeats used: its own
+    warm-up and duration) on the server ``server_pid`` into the folder's profiles.json."""
     key = profile_key(cell)
     relative = f"{PROFILES_DIR}/{folder_name(key)}"
-    url, kwargs = group._run_kwargs(cell)
     block: dict = {"connections": cell.load, "mode": cell.mode}
     try:
         result = run(
             url,
-            sample_pid=group.server.pid,
-            profile=group.folder.path / relative,
+            sample_pid=server_pid,
+            profile=folder.path / relative,
             profile_keep_data=False,
             **kwargs,
         )
@@ -74,4 +79,4 @@ def profile_cell(group: "ServerGroup", cell: Cell) -> None:
         )
     except LoadbenchError as exc:
         block["error"] = str(exc)
-    group.folder.add_profile(key, block)
+    folder.add_profile(key, block)
