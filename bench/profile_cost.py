@@ -22,20 +22,20 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable, Iterator
 
 import loadbench
 from loadbench import analysis
-from loadbench.bench.environment_block import environment, machine_note
-from loadbench.bench.gate import (
-    add_gate_args,
-    gate_note,
-    kept,
-    make_gate,
-    measure_uncontended,
-    outside_share,
+from loadbench.bench.environment_block import machine_note
+from loadbench.bench.gate import add_gate_args, gate_note, kept, measure_gated, outside_share
+from loadbench.bench.jsonl import read_jsonl
+from loadbench.bench.report_text import (
+    add_stem_args,
+    command_of,
+    report_head,
+    stem_of,
+    write_report,
 )
-from loadbench.bench.jsonl import JsonlWriter, read_jsonl
-from loadbench.bench.report_text import report_head, write_report
 from loadbench.core.server import ServerProcess
 from loadbench.report.markdown import fmt_number, table
 
@@ -161,6 +161,25 @@ def render(records: list[dict], env: dict, command: str) -> str:
     return "\n".join(lines)
 
 
+def runs(args: argparse.Namespace) -> Iterator[Callable[[], dict]]:
+    """Each run to measure, on one server: repeats outermost, the modes rotating inside each."""
+    modes = list(MODES)
+    scratch = Path(tempfile.mkdtemp(prefix="profile-cost-"))
+    server = ServerProcess(workers=1, cpus=[args.server_cpu]).start()
+    try:
+        for repeat in range(1, args.repeats + 1):
+            for mode in modes[repeat % len(modes) :] + modes[: repeat % len(modes)]:
+                yield lambda mode=mode, repeat=repeat: {
+                    "record": "run",
+                    "repeat": repeat,
+                    **measure(
+                        server.url("/plaintext"), server.pid, mode, args, scratch / f"r{repeat}"
+                    ),
+                }
+    finally:
+        server.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--duration", type=float, default=3.0, help="seconds per window")
@@ -168,49 +187,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--connections", type=int, default=50)
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--generator-cpu", type=int, default=1)
-    p.add_argument("--out", help="report stem (default reports/profile-cost)")
-    p.add_argument("--smoke", action="store_true", help="1 repeat of 0.5 s (temp dir unless --out)")
-    p.add_argument("--report-only", action="store_true", help="re-render from the .jsonl")
+    add_stem_args(p, "profile-cost", smoke="1 repeat of 0.5 s")
     add_gate_args(p)
     args = p.parse_args(argv)
     if args.smoke:
         args.duration, args.repeats = 0.5, 1
-    if args.out is None:
-        folder = Path(tempfile.mkdtemp()) if args.smoke else REPO / "reports"
-        args.out = str(folder / "profile-cost")
-    out = Path(args.out)
-    command = (
-        "python3 bench/profile_cost.py"
-        + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
-    )
+    raw = stem_of(args, REPO, "profile-cost").with_suffix(".jsonl")
     if not args.report_only:
-        env = environment()
-        jsonl = JsonlWriter(out.with_suffix(".jsonl"))
-        jsonl.write({"record": "environment", "environment": env, "command": command})
-        gate, records, modes = make_gate(args), [], list(MODES)
-        scratch = Path(tempfile.mkdtemp(prefix="profile-cost-"))
-        server = ServerProcess(workers=1, cpus=[args.server_cpu]).start()
-        try:
-            url = server.url("/plaintext")
-            for repeat in range(1, args.repeats + 1):
-                order = modes[repeat % len(modes) :] + modes[: repeat % len(modes)]
-                for mode in order:
-
-                    def one(mode: str = mode, repeat: int = repeat) -> dict:
-                        return {
-                            "record": "run",
-                            "repeat": repeat,
-                            **measure(url, server.pid, mode, args, scratch / f"r{repeat}"),
-                        }
-
-                    record = measure_uncontended(gate, args.contended_retries, one, jsonl, records)
-                    print(record, flush=True)
-        finally:
-            server.stop()
-            jsonl.close()
-    records, env, command = read_jsonl(out.with_suffix(".jsonl"))
-    write_report(out.with_suffix(".md"), render(records, env, command))
-    print(out.with_suffix(".md"))
+        measure_gated(args, raw, command_of("bench/profile_cost.py", argv), runs(args))
+    records, env, command = read_jsonl(raw)
+    write_report(raw.with_suffix(".md"), render(records, env, command))
+    print(raw.with_suffix(".md"))
     return 0
 
 

@@ -22,23 +22,22 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
-import tempfile
 from pathlib import Path
+from typing import Callable, Iterator
 
 import loadbench
 from loadbench import analysis
-from loadbench.bench.environment_block import environment, machine_note
-from loadbench.bench.gate import (
-    add_gate_args,
-    gate_note,
-    kept,
-    make_gate,
-    measure_uncontended,
-    outside_share,
-)
-from loadbench.bench.jsonl import JsonlWriter, read_jsonl
+from loadbench.bench.environment_block import machine_note
+from loadbench.bench.gate import add_gate_args, gate_note, kept, measure_gated, outside_share
+from loadbench.bench.jsonl import read_jsonl
 from loadbench.bench.peers import launch_peer, registry_choices
-from loadbench.bench.report_text import report_head, write_report
+from loadbench.bench.report_text import (
+    add_stem_args,
+    command_of,
+    report_head,
+    stem_of,
+    write_report,
+)
 from loadbench.core.sampler import Sampler
 from loadbench.report.markdown import fmt_number, table
 
@@ -72,25 +71,26 @@ def measure(url: str, pid: int, mode: str, connections: int, seconds: float, cpu
     }
 
 
-def measure_server(peer, repeat: int, args: argparse.Namespace, keep) -> None:
-    """Every cell of one started server in one repeat, the two modes back to back (their order
-    flips every repeat); ``keep`` measures one run through the load gate and records it."""
-    order = MODES if repeat % 2 else MODES[::-1]
-    for c in (int(x) for x in args.connections.split(",")):
-        for mode in order:
-
-            def one(mode: str = mode, c: int = c) -> dict:
-                return {
-                    "record": "run",
-                    "repeat": repeat,
-                    "server": peer.name,
-                    **measure(
-                        peer.url("/plaintext"), peer.pid, mode, c, args.duration,
-                        args.generator_cpu,
-                    ),
-                }  # fmt: skip
-
-            print(keep(one), flush=True)
+def runs(args: argparse.Namespace) -> Iterator[Callable[[], dict]]:
+    """Each run to measure: repeats outermost, each server started afresh per repeat, the two
+    modes of every cell back to back (their order flips every repeat)."""
+    peers_dir = REPO / "bench" / "peers"
+    choices = registry_choices([(p, "http") for p in args.servers.split(",")], peers_dir)
+    for repeat in range(1, args.repeats + 1):
+        order = MODES if repeat % 2 else MODES[::-1]
+        for choice in choices:
+            with launch_peer(choice, cpus=[args.server_cpu], peers_dir=peers_dir) as peer:
+                for c in (int(x) for x in args.connections.split(",")):
+                    for mode in order:
+                        yield lambda mode=mode, c=c, peer=peer, repeat=repeat: {
+                            "record": "run",
+                            "repeat": repeat,
+                            "server": peer.name,
+                            **measure(
+                                peer.url("/plaintext"), peer.pid, mode, c, args.duration,
+                                args.generator_cpu,
+                            ),
+                        }  # fmt: skip
 
 
 def _cell(values: list[float], digits: int = 2) -> str:
@@ -230,42 +230,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--generator-cpu", type=int, default=1)
-    p.add_argument("--out", help="report stem (default reports/syscall-counting-cost)")
-    p.add_argument(
-        "--smoke", action="store_true", help="1 repeat of 0.5 s (into a temp dir unless --out)"
-    )
-    p.add_argument("--report-only", action="store_true", help="re-render from the .jsonl")
+    add_stem_args(p, "syscall-counting-cost", smoke="1 repeat of 0.5 s")
     add_gate_args(p)
     args = p.parse_args(argv)
     if args.smoke:
         args.duration, args.repeats = 0.5, 1
-    if args.out is None:
-        folder = Path(tempfile.mkdtemp()) if args.smoke else REPO / "reports"
-        args.out = str(folder / "syscall-counting-cost")
-    out = Path(args.out)
-    command = (
-        "python3 bench/syscall_counting_cost.py"
-        + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
-    )
+    raw = stem_of(args, REPO, "syscall-counting-cost").with_suffix(".jsonl")
     if not args.report_only:
-        env = environment()
-        jsonl = JsonlWriter(out.with_suffix(".jsonl"))
-        jsonl.write({"record": "environment", "environment": env, "command": command})
-        gate, records = make_gate(args), []
-        peers_dir = REPO / "bench" / "peers"
-        choices = registry_choices([(p, "http") for p in args.servers.split(",")], peers_dir)
-        try:
-            for repeat in range(1, args.repeats + 1):
-                for choice in choices:  # each server started afresh per repeat
-                    with launch_peer(choice, cpus=[args.server_cpu], peers_dir=peers_dir) as peer:
-                        measure_server(peer, repeat, args, lambda m: measure_uncontended(
-                            gate, args.contended_retries, m, jsonl, records
-                        ))  # fmt: skip
-        finally:
-            jsonl.close()
-    records, env, command = read_jsonl(out.with_suffix(".jsonl"))
-    write_report(out.with_suffix(".md"), render(records, env, command))
-    print(out.with_suffix(".md"))
+        measure_gated(args, raw, command_of("bench/syscall_counting_cost.py", argv), runs(args))
+    records, env, command = read_jsonl(raw)
+    write_report(raw.with_suffix(".md"), render(records, env, command))
+    print(raw.with_suffix(".md"))
     return 0
 
 

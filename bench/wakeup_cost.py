@@ -22,14 +22,19 @@ import argparse
 import ctypes
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from loadbench import analysis
 from loadbench.bench.environment_block import environment
 from loadbench.bench.jsonl import JsonlWriter, read_jsonl
-from loadbench.bench.report_text import report_head, write_report
+from loadbench.bench.report_text import (
+    add_stem_args,
+    command_of,
+    report_head,
+    stem_of,
+    write_report,
+)
 from loadbench.report.markdown import fmt_number, table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -140,15 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration", type=float, default=3.0, help="seconds per interval and repeat")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--cpu", type=int, default=1, help="the CPU to pin the thread to")
-    p.add_argument("--out", default=str(REPO / "reports" / "wakeup-cost"))
-    p.add_argument("--smoke", action="store_true", help="1 repeat of 0.3 s, into a temp dir")
-    p.add_argument("--report-only", action="store_true", help="re-render from the .jsonl")
+    add_stem_args(p, "wakeup-cost", smoke="1 repeat of 0.3 s")
     args = p.parse_args(argv)
     if args.smoke:
         args.duration, args.repeats = 0.3, 1
-        args.out = str(Path(tempfile.mkdtemp()) / "wakeup-cost")
-    out = Path(args.out)
-    command = "python3 bench/wakeup_cost.py" + (" " + " ".join(argv or sys.argv[1:])).rstrip()
+    out = stem_of(args, REPO, "wakeup-cost")
+    command = command_of("bench/wakeup_cost.py", argv)
     if not args.report_only:
         os.sched_setaffinity(0, {args.cpu})
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0)

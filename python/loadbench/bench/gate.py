@@ -10,6 +10,8 @@ from typing import Any, Callable, Optional
 
 from ..core import analysis
 from ..core.gate import LoadGate
+from .environment_block import environment
+from .jsonl import JsonlWriter
 
 
 def outside_share(server: dict, generator_cpu_s: Optional[float] = None) -> Optional[float]:
@@ -131,3 +133,27 @@ def gate_note(first: dict, records: Iterable[dict]) -> str:
         f"{100 * analysis.CONTENDED_SHARE:g} % of the machine in the window)"
         + (f", after {again} contended attempt(s) were measured again" if again else "")
     )
+
+
+def measure_gated(
+    args: Any, raw: Any, command: str, measurements: Iterable[Callable[[], dict]]
+) -> list[dict]:
+    """A small driver's measuring: its raw JSONL at ``raw`` (the environment record first), then
+    each of ``measurements`` through :func:`measure_uncontended` (the load gate, re-measured while
+    contended), printed as it ends. ``measurements`` may be a generator that starts and stops
+    servers around what it yields: it is closed, whatever happens."""
+    jsonl = JsonlWriter(raw)
+    jsonl.write({"record": "environment", "environment": environment(), "command": command})
+    gate, records = make_gate(args), []
+    try:
+        for measure in measurements:
+            print(
+                measure_uncontended(gate, args.contended_retries, measure, jsonl, records),
+                flush=True,
+            )
+    finally:
+        close = getattr(measurements, "close", None)
+        if close is not None:
+            close()
+        jsonl.close()
+    return records

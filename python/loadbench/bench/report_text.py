@@ -5,6 +5,9 @@ writing the file."""
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
+import tempfile
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -61,3 +64,27 @@ def rewrite_report(report: Path, raw: Path, render: Callable[..., str]) -> None:
     records, env, command = read_jsonl(raw)
     write_report(report, render(records, env, command, raw.name))
     print(f"wrote {report}")
+
+
+def add_stem_args(parser: argparse.ArgumentParser, default_stem: str, smoke: str) -> None:
+    """A small driver's --out STEM (STEM.md and its raw STEM.jsonl), --smoke (``smoke`` says
+    what it shortens to) and --report-only."""
+    parser.add_argument("--out", help=f"report stem (default reports/{default_stem})")
+    parser.add_argument(
+        "--smoke", action="store_true", help=f"{smoke}, into a temp dir unless --out"
+    )
+    parser.add_argument("--report-only", action="store_true", help="re-render from the .jsonl")
+
+
+def stem_of(args: argparse.Namespace, repo: Path, default_stem: str) -> Path:
+    """--out, else a fresh temp dir's (--smoke: a smoke run writes nothing under reports/), else
+    reports/<default_stem>."""
+    if args.out:
+        return Path(args.out)
+    folder = Path(tempfile.mkdtemp()) if args.smoke else repo / "reports"
+    return folder / default_stem
+
+
+def command_of(script: str, argv: Optional[list[str]]) -> str:
+    """The command line a report states: `python3 bench/X.py` and the arguments it was given."""
+    return shlex.join(["python3", script, *(argv if argv is not None else sys.argv[1:])])
