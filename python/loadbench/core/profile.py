@@ -35,10 +35,11 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
-from .errors import ConfigError, ServerError
+from .errors import ConfigError, LoadbenchError, ServerError
 from .flamegraph import write_flamegraph
+from .sampler import WindowEdges
 
 # 999 Hz, not 1000: a rate that is not a multiple of the kernel's timer tick does not sample in
 # lockstep with periodic work (Brendan Gregg's advice; perf's default is 4000, which costs a busy
@@ -557,3 +558,53 @@ class Profiler:
             },
             "top": top,
         }
+
+
+class ProfiledWindow:
+    """A run's profiler, if it asked for one: attached before the run, switched on and off
+    with the window's edges. A failing perf (missing, refused, stuck) leaves an error for the
+    result's `profile` block and never ends the run."""
+
+    def __init__(self, out_dir: Any, frequency: int, call_graph: str, keep_data: bool) -> None:
+        self.profiler: Optional[Profiler] = None
+        self.error: Optional[str] = None
+        if out_dir is None:
+            return
+        check_profile_settings(frequency, call_graph)  # a bad setting fails before the run
+        self.error = perf_missing()
+        if self.error is None:
+            self.profiler = Profiler(out_dir, frequency, call_graph, keep_data)
+
+    def attach(self, edges: WindowEdges) -> None:
+        if self.profiler is None:
+            return
+        try:
+            self.profiler.attach(edges.sampler.snapshot().pids)
+        except LoadbenchError as exc:
+            self.error, self.profiler = str(exc), None
+            return
+        edges.on_open = lambda: self._safely(self.profiler.enable if self.profiler else None)
+        edges.on_close = lambda: self._safely(self.profiler.disable if self.profiler else None)
+
+    def _safely(self, step: Optional[Callable[[], None]]) -> None:
+        if step is None:
+            return
+        try:
+            step()
+        except LoadbenchError as exc:
+            self.error = str(exc)
+            self.abandon()
+
+    def abandon(self) -> None:
+        if self.profiler is not None:
+            self.profiler.abandon()
+            self.profiler = None
+
+    def finish(self, cpu_us_per_req: Optional[float], opens_at: Optional[float]) -> dict:
+        if self.profiler is None:
+            return {"error": self.error or "the profiler did not run"}
+        try:
+            return self.profiler.finish(cpu_us_per_req, opens_at)
+        except LoadbenchError as exc:
+            self.abandon()
+            return {"error": str(exc)}

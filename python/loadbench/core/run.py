@@ -19,13 +19,7 @@ from .errors import ConfigError, LoadbenchError
 from .limits import limited_by
 from .options import Request, RunOptions, check_tls_library
 from .prime import prime
-from .profile import (
-    DEFAULT_CALL_GRAPH,
-    DEFAULT_FREQUENCY_HZ,
-    Profiler,
-    check_profile_settings,
-    perf_missing,
-)
+from .profile import DEFAULT_CALL_GRAPH, DEFAULT_FREQUENCY_HZ, ProfiledWindow
 from .result import LatencyHistogram, Result
 from .sampler import Sampler, WindowEdges
 from .schedule import connection_stage_blocks, connections_schedule_of, schedule_of, stage_blocks
@@ -270,7 +264,7 @@ def run(
         raise ConfigError("--profile needs --sample-pid PID: the server process to profile")
     # primed before the sampler's first snapshot (without warm-up the window opens with the
     # engine)
-    window = _ProfiledWindow(profile, profile_frequency, profile_call_graph, profile_keep_data)
+    window = ProfiledWindow(profile, profile_frequency, profile_call_graph, profile_keep_data)
     config, engine = _primed("run", url, options)
     try:
         edges = _window_edges(
@@ -296,56 +290,6 @@ def run(
             server.get("cpu_us_per_req"), edges.opens_at if edges is not None else None
         )
     return result
-
-
-class _ProfiledWindow:
-    """A run's profiler, if it asked for one: attached before the run, switched on and off
-    with the window's edges. A failing perf (missing, refused, stuck) leaves an error for the
-    result's `profile` block and never ends the run."""
-
-    def __init__(self, out_dir: Any, frequency: int, call_graph: str, keep_data: bool) -> None:
-        self.profiler: Optional[Profiler] = None
-        self.error: Optional[str] = None
-        if out_dir is None:
-            return
-        check_profile_settings(frequency, call_graph)  # a bad setting fails before the run
-        self.error = perf_missing()
-        if self.error is None:
-            self.profiler = Profiler(out_dir, frequency, call_graph, keep_data)
-
-    def attach(self, edges: WindowEdges) -> None:
-        if self.profiler is None:
-            return
-        try:
-            self.profiler.attach(edges.sampler.snapshot().pids)
-        except LoadbenchError as exc:
-            self.error, self.profiler = str(exc), None
-            return
-        edges.on_open = lambda: self._safely(self.profiler.enable if self.profiler else None)
-        edges.on_close = lambda: self._safely(self.profiler.disable if self.profiler else None)
-
-    def _safely(self, step: Optional[Callable[[], None]]) -> None:
-        if step is None:
-            return
-        try:
-            step()
-        except LoadbenchError as exc:
-            self.error = str(exc)
-            self.abandon()
-
-    def abandon(self) -> None:
-        if self.profiler is not None:
-            self.profiler.abandon()
-            self.profiler = None
-
-    def finish(self, cpu_us_per_req: Optional[float], opens_at: Optional[float]) -> dict:
-        if self.profiler is None:
-            return {"error": self.error or "the profiler did not run"}
-        try:
-            return self.profiler.finish(cpu_us_per_req, opens_at)
-        except LoadbenchError as exc:
-            self.abandon()
-            return {"error": str(exc)}
 
 
 def _known_options(caller: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -398,7 +342,7 @@ def _window_edges(
     sample_pid: Optional[int],
     warmup: float,
     duration: Optional[float],
-    profiled: Optional[_ProfiledWindow] = None,
+    profiled: Optional[ProfiledWindow] = None,
 ) -> Optional[WindowEdges]:
     """Opens the sampler before any load, so a bad pid fails first; without warm-up the
     window opens with the engine, so its first snapshot is taken now, on an idle server. A
