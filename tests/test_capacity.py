@@ -256,6 +256,35 @@ def test_a_server_faster_than_the_generator_ends_generator_bound_near_its_limit(
     assert chart.stat().st_size > 10_000
 
 
+def test_a_step_that_lost_part_of_its_generator_stops_the_search_and_keeps_the_steps(
+    beast_server,
+):
+    asked = []
+
+    def runner(url, **kw):  # a cluster whose second step lost a shard's worker
+        asked.append(kw["rate"])
+        r = loadbench.run(url, rate=kw["rate"], duration=0.3, connections=2)
+        if len(asked) == 2:
+            r.extras["cluster"] = {"error": "1 of 2 shards lost (shard 1 on tcp://w:1: gone)"}
+        return r
+
+    found = loadbench.capacity(
+        beast_server.url("/plaintext"),
+        "p99<200ms",
+        start=200,
+        step=0.3,
+        settle=0.1,
+        window=0.3,
+        repeats=0,
+        runner=runner,
+    )
+    assert asked == [200, 400] and found.outcome == "stopped"
+    assert [s.rate for s in found.steps] == [200]  # the step that lost a shard is not judged
+    assert found.lower_bound == 200 and found.capacity is None
+    assert "1 of 2 shards lost" in found.message() and "kept" in found.message()
+    assert found.to_dict()["stopped_by"] == found.stopped_by
+
+
 def test_capacity_refuses_what_it_sets_itself_and_bad_settings(beast_server, capsys):
     with pytest.raises(ConfigError, match="sets rate for every step itself"):
         loadbench.capacity(beast_server.url("/"), "p99<10ms", rate=1000)

@@ -82,6 +82,22 @@ def test_split_is_exact_and_every_shard_gets_its_own_seed():
         plan_shards(3, {"connections": 2})
 
 
+def test_a_load_shape_splits_at_every_point():
+    # a rate shape: the same curve at 1/N of the rate, interleaved by its first rate
+    plan = plan_shards(2, {"connections": 4, "steps": "1000:1s, 3000:2s"})
+    for shard in plan:
+        assert "steps" not in shard.run_kwargs
+        assert shard.run_kwargs["rate_schedule"] == [(0, 500), (1, 500), (1, 1500), (3, 1500)]
+    assert [round(s.start_offset_s * 1000) for s in plan] == [0, 1]
+    assert len({s.run_kwargs["seed"] for s in plan}) == 2
+    # a connections shape: every point's count split exactly
+    plan = plan_shards(2, {"connections_schedule": "0s:5, 1s:5, 1s:9, 2s:9"})
+    parts = [s.run_kwargs["connections_schedule"] for s in plan]
+    assert parts == [[(0, 3), (1, 3), (1, 5), (2, 5)], [(0, 2), (1, 2), (1, 4), (2, 4)]]
+    assert all("connections" not in s.run_kwargs for s in plan)  # each shard's shape sets it
+    assert [s.start_offset_s for s in plan] == [0.0, 0.0]
+
+
 def test_workers_are_distinct_and_spread_over_hosts():
     workers = {
         f"tcp://{h}:{p}": {"host": h, "resources": {"loadbench": 1}}
@@ -152,6 +168,51 @@ def test_open_loop_rate_splits_and_merges(cluster, beast_server):
     assert r.due == sum(s["responses"] + s["errors"] + s["unfinished"] for s in r.extras["shards"])
     assert r.latency_uncorrected is not None and r.latency_uncorrected.count == r.responses
     assert int(r.timeline["responses"].sum()) == r.responses
+
+
+def test_a_load_shape_runs_over_shards_and_its_stages_merge_exactly(cluster, server_factory):
+    server = server_factory()
+    r = lbd.run(
+        server.url("/plaintext"),
+        cluster=cluster,
+        shards=2,
+        connections=4,
+        steps="300:1s, 600:1s",
+        warmup=0,
+        start_delay=1.0,
+    )
+    counted = sum(server.stop()["requests"].values())
+    assert r.config["steps"] == [[300, 1], [600, 1]]  # the whole shape, as asked
+    halves = [s["rate_schedule"] for s in r.extras["shards"]]
+    assert halves == [[[0, 150], [1, 150], [1, 300], [2, 300]]] * 2
+    assert [stage["rate_from"] for stage in r.stages] == [300, 600]
+    for stage, due in zip(r.stages, (300, 600)):
+        assert abs(stage["due"] - due) <= 2  # each shard's integral, give or take one
+        assert stage["due"] == stage["responses"] + stage["errors"] + stage["unfinished"]
+        assert stage["latency_us"]["p99"] <= r.latency.max_us
+    # the stages add up to the merged run, which adds up to what the server answered
+    assert sum(stage["due"] for stage in r.stages) == r.due
+    assert sum(stage["responses"] for stage in r.stages) == r.responses == counted
+
+
+def test_a_capacity_search_sends_each_step_from_the_shards(cluster, beast_server):
+    found = loadbench.capacity(
+        beast_server.url("/plaintext"),
+        "p99<200ms",
+        start=400,
+        step=0.5,
+        settle=0.1,
+        window=0.5,
+        max_steps=2,
+        repeats=0,
+        connections=4,
+        runner=lbd.ClusterRunner(cluster, 2, start_delay=1.0),
+    )
+    assert [s.rate for s in found.steps] == [400, 800]
+    for s in found.steps:
+        shards = s.result.extras["shards"]
+        assert len(shards) == 2 and sum(x["rate"] for x in shards) == pytest.approx(s.rate)
+        assert s.result.due == s.result.responses + s.result.error_count + s.result.unfinished
 
 
 def test_ctrl_c_stops_every_shard_and_keeps_what_they_measured(cluster, beast_server):
@@ -244,9 +305,10 @@ def test_cli_cluster_local_writes_the_merged_json(tmp_path, beast_server):
     assert loadbench.Result.from_json(out).latency.count == 1000
 
 
-def test_cli_shards_without_cluster_is_refused():
+@pytest.mark.parametrize("command", [["run"], ["capacity", "--slo", "p99<10ms"]])
+def test_cli_shards_without_cluster_is_refused(command):
     proc = subprocess.run(
-        [sys.executable, "-m", "loadbench", "run", "http://127.0.0.1:9/", "--shards", "2"],
+        [sys.executable, "-m", "loadbench", *command, "http://127.0.0.1:9/", "--shards", "2"],
         capture_output=True,
         text=True,
         timeout=60,

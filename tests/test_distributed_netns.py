@@ -173,17 +173,33 @@ def test_two_generator_hosts_in_namespaces_count_exactly_per_source_address(tmp_
             f"http://{SERVER_IP}:8080/", cluster=client, shards=2, connections=6, requests=4001
         )
         assert r.responses == 4001 and r.error_count == 0
+        # a load shape from the two hosts: each sends its half of every stage on one clock
+        shaped = lbd.run(
+            f"http://{SERVER_IP}:8080/",
+            cluster=client,
+            shards=2,
+            connections=6,
+            steps="400:1s, 800:1s",
+            warmup=0,
+            start_delay=1.0,
+        )
+        assert [abs(st["due"] - due) <= 2 for st, due in zip(shaped.stages, (400, 800))] == [
+            True
+        ] * 2
+        assert sum(st["responses"] for st in shaped.stages) == shaped.responses
+        assert shaped.responses == shaped.due and shaped.error_count == 0
         nginx.terminate()  # nginx flushes and closes its log on the way out
         nginx.wait(timeout=20)
         seen = Counter(
             line.split()[0] for line in (tmp_path / "access.log").read_text().splitlines()
         )
         assert set(seen) == set(WORKER_IPS), seen  # two generator hosts, as the server saw them
-        by_ip = {
-            s["worker"].split("//")[1].rsplit(":", 1)[0]: s["responses"] for s in r.extras["shards"]
-        }
-        assert by_ip == dict(seen)  # each shard's count = what nginx logged from its address
-        assert sorted(by_ip.values()) == [2000, 2001]
+        by_ip = Counter()
+        for run in (r, shaped):
+            for shard in run.extras["shards"]:
+                by_ip[shard["worker"].split("//")[1].rsplit(":", 1)[0]] += shard["responses"]
+        assert by_ip == seen  # each shard's count = what nginx logged from its address
+        assert sorted(s["responses"] for s in r.extras["shards"]) == [2000, 2001]
         assert sorted(r.extras["cluster"]["generator_hosts"]) == WORKER_IPS
     finally:
         if client is not None:

@@ -169,3 +169,25 @@ def load_kwargs(args: argparse.Namespace, exclude: Collection[str] = ()) -> dict
         kwargs.update(protocol="h2" if args.h2 else "h3")
     kwargs.update(option_kwargs(args, exclude))
     return kwargs
+
+
+def add_cluster_arguments(p: argparse.ArgumentParser, what: str) -> None:
+    """--cluster and --shards, for a command whose runs (``what``) can go out over Dask workers."""
+    p.add_argument(
+        "--cluster",
+        default=None,
+        metavar="ADDRESS",
+        help=f"send {what} from Dask workers: tcp://HOST:8786, or 'local' for worker processes "
+        "on this machine (docs/distributed.md)",
+    )
+    p.add_argument(
+        "--shards",
+        type=int,
+        default=None,
+        help=f"with --cluster: split {what} into N shards on N workers (default: every worker)",
+    )
+
+
+def check_cluster_arguments(args: argparse.Namespace) -> None:
+    if args.shards is not None and args.cluster is None:
+        raise ConfigError("--shards needs --cluster (a Dask scheduler address, or 'local')")

@@ -11,7 +11,13 @@ from ..core.errors import ConfigError, LoadbenchError
 from ..core.schedule import parse_duration
 from ..slo.search import SEARCH_OWNS, capacity
 from ..slo.step import Step
-from ._load_flags import add_load_arguments, check_writable, load_kwargs
+from ._load_flags import (
+    add_cluster_arguments,
+    add_load_arguments,
+    check_cluster_arguments,
+    check_writable,
+    load_kwargs,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -76,6 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the objectives is generator-bound (default 1ms)",
     )
     p.add_argument("--max-steps", type=int, default=40, help="give up after this many steps")
+    add_cluster_arguments(p, "every step (and the probe)")
     p.add_argument("--json", default=None, metavar="FILE", help="write every step as JSON")
     p.add_argument(
         "--plot",
@@ -100,25 +107,36 @@ def main(args: argparse.Namespace) -> int:
     for flag, path in (("--json", args.json), ("--plot", args.plot)):
         if path is not None:
             check_writable(flag, path)
+    check_cluster_arguments(args)
     kwargs = load_kwargs(args, exclude=SEARCH_OWNS)
     if args.precision <= 0 or args.precision >= 100:
         raise ConfigError(f"--precision {args.precision:g} is not a percentage in (0, 100)")
-    found = capacity(
-        args.url,
-        args.slo,
-        start=args.start,
-        step=parse_duration(args.step, "--step"),
-        hold=None if args.hold is None else parse_duration(args.hold, "--hold"),
-        settle=parse_duration(args.settle, "--settle"),
-        window=parse_duration(args.slo_window, "--slo-window"),
-        precision=args.precision / 100,
-        repeats=args.repeats,
-        max_lateness=parse_duration(args.max_lateness, "--max-lateness"),
-        max_steps=args.max_steps,
-        sample_pid=args.sample_pid,
-        on_step=_progress,
-        **kwargs,
-    )
+    runner = None
+    if args.cluster is not None:
+        from .. import distributed  # Dask is imported only when asked for
+
+        runner = distributed.ClusterRunner(args.cluster, args.shards)
+    try:
+        found = capacity(
+            args.url,
+            args.slo,
+            start=args.start,
+            step=parse_duration(args.step, "--step"),
+            hold=None if args.hold is None else parse_duration(args.hold, "--hold"),
+            settle=parse_duration(args.settle, "--settle"),
+            window=parse_duration(args.slo_window, "--slo-window"),
+            precision=args.precision / 100,
+            repeats=args.repeats,
+            max_lateness=parse_duration(args.max_lateness, "--max-lateness"),
+            max_steps=args.max_steps,
+            sample_pid=args.sample_pid,
+            on_step=_progress,
+            runner=runner,
+            **kwargs,
+        )
+    finally:
+        if runner is not None:
+            runner.close()
     print("\n".join(found.table_lines()))
     print(f"\n{found.message()}")
     try:

@@ -13,7 +13,14 @@ from ..core.profile import CALL_GRAPHS, DEFAULT_CALL_GRAPH, DEFAULT_FREQUENCY_HZ
 from ..core.run import run
 from ..core.schedule import parse_duration
 from ..core.summary import saturation_warning
-from ._load_flags import add_load_arguments, check_writable, load_kwargs, option_help
+from ._load_flags import (
+    add_cluster_arguments,
+    add_load_arguments,
+    check_cluster_arguments,
+    check_writable,
+    load_kwargs,
+    option_help,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -68,19 +75,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="write the latency histogram as an HdrHistogram log",
     )
-    p.add_argument(
-        "--cluster",
-        default=None,
-        metavar="ADDRESS",
-        help="spread the run over Dask workers: tcp://HOST:8786, or 'local' for worker "
-        "processes on this machine (docs/distributed.md)",
-    )
-    p.add_argument(
-        "--shards",
-        type=int,
-        default=None,
-        help="with --cluster: split the run into N shards on N workers (default: every worker)",
-    )
+    add_cluster_arguments(p, "the run")
     p.add_argument(
         "--profile",
         default=None,
@@ -168,8 +163,7 @@ def main(args: argparse.Namespace) -> int:
     progress: Optional[_ProgressLine] = None
     if not args.no_progress and sys.stderr.isatty():
         progress = _ProgressLine(sys.stderr)
-    if args.shards is not None and args.cluster is None:
-        raise ConfigError("--shards needs --cluster (a Dask scheduler address, or 'local')")
+    check_cluster_arguments(args)
     kwargs.update(
         requests=args.requests,
         prime=args.prime,

@@ -22,7 +22,7 @@ from .prime import prime
 from .profile import DEFAULT_CALL_GRAPH, DEFAULT_FREQUENCY_HZ, ProfiledWindow
 from .result import LatencyHistogram, Result
 from .sampler import Sampler, WindowEdges
-from .schedule import connection_stage_blocks, connections_schedule_of, schedule_of, stage_blocks
+from .schedule import shape_stages
 
 POLL_INTERVAL_S = 0.1
 OPTION_NAMES = tuple(f.name for f in fields(RunOptions))
@@ -51,6 +51,9 @@ class RunningLoad:
     config: dict
     engine: Any = field(repr=False)
     started_at: float = field(default_factory=time.monotonic)
+    # A load shape's per-stage counts and latency histograms, as result() read them (a
+    # distributed run's shard returns them, so the merged stages are exact)
+    measured_stages: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def progress(self) -> dict[str, Any]:
         p = self.engine.progress()
@@ -85,14 +88,13 @@ class RunningLoad:
         except RuntimeError as exc:
             raise LoadbenchError(str(exc)) from None
         t = raw.totals
-        measured = [dict(s, latency=_histogram(s["latency_us"])) for s in t.stages]
-        stages: list[dict[str, Any]] = []
-        if schedule_of(self.config):
-            stages = stage_blocks(schedule_of(self.config), measured, raw.duration_s)
-        elif connections_schedule_of(self.config):
-            stages = connection_stage_blocks(
-                connections_schedule_of(self.config), measured, raw.duration_s
-            )
+        self.measured_stages = [
+            {
+                **{k: v for k, v in s.items() if k != "latency_us"},
+                "latency": _histogram(s["latency_us"]),
+            }
+            for s in t.stages
+        ]
         return Result(
             url=self.url,
             config=self.config,
@@ -125,7 +127,7 @@ class RunningLoad:
                 if raw.open_loop
                 else {}
             ),
-            stages=stages,
+            stages=shape_stages(self.config, self.measured_stages, raw.duration_s),
             udp=_udp_figures(raw) if self.config.get("protocol") == "h3" else {},
         )
 

@@ -223,6 +223,17 @@ def connection_stage_blocks(
     return out
 
 
+def shape_stages(
+    config: dict[str, Any], measured: Sequence[dict[str, Any]], duration_s: float
+) -> list[dict[str, Any]]:
+    """The result's `stages` for the load shape its `config` records (none without one)."""
+    if schedule_of(config):
+        return stage_blocks(schedule_of(config), measured, duration_s)
+    if connections_schedule_of(config):
+        return connection_stage_blocks(connections_schedule_of(config), measured, duration_s)
+    return []
+
+
 def schedule_of(config: dict[str, Any]) -> Optional[list[Point]]:
     """The rate schedule's points a result's `config` block records, or None."""
     points = config.get("rate_schedule")

@@ -123,13 +123,6 @@ def run(
     # a plain dict of the fields given (the wire form to the workers), split by plan_shards
     prepare(url, **run_kwargs)
     options = RunOptions(**run_kwargs)
-    if options.schedule_points is not None or options.connections_schedule is not None:
-        # Each shard would need its share of the curve and a phase that interleaves it with the
-        # others; until then a load shape runs on one machine (loadbench run without --cluster).
-        raise ConfigError(
-            "a load shape (rate_schedule, steps, connections_schedule) is not split over a "
-            "cluster yet: run it without --cluster"
-        )
     client, close = _client(cluster, shards or 2)
     try:
         info = scheduler_identity(client)
@@ -363,12 +356,18 @@ def _merge(
     return result
 
 
-class SweepRunner:
-    """A sweep's cells run distributed over one Client for the whole sweep (not one per cell).
-    Generator CPU pinning is kept only for a LocalCluster (remote hosts have CPUs of their own)."""
+class ClusterRunner:
+    """Many runs over one Client (a sweep's cells, a capacity search's steps), not one Client per
+    run; called with loadbench.run()'s arguments. Generator CPU pinning is kept only for a
+    LocalCluster (remote hosts have CPUs of their own). A run that lost a shard returns the other
+    shards' result with the loss named in its extras["cluster"]["error"] (a sweep records it; a
+    capacity search stops there, keeping its steps: a step cannot be judged at a rate it did not
+    send)."""
 
-    def __init__(self, cluster: Any, shards: Optional[int]) -> None:
-        self.cluster, self.shards = cluster, shards
+    def __init__(
+        self, cluster: Any, shards: Optional[int], start_delay: float = DEFAULT_START_DELAY_S
+    ) -> None:
+        self.cluster, self.shards, self.start_delay = cluster, shards, start_delay
         self.client, self._close = _client(cluster, shards or 2)
         workers = scheduler_identity(self.client).get("workers", {})
         self.generator_hosts = sorted({w.get("host", a) for a, w in workers.items()})
@@ -377,11 +376,16 @@ class SweepRunner:
         if self.cluster != "local":
             kwargs.pop("cpus", None)
         try:
-            return run(url, cluster=self.client, shards=self.shards, **kwargs)
+            return run(
+                url,
+                cluster=self.client,
+                shards=self.shards,
+                start_delay=self.start_delay,
+                **kwargs,
+            )
         except ShardLostError as exc:
             if exc.result is None:
                 raise
-            # the sweep records what the other shards measured, with the loss named in it
             exc.result.extras.setdefault("cluster", {})["error"] = str(exc)
             return exc.result
 

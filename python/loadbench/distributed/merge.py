@@ -1,6 +1,7 @@
 """Shard results merged exactly: counts summed, HDR histograms added bucket by bucket (the
 merged percentiles are those of one histogram that recorded every request), timelines added
-interval by interval, and the window is the union of the shards' windows."""
+interval by interval, a load shape's stages stage by stage, and the window is the union of the
+shards' windows."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 
 from ..core.phases import PHASES
 from ..core.result import LatencyHistogram, Result
+from ..core.schedule import shape_stages
 
 
 def add_histograms(histograms: Sequence[Optional[LatencyHistogram]]) -> Optional[LatencyHistogram]:
@@ -88,6 +90,19 @@ def _merged_timeline(
     }
 
 
+def _merged_stages(parts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stage i of the merged shape is stage i of every shard (one instant, one clock): counts
+    summed, latency histograms added - as one generator that sent the whole shape would read."""
+    n = max((len(p.get("stages") or []) for p in parts), default=0)
+    out = []
+    for i in range(n):
+        rows = [p["stages"][i] for p in parts if i < len(p.get("stages") or [])]
+        counts = _sum_dicts([{k: v for k, v in row.items() if k != "latency"} for row in rows])
+        latency = add_histograms([LatencyHistogram.decode(*row["latency"]) for row in rows])
+        out.append({**counts, "latency": latency})
+    return out
+
+
 def merge_shards(
     url: str, config: dict[str, Any], parts: Sequence[dict[str, Any]], offsets_s: Sequence[float]
 ) -> Result:
@@ -128,6 +143,7 @@ def merge_shards(
             if (merged := add_histograms([r.phases.get(name) for r in results])) is not None
         },
         pool=_sum_dicts([r.pool for r in results]),
+        stages=shape_stages(config, _merged_stages(parts), window),
     )
     return merged
 
@@ -144,6 +160,9 @@ def shard_figures(
         "connections": r.config.get("connections"),
         "requests": r.config.get("requests"),
         "rate": r.config.get("rate"),
+        # its share of a load shape: the same curve at 1/N of the rate, or its part of each count
+        "rate_schedule": r.config.get("rate_schedule"),
+        "connections_schedule": r.config.get("connections_schedule"),
         "seed": r.config.get("seed"),
         "responses": r.responses,
         "errors": r.error_count,

@@ -2,7 +2,10 @@
 
 Every count splits exactly (the shards' parts add up to the whole, none differs from another by
 more than one), the open-loop rate splits evenly, and each shard gets its own Poisson seed so
-the shards' arrivals are independent streams, not copies of one.
+the shards' arrivals are independent streams, not copies of one. A load shape splits the same
+way at every point: a rate schedule (or steps) into the same curve at 1/N of the rate, a
+connections schedule into exact parts of each point's count - so the shards, started at one
+instant, add up to the whole shape stage by stage.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..core.errors import ConfigError
+from ..core.options import RunOptions
 
 
 def split_exact(total: int, parts: int) -> list[int]:
@@ -36,7 +40,8 @@ def plan_shards(shards: int, run_kwargs: dict[str, Any]) -> list[Shard]:
     """Split the keyword arguments of one run into `shards` parts."""
     if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
         raise ConfigError(f"shards must be an integer >= 1, not {shards!r}")
-    connections = int(run_kwargs.get("connections", 10))
+    options = RunOptions(**run_kwargs)  # the run as it reads its keywords (a schedule's count)
+    connections = int(options.connections)
     if connections < shards:
         raise ConfigError(
             f"{shards} shards need at least {shards} connections (one each), not {connections}"
@@ -50,6 +55,9 @@ def plan_shards(shards: int, run_kwargs: dict[str, Any]) -> list[Shard]:
             f"{shards} shards need at least {shards} requests (one each), not {requests}"
         )
     rate: Optional[float] = run_kwargs.get("rate")
+    shape = options.schedule_points
+    if shape is not None:
+        rate = shape[0][1]  # the rate the shards' sends interleave at from the start
     max_conn: Optional[int] = run_kwargs.get("max_connections")
     max_parts = split_exact(max_conn, shards) if max_conn is not None else [None] * shards
     seed = int(run_kwargs.get("seed", 1))
@@ -60,13 +68,22 @@ def plan_shards(shards: int, run_kwargs: dict[str, Any]) -> list[Shard]:
         kw["threads"] = max(1, min(threads, conn_parts[i]))
         if requests is not None:
             kw["requests"] = req_parts[i]
-        if rate is not None:
+        if shape is not None:
+            kw.pop("steps", None)  # steps are a rate schedule of flat stages: one form for all
+            kw["rate_schedule"] = [(t, r / shards) for t, r in shape]
+        elif rate is not None:
             kw["rate"] = float(rate) / shards
+        if rate is not None:
             kw["seed"] = seed + i  # independent Poisson streams, reproducible from the one seed
             if max_conn is not None:
                 kw["max_connections"] = max(max_parts[i], conn_parts[i])
+        if run_kwargs.get("connections_schedule") is not None:
+            kw["connections_schedule"] = [
+                (t, split_exact(int(n), shards)[i]) for t, n in options.connections_schedule or []
+            ]
+            kw.pop("connections", None)  # the shard's schedule sets its count
         offset = 0.0
-        if rate is not None and run_kwargs.get("arrival", "constant") == "constant":
+        if rate and run_kwargs.get("arrival", "constant") == "constant":
             offset = i / float(rate)
         out.append(Shard(index=i, run_kwargs=kw, start_offset_s=offset))
     return out

@@ -6,7 +6,8 @@ every shard's window starts on open connections and none measures connection set
 part with the GIL released (the engine's threads do the work; this
 thread only polls, so the worker's heartbeats go on), stops early when the run's stop event is
 set (Ctrl-C on the client), and returns plain data: the result JSON with its histograms in
-HdrHistogram's compressed encoding, one histogram per timeline interval, and its real times.
+HdrHistogram's compressed encoding, one histogram per timeline interval, a load shape's counts
+and histogram per stage, and its real times.
 """
 
 from __future__ import annotations
@@ -73,5 +74,13 @@ def run_shard(
         "started_wall": started_wall,  # worker clock, when the engine was started
         "preconnected": preconnected,  # connections open at the instant
         "result": result.to_dict(),
-        "intervals": [(h.encode(), h.min_us, h.max_us) for h in per_interval],
+        "intervals": [_encoded(h) for h in per_interval],
+        "stages": [
+            {**stage, "latency": _encoded(stage["latency"])} for stage in handle.measured_stages
+        ],
     }
+
+
+def _encoded(h: Any) -> tuple[str, int, int]:
+    """A histogram as plain data for the wire (LatencyHistogram.decode reads it back)."""
+    return (h.encode(), h.min_us, h.max_us)

@@ -41,6 +41,7 @@ def _outcome_text(c: CapacityCell) -> str:
         "below-start": "failed at every rate tried",
         "unstable": "unstable: passed only in some runs",
         "not-converged": "did not converge",
+        "stopped": "stopped: a step lost part of its generator (a shard's worker)",
     }
     text = "; ".join(sorted({words.get(o, o) for o in c.outcomes}))
     if c.contended_steps:

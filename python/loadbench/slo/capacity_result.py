@@ -35,8 +35,10 @@ class CapacityResult:
     # generator's CPU or loop / its connection pool / other processes, not the server, failed
     # the rate above lower_bound;
     # "below-start": even the lowest rate tried failed; "unstable": the rates near the capacity
-    # passed only sometimes; "not-converged": the step budget ran out; "interrupted"
+    # passed only sometimes; "not-converged": the step budget ran out; "interrupted"; "stopped":
+    # a step could not be judged (stopped_by says why; lower_bound is the highest rate passed)
     outcome: str = "not-converged"
+    stopped_by: Optional[str] = None
     capacity: Optional[float] = None  # the highest rate that passed every time (req/s)
     lower_bound: Optional[float] = None  # the highest rate that passed, when that is all we know
     ceiling: Optional[float] = None  # the server's CPU ceiling at its least CPU per response
@@ -140,6 +142,8 @@ class CapacityResult:
             )
         if self.outcome == "interrupted":
             return "interrupted: the steps measured so far are kept"
+        if self.outcome == "stopped":
+            return f"stopped: {self.stopped_by}; the steps measured so far are kept"
         return (
             f"the search did not converge within {self.settings.get('max_steps')} steps "
             f"(between {rate_text(self.lower_bound or 0)} and "
@@ -153,6 +157,7 @@ class CapacityResult:
             "objectives": self.objectives,
             "settings": self.settings,
             "outcome": self.outcome,
+            "stopped_by": self.stopped_by,
             "message": self.message(),
             "capacity": self.capacity,
             "lower_bound": self.lower_bound,

@@ -36,7 +36,8 @@ import os
 from typing import Any, Callable, Optional, Sequence, Union
 
 from ..core import analysis
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, LoadbenchError
+from ..core.result import Result
 from ..core.run import OPTION_NAMES, run
 from ..core.steady import settle as settle_server
 from .capacity_result import CapacityResult
@@ -141,6 +142,7 @@ def capacity(
     contended_reruns: int = 2,
     sample_pid: Optional[int] = None,
     on_step: Optional[Callable[[Step], None]] = None,
+    runner: Optional[Callable[..., Result]] = None,
     **run_options: Any,
 ) -> CapacityResult:
     """Search the highest rate at which ``url`` meets every objective of ``slo`` ("p99<10ms",
@@ -153,7 +155,11 @@ def capacity(
     it stays so. ``probe``: at least this many seconds of closed-loop load bring the server to
     steady state before the first step (when ``start`` is not given). ``hold``: the seconds
     judged in each confirmation of the answer (default ``step``) - a sweep bisects with short
-    steps and confirms with a longer hold, so its capacity is a rate held that long."""
+    steps and confirms with a longer hold, so its capacity is a rate held that long.
+    ``runner``: what runs each step and the probe, loadbench.run's keywords (default
+    loadbench.run; loadbench.distributed.ClusterRunner sends each step from many hosts, each
+    shard its share of the rate on one clock). A step that lost part of its generator (a shard's
+    worker died) stops the search with outcome "stopped", the steps before it kept."""
     objectives = parse_objectives([slo] if isinstance(slo, str) else list(slo))
     hold = step if hold is None else hold
     _checked_settings(
@@ -213,7 +219,7 @@ def capacity(
         options = {**run_options, "max_connections": pool}
         reruns = 0
         while True:
-            result = run(
+            result = (runner or run)(
                 url,
                 rate=rate,
                 duration=hold if phase == "confirm" else step,
@@ -222,6 +228,9 @@ def capacity(
                 sample_pid=sample_pid,
                 **options,
             )
+            lost = (result.extras.get("cluster") or {}).get("error")
+            if lost:  # it sent part of its rate only: not a verdict on the server
+                raise LoadbenchError(f"the step at {rate:,.0f} req/s lost a generator: {lost}")
             outside = outside_of(result, os.cpu_count())
             quiet = outside is None or outside <= contended_share
             if quiet or result.interrupted or reruns >= contended_reruns:
@@ -236,7 +245,7 @@ def capacity(
         return s
 
     if start is None:
-        settled = settle_server(url, minimum=probe, **run_options)
+        settled = settle_server(url, minimum=probe, runner=runner, **run_options)
         found.settling = settled.to_dict()
         found.probe_rps = settled.rps
         if not settled.rps:
@@ -244,7 +253,13 @@ def capacity(
                 f"the closed-loop probe of {url} got no response ({settled.error or 'no answer'})"
             )
         start = max(min_rate, settled.rps / 2)
-    _search(found, measure, float(start), growth, precision, repeats, max_steps, min_rate)
+    try:
+        _search(found, measure, float(start), growth, precision, repeats, max_steps, min_rate)
+    except ConfigError:
+        raise
+    except LoadbenchError as exc:  # a run that could not be judged: say it, keep the steps
+        found.outcome, found.stopped_by = "stopped", str(exc)
+        found.lower_bound = max((s.rate for s in found.steps if s.passed), default=None)
     return found
 
 

@@ -37,7 +37,7 @@ def _now() -> str:
 
 class ServerGroup:
     """The pending cells of one (target, protocol): one server lifecycle, restarted if it dies.
-    ``runner`` is loadbench.run, a distributed SweepRunner, or a test's stand-in with run()'s
+    ``runner`` is loadbench.run, a distributed ClusterRunner, or a test's stand-in with run()'s
     keywords."""
 
     def __init__(
@@ -396,6 +396,7 @@ class ServerGroup:
             sample_pid=sample_pid,
             contended_share=self.sweep.contended_share,
             contended_reruns=self.sweep.contended_reruns,
+            runner=self.runner,  # a sweep over a cluster sends every step from its shards
             **named,
         )
         self.bar.note(f"{self.target.name} {self.protocol}: {found.message()}")

@@ -23,7 +23,7 @@ from ..core.errors import ConfigError
 from ..core.gate import LoadGate
 from ..core.progress import ProgressBar
 from ..core.run import run
-from ..distributed import SweepRunner
+from ..distributed import ClusterRunner
 from .group import ServerGroup
 from .plan import Cell, SweepPlan, Workload, builtin_workloads
 from .results_folder import SETTINGS_FILE, ResultsFolder
@@ -91,7 +91,7 @@ class Sweep(SweepPlan):
                 folder.update_environment(gate=before.to_dict())
         closing: Optional[Callable] = None
         if runner is None and self.cluster is not None and runnable:
-            cluster = SweepRunner(self.cluster, self.shards)
+            cluster = ClusterRunner(self.cluster, self.shards)
             runner, closing = cluster, cluster.close
             if environment:  # the report's environment block lists the generator hosts
                 folder.update_environment(
