@@ -24,9 +24,9 @@ import sys
 from pathlib import Path
 
 import loadbench
-from loadbench.bench.checkout import reports_dir
-from loadbench.bench.environment_block import environment
-from loadbench.bench.gate import (
+from bench_drivers.checkout import reports_dir
+from bench_drivers.environment_block import environment
+from bench_drivers.gate import (
     add_gate_args,
     gate_note,
     kept,
@@ -34,9 +34,9 @@ from loadbench.bench.gate import (
     measure_uncontended,
     wait_quiet,
 )
-from loadbench.bench.jsonl import JsonlWriter, read_jsonl
-from loadbench.bench.repeats import summarize
-from loadbench.bench.report_text import report_head, write_report
+from bench_drivers.jsonl import JsonlWriter, read_jsonl
+from bench_drivers.repeats import summarize
+from bench_drivers.report_text import report_head, write_report
 from loadbench.report.comparison import hodges_lehmann
 from loadbench.report.markdown import table
 

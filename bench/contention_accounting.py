@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 import loadbench
+from bench_drivers import gate as benchgate
+from bench_drivers.environment_block import environment
+from bench_drivers.jsonl import JsonlWriter, read_jsonl
+from bench_drivers.report_text import report_head, write_report
 from loadbench import analysis
 from loadbench import sampler as sampler_module
-from loadbench.bench import gate as benchgate
-from loadbench.bench.environment_block import environment
-from loadbench.bench.jsonl import JsonlWriter, read_jsonl
-from loadbench.bench.report_text import report_head, write_report
 from loadbench.core.sampler import used_between
 from loadbench.report.markdown import fmt_number, table
 from loadbench.sweep.registry import peer_registry

@@ -2,7 +2,7 @@
 """Generator comparison: loadbench, wrk, h2load, hey, bombardier, oha and ab against nginx and
 loadbench-server - keep-alive, a new connection / full TLS handshake per request, system calls,
 perf profiles and an HTTP/2 part. The servers are entries of bench/peers/peers.toml; the driver
-is loadbench.bench.generator_comparison (`--help` for its options).
+is bench_drivers.generator_comparison (`--help` for its options).
 
     python3 bench/generator_vs_peers.py                  # reports/generator-vs-peers.{md,jsonl}
     python3 bench/generator_vs_peers.py --only-h2 -d 2 -r 1 --h2-cells 25x10   # HTTP/2 smoke
@@ -11,7 +11,7 @@ is loadbench.bench.generator_comparison (`--help` for its options).
 import sys
 from pathlib import Path
 
-from loadbench.bench.generator_comparison import main
+from bench_drivers.generator_comparison import main
 
 if __name__ == "__main__":
     sys.exit(main(repo=Path(__file__).resolve().parents[1]))

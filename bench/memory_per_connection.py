@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import loadbench
-from loadbench.bench.gate import add_gate_args, make_gate, wait_quiet
+from bench_drivers.gate import add_gate_args, make_gate, wait_quiet
 from loadbench.core.connections import raise_fd_limit
 from loadbench.core.gate import cpu_snapshot, outside_share_between
 from loadbench.sweep.registry import peer_target

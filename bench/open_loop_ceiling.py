@@ -26,12 +26,12 @@ import tempfile
 from pathlib import Path
 
 import loadbench
+from bench_drivers.environment_block import environment, machine_note
+from bench_drivers.gate import add_gate_args, make_gate, wait_quiet
+from bench_drivers.jsonl import JsonlWriter, read_jsonl
+from bench_drivers.peers import launch_peer, registry_choices
+from bench_drivers.report_text import report_head, write_report
 from loadbench import analysis
-from loadbench.bench.environment_block import environment, machine_note
-from loadbench.bench.gate import add_gate_args, make_gate, wait_quiet
-from loadbench.bench.jsonl import JsonlWriter, read_jsonl
-from loadbench.bench.peers import launch_peer, registry_choices
-from loadbench.bench.report_text import report_head, write_report
 from loadbench.report.markdown import fmt_number, table
 
 REPO = Path(__file__).resolve().parents[1]

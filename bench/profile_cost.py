@@ -25,17 +25,17 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import loadbench
-from loadbench import analysis
-from loadbench.bench.environment_block import machine_note
-from loadbench.bench.gate import add_gate_args, gate_note, kept, measure_gated, outside_share
-from loadbench.bench.jsonl import read_jsonl
-from loadbench.bench.report_text import (
+from bench_drivers.environment_block import machine_note
+from bench_drivers.gate import add_gate_args, gate_note, kept, measure_gated, outside_share
+from bench_drivers.jsonl import read_jsonl
+from bench_drivers.report_text import (
     add_stem_args,
     command_of,
     report_head,
     stem_of,
     write_report,
 )
+from loadbench import analysis
 from loadbench.core.server import ServerProcess
 from loadbench.report.markdown import fmt_number, table
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Server baseline: wrk against loadbench-server, nginx and node:http (`--setup`: also a new
 connection / full TLS handshake per request; `--protocol h2`: h2load against the HTTP/2 servers).
-The servers are entries of bench/peers/peers.toml; the driver is loadbench.bench.server_comparison
+The servers are entries of bench/peers/peers.toml; the driver is bench_drivers.server_comparison
 (`--help` for its options).
 
     python3 bench/server_vs_peers.py                     # reports/server-baseline.{md,jsonl}
@@ -11,7 +11,7 @@ The servers are entries of bench/peers/peers.toml; the driver is loadbench.bench
 import sys
 from pathlib import Path
 
-from loadbench.bench.server_comparison import main
+from bench_drivers.server_comparison import main
 
 if __name__ == "__main__":
     sys.exit(main(repo=Path(__file__).resolve().parents[1]))

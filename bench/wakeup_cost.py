@@ -25,16 +25,16 @@ import sys
 import time
 from pathlib import Path
 
-from loadbench import analysis
-from loadbench.bench.environment_block import environment
-from loadbench.bench.jsonl import JsonlWriter, read_jsonl
-from loadbench.bench.report_text import (
+from bench_drivers.environment_block import environment
+from bench_drivers.jsonl import JsonlWriter, read_jsonl
+from bench_drivers.report_text import (
     add_stem_args,
     command_of,
     report_head,
     stem_of,
     write_report,
 )
+from loadbench import analysis
 from loadbench.report.markdown import fmt_number, table
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from loadbench.bench import h3_handshakes
+from bench_drivers import h3_handshakes
 from loadbench.core import _core
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""loadbench.bench.handshake_proof: which generators refuse a server that signs its handshake with
+"""bench_drivers.handshake_proof: which generators refuse a server that signs its handshake with
 another key than its certificate's - checked live for loadbench, rendered for the report."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from loadbench.bench import generators, handshake_proof
+from bench_drivers import generators, handshake_proof
 
 
 def test_loadbench_refuses_the_forgery_and_answers_the_control():

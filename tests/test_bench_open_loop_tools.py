@@ -7,8 +7,8 @@ import stat
 
 import pytest
 
-from loadbench.bench.child import ChildRun
-from loadbench.bench.generators import UnsupportedMode, Wrk2, all_generators, no_batch_reads
+from bench_drivers.child import ChildRun
+from bench_drivers.generators import UnsupportedMode, Wrk2, all_generators, no_batch_reads
 
 # wrk2's output (giltene/wrk2, `-t1 -c4 -d3s -R1000 --latency`), its detailed spectrum cut short
 WRK2_OUTPUT = """Running 3s test @ http://127.0.0.1:18080/plaintext

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from loadbench.bench import environment_block, gate, repeats
-from loadbench.bench.peers import LaunchedPeer, PeerChoice, launch_peer, unavailable
+from bench_drivers import environment_block, gate, repeats
+from bench_drivers.peers import LaunchedPeer, PeerChoice, launch_peer, unavailable
 
 PEERS = Path(__file__).resolve().parent.parent / "bench" / "peers"
 
@@ -191,7 +191,7 @@ def test_h2_peers_answer_over_http2(tmp_path: Path) -> None:
     import argparse
     import subprocess
 
-    from loadbench.bench import server_comparison_h2 as server_h2_part
+    from bench_drivers import server_comparison_h2 as server_h2_part
 
     args = argparse.Namespace(
         servers=list(server_h2_part.known_servers(PEERS)), peers_dir=PEERS, beast_bin=None
@@ -403,9 +403,9 @@ def test_new_peer_runs_a_small_real_sweep(tmp_path, name):
 # -- the drivers' report labels come from the registry ---------------------------------------
 # Committed raw data (reports/*.jsonl) carries these labels and the report code reads them back:
 # a label that changes breaks every report re-made from it.
+from bench_drivers import generator_comparison, server_comparison, server_comparison_h2  # noqa: E402
+from bench_drivers.peers import registry_choices  # noqa: E402
 from loadbench import ConfigError  # noqa: E402
-from loadbench.bench import generator_comparison, server_comparison, server_comparison_h2  # noqa: E402
-from loadbench.bench.peers import registry_choices  # noqa: E402
 
 
 def _triples(choices) -> list[tuple[str, str, str]]:

@@ -1,13 +1,13 @@
-"""loadbench.bench.perf_profiles reads `perf report` right, and bench/generator_vs_peers.py --report-only
+"""bench_drivers.perf_profiles reads `perf report` right, and bench/generator_vs_peers.py --report-only
 renders the system calls per connection and the profiles - and records from before they existed."""
 
 from __future__ import annotations
 
 import json
 
-from loadbench.bench import generator_comparison as generator_vs_peers
-from loadbench.bench import perf_profiles as profiles
-from loadbench.bench import tcp_counters
+from bench_drivers import generator_comparison as generator_vs_peers
+from bench_drivers import perf_profiles as profiles
+from bench_drivers import tcp_counters
 
 SELF = """\
 # Samples: 4K of event 'cpu-clock:ppp'
@@ -179,7 +179,7 @@ def test_kernel_tcp_counters_are_read_and_divided_per_connection(tmp_path):
 
 
 def test_lean_tcp_generator_is_setup_only_and_its_rows_are_reported(tmp_path, capsys):
-    from loadbench.bench import generators
+    from bench_drivers import generators
 
     lean = generators.LoadbenchLeanTcp()
     argv = lean.argv("http://127.0.0.1:1/", 20, 5, False, tmp_path / "o.json")
@@ -233,7 +233,7 @@ def test_lean_tcp_generator_is_setup_only_and_its_rows_are_reported(tmp_path, ca
 
 
 def test_open_loop_part_holds_each_tool_against_its_own_closed_loop(tmp_path, capsys):
-    from loadbench.bench import generators
+    from bench_drivers import generators
 
     batch = generators.send_batch("1ms")
     try:

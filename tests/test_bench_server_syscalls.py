@@ -1,4 +1,4 @@
-"""bench/server_vs_peers.py (loadbench.bench.server_comparison) counts a server's own system calls (strace -c -f on its process tree)
+"""bench/server_vs_peers.py (bench_drivers.server_comparison) counts a server's own system calls (strace -c -f on its process tree)
 per new connection and per keep-alive response: the counts are per response,
 and for the Beast server a new connection costs no FIONBIO ioctl and no EPOLL_CTL_DEL (the
 accept path of cpp/core/server/accept_loop.cpp) - which the old Asio accept made every time."""
@@ -12,8 +12,8 @@ from types import SimpleNamespace
 import pytest
 
 import loadbench
-from loadbench.bench import server_comparison as server_vs_peers
-from loadbench.bench.generators import Wrk
+from bench_drivers import server_comparison as server_vs_peers
+from bench_drivers.generators import Wrk
 
 
 def test_syscall_section_renders_per_connection_and_per_response():

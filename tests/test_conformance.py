@@ -12,7 +12,7 @@ from typing import Iterator
 import pytest
 from conformance import H1_CASES, H2_CASES, H1Case, H2Case, run_h1, run_h2
 
-from loadbench.bench.peers import PeerChoice, launch_peer, unavailable
+from bench_drivers.peers import PeerChoice, launch_peer, unavailable
 from loadbench.core.server import ServerProcess
 
 PEERS = Path(__file__).resolve().parent.parent / "bench" / "peers"

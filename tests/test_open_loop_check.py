@@ -1,11 +1,11 @@
-"""bench/open_loop_vs_wrk2's report (loadbench.bench.open_loop_check.render) from hand-made raw
+"""bench/open_loop_vs_wrk2's report (bench_drivers.open_loop_check.render) from hand-made raw
 records: its table has a heading for every column its rows carry (the `before` build's two
 included), its machine line reads the runs' own windows when no load gate ran, and it names
 the raw data it was rendered from."""
 
 from __future__ import annotations
 
-from loadbench.bench.open_loop_check import render
+from bench_drivers.open_loop_check import render
 
 
 def _run(tool: str, p99_us: float, others_cpu_s: float = 0.01, by: str = "server") -> dict:

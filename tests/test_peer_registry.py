@@ -85,7 +85,7 @@ def test_the_registry_holds_beast_and_every_peer_once():
 
 
 def test_every_peer_name_the_drivers_and_the_default_sweep_use_is_a_registry_entry():
-    from loadbench.bench import generator_comparison, server_comparison, server_comparison_h2
+    from bench_drivers import generator_comparison, server_comparison, server_comparison_h2
 
     names = _names()
     used = set(server_comparison.SERVERS) | {peer for peer, _ in server_comparison_h2.SERVERS}

@@ -1,10 +1,10 @@
-"""bench/server_state.py's pieces (loadbench.bench.server_state): wrk's and h2load's printed
+"""bench/server_state.py's pieces (bench_drivers.server_state): wrk's and h2load's printed
 counts, and the report's table and verdict from hand-made records - the generators' spread in
 each state and what priming moved - with a failed run listed on one line."""
 
 from __future__ import annotations
 
-from loadbench.bench.server_state import render, responses_of
+from bench_drivers.server_state import render, responses_of
 
 WRK = """Running 4s test @ http://127.0.0.1:1/plaintext
   1 threads and 50 connections

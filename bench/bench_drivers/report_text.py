@@ -11,7 +11,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..report.markdown import table
+from loadbench.report.markdown import table
+
 from .checkout import reports_dir
 from .jsonl import read_jsonl
 

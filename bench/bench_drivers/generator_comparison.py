@@ -45,8 +45,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..core import analysis
-from ..core.sampler import window
+from loadbench.core import analysis
+from loadbench.core.sampler import window
+
 from . import generators as gl
 from . import handshake_proof
 from . import perf_profiles as profiles

@@ -1,4 +1,4 @@
-"""The markdown report of bench/generator_vs_peers.py (loadbench.bench.generator_comparison
+"""The markdown report of bench/generator_vs_peers.py (bench_drivers.generator_comparison
 runs, this writes): the keep-alive, connection-setup, system-call, profile and HTTP/2 sections."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ import argparse
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..core import _core
-from ..report.markdown import bold_best, fmt_number, table
+from loadbench.core import _core
+from loadbench.report.markdown import bold_best, fmt_number, table
+
 from . import generators as gl
 from . import handshake_proof
 from . import perf_profiles as pf

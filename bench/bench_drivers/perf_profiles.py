@@ -21,9 +21,10 @@ import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..core.profile import perf_missing, perf_path
-from ..report.markdown import fmt_number, table
-from ..sweep.targets import program_version
+from loadbench.core.profile import perf_missing, perf_path
+from loadbench.report.markdown import fmt_number, table
+from loadbench.sweep.targets import program_version
+
 from . import generators as gl
 from .repeats import summarize
 

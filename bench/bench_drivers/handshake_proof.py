@@ -17,8 +17,9 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from ..core.certificates import private_key, self_signed
-from ..report.markdown import table
+from loadbench.core.certificates import private_key, self_signed
+from loadbench.report.markdown import table
+
 from . import generators as gl
 from .checkout import repo_root
 

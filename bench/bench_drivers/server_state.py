@@ -32,9 +32,10 @@ import urllib.parse
 from pathlib import Path
 from typing import Optional
 
-from .. import run as loadbench_run
-from ..core import analysis
-from ..core.errors import LoadbenchError
+from loadbench import run as loadbench_run
+from loadbench.core import analysis
+from loadbench.core.errors import LoadbenchError
+
 from .checkout import peers_dir as default_peers_dir
 from .child import run_child, taskset
 from .environment_block import environment, machine_note
@@ -112,7 +113,7 @@ def measure(choice: PeerChoice, peers: Path, tool: str, state: str, args) -> dic
 
 
 def render(records: list[dict], env: dict, command: str, raw_name: str) -> str:
-    from ..report.markdown import table
+    from loadbench.report.markdown import table
 
     settings = {
         "Command": f"`{command}`",

@@ -6,16 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from ..sweep.registry import REGISTRY
+from loadbench.sweep.registry import REGISTRY
 
 
 def repo_root(start: Optional[Path] = None) -> Path:
     """The checkout: ``start`` when given, else the current directory when it holds
     bench/peers/peers.toml (how bench/README.md runs the drivers), else the checkout this package
-    was imported from (PYTHONPATH=python), else the current directory."""
+    lives in (bench/bench_drivers: two folders up), else the current directory."""
     if start is not None:
         return Path(start)
-    for candidate in (Path.cwd(), Path(__file__).resolve().parents[3]):
+    for candidate in (Path.cwd(), Path(__file__).resolve().parents[2]):
         if (candidate / "bench" / "peers" / REGISTRY).is_file():
             return candidate
     return Path.cwd()

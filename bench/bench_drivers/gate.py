@@ -8,8 +8,9 @@ import os
 from collections.abc import Iterable
 from typing import Any, Callable, Optional
 
-from ..core import analysis
-from ..core.gate import LoadGate
+from loadbench.core import analysis
+from loadbench.core.gate import LoadGate
+
 from .environment_block import environment
 from .jsonl import JsonlWriter
 

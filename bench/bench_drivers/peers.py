@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 from urllib.parse import urlsplit
 
-from ..core import protocols
-from ..core.errors import ConfigError, ServerError
-from ..core.sampler import Sampler
-from ..sweep.registry import REGISTRY, peer_registry, peer_target
-from ..sweep.targets import RunningServer, Target, launch
+from loadbench.core import protocols
+from loadbench.core.errors import ConfigError, ServerError
+from loadbench.core.sampler import Sampler
+from loadbench.sweep.registry import REGISTRY, peer_registry, peer_target
+from loadbench.sweep.targets import RunningServer, Target, launch
 
 
 @dataclass(frozen=True)

@@ -46,12 +46,13 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from .. import run as loadbench_run
-from ..core import analysis
-from ..core.errors import LoadbenchError
-from ..core.steady import settle
-from ..core.summary import format_us
-from ..slo.objectives import parse_objectives
+from loadbench import run as loadbench_run
+from loadbench.core import analysis
+from loadbench.core.errors import LoadbenchError
+from loadbench.core.steady import settle
+from loadbench.core.summary import format_us
+from loadbench.slo.objectives import parse_objectives
+
 from .checkout import peers_dir as default_peers_dir
 from .child import run_child, taskset
 from .environment_block import environment, machine_note
@@ -350,7 +351,7 @@ def render(
 ) -> str:
     """The report: per cell, each tool's corrected latency (median and range over the repeats),
     loadbench's verdict of who limited its runs, and whether the two agree."""
-    from ..report.markdown import table
+    from loadbench.report.markdown import table
 
     settings = {
         "Command": f"`{command}`",

@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..report.markdown import table
+from loadbench.report.markdown import table
+
 from .child import taskset
 from .environment_block import environment
 from .generators import (

@@ -8,7 +8,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from ..core import analysis
+from loadbench.core import analysis
 
 
 def add_matrix_args(p: argparse.ArgumentParser) -> None:

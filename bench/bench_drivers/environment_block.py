@@ -8,7 +8,7 @@ import os
 import time
 from typing import Optional
 
-from ..core.environment import environment as probe_environment
+from loadbench.core.environment import environment as probe_environment
 
 
 def environment() -> dict[str, str]:

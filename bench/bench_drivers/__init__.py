@@ -2,9 +2,12 @@
 them, the peers of the registry (bench/peers/peers.toml) launched and sampled, the quiet-machine
 gate, JSONL records, the environment block and the reports of the comparisons.
 
-The top layer of the package: it may import loadbench.core, loadbench.sweep and
-loadbench.report; nothing in the package imports it. The drivers are thin scripts over it, and
-the tests import it like any other module (no sys.path edits).
+It lives in the checkout, not in the loadbench wheel: every driver needs the checkout's
+bench/peers/peers.toml and writes into its reports/, which an installed package does not have.
+It imports the installed product as any user does (loadbench, loadbench.core, .sweep, .report,
+.slo); nothing in loadbench imports it. The scripts find it as their neighbour (Python puts a
+script's own folder, bench/, first on sys.path), the tests through pytest's `pythonpath = ["bench"]`
+(pyproject.toml), neither with sys.path edits.
 
   checkout          where the drivers find bench/peers and reports/
   child             a pinned child process with its own CPU time (wait4's rusage)
@@ -20,4 +23,8 @@ the tests import it like any other module (no sys.path edits).
   server_comparison, server_comparison_h2      bench/server_vs_peers.py
   generator_comparison, generator_comparison_report, perf_profiles, handshake_proof
                                                bench/generator_vs_peers.py
+  h3_generator_cost                            bench/h3_generator_cost.py
+  h3_handshakes                                bench/h3_handshakes.py
+  open_loop_check                              bench/open_loop_vs_wrk2.py
+  server_state                                 bench/server_state.py
 """

@@ -4,7 +4,7 @@ Every adapter returns the generator's OWN exact response count (never rps x dura
 measured window, parsed from the tool's most exact output mode: wrk's Lua `done` hook,
 h2load's status-code line, hey's status-code distribution, bombardier's and oha's JSON, ab's
 "Complete requests" and loadbench's --json file. The CPU the generator spent comes from
-os.wait4()'s rusage (loadbench.bench.child.run_child), the same way for every tool.
+os.wait4()'s rusage (bench_drivers.child.run_child), the same way for every tool.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..core._core import build_info
-from ..core.errors import ConfigError
-from ..core.options import check_tls_library
+from loadbench.core._core import build_info
+from loadbench.core.errors import ConfigError
+from loadbench.core.options import check_tls_library
+
 from .child import ChildRun, run_child, taskset
 from .syscalls import parse_strace_counts
 

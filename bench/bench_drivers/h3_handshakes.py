@@ -21,9 +21,10 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from ..core import _core
-from ..core.server import ServerProcess
-from ..report.markdown import table
+from loadbench.core import _core
+from loadbench.core.server import ServerProcess
+from loadbench.report.markdown import table
+
 from .child import run_child, taskset
 from .environment_block import environment
 from .jsonl import JsonlWriter, read_jsonl

@@ -24,9 +24,10 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..core.sampler import window
-from ..report.markdown import best_table
-from ..sweep.targets import program_version
+from loadbench.core.sampler import window
+from loadbench.report.markdown import best_table
+from loadbench.sweep.targets import program_version
+
 from .checkout import reports_dir
 from .child import ChildRun, run_child, taskset
 from .environment_block import environment, machine_note

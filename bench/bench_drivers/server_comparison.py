@@ -15,7 +15,7 @@ response) over http and over https (full TLS handshakes: nginx without session c
 loadbench-server `--no-tls-resumption`), the server's CPU us per new connection / handshake.
 
 `--protocol h2` runs the HTTP/2 part instead (h2load against loadbench-server h2c/h2, nginx
-http2, h2o h2c/h2, node:http2; see loadbench.bench.server_comparison_h2): reports/server-h2.md/.jsonl.
+http2, h2o h2c/h2, node:http2; see bench_drivers.server_comparison_h2): reports/server-h2.md/.jsonl.
 
 Every server is an entry of the peer registry (bench/peers/peers.toml) started with
 loadbench.sweep.targets.launch; the registry also says the label the report prints for it.
@@ -37,9 +37,10 @@ from functools import partial
 from pathlib import Path
 from typing import Optional
 
-from ..core.sampler import window
-from ..report import markdown
-from ..report.markdown import best_table, fmt_number
+from loadbench.core.sampler import window
+from loadbench.report import markdown
+from loadbench.report.markdown import best_table, fmt_number
+
 from . import server_comparison_h2
 from .checkout import peers_dir, reports_dir
 from .environment_block import environment, machine_note
@@ -76,7 +77,7 @@ def parse_args(argv: Optional[list[str]] = None, repo: Optional[Path] = None) ->
         "--protocol",
         choices=["h1", "h2"],
         default="h1",
-        help="h1: wrk, HTTP/1.1 (default); h2: h2load, HTTP/2 (loadbench.bench.server_comparison_h2)",
+        help="h1: wrk, HTTP/1.1 (default); h2: h2load, HTTP/2 (bench_drivers.server_comparison_h2)",
     )
     p.add_argument(
         "--servers",
