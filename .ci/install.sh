@@ -116,6 +116,7 @@ if [ "$extras" = test ]; then
   need_tool ip iproute2            # network namespaces: separate generator hosts on one machine
   need_tool wrk wrk                # a load tool no one here wrote (tests/test_bench_server_syscalls.py)
   need_tool strace strace          # a server's own system calls per connection (same test)
+  need_lib liburing-dev            # bench/io_uring's closed loop on io_uring (tests/test_bench_io_uring.py)
   need_tool chromium chromium      # the HTML report is checked in a real (headless) browser
   need_tool clang-format-14 clang-format-14  # the C++ style (tests/test_style.py; .clang-format is v14's)
   need_tool heaptrack heaptrack    # allocation sites (tests/test_allocations.py): heaptrack attaches
