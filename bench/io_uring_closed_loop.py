@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator
 
 import loadbench
 from bench_drivers.child import run_child, taskset
@@ -36,6 +36,7 @@ from bench_drivers.gate import add_gate_args, gate_note, kept, measure_gated, ou
 from bench_drivers.generators import Wrk
 from bench_drivers.jsonl import read_jsonl
 from bench_drivers.peers import launch_peer, registry_choices
+from bench_drivers.repeats import add_pinning_args, median_range
 from bench_drivers.report_text import (
     add_stem_args,
     command_of,
@@ -136,14 +137,6 @@ def runs(args: argparse.Namespace, binary: Path) -> Iterator[Callable[[], dict]]
                         }  # fmt: skip
 
 
-def _cell(values: list[Optional[float]], digits: int = 2) -> str:
-    usable = [v for v in values if v is not None]
-    if not usable:
-        return "n/a"
-    med = analysis.median(usable)
-    return f"{med:.{digits}f} ({min(usable):.{digits}f}-{max(usable):.{digits}f})"
-
-
 def _per_repeat_ratio(runs: list[dict], num: str, den: str) -> list[float]:
     """Each repeat's own ratio of two tools' CPU per response (their runs back to back)."""
     out = []
@@ -170,18 +163,18 @@ def render(records: list[dict], env: dict, command: str) -> str:
                     f"{server} c = {c}",
                     tool,
                     fmt_number(analysis.median([r["rps"] for r in group])),
-                    _cell([r["cpu_us_per_response"] for r in group]),
-                    _cell([r["waits_per_response"] for r in group], 3),
-                    _cell([r["server_cpu_us_per_req"] for r in group]),
+                    median_range([r["cpu_us_per_response"] for r in group]),
+                    median_range([r["waits_per_response"] for r in group], 3),
+                    median_range([r["server_cpu_us_per_req"] for r in group]),
                 ]
             )
         ratios.append(
             [
                 f"{server} c = {c}",
-                _cell(_per_repeat_ratio(cell, "uring", "epoll"), 3) + "x",
-                _cell(_per_repeat_ratio(cell, "uring-wait8", "epoll"), 3) + "x",
-                _cell(_per_repeat_ratio(cell, "loadbench", "wrk"), 3) + "x",
-                _cell(_per_repeat_ratio(cell, "epoll", "wrk"), 3) + "x",
+                median_range(_per_repeat_ratio(cell, "uring", "epoll"), 3) + "x",
+                median_range(_per_repeat_ratio(cell, "uring-wait8", "epoll"), 3) + "x",
+                median_range(_per_repeat_ratio(cell, "loadbench", "wrk"), 3) + "x",
+                median_range(_per_repeat_ratio(cell, "epoll", "wrk"), 3) + "x",
             ]
         )
     repeats = len({r["repeat"] for r in runs})
@@ -252,8 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--servers", default="beast,nginx", help="bench/peers registry servers, comma-separated"
     )
-    p.add_argument("--server-cpu", type=int, default=0)
-    p.add_argument("--generator-cpu", type=int, default=1)
+    add_pinning_args(p)
     add_stem_args(p, "io-uring-closed-loop", smoke="1 repeat of 0.5 s")
     add_gate_args(p)
     args = p.parse_args(argv)

@@ -28,6 +28,7 @@ import loadbench
 from bench_drivers.environment_block import machine_note
 from bench_drivers.gate import add_gate_args, gate_note, kept, measure_gated, outside_share
 from bench_drivers.jsonl import read_jsonl
+from bench_drivers.repeats import add_pinning_args, median_range
 from bench_drivers.report_text import (
     add_stem_args,
     command_of,
@@ -75,15 +76,6 @@ def measure(url: str, pid: int, mode: str, args: argparse.Namespace, scratch: Pa
     }
 
 
-def _cell(values: list, digits: int = 2) -> str:
-    usable = [v for v in values if v is not None]
-    if not usable:
-        return "n/a"
-    return (
-        f"{analysis.median(usable):.{digits}f} ({min(usable):.{digits}f}-{max(usable):.{digits}f})"
-    )
-
-
 def render(records: list[dict], env: dict, command: str) -> str:
     every = [r for r in records if r.get("record") == "run"]
     runs = kept(every)
@@ -102,11 +94,11 @@ def render(records: list[dict], env: dict, command: str) -> str:
             [
                 mode,
                 fmt_number(analysis.median([r["rps"] for r in group])),
-                _cell(ratio, 3) + "x" if mode != "plain" else "1",
-                _cell([r["server_cpu_us_per_req"] for r in group]),
-                _cell([r["generator_cpu_us_per_req"] for r in group]),
+                median_range(ratio, 3) + "x" if mode != "plain" else "1",
+                median_range([r["server_cpu_us_per_req"] for r in group]),
+                median_range([r["generator_cpu_us_per_req"] for r in group]),
                 fmt_number(analysis.median([r["samples"] for r in group if r.get("samples")])),
-                _cell([r["after_window_s"] for r in group], 1),
+                median_range([r["after_window_s"] for r in group], 1),
             ]
         )
     errors = sorted({r["profile_error"] for r in runs if r.get("profile_error")})
@@ -185,8 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration", type=float, default=3.0, help="seconds per window")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--connections", type=int, default=50)
-    p.add_argument("--server-cpu", type=int, default=0)
-    p.add_argument("--generator-cpu", type=int, default=1)
+    add_pinning_args(p)
     add_stem_args(p, "profile-cost", smoke="1 repeat of 0.5 s")
     add_gate_args(p)
     args = p.parse_args(argv)

@@ -30,6 +30,7 @@ from bench_drivers.environment_block import machine_note
 from bench_drivers.gate import add_gate_args, gate_note, kept, measure_gated, outside_share
 from bench_drivers.jsonl import read_jsonl
 from bench_drivers.peers import launch_peer, registry_choices
+from bench_drivers.repeats import add_pinning_args, median_range
 from bench_drivers.report_text import (
     add_stem_args,
     command_of,
@@ -93,14 +94,6 @@ def runs(args: argparse.Namespace) -> Iterator[Callable[[], dict]]:
                         }  # fmt: skip
 
 
-def _cell(values: list[float], digits: int = 2) -> str:
-    usable = [v for v in values if v is not None]
-    if not usable:
-        return "n/a"
-    med = analysis.median(usable)
-    return f"{med:.{digits}f} ({min(usable):.{digits}f}-{max(usable):.{digits}f})"
-
-
 def _server(record: dict) -> str:
     return record.get("server", "loadbench-server")  # runs recorded before --servers
 
@@ -132,9 +125,9 @@ def render(records: list[dict], env: dict, command: str) -> str:
                     name,
                     mode,
                     fmt_number(analysis.median([r["rps"] for r in group])),
-                    _cell(srv),
-                    _cell(gen),
-                    _cell([r["syscalls_per_req"] for r in group]),
+                    median_range(srv),
+                    median_range(gen),
+                    median_range([r["syscalls_per_req"] for r in group]),
                 ]
             )
         off, on = medians["off"], medians["on"]
@@ -165,8 +158,8 @@ def render(records: list[dict], env: dict, command: str) -> str:
                     name,
                     "on / off (per repeat)",
                     "",
-                    _cell([_ratio(p, "server_cpu_us_per_req") for p in pairs], 3) + "x",
-                    _cell([_ratio(p, "generator_cpu_us_per_req") for p in pairs], 3) + "x",
+                    median_range([_ratio(p, "server_cpu_us_per_req") for p in pairs], 3) + "x",
+                    median_range([_ratio(p, "generator_cpu_us_per_req") for p in pairs], 3) + "x",
                     "",
                 ]
             )
@@ -228,8 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         default="beast",
         help="bench/peers registry servers, comma-separated (default: beast, loadbench-server)",
     )
-    p.add_argument("--server-cpu", type=int, default=0)
-    p.add_argument("--generator-cpu", type=int, default=1)
+    add_pinning_args(p)
     add_stem_args(p, "syscall-counting-cost", smoke="1 repeat of 0.5 s")
     add_gate_args(p)
     args = p.parse_args(argv)

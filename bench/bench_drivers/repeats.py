@@ -11,6 +11,12 @@ from typing import Iterable, Optional
 from loadbench.core import analysis
 
 
+def add_pinning_args(p: argparse.ArgumentParser) -> None:
+    """--server-cpu and --generator-cpu: the one core each side is pinned to (0 and 1)."""
+    p.add_argument("--server-cpu", type=int, default=0)
+    p.add_argument("--generator-cpu", type=int, default=1)
+
+
 def add_matrix_args(p: argparse.ArgumentParser) -> None:
     """-c/--concurrencies, -d/--duration and -r/--repeats, as every comparison driver takes them."""
     p.add_argument(
@@ -41,3 +47,12 @@ def summarize(values: Iterable[Optional[float]]) -> Optional[Summary]:
     if spread is None:
         return None
     return Summary(spread.median, spread.min, spread.max, spread.n)
+
+
+def median_range(values: Iterable[Optional[float]], digits: int = 2) -> str:
+    """A cell of a small driver's table: "median (min-max)" of the repeats, or n/a."""
+    usable = [v for v in values if v is not None]
+    if not usable:
+        return "n/a"
+    med = analysis.median(usable)
+    return f"{med:.{digits}f} ({min(usable):.{digits}f}-{max(usable):.{digits}f})"
