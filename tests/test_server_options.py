@@ -1,4 +1,4 @@
-"""The reference server's options are declared once (cpp/core/server/options.hpp): the binary's
+"""The reference server's options are declared once (cpp/core/server/base/options.hpp): the binary's
 parser and --help, the in-process server's keywords, `loadbench serve`'s flags and
 ServerProcess's argv all come from that list, and one value is refused with one message by each
 of them."""

@@ -1,7 +1,7 @@
 // loadbench-server: the Boost.Beast reference server as its own process, so that /proc
 // shows the server's CPU time and memory alone. Prints one JSON line when listening, one
 // when stopped (SIGINT/SIGTERM, graceful), or one error line; see core/server/status_lines.
-#include "core/server/options.hpp"
+#include "core/server/base/options.hpp"
 #include "core/server/server.hpp"
 #include "core/server/status_lines.hpp"
 

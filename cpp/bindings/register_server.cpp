@@ -1,7 +1,7 @@
 // loadbench._core.Server: the Beast reference server inside the Python process (tests,
 // notebooks, quick demos). For measurement use the native binary (ServerProcess) instead.
 #include "bindings/registry.hpp"
-#include "core/server/options.hpp"
+#include "core/server/base/options.hpp"
 #include "core/server/server.hpp"
 
 #include <pybind11/stl.h>
@@ -76,7 +76,7 @@ void register_server(py::module_& m) {
             }
             return out;
         },
-        "loadbench-server's options as declared once in C++ (core/server/options.hpp): flag, keyword, kind "
+        "loadbench-server's options as declared once in C++ (core/server/base/options.hpp): flag, keyword, kind "
         "(text, path, integer, accept, on, off), min and max (integers), metavar, help, and the default as "
         "its flag would give it.");
 

@@ -1,4 +1,4 @@
-#include "core/server/counters.hpp"
+#include "core/server/base/counters.hpp"
 #include "core/server/h1/responses.hpp"
 #include "core/server/status_lines.hpp"
 

@@ -3,7 +3,7 @@
 // HTTP/2: h1/connection.hpp sniffs) for each on a worker.
 #include "core/server/net/accepted_socket.hpp"
 #include "core/server/net/asio_internals.hpp"
-#include "core/server/worker.hpp"
+#include "core/server/worker/worker.hpp"
 
 #include <boost/asio/basic_socket.hpp>
 #include <boost/asio/io_context.hpp>

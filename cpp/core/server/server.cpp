@@ -4,7 +4,7 @@
 #include "core/server/h3/h3_endpoint.hpp"
 #include "core/server/h3/h3_session.hpp"
 #include "core/server/tls/tls_context.hpp"
-#include "core/server/worker.hpp"
+#include "core/server/worker/worker.hpp"
 
 #include <boost/asio/ssl/context.hpp>
 

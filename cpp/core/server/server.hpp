@@ -1,8 +1,8 @@
 #pragma once
 // The Beast reference server as a whole: workers, listeners (HTTP and/or HTTPS), TLS
 // context, start/stop and counters. Used by the native binary and by loadbench._core.Server.
-#include "core/server/config.hpp"
-#include "core/server/counters.hpp"
+#include "core/server/base/config.hpp"
+#include "core/server/base/counters.hpp"
 #include "core/server/net/listener.hpp"
 #include "core/server/net/unix_listener.hpp"
 

@@ -1,7 +1,7 @@
 #pragma once
 // The machine-readable lines the native server prints on stdout (one JSON object per line):
 // ready (listening), error (could not start), stopped (graceful exit, with counters).
-#include "core/server/counters.hpp"
+#include "core/server/base/counters.hpp"
 
 #include <cstdint>
 #include <optional>

@@ -9,7 +9,7 @@
 //  - the first bytes out are a SETTINGS frame carrying our MAX_CONCURRENT_STREAMS;
 //  - after a fatal receive, the session still terminates (nothing left to read or write
 //    once its GOAWAY was drained), so a connection never spins.
-#include "core/server/config.hpp"
+#include "core/server/base/config.hpp"
 #include "core/server/h2/h2_session.hpp"
 #include "core/server/app/handler_context.hpp"
 

@@ -24,7 +24,7 @@
 //    or QPACK error code; flow-control credit given back never exceeds the bytes received, and
 //    equals them on a stream that ended cleanly (else the client's window would shrink for good);
 //  - one drain writes a bounded amount, and next_stream_data() runs dry (never spins).
-#include "core/server/config.hpp"
+#include "core/server/base/config.hpp"
 #include "core/server/h3/h3_application.hpp"
 #include "core/server/app/handler_context.hpp"
 #include "core/server/app/routes.hpp"

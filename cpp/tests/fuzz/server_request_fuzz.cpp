@@ -8,7 +8,7 @@
 //  - a full read buffer is always made progress on (otherwise the session would read zero
 //    bytes forever: a spinning connection);
 //  - every output starts with a status line.
-#include "core/server/config.hpp"
+#include "core/server/base/config.hpp"
 #include "core/server/h1/request_processor.hpp"
 #include "core/server/app/handler_context.hpp"
 

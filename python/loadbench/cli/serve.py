@@ -1,7 +1,7 @@
 """`loadbench serve`: run the native Beast reference server in the foreground.
 
 Its flags are the `loadbench-server` binary's, as the binary declares them
-(core/server/options.hpp, through :func:`loadbench.core.server.server_options`), plus --cpus to
+(core/server/base/options.hpp, through :func:`loadbench.core.server.server_options`), plus --cpus to
 pin it and --allocations. Ctrl-C (or SIGTERM)
 stops it gracefully and prints what it served.
 """
@@ -66,7 +66,7 @@ SHORT = {"--workers": "-w"}
 
 
 def _add_option(p: argparse.ArgumentParser, option: dict) -> None:
-    """One flag of the binary (core/server/options.hpp, via server_options()), as the binary
+    """One flag of the binary (core/server/base/options.hpp, via server_options()), as the binary
     reads it; its range is checked once, by the binary, whose message names the flag."""
     names = [option["flag"], *([SHORT[option["flag"]]] if option["flag"] in SHORT else [])]
     kind, help_text = option["kind"], option["help"]

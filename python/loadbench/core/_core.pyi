@@ -4,7 +4,7 @@ from typing import Any, Optional
 
 def build_info() -> dict[str, str]: ...
 def server_options() -> list[dict[str, Any]]:
-    """loadbench-server's options, declared once (cpp/core/server/options.hpp)."""
+    """loadbench-server's options, declared once (cpp/core/server/base/options.hpp)."""
 
 class Server:
     """Boost.Beast HTTP/1.1 + nghttp2 HTTP/2 reference server running in this process on its own threads."""

@@ -35,7 +35,7 @@ from .process import die_with_parent
 
 
 def server_options() -> list[dict[str, Any]]:
-    """The binary's options as it declares them once (cpp/core/server/options.hpp): flag,
+    """The binary's options as it declares them once (cpp/core/server/base/options.hpp): flag,
     keyword (a ServerProcess field, a `loadbench serve` flag's dest), kind (text, path, integer,
     accept, on, off), min, max, metavar, help and default. ServerProcess's argv and `loadbench
     serve`'s flags come from it; the binary checks every value (range and message) itself."""

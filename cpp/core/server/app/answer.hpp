@@ -2,7 +2,7 @@
 // The protocol-neutral answer to a request: what a route (or a limit) yields, before any
 // protocol turns it into bytes. HTTP/1.1 (RequestProcessor) and HTTP/2 (Http2Session) each
 // encode it their own way; routing and counting are the same for both.
-#include "core/server/counters.hpp"
+#include "core/server/base/counters.hpp"
 #include "core/server/app/routes.hpp"
 
 #include <cstdint>

@@ -7,8 +7,8 @@
 // Protocol sessions (RequestProcessor for HTTP/1.1, Http2Session) take this narrow context
 // instead of the whole Worker, so a test or a fuzzer builds one without event loops or
 // sockets. The worker owns one and is its only writer (one thread).
-#include "core/server/config.hpp"
-#include "core/server/counters.hpp"
+#include "core/server/base/config.hpp"
+#include "core/server/base/counters.hpp"
 #include "core/server/app/http_date.hpp"
 
 #include <chrono>

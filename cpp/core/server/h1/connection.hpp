@@ -20,11 +20,11 @@
 // Writing, closing, lingering and the TLS shutdown are ConnectionLifecycle's (shared with
 // HTTP/2); this file keeps HTTP/1.1: the handshake, ALPN and the h2 preface, reading,
 // answering, and when to close.
-#include "core/server/connection_lifecycle.hpp"
+#include "core/server/worker/connection_lifecycle.hpp"
 #include "core/server/h2/h2_connection.hpp"
 #include "core/server/h1/request_processor.hpp"
 #include "core/server/net/streams.hpp"
-#include "core/server/worker.hpp"
+#include "core/server/worker/worker.hpp"
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/steady_timer.hpp>

@@ -13,10 +13,10 @@
 // previous one has left; nghttp2 produces DATA only inside the client's flow-control windows;
 // at most --h2-max-streams streams are served at once; and while a write is stuck with frames
 // queued behind it, reading stops - so a client that never reads costs a bounded amount.
-#include "core/server/connection_lifecycle.hpp"
+#include "core/server/worker/connection_lifecycle.hpp"
 #include "core/server/h2/h2_session.hpp"
 #include "core/server/net/streams.hpp"
-#include "core/server/worker.hpp"
+#include "core/server/worker/worker.hpp"
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/steady_timer.hpp>

@@ -18,7 +18,7 @@
 // (One shared socket, or connected sockets per 4-tuple, would avoid that at the cost of a
 // lock or a hand-off per datagram, or a socket per connection.)
 #include "core/server/h3/h3_session.hpp"
-#include "core/server/worker.hpp"
+#include "core/server/worker/worker.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>

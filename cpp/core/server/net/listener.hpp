@@ -1,7 +1,7 @@
 #pragma once
 // Listening sockets: resolve the host, bind (one socket per worker with SO_REUSEPORT, or a
 // single shared one), and turn "address already in use" into one clear message.
-#include "core/server/config.hpp"
+#include "core/server/base/config.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>

@@ -1,6 +1,6 @@
 #include "core/server/tls/tls_context.hpp"
 
-#include "core/server/config.hpp"
+#include "core/server/base/config.hpp"
 
 #include <openssl/ec.h>
 #include <openssl/err.h>

@@ -8,8 +8,8 @@
 // worker and never the other way round.
 #include "core/server/net/asio_internals.hpp"
 #include "core/server/net/buffer_pool.hpp"
-#include "core/server/config.hpp"
-#include "core/server/counters.hpp"
+#include "core/server/base/config.hpp"
+#include "core/server/base/counters.hpp"
 #include "core/server/app/handler_context.hpp"
 #include "core/server/net/socket.hpp"
 

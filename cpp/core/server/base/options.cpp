@@ -1,4 +1,4 @@
-#include "core/server/options.hpp"
+#include "core/server/base/options.hpp"
 
 #include <algorithm>
 #include <charconv>

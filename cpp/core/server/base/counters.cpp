@@ -1,4 +1,4 @@
-#include "core/server/counters.hpp"
+#include "core/server/base/counters.hpp"
 
 namespace loadbench::server {
 

@@ -14,7 +14,7 @@
 //   on       a switch that sets the field true; off: one that sets it false (--no-http): the
 //            keyword is the field's own sense (http=False is --no-http)
 // The default is the field's initializer in ServerConfig (config.hpp).
-#include "core/server/config.hpp"
+#include "core/server/base/config.hpp"
 
 #include <cstdint>
 #include <string>

@@ -21,7 +21,7 @@
 #include <utility>
 
 #include "core/server/net/streams.hpp"
-#include "core/server/worker.hpp"
+#include "core/server/worker/worker.hpp"
 
 namespace loadbench::server {
 

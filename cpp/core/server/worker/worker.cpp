@@ -1,4 +1,4 @@
-#include "core/server/worker.hpp"
+#include "core/server/worker/worker.hpp"
 
 #include <boost/asio/post.hpp>
 

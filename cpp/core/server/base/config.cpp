@@ -1,4 +1,4 @@
-#include "core/server/config.hpp"
+#include "core/server/base/config.hpp"
 
 #include <sys/un.h>
 
