@@ -1,6 +1,6 @@
 """A run's schema is written once across the C++/Python boundary (issue 26).
 
-- The engine's counters are one list (LOADBENCH_COUNTERS in core/generator/config.hpp): the
+- The engine's counters are one list (LOADBENCH_COUNTERS in core/generator/base/config.hpp): the
   struct fields, their merge and their Python binding come from it, and loadbench.Result carries
   any counter of it into the JSON without a line of Python per counter.
 - The engine's config and result structs are bound as classes, field by field; run(), the CLI,
@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def declared_counters() -> list[str]:
-    text = (REPO / "cpp/core/generator/config.hpp").read_text()
+    text = (REPO / "cpp/core/generator/base/config.hpp").read_text()
     block = text[text.index("#define LOADBENCH_COUNTERS(X)") : text.index("struct Measurements")]
     return re.findall(r"X\((\w+),", block)
 
@@ -92,8 +92,8 @@ def test_a_counter_lives_in_four_files_besides_its_readers():
         # a bench driver reading a run's JSON, as any consumer of the result does (the QUIC
         # handshake benchmark reports how many resumed)
         "bench/bench_drivers/h3_handshakes.py",
-        "cpp/core/generator/config.hpp",
-        "cpp/core/generator/recorder.hpp",
+        "cpp/core/generator/base/config.hpp",
+        "cpp/core/generator/base/recorder.hpp",
         "python/loadbench/core/result.py",
         "python/loadbench/core/summary.py",
     ]

@@ -114,9 +114,9 @@ void register_generator(py::module_& m) {
 
     // What a run is asked to do: the engine's own struct, field by field, and ENGINE_OPTIONS -
     // (name, default, help) per option, in declaration order - from the one declaration
-    // (LOADBENCH_ENGINE_OPTIONS in core/generator/config.hpp). loadbench.core.options.RunOptions
+    // (LOADBENCH_ENGINE_OPTIONS in core/generator/base/config.hpp). loadbench.core.options.RunOptions
     // fills the struct and takes its pass-through options' defaults and help from the list.
-    py::class_<EngineConfig> config(m, "EngineConfig", "A run's configuration (core/generator/config.hpp)");
+    py::class_<EngineConfig> config(m, "EngineConfig", "A run's configuration (core/generator/base/config.hpp)");
     config.def(py::init<>());
 #define LOADBENCH_BIND_ENGINE_OPTION(type, name, value, help) config.def_readwrite(#name, &EngineConfig::name, help);
     LOADBENCH_ENGINE_OPTIONS(LOADBENCH_BIND_ENGINE_OPTION)
@@ -133,7 +133,7 @@ void register_generator(py::module_& m) {
 
     // What the run measured: the engine's own structs, read-only.
     auto measurements =
-        py::class_<generator::Measurements>(m, "Measurements", "What a run measured (core/generator/config.hpp)")
+        py::class_<generator::Measurements>(m, "Measurements", "What a run measured (core/generator/base/config.hpp)")
             .def_readonly("latency_us", &generator::Measurements::latency_us)
             .def_readonly("latency_uncorrected_us", &generator::Measurements::latency_uncorrected_us)
             .def_readonly("lateness_us", &generator::Measurements::lateness_us)
@@ -195,7 +195,7 @@ void register_generator(py::module_& m) {
     m.attr("COUNTERS") = counter_names();
     m.attr("PHASES") = phase_names();
 
-    py::class_<generator::RunResult>(m, "RunResult", "A finished run (core/generator/config.hpp)")
+    py::class_<generator::RunResult>(m, "RunResult", "A finished run (core/generator/base/config.hpp)")
         .def_readonly("totals", &generator::RunResult::totals)
         .def_readonly("interval_s", &generator::RunResult::interval_s)
         .def_readonly("duration_s", &generator::RunResult::duration_s)

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "core/generator/loop/event_loop.hpp"
-#include "core/generator/plan.hpp"
+#include "core/generator/base/plan.hpp"
 
 using loadbench::generator::EventLoop;
 using loadbench::generator::monotonic_ns;

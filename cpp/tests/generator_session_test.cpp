@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/generator/sessions/http1_session.hpp"
-#include "core/generator/recorder.hpp"
+#include "core/generator/base/recorder.hpp"
 #include "core/generator/loop/scheduler.hpp"
 
 using namespace loadbench::generator;

@@ -1,7 +1,7 @@
 // The plain transport's arrival times (batch_reads): a read is timed by when its bytes reached
 // the kernel, so an open loop that reads responses only when it next wakes to send still
 // measures each one's latency to its last byte, not to the loop's coming.
-#include "core/generator/plan.hpp"
+#include "core/generator/base/plan.hpp"
 #include "core/generator/transports/transport.hpp"
 
 #include <arpa/inet.h>

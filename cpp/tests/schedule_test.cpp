@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/generator/schedule.hpp"
+#include "core/generator/base/schedule.hpp"
 
 using loadbench::generator::ArrivalSchedule;
 

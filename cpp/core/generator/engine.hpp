@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/generator/config.hpp"
+#include "core/generator/base/config.hpp"
 #include "core/generator/transports/transport.hpp"
-#include "core/generator/plan.hpp"
+#include "core/generator/base/plan.hpp"
 #include "core/generator/loop/worker.hpp"
 
 namespace loadbench::generator {

@@ -136,7 +136,7 @@ class RequestTemplate:
 
 class EngineConfig:
     """A run's configuration, field by field (LOADBENCH_ENGINE_OPTIONS in
-    core/generator/config.hpp; tests/test_core_stub.py holds this list to it)."""
+    core/generator/base/config.hpp; tests/test_core_stub.py holds this list to it)."""
 
     url: str
     unix_socket: str
@@ -184,11 +184,11 @@ class HdrHistogram:
     min: int
     max: int
 
-# The engine's plain counters, in order (LOADBENCH_COUNTERS in core/generator/config.hpp); each is
+# The engine's plain counters, in order (LOADBENCH_COUNTERS in core/generator/base/config.hpp); each is
 # an int attribute of Measurements.
 COUNTERS: tuple[str, ...]
 # (name, doc) of every phase a request's or a new connection's time is split into, in order
-# (LOADBENCH_PHASES in core/generator/config.hpp): Measurements.phases_us holds one histogram each.
+# (LOADBENCH_PHASES in core/generator/base/config.hpp): Measurements.phases_us holds one histogram each.
 PHASES: tuple[tuple[str, str], ...]
 
 class Measurements:

@@ -5,7 +5,7 @@
     options.engine_config(url)              # the native engine's EngineConfig, field by field
 
 An option the engine takes unchanged is declared once, in C++ (LOADBENCH_ENGINE_OPTIONS in
-core/generator/config.hpp: type, name, default, help), and named here by ``engine_option``: its
+core/generator/base/config.hpp: type, name, default, help), and named here by ``engine_option``: its
 default and help come from that declaration, and its EngineConfig assignment, its key in the
 result's ``config`` block, its `run`/`capacity` flag (cli/_load_flags.py) and its key in a sweep's
 ``[run]`` table all follow from the one line. The options Python translates (protocol ->
@@ -81,7 +81,7 @@ def option(default: Any, help: str, kind: str) -> Any:
 
 
 # The engine's options as C++ declares them (LOADBENCH_ENGINE_OPTIONS in
-# core/generator/config.hpp): name -> (default, help).
+# core/generator/base/config.hpp): name -> (default, help).
 ENGINE_OPTIONS = {name: (default, help) for name, default, help in _core.ENGINE_OPTIONS}
 
 
@@ -401,7 +401,7 @@ class RunOptions:
         return templates
 
     def engine_config(self, url: str) -> Any:
-        """The native engine's EngineConfig for ``url`` (core/generator/config.hpp)."""
+        """The native engine's EngineConfig for ``url`` (core/generator/base/config.hpp)."""
         if not isinstance(url, str) or not url:
             raise ConfigError("a URL is required, e.g. http://127.0.0.1:8080/")
         c = _core.EngineConfig()

@@ -1,5 +1,5 @@
 """Where a request's time goes: the phases the engine splits it into (LOADBENCH_PHASES in
-core/generator/config.hpp), each an exact HDR histogram in microseconds under the window's rules.
+core/generator/base/config.hpp), each an exact HDR histogram in microseconds under the window's rules.
 
 Per new connection: connect (TCP), tls_full / tls_resume (TLS over TCP), quic_full /
 quic_resume (QUIC's handshake, its TLS 1.3 included). Per response: write (its request's first

@@ -121,7 +121,7 @@ class LatencyHistogram:
         )
 
 
-# The engine's plain counters, in its order (core/generator/config.hpp, LOADBENCH_COUNTERS):
+# The engine's plain counters, in its order (core/generator/base/config.hpp, LOADBENCH_COUNTERS):
 # responses, unfinished, bytes_read, ..., late_sends. A Result holds them in `counters` and
 # answers each as an attribute (r.goaways); a counter the engine gains appears in the JSON by
 # itself, after the ones LAYOUT places.

@@ -8,7 +8,7 @@ and the closed loop's active connections (docs/run.md, "Connections schedule").
 A schedule is the run's total rate, piecewise linear between (time, rate) points; two points at
 one time are an instant step, and `steps` is a schedule of flat stages. Time 0 is the measured
 window's start, the warm-up runs at the first rate, and the window ends at the last point. Each
-stretch between two times is a stage, measured on its own. The engine (core/generator/schedule.hpp,
+stretch between two times is a stage, measured on its own. The engine (core/generator/base/schedule.hpp,
 RateCurve) places the arrivals and checks the points' ranges; this module reads the text and
 computes what the result shows beside the measurements: a span's target (the rate's integral over
 it) and the stages.

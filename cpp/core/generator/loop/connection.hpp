@@ -7,10 +7,10 @@
 #include <memory>
 #include <string>
 
-#include "core/generator/config.hpp"
+#include "core/generator/base/config.hpp"
 #include "core/generator/loop/event_loop.hpp"
-#include "core/generator/plan.hpp"
-#include "core/generator/recorder.hpp"
+#include "core/generator/base/plan.hpp"
+#include "core/generator/base/recorder.hpp"
 #include "core/generator/sessions/session.hpp"
 #include "core/generator/transports/transport.hpp"
 

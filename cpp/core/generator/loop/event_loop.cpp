@@ -8,7 +8,7 @@
 #include <cstring>
 #include <functional>
 
-#include "core/generator/plan.hpp"
+#include "core/generator/base/plan.hpp"
 
 namespace loadbench::generator {
 

@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/generator/plan.hpp"
+#include "core/generator/base/plan.hpp"
 #include "core/generator/sessions/session.hpp"
 
 namespace loadbench::generator {

@@ -13,8 +13,8 @@
 
 #include "core/generator/loop/connection.hpp"
 #include "core/generator/loop/event_loop.hpp"
-#include "core/generator/plan.hpp"
-#include "core/generator/recorder.hpp"
+#include "core/generator/base/plan.hpp"
+#include "core/generator/base/recorder.hpp"
 #include "core/generator/quic/udp_drops.hpp"
 #include "core/generator/loop/scheduler.hpp"
 

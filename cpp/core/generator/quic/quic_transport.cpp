@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/generator/plan.hpp"
+#include "core/generator/base/plan.hpp"
 #include "core/generator/quic/quic_callbacks.hpp"
 #include "core/http/quic_tls.hpp"
 

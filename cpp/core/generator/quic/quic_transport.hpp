@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/generator/request.hpp"
+#include "core/generator/base/request.hpp"
 
 namespace loadbench::generator {
 

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/generator/plan.hpp"
+#include "core/generator/base/plan.hpp"
 #include "core/generator/sessions/session.hpp"
 #include "core/http/request_template.hpp"
 

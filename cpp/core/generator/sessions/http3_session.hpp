@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/generator/plan.hpp"
+#include "core/generator/base/plan.hpp"
 #include "core/generator/quic/quic_transport.hpp"
 #include "core/generator/sessions/session.hpp"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/generator/request.hpp"
+#include "core/generator/base/request.hpp"
 
 namespace loadbench::generator {
 

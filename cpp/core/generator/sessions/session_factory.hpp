@@ -3,7 +3,7 @@
 // on: the Connection that holds them names no protocol.
 #include <memory>
 
-#include "core/generator/plan.hpp"
+#include "core/generator/base/plan.hpp"
 #include "core/generator/quic/quic_transport.hpp"
 #include "core/generator/sessions/session.hpp"
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/generator/config.hpp"
-#include "core/generator/plan.hpp"
-#include "core/generator/request.hpp"
+#include "core/generator/base/config.hpp"
+#include "core/generator/base/plan.hpp"
+#include "core/generator/base/request.hpp"
 #include "core/stats/timeline.hpp"
 
 namespace loadbench::generator {

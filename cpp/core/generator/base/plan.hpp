@@ -9,12 +9,13 @@
 #include <utility>
 #include <vector>
 
-#include "core/generator/config.hpp"
-#include "core/generator/schedule.hpp"
-#include "core/generator/transports/transport.hpp"
+#include "core/generator/base/config.hpp"
+#include "core/generator/base/schedule.hpp"
 #include "core/http/url.hpp"
 
 namespace loadbench::generator {
+
+class TlsContext;  // transports/transport.hpp: a layer above the plan, which only points at it
 
 // CLOCK_MONOTONIC in nanoseconds (vDSO: no system call).
 int64_t monotonic_ns() noexcept;

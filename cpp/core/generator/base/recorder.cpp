@@ -1,4 +1,4 @@
-#include "core/generator/recorder.hpp"
+#include "core/generator/base/recorder.hpp"
 
 namespace loadbench::generator {
 
