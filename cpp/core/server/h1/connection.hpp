@@ -18,8 +18,10 @@
 //  - the worker owns the connection (intrusive list); handlers capture a raw `this`, and the
 //    connection deletes itself only when no operation is pending.
 // Writing, closing, lingering and the TLS shutdown are ConnectionLifecycle's (shared with
-// HTTP/2); this file keeps HTTP/1.1: the handshake, ALPN and the h2 preface, reading,
-// answering, and when to close.
+// HTTP/2; reached as this->write(), this->close(), ...); the state they share is
+// ConnectionBase's. This file keeps HTTP/1.1: the handshake, ALPN and the h2 preface,
+// reading, answering, and when to close.
+#include "core/server/worker/connection_base.hpp"
 #include "core/server/worker/connection_lifecycle.hpp"
 #include "core/server/h2/h2_connection.hpp"
 #include "core/server/h1/request_processor.hpp"
@@ -40,7 +42,7 @@
 namespace loadbench::server {
 
 template <class Stream>
-class Connection final : public ConnectionLifecycle<Connection<Stream>, Stream> {
+class Connection final : public ConnectionBase, private ConnectionLifecycle<Connection<Stream>, Stream> {
     using Lifecycle = ConnectionLifecycle<Connection<Stream>, Stream>;
 
 public:
@@ -48,7 +50,7 @@ public:
     static_assert(read_buffer_size == Worker::read_buffer_size, "the worker lends buffers of this size");
 
     Connection(Worker& worker, ServerSocket socket, boost::asio::ssl::context* tls)
-        : Lifecycle(worker, std::move(socket), tls), edge_read_(*this) {
+        : ConnectionBase(worker), stream_(std::move(socket), tls), edge_read_(*this) {
         protocol_known_ = !worker.config().h2;
     }
 
@@ -63,7 +65,7 @@ public:
             pending_ += 1;
             stream_.tls().async_handshake(boost::asio::ssl::stream_base::server, [this](boost::beast::error_code ec) {
                 pending_ -= 1;
-                if (!closed_ && ec) close();
+                if (!closed_ && ec) this->close();
                 if (!closed_) after_handshake();
                 finish_handler();
             });
@@ -78,26 +80,17 @@ public:
 
     void begin_shutdown() override {
         // Idle = waiting for the first byte of a next request; anything else is in flight.
-        if (reading_ && !requests_.in_request() && in_begin_ == in_end_ && !lingering_) close();
+        if (reading_ && !requests_.in_request() && in_begin_ == in_end_ && !lingering_) this->close();
+        finish_handler();
+    }
+
+    void expire() override {
+        this->close();
         finish_handler();
     }
 
 private:
     friend Lifecycle;
-    using Lifecycle::close;
-    using Lifecycle::closed_;
-    using Lifecycle::deadline_;
-    using Lifecycle::finish_handler;
-    using Lifecycle::header_timeout;
-    using Lifecycle::idle_timeout;
-    using Lifecycle::lingering_;
-    using Lifecycle::no_deadline;
-    using Lifecycle::pending_;
-    using Lifecycle::reading_;
-    using Lifecycle::stream_;
-    using Lifecycle::worker_;
-    using Lifecycle::writing_;
-    using typename Lifecycle::error_code;
 
     // --- buffers -----------------------------------------------------------------------
     void take_input() {
@@ -186,7 +179,7 @@ private:
             if (lingering_) {
                 this->lingering_read_done(ec);
             } else if (ec) {
-                close();
+                this->close();
             } else {
                 in_end_ += n;
                 last_read_drained_ = n < read_asked_;  // a short read: the socket was empty
@@ -264,7 +257,7 @@ private:
             pending_ -= 1;
             if (!closed_) {
                 if (ec) {
-                    close();
+                    this->close();
                 } else {
                     take_output();
                     requests_.finish_delay(worker_.context(), out_);
@@ -318,7 +311,7 @@ private:
             // connection) are saved. Anything else (an error answer, a pipelined request
             // after the close) still lingers so the last response is not lost to a reset.
             if (requests_.closes_after_complete_request() && !unread_input_ && last_read_drained_) {
-                close();
+                this->close();
                 return;
             }
         }
@@ -335,10 +328,11 @@ private:
         if (delay_timer_) delay_timer_->cancel();
     }
 
-    // The flags first: they fill ConnectionLifecycle's tail padding (C10k memory).
+    // The flags first: they fill ConnectionBase's tail padding (C10k memory).
     bool unread_input_ = false;       // input dropped unanswered at the close (drop_unread_input)
     bool last_read_drained_ = false;  // the last read returned fewer bytes than asked for
     bool protocol_known_ = true;      // false until the first bytes (or ALPN) said HTTP/1.1 or h2
+    Stream stream_;                   // ConnectionLifecycle writes and closes through it too
     // Plain TCP reads go through a preallocated reactor operation (see edge_read.hpp).
     [[no_unique_address]] std::conditional_t<Stream::is_tls, NoEdgeRead, PlainRead> edge_read_;
     char* in_ = nullptr;  // from worker_.read_buffers(), read_buffer_size bytes; null while idle

@@ -7,12 +7,14 @@
 // A Connection (HTTP/1.1) that sees the preface, or ALPN "h2", hands its socket and the bytes
 // it already read over to this class (Worker::hand_over). Lifetime rules are the same as
 // Connection's: the worker owns it; it deletes itself when closed and nothing is pending.
-// Writing, closing, lingering and the TLS shutdown are ConnectionLifecycle's.
+// Writing, closing, lingering and the TLS shutdown are ConnectionLifecycle's (this->write(),
+// this->close(), ...); the state they share is ConnectionBase's.
 //
 // Bounded buffering: at most one write chunk (write_chunk bytes) is produced before the
 // previous one has left; nghttp2 produces DATA only inside the client's flow-control windows;
 // at most --h2-max-streams streams are served at once; and while a write is stuck with frames
 // queued behind it, reading stops - so a client that never reads costs a bounded amount.
+#include "core/server/worker/connection_base.hpp"
 #include "core/server/worker/connection_lifecycle.hpp"
 #include "core/server/h2/h2_session.hpp"
 #include "core/server/net/streams.hpp"
@@ -27,7 +29,7 @@
 namespace loadbench::server {
 
 template <class Stream>
-class Http2Connection final : public ConnectionLifecycle<Http2Connection<Stream>, Stream> {
+class Http2Connection final : public ConnectionBase, private ConnectionLifecycle<Http2Connection<Stream>, Stream> {
     using Lifecycle = ConnectionLifecycle<Http2Connection<Stream>, Stream>;
 
 public:
@@ -36,7 +38,8 @@ public:
 
     // `already` = bytes the HTTP/1.1 connection read before it knew (the preface, maybe more).
     Http2Connection(Worker& worker, Stream&& stream, const char* already, std::size_t size)
-        : Lifecycle(worker, std::move(stream)),
+        : ConnectionBase(worker),
+          stream_(std::move(stream)),
           session_(worker.context()),
           in_(new char[read_buffer_size]),
           delay_timer_(worker.io()),
@@ -61,21 +64,13 @@ public:
         finish_handler();
     }
 
+    void expire() override {
+        this->close();
+        finish_handler();
+    }
+
 private:
     friend Lifecycle;
-    using typename Lifecycle::error_code;
-    using clock = ConnectionBase::clock;
-    using Lifecycle::close;
-    using Lifecycle::closed_;
-    using Lifecycle::deadline_;
-    using Lifecycle::finish_handler;
-    using Lifecycle::lingering_;
-    using Lifecycle::no_deadline;
-    using Lifecycle::pending_;
-    using Lifecycle::reading_;
-    using Lifecycle::stream_;
-    using Lifecycle::worker_;
-    using Lifecycle::writing_;
 
     // After every event: write what the session has, arm /delay timers, keep a read going,
     // set the deadline - or close once the session is done and everything was written.
@@ -98,12 +93,12 @@ private:
 
     void update_deadline() {
         if (session_.streams_awaiting_headers() > 0) {
-            deadline_ = session_.headers_since() + this->header_timeout();
+            deadline_ = session_.headers_since() + header_timeout();
         } else if (session_.delayed_streams() > 0 && !writing_) {
             deadline_ = no_deadline;  // the server, not the client, is what we wait for
         } else {
             // Idle connection, a body that must keep moving, or a write the client must take.
-            deadline_ = worker_.now() + this->idle_timeout();
+            deadline_ = worker_.now() + idle_timeout();
         }
     }
 
@@ -120,7 +115,7 @@ private:
             if (lingering_) {
                 this->lingering_read_done(ec);
             } else if (ec) {
-                close();  // the client went away (or reset): nothing left to answer to
+                this->close();  // the client went away (or reset): nothing left to answer to
             } else {
                 if (!session_.receive(in_.get(), n)) fatal_ = true;
                 pump();
@@ -183,9 +178,10 @@ private:
 
     void on_close() { delay_timer_.cancel(); }
 
-    // The flags first: they fill ConnectionLifecycle's tail padding.
+    // The flags first: they fill ConnectionBase's tail padding.
     bool timer_pending_ = false;
     bool fatal_ = false;
+    Stream stream_;  // ConnectionLifecycle writes and closes through it too
     Http2Session session_;
     std::unique_ptr<char[]> in_;
     std::string out_;

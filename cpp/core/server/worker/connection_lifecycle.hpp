@@ -1,16 +1,23 @@
 #pragma once
-// What every server connection does the same way, whatever its protocol: own the stream,
+// What every server connection does the same way with its stream, whatever its protocol:
 // write a buffer out, close, close gracefully (our FIN or TLS close_notify, then a bounded
-// wait for the client's), and delete itself once closed with nothing pending. Connection
-// (HTTP/1.1) and Http2Connection (HTTP/2) derive from it and keep only their protocol.
+// wait for the client's), and run the TLS shutdown. Connection (HTTP/1.1) and
+// Http2Connection (HTTP/2) take it as a mixin and keep only their protocol.
 //
-// A CRTP base, not virtual calls: the write on the keep-alive path and its completion reach
+// A CRTP mixin, not virtual calls: the write on the keep-alive path and its completion reach
 // the protocol (Derived::on_written) as direct, inlinable calls, as when each connection
-// wrote its own. Derived provides, as private members with this class a friend:
+// wrote its own. The state it works on is the connection's own: Derived derives directly from
+// ConnectionBase (connection_base.hpp: the flags, the deadline, finish_handler) - which keeps
+// those names plain in the connection's code - and provides, as private members with this
+// class a friend:
+//   Stream stream_;
 //   void on_written();        // the whole buffer given to write() has left (async path)
 //   void read_discarding();   // start a read whose bytes are dropped (plain TCP lingering)
 //   void on_close();          // cancel the protocol's own timers
-// and calls, from every completion handler it owns, finish_handler() last.
+// and calls, from every completion handler it owns, finish_handler() last. This class is a
+// dependent base of Derived: Derived calls its members as this->write(), this->close(), ...
+#include "core/server/worker/connection_base.hpp"
+
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -18,39 +25,19 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
-#include <utility>
-
-#include "core/server/net/streams.hpp"
-#include "core/server/worker/worker.hpp"
+#include <type_traits>
 
 namespace loadbench::server {
 
 template <class Derived, class Stream>
-class ConnectionLifecycle : public ConnectionBase {
+class ConnectionLifecycle {
+    using error_code = boost::system::error_code;
+
 public:
     // How long a graceful close waits for the client to close too.
     static constexpr auto linger_time = std::chrono::seconds(1);
 
-    // Deadline passed (slowloris, idle keep-alive, stuck write, lingering client): close now.
-    void expire() override {
-        close();
-        finish_handler();
-    }
-
 protected:
-    using error_code = boost::system::error_code;
-
-    template <class... StreamArgs>
-    explicit ConnectionLifecycle(Worker& worker, StreamArgs&&... stream_args)
-        : ConnectionBase(worker), stream_(std::forward<StreamArgs>(stream_args)...) {}
-
-    std::chrono::milliseconds header_timeout() const {
-        return std::chrono::milliseconds(worker_.config().header_timeout_ms);
-    }
-    std::chrono::milliseconds idle_timeout() const {
-        return std::chrono::milliseconds(worker_.config().idle_timeout_ms);
-    }
-
     // Writes `out`, which stays untouched until Derived::on_written(). Plain TCP tries the
     // send right here first: it almost always takes everything, which saves the reactor round
     // trip and handler dispatch of an async_write. True: all of it left now (no handler
@@ -58,20 +45,21 @@ protected:
     // idle timeout), or the send failed and the connection is closed. `send_flags` go with the
     // synchronous send only (e.g. MSG_MORE); a rest written later goes without them.
     bool write(const std::string& out, [[maybe_unused]] int send_flags = 0) {
+        Derived& self = derived();
         std::size_t already_sent = 0;
         if constexpr (!Stream::is_tls) {
             error_code ec;
-            already_sent = stream_.tcp().send(boost::asio::buffer(out), send_flags, ec);
+            already_sent = self.stream_.tcp().send(boost::asio::buffer(out), send_flags, ec);
             if (ec && ec != boost::asio::error::would_block && ec != boost::asio::error::try_again) {
                 close();
                 return false;
             }
             if (!ec && already_sent == out.size()) return true;
         }
-        deadline_ = worker_.now() + idle_timeout();  // a client that stops reading is dropped
-        writing_ = true;
-        stream_.async_write(boost::asio::buffer(out.data() + already_sent, out.size() - already_sent),
-                            [this](error_code ec, std::size_t) { on_write(ec); });
+        self.deadline_ = self.worker_.now() + self.idle_timeout();  // a client that stops reading is dropped
+        self.writing_ = true;
+        self.stream_.async_write(boost::asio::buffer(out.data() + already_sent, out.size() - already_sent),
+                                 [this](error_code ec, std::size_t) { on_write(ec); });
         return false;
     }
 
@@ -79,19 +67,20 @@ protected:
     // close_notify (TLS), then read and discard until the client closes too, bounded by
     // linger_time, so that unread input does not turn our last bytes into a reset.
     void linger_close() {
-        lingering_ = true;
-        deadline_ = worker_.now() + linger_time;
+        Derived& self = derived();
+        self.lingering_ = true;
+        self.deadline_ = self.worker_.now() + linger_time;
         if constexpr (Stream::is_tls) {
-            if (reading_) {
+            if (self.reading_) {
                 error_code ignored;
-                stream_.tcp().cancel(ignored);  // lingering_read_done starts the TLS shutdown
+                self.stream_.tcp().cancel(ignored);  // lingering_read_done starts the TLS shutdown
             } else {
                 start_tls_shutdown();
             }
         } else {
             error_code ignored;
-            stream_.tcp().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
-            if (!reading_) derived().read_discarding();
+            self.stream_.tcp().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
+            if (!self.reading_) self.read_discarding();
         }
     }
 
@@ -107,50 +96,44 @@ protected:
     }
 
     void close() {
-        if (closed_) return;
-        closed_ = true;
+        Derived& self = derived();
+        if (self.closed_) return;
+        self.closed_ = true;
         error_code ignored;
-        stream_.tcp().close(ignored);  // pending operations complete with operation_aborted
-        derived().on_close();
+        self.stream_.tcp().close(ignored);  // pending operations complete with operation_aborted
+        self.on_close();
     }
-
-    // Called last in every completion handler: the connection is deleted once closed and idle.
-    void finish_handler() {
-        if (closed_ && !reading_ && !writing_ && pending_ == 0) worker_.destroy(this);
-    }
-
-    Stream stream_;
-    // Operations in flight other than the read and the write: handshake, timers, TLS shutdown.
-    int pending_ = 0;
-    bool reading_ = false;
-    bool writing_ = false;
-    bool closed_ = false;
-    bool lingering_ = false;  // linger_close() was called: our FIN or close_notify is on its way
 
 private:
-    Derived& derived() { return static_cast<Derived&>(*this); }
+    Derived& derived() {
+        static_assert(std::is_base_of_v<ConnectionBase, Derived>, "a connection derives from ConnectionBase");
+        return static_cast<Derived&>(*this);
+    }
 
     void on_write(error_code ec) {
-        writing_ = false;
-        if (!closed_) {
+        Derived& self = derived();
+        self.writing_ = false;
+        if (!self.closed_) {
             if (ec) {
                 close();
             } else {
-                derived().on_written();
+                self.on_written();
             }
         }
-        finish_handler();
+        self.finish_handler();
     }
 
     // TLS: close_notify once, then close (whatever the client answers, or after linger_time).
     void start_tls_shutdown() {
-        if (tls_shutdown_started_ || closed_) return;
+        Derived& self = derived();
+        if (tls_shutdown_started_ || self.closed_) return;
         tls_shutdown_started_ = true;
-        pending_ += 1;
-        stream_.tls().async_shutdown([this](error_code) {
-            pending_ -= 1;
-            if (!closed_) close();
-            finish_handler();
+        self.pending_ += 1;
+        self.stream_.tls().async_shutdown([this](error_code) {
+            Derived& connection = derived();
+            connection.pending_ -= 1;
+            if (!connection.closed_) close();
+            connection.finish_handler();
         });
     }
 

@@ -1,4 +1,5 @@
 #include "core/server/worker/worker.hpp"
+#include "core/server/worker/connection_base.hpp"
 
 #include <boost/asio/post.hpp>
 

@@ -24,8 +24,6 @@
 
 namespace loadbench::server {
 
-class Worker;
-
 // What a worker runs besides its connections: a listener's accept loop, an HTTP/3 endpoint.
 class WorkerService {
 public:
@@ -35,35 +33,7 @@ public:
     virtual void begin_shutdown() = 0;
 };
 
-// What the worker needs from a connection, whatever its stream type. Connections live in an
-// intrusive list so that the housekeeping tick can enforce deadlines without a timer per
-// connection (arming an Asio timer per request costs a timerfd system call).
-class ConnectionBase {
-public:
-    using clock = std::chrono::steady_clock;
-    static constexpr clock::time_point no_deadline = clock::time_point::max();
-
-    explicit ConnectionBase(Worker& worker) : worker_(worker) {}
-    virtual ~ConnectionBase() = default;
-    ConnectionBase(const ConnectionBase&) = delete;
-    ConnectionBase& operator=(const ConnectionBase&) = delete;
-
-    virtual void start() = 0;
-    // Deadline passed (slowloris, idle keep-alive, stuck write): close now.
-    virtual void expire() = 0;
-    // The server is stopping: close if idle, otherwise finish the request in flight first.
-    virtual void begin_shutdown() = 0;
-
-    clock::time_point deadline() const { return deadline_; }
-
-protected:
-    friend class Worker;
-    Worker& worker_;
-    clock::time_point deadline_ = no_deadline;
-    bool handed_over_ = false;  // its socket went on in another connection (HTTP/2 upgrade)
-    ConnectionBase* prev_ = nullptr;
-    ConnectionBase* next_ = nullptr;
-};
+class ConnectionBase;  // connection_base.hpp; the worker holds its connections by pointer only
 
 class Worker {
 public:
