@@ -43,6 +43,20 @@ def test_streams_beyond_the_limit_are_refused_before_and_after_settings_ack(serv
     assert stopped["h2"]["streams_refused"] == 5 and stopped["requests"]["delay"] == 8, stopped
 
 
+def test_streams_the_client_resets_are_counted(server_factory) -> None:
+    server = server_factory()
+    c = H2Client(server.http_port)
+    sids = [c.request("/delay?ms=300") for _ in range(5)]
+    for sid in sids[:3]:  # the client gives up on three of them (a cancelled request)
+        c.conn.reset_stream(sid)
+    c.flush()
+    c.read_until(lambda: all(c.finished(s) for s in sids[3:]))
+    assert [c.streams[s].status for s in sids[3:]] == [200, 200]
+    c.close()
+    stopped = server.stop()
+    assert stopped["h2"]["resets_received"] == 3 and stopped["h2"]["streams"] == 5, stopped
+
+
 def test_h2_max_requests_sends_goaway_after_n_streams(server_factory) -> None:
     server = server_factory(h2_max_requests=3)
     c = H2Client(server.http_port)

@@ -41,7 +41,8 @@ std::string_view to_string(RequestKind kind);
     X(h2, streams, stream, "request streams accepted")                                               \
     X(h2, requests, request, "responses sent over h2")                                               \
     X(h2, streams_refused, stream_refused, "RST_STREAM REFUSED_STREAM sent (over the stream limit)") \
-    X(h2, goaways, goaway, "GOAWAY frames sent (shutdown, --h2-max-requests, errors)")
+    X(h2, goaways, goaway, "GOAWAY frames sent (shutdown, --h2-max-requests, errors)")               \
+    X(h2, resets_received, reset_received, "RST_STREAM frames received (clients cancelling; rapid reset)")
 
 // HTTP/3: QUIC connections on the UDP port (their responses count per route too).
 #define LOADBENCH_SERVER_H3_COUNTERS(X)                                                    \

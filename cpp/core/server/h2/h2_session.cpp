@@ -101,6 +101,7 @@ struct Http2Session::Callbacks {
 
     static int on_frame_recv(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
         Http2Session& s = self(user_data);
+        if (frame->hd.type == NGHTTP2_RST_STREAM) s.ctx_.counters.h2_reset_received();
         Stream* st = stream(session, frame->hd.stream_id);
         if (!st) return 0;
         const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
