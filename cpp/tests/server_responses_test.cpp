@@ -66,8 +66,10 @@ TEST(StatusLines, ReadyErrorStopped) {
     EXPECT_EQ(total.h1_connections(), 1u);
     const auto with_h2 = stopped_line(total);
     EXPECT_NE(with_h2.find(R"("h1":{"connections":1,"requests":2})"), std::string::npos) << with_h2;
-    EXPECT_NE(with_h2.find(R"("h2":{"connections":1,"streams":1,"requests":1,"streams_refused":0,"goaways":1},)"),
-              std::string::npos)
+    EXPECT_NE(
+        with_h2.find(
+            R"("h2":{"connections":1,"streams":1,"requests":1,"streams_refused":0,"goaways":1,"resets_received":0},)"),
+        std::string::npos)
         << with_h2;
     // HTTP/3 connections and responses are neither h1 nor h2 (h1 is what is left).
     b.connection_opened();
