@@ -34,15 +34,14 @@ from bench_drivers.child import run_child, taskset
 from bench_drivers.environment_block import machine_note
 from bench_drivers.gate import add_gate_args, gate_note, kept, measure_gated, outside_share
 from bench_drivers.generators import Wrk
-from bench_drivers.jsonl import read_jsonl
 from bench_drivers.peers import launch_peer, registry_choices
 from bench_drivers.repeats import add_pinning_args, median_range
 from bench_drivers.report_text import (
     add_stem_args,
     command_of,
+    report_from_raw,
     report_head,
     stem_of,
-    write_report,
 )
 from loadbench import analysis
 from loadbench.core.sampler import Sampler
@@ -257,9 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             binary = build(Path(tmp))
             command = command_of("bench/io_uring_closed_loop.py", argv)
             measure_gated(args, raw, command, runs(args, binary))
-    records, env, command = read_jsonl(raw)
-    write_report(raw.with_suffix(".md"), render(records, env, command))
-    print(raw.with_suffix(".md"))
+    report_from_raw(raw, render)
     return 0
 
 

@@ -27,14 +27,13 @@ from typing import Callable, Iterator
 import loadbench
 from bench_drivers.environment_block import machine_note
 from bench_drivers.gate import add_gate_args, gate_note, kept, measure_gated, outside_share
-from bench_drivers.jsonl import read_jsonl
 from bench_drivers.repeats import add_pinning_args, median_range
 from bench_drivers.report_text import (
     add_stem_args,
     command_of,
+    report_from_raw,
     report_head,
     stem_of,
-    write_report,
 )
 from loadbench import analysis
 from loadbench.core.server import ServerProcess
@@ -186,9 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     raw = stem_of(args, REPO, "profile-cost").with_suffix(".jsonl")
     if not args.report_only:
         measure_gated(args, raw, command_of("bench/profile_cost.py", argv), runs(args))
-    records, env, command = read_jsonl(raw)
-    write_report(raw.with_suffix(".md"), render(records, env, command))
-    print(raw.with_suffix(".md"))
+    report_from_raw(raw, render)
     return 0
 
 

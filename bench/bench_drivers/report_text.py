@@ -67,6 +67,16 @@ def rewrite_report(report: Path, raw: Path, render: Callable[..., str]) -> None:
     print(f"wrote {report}")
 
 
+def report_from_raw(raw: Path, render: Callable[[list, dict, str], str]) -> Path:
+    """A small driver's last step, after measuring or with --report-only: STEM.md rendered from
+    its raw STEM.jsonl (``render`` takes the records, the environment and the command)."""
+    records, env, command = read_jsonl(raw)
+    report = raw.with_suffix(".md")
+    write_report(report, render(records, env, command))
+    print(report)
+    return report
+
+
 def add_stem_args(parser: argparse.ArgumentParser, default_stem: str, smoke: str) -> None:
     """A small driver's --out STEM (STEM.md and its raw STEM.jsonl), --smoke (``smoke`` says
     what it shortens to) and --report-only."""
