@@ -54,10 +54,9 @@ def plan_shards(shards: int, run_kwargs: dict[str, Any]) -> list[Shard]:
         raise ConfigError(
             f"{shards} shards need at least {shards} requests (one each), not {requests}"
         )
-    rate: Optional[float] = run_kwargs.get("rate")
     shape = options.schedule_points
-    if shape is not None:
-        rate = shape[0][1]  # the rate the shards' sends interleave at from the start
+    # the rate the shards' sends interleave at from the start (None: a closed loop)
+    rate: Optional[float] = shape[0][1] if shape is not None else options.rate
     max_conn: Optional[int] = run_kwargs.get("max_connections")
     max_parts = split_exact(max_conn, shards) if max_conn is not None else [None] * shards
     seed = int(run_kwargs.get("seed", 1))
@@ -77,9 +76,9 @@ def plan_shards(shards: int, run_kwargs: dict[str, Any]) -> list[Shard]:
             kw["seed"] = seed + i  # independent Poisson streams, reproducible from the one seed
             if max_conn is not None:
                 kw["max_connections"] = max(max_parts[i], conn_parts[i])
-        if run_kwargs.get("connections_schedule") is not None:
+        if options.connections_schedule is not None:
             kw["connections_schedule"] = [
-                (t, split_exact(int(n), shards)[i]) for t, n in options.connections_schedule or []
+                (t, split_exact(int(n), shards)[i]) for t, n in options.connections_schedule
             ]
             kw.pop("connections", None)  # the shard's schedule sets its count
         offset = 0.0

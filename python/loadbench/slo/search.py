@@ -161,6 +161,7 @@ def capacity(
     shard its share of the rate on one clock). A step that lost part of its generator (a shard's
     worker died) stops the search with outcome "stopped", the steps before it kept."""
     objectives = parse_objectives([slo] if isinstance(slo, str) else list(slo))
+    runner = run if runner is None else runner
     hold = step if hold is None else hold
     _checked_settings(
         run_options,
@@ -219,7 +220,7 @@ def capacity(
         options = {**run_options, "max_connections": pool}
         reruns = 0
         while True:
-            result = (runner or run)(
+            result = runner(
                 url,
                 rate=rate,
                 duration=hold if phase == "confirm" else step,
