@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Would io_uring make the generator cheaper? (issue 45: "io_uring, tried and measured") The
-same keep-alive HTTP/1.1 closed loop written twice in bench/io_uring/closed_loop.cpp - on epoll
+same keep-alive HTTP/1.1 closed loop written twice in bench/io_uring/http1_loop.cpp - on epoll
 with read()/write(), and on io_uring with a multishot receive per connection into provided
 buffers, a whole batch's sends in one submit, registered files and sends that post no
 completion - beside wrk and loadbench's own engine, in one run against the same servers.
@@ -48,7 +48,7 @@ from loadbench.core.sampler import Sampler
 from loadbench.report.markdown import fmt_number, table
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCE = REPO / "bench" / "io_uring" / "closed_loop.cpp"
+SOURCE = REPO / "bench" / "io_uring" / "http1_loop.cpp"
 # uring-wait8: each wait returns at 8 completions or after 100 us - fewer, larger batches
 PROTOTYPE_MODES = ("epoll", "uring", "uring-wait8")
 TOOLS = (*PROTOTYPE_MODES, "wrk", "loadbench")
@@ -66,7 +66,7 @@ WARMUP_S = 0.3
 
 def build(folder: Path) -> Path:
     """The prototype, compiled for this run (nothing built is committed)."""
-    binary = folder / "closed_loop"
+    binary = folder / "http1_loop"
     cxx = shutil.which("g++")
     if cxx is None:
         raise SystemExit("io_uring_closed_loop: g++ is not installed (apt-get install g++)")
@@ -83,16 +83,26 @@ def build(folder: Path) -> Path:
     return binary
 
 
+def prototype_run(
+    binary: Path, mode: str, url: str, c: int, seconds: float, cpu: int, *rate_and_batch: float
+) -> dict:
+    """One run of the prototype in MODE, pinned to `cpu`: its JSON line (an open loop when a
+    rate, and optionally a send batch in us, are given)."""
+    host_port = url.split("//", 1)[1].split("/", 1)[0]
+    host, port = host_port.rsplit(":", 1)
+    argv = [str(binary), mode, host, port, "/plaintext", str(c), str(WARMUP_S), str(seconds)]
+    child = run_child(
+        taskset([cpu]) + argv + [str(x) for x in rate_and_batch], timeout_s=seconds + 30
+    )
+    if child.returncode != 0:
+        raise RuntimeError(f"http1_loop {mode}: {child.stderr.strip()[-400:]}")
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
 def _tool_run(tool: str, url: str, c: int, seconds: float, cpu: int, binary: Path) -> dict:
     """One run of one tool: its responses, window and own CPU."""
     if tool in PROTOTYPE_MODES:
-        host_port = url.split("//", 1)[1].split("/", 1)[0]
-        host, port = host_port.rsplit(":", 1)
-        argv = [str(binary), tool, host, port, "/plaintext", str(c), str(WARMUP_S), str(seconds)]
-        child = run_child(taskset([cpu]) + argv, timeout_s=seconds + 30)
-        if child.returncode != 0:
-            raise RuntimeError(f"closed_loop {tool}: {child.stderr.strip()[-400:]}")
-        out = json.loads(child.stdout.strip().splitlines()[-1])
+        out = prototype_run(binary, tool, url, c, seconds, cpu)
         # the window's CPU (the prototype reads its rusage at the window's edges)
         return {"responses": out["responses"], "seconds": out["seconds"], "cpu_s": out["cpu_s"],
                 "waits": out["batches"]}  # fmt: skip
@@ -108,12 +118,20 @@ def _tool_run(tool: str, url: str, c: int, seconds: float, cpu: int, binary: Pat
             "waits": r.counters.get("wakeups")}  # fmt: skip
 
 
-def measure(peer, tool: str, c: int, args: argparse.Namespace, binary: Path) -> dict:
+def sampled(peer, one_run: Callable[[], dict]) -> tuple[dict, dict]:
+    """one_run()'s result, and the server's CPU window around it (per response)."""
     sampler = Sampler(peer.pid, syscalls=False)
     before = sampler.snapshot()
-    run = _tool_run(tool, peer.url("/plaintext"), c, args.duration, args.generator_cpu, binary)
+    run = one_run()
     after = sampler.snapshot()
-    window = loadbench.sampler.window(before, after, run["responses"])
+    return run, loadbench.sampler.window(before, after, run["responses"])
+
+
+def measure(peer, tool: str, c: int, args: argparse.Namespace, binary: Path) -> dict:
+    url = peer.url("/plaintext")
+    run, window = sampled(
+        peer, lambda: _tool_run(tool, url, c, args.duration, args.generator_cpu, binary)
+    )
     return {
         "outside_share": outside_share(window, run["cpu_s"]),
         "tool": tool,
@@ -128,24 +146,33 @@ def measure(peer, tool: str, c: int, args: argparse.Namespace, binary: Path) -> 
     }
 
 
-def runs(args: argparse.Namespace, binary: Path) -> Iterator[Callable[[], dict]]:
+def rotations(
+    args: argparse.Namespace, tools: list[str]
+) -> Iterator[tuple[int, list[str], object]]:
+    """(repeat, the tools in this repeat's order, a running server) for every repeat and server
+    in --servers: repeats outermost, each server started once per repeat, pinned, and the tools'
+    order rotating by one each repeat so drift hits every tool alike."""
     peers_dir = REPO / "bench" / "peers"
     choices = registry_choices([(p, "http") for p in args.servers.split(",")], peers_dir)
-    tools = [t for t in TOOLS if t != "wrk" or Wrk().available]
     for repeat in range(1, args.repeats + 1):
         shift = (repeat - 1) % len(tools)
-        order = tools[shift:] + tools[:shift]  # drift hits every tool alike
         for choice in choices:
             with launch_peer(choice, cpus=[args.server_cpu], peers_dir=peers_dir) as peer:
-                for c in (int(x) for x in args.connections.split(",")):
-                    for tool in order:
-                        yield lambda tool=tool, c=c, peer=peer, repeat=repeat: {
-                            "record": "run", "repeat": repeat, "server": peer.name,
-                            **measure(peer, tool, c, args, binary),
-                        }  # fmt: skip
+                yield repeat, tools[shift:] + tools[:shift], peer
 
 
-def _per_repeat_ratio(runs: list[dict], num: str, den: str) -> list[float]:
+def runs(args: argparse.Namespace, binary: Path) -> Iterator[Callable[[], dict]]:
+    tools = [t for t in TOOLS if t != "wrk" or Wrk().available]
+    for repeat, order, peer in rotations(args, tools):
+        for c in (int(x) for x in args.connections.split(",")):
+            for tool in order:
+                yield lambda tool=tool, c=c, peer=peer, repeat=repeat: {
+                    "record": "run", "repeat": repeat, "server": peer.name,
+                    **measure(peer, tool, c, args, binary),
+                }  # fmt: skip
+
+
+def per_repeat_ratio(runs: list[dict], num: str, den: str) -> list[float]:
     """Each repeat's own ratio of two tools' CPU per response (their runs back to back)."""
     out = []
     for repeat in sorted({r["repeat"] for r in runs}):
@@ -178,15 +205,10 @@ def render(records: list[dict], env: dict, command: str) -> str:
             )
         ratios.append(
             [f"{server} c = {c}"]
-            + [median_range(_per_repeat_ratio(cell, a, b), 3) + "x" for a, b in RATIOS]
+            + [median_range(per_repeat_ratio(cell, a, b), 3) + "x" for a, b in RATIOS]
         )
     repeats = len({r["repeat"] for r in runs})
-    first = runs[0].get("gate") or {} if runs else {}
-    env = {
-        **env,
-        "Machine": machine_note(runs[0].get("load1_at_start", 0.0) if runs else 0.0, first),
-        "Load gate": gate_note(runs[0], every) if runs else "n/a",
-    }
+    env = with_gate_notes(env, runs, every)
     lines = report_head(
         "io_uring against epoll for the closed loop",
         "`bench/io_uring_closed_loop.py`",
@@ -195,7 +217,7 @@ def render(records: list[dict], env: dict, command: str) -> str:
             "Servers": ", ".join(sorted({r["server"] for r in runs}))
             + " (bench/peers registry), one worker each, pinned to CPU 0",
             "Load": "HTTP/1.1 keep-alive, GET /plaintext, one generator thread pinned to CPU 1",
-            "Tools": "epoll / uring: bench/io_uring/closed_loop.cpp's two loops (the same "
+            "Tools": "epoll / uring: bench/io_uring/http1_loop.cpp's two loops (the same "
             "parser and counting; uring: multishot recv into 1024 provided 4 KiB buffers, "
             "registered files and ring fd, sends without completions, SINGLE_ISSUER + "
             "DEFER_TASKRUN, one submit-and-wait per batch; uring-wait8: a wait returns at 8 "
@@ -238,27 +260,59 @@ def render(records: list[dict], env: dict, command: str) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def with_gate_notes(env: dict, runs: list[dict], every: list[dict]) -> dict:
+    """The environment block with the machine's load and the gate's verdict over the runs kept
+    (`runs`) out of all measured (`every`)."""
+    first = runs[0].get("gate") or {} if runs else {}
+    return {
+        **env,
+        "Machine": machine_note(runs[0].get("load1_at_start", 0.0) if runs else 0.0, first),
+        "Load gate": gate_note(runs[0], every) if runs else "n/a",
+    }
+
+
+def measure_and_report(
+    args: argparse.Namespace,
+    argv: list[str] | None,
+    script: str,
+    stem: str,
+    runs: Callable[[argparse.Namespace, Path], Iterator[Callable[[], dict]]],
+    render: Callable[[list, dict, str], str],
+) -> None:
+    """An io_uring driver's last steps: the prototype built for this run, `runs` measured behind
+    the load gate into STEM.jsonl (unless --report-only; its command as `script` was given
+    `argv`), STEM.md rendered from it."""
+    raw = stem_of(args, REPO, stem).with_suffix(".jsonl")
+    if not args.report_only:
+        with tempfile.TemporaryDirectory(prefix="io-uring-") as tmp:
+            binary = build(Path(tmp))
+            measure_gated(args, raw, command_of(script, argv), runs(args, binary))
+    report_from_raw(raw, render)
+
+
+def parse_args(p: argparse.ArgumentParser, argv: list[str] | None, stem: str) -> argparse.Namespace:
+    """An io_uring driver's arguments: its own, already in `p`, and the ones both share."""
     p.add_argument("--duration", type=float, default=5.0, help="seconds per run")
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--connections", default="10,50,200")
     p.add_argument(
         "--servers", default="beast,nginx", help="bench/peers registry servers, comma-separated"
     )
     add_pinning_args(p)
-    add_stem_args(p, "io-uring-closed-loop", smoke="1 repeat of 0.5 s")
+    add_stem_args(p, stem, smoke="1 repeat of 0.5 s")
     add_gate_args(p)
     args = p.parse_args(argv)
     if args.smoke:
         args.duration, args.repeats = 0.5, 1
-    raw = stem_of(args, REPO, "io-uring-closed-loop").with_suffix(".jsonl")
-    if not args.report_only:
-        with tempfile.TemporaryDirectory(prefix="io-uring-") as tmp:
-            binary = build(Path(tmp))
-            command = command_of("bench/io_uring_closed_loop.py", argv)
-            measure_gated(args, raw, command, runs(args, binary))
-    report_from_raw(raw, render)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--connections", default="10,50,200")
+    args = parse_args(p, argv, "io-uring-closed-loop")
+    measure_and_report(
+        args, argv, "bench/io_uring_closed_loop.py", "io-uring-closed-loop", runs, render
+    )
     return 0
 
 
