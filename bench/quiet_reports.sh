@@ -9,7 +9,9 @@
 #   BEFORE_PYTHON=/path/venv/bin/python bash bench/quiet_reports.sh
 #       ... and measure an older loadbench build beside this one in the generator comparison
 #       (BEFORE_NOTE says what it is, e.g. its commit)
-#   ONLY="memory sweep" bash bench/quiet_reports.sh   # a subset: generators memory servers contention h3 modes sweep wrk2
+#   ONLY="memory sweep" bash bench/quiet_reports.sh   # a subset: generators memory servers contention h3 modes sweep wrk2 open-loop
+#   ONLY=open-loop WRK2=/path/to/wrk2/wrk bash bench/quiet_reports.sh
+#       ... issue 45's open-loop figures only (~35 min; not in the default set)
 #   CAPACITIES=reports/SWEEP ONLY=capacities WRK2=... bash bench/quiet_reports.sh
 #       ... only wrk2 at the capacities of a committed sweep (issue 42's check of them)
 #   SWEEPS=2 ONLY="sweep wrk2" WRK2=/path/to/wrk2/wrk bash bench/quiet_reports.sh
@@ -126,4 +128,18 @@ if want wrk2 || want capacities; then
         --out reports/open-loop-vs-wrk2-fresh.md
     fi
   fi
+fi
+if want open-loop; then
+  # Issue 45: the open loop's wake-ups. The same schedule on epoll, on io_uring and with a tick
+  # (bench/io_uring/http1_loop.cpp) beside the engine; the engine's send batches beside oha and
+  # wrk2 at 10 000 and 50 000 req/s in one run; one thread's on-time ceiling at the capacity
+  # search's 100 us send batch.
+  settle io-uring-open-loop
+  "$PY" bench/io_uring_open_loop.py
+  settle generator-open-loop-tick
+  "$PY" bench/generator_vs_peers.py --only-open-loop \
+    --open-generators loadbench,loadbench-send-batch-100us,loadbench-send-batch-1ms,oha,wrk2 \
+    --open-rates 10000,50000 --open-fractions '' -c 50 --out reports/generator-open-loop-tick
+  settle open-loop-ceiling-100us
+  "$PY" bench/open_loop_ceiling.py --send-batch-us 100 --out reports/open-loop-ceiling-100us
 fi
