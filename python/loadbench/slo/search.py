@@ -116,6 +116,10 @@ def _checked_settings(run_options: dict, checks: dict) -> None:
 MAX_SEND_BATCH_S = 100e-6
 
 
+class _StepNotJudged(LoadbenchError):
+    """A step whose run sent only part of its rate (a shard's worker lost): the search stops."""
+
+
 def search_send_batch(objectives: Sequence[Objective]) -> float:
     """Seconds the search's open loop may hold a due send for the ones due after it."""
     tightest = min((o.limit for o in objectives if o.is_latency), default=None)
@@ -231,7 +235,7 @@ def capacity(
             )
             lost = (result.extras.get("cluster") or {}).get("error")
             if lost:  # it sent part of its rate only: not a verdict on the server
-                raise LoadbenchError(f"the step at {rate:,.0f} req/s lost a generator: {lost}")
+                raise _StepNotJudged(f"the step at {rate:,.0f} req/s lost a generator: {lost}")
             outside = outside_of(result, os.cpu_count())
             quiet = outside is None or outside <= contended_share
             if quiet or result.interrupted or reruns >= contended_reruns:
@@ -256,9 +260,7 @@ def capacity(
         start = max(min_rate, settled.rps / 2)
     try:
         _search(found, measure, float(start), growth, precision, repeats, max_steps, min_rate)
-    except ConfigError:
-        raise
-    except LoadbenchError as exc:  # a run that could not be judged: say it, keep the steps
+    except _StepNotJudged as exc:  # say why, keep the steps
         found.outcome, found.stopped_by = "stopped", str(exc)
         found.lower_bound = max((s.rate for s in found.steps if s.passed), default=None)
     return found
