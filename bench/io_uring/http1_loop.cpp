@@ -196,17 +196,21 @@ void run_epoll(const std::vector<int>& fds, const std::string& request, Window& 
     auto write_on = [&](std::size_t i) {
         if (write(fds[i], request.data(), request.size()) < 0) die("write", errno);
     };
+    // a connection free for the next request: closed, it sends at once; open, it waits for one due
+    auto ready = [&](std::size_t i) {
+        if (open) {
+            open->idle.push_back(i);
+        } else {
+            write_on(i);
+        }
+    };
     for (std::size_t i = 0; i < fds.size(); ++i) {
         fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
         epoll_event ev{};
         ev.events = EPOLLIN | EPOLLET;
         ev.data.u64 = i;
         epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev);
-        if (open) {
-            open->idle.push_back(i);
-        } else {
-            write_on(i);
-        }
+        ready(i);
     }
     std::vector<epoll_event> events(256);
     char buf[16384];
@@ -234,13 +238,7 @@ void run_epoll(const std::vector<int>& fds, const std::string& request, Window& 
                 const ssize_t got = read(fds[i], buf, sizeof buf);
                 if (got > 0) {
                     const int done = counters[i].feed(buf, static_cast<std::size_t>(got));
-                    for (int k = 0; k < done; ++k) {
-                        if (open) {
-                            open->idle.push_back(i);
-                        } else {
-                            write_on(i);
-                        }
-                    }
+                    for (int k = 0; k < done; ++k) ready(i);
                     answered += done;
                     if (static_cast<std::size_t>(got) < sizeof buf) break;  // drained
                 } else if (got == 0) {
@@ -315,14 +313,17 @@ void run_uring(const std::vector<int>& fds, const std::string& request, Window& 
         sqe->flags |= IOSQE_FIXED_FILE | IOSQE_CQE_SKIP_SUCCESS;  // a completion only on failure
         io_uring_sqe_set_data64(sqe, (1ULL << 63) | i);
     };
-    std::vector<ResponseCounter> counters(fds.size());
-    for (std::size_t i = 0; i < fds.size(); ++i) {
-        arm_recv(i);
+    auto ready = [&](std::size_t i) {  // as in run_epoll
         if (open) {
             open->idle.push_back(i);
         } else {
             send_request(i);
         }
+    };
+    std::vector<ResponseCounter> counters(fds.size());
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+        arm_recv(i);
+        ready(i);
     }
     for (;;) {
         if (open) {
@@ -364,13 +365,7 @@ void run_uring(const std::vector<int>& fds, const std::string& request, Window& 
             const unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
             const char* data = storage.data() + static_cast<std::size_t>(bid) * kBufferSize;
             const int done = counters[i].feed(data, static_cast<std::size_t>(cqe->res));
-            for (int k = 0; k < done; ++k) {
-                if (open) {
-                    open->idle.push_back(i);
-                } else {
-                    send_request(i);
-                }
-            }
+            for (int k = 0; k < done; ++k) ready(i);
             answered += done;
             io_uring_buf_ring_add(br, const_cast<char*>(data), kBufferSize, static_cast<unsigned short>(bid), mask,
                                   static_cast<int>(returned));
