@@ -3,12 +3,17 @@ costs exactly COST_MS of CPU (a busy loop), one at a time, so pinned to one core
 most 1000 / COST_MS requests per second (a little less: parsing and writing cost too).
 
     python3 tests/fixed_cost_server.py PORT_FILE COST_MS [STALL_AFTER_S STALL_MS] [--cold N:MS]
+                                       [--listen PORT] [--alternate COUNTER_FILE:MS]
 
 writes its port to PORT_FILE once listening. With STALL_AFTER_S and STALL_MS it freezes once,
 for STALL_MS, STALL_AFTER_S seconds after its first request (a GC pause, a blocked disk write).
 With --cold N:MS its cost per request falls linearly from MS to COST_MS over its first N
 requests (a JIT runtime compiling its hot path as it runs): its throughput climbs all along
-them, and it is steady only after them.
+them, and it is steady only after them. With --listen it binds PORT instead of a free one (a
+sweep's command target passes its {port}). With --alternate every second process started on
+the same COUNTER_FILE costs MS instead of COST_MS (the 1st, 3rd, ... COST_MS; the 2nd, 4th, ...
+MS): a server whose speed changes from one fresh process to the next, as CPython's does
+(reports/server-modes.md).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import selectors
 import socket
 import sys
 import time
+from pathlib import Path
 
 RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
 
@@ -38,10 +44,26 @@ def main() -> None:
         cold_left, cold_cost = int(n), float(ms) / 1000
         del args[i : i + 2]
     cold_total = max(cold_left, 1)
+    listen = 0
+    if "--listen" in args:
+        i = args.index("--listen")
+        listen = int(args[i + 1])
+        del args[i : i + 2]
+    alternate = None
+    if "--alternate" in args:
+        i = args.index("--alternate")
+        alternate = args[i + 1].rsplit(":", 1)
+        del args[i : i + 2]
     port_file, cost = args[0], float(args[1]) / 1000
+    if alternate is not None:
+        counter = Path(alternate[0])
+        started = int(counter.read_text() or 0) if counter.exists() else 0
+        counter.write_text(str(started + 1))
+        if started % 2:
+            cost = float(alternate[1]) / 1000
     stall_after = float(args[2]) if len(args) > 2 else None
     stall = float(args[3]) / 1000 if len(args) > 3 else 0.0
-    listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
+    listener = socket.create_server(("127.0.0.1", listen), backlog=1024)
     listener.setblocking(False)
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ, None)

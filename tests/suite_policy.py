@@ -153,6 +153,13 @@ SERIAL: dict[str, str] = {
     "tests/test_capacity.py::test_a_backlog_built_in_the_warm_up_is_dropped_not_charged_to_the_window": (
         "its window must be the warm server's: a neighbour's load on CPU 0 slows it to a queue"
     ),
+    "tests/test_replication.py::test_*_process*": (
+        "its sweeps' servers are pinned to CPU 0 and judged on their noise: another test's load "
+        "there is noise they did not make (the rules hold under it, but say less)"
+    ),
+    "tests/test_replication.py::test_a_*": (
+        "the same sweeps (a twin 10 % costlier must be ordered below on a quiet machine)"
+    ),
     "tests/test_allocations.py::test_known_k_mallocs_per_request*": _EDGE_LAG,
     "tests/test_allocations.py::test_sweep_with_allocations_reports_them": _EDGE_LAG,
     "tests/test_allocations.py::test_beast_keepalive_allocates_nothing_per_request": _EDGE_LAG,

@@ -10,7 +10,7 @@
     slow     20 000,  21 000,  20 500                   server
     ghost    not installed (every cell skipped)
 
-fast and peer are within noise (±8 %); capped is a bound whose CPU ceiling (1 core / 8.5 us per
+fast and peer are within noise (their repeats spread ±8 %, their 95 % intervals ±21 %); capped is a bound whose CPU ceiling (1 core / 8.5 us per
 response) proves it below both; jit is marked and not ranked; ghost is named once and drawn
 nowhere. Capacity: fast found 60 000 / 64 000 / 62 000 in three searches, capped is
 generator-bound at 90 000 with the server's CPU ceiling at 117 000, slow found ~18 000.
@@ -124,8 +124,9 @@ def paragraph(m, heading_end: str) -> str:
 
 def test_a_pair_inside_the_noise_says_within_noise_not_an_order(m):
     http = paragraph(m, "(http)")
-    # beast-vs-nginx's shape: 150 000 against 148 000, repeats spread over ±8 % - not an order
-    assert http.startswith("fast 150 000 ≈ peer 148 000 (±8 %)")
+    # beast-vs-nginx's shape: 150 000 against 148 000, repeats spread over ±8 % - not an order;
+    # the "±" is the 95 % t interval of three replications (core/replication.py): ±21 %
+    assert http.startswith("fast 150 000 ≈ peer 148 000 (±21 %)")
     assert m.peak_ranks("http")["fast"].text() == "1st-2nd (within noise of peer)"
 
 

@@ -142,8 +142,12 @@ def test_default_sweep_covers_http2_and_fits_its_budget_on_two_cores():
         not in next(t for t in sweep.targets if t.name == c.target).unsupported_workloads
     ]
     groups = {(c.target, c.protocol) for c in run}
-    # warm-up + window per repeat, a server start and one gate probe per (target, protocol): the
-    # costs the timestamps of the 2026-11-30 sweep show (a probe per cell cost it 320 s of 795)
+    # warm-up + window per repeat, a server start per process - each repeat's block starts every
+    # (target, protocol) afresh - and one gate probe: the costs the timestamps of the 2026-11-30
+    # sweep show (a probe per cell cost it 320 s of 795; the next server's first cell takes the
+    # quiet figure of the window before it)
+    processes = {(c.repeat, c.target, c.protocol) for c in run}
+    assert len(processes) == 3 * len(groups)
     planned = sweep.planned_seconds(run)
     searches = [c for c in run if c.mode == "capacity"]
     repeat = sweep.warmup + sweep.duration + 0.01
@@ -153,13 +157,19 @@ def test_default_sweep_covers_http2_and_fits_its_budget_on_two_cores():
     def settle(target: str) -> float:
         return max(1.7, next(t.warmup for t in sweep.targets if t.name == target) + 0.2)
 
-    # (the last of a search's steps confirms its answer for the capacity hold, 5 s)
+    # (a search's steps are 1 s whatever the cells' windows; the last confirms its answer for
+    # the capacity hold, 5 s)
+    assert sweep.capacity_step == 1.0 and sweep.duration == 0.75
+    step = sweep.warmup + sweep.capacity_step + 0.01
     hold = sweep.warmup + sweep.capacity_hold + 0.01
     searches_s = sum(
-        0.15 + settle(c.target) + (sweep.capacity_steps() - 1) * repeat + hold for c in searches
+        0.15 + settle(c.target) + (sweep.capacity_steps() - 1) * step + hold for c in searches
     )
     assert planned == pytest.approx(
-        (len(run) - len(searches)) * repeat + searches_s + sum(1.15 + settle(t) for t, _ in groups)
+        (len(run) - len(searches)) * repeat
+        + searches_s
+        + 1.0
+        + sum(0.15 + settle(t) for _, t, _ in processes)
     )
     # three capacity searches per server, each on a fresh server, over http, at C = 25, within
     # their own budget

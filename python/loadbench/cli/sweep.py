@@ -98,6 +98,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "server: its CPU profile and flame graph (profiles/; never timed)",
     )
     parser.add_argument(
+        "--twin",
+        action="append",
+        default=None,
+        metavar="TARGET",
+        help="list TARGET a second time as TARGET-again, the same server measured as another one: "
+        "an A/A check of the sweep's noise (the report must read the pair as ≈ in every "
+        "protocol); repeatable",
+    )
+    parser.add_argument(
         "--no-report", action="store_true", help="measure only; `loadbench report DIR` later"
     )
     parser.add_argument(
@@ -212,6 +221,9 @@ def run(args: argparse.Namespace) -> int:
     if args.tls_library is not None:
         sweep.tls_library = args.tls_library
         sweep.check_tls_library()
+    if args.twin:
+        sweep.twins = list(dict.fromkeys([*sweep.twins, *args.twin]))
+        sweep.add_twins()
     if args.contended_reruns is not None:
         if args.contended_reruns < 0:
             raise ConfigError(f"--contended-reruns {args.contended_reruns}: must be 0 or more")

@@ -53,6 +53,8 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
+from . import replication
+
 # What a figure proves and the orders it supports live in figures.py; they are part of this
 # module's vocabulary (loadbench.analysis.Figure, certain_ranks), so they are re-exported here.
 from .figures import (  # noqa: F401
@@ -90,12 +92,35 @@ NOT_STEADY_CLIMB = 1.5
 
 @dataclass(frozen=True)
 class Spread:
-    """Median of repeats with the min/max around it; ``n`` counts the repeats used."""
+    """Median of repeats with the min/max around it; ``n`` counts the repeats used.
+    ``samples``: (block, value) of each repeat that ran in a sweep block (sweep/runner.py), for
+    comparisons paired within blocks; empty for repeats that ran back to back."""
 
     median: float
     min: float
     max: float
     n: int
+    samples: tuple = ()
+
+    @property
+    def values(self) -> list[float]:
+        return [v for _, v in self.samples]
+
+    @property
+    def confidence(self) -> Optional[tuple[float, float]]:
+        """The figure's interval from the spread between replications (core/replication.py:
+        a 95 % t interval of the mean, holding the median); the min-max for repeats without
+        their values; None for one repeat."""
+        if self.n < 2:
+            return None
+        if len(self.samples) == self.n:
+            return replication.figure_interval(self.values, self.median)
+        return (self.min, self.max)
+
+    @property
+    def blocks(self) -> dict:
+        """{block: value} of the repeats that ran in blocks (for paired comparisons)."""
+        return {b: v for b, v in self.samples if b is not None}
 
     @property
     def relative_range(self) -> float:
@@ -120,12 +145,25 @@ def median(values: Sequence[Optional[float]]) -> Optional[float]:
     return usable[mid] if len(usable) % 2 else (usable[mid - 1] + usable[mid]) / 2
 
 
-def median_spread(values: Sequence[Optional[float]]) -> Optional[Spread]:
-    """Median with min/max over the repeats that produced a number (None and NaN are skipped)."""
+def median_spread(
+    values: Sequence[Optional[float]], blocks: Optional[Sequence[object]] = None
+) -> Optional[Spread]:
+    """Median with min/max over the repeats that produced a number (None and NaN are skipped).
+    ``blocks``: each value's sweep block (None where a repeat ran outside blocks), kept as the
+    Spread's samples so its interval and paired comparisons read the replications."""
     usable = _usable(values)
     if not usable:
         return None
-    return Spread(median(usable), min(usable), max(usable), len(usable))
+    samples: tuple = ()
+    if blocks is not None:
+        samples = tuple(
+            (b, float(v))
+            for b, v in zip(blocks, values)
+            if v is not None and not math.isnan(float(v))
+        )
+    else:
+        samples = tuple((None, v) for v in usable)
+    return Spread(median(usable), min(usable), max(usable), len(usable), samples)
 
 
 def not_steady(

@@ -9,11 +9,13 @@ Two different doubts, kept apart because a reader acts on them differently:
   :mod:`loadbench.core.limits`) closes it from above, so the value lies in [measured, ceiling].
   An order is *certain* when one figure's interval lies wholly above the other's: X's lower end
   above Y's upper end (its ceiling, or its exact value).
-- **Noise** (the repeats). A median of three runs that spread over 12 % says little about a
-  3 % difference. Two figures differ *beyond noise* when their ranges - the interval widened
-  by the repeats' min and max - do not overlap (with three repeats each that is the most a
-  rank test can say: every run of one above every run of the other). Inside the range a
-  difference is "within noise (±N %)", benchstat-style, never an order.
+- **Noise** (the replications). A median of three runs that spread over 12 % says little about
+  a 3 % difference. Each figure carries the 95 % confidence interval of its replications
+  (core/replication.py: fresh server processes, one per sweep block). Two figures whose
+  replications ran in the same blocks differ *beyond noise* when the interval of their paired
+  ratio excludes 1 (duet benchmarking); others when their ranges - the interval widened by the
+  confidence interval - do not overlap. Inside that a difference is "within noise (±N %)",
+  never an order.
 
 :func:`compare` gives the one verdict every sentence and rank uses; :func:`certain_ranks` turns
 them into places. :func:`figure_max`, :func:`figure_mean` and :func:`figure_ratio` carry both
@@ -25,6 +27,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional, Sequence
+
+from . import replication
 
 INF = math.inf
 
@@ -41,14 +45,17 @@ class Figure(float):
 
     ``interval``: (low, high), where the true value is known to lie; by default what the bound
     says (a lower bound is open above). A lower bound with a CPU ceiling has a finite high end
-    (:attr:`ceiling`). ``spread``: (low, high) of the repeats behind the figure (None: one run,
-    or unknown) - the noise, not a proof."""
+    (:attr:`ceiling`). ``spread``: (low, high), the confidence interval from the spread between
+    the replications behind the figure (core/replication.py; None: one run, or unknown) - the
+    noise, not a proof. ``samples``: {block: value} of those replications where they ran in
+    sweep blocks, so two figures are compared paired within blocks (None: not paired)."""
 
     bound: Optional[str]
     bounded: int
     cells: int
     interval: tuple
     spread: Optional[tuple]
+    samples: Optional[dict]
 
     def __new__(
         cls,
@@ -58,6 +65,7 @@ class Figure(float):
         cells: int = 1,
         interval: Optional[tuple] = None,
         spread: Optional[tuple] = None,
+        samples: Optional[Mapping] = None,
     ) -> "Figure":
         if bound not in (None, "lower", "upper", "unknown"):
             raise ValueError(f"bound must be None, 'lower', 'upper' or 'unknown', not {bound!r}")
@@ -75,12 +83,21 @@ class Figure(float):
         obj.interval = (min(float(low), v), max(float(high), v))
         obj.bound, obj.bounded, obj.cells = bound, bounded, cells
         obj.spread = None if spread is None else (float(spread[0]), float(spread[1]))
+        obj.samples = dict(samples) if samples else None
         return obj
 
     def __reduce__(self):
         return (
             Figure,
-            (float(self), self.bound, self.bounded, self.cells, self.interval, self.spread),
+            (
+                float(self),
+                self.bound,
+                self.bounded,
+                self.cells,
+                self.interval,
+                self.spread,
+                self.samples,
+            ),
         )
 
     def __repr__(self) -> str:
@@ -123,7 +140,7 @@ def noise_range(value: float) -> tuple[float, float]:
 
 
 def noise_share(value: float) -> float:
-    """Half the repeats' range as a share of the value: the "±" of "within noise (±8 %)"."""
+    """Half the confidence interval as a share of the value: the "±" of "within noise (±8 %)"."""
     spread = getattr(value, "spread", None)
     if not spread or not float(value):
         return 0.0
@@ -155,10 +172,32 @@ def clearly_better(x: float, y: float, higher_is_better: bool) -> bool:
     return _above(noise_range(x), noise_range(y), higher_is_better)
 
 
+def samples_of(value: object) -> Optional[dict]:
+    """{block: value} of a figure's replications, None when they did not run in blocks."""
+    return getattr(value, "samples", None)
+
+
+def paired(x: float, y: float, higher_is_better: bool) -> Optional[str]:
+    """The verdict of X against Y paired within sweep blocks (core/replication.py): only for
+    two measured figures (a bound's order is the intervals' business) that share at least two
+    blocks; None otherwise."""
+    if bound_of(x) is not None or bound_of(y) is not None:
+        return None
+    a, b = samples_of(x), samples_of(y)
+    if not a or not b:
+        return None
+    return replication.paired_verdict(a, b, higher_is_better)
+
+
 def compare(x: float, y: float, higher_is_better: bool) -> str:
     """The one verdict between two figures: "better" or "worse" (X against Y, certain and
     beyond noise), "open" (the bounds leave the order open: an interval is wider than its value
-    and overlaps the other), or "noise" (the difference is inside the repeats' spread)."""
+    and overlaps the other), or "noise" (the difference is inside the replications' spread).
+    Two measured figures whose replications ran in the same blocks are compared paired (their
+    per-block ratio's interval); others by whether their intervals overlap."""
+    verdict = paired(x, y, higher_is_better)
+    if verdict is not None:
+        return verdict
     if clearly_better(x, y, higher_is_better):
         return "better"
     if clearly_better(y, x, higher_is_better):
@@ -171,7 +210,13 @@ def compare(x: float, y: float, higher_is_better: bool) -> str:
 
 
 def pair_noise(x: float, y: float) -> float:
-    """The "±N %" of a pair within noise: the larger of the two figures' half-ranges."""
+    """The "±N %" of a pair within noise: half the width of their paired ratio's interval
+    where they ran in the same blocks, else the larger of the two figures' half-ranges."""
+    a, b = samples_of(x), samples_of(y)
+    if a and b and bound_of(x) is None and bound_of(y) is None:
+        ci = replication.paired_ratio_interval(a, b)
+        if ci is not None:
+            return (ci[1] - ci[0]) / 2
     return max(noise_share(x), noise_share(y))
 
 
@@ -183,6 +228,7 @@ def _figure(
     bounded: int,
     cells: int,
     unknown: bool = False,
+    samples: Optional[Mapping] = None,
 ) -> "Figure":
     """A Figure from its interval: measured when the interval is the value, a lower (upper)
     bound when it reaches only above (below) it, "unknown" when the inputs bound nothing."""
@@ -196,7 +242,7 @@ def _figure(
         bound = "unknown"
     else:
         bound = None
-    return Figure(value, bound, bounded, cells, (low, high), spread)
+    return Figure(value, bound, bounded, cells, (low, high), spread, samples)
 
 
 def _counts(figures: Sequence[float]) -> tuple[int, int]:
@@ -228,6 +274,7 @@ def figure_max(figures: Sequence[float]) -> Optional[Figure]:
         (max(n[0] for n in noise), max(n[1] for n in noise)),
         bounded,
         len(figures),
+        samples=samples_of(max(figures, key=float)),  # the peak cell's replications
     )
 
 
@@ -245,6 +292,7 @@ def figure_min(figures: Sequence[float]) -> Optional[Figure]:
         (min(n[0] for n in noise), min(n[1] for n in noise)),
         sum(1 for f in figures if bound_of(f)),
         len(figures),
+        samples=samples_of(min(figures, key=float)),
     )
 
 
@@ -265,7 +313,18 @@ def figure_mean(figures: Sequence[float]) -> Optional[Figure]:
         (sum(r[0] for r in noise) / n, sum(r[1] for r in noise) / n),
         sum(1 for f in figures if bound_of(f)),
         n,
+        samples=_block_means(figures),
     )
+
+
+def _block_means(figures: Sequence[float]) -> Optional[dict]:
+    """{block: mean over the figures of their value in that block}, over the blocks every
+    figure ran in (an average paired within blocks); None when any figure is not in blocks."""
+    parts = [samples_of(f) for f in figures]
+    if not parts or any(not p for p in parts):
+        return None
+    shared = set(parts[0]).intersection(*parts[1:])
+    return {b: sum(p[b] for p in parts) / len(parts) for b in shared} or None
 
 
 _FLIP = {"lower": "upper", "upper": "lower"}
@@ -289,6 +348,11 @@ def figure_ratio(top: Optional[float], bottom: Optional[float]) -> Optional[Figu
     low, high = _quotient(interval(top), interval(bottom))
     value = float(top) / float(bottom)
     spread = _quotient(_spread(top), _spread(bottom))
+    ratios = _block_ratios(top, bottom)
+    if ratios is not None:  # paired within blocks: the ratio's own interval (duet benchmarking)
+        ci = replication.paired_ratio_interval(samples_of(top), samples_of(bottom))
+        if ci is not None:
+            spread = (min(ci[0], value), max(ci[1], value))
     if "unknown" in (a, b) or (a is not None and a == b):
         bound: Optional[str] = "unknown"
         return Figure(value, bound, interval=(low, high), spread=spread)
@@ -297,7 +361,15 @@ def figure_ratio(top: Optional[float], bottom: Optional[float]) -> Optional[Figu
         low = value  # a ratio of measured ends never reads below the figure itself
     elif bound == "upper":
         high = value
-    return Figure(value, bound, interval=(low, high), spread=spread)
+    return Figure(value, bound, interval=(low, high), spread=spread, samples=ratios)
+
+
+def _block_ratios(top: float, bottom: float) -> Optional[dict]:
+    """{block: top / bottom} over the blocks both ran in, None when either is not in blocks."""
+    a, b = samples_of(top), samples_of(bottom)
+    if not a or not b:
+        return None
+    return {k: a[k] / b[k] for k in set(a) & set(b) if b[k]} or None
 
 
 @dataclass(frozen=True)

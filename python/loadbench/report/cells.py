@@ -189,8 +189,12 @@ class Aggregate:
                 interval = (value, high)
             elif metric == "mean_ms":
                 interval = (value * self.rps.median / high, value)
-        noise = (spread.min, spread.max) if isinstance(spread, Spread) and spread.n > 1 else None
-        return Figure(value, bound, int(bool(bound)), 1, interval, noise)
+        noise, samples = None, None
+        if isinstance(spread, Spread):
+            noise = spread.confidence  # the replications' interval (core/replication.py)
+            blocks = spread.blocks
+            samples = blocks if len(blocks) == spread.n and spread.n > 1 else None
+        return Figure(value, bound, int(bool(bound)), 1, interval, noise, samples)
 
     def exclusions(self, metric: str = "rps") -> list[str]:
         """Why a measured cell is not ranked for ``metric`` (empty when it is). A generator-bound
@@ -275,8 +279,10 @@ def aggregate(rows: list[dict]) -> dict[Key, Aggregate]:
 
 
 def _fill(agg: Aggregate, ok: list[dict]) -> None:
+    blocks = [r.get("block") for r in ok]  # the sweep block each repeat ran in (runner.py)
+
     def pick(name: str) -> Optional[Spread]:
-        return analysis.median_spread([r.get(name) for r in ok])
+        return analysis.median_spread([r.get(name) for r in ok], blocks)
 
     agg.rps, agg.p50_ms, agg.p99_ms = pick("rps"), pick("p50_ms"), pick("p99_ms")
     agg.mean_ms, agg.cpu_us, agg.inflight = (

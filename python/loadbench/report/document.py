@@ -16,6 +16,7 @@ from typing import Optional
 
 from ..core import analysis, protocols
 from ..core.errors import ConfigError
+from .aa_check import section as aa_section
 from .allocations import section as allocations_section
 from .capacity import section as capacity_section
 from .charts import write_charts
@@ -129,6 +130,9 @@ def render(source, charts: Optional[list[str]] = None, baseline: Optional[str] =
         "",
         excluded_text(model),
         "",
+    ]
+    parts += aa_section(model)
+    parts += [
         "## Findings",
         "",
     ]

@@ -169,6 +169,7 @@ def flatten(
         "load_pct": load_pct,
         "load": load_pct if mode == "open" else connections,
         "repeat": record.get("repeat"),
+        "block": record.get("block"),  # the sweep block (a fresh server process), when in blocks
         "status": record.get("status"),
         "error": record.get("error"),
         "rps": rps,

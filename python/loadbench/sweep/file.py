@@ -38,6 +38,8 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
         kwargs["capacity_precision"] = float(data["capacity_precision"])
     if "capacity_hold" in data:
         kwargs["capacity_hold"] = parse_seconds(data["capacity_hold"], "capacity_hold")
+    if "capacity_step" in data:
+        kwargs["capacity_step"] = parse_seconds(data["capacity_step"], "capacity_step")
     for key in (
         "repeats",
         "connection_setup",
@@ -51,6 +53,8 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
         "capacity",
         "capacity_repeats",
         "settle",
+        "blocks",
+        "order_seed",
         "contended_reruns",
         "cluster",
         "shards",
@@ -70,6 +74,8 @@ def sweep_from_dict(data: dict, base_dir: Optional[Path] = None) -> Sweep:
             kwargs[key] = data[key]
     if "run" in data:  # the [run] table: loadbench.run options for every cell
         kwargs["run_options"] = data["run"]
+    if "twins" in data:
+        kwargs["twins"] = _list_of(data["twins"], str, "twins", "a target name")
     for key in ("concurrencies", "server_cpus", "generator_cpus"):
         if key in data:
             kwargs[key] = _list_of(data[key], int, key, "an integer")
@@ -138,8 +144,9 @@ def default_sweep(quick: bool = False, peers_dir: Optional[Path] = None) -> Swee
     with 10 streams per connection) over http, https, h2c and h2; over http also a new
     connection per request at c = 20 and open loop at 50 and 95 % of each server's plaintext
     capacity, and the capacity under p99 < 10 ms (three searches, each on a fresh server,
-    steps of the same windows, loadbench.capacity: their median and range); median of 3 x 1 s
-    windows after a 0.25 s warm-up each, every server settled first (core/steady.py). (Before HTTP/2 it also
+    steps of 1 s, loadbench.capacity: their median and range); median of 3 x 0.75 s windows
+    after a 0.25 s warm-up each, each repeat on a freshly started and settled server in its own
+    block of the sweep (core/steady.py, sweep/runner.py). (Before HTTP/2 it also
     swept plaintext at C = 1, 10, 200, had 2 s windows and ran connection setup and open loop over
     https: four protocols and seven peers did not fit ten minutes with them.)
     """
@@ -154,7 +161,11 @@ def default_sweep(quick: bool = False, peers_dir: Optional[Path] = None) -> Swee
     if quick:
         concurrencies, repeats, duration, warmup, fractions = [25], 1, 0.5, 0.2, [0.5]
     else:
-        concurrencies, repeats, duration, warmup, fractions = [25], 3, 1.0, 0.25, [0.5, 0.95]
+        # three replications, each a fresh process in its own block of the sweep: the variance
+        # lives between processes and minutes, not between the windows of one process
+        # (reports/variance-split.md), so three 0.75 s windows on three processes say more
+        # than three 1 s windows on one - and pay for the extra server starts
+        concurrencies, repeats, duration, warmup, fractions = [25], 3, 0.75, 0.25, [0.5, 0.95]
     builtins = builtin_workloads()
     workloads = [builtins["plaintext"], builtins["json"], builtins["echo"]]
     return Sweep(
@@ -173,6 +184,8 @@ def default_sweep(quick: bool = False, peers_dir: Optional[Path] = None) -> Swee
         open_fractions=fractions,
         capacity=list(DEFAULT_CAPACITY_OBJECTIVES),
         capacity_precision=0.1 if quick else 0.05,
+        # a capacity is judged per 1 s window (slo/search.py), whatever the cells' windows
+        capacity_step=None if quick else 1.0,
         # three searches, each on a fresh and settled server: a capacity is their median and
         # range, never one search's luck
         capacity_repeats=1 if quick else 3,

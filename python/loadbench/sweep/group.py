@@ -387,10 +387,10 @@ class ServerGroup:
             url,
             self.sweep.capacity,
             start=start,
-            step=self.sweep.duration,
+            step=self.sweep.capacity_step_seconds(),
             hold=self.sweep.capacity_hold_seconds(),
             settle=self.sweep.warmup,
-            window=min(1.0, self.sweep.duration),
+            window=min(1.0, self.sweep.capacity_step_seconds()),
             precision=self.sweep.capacity_precision,
             repeats=1,
             sample_pid=sample_pid,
@@ -459,6 +459,9 @@ class ServerGroup:
             "mode": cell.mode,
             "connections": self.pool if cell.mode == "open" else cell.load,
             "repeat": cell.repeat,
+            # the sweep block this repeat ran in, on its own server process (runner.py): the
+            # report pairs servers' repeats by it (core/replication.py)
+            **({"block": cell.repeat} if self.sweep.blocks and cell.mode != "hold" else {}),
             "status": status,
             "error": error,
             "started": self.started_at if wall_s else _now(),

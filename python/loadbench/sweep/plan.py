@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, field
+import random
+from dataclasses import asdict, dataclass, field, replace
 from typing import Optional, Union
 
 from ..core import analysis, protocols
@@ -26,6 +27,9 @@ DEFAULT_H2_STREAMS = 10  # concurrent streams per HTTP/2 connection (seed report
 TECHEMPOWER_PIPELINE = 16  # TechEmpower's plaintext test: wrk with 16 pipelined requests
 
 ECHO_BODY_BYTES = 4096
+
+# the name of a target listed twice (SweepPlan.twins): "beast" and "beast-again"
+TWIN_SUFFIX = "-again"
 
 # Measured per-step costs of a sweep (see Sweep.planned_seconds): 330 repeats of the 2026-11-30
 # default sweep took warm-up + window + 0.009 s (median), 30 server starts 4.1 s in all.
@@ -219,6 +223,9 @@ class SweepPlan:
     capacity_precision: float = 0.05
     capacity_hold: float = 5.0
     capacity_repeats: int = 1
+    # The judged seconds of each capacity step (None: `duration`): the capacity's judging rule
+    # (every 1 s window must pass) needs steps of at least a window, whatever the cells' windows.
+    capacity_step: Optional[float] = None
     # Memory per idle connection: for each target, `repeats` cells that hold this many idle
     # keep-alive connections (loadbench.hold_connections) on a freshly started server and
     # measure its RSS/PSS growth per connection (0: none). Plain http only (the holder speaks
@@ -230,6 +237,17 @@ class SweepPlan:
     # (core/steady.py; recorded per cell as `settling`).
     settle: bool = True
     repeats: int = 1
+    # A repeat is an independent replication: True runs the sweep in blocks (every server's
+    # repeat 1, then every server's repeat 2, ...), each (target, protocol) of a block on a
+    # freshly started server, the order within a block shuffled from order_seed (recorded in
+    # sweep.json). False: a server's repeats back to back on one process (the old way; their
+    # range then measures seconds of one burst, not the server - reports/variance-split.md).
+    blocks: bool = True
+    order_seed: int = 1
+    # An A/A check built in: each target named here is listed a second time as "<name>-again",
+    # the same server in every respect, measured as a separate target; the report's noise check
+    # reads every such pair (report/aa_check.py), and they must read ≈ in every protocol.
+    twins: list = field(default_factory=list)
     duration: float = 2.0
     warmup: float = 0.5
     timeout: float = 5.0
@@ -291,6 +309,7 @@ class SweepPlan:
                 raise ConfigError(
                     f"unknown workload {w!r}: use {', '.join(builtin_workloads())} or a Workload"
                 )
+        self.add_twins()
         names = [t.name for t in self.targets]
         if not names:
             raise ConfigError("a sweep needs at least one target")
@@ -342,6 +361,7 @@ class SweepPlan:
         checks = {
             "repeats": self.repeats >= 1,
             "duration": self.duration > 0,
+            "capacity_step": self.capacity_step is None or self.capacity_step > 0,
             "warmup": self.warmup >= 0,
             "timeout": self.timeout > 0,
             "interval": self.interval > 0,
@@ -385,6 +405,18 @@ class SweepPlan:
         self.generator_cpus = list(self.generator_cpus or split[1])
         if self.workers is None:
             self.workers = len(self.server_cpus)
+
+    def add_twins(self) -> None:
+        """Each name in ``twins``: the same target again, named "<name>-again" (twin_of)."""
+        by_name = {t.name: t for t in self.targets}
+        for name in self.twins:
+            if name not in by_name:
+                raise ConfigError(
+                    f"twins: {name!r} is not one of the targets ({', '.join(by_name)})"
+                )
+            twin = f"{name}{TWIN_SUFFIX}"
+            if twin not in by_name:  # a resumed or re-made plan has it already
+                self.targets.append(replace(by_name[name], name=twin, twin_of=name))
 
     def _check_streams(self) -> None:
         value = self.streams
@@ -437,10 +469,14 @@ class SweepPlan:
         bracket half the peak wide down to capacity_precision, one confirmation)."""
         return CAPACITY_BRACKET_STEPS + math.ceil(math.log2(0.5 / self.capacity_precision)) + 1
 
+    def capacity_step_seconds(self) -> float:
+        """How long each step of a capacity search is judged: capacity_step, else duration."""
+        return self.capacity_step if self.capacity_step is not None else self.duration
+
     def capacity_hold_seconds(self) -> float:
         """How long a capacity search's confirmation is judged: capacity_hold, and never less
         than the steps it confirms."""
-        return max(self.capacity_hold, self.duration)
+        return max(self.capacity_hold, self.capacity_step_seconds())
 
     def _check_run(self) -> None:
         """The [run] table: passed-through engine options the sweep does not set itself, each
@@ -547,17 +583,48 @@ class SweepPlan:
         """The planned wall time of ``cells`` (default: all) on a quiet machine, re-runs of
         contended windows not included. From the timestamps of the 2026-11-30 default sweep (2
         cores, 13.3 min): a repeat took warm-up + window + REPEAT_OVERHEAD_S (drain, sampler
-        edges, record); each (target, protocol) added a server start and, before its first cell,
-        the load gate's probe (GATE_PROBE_S: the sweep's own load keeps the 1-min load average
-        above the gate's threshold, so the probe samples other processes' CPU for 1 s); later
-        cells take the previous window's quiet figure instead (LoadGate.vouch). A hold cell
+        edges, record); each server process - a (block, target, protocol), group_key - adds a
+        start and its settling; the load gate probes once before the first cell (GATE_PROBE_S:
+        the sweep's own load keeps the 1-min load average above the gate's threshold, so the
+        probe samples other processes' CPU for 1 s) and later cells, the next server's first
+        included, take the previous window's quiet figure instead (LoadGate.vouch). A hold cell
         takes hold_cell_seconds() instead (no window, no gate)."""
         cells = self.cells() if cells is None else cells
         loaded = [c for c in cells if c.mode != "hold"]
-        groups = {(c.target, c.protocol) for c in loaded}
-        return sum(self.planned_cell_seconds(c) for c in cells) + sum(
-            SERVER_START_S + GATE_PROBE_S + self.settle_seconds(target) for target, _ in groups
+        groups = {self.group_key(c) for c in loaded}
+        # the gate probes before the first cell; later groups take the window before (vouch)
+        probe = GATE_PROBE_S if groups else 0.0
+        return (
+            probe
+            + sum(self.planned_cell_seconds(c) for c in cells)
+            + sum(SERVER_START_S + self.settle_seconds(target) for _, target, _ in groups)
         )
+
+    def group_key(self, cell: Cell) -> tuple:
+        """(block, target, protocol): the cells that share one server process. With blocks a
+        repeat is its own block, so each repeat of a server is a fresh process."""
+        return (cell.repeat if self.blocks else 0, cell.target, cell.protocol)
+
+    def server_groups(self, cells: list[Cell]) -> list[tuple[tuple, list[Cell]]]:
+        """``cells`` as (group_key, cells) in the order they run: block by block, the groups of
+        a block shuffled by a generator seeded from (order_seed, block) - so drift over the
+        sweep hits every server alike and the order is the same on a resume - each group's
+        cells in plan order (an open-loop cell after the closed-loop cells it is sized from)."""
+        groups: dict[tuple, list[Cell]] = {}
+        for cell in cells:
+            groups.setdefault(self.group_key(cell), []).append(cell)
+        out: list[tuple[tuple, list[Cell]]] = []
+        for block in sorted({key[0] for key in groups}):
+            keys = [key for key in groups if key[0] == block]
+            if self.blocks:
+                random.Random(f"{self.order_seed}:{block}").shuffle(keys)
+            out += [(key, groups[key]) for key in keys]
+        return out
+
+    def run_order(self, cells: Optional[list[Cell]] = None) -> list[Cell]:
+        """``cells`` (default: all) in the order a run measures them (server_groups)."""
+        cells = self.cells() if cells is None else cells
+        return [c for _, group in self.server_groups(cells) for c in group]
 
     def settle_seconds(self, target: str) -> float:
         """The planned settling of one fresh server of ``target``: SETTLE_S, or its registry
@@ -576,8 +643,9 @@ class SweepPlan:
         repeat = self.warmup + self.duration + REPEAT_OVERHEAD_S
         if cell.mode == "capacity":  # each search on a fresh server, settled
             fresh = SERVER_START_S + self.settle_seconds(cell.target)
+            step = self.warmup + self.capacity_step_seconds() + REPEAT_OVERHEAD_S
             hold = self.warmup + self.capacity_hold_seconds() + REPEAT_OVERHEAD_S
-            return fresh + repeat * (self.capacity_steps() - 1) + hold
+            return fresh + step * (self.capacity_steps() - 1) + hold
         return repeat
 
     # -- the matrix ----------------------------------------------------------------------

@@ -6,9 +6,13 @@
 Each cell is one ``loadbench.run`` with its own warm-up and measured window, the server
 sampled around exactly that window (``sample_pid``), and its record appended and fsynced to
 results.jsonl the moment it ends (group.py). Re-running the same sweep into the same folder
-skips the cells already recorded. A server is started once per (target, protocol) and
-restarted if it dies; a cell during which it died, or for which it never became ready, is
-recorded as FAIL and the sweep goes on.
+skips the cells already recorded. A repeat is an independent replication (``blocks``, the
+default): the sweep runs in blocks - every server's repeat 1, then every server's repeat 2, ...
+- each (target, protocol) of a block on a freshly started server, in an order shuffled from
+``order_seed`` (SweepPlan.server_groups), so the spread between repeats is the spread between
+server processes and minutes of the machine, and repeat r of two servers saw the same minutes
+(core/replication.py pairs them). A server is restarted if it dies; a cell during which it
+died, or for which it never became ready, is recorded as FAIL and the sweep goes on.
 """
 
 from __future__ import annotations
@@ -118,15 +122,18 @@ class Sweep(SweepPlan):
         runner: Callable,
         gate: Optional[LoadGate],
     ) -> None:
-        groups: dict = {}
-        for cell in pending:
-            groups.setdefault((cell.target, cell.protocol), []).append(cell)
         # One self-signed pair per invocation, outside the results folder (never committed).
         with tempfile.TemporaryDirectory(prefix="loadbench-certs-") as certs:
-            for (name, protocol), group in groups.items():
-                ServerGroup(
+            quiet: Optional[float] = None
+            for (_, name, protocol), group in self.server_groups(pending):
+                server_group = ServerGroup(
                     self, by_target[name], protocol, group, folder, bar, runner, Path(certs), gate
-                ).run()
+                )
+                # the last window of the group before, measured quiet seconds ago, vouches for
+                # this group's first cell (LoadGate.vouch) instead of a 1 s probe per server
+                server_group.last_outside = quiet
+                server_group.run()
+                quiet = server_group.last_outside
             if self.allocation_sites and runner is run:  # heaptrack needs the servers here
                 for target in self.targets:
                     bar.note(f"{target.name}: allocation sites (heaptrack, not timed)")

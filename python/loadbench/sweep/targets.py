@@ -135,6 +135,9 @@ class Target:
     description: str = ""
     workers: Optional[int] = None  # overrides the sweep's worker count for this target
     variant_of: Optional[str] = None  # the target this one is another configuration of
+    # the target this one is a copy of (SweepPlan.twins: the same server listed twice, an A/A
+    # check of the sweep's noise: the report must read the pair as ≈ everywhere)
+    twin_of: Optional[str] = None
     version: Sequence[str] = ()  # a command that prints the server's version (placeholders as argv)
     version_pattern: Optional[str] = (
         None  # the part of that output to keep (default: its first line)

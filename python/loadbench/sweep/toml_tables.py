@@ -61,7 +61,14 @@ SWEEP_KEYS = {
     "capacity_precision": (_NUM, "a fraction, e.g. 0.05"),
     "capacity_hold": (_NUM + _STR, "seconds each capacity is confirmed for, or a string like '5s'"),
     "capacity_repeats": (_INT, "a positive integer"),
+    "capacity_step": (_NUM + _STR, "seconds judged per capacity step, or a string like '1s'"),
     "settle": (_BOOL, "true or false (load each fresh server until req/s stops climbing)"),
+    "blocks": (
+        _BOOL,
+        "true or false (each repeat a fresh server process, run in blocks of every server)",
+    ),
+    "order_seed": (_INT, "an integer (seeds the shuffled server order within each block)"),
+    "twins": (_LIST, 'targets to list twice as an A/A check, e.g. ["beast"] (adds "beast-again")'),
     "hold_connections": (
         _INT,
         (
