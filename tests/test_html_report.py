@@ -226,5 +226,124 @@ def test_results_without_histograms_or_timelines_still_give_a_report(tmp_path, c
     assert {"throughput", "cpu", "rss", "peak"} <= set(re.findall(r'data-chart="(\w+)"', text))
     assert "No timeline chart" in text  # no timelines stored: said, not drawn empty
     assert "FAIL" in text and "✗" in text  # the model's marks, as in report.md
-    assert main(["report", str(out), "--compare", str(out)]) == 2
-    assert "use it with --html" in capsys.readouterr().err
+
+
+# A perf script of one sample per line group, as `perf script -F comm,pid,tid,time,event,ip,sym,dso`
+# prints it: the leaf first. Parsed, folded and drawn by the product's own functions below.
+_PERF_SAMPLE = """{comm} 4242/4242 {t:.6f}: cpu-clock:pppH:
+\tffffffff81a00000 {leaf} ([kernel.kallsyms])
+\t0000000000401000 {middle} (/usr/bin/{comm})
+\t0000000000400800 main (/usr/bin/{comm})
+
+"""
+
+
+def _profiled_results(directory: Path) -> dict:
+    """sweep_data's results folder with a profile per server at the dashboard's first slice
+    (http, plaintext, C = 10), its files made as sweep/profiles.py makes them: perf.folded,
+    flamegraph.svg and top.md under profiles/<cell>/, its block in profiles.json. Returns each
+    server's flame graph's box count."""
+    from sweep_data import write_results_dir
+
+    from loadbench.core.flamegraph import layout, write_flamegraph
+    from loadbench.core.profile import fold, parse_script, top_functions, top_table, write_folded
+    from loadbench.sweep.results_folder import ResultsFolder
+
+    out = write_results_dir(directory)
+    folder = ResultsFolder(out)
+    boxes = {}
+    for server, frames in (
+        ("beast", [("tcp_sendmsg", "write_some", 30), ("tcp_recvmsg", "read_some", 20)]),
+        ("py", [("do_syscall_64", "PyEval_EvalFrameDefault", 40), ("tcp_sendmsg", "send", 10)]),
+    ):
+        text = "".join(
+            _PERF_SAMPLE.format(comm=server, t=i / 1000, leaf=leaf, middle=middle)
+            for leaf, middle, n in frames
+            for i in range(n)
+        )
+        samples = parse_script(text)
+        folded = fold(samples)
+        relative = f"profiles/{server}-http-plaintext-c10"
+        (out / relative).mkdir(parents=True)
+        write_folded(folded, out / relative / "perf.folded")
+        write_flamegraph(folded, out / relative / "flamegraph.svg", title=f"{server} CPU")
+        top = top_functions(samples, cpu_us_per_req=10.0)
+        (out / relative / "top.md").write_text(top_table(top))
+        folder.add_profile(
+            f"{server}|http|plaintext|c10",
+            {
+                "connections": 10,
+                "mode": "closed",
+                "dir": relative,
+                "folded": f"{relative}/perf.folded",
+                "svg": f"{relative}/flamegraph.svg",
+                "top_table": f"{relative}/top.md",
+                "perf_data": None,
+                "samples": len(samples),
+                "frequency_hz": 999,
+                "call_graph": "fp",
+                "event": "cpu-clock:pppH",
+                "cpu_us_per_req": 10.0,
+                "unknown_share": 0.0,
+                "unknown_modules": [],
+                "hint": None,
+                "top": top,
+                "profiled_rps": 1000.0,
+                "profiled_cpu_us_per_req": 10.0,
+            },
+        )
+        boxes[server] = len(layout(folded))
+    return boxes
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_the_flame_graphs_render_under_the_csp_from_the_file_system(tmp_path):
+    """`loadbench report` writes report.html beside report.md (no --html), and, opened from the
+    file system, each server's flame graph of the slice renders inside its <object>: the SVG's
+    own script ran there and posted its frame count to the page (data-frames) - which the CSP
+    of before (default-src 'none', no object-src) blocked, leaving no flame graph at all."""
+    boxes = _profiled_results(tmp_path / "r")
+    out = tmp_path / "r"
+    assert main(["report", str(out), "--no-charts"]) == 0
+    assert (out / "report.md").is_file()
+    page = out / "report.html"
+    dom, stderr, urls = _chromium(page, tmp_path, "--dump-dom")
+    assert urls == []
+    assert "Content Security Policy" not in stderr and "Uncaught" not in stderr, stderr[-2000:]
+    at = dom.index('id="flamegraphs"')
+    section = dom[at : dom.index("</section>", at)]
+    objects = re.findall(r"<object[^>]*>", section)
+    assert len(objects) == 2, section[:2000]
+    for server, obj in zip(("beast", "py"), objects):
+        assert f'data="profiles/{server}-http-plaintext-c10/flamegraph.svg"' in obj
+        assert 'data-state="loaded"' in obj, obj
+        # drawn: the SVG's script counted its boxes, as many as the product's layout places
+        assert f'data-frames="{boxes[server]}"' in obj, obj
+        assert "aspect-ratio" in obj  # sized as the graph, not a 150 px default box
+    assert "not profiled" not in section and "could not be shown" not in section
+
+
+def test_no_html_writes_report_md_only(tmp_path, capsys):
+    from sweep_data import write_results_dir
+
+    out = write_results_dir(tmp_path / "r")
+    assert main(["report", str(out), "--no-charts", "--no-html"]) == 0
+    assert (out / "report.md").is_file() and not (out / "report.html").exists()
+    assert main(["report", str(out), "--no-html", "--compare", str(out)]) == 2
+    assert "--no-html writes no report.html" in capsys.readouterr().err
+
+
+def test_a_sweep_writes_report_html_beside_report_md(tmp_path):
+    """`loadbench sweep` (one 0.3 s Beast cell) writes report.html whenever it writes report.md."""
+    config = tmp_path / "s.toml"
+    config.write_text(
+        'duration = 0.3\nwarmup = 0\nrepeats = 1\nconcurrencies = [1]\nprotocols = ["http"]\n'
+        'workloads = ["plaintext"]\nopen_fractions = []\nconnection_setup = false\n'
+        '[[targets]]\nname = "beast"\nkind = "beast"\n'
+    )
+    out = tmp_path / "out"
+    argv = ["sweep", str(config), "--out", str(out), "--no-wait", "--no-progress"]
+    assert main([*argv, "--contended-reruns", "0"]) == 0
+    assert (out / "report.md").is_file()
+    text = (out / "report.html").read_text(encoding="utf-8")
+    assert f'content="{CSP}"' in text and 'data-chart="throughput"' in text

@@ -6,6 +6,7 @@ rows lowest first."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,7 +15,6 @@ import pytest
 
 import loadbench
 from loadbench.cli import main
-from loadbench.core import _core
 from loadbench.core.sampler import Sampler
 from loadbench.report import markdown, model, tables
 
@@ -23,10 +23,23 @@ needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc fo
 
 
 def _counting_refused() -> str:
-    """Why this machine's kernel refuses to count our own system calls ("" when it counts)."""
-    import os
+    """Why this machine refuses to count our own system calls ("" when it counts), through the
+    sampler as a run makes it: as root it mounts tracefs where it is not mounted."""
+    snap = Sampler(os.getpid(), tree=False).snapshot()
+    return "" if snap.syscalls is not None else snap.syscalls_na
 
-    return _core.Sampler(os.getpid(), False).syscalls_na
+
+def _skip_unless_counting() -> None:
+    """Skip where counting is truly refused to this user (not root, or a kernel without perf
+    events, a seccomp filter); as root an unreadable tracepoint id is a failure, not a skip: a
+    root loadbench mounts tracefs (core/tracefs.py), so a CI machine booted without tracefs
+    checks the counter too."""
+    reason = _counting_refused()
+    if not reason:
+        return
+    if os.geteuid() == 0 and "tracepoint id" in reason:
+        pytest.fail(f"root, yet no tracepoint id: {reason}")
+    pytest.skip(f"the kernel refuses to count system calls here: {reason}")
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +85,7 @@ def test_a_server_making_k_system_calls_per_request_reads_k(k_syscalls):
     The edges: the responses are counted right before and after each snapshot's tree read (~1 ms,
     more on a busy machine, while requests go on at tens of thousands per second) and their
     mean taken, so tens of requests per edge may lie on either side - 0.5 % of a second's."""
-    if reason := _counting_refused():
-        pytest.skip(f"the kernel refuses to count system calls here: {reason}")
+    _skip_unless_counting()
     got = {k: _run_k(k_syscalls, k) for k in (2, 7)}
     for k, server in got.items():
         span = server["span_responses"]
@@ -132,8 +144,6 @@ def test_refused_counting_is_a_reason_in_the_result_and_the_summary(
 
 
 def test_sampler_without_syscalls_says_so(tmp_path):
-    import os
-
     sampler = Sampler(os.getpid(), tree=False, syscalls=False)
     start, end = sampler.snapshot(), sampler.snapshot()
     block = loadbench.sampler.window(start, end, responses=10)
@@ -198,3 +208,76 @@ def test_contended_cells_do_not_rank_on_syscalls():
     agg = model.Aggregate("beast", "http", "plaintext", "closed", 1, status="ok", contended=True)
     assert not agg.ranked_for("syscalls_per_req") and not agg.ranked_for("ctx_switches_per_req")
     assert agg.ranked_for("allocs_per_req")  # a heap count is not changed by contention
+
+
+def _mounts(fstype: str) -> list[str]:
+    with open("/proc/self/mounts", encoding="utf-8") as f:
+        return [x.split()[1] for x in f if x.split()[2] == fstype]
+
+
+@needs_gcc
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can unmount and mount tracefs")
+def test_an_unmounted_tracefs_is_mounted_and_the_calls_counted(k_syscalls):
+    """The VM that booted without tracefs (/sys/kernel/tracing there, empty): the sampler, as
+    root, mounts it and counts K per request. A tracefs mounted before is unmounted for the test
+    (skipped if busy: something traces); tracefs is left mounted after, as any root loadbench
+    run leaves it (remounted here should the run have failed before mounting it)."""
+    from loadbench.core import tracefs
+
+    if tracefs.DEBUGFS + "/tracing" in _mounts("tracefs") or tracefs.DEBUGFS in _mounts("debugfs"):
+        pytest.skip("debugfs is mounted: its tracing/ holds the id, tracefs is not missing here")
+    if tracefs.TRACEFS in _mounts("tracefs"):
+        done = subprocess.run(["umount", tracefs.TRACEFS], capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"tracefs is busy, not unmounted: {done.stderr.strip()}")
+    try:
+        assert tracefs.sys_enter_id_path() is None  # the case to fix
+        server = _run_k(k_syscalls, 3)
+        assert tracefs.TRACEFS in _mounts("tracefs")
+        assert "syscalls_na" not in server, server.get("syscalls_na")
+        assert server["syscalls_per_req"] == pytest.approx(3, rel=0.01)
+    finally:
+        if tracefs.TRACEFS not in _mounts("tracefs"):
+            subprocess.run(["mount", "-t", "tracefs", "nodev", tracefs.TRACEFS], check=True)
+
+
+def test_where_tracefs_cannot_be_mounted_the_reason_says_why(monkeypatch, tmp_path):
+    """Not root: the sentence says so (and the command that would do); root but the mount
+    refused: each mount's errno; through the sampler the reason follows the kernel's."""
+    from loadbench.core import sampler as sampler_module
+    from loadbench.core import tracefs
+
+    monkeypatch.setattr(tracefs, "sys_enter_id_path", lambda: None)
+    monkeypatch.setattr(tracefs.os, "geteuid", lambda: 1000)
+    reason = tracefs.ensure_sys_enter_id()
+    assert "not root (euid 1000)" in reason
+    assert "sudo mount -t tracefs nodev /sys/kernel/tracing" in reason
+
+    import errno
+
+    monkeypatch.setattr(tracefs.os, "geteuid", lambda: 0)
+    mounted = []
+    monkeypatch.setattr(tracefs, "_mount", lambda *a: mounted.append(a) or errno.EPERM)
+    reason = tracefs.ensure_sys_enter_id()
+    assert [a[1:] for a in mounted] == [
+        (tracefs.TRACEFS, "tracefs"),
+        (tracefs.DEBUGFS, "debugfs"),
+    ]
+    assert reason == (
+        "loadbench could not mount tracefs: mount -t tracefs nodev /sys/kernel/tracing failed "
+        "(EPERM, Operation not permitted); mount -t debugfs nodev /sys/kernel/debug failed "
+        "(EPERM, Operation not permitted)"
+    )
+
+    # through the sampler: the kernel's refusal, then why loadbench could not mount (the C++
+    # counter pointed at a missing file, so that a machine with tracefs refuses too)
+    missing = str(tmp_path / "sys_enter" / "id")
+    monkeypatch.setattr(sampler_module, "ensure_sys_enter_id", lambda: reason)
+    monkeypatch.setattr(sampler_module, "sys_enter_id_path", lambda: missing)
+    monkeypatch.delenv("LOADBENCH_SYSCALLS_TRACEPOINT_ID", raising=False)
+    snap = Sampler(os.getpid(), tree=False).snapshot()
+    assert snap.syscalls is None
+    assert snap.syscalls_na.startswith(
+        "no raw_syscalls:sys_enter tracepoint id: cannot read " + missing
+    )
+    assert snap.syscalls_na.endswith("; " + reason), snap.syscalls_na

@@ -1,5 +1,5 @@
-"""`loadbench report RESULTS_DIR [--html [--compare BASE_DIR]] [--summary]`: rewrite report.md and
-the charts from a sweep's raw results; --html also writes report.html (one offline file);
+"""`loadbench report RESULTS_DIR [--compare BASE_DIR] [--no-html] [--summary]`: rewrite report.md,
+the charts and report.html (one offline file; --no-html: not it) from a sweep's raw results;
 --summary prints the executive summary on the terminal and writes nothing."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ..report.html import write_html
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "report",
-        help="write report.md and PNG charts (--html: report.html) from a sweep's results folder",
+        help="write report.md, PNG charts and report.html from a sweep's results folder",
         description="Rebuild report.md and the charts of RESULTS_DIR from its results.jsonl, "
         "sweep.json and environment.json (nothing is re-measured).",
     )
@@ -34,12 +34,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--html",
         action="store_true",
-        help="also write report.html: tables and interactive charts in one file that works offline",
+        help="report.html is written by default (tables, interactive charts and flame graphs in "
+        "one file that works offline); the flag is kept for older scripts",
+    )
+    parser.add_argument(
+        "--no-html", action="store_true", help="no report.html (report.md and the charts only)"
     )
     parser.add_argument(
         "--compare",
         metavar="BASE_DIR",
-        help="with --html: add the comparison of RESULTS_DIR (new) against BASE_DIR (base), as "
+        help="add to report.html the comparison of RESULTS_DIR (new) against BASE_DIR (base), as "
         "`loadbench compare BASE_DIR RESULTS_DIR` computes it",
     )
     parser.add_argument(
@@ -62,11 +66,13 @@ def run(args: argparse.Namespace) -> int:
             )
         print(terminal_text(summary_points(directory, args.baseline)))
         return 0
-    if args.compare and not args.html:
-        raise ConfigError("--compare adds a section to report.html: use it with --html")
+    if args.no_html and (args.compare or args.html):
+        raise ConfigError(
+            "--no-html writes no report.html: drop --html/--compare (--compare adds a section to it)"
+        )
     out = write_report(directory, charts=not args.no_charts, baseline=args.baseline)
     print(f"loadbench: wrote {out}")
-    if args.html:
+    if not args.no_html:
         print(
             f"loadbench: wrote {write_html(directory, compare_with=args.compare, baseline=args.baseline)}"
         )

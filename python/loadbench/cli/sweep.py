@@ -24,6 +24,7 @@ from ..core.gate import LoadGate
 from ..core.profile import perf_missing
 from ..core.tcp_exchange import OPTIONS as TCP_OPTIONS
 from ..report.document import headline_lines, write_report
+from ..report.html import write_html
 from ..report.model import load as load_model
 from ..sweep.file import default_sweep, load_sweep
 from ..sweep.probe import probe_sweep
@@ -321,5 +322,6 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_report:
         report = write_report(out)
         print(f"loadbench: wrote {report}")
+        print(f"loadbench: wrote {write_html(out)}")  # beside report.md, always (issue 58)
         print("\n".join(headline_lines(load_model(out))))
     return 0

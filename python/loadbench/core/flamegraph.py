@@ -6,7 +6,8 @@ The layout is Brendan Gregg's: one box per frame, its width the share of samples
 passes through it, callers below callees ("all" at the bottom), siblings in name order (a flame
 graph's x axis is not time). Each box carries a <title> (the function, its samples and share):
 the tooltip a browser shows. A little inline script zooms into a clicked box (its callees fill
-the width, its callers stay below); a click on "all" resets. Colours are a warm hue per name,
+the width, its callers stay below); a click on "all" resets; embedded in a page (report.html's
+<object>) it posts the page its frame count and size once drawn. Colours are a warm hue per name,
 so a function keeps its colour across cells. It lives in core, beside the profile it draws,
 because the run and the sweep that write a cell's files sit below the report layer.
 """
@@ -56,6 +57,12 @@ _SCRIPT = """
   frames.forEach(function (g) {
     g.addEventListener('click', function () { zoom(g); });
   });
+  // embedded (report.html's <object>, another file: origin): tell the page it is drawn and its size
+  if (window.parent && window.parent !== window) {
+    var root = document.documentElement;
+    window.parent.postMessage({loadbenchFlamegraph: {frames: frames.length,
+      width: +root.getAttribute('width'), height: +root.getAttribute('height')}}, '*');
+  }
 })();
 ]]></script>
 """

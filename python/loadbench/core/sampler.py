@@ -38,8 +38,9 @@ response, or "n/a" with the reason where the counter cannot see the heap).
 System calls (on by default where the kernel allows): one perf counter per thread of the tree on
 the tracepoint raw_syscalls:sys_enter, inherited by the threads and processes they create, read
 at the same moment as the CPU; a window's `syscalls` and `syscalls_per_req` (the CPU's divisor).
-Where the kernel refuses (no tracefs, perf_event_paranoid, a container's seccomp filter) there
-is no number but `syscalls_na`, the reason. `ctx_switches_per_req` (voluntary + involuntary,
+Where tracefs (which holds the tracepoint's id) is not mounted, a root loadbench mounts it
+(core/tracefs.py). Where the kernel refuses (no tracefs it may mount, perf_event_paranoid, a
+container's seccomp filter) there is no number but `syscalls_na`, the reason. `ctx_switches_per_req` (voluntary + involuntary,
 from /proc/PID/task/TID/status) beside it. The environment variable
 LOADBENCH_SYSCALLS_TRACEPOINT_ID names another file to read the tracepoint id from (a test
 points it at an unreadable one to see the refusal).
@@ -63,6 +64,7 @@ from .allocations import allocation_dir_of, window_allocations
 from .cgroup import cgroup_of
 from .errors import ConfigError
 from .executables import executables_of
+from .tracefs import ensure_sys_enter_id, sys_enter_id_path
 
 _MACHINE_FIELDS = (
     "user_s",
@@ -445,6 +447,8 @@ class Sampler:
     allocations: Optional[str] = "auto"
     syscalls: bool = True
     _core: Any = field(init=False, repr=False)
+    # why the tracepoint id is unreadable where loadbench could not mount tracefs (core/tracefs.py)
+    _tracefs_na: Optional[str] = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         try:
@@ -466,6 +470,11 @@ class Sampler:
         if allocations == "auto":
             allocations = allocation_dir_of(pid) if self.tree and pid > 0 else None
         self.allocations = os.fspath(allocations) if allocations else None
+        id_file = os.environ.get("LOADBENCH_SYSCALLS_TRACEPOINT_ID", "")
+        if self.syscalls and not id_file:
+            # tracefs unmounted (a VM booted without systemd's mount): mount it when root
+            self._tracefs_na = ensure_sys_enter_id()
+            id_file = sys_enter_id_path() or ""
         try:
             self._core = _core.Sampler(
                 pid,
@@ -473,7 +482,7 @@ class Sampler:
                 self.cgroup or "",
                 self.allocations or "",
                 count_syscalls=bool(self.syscalls),
-                syscall_id_file=os.environ.get("LOADBENCH_SYSCALLS_TRACEPOINT_ID", ""),
+                syscall_id_file=id_file,
             )
         except ValueError as exc:
             raise ConfigError(f"cannot sample pid {pid}: {exc}") from None
@@ -498,6 +507,8 @@ class Sampler:
         raw = self._core.snapshot()
         count = (before + completed()) / 2 if completed is not None else None
         snap = ProcSnapshot.from_core(raw, self.pid)
+        if snap.syscalls_na and self._tracefs_na:
+            snap = replace(snap, syscalls_na=f"{snap.syscalls_na}; {self._tracefs_na}")
         return replace(snap, processes=MachineProcesses.read(), completed=count)
 
     # -- background series ---------------------------------------------------------------

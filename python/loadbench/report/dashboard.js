@@ -320,6 +320,16 @@
       svg.type = "image/svg+xml";
       svg.data = c.flamegraph;
       svg.style.width = "100%";
+      svg.className = "flamegraph";
+      svg.dataset.state = "loading";
+      svg.addEventListener("load", () => { svg.dataset.state = "loaded"; });
+      svg.addEventListener("error", () => {
+        svg.dataset.state = "failed";
+        const note = document.createElement("p");
+        note.className = "note";
+        note.textContent = "the flame graph " + c.flamegraph + " could not be shown here (missing beside report.html?)";
+        svg.replaceWith(note);
+      });
       const link = document.createElement("a");
       link.href = c.flamegraph;
       link.textContent = "open the flame graph on its own";
@@ -331,6 +341,18 @@
       "window after the cell's measured repeats (perf, every process of the server); width is the " +
       "share of CPU samples; click a box to zoom.";
   }
+
+  // A flame graph, once drawn in its <object>, posts its frame count and size (core/flamegraph.py):
+  // the object takes the graph's proportions and says it rendered (data-frames).
+  window.addEventListener("message", (e) => {
+    const info = e.data && e.data.loadbenchFlamegraph;
+    if (!info) return;
+    document.querySelectorAll("#flamegraphs object").forEach((o) => {
+      if (o.contentWindow !== e.source) return;
+      o.dataset.frames = String(info.frames);
+      if (info.width > 0 && info.height > 0) o.style.aspectRatio = info.width + " / " + info.height;
+    });
+  });
 
   function draw() {
     const f = slice();

@@ -7,8 +7,9 @@ plotly.js, embedded inline from the plotly wheel.
 
     loadbench.html_report.write_html("reports/new", compare_with="reports/base")
 
-A Content-Security-Policy meta tag forbids every network load (only inline scripts and styles
-and data: images), so the page cannot fetch anything even if a library tried to.
+A Content-Security-Policy meta tag forbids every network load (only inline scripts and styles,
+data: images, and the flame graphs' SVG files from the page's own origin - file: URLs when
+opened from the file system), so the page cannot fetch anything even if a library tried to.
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ from .model import Model
 from .model import load as load_model
 from .regression import HEADER, LEGEND, evaluate, rows_text
 
-CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
+# object-src and frame-src 'self': the flame graphs are SVG files beside the page (profiles/),
+# embedded as <object>s so that their click-zoom script runs; 'self' is the page's own origin
+# (file: URLs for a page opened from the file system), and Chromium checks both directives for an
+# <object> that holds a document. Without them no flame graph showed (issue 58).
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
+    "object-src 'self'; frame-src 'self'"
+)
 PLOTLY_CONFIG = {
     "displaylogo": False,
     "responsive": True,
