@@ -28,6 +28,7 @@ from loadbench.report.capacity_cells import search_ceiling
 from loadbench.slo import judge, parse_objectives
 from loadbench.slo import search as search_module
 from loadbench.slo.capacity_result import BOUNDED_OUTCOMES
+from loadbench.slo.pool import presized_pool
 from loadbench.slo.search import search_send_batch
 
 SERVER = Path(__file__).with_name("fixed_cost_server.py")
@@ -318,10 +319,23 @@ def test_a_sweep_capacity_cell_reaches_the_report_the_chart_and_compare(tmp_path
         capacity_precision=0.25,
         capacity_hold=1.0,
         contended_reruns=0,
+        open_fractions=[0.5],
     ).run(out, progress=False, notes=False)
     assert main(["report", str(out)]) == 0
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     (search,) = [r for r in records if r["mode"] == "capacity"]
+    # the open-loop cell: judged by the search's rule, on the pool rule the steps use
+    (closed,) = [r for r in records if r["mode"] == "closed"]
+    (open_cell,) = [r for r in records if r["mode"] == "open"]
+    rate = open_cell["result"]["rate"]["target"]
+    assert open_cell["objectives"]["objectives"] == ["p99<50ms"]
+    assert isinstance(open_cell["objectives"]["passed"], bool)
+    assert open_cell["connections"] == presized_pool(rate, 10, closed["result"]["rps"]) >= 10
+    peak = search["result"]["settings"]["peak_rps"]
+    assert peak == pytest.approx(search["settling"]["rps"])
+    for step in search["result"]["steps"]:
+        pool = presized_pool(step["rate"], 10, peak)
+        assert step["result"]["config"]["connections"] == pool, step["rate"]
     assert search["status"] == "ok" and search["id"] == "beast|http|plaintext|capacity10|r0"
     result = search["result"]
     # a lower bound is an honest ending on a busy 2-core machine: the generator (or, at C=10 with
@@ -344,7 +358,8 @@ def test_a_sweep_capacity_cell_reaches_the_report_the_chart_and_compare(tmp_path
     assert len(cell.steps()) == len(result["steps"])
     text = (out / "report.md").read_text()
     assert "## Capacity under the objective: p99<50ms" in text
-    row = next(line for line in text.splitlines() if line.startswith("| beast | http |"))
+    section = text[text.index("## Capacity under the objective") :]
+    row = next(line for line in section.splitlines() if line.startswith("| beast | http |"))
     shown = f"{result['capacity']:,.0f}".replace(",", " ") if result["capacity"] else "≥ "
     assert shown in row, row
     assert (out / "capacity_latency.png").stat().st_size > 10_000

@@ -176,3 +176,38 @@ def test_a_server_whose_speed_changes_between_processes_gets_a_wide_interval(tmp
     low, high = wide.spread
     assert low <= values[0] and values[-1] <= high and math.isfinite(high)
     assert analysis.noise_share(wide) > analysis.noise_share(one.peak("flip", "http"))
+
+
+# -- one capacity, agreed by every table -----------------------------------------------------
+def test_a_capacity_is_never_stated_below_a_rate_the_open_loop_cells_passed():
+    from loadbench.report.capacity_cells import CapacityCell, open_loop_evidence
+
+    def row(target, rate, passed, block):
+        return {
+            "target": target,
+            "protocol": "http",
+            "mode": "open",
+            "status": "ok",
+            "load": 95,
+            "target_rate": rate,
+            "slo_passed": passed,
+            "block": block,
+        }
+
+    rows = [row("go", r, True, b) for b, r in enumerate((86_000, 86_500, 85_900))]
+    rows += [row("h2o", r, p, b) for b, (r, p) in enumerate(((107_000, True), (107_400, False)))]
+    rows += [row("nim", 70_000, True, 0)]  # one replication proves nothing
+    evidence = open_loop_evidence(rows)
+    assert evidence == {("go", "http"): (85_900.0, 3)}
+    search = {"outcome": "capacity", "capacity": 36_328.0, "first_failing": 38_000.0}
+    cell = CapacityCell("go", "http", "plaintext", 25, "ok", searches=[search] * 3)
+    assert float(cell.figure) == 36_328.0 and not cell.raised_by_open_loop
+    cell.open_loop = evidence[("go", "http")]
+    assert cell.raised_by_open_loop
+    assert float(cell.figure) == 85_900.0 and cell.figure.bound == "lower"
+    # a capacity above the open-loop evidence stands as found
+    higher = CapacityCell(
+        "go", "http", "plaintext", 25, "ok", searches=[{**search, "capacity": 90_000.0}]
+    )
+    higher.open_loop = evidence[("go", "http")]
+    assert float(higher.figure) == 90_000.0 and higher.figure.bound is None

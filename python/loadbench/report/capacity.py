@@ -44,6 +44,13 @@ def _outcome_text(c: CapacityCell) -> str:
         "stopped": "stopped: a step lost part of its generator (a shard's worker)",
     }
     text = "; ".join(sorted({words.get(o, o) for o in c.outcomes}))
+    if c.raised_by_open_loop:
+        rate, n = c.open_loop
+        text += (
+            f"; at least {fmt_int(rate)}: the open-loop table met the objectives there in every "
+            f"window of all {n} replications (fresh servers), by the search's own rule - the "
+            "searches stated less"
+        )
     if c.contended_steps:
         text += (
             f"; {CONTENDED} {c.contended_steps} contended step(s): other processes took a share "
@@ -110,11 +117,13 @@ def section(model) -> list[str]:
         "",
         "The highest open-loop rate each server took while meeting every objective, over the whole "
         f"step and over every 1 s window in it (`loadbench capacity`; {searches} search(es) per "
-        f"server, {next(iter(cells.values())).workload} at C = {next(iter(cells.values())).connections} "
-        "growing as Little's law needs): from half the closed-loop peak measured above, up while "
+        f"server, {next(iter(cells.values())).workload} at C = {next(iter(cells.values())).connections}, "
+        "each step's pool sized before it from Little's law at its rate and the server's own peak "
+        "latency, twice over, and not grown while judged - the open-loop cells' rule too): from "
+        "half the closed-loop peak measured above, up while "
         f"steps pass and down while they fail, bisected to {100 * settings.get('capacity_precision', 0.05):g} % "
         f"and confirmed; each step {settings.get('warmup', 0):g} s of settling and "
-        f"{settings.get('duration', 0):g} s judged, {_held(settings)}. Latency is corrected for coordinated omission. "
+        f"{settings.get('capacity_step') or settings.get('duration', 0):g} s judged, {_held(settings)}. Latency is corrected for coordinated omission. "
         "A search whose generator could not send on time (its threads saturated, or sends late while "
         "the server answered within the objectives) claims no capacity: it shows the highest "
         "passing rate as a lower bound (≥), because the generator, not the server, was the limit, and "
@@ -123,7 +132,8 @@ def section(model) -> list[str]:
         "on a freshly started server) the figure is their median and the next column their range - "
         "never one search's luck. Noise: half the span from the lowest search to the highest "
         "first failing rate of a found capacity, over the median - the ± with which the executive "
-        "summary calls two capacities ≈.",
+        "summary calls two capacities ≈. The open-loop cells are judged by the same rule (every "
+        "window of every replication), and a capacity is never stated below a rate they passed.",
         "",
         table(header, rows),
         "",

@@ -96,6 +96,10 @@ class CapacityCell:
     note: Optional[str] = None
     searches: list[dict] = field(default_factory=list)  # the records' results, in order
     server_cores: Optional[int] = None  # the CPUs the server was pinned to (older results)
+    # (rate, replications): the highest rate an open-loop cell of the same sweep met the
+    # objectives at, judged by the search's own rule in every one of its replications (each on
+    # a fresh server) - a capacity is never stated below it (open_loop_evidence)
+    open_loop: Optional[tuple[float, int]] = None
 
     @property
     def outcomes(self) -> list[str]:
@@ -124,22 +128,35 @@ class CapacityCell:
         one): the median of the high ends may be another search's found capacity (two found,
         one contended), and every reader prints the upper end as "at most N by CPU"."""
         ivs = self.intervals()
-        if not ivs:
+        if not ivs and self.open_loop is None:
             return None
-        low = analysis.median([lo for lo, _ in ivs])
-        high = analysis.median([hi for _, hi in ivs])
+        lows = [lo for lo, _ in ivs]
+        low = analysis.median(lows) if ivs else 0.0
+        high = analysis.median([hi for _, hi in ivs]) if ivs else math.inf
         if high > low:
             ceiling = self.ceiling
             high = ceiling if ceiling and ceiling > low else math.inf
-        lows = [lo for lo, _ in ivs]
+        if self.raised_by_open_loop:
+            # the same rule passed a higher rate on fresh servers: the capacity is at least that
+            low = self.open_loop[0]
+            ceiling = self.ceiling
+            high = ceiling if ceiling and ceiling > low else math.inf
         return Figure(
             low,
             "lower" if high > low else None,
             sum(1 for lo, hi in ivs if hi > lo),
-            len(ivs),
+            max(len(ivs), 1),
             (low, high),
-            (min(lows), max(lows)) if len(ivs) > 1 else None,
+            (min(lows), max(lows)) if len(ivs) > 1 and not self.raised_by_open_loop else None,
         )
+
+    @property
+    def raised_by_open_loop(self) -> bool:
+        """The open-loop cells passed a rate above what the searches state (open_loop)."""
+        if self.open_loop is None:
+            return False
+        ivs = self.intervals()
+        return not ivs or self.open_loop[0] > analysis.median([lo for lo, _ in ivs])
 
     @property
     def capacity(self) -> Optional[Spread]:
@@ -232,4 +249,25 @@ def fold(
             if cell.status != "ok":
                 cell.status = r.get("status") or "fail"
             cell.note = cell.note or r.get("error")
+    return out
+
+
+def open_loop_evidence(rows: list[dict]) -> dict[tuple[str, str], tuple[float, int]]:
+    """Per (server, protocol): the highest rate whose open-loop cell met the objectives in every
+    one of at least two replications (rows of one load judged by the search's rule, slo_passed),
+    as (the lowest rate any of them was sent, how many) - evidence a capacity must not deny."""
+    by_cell: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r.get("mode") == "open" and r.get("status") == "ok":
+            by_cell.setdefault((r["target"], r["protocol"], r.get("load")), []).append(r)
+    out: dict[tuple[str, str], tuple[float, int]] = {}
+    for (target, protocol, _), group in by_cell.items():
+        rates = [r.get("target_rate") for r in group]
+        if len(group) < 2 or not all(r.get("slo_passed") is True for r in group):
+            continue
+        if any(rate is None for rate in rates):
+            continue
+        best = out.get((target, protocol))
+        if best is None or min(rates) > best[0]:
+            out[(target, protocol)] = (float(min(rates)), len(group))
     return out

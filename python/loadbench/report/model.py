@@ -40,7 +40,7 @@ from typing import Any, Optional
 from ..core import analysis, protocols
 from ..core.analysis import Figure, Rank, Spread
 from ..sweep.results_folder import ResultsFolder
-from .capacity_cells import CapacityCell, is_capacity
+from .capacity_cells import CapacityCell, is_capacity, open_loop_evidence
 from .capacity_cells import fold as fold_capacity
 
 # the cells and rows the model folds, under the names callers have always imported from here
@@ -111,7 +111,12 @@ class Model:
         once, every section asks."""
         if "_capacities" not in self.__dict__:
             cores = pinned_cores(self.settings)
-            self.__dict__["_capacities"] = fold_capacity(self.capacity_records, cores)
+            folded = fold_capacity(self.capacity_records, cores)
+            # the open-loop cells judged by the same rule: a capacity never denies them
+            for key, evidence in open_loop_evidence(self.rows).items():
+                if key in folded:
+                    folded[key].open_loop = evidence
+            self.__dict__["_capacities"] = folded
         return self.__dict__["_capacities"]
 
     def memory_per_connection(self) -> dict[str, IdleMemory]:

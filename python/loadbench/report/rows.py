@@ -246,6 +246,9 @@ def flatten(
         # open loop: latency_us is corrected (from the intended send time), this one is not
         "p99_uncorrected_ms": _ms(_get(result, "latency_uncorrected_us", "p99")),
         "target_rate": _get(result, "rate", "target"),
+        # an open-loop cell judged by the capacity search's rule against the sweep's objectives
+        # (sweep/group.py _judge): True / False, None where not judged
+        "slo_passed": (record.get("objectives") or {}).get("passed"),
         "late_sends": _get(result, "rate", "late_sends"),
         "sends": _get(result, "rate", "sends"),
     }

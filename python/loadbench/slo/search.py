@@ -24,14 +24,14 @@ is the server's (its cores near saturation, its own latency broke the objective,
 were on time) bounds the capacity from above. A failure that is the generator's (its CPU or its
 loop) or its pool's bounds nothing about the server: the search bisects below it to the highest
 rate the generator drives on time and ends "generator-bound" (or "pool-bound") with that rate as
-a lower bound L and the server's CPU ceiling U beside it - [L, U] - never a capacity figure. The
-pool grows (``max_connections``, by default twice what Little's law needs at the rate and the
-loosest latency limit), so a server that meets the objectives never waits for a connection.
+a lower bound L and the server's CPU ceiling U beside it - [L, U] - never a capacity figure.
+Each step's pool is sized before it from Little's law at its rate and the server's own peak
+latency (``peak``: its closed-loop req/s on ``connections``, the probe's when not given) and
+not grown while it is judged (slo/pool.py: the rule a sweep's open-loop cells share).
 """
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any, Callable, Optional, Sequence, Union
 
@@ -42,6 +42,7 @@ from ..core.run import OPTION_NAMES, run
 from ..core.steady import settle as settle_server
 from .capacity_result import CapacityResult
 from .objectives import Objective, judge, parse_objectives
+from .pool import MOST, presized_pool
 from .step import Step, limit_of, outside_of, verdict_of
 
 __all__ = ["AUTO_POOL_MAX", "SEARCH_OWNS", "CapacityResult", "Step", "capacity"]
@@ -57,8 +58,8 @@ SEARCH_OWNS = (
     "steps",
     "connections_schedule",
 )
-# the most connections the pool grows to unless max_connections says otherwise
-AUTO_POOL_MAX = 1000
+# the most connections a step's pool is sized to (slo/pool.py)
+AUTO_POOL_MAX = MOST
 # after a generator-bound step, the next rate is at most this share of what it did answer
 BOUND_BACKOFF = 0.9
 
@@ -141,6 +142,7 @@ def capacity(
     max_lateness: float = 1e-3,
     max_steps: int = 40,
     probe: float = 2.0,
+    peak: Optional[float] = None,
     min_rate: float = 1.0,
     contended_share: float = analysis.CONTENDED_SHARE,
     contended_reruns: int = 2,
@@ -157,7 +159,9 @@ def capacity(
     ``sample_pid``, a step during which other processes took more than ``contended_share`` of
     the machine is measured again (up to ``contended_reruns`` times), and flagged contended if
     it stays so. ``probe``: at least this many seconds of closed-loop load bring the server to
-    steady state before the first step (when ``start`` is not given). ``hold``: the seconds
+    steady state before the first step (when ``start`` is not given). ``peak``: the server's
+    closed-loop req/s on ``connections``, which sizes each step's pool (slo/pool.py; default:
+    the probe's, else twice ``start``). ``hold``: the seconds
     judged in each confirmation of the answer (default ``step``) - a sweep bisects with short
     steps and confirms with a longer hold, so its capacity is a rate held that long.
     ``runner``: what runs each step and the probe, loadbench.run's keywords (default
@@ -193,7 +197,6 @@ def capacity(
     run_options["connections"] = connections
     if run_options.get("send_batch") is None:
         run_options["send_batch"] = search_send_batch(objectives)
-    loosest = max((o.limit for o in objectives if o.is_latency), default=1e6) / 1e6
     found = CapacityResult(
         url,
         [o.text for o in objectives],
@@ -216,12 +219,15 @@ def capacity(
     )
 
     def measure(rate: float, phase: str) -> Step:
-        # Little's law: a server meeting the objectives has at most rate x limit in flight;
-        # twice that, so it never waits for a connection (at most AUTO_POOL_MAX)
-        pool = run_options.get("max_connections") or max(
-            connections, min(math.ceil(2 * rate * loosest), AUTO_POOL_MAX)
-        )
-        options = {**run_options, "max_connections": pool}
+        # the pool rule of slo/pool.py: sized before the step from Little's law at its rate and
+        # the server's own peak latency, connected before the schedule starts, never grown in
+        # the judged windows (unless max_connections asks for growth)
+        pool = presized_pool(rate, connections, peak)
+        options = {
+            **run_options,
+            "connections": pool,
+            "max_connections": max(pool, run_options.get("max_connections") or pool),
+        }
         reruns = 0
         while True:
             result = runner(
@@ -258,6 +264,10 @@ def capacity(
                 f"the closed-loop probe of {url} got no response ({settled.error or 'no answer'})"
             )
         start = max(min_rate, settled.rps / 2)
+        peak = peak or settled.rps
+    if peak is None:
+        peak = 2 * start  # a search is started at half the closed-loop peak
+    found.settings["peak_rps"] = peak
     try:
         _search(found, measure, float(start), growth, precision, repeats, max_steps, min_rate)
     except _StepNotJudged as exc:  # say why, keep the steps

@@ -15,9 +15,12 @@ from ..core.errors import LoadbenchError
 from ..core.gate import LoadGate
 from ..core.options import RunOptions
 from ..core.progress import ProgressBar
+from ..core.result import Result
 from ..core.run import run
 from ..core.sampler import Sampler
 from ..core.steady import settle as settle_server
+from ..slo.objectives import judge, parse_objectives
+from ..slo.pool import presized_pool
 from ..slo.search import SEARCH_OWNS, capacity
 from .plan import Cell, SweepPlan
 from .profiles import profile_cell
@@ -69,6 +72,8 @@ class ServerGroup:
         self.last_outside: Optional[float] = None
         # how the running server was brought to steady state (core/steady.py), recorded per cell
         self.settling: Optional[dict] = None
+        # an open-loop cell's verdict under the sweep's capacity objectives (_judge)
+        self.slo_verdict: Optional[dict] = None
 
     def run(self) -> None:
         reason = self.target.unavailable_reason(self.protocol, self.peers_dir)
@@ -193,6 +198,8 @@ class ServerGroup:
                 extra["gate"] = (vouched or self.gate.wait(self.gate.cell_timeout_s)).to_dict()
             self.last_outside = None  # until this window proves quiet
             status, error, result = self._measure(cell)
+            if self.slo_verdict is not None:
+                extra["objectives"] = self.slo_verdict
             server = (result or {}).get("server") or {}
             outside = analysis.outside_share(server, cores)
             contended = (
@@ -311,13 +318,15 @@ class ServerGroup:
                     "no closed-loop capacity was measured for this server, so no open-loop rate",
                     None,
                 )
-            rate, pool = capacity[0] * cell.load / 100.0, capacity[1]
-            self.pool = pool
-            # The pool the capacity was measured with, fixed (wrk2's model): every server is offered
-            # the same connections, and a request that finds them all busy waits - the corrected
+            rate = capacity[0] * cell.load / 100.0
+            # The capacity search's pool rule (slo/pool.py): sized before the window from Little's
+            # law at the rate and the server's own latency at its closed-loop peak, then fixed
+            # (wrk2's model): a request that finds every connection busy waits - the corrected
             # latency counts that wait, and the cell's `limit` says so (pool-bound, ¶). (With a
-            # pool allowed to grow 4x, a 10 000 req/s https run against Beast had a p99 of 437 ms
-            # instead of 58 ms: the growth, not the server.)
+            # pool allowed to grow 4x mid-window, a 10 000 req/s https run against Beast had a
+            # p99 of 437 ms instead of 58 ms: the growth, not the server.)
+            pool = presized_pool(rate, capacity[1], capacity[0])
+            self.pool = pool
             kwargs.update(
                 rate=rate,
                 arrival="constant",
@@ -325,12 +334,13 @@ class ServerGroup:
                 max_connections=pool,
                 threads=max(1, min(threads, pool)),
             )
-        start = None
+        start = peak = None
         if cell.mode == "capacity":
             # the search starts at half the steady throughput of its fresh server (else half the
             # closed-loop peak measured earlier, else it probes)
             peak = (self.settling or {}).get("rps") or (self._capacity(cell) or (None,))[0]
             start = peak / 2 if peak else None
+        self.slo_verdict = None
         self.sampled = None
         sampler = None
         if self.server.pid is not None:
@@ -349,11 +359,14 @@ class ServerGroup:
             options = RunOptions(**kwargs)
             named = {name: getattr(options, name) for name in kwargs}
             if cell.mode == "capacity":
-                result = self._search(url, named, sample_pid, start)
+                result = self._search(url, named, sample_pid, start, peak)
             else:
                 if sample_pid is not None:
                     named["sample_pid"] = sample_pid
-                result = self.runner(url, **named).to_dict()
+                outcome = self.runner(url, **named)
+                if cell.mode == "open" and self.sweep.capacity and isinstance(outcome, Result):
+                    self.slo_verdict = self._judge(outcome)
+                result = outcome.to_dict()
         except Exception as exc:  # noqa: BLE001 - any failure of one cell must not end the sweep
             if not self.server.alive():
                 return "fail", f"server died during the cell: {self.server.death_note()}", None
@@ -375,8 +388,26 @@ class ServerGroup:
             return "fail", f"no responses in the window (errors: {errors})", result
         return "ok", None, result
 
+    def _judge(self, result: Result) -> dict:
+        """An open-loop cell judged by the capacity search's own rule (slo/objectives.judge: the
+        whole window and each 1 s window with enough requests for the percentile), against the
+        sweep's capacity objectives - so the open-loop table and the capacity judge alike."""
+        objectives = parse_objectives(list(self.sweep.capacity))
+        verdict = judge(result, objectives, self.sweep.interval)
+        return {
+            "objectives": [o.text for o in objectives],
+            "passed": verdict.passed,
+            "failures": verdict.failures[:3],
+            "windows_judged": verdict.windows,
+        }
+
     def _search(
-        self, url: str, named: dict, sample_pid: Optional[int], start: Optional[float]
+        self,
+        url: str,
+        named: dict,
+        sample_pid: Optional[int],
+        start: Optional[float],
+        peak: Optional[float],
     ) -> dict:
         """A capacity cell: loadbench.capacity with the cell's run options, each step a window
         of the sweep's duration after its warm-up, judged per 1 s window (or per step when the
@@ -387,6 +418,7 @@ class ServerGroup:
             url,
             self.sweep.capacity,
             start=start,
+            peak=peak,  # sizes each step's pool (slo/pool.py), as the open-loop cells' are
             step=self.sweep.capacity_step_seconds(),
             hold=self.sweep.capacity_hold_seconds(),
             settle=self.sweep.warmup,
