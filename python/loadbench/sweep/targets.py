@@ -290,7 +290,8 @@ class Target:
                 module = path.split(":", 1)[1]
                 if importlib.util.find_spec(module) is None:
                     return (
-                        f"the Python module {module} is not installed (bash bench/install-peers.sh)"
+                        f"the Python module {module} is not installed in {sys.executable} "
+                        "(bash .ci/install.sh brings hypercorn: the peers extra)"
                     )
             elif "/" in path:
                 if not Path(self.cwd or ".", path).exists():
