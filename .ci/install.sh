@@ -139,7 +139,6 @@ if [ "$extras" = test ]; then
       need "$clang_rt"
     fi
   fi
-  need_tool openssl openssl        # test certificates
   need_tool curl curl              # HTTP/2 server tests (curl --http2)
   need_tool h2load nghttp2-client  # h2load and nghttp: HTTP/2 clients no one here wrote
   need_tool nghttpd nghttp2-server # nghttpd and h2o: HTTP/2 servers the generator's h2 tests load
