@@ -185,7 +185,10 @@ fi
 if [ "$dry_run" = 1 ]; then
   [ "$need_h2spec" = 1 ] && say "would build h2spec into $h2spec_bin (go install, .ci/h2spec/go.mod)"
   for job in "${peer_builds[@]}"; do say "would build ${job%%:*}"; done
-  say "would pip install hypercorn (PyPI, the peers extra) with loadbench; the Rust and CPython 3.13 peers wait for bash bench/install-peers.sh (rustup, no Debian python3.13)"
+  if ! have python3 || ! python3 -c 'import hypercorn' >/dev/null 2>&1; then
+    say "would pip install hypercorn (PyPI, the peers extra) with loadbench"
+  fi
+  say "the Rust and CPython 3.13 peers wait for bash bench/install-peers.sh (rustup, no Debian python3.13)"
   say "dry run: the Debian packages this machine lacks for '${extras:-build}' (nothing installed):"
   if [ ${#packages[@]} -gt 0 ]; then printf '%s\n' "${packages[@]}"; fi
   exit 0
