@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything loadbench needs on a fresh Debian machine, then loadbench itself.
-#   bash .ci/install.sh                  the package (build + runtime dependencies)
-#   bash .ci/install.sh test             the package with everything its test suite uses
+#   bash .ci/install.sh                  the package (build + runtime dependencies) and the peers
+#                                        the default sweep measures that the registries serve
+#   bash .ci/install.sh test             the same with everything its test suite uses
 #   bash .ci/install.sh --dry-run [test] print the Debian packages it would install, one per
 #                                        line on stdout, and install nothing (exit 0)
 # A package is installed only when it is missing. Every probe below works on a machine that has
@@ -15,13 +16,26 @@ for arg in "$@"; do
   case "$arg" in
     --dry-run) dry_run=1 ;;
     test) extras=test ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "loadbench setup: unknown argument '$arg' (use: [--dry-run] [test])" >&2; exit 2 ;;
   esac
 done
 
 # Each line carries the seconds since the script started: where a fresh machine's install goes.
 say() { echo "loadbench setup [${SECONDS} s]: $*" >&2; }
+# Up front, how long it takes (a fresh 2-core Debian 12: the Debian packages, the C++ core, the
+# peers built beside it), and the default sweep after it: the planned minutes of
+# `python3 -m loadbench sweep` / `--quick` on a fresh Debian 12 with these peers (Beast and 9 peers,
+# Sweep.planned_seconds; tests/test_install_script.py holds these to it). The sweep's own plan
+# line gives the figure for the peers this machine has.
+INSTALL_MIN=6   # estimated: 2.6 min for the build alone on a fresh VM (issue 58) + the peers
+SWEEP_MIN=18
+QUICK_MIN=4
+if [ "$extras" = test ]; then
+  say "about $INSTALL_MIN min on a fresh 2-core machine for the build and the peers, more for the suite's own tools (clang, chromium, heaptrack, h2spec); the suite then runs in its 10-min budget"
+else
+  say "about $INSTALL_MIN min on a fresh 2-core machine for the build and the peers; then \`python3 -m loadbench sweep\` is planned at about $SWEEP_MIN min on a quiet machine with them (its plan line gives this machine's figure; re-runs of contended windows add to it; \`--quick\`: about $QUICK_MIN min)"
+fi
 have() { command -v "$1" >/dev/null 2>&1; }
 # dpkg's own record; on a machine without dpkg-query nothing counts as installed.
 installed() { have dpkg-query && [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" = "install ok installed" ]; }
@@ -83,6 +97,28 @@ else
   python3 -m pip --version >/dev/null 2>&1 || { need python3-pip; need python3-venv; }
 fi
 
+# --- the peers the default sweep measures (bench/peers/peers.toml), from the registries ---------
+# Command 1 (`bash .ci/install.sh && python3 -m loadbench sweep`) compares the Beast server with
+# every peer Debian, the Go module proxy and PyPI serve: nginx, h2o, node, ruby-puma, caddy (the
+# HTTP/3 sweeps' peer) from Debian; go and quic-go built from the Go module proxy, the Nim peer
+# built by Debian's nim, pypy-hypercorn (Debian's pypy3 + hypercorn from PyPI) - all below, beside
+# pip - and hypercorn from PyPI into loadbench's own Python (the `peers` extra). Only the peers
+# that need a toolchain no registry serves (Rust: rustup; CPython 3.13) wait for
+# bash bench/install-peers.sh. The test suite loads the same peers.
+need_tool openssl openssl        # the self-signed certificate of every https / h2 cell
+have nginx || installed nginx-light || installed nginx || need nginx-light   # the nginx peer
+need_tool h2o h2o                # the h2o peer (and the generator's h2 tests' server)
+need_tool node nodejs            # the node peer (node:http, node:http2)
+need_tool ruby ruby              # the Ruby peer: puma on Debian's ruby (YJIT), no build
+need_tool puma puma
+need_lib ruby-rack               #   and the Rack it reports
+need_tool caddy caddy            # the HTTP/3 peer (and the generator's h3 tests' server)
+need_tool go golang-go           # Debian 12: Go 1.19, which fetches the Go peers' newer toolchain
+                                 #   from the Go module proxy (bench/go-toolchain.sh); also h2spec
+need_tool nim nim                # the Nim peer, built below in seconds
+need_tool pypy3 pypy3            # the PyPy hypercorn peer's interpreter; Debian's pypy3 needs
+need_lib pypy3-venv              #   it for a venv
+
 # --- what the test suite uses ------------------------------------------------------------------
 if [ "$extras" = test ]; then
   need_lib libgtest-dev
@@ -103,16 +139,10 @@ if [ "$extras" = test ]; then
       need "$clang_rt"
     fi
   fi
-  need_tool openssl openssl        # test certificates
   need_tool curl curl              # HTTP/2 server tests (curl --http2)
   need_tool h2load nghttp2-client  # h2load and nghttp: HTTP/2 clients no one here wrote
   need_tool nghttpd nghttp2-server # nghttpd and h2o: HTTP/2 servers the generator's h2 tests load
-  need_tool h2o h2o
-  need_tool caddy caddy             # an HTTP/3 server the generator's h3 tests load (its access log counts)
-  need_tool node nodejs            # the node:http peer (tests/test_bench_peers.py)
-  need_tool puma puma              # the Ruby peer (puma on Debian's ruby; no build, so CI runs it)
-  need_lib ruby-rack               # the Rack it reports (the other new peers build: install-peers.sh)
-  have nginx || installed nginx-light || installed nginx || need nginx-light   # the nginx peer
+  # (h2o, caddy, node, nginx, puma, Go, Nim, PyPy: the peers above, which the tests load too)
   need_tool ip iproute2            # network namespaces: separate generator hosts on one machine
   need_tool wrk wrk                # a load tool no one here wrote (tests/test_bench_server_syscalls.py)
   need_tool strace strace          # a server's own system calls per connection (same test)
@@ -122,13 +152,8 @@ if [ "$extras" = test ]; then
   need_tool heaptrack heaptrack    # allocation sites (tests/test_allocations.py): heaptrack attaches
   need_tool gdb gdb                #   with gdb and compresses its record with zstd
   need_tool zstd zstd
-  need_tool go golang-go           # builds h2spec (below) from the Go module proxy; Debian 12: Go 1.19,
-                                   #   which fetches the Go peers' newer toolchain (bench/go-toolchain.sh)
   need_tool ccache ccache          # the wheel's and the suite's ASan build's compiles, kept: a clean
                                    #   clone on this machine (CI) recompiles nothing it compiled before
-  need_tool nim nim                # the Nim peer and the PyPy hypercorn peer, built below in seconds
-  need_tool pypy3 pypy3            #   (the peers that need a toolchain Debian 12 lacks stay with
-  need_lib pypy3-venv              #   bench/install-peers.sh); Debian's pypy3 needs it for a venv
 fi
 
 # rustls (the generator's opt-in --tls-library rustls) is built by cargo from the crate registry
@@ -147,8 +172,23 @@ h2spec_bin="${GOBIN:-$HOME/go/bin}/h2spec"
 need_h2spec=0
 if [ "$extras" = test ] && ! have h2spec && [ ! -x "$h2spec_bin" ]; then need_h2spec=1; fi
 
+# The peers this install builds (the functions below), each only when it is missing or stale.
+peer_builds=()   # "what:function"
+if [ ! -x bench/peers/nim/loadbench-peer-nim ] || [ bench/peers/nim/hello.nim -nt bench/peers/nim/loadbench-peer-nim ]; then
+  peer_builds+=("the Nim peer (nim c, release build):build_nim_peer")
+fi
+if [ ! -x bench/peers/go/loadbench-peer-go ] || [ ! -x bench/peers/quicgo/loadbench-peer-quicgo ]; then
+  peer_builds+=("the Go peers go and quic-go (go build, Go module proxy):build_go_peers")
+fi
+[ -x bench/peers/pypy/.venv/bin/hypercorn ] || peer_builds+=("the PyPy peer (pypy3 venv, hypercorn from PyPI):build_pypy_peer")
+
 if [ "$dry_run" = 1 ]; then
   [ "$need_h2spec" = 1 ] && say "would build h2spec into $h2spec_bin (go install, .ci/h2spec/go.mod)"
+  for job in "${peer_builds[@]}"; do say "would build ${job%%:*}"; done
+  if ! have python3 || ! python3 -c 'import hypercorn' >/dev/null 2>&1; then
+    say "would pip install hypercorn (PyPI, the peers extra) with loadbench"
+  fi
+  say "the Rust and CPython 3.13 peers wait for bash bench/install-peers.sh (rustup, no Debian python3.13)"
   say "dry run: the Debian packages this machine lacks for '${extras:-build}' (nothing installed):"
   if [ ${#packages[@]} -gt 0 ]; then printf '%s\n' "${packages[@]}"; fi
   exit 0
@@ -185,8 +225,8 @@ build_h2spec() {
   cd .ci/h2spec && GOBIN="$(dirname "$h2spec_bin")" GOTOOLCHAIN=local GOFLAGS=-mod=readonly \
     go install github.com/summerwind/h2spec/cmd/h2spec
 }
-# The benchmark peers the tests load that this install can build, as bench/install-peers.sh
-# builds them (tests/test_bench_peers.py, test_h3_peers.py, test_allocations.py).
+# The peers the default sweep measures (and the tests load) that this install can build, as
+# bench/install-peers.sh builds them: the same functions for `bash .ci/install.sh` and `... test`.
 build_nim_peer() {
   say "building the Nim peer (nim c -d:release bench/peers/nim/hello.nim)"
   cd bench/peers/nim && nim c -d:release --hints:off -o:loadbench-peer-nim hello.nim >/dev/null
@@ -211,23 +251,16 @@ build_pypy_peer() {
   bench/peers/pypy/.venv/bin/python -m pip install --quiet --disable-pip-version-check hypercorn
 }
 [ "$need_h2spec" = 1 ] && side_job h2spec build_h2spec
-if [ "$extras" = test ]; then
-  if [ ! -x bench/peers/nim/loadbench-peer-nim ] || [ bench/peers/nim/hello.nim -nt bench/peers/nim/loadbench-peer-nim ]; then
-    side_job "the Nim peer" build_nim_peer
-  fi
-  if [ ! -x bench/peers/go/loadbench-peer-go ] || [ ! -x bench/peers/quicgo/loadbench-peer-quicgo ]; then
-    side_job "the Go peers" build_go_peers
-  fi
-  [ -x bench/peers/pypy/.venv/bin/hypercorn ] || side_job "the PyPy peer" build_pypy_peer
-fi
+for job in "${peer_builds[@]}"; do side_job "${job%%:*}" "${job##*:}"; done
 
 pip_flags=(--quiet --disable-pip-version-check)
 # Debian's own python3 refuses system-wide pip installs (PEP 668); a pyenv/venv python does not.
 if python3 -c 'import sys,sysconfig,os; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_path("stdlib"),"EXTERNALLY-MANAGED")) and sys.prefix==sys.base_prefix else 1)'; then
   pip_flags+=(--break-system-packages)
 fi
-target="."
-[ -n "$extras" ] && target=".[$extras]"
+# the `peers` extra: hypercorn (PyPI), the hypercorn peer, in the Python that runs the sweep
+target=".[peers]"
+[ -n "$extras" ] && target=".[$extras,peers]"
 # Through ccache where installed (the test install brings it): a clean clone on a machine that
 # built these sources before (CI) takes every object from the cache. CMake reads these on a
 # build dir's first configuration only.

@@ -45,32 +45,55 @@ BUILD_PACKAGES = {
     "libnghttp3-dev",
     "libgnutls28-dev",
 }
-TEST_PACKAGES = BUILD_PACKAGES | {
-    "libgtest-dev",
-    "clang",
-    "openssl",
-    "curl",
-    "nghttp2-client",
-    "nodejs",
+# The default sweep's peers that the registries serve (issue 58): README command 1 installs them.
+PEER_PACKAGES = {
+    "openssl",  # the TLS cells' certificate
     "nginx-light",
-    "iproute2",
-    "chromium",
-    "nghttp2-server",
     "h2o",
-    "caddy",
-    "wrk",
-    "strace",
+    "nodejs",
+    "ruby",
     "puma",
     "ruby-rack",
-    "heaptrack",
-    "gdb",
-    "zstd",
-    "golang-go",
-    "ccache",
+    "caddy",
+    "golang-go",  # the go and quic-go peers, with Go's toolchain from the Go module proxy
     "nim",
     "pypy3",
     "pypy3-venv",
 }
+TEST_PACKAGES = (
+    BUILD_PACKAGES
+    | PEER_PACKAGES
+    | {
+        "libgtest-dev",
+        "clang",
+        "curl",
+        "nghttp2-client",
+        "iproute2",
+        "chromium",
+        "nghttp2-server",
+        "wrk",
+        "strace",
+        "heaptrack",
+        "gdb",
+        "zstd",
+        "ccache",
+    }
+)
+# The servers README command 1 brings to a fresh Debian 12: Beast and every peer whose runtime
+# the registries serve. The others need rustup or CPython 3.13 (bench/install-peers.sh).
+FRESH_DEBIAN_SERVERS = {
+    "beast",
+    "python-asyncio",
+    "hypercorn",
+    "pypy-hypercorn",
+    "node",
+    "nginx",
+    "h2o",
+    "go",
+    "ruby-puma",
+    "nim",
+}
+LEFT_TO_INSTALL_PEERS = {"rust-hyper", "rust-axum", "python-asyncio-3.13", "hypercorn-3.13"}
 PYTHON_PACKAGES = {"python3", "python3-dev", "python3-pip", "python3-venv"}
 
 
@@ -105,7 +128,9 @@ def _dry_run(script: str, args: list[str], path: str) -> tuple[set[str], str]:
     return set(lines), proc.stderr
 
 
-@pytest.mark.parametrize("args,expected", [([], BUILD_PACKAGES), (["test"], TEST_PACKAGES)])
+@pytest.mark.parametrize(
+    "args,expected", [([], BUILD_PACKAGES | PEER_PACKAGES), (["test"], TEST_PACKAGES)]
+)
 def test_install_dry_run_names_every_package_on_a_machine_without_the_tools(
     tmp_path, args, expected
 ):
@@ -120,7 +145,81 @@ def test_install_dry_run_names_every_package_on_a_machine_without_the_tools(
         # libFuzzer's package carries clang's major version, told by apt before clang exists.
         assert any(p.startswith("libclang-rt-") and p.endswith("-dev") for p in packages)
     else:
-        assert not packages & (TEST_PACKAGES - BUILD_PACKAGES), "test tools only for `test`"
+        test_only = TEST_PACKAGES - BUILD_PACKAGES - PEER_PACKAGES
+        assert not packages & test_only, "test tools only for `test`"
+    # the peers it builds (each only while missing) and hypercorn from PyPI, said on stderr
+    peers = REPO / "bench" / "peers"
+    for built, said_as in (
+        ("go/loadbench-peer-go", "the Go peers"),
+        ("nim/loadbench-peer-nim", "the Nim peer"),
+        ("pypy/.venv/bin/hypercorn", "the PyPy peer"),
+    ):
+        assert (peers / built).exists() or f"would build {said_as}" in said, said
+    assert "hypercorn" in said and "bench/install-peers.sh" in said, said
+
+
+def _install_script_number(name: str) -> int:
+    text = (REPO / ".ci/install.sh").read_text()
+    line = next(x for x in text.splitlines() if x.startswith(f"{name}="))
+    return int(line.split("=", 1)[1].split()[0])
+
+
+def test_command_1_brings_ten_servers_and_says_how_long_the_sweep_takes():
+    """Issue 58: README command 1 measures >= 10 servers on a fresh Debian 12, and its install
+    says up front how long the sweep after it is planned to take; --quick is a first look in
+    <= 5 min. Each fresh-machine server's requirements come from command 1: a Debian package it
+    names, a file in git, a peer it builds, or hypercorn (the `peers` extra)."""
+    from loadbench.sweep.file import default_sweep
+
+    peers = REPO / "bench" / "peers"
+    script = (REPO / ".ci/install.sh").read_text()
+    pyproject = (REPO / "pyproject.toml").read_text()
+    programs = {"nginx": "nginx-light", "h2o": "h2o", "node": "nodejs", "puma": "puma"}
+    programs["ruby"] = "ruby"
+    built = {
+        "{peers}/go/loadbench-peer-go": "build_go_peers",
+        "{peers}/nim/loadbench-peer-nim": "build_nim_peer",
+        "{peers}/pypy/.venv/bin/hypercorn": "build_pypy_peer",
+    }
+    tracked = set(
+        subprocess.run(
+            ["git", "ls-files", "bench/peers"], cwd=REPO, capture_output=True, text=True
+        ).stdout.split()
+    )
+    minutes = {}
+    for quick in (False, True):
+        sweep = default_sweep(quick=quick, peers_dir=peers)
+        by = {t.name: t for t in sweep.targets}
+        assert set(by) == FRESH_DEBIAN_SERVERS | LEFT_TO_INSTALL_PEERS
+        assert len(FRESH_DEBIAN_SERVERS) >= 10
+        for name in FRESH_DEBIAN_SERVERS - {"beast"}:
+            for need in by[name].requires:
+                if need.startswith("python-module:"):
+                    assert need == "python-module:hypercorn", need
+                    assert '"hypercorn' in pyproject.split("peers = [", 1)[1].split("]", 1)[0]
+                elif need in built:
+                    assert (
+                        built[need] in script and need.replace("{peers}", "bench/peers") in script
+                    )
+                elif need.startswith("{peers}/"):
+                    assert need.replace("{peers}", "bench/peers") in tracked, need
+                else:
+                    assert f"need_tool {need} {programs[need]}" in script or (
+                        f"need {programs[need]}" in script
+                    ), need
+        cells = [
+            c
+            for c in sweep.cells()
+            if c.target in FRESH_DEBIAN_SERVERS
+            and c.protocol in by[c.target].protocols
+            and c.workload not in by[c.target].unsupported_workloads
+        ]
+        minutes[quick] = sweep.planned_seconds(cells) / 60
+    assert minutes[True] <= 5.0, minutes
+    assert minutes[False] + _install_script_number("INSTALL_MIN") <= 30, minutes
+    # what the install says up front is the plan's figure
+    assert _install_script_number("SWEEP_MIN") == round(minutes[False]), minutes
+    assert _install_script_number("QUICK_MIN") == round(minutes[True]), minutes
 
 
 def test_install_dry_run_with_a_python_that_has_headers_adds_no_python_package(tmp_path):

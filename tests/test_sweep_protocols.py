@@ -436,3 +436,33 @@ def test_sweep_contended_reruns_must_be_zero_or_more(tmp_path, capsys, monkeypat
     assert "--contended-reruns -1: must be 0 or more" in capsys.readouterr().err
     assert main(["sweep", "--plan", "--contended-reruns", "0", "--out", str(out)]) == 0
     assert not out.exists()
+
+
+def test_a_peer_not_installed_is_said_once_per_sweep_not_once_per_protocol(tmp_path, capsys):
+    """Issue 58: a runtime bench/install-peers.sh brings (rustup, CPython 3.13) is missing; the
+    sweep says so in one line naming every protocol it skips, not in one line per protocol."""
+    argv = ["{peers}/no-such-peer/loadbench-peer-gone", "{port}"]
+    gone = Target(
+        "gone",
+        kind="command",
+        argv=argv,
+        https_argv=argv,
+        h2c_argv=argv,
+        h2_argv=argv,
+        requires=["{peers}/no-such-peer/loadbench-peer-gone"],
+        requires_note="needs rustup: bash bench/install-peers.sh",
+    )
+    sweep = Sweep(
+        settle=False,
+        targets=[Target("beast"), gone],
+        protocols=["http", "https", "h2c", "h2"],
+        concurrencies=[3],
+        requests=50,
+        repeats=1,
+        peers_dir=str(PEERS),
+        contended_reruns=0,
+    )
+    sweep.run(tmp_path, progress=False, notes=True, runner=FakeRun(), environment=False)
+    said = [line for line in capsys.readouterr().err.splitlines() if "needs rustup" in line]
+    assert len(said) == 1, said
+    assert said[0].startswith("loadbench: skipping gone http/https/h2c/h2: "), said

@@ -50,7 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="the default sweep cut to about 2-3 minutes (1 repeat, 0.5 s cells, C = 25)",
+        help="the default sweep cut to a first look: about 4 minutes with the peers "
+        ".ci/install.sh brings (1 repeat, 0.5 s cells, C = 25, no capacity search)",
     )
     parser.add_argument(
         "--cluster",

@@ -54,6 +54,7 @@ class ProgressBar:
         self._cell_planned_s = 0.0
         self._measured_planned_s = 0.0
         self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._said: set = set()  # note_once's keys
 
     def eta_s(self) -> float:
         if self.to_measure_s is not None:
@@ -101,6 +102,13 @@ class ProgressBar:
             self.stream.write("\r\x1b[K")
         self.stream.write(f"loadbench: {text}\n")
         self.stream.flush()
+
+    def note_once(self, key, text: str) -> None:
+        """note(text) the first time ``key`` comes: a reason that holds for many cells (a peer
+        not installed skips every protocol it serves) is said once per sweep, not per group."""
+        if key not in self._said:
+            self._said.add(key)
+            self.note(text)
 
     def finish(self, text: str) -> None:
         self._emit(self.line(text))

@@ -7,6 +7,7 @@ only lays them out.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Optional
 
 from ..core import protocols
@@ -22,6 +23,11 @@ from .markdown import (
 )
 from .model import Model
 from .tables import by_rank, peak_ratio
+
+# The (server, reason) pairs a note under an earlier table of this report said in full:
+# sections() opens the set, and a later table names the server and protocols only (issue 58:
+# puma's falcon sentence came 8 times in one report). A table laid out on its own says all.
+_SAID: ContextVar[Optional[set]] = ContextVar("seed_sections_said", default=None)
 
 
 class _Gaps:
@@ -78,11 +84,22 @@ class _Gaps:
                 + "."
             )
         if self.notes:
-            out += (
-                "\n\nn/a: "
-                + "; ".join(f"{t} {p}: {why}" for (t, p), why in self.notes.items())
-                + "."
-            )
+            protocols_of: dict = {}  # one entry per server and reason, its protocols joined
+            for (t, p), why in self.notes.items():
+                protocols_of.setdefault((t, why), []).append(p)
+            said = _SAID.get()
+            full, above = [], []
+            for (t, why), ps in protocols_of.items():
+                where = f"{t} {'/'.join(ps)}"
+                if said is not None and (t, why) in said:
+                    above.append(where)
+                    continue
+                full.append(f"{where}: {why}")
+                if said is not None:
+                    said.add((t, why))
+            if above:
+                full.append(f"{', '.join(above)}: as given above")
+            out += "\n\nn/a: " + "; ".join(full) + "."
         return out
 
 
@@ -312,7 +329,16 @@ def variant_table(model: Model, base: str, variant: str) -> str:
 
 
 def sections(model: Model, streams: dict[str, int], base: Optional[str] = None) -> list[str]:
-    """The seed-001 sections, in its order, as markdown lines."""
+    """The seed-001 sections, in its order, as markdown lines; each n/a reason said in full
+    once, under the first table that needs it."""
+    token = _SAID.set(set())
+    try:
+        return _sections(model, streams, base)
+    finally:
+        _SAID.reset(token)
+
+
+def _sections(model: Model, streams: dict[str, int], base: Optional[str] = None) -> list[str]:
     h2 = [p for p in protocols.names(family="HTTP/2") if p in model.protocols]
     how = ", ".join(f"{p}: {streams.get(p, 1)} concurrent streams per connection" for p in h2)
     base = base or (model.listed[0] if model.listed else None)

@@ -77,8 +77,8 @@ class ServerGroup:
 
     def run(self) -> None:
         reason = self.target.unavailable_reason(self.protocol, self.peers_dir)
-        if reason:
-            self.bar.note(f"skipping {self.target.name} {self.protocol}: {reason}")
+        if reason:  # said once per sweep, naming every protocol it skips (ProgressBar.note_once)
+            self.bar.note_once(*self.target.skip_note(reason, self.sweep.protocols, self.peers_dir))
         launch_error: Optional[str] = None
         try:
             for cell in self.cells:

@@ -276,6 +276,16 @@ class Target:
             return "openssl (needed to make the self-signed certificate) is not installed"
         return None
 
+    def skip_note(
+        self, reason: str, protocols_: Sequence[str], peers_dir: Optional[Path] = None
+    ) -> tuple[tuple[str, str], str]:
+        """(key, line) a sweep says when it skips this target for ``reason``: the line names
+        every protocol of ``protocols_`` that the same reason skips (a runtime not installed:
+        all of them), and the key is the same for each, so the reason is said once per sweep
+        (issue 58: once per protocol, a missing runtime's sentence came four times)."""
+        same = [p for p in protocols_ if self.unavailable_reason(p, peers_dir) == reason]
+        return (self.name, reason), f"skipping {self.name} {'/'.join(same)}: {reason}"
+
     def _missing_requirement(self, peers_dir: Optional[Path]) -> Optional[str]:
         for need in self.requires:
             path = _expand(need, {"peers": str(peers_dir or "")})
@@ -283,7 +293,8 @@ class Target:
                 module = path.split(":", 1)[1]
                 if importlib.util.find_spec(module) is None:
                     return (
-                        f"the Python module {module} is not installed (bash bench/install-peers.sh)"
+                        f"the Python module {module} is not installed in {sys.executable} "
+                        "(bash .ci/install.sh brings hypercorn: the peers extra)"
                     )
             elif "/" in path:
                 if not Path(self.cwd or ".", path).exists():
