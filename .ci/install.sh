@@ -29,8 +29,8 @@ say() { echo "loadbench setup [${SECONDS} s]: $*" >&2; }
 # Sweep.planned_seconds; tests/test_install_script.py holds these to it). The sweep's own plan
 # line gives the figure for the peers this machine has.
 INSTALL_MIN=6   # estimated: 2.6 min for the build alone on a fresh VM (issue 58) + the peers
-SWEEP_MIN=18
-QUICK_MIN=4
+SWEEP_MIN=20
+QUICK_MIN=3
 if [ "$extras" = test ]; then
   say "about $INSTALL_MIN min on a fresh 2-core machine for the build and the peers, more for the suite's own tools (clang, chromium, heaptrack, h2spec); the suite then runs in its 10-min budget"
 else

@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="the default sweep cut to a first look: about 4 minutes with the peers "
+        help="the default sweep cut to a first look: about 3-4 minutes with the peers "
         ".ci/install.sh brings (1 repeat, 0.5 s cells, C = 25, no capacity search)",
     )
     parser.add_argument(
