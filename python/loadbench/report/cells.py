@@ -341,13 +341,15 @@ def _fill(agg: Aggregate, ok: list[dict]) -> None:
 
 
 def _high(row: dict) -> float:
-    """The upper end of one repeat's req/s: measured where the server was the limit; its CPU
-    ceiling where the generator or its pool was (infinite without a ceiling, or with one below
-    the measured value: a CPU reading that proves nothing)."""
+    """The upper end of one repeat's req/s: measured where the server was the limit; the CPU
+    ceiling where the generator or its pool was - the one the whole folder proves for the server
+    and protocol where the row carries it (``folder_ceiling_rps``, report/ceilings.py; None:
+    dropped), else the run's own - infinite without a ceiling, or with one below the measured
+    value: a CPU reading that proves nothing."""
     rps = float(row["rps"])
     if row.get("limit_by") not in ("generator", "pool"):
         return rps
-    ceiling = row.get("ceiling_rps")
+    ceiling = row.get("folder_ceiling_rps", row.get("ceiling_rps"))
     return float(ceiling) if ceiling and ceiling > rps else math.inf
 
 

@@ -247,13 +247,35 @@ def _capacity_points(model: Model, base: str) -> list[Point]:
         )
         bounded = [t for t in order if have[t].bound]
         note = (
-            f"; for {and_(bounded)} the generator was the limit, so the capacity is at least "
-            "that (and at most the server's CPU ceiling where it was measured)"
+            f"; {_bound_reasons(bounded, {t: cells[(t, protocol)].bound_by for t in bounded})}, "
+            "so the capacity is at least that (and at most the server's CPU ceiling where it was "
+            "measured)"
             if bounded
             else ""
         )
         out.append(w.point(f"Over {protocol}, in req/s: {listed}{note}."))
     return out
+
+
+# Why a capacity is a bound, in the words of the searches' outcome: "generator" only where the
+# generator's own evidence said so (core/limits.py: its threads' busy share, its loop's lateness).
+_BOUND_WORDS = {
+    "generator-bound": "the generator was the limit",
+    "pool-bound": "sends waited for a free connection of the generator's pool while its threads "
+    "kept up",
+    "contended": "other processes took part of the machine",
+}
+
+
+def _bound_reasons(servers: list[str], why: dict) -> str:
+    """'for beast and nginx the generator was the limit; for pypy-hypercorn sends waited ...':
+    the bounded servers grouped by the reason their searches give."""
+    groups: dict[str, list[str]] = {}
+    for t in servers:
+        groups.setdefault(
+            _BOUND_WORDS.get(why.get(t) or "", "the search found no capacity"), []
+        ).append(t)
+    return "; ".join(f"for {and_(ts)} {words}" for words, ts in groups.items())
 
 
 def _cell_words(w: "_Writer", a: Aggregate) -> str:

@@ -42,6 +42,7 @@ from ..core.analysis import Figure, Rank, Spread
 from ..sweep.results_folder import ResultsFolder
 from .capacity_cells import CapacityCell, is_capacity
 from .capacity_cells import fold as fold_capacity
+from .ceilings import folder_ceilings
 
 # the cells and rows the model folds, under the names callers have always imported from here
 from .cells import (  # noqa: F401
@@ -105,13 +106,17 @@ class Model:
     hold_records: list[dict] = field(default_factory=list)
     # capacity cells (one search each): no single req/s or latency, folded by capacities()
     capacity_records: list[dict] = field(default_factory=list)
+    # per (server, protocol) the CPU ceiling the whole folder proves (report/ceilings.py)
+    ceilings: Optional[dict] = None
 
     def capacities(self) -> dict[tuple[str, str], CapacityCell]:
         """Per (server, protocol), its capacity searches folded (report/capacity.py); folded
         once, every section asks."""
         if "_capacities" not in self.__dict__:
             cores = pinned_cores(self.settings)
-            self.__dict__["_capacities"] = fold_capacity(self.capacity_records, cores)
+            self.__dict__["_capacities"] = fold_capacity(
+                self.capacity_records, cores, self.ceilings
+            )
         return self.__dict__["_capacities"]
 
     def memory_per_connection(self) -> dict[str, IdleMemory]:
@@ -517,6 +522,9 @@ def build(
     searched = [r for r in records if is_capacity(r)]
     records = [r for r in records if not is_hold(r) and not is_capacity(r)]
     rows = [flatten(r, cores, share, pinned_cores(settings)) for r in records]
+    ceilings = folder_ceilings(rows, searched, pinned_cores(settings))
+    for row in rows:  # the bound every bounded repeat's req/s is closed by (cells._high)
+        row["folder_ceiling_rps"] = ceilings.get((row["target"], row["protocol"]))
     aggs = aggregate(rows)
     return Model(
         settings,
@@ -530,6 +538,7 @@ def build(
         directory=directory,
         hold_records=held,
         capacity_records=searched,
+        ceilings=ceilings,
     )
 
 

@@ -1,0 +1,64 @@
+"""The server's CPU ceiling as a whole results folder knows it, per (server, protocol).
+
+core/limits.py gives every run its own ceiling: the server's cores / its CPU time per response
+in that run. One run's CPU per response is not the server's least: at a lower load, under
+steal, or on a cold process each response costs more (fewer per wake-up), so one run's ceiling
+can lie below what the same folder measured elsewhere - vm-3 put beast's capacity "at most
+187 068 by CPU" beside a closed-loop cell of 214 348 req/s and an open-loop run at 203 631. A
+bound must hold against the folder's own data, so the report reads every ceiling here: the
+highest of the runs' ceilings (the least CPU per response measured anywhere - closed-loop and
+open-loop cells and every capacity step - for that server and protocol, every workload).
+
+A ceiling still below a throughput the folder measured for the server and protocol (a CPU
+reading that proves nothing: the sampler missed part of the tree, or the cores changed) is
+dropped: the bound is then open above (None here, "no ceiling" to every reader) rather than
+wrong.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from .capacity_cells import is_capacity, step_limit
+from .rows import pinned_cores
+
+Pair = tuple  # (target, protocol)
+
+
+def _runs(
+    rows: Iterable[dict], capacity_records: Iterable[dict], server_cores: Optional[int]
+) -> Iterable[tuple[Pair, Optional[float], Optional[float]]]:
+    """(server, protocol), ceiling and measured req/s of every run the folder kept."""
+    for row in rows:
+        if row.get("status") == "ok" and row.get("mode") in ("closed", "open"):
+            yield (row["target"], row["protocol"]), row.get("ceiling_rps"), row.get("rps")
+    for record in capacity_records:
+        if not is_capacity(record) or record.get("status") != "ok":
+            continue
+        cores = pinned_cores(record.get("server"), "cpus") or server_cores
+        pair = (record.get("target"), record.get("protocol"))
+        for step in (record.get("result") or {}).get("steps") or []:
+            limit = step_limit(step, cores) or {}
+            yield pair, limit.get("ceiling_rps"), step.get("achieved_rate")
+
+
+def folder_ceilings(
+    rows: Iterable[dict],
+    capacity_records: Iterable[dict] = (),
+    server_cores: Optional[int] = None,
+) -> dict[Pair, Optional[float]]:
+    """Per (server, protocol) with any run: the highest CPU ceiling of its runs (the least CPU
+    per response measured anywhere in the folder), or None when it has none or when it lies
+    below a throughput the folder measured for that pair (see the module's note)."""
+    ceiling: dict[Pair, float] = {}
+    measured: dict[Pair, float] = {}
+    for pair, c, rps in _runs(rows, capacity_records, server_cores):
+        if c:
+            ceiling[pair] = max(ceiling.get(pair, 0.0), float(c))
+        if rps:
+            measured[pair] = max(measured.get(pair, 0.0), float(rps))
+    pairs = set(ceiling) | set(measured)
+    return {
+        p: ceiling[p] if p in ceiling and ceiling[p] >= measured.get(p, 0.0) else None
+        for p in pairs
+    }
