@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..core import analysis
 from ..slo.objectives import parse_objective
 from .capacity_cells import CapacityCell
-from .markdown import CONTENDED, fmt_int, fmt_noise, fmt_us, table
+from .markdown import CONTENDED, fmt_int, fmt_noise, fmt_ratio, fmt_us, table
 from .orders import capacity_figures
 
 
@@ -52,6 +53,23 @@ def _outcome_text(c: CapacityCell) -> str:
     return text
 
 
+def _following(order: list[CapacityCell], listed: list[str], figures: dict) -> dict:
+    """Per (server, protocol): its capacity over the next lower one's of the same protocol, as
+    the executive summary's chain writes it after the server ("" for the last)."""
+    out: dict = {}
+    above: dict = {}
+    for c in order:
+        f = figures[c.protocol].get(c.target)
+        if c.target not in listed or f is None:
+            continue
+        if c.protocol in above:
+            out[(above[c.protocol], c.protocol)] = fmt_ratio(
+                analysis.figure_ratio(figures[c.protocol][above[c.protocol]], f)
+            )
+        above[c.protocol] = c.target
+    return out
+
+
 def _held(settings: dict) -> str:
     """How long the answer was confirmed: the sweep's capacity_hold (never below its steps); a
     folder from before the hold confirmed with a step like the others."""
@@ -73,6 +91,7 @@ def section(model) -> list[str]:
     rows = []
     figures = {p: capacity_figures(model, p) for p in {c.protocol for c in cells.values()}}
     order = sorted(cells.values(), key=lambda c: -float(c.figure or 0))
+    following = _following(order, model.listed, figures)
     for c in order:
         if c.target not in model.listed:
             continue
@@ -84,6 +103,7 @@ def section(model) -> list[str]:
                 _capacity_text(c),
                 _range_text(c),
                 fmt_noise(figures[c.protocol].get(c.target)),
+                following.get((c.target, c.protocol), ""),
                 "" if spread is None else f"{fmt_int(spread.min)} - {fmt_int(spread.max)}",
                 "" if c.first_failing is None else fmt_int(c.first_failing),
                 c.failing_objective or "",
@@ -98,6 +118,7 @@ def section(model) -> list[str]:
         "Capacity (req/s)",
         "Searches: lowest - highest (n)",
         "Noise",
+        "This ÷ next",
         "Sent at capacity, min - max (req/s)",
         "First failing rate (req/s)",
         "Failing objective",

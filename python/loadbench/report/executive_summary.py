@@ -153,6 +153,9 @@ def figure_of(model: Model, base: str, source: Source) -> Optional[float]:
     if kind == "capacity_ceiling":
         figure = model.capacities()[(args[0], args[1])].figure
         return None if figure is None else _upper(figure.ceiling)
+    if kind == "capacity_ratio":  # one server's capacity over another's, over one protocol
+        figures = capacity_figures(model, args[0])
+        return analysis.figure_ratio(figures.get(args[1]), figures.get(args[2]))
     if kind == "capacity_noise":
         protocol, *members = args
         figures = capacity_figures(model, protocol)
@@ -220,17 +223,45 @@ def tier_text(
     """'beast 153 033 ≈ nginx 149 410 (±13 %; beast > rust-hyper)': a tier's servers, their
     figures when ``numbered``, why they are not ordered (the repeats' noise, or bounds) and the
     certain pairs inside it when there are at most three (all of them are under Findings)."""
-    text = " ≈ ".join(t + (f" {number(t)}" if numbered else "") for t in tier.members)
-    if len(tier.members) == 1:
+    members = tier.members
+    text = members[0] + (f" {number(members[0])}" if numbered else "")
+    for a, b in zip(members, members[1:]):
+        # never "≈" between two figures whose order is certain (vm-3 read "ruby-puma 4 239 ≈
+        # hypercorn 2 456" beside "(ruby-puma > hypercorn)"): certain neighbours read ">"
+        text += (
+            (" > " if (a, b) in tier.inner else " ≈ ") + b + (f" {number(b)}" if numbered else "")
+        )
+    if len(members) == 1:
         return text
-    why = "order open: bounds" if tier.open else f"±{noise(tier.members)}"
+    why = "order open: bounds" if tier.open else f"±{noise(members)}"
+    said = set(zip(members, members[1:]))
+    rest = [pair for pair in tier.inner if pair not in said]
     inner = ""
-    if 0 < len(tier.inner) <= 3:
+    if 0 < len(rest) <= 3:
         above: dict[str, list[str]] = {}
-        for a, b in tier.inner:
+        for a, b in rest:
             above.setdefault(a, []).append(b)
         inner = "; " + "; ".join(f"{a} > {', '.join(bs)}" for a, bs in above.items())
     return f"{text} ({why}{inner})"
+
+
+def chain_text(
+    w: _Writer,
+    order: list[Tier],
+    texts: list[str],
+    ratio: Optional[Callable[[str, str], Source]],
+) -> str:
+    """The tiers joined by ">", each but the last followed by its ratio to the next one, in
+    brackets: the lowest figure of the tier over the highest of the next (``ratio`` names the
+    source of one server's figure over another's) - "by how much" for every step of the chain,
+    not only between its first and its last server. Without ``ratio`` (a summary over its word
+    budget) the steps stay in the tables' "This ÷ next" column."""
+    if ratio is None:
+        return " > ".join(texts)
+    out = texts[0]
+    for above, below, text in zip(order, order[1:], texts[1:]):
+        out += f" ({w.num(ratio(above.members[-1], below.members[0]), _ratio)}) > {text}"
+    return out
 
 
 def _numbered(tiers_: list[Tier], base: str, bounded: set[str]) -> set[int]:
@@ -241,7 +272,9 @@ def _numbered(tiers_: list[Tier], base: str, bounded: set[str]) -> set[int]:
     }
 
 
-def _protocol_paragraph(model: Model, base: str, protocol: str) -> Optional[Point]:
+def _protocol_paragraph(
+    model: Model, base: str, protocol: str, steps: bool = True
+) -> Optional[Point]:
     peaks = protocol_peaks(model, protocol)
     order = tiers(peaks)
     if not order:
@@ -256,13 +289,16 @@ def _protocol_paragraph(model: Model, base: str, protocol: str) -> Optional[Poin
         return w.num(("noise", protocol, *members), _noise)
 
     numbered = _numbered(order, base, {t for t, v in peaks.items() if v is not None and v.bound})
-    body = " > ".join(
-        tier_text(w, tier, number, noise, i in numbered) for i, tier in enumerate(order)
+    body = chain_text(
+        w,
+        order,
+        [tier_text(w, tier, number, noise, i in numbered) for i, tier in enumerate(order)],
+        (lambda a, b: ("peak_ratio", a, b, protocol)) if steps else None,
     )
     return w.point(f"{body}.")
 
 
-def _capacity_paragraph(model: Model, base: str) -> list[Point]:
+def _capacity_paragraph(model: Model, base: str, steps: bool = True) -> list[Point]:
     """Per protocol searched: the capacities under the objectives, in tiers."""
     cells = model.capacities()
     if not cells:
@@ -293,9 +329,14 @@ def _capacity_paragraph(model: Model, base: str) -> list[Point]:
         # so does one inside a tier whose order bounds leave open - its CPU ceiling orders
         # nothing there, and fourteen servers' ceilings took 30 of the summary's 300 words)
         numbered = _numbered(order, base, set())
-        body = " > ".join(
-            tier_text(w, tier, bare if tier.open else number, noise, i in numbered)
-            for i, tier in enumerate(order)
+        body = chain_text(
+            w,
+            order,
+            [
+                tier_text(w, tier, bare if tier.open else number, noise, i in numbered)
+                for i, tier in enumerate(order)
+            ],
+            (lambda a, b, protocol=protocol: ("capacity_ratio", protocol, a, b)) if steps else None,
         )
         if unclosed:
             body += "; open above (contended, no steady peak): " + ", ".join(
@@ -336,7 +377,7 @@ def _memory_paragraph(model: Model, base: str) -> list[Point]:
     return [w.point(text + ".")]
 
 
-def scope_point(model: Model, base: str) -> Point:
+def scope_point(model: Model, base: str, steps: bool = True) -> Point:
     """What was measured, in one sentence, and how to read the orders."""
     w = _Writer(model, base, "")
     settings = model.settings
@@ -372,7 +413,8 @@ def scope_point(model: Model, base: str) -> Point:
         )
         + (f" of {w.num(('setting', 'cores', cores), _count, words=False)} cores" if cores else "")
         + "). >: certainly faster, beyond the repeats' noise and any bound; ≈: within noise "
-        "(±: half the repeats' range)."
+        "(±: half the repeats' range); "
+        + ("(Nx): over the next." if steps else "by how much: the tables' This ÷ next.")
     )
     return w.point(text)
 
@@ -398,15 +440,28 @@ def _left_out_point(model: Model, base: str) -> list[Point]:
     return [w.point("; ".join(parts) + " (Findings names them).")]
 
 
+# The summary fits on one screen: at most this many words (word_count) under its heading.
+SUMMARY_WORDS = 300
+
+
 def executive_summary(model: Model, base: str) -> list[Point]:
     """The summary's paragraphs in reading order: what was measured, a paragraph per protocol
-    (like with like), capacity, memory, and what the orders leave out."""
-    out = [scope_point(model, base)]
+    (like with like), capacity, memory, and what the orders leave out. Each chain gives its
+    step ratios (each tier over the next) where the summary stays within SUMMARY_WORDS; with
+    many servers they stay in the tables' "This ÷ next" column, and the summary says so."""
+    out = _summary(model, base, steps=True)
+    if word_count("\n".join(paragraph_lines(out))) + 3 > SUMMARY_WORDS:  # + its heading
+        out = _summary(model, base, steps=False)
+    return out
+
+
+def _summary(model: Model, base: str, steps: bool) -> list[Point]:
+    out = [scope_point(model, base, steps)]
     for p in model.protocols:
-        point = _protocol_paragraph(model, base, p)
+        point = _protocol_paragraph(model, base, p, steps)
         if point is not None:
             out.append(point)
-    out += _capacity_paragraph(model, base)
+    out += _capacity_paragraph(model, base, steps)
     out += _memory_paragraph(model, base)
     out += _left_out_point(model, base)
     return out

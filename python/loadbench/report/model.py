@@ -40,6 +40,7 @@ from typing import Any, Optional
 from ..core import analysis, protocols
 from ..core.analysis import Figure, Rank, Spread
 from ..sweep.results_folder import ResultsFolder
+from .behaviour import rss_growth
 from .capacity_cells import CapacityCell, is_capacity
 from .capacity_cells import fold as fold_capacity
 from .ceilings import folder_ceilings
@@ -298,6 +299,21 @@ class Model:
         ]
         return analysis.figure_mean(figures)
 
+    def shared_average(
+        self, target: str, protocol: Protocols = None, metric: str = "rps"
+    ) -> Optional[Figure]:
+        """Mean of ``metric`` over the closed-loop cells of ``protocol`` that every server with
+        any ranked for it (:meth:`common`): what a chart panel of all servers draws, so no server
+        gains from the cells another skipped (vm-3's h2 panel ranked nginx, averaged over its 2
+        cells, above h2o over 3; over the 2 both have h2o led). None without such cells."""
+        common = self.common(protocol, metric=metric)
+        figures = [
+            f
+            for a in self._averaged(target, protocol, metric, None)
+            if (a.protocol, a.workload, a.load) in common and (f := a.figure(metric)) is not None
+        ]
+        return analysis.figure_mean(figures)
+
     def mean_latency(
         self, target: str, protocol: Protocols = None, metric: str = "mean_ms"
     ) -> Optional[Figure]:
@@ -428,8 +444,21 @@ class Model:
             self.average(base, protocol, workload=workload),
         )
 
+    def rss_growth(self, target: Optional[str] = None):
+        """Per server whose RSS grew within one process (report/behaviour.py, ⇡): its
+        :class:`Growth` (of ``target`` when given, None when it did not grow)."""
+        if "_rss_growth" not in self.__dict__:
+            self.__dict__["_rss_growth"] = rss_growth(self.rows)
+        growth = self.__dict__["_rss_growth"]
+        return growth if target is None else growth.get(target)
+
     def rss(self, target: str) -> Optional[float]:
-        """Peak RSS (MiB) over every measured cell of the server (contention does not move it)."""
+        """Peak RSS (MiB) over every measured cell of the server (contention does not move it);
+        for a server whose RSS grew within a process (⇡), its footprint at the first cell of a
+        process that grew - the peak of its later cells is growth, said apart."""
+        growth = self.rss_growth(target)
+        if growth is not None:
+            return growth.first_mib
         mem = [
             a.rss_peak_mib
             for a in self.aggs.values()
