@@ -143,7 +143,12 @@ def test_marks_follow_the_majority_of_repeats(m, text):
 
 def test_never_approx_between_two_figures_whose_order_is_certain():
     tier = Tier(["x", "y", "z"], open=True, inner=[("x", "y")])
-    assert tier_text(None, tier, str, str, False) == "x > y ≈ z (order open: bounds)"
+    # x > y is certain; x against z is not, and the chain must not let a reader carry ">" on
+    assert tier_text(None, tier, str, str, False) == "x > y ≈ z (order open: bounds; x ≈ z)"
+    tier = Tier(["x", "y", "z", "w"], open=True, inner=[("x", "y"), ("x", "w")])
+    assert tier_text(None, tier, str, str, False) == (
+        "x > y ≈ z ≈ w (order open: bounds; x > w; x ≈ z)"
+    )
     tier = Tier(["x", "y", "z"], open=True, inner=[("x", "z")])
     assert tier_text(None, tier, str, str, False) == "x ≈ y ≈ z (order open: bounds; x > z)"
 

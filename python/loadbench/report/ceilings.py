@@ -10,8 +10,8 @@ highest of the runs' ceilings (the least CPU per response measured anywhere - cl
 open-loop cells and every capacity step - for that server and protocol, every workload).
 
 A ceiling still below a throughput the folder measured for the server and protocol (a CPU
-reading that proves nothing: the sampler missed part of the tree, or the cores changed) is
-dropped: the bound is then open above (None here, "no ceiling" to every reader) rather than
+reading that proves nothing: the sampler missed part of the tree, or the cores changed; an open
+loop counts as measured only where the server kept up, see :func:`_runs`) is dropped: the bound is then open above (None here, "no ceiling" to every reader) rather than
 wrong.
 """
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+from ..core.limits import SERVER_BUSY
 from .capacity_cells import is_capacity, step_limit
 from .rows import pinned_cores
 
@@ -28,10 +29,16 @@ Pair = tuple  # (target, protocol)
 def _runs(
     rows: Iterable[dict], capacity_records: Iterable[dict], server_cores: Optional[int]
 ) -> Iterable[tuple[Pair, Optional[float], Optional[float]]]:
-    """(server, protocol), ceiling and measured req/s of every run the folder kept."""
+    """(server, protocol), ceiling and measured req/s of every run the folder kept. An open
+    loop's req/s is the rate it was asked for (the responses of requests due in the window,
+    drained after it): it is a throughput the server gave only where it kept up - a capacity
+    step that passed, an open-loop cell whose server had CPU to spare (below SERVER_BUSY) -
+    not where it fell behind (hypercorn: 4 968 due in a failing 1 s step, at most ~4 760 served)."""
     for row in rows:
         if row.get("status") == "ok" and row.get("mode") in ("closed", "open"):
-            yield (row["target"], row["protocol"]), row.get("ceiling_rps"), row.get("rps")
+            kept_up = row["mode"] == "closed" or (row.get("server_busy") or 0) < SERVER_BUSY
+            rps = row.get("rps") if kept_up else None
+            yield (row["target"], row["protocol"]), row.get("ceiling_rps"), rps
     for record in capacity_records:
         if not is_capacity(record) or record.get("status") != "ok":
             continue
@@ -39,7 +46,8 @@ def _runs(
         pair = (record.get("target"), record.get("protocol"))
         for step in (record.get("result") or {}).get("steps") or []:
             limit = step_limit(step, cores) or {}
-            yield pair, limit.get("ceiling_rps"), step.get("achieved_rate")
+            rate = step.get("achieved_rate") if step.get("passed") else None
+            yield pair, limit.get("ceiling_rps"), rate
 
 
 def folder_ceilings(

@@ -242,6 +242,16 @@ def tier_text(
         for a, b in rest:
             above.setdefault(a, []).append(b)
         inner = "; " + "; ".join(f"{a} > {', '.join(bs)}" for a, bs in above.items())
+    # a ">" in the chain must not be read on to a server further along whose order is not
+    # certain ("x > y ≈ z" with x against z within noise): those pairs are named
+    certain = [pair in tier.inner for pair in zip(members, members[1:])]
+    unsure: dict[str, list[str]] = {}
+    for i, a in enumerate(members):
+        for j in range(i + 2, len(members)):
+            if any(certain[i:j]) and (a, members[j]) not in tier.inner:
+                unsure.setdefault(a, []).append(members[j])
+    if unsure:
+        inner += "; " + "; ".join(f"{a} ≈ {', '.join(bs)}" for a, bs in unsure.items())
     return f"{text} ({why}{inner})"
 
 
@@ -346,9 +356,8 @@ def _capacity_paragraph(model: Model, base: str, steps: bool = True) -> list[Poi
         plural = "es" if figure_of(model, base, ("searches",)) != 1 else ""
         out.append(
             w.point(
-                f"open loop, median of {searches} search{plural} (contended ones left out "
-                "where others were clean); a bound ends at the server's closed-loop peak where "
-                f"no CPU ceiling closes it: {body}."
+                f"open loop, median of {searches} search{plural} (uncontended ones where any "
+                f"were); a bound no CPU ceiling closes ends at the closed-loop peak: {body}."
             )
         )
     return out
@@ -414,7 +423,7 @@ def scope_point(model: Model, base: str, steps: bool = True) -> Point:
         + (f" of {w.num(('setting', 'cores', cores), _count, words=False)} cores" if cores else "")
         + "). >: certainly faster, beyond the repeats' noise and any bound; ≈: within noise "
         "(±: half the repeats' range); "
-        + ("(Nx): over the next." if steps else "by how much: the tables' This ÷ next.")
+        + ("(Nx): over the next." if steps else "steps: tables' This ÷ next.")
     )
     return w.point(text)
 
