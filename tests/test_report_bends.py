@@ -125,6 +125,21 @@ def test_a_ceiling_below_a_measured_throughput_is_dropped():
     assert folder_ceilings(rows) == {("x", "http"): 100_000}
 
 
+def test_an_open_loop_rate_the_server_fell_behind_is_no_measured_throughput():
+    """An open loop's req/s is the rate asked for: where the server kept its core busy (it
+    fell behind, draining after the window) it proves no throughput, so it cannot drop a
+    ceiling; where it had CPU to spare it does."""
+    closed = {"status": "ok", "mode": "closed", "target": "x", "protocol": "http"}
+    rows = [
+        {**closed, "ceiling_rps": 4_760, "rps": 4_756},
+        # vm-4's hypercorn: 4 968 due in a 1 s window its server, 100 % busy, did not keep up with
+        {**closed, "mode": "open", "ceiling_rps": 4_527, "rps": 4_968, "server_busy": 1.0},
+    ]
+    assert folder_ceilings(rows) == {("x", "http"): 4_760}
+    rows[1].update(server_busy=0.5, rps=5_000)  # kept up with 5 000: above every ceiling
+    assert folder_ceilings(rows) == {("x", "http"): None}
+
+
 def test_a_pool_bound_capacity_is_not_called_the_generators_limit(m):
     text = _finding(m, "Capacity", "Over http")
     assert "for a sends waited for a free connection of the generator's pool" in text
