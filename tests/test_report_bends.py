@@ -123,6 +123,8 @@ def test_a_ceiling_below_a_measured_throughput_is_dropped():
     assert folder_ceilings(rows) == {("x", "http"): None}
     rows[1]["ceiling_rps"] = 100_000
     assert folder_ceilings(rows) == {("x", "http"): 100_000}
+    # a pair no run gave a ceiling is absent (nothing known), not dropped
+    assert folder_ceilings([{**rows[0], "ceiling_rps": None}]) == {}
 
 
 def test_an_open_loop_rate_the_server_fell_behind_is_no_measured_throughput():

@@ -243,8 +243,8 @@ def fold(
                 "skipped",
                 server_cores=cores,
             )
-            if ceilings is not None:
-                cell.folder_ceiling = ceilings.get(key)
+            if ceilings is not None and key in ceilings:
+                cell.folder_ceiling = ceilings[key]
         result = r.get("result") or {}
         if r.get("status") == "ok" and result:
             cell.status = "ok"

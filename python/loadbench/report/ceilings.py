@@ -44,6 +44,7 @@ def _runs(
             continue
         cores = pinned_cores(record.get("server"), "cpus") or server_cores
         pair = (record.get("target"), record.get("protocol"))
+        yield pair, (record.get("result") or {}).get("ceiling"), None  # the search's own U
         for step in (record.get("result") or {}).get("steps") or []:
             limit = step_limit(step, cores) or {}
             rate = step.get("achieved_rate") if step.get("passed") else None
@@ -55,9 +56,10 @@ def folder_ceilings(
     capacity_records: Iterable[dict] = (),
     server_cores: Optional[int] = None,
 ) -> dict[Pair, Optional[float]]:
-    """Per (server, protocol) with any run: the highest CPU ceiling of its runs (the least CPU
-    per response measured anywhere in the folder), or None when it has none or when it lies
-    below a throughput the folder measured for that pair (see the module's note)."""
+    """Per (server, protocol) with a CPU ceiling in any run: the highest of them (the least CPU
+    per response measured anywhere in the folder), or None when even that lies below a
+    throughput the folder measured for the pair (see the module's note). A pair with no
+    ceiling at all is absent (nothing is known to close its bounds)."""
     ceiling: dict[Pair, float] = {}
     measured: dict[Pair, float] = {}
     for pair, c, rps in _runs(rows, capacity_records, server_cores):
@@ -65,8 +67,4 @@ def folder_ceilings(
             ceiling[pair] = max(ceiling.get(pair, 0.0), float(c))
         if rps:
             measured[pair] = max(measured.get(pair, 0.0), float(rps))
-    pairs = set(ceiling) | set(measured)
-    return {
-        p: ceiling[p] if p in ceiling and ceiling[p] >= measured.get(p, 0.0) else None
-        for p in pairs
-    }
+    return {p: c if c >= measured.get(p, 0.0) else None for p, c in ceiling.items()}

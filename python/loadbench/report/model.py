@@ -553,7 +553,8 @@ def build(
     rows = [flatten(r, cores, share, pinned_cores(settings)) for r in records]
     ceilings = folder_ceilings(rows, searched, pinned_cores(settings))
     for row in rows:  # the bound every bounded repeat's req/s is closed by (cells._high)
-        row["folder_ceiling_rps"] = ceilings.get((row["target"], row["protocol"]))
+        if (row["target"], row["protocol"]) in ceilings:
+            row["folder_ceiling_rps"] = ceilings[(row["target"], row["protocol"])]
     aggs = aggregate(rows)
     return Model(
         settings,
