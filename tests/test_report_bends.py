@@ -37,7 +37,7 @@ from sweep_data import (
 from loadbench import model
 from loadbench.report import document
 from loadbench.report.ceilings import folder_ceilings
-from loadbench.report.executive_summary import tier_text
+from loadbench.report.chains import tier_text
 from loadbench.report.findings import findings
 from loadbench.report.orders import Tier
 from loadbench.sweep import results_folder as results
@@ -161,13 +161,11 @@ def test_marks_follow_the_majority_of_repeats(m, text):
 def test_never_approx_between_two_figures_whose_order_is_certain():
     tier = Tier(["x", "y", "z"], open=True, inner=[("x", "y")])
     # x > y is certain; x against z is not, and the chain must not let a reader carry ">" on
-    assert tier_text(None, tier, str, str, False) == "x > y ≈ z (order open: bounds; x ≈ z)"
+    assert tier_text(tier, str, str, False) == "x > y ≈ z (order open: bounds; x ≈ z)"
     tier = Tier(["x", "y", "z", "w"], open=True, inner=[("x", "y"), ("x", "w")])
-    assert tier_text(None, tier, str, str, False) == (
-        "x > y ≈ z ≈ w (order open: bounds; x > w; x ≈ z)"
-    )
+    assert tier_text(tier, str, str, False) == ("x > y ≈ z ≈ w (order open: bounds; x > w; x ≈ z)")
     tier = Tier(["x", "y", "z"], open=True, inner=[("x", "z")])
-    assert tier_text(None, tier, str, str, False) == "x ≈ y ≈ z (order open: bounds; x > z)"
+    assert tier_text(tier, str, str, False) == "x ≈ y ≈ z (order open: bounds; x > z)"
 
 
 def test_each_chain_gives_the_ratio_to_the_next_server(m, text):

@@ -25,8 +25,9 @@ from typing import Callable, Optional
 
 from ..core import analysis, protocols
 from .capacity import objectives_of as capacity_objectives
+from .chains import chain_text, numbered_tiers, tier_text
 from .model import Model
-from .orders import Tier, capacity_figures, nearest, protocol_peaks, tiers
+from .orders import capacity_figures, nearest, protocol_peaks, tiers
 from .tables import peak_ratio
 
 # Where a number comes from, as (kind, *arguments); `figure_of` evaluates one against a model.
@@ -213,75 +214,6 @@ def with_ceiling(w: _Writer, source: Source, ceiling: Source) -> str:
 
 
 # -- the paragraphs ----------------------------------------------------------------------------
-def tier_text(
-    w: _Writer,
-    tier: Tier,
-    number: Callable[[str], str],
-    noise: Callable[[list[str]], str],
-    numbered: bool,
-) -> str:
-    """'beast 153 033 ≈ nginx 149 410 (±13 %; beast > rust-hyper)': a tier's servers, their
-    figures when ``numbered``, why they are not ordered (the repeats' noise, or bounds) and the
-    certain pairs inside it when there are at most three (all of them are under Findings)."""
-    members = tier.members
-    text = members[0] + (f" {number(members[0])}" if numbered else "")
-    for a, b in zip(members, members[1:]):
-        # never "≈" between two figures whose order is certain (vm-3 read "ruby-puma 4 239 ≈
-        # hypercorn 2 456" beside "(ruby-puma > hypercorn)"): certain neighbours read ">"
-        text += (
-            (" > " if (a, b) in tier.inner else " ≈ ") + b + (f" {number(b)}" if numbered else "")
-        )
-    if len(members) == 1:
-        return text
-    why = "order open: bounds" if tier.open else f"±{noise(members)}"
-    said = set(zip(members, members[1:]))
-    rest = [pair for pair in tier.inner if pair not in said]
-    inner = ""
-    if 0 < len(rest) <= 3:
-        above: dict[str, list[str]] = {}
-        for a, b in rest:
-            above.setdefault(a, []).append(b)
-        inner = "; " + "; ".join(f"{a} > {', '.join(bs)}" for a, bs in above.items())
-    # a ">" in the chain must not be read on to a server further along whose order is not
-    # certain ("x > y ≈ z" with x against z within noise): those pairs are named
-    certain = [pair in tier.inner for pair in zip(members, members[1:])]
-    unsure: dict[str, list[str]] = {}
-    for i, a in enumerate(members):
-        for j in range(i + 2, len(members)):
-            if any(certain[i:j]) and (a, members[j]) not in tier.inner:
-                unsure.setdefault(a, []).append(members[j])
-    if unsure:
-        inner += "; " + "; ".join(f"{a} ≈ {', '.join(bs)}" for a, bs in unsure.items())
-    return f"{text} ({why}{inner})"
-
-
-def chain_text(
-    w: _Writer,
-    order: list[Tier],
-    texts: list[str],
-    ratio: Optional[Callable[[str, str], Source]],
-) -> str:
-    """The tiers joined by ">", each but the last followed by its ratio to the next one, in
-    brackets: the lowest figure of the tier over the highest of the next (``ratio`` names the
-    source of one server's figure over another's) - "by how much" for every step of the chain,
-    not only between its first and its last server. Without ``ratio`` (a summary over its word
-    budget) the steps stay in the tables' "This ÷ next" column."""
-    if ratio is None:
-        return " > ".join(texts)
-    out = texts[0]
-    for above, below, text in zip(order, order[1:], texts[1:]):
-        out += f" ({w.num(ratio(above.members[-1], below.members[0]), _ratio)}) > {text}"
-    return out
-
-
-def _numbered(tiers_: list[Tier], base: str, bounded: set[str]) -> set[int]:
-    """Which tiers print their figures: the first, the baseline's, the last (the range) and
-    any holding a bound (its CPU ceiling is what proves its order)."""
-    return {0, len(tiers_) - 1} | {
-        i for i, t in enumerate(tiers_) if base in t.members or bounded & set(t.members)
-    }
-
-
 def _protocol_paragraph(
     model: Model, base: str, protocol: str, steps: bool = True
 ) -> Optional[Point]:
@@ -298,12 +230,13 @@ def _protocol_paragraph(
     def noise(members: list[str]) -> str:
         return w.num(("noise", protocol, *members), _noise)
 
-    numbered = _numbered(order, base, {t for t, v in peaks.items() if v is not None and v.bound})
+    numbered = numbered_tiers(
+        order, base, {t for t, v in peaks.items() if v is not None and v.bound}
+    )
     body = chain_text(
-        w,
         order,
-        [tier_text(w, tier, number, noise, i in numbered) for i, tier in enumerate(order)],
-        (lambda a, b: ("peak_ratio", a, b, protocol)) if steps else None,
+        [tier_text(tier, number, noise, i in numbered) for i, tier in enumerate(order)],
+        (lambda a, b: w.num(("peak_ratio", a, b, protocol), _ratio)) if steps else None,
     )
     return w.point(f"{body}.")
 
@@ -338,15 +271,16 @@ def _capacity_paragraph(model: Model, base: str, steps: bool = True) -> list[Poi
         # (a bound elsewhere keeps its [L, U] for the Findings and the table: the word budget;
         # so does one inside a tier whose order bounds leave open - its CPU ceiling orders
         # nothing there, and fourteen servers' ceilings took 30 of the summary's 300 words)
-        numbered = _numbered(order, base, set())
+        numbered = numbered_tiers(order, base, set())
         body = chain_text(
-            w,
             order,
             [
-                tier_text(w, tier, bare if tier.open else number, noise, i in numbered)
+                tier_text(tier, bare if tier.open else number, noise, i in numbered)
                 for i, tier in enumerate(order)
             ],
-            (lambda a, b, protocol=protocol: ("capacity_ratio", protocol, a, b)) if steps else None,
+            (lambda a, b, p=protocol, w=w: w.num(("capacity_ratio", p, a, b), _ratio))
+            if steps
+            else None,
         )
         if unclosed:
             body += "; open above (contended, no steady peak): " + ", ".join(
