@@ -67,6 +67,9 @@ def _expected(model, source):
         "bad_share": lambda: model.aggs[tuple(a)].bad_share,
         "capacity": lambda: model.capacities()[(a[0], a[1])].figure,
         "capacity_ceiling": lambda: upper(model.capacities()[(a[0], a[1])].figure.ceiling),
+        "capacity_ratio": lambda: analysis.figure_ratio(
+            capacity_figures(model, a[0])[a[1]], capacity_figures(model, a[0])[a[2]]
+        ),
         "capacity_noise": lambda: (
             100 * max(analysis.noise_share(capacity_figures(model, a[0])[t]) for t in a[1:])
         ),

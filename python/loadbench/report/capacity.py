@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..core import analysis
 from ..slo.objectives import parse_objective
 from .capacity_cells import CapacityCell
-from .markdown import CONTENDED, fmt_int, fmt_noise, fmt_us, table
+from .markdown import CONTENDED, fmt_int, fmt_noise, fmt_ratio, fmt_us, table
 from .orders import capacity_figures
 
 
@@ -59,6 +60,23 @@ def _outcome_text(c: CapacityCell) -> str:
     return text
 
 
+def _following(order: list[CapacityCell], listed: list[str], figures: dict) -> dict:
+    """Per (server, protocol): its capacity over the next lower one's of the same protocol, as
+    the executive summary's chain writes it after the server ("" for the last)."""
+    out: dict = {}
+    above: dict = {}
+    for c in order:
+        f = figures[c.protocol].get(c.target)
+        if c.target not in listed or f is None:
+            continue
+        if c.protocol in above:
+            out[(above[c.protocol], c.protocol)] = fmt_ratio(
+                analysis.figure_ratio(figures[c.protocol][above[c.protocol]], f)
+            )
+        above[c.protocol] = c.target
+    return out
+
+
 def _held(settings: dict) -> str:
     """How long the answer was confirmed: the sweep's capacity_hold (never below its steps); a
     folder from before the hold confirmed with a step like the others."""
@@ -80,6 +98,7 @@ def section(model) -> list[str]:
     rows = []
     figures = {p: capacity_figures(model, p) for p in {c.protocol for c in cells.values()}}
     order = sorted(cells.values(), key=lambda c: -float(c.figure or 0))
+    following = _following(order, model.listed, figures)
     for c in order:
         if c.target not in model.listed:
             continue
@@ -91,6 +110,7 @@ def section(model) -> list[str]:
                 _capacity_text(c),
                 _range_text(c),
                 fmt_noise(figures[c.protocol].get(c.target)),
+                following.get((c.target, c.protocol), ""),
                 "" if spread is None else f"{fmt_int(spread.min)} - {fmt_int(spread.max)}",
                 "" if c.first_failing is None else fmt_int(c.first_failing),
                 c.failing_objective or "",
@@ -105,6 +125,7 @@ def section(model) -> list[str]:
         "Capacity (req/s)",
         "Searches: lowest - highest (n)",
         "Noise",
+        "This ÷ next",
         "Sent at capacity, min - max (req/s)",
         "First failing rate (req/s)",
         "Failing objective",
@@ -124,11 +145,13 @@ def section(model) -> list[str]:
         f"steps pass and down while they fail, bisected to {100 * settings.get('capacity_precision', 0.05):g} % "
         f"and confirmed; each step {settings.get('warmup', 0):g} s of settling and "
         f"{settings.get('capacity_step') or settings.get('duration', 0):g} s judged, {_held(settings)}. Latency is corrected for coordinated omission. "
-        "A search whose generator could not send on time (its threads saturated, or sends late while "
-        "the server answered within the objectives) claims no capacity: it shows the highest "
-        "passing rate as a lower bound (≥), because the generator, not the server, was the limit, and "
-        "the server's CPU ceiling at that rate (its cores / its CPU time per response) as the upper "
-        "end (≤ by CPU): the capacity lies in that interval. With several searches per server (each "
+        "A search whose generator could not send on time (its threads saturated or its loop late: "
+        "generator-bound; sends queued for a free connection of its pool: pool-bound) claims no "
+        "capacity: it shows the highest passing rate as a lower bound (≥), because the generator "
+        "side, not the server, was the limit, and the server's CPU ceiling as the upper end (≤ by "
+        "CPU: its cores / the least CPU time per response this folder measured for the server and "
+        "protocol, in any cell or step - left out where it would lie below a throughput the folder "
+        "measured): the capacity lies in that interval. With several searches per server (each "
         "on a freshly started server) the figure is their median and the next column their range - "
         "never one search's luck. Noise: half the span from the lowest search to the highest "
         "first failing rate of a found capacity, over the median - the ± with which the executive "

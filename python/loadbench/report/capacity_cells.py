@@ -100,6 +100,9 @@ class CapacityCell:
     # objectives at, judged by the search's own rule in every one of its replications (each on
     # a fresh server) - a capacity is never stated below it (open_loop_evidence)
     open_loop: Optional[tuple[float, int]] = None
+    # the CPU ceiling the whole folder proves for this server and protocol (report/ceilings.py):
+    # None when it has none or dropped it; unset (the searches' own) for a cell folded alone
+    folder_ceiling: Optional[float] = math.nan
 
     @property
     def outcomes(self) -> list[str]:
@@ -159,6 +162,16 @@ class CapacityCell:
         return not ivs or self.open_loop[0] > analysis.median([lo for lo, _ in ivs])
 
     @property
+    def bound_by(self) -> Optional[str]:
+        """Why the capacity is a bound, in the searches' own word: "generator-bound" (the
+        generator's threads or loop, core/limits.py), "pool-bound" (sends waited for a free
+        connection while the generator kept up) or "contended" - the outcome most of the
+        trusted searches that found no capacity name (None when every one found it)."""
+        bounded = [o for o in (s.get("outcome") for s in self.trusted()) if o != "capacity"]
+        bounded = [o for o in bounded if o in (*CEILING_OUTCOMES, "contended")]
+        return max(CEILING_OUTCOMES + ("contended",), key=bounded.count) if bounded else None
+
+    @property
     def capacity(self) -> Optional[Spread]:
         """Median, min and max over the repeats that found a capacity (None: none did)."""
         return analysis.median_spread([s.get("capacity") for s in self.searches])
@@ -172,7 +185,11 @@ class CapacityCell:
 
     @property
     def ceiling(self) -> Optional[float]:
-        """The median CPU ceiling of the generator- or pool-bound searches (U of [L, U])."""
+        """U of [L, U]: the folder's CPU ceiling for the server and protocol when the cell was
+        folded with one (the least CPU per response measured anywhere; report/ceilings.py),
+        else the median CPU ceiling of the generator- or pool-bound searches."""
+        if self.folder_ceiling is None or not math.isnan(self.folder_ceiling):
+            return self.folder_ceiling
         ceilings = [
             search_ceiling(s, self.server_cores)
             for s in self.trusted()
@@ -221,11 +238,14 @@ class CapacityCell:
 
 
 def fold(
-    records: list[dict], server_cores: Optional[int] = None
+    records: list[dict],
+    server_cores: Optional[int] = None,
+    ceilings: Optional[dict] = None,
 ) -> dict[tuple[str, str], CapacityCell]:
     """Per (server, protocol) its capacity records folded, repeats in the order they ran.
     ``server_cores``: the CPUs the sweep pinned servers to (len of sweep.json's server_cpus),
-    for steps whose server block predates its ``cores``."""
+    for steps whose server block predates its ``cores``. ``ceilings``: the folder's CPU ceiling
+    per (server, protocol) (report/ceilings.py), read as each cell's U."""
     out: dict[tuple[str, str], CapacityCell] = {}
     for r in sorted((r for r in records if is_capacity(r)), key=lambda r: r.get("repeat") or 0):
         key = (r.get("target"), r.get("protocol"))
@@ -240,6 +260,8 @@ def fold(
                 "skipped",
                 server_cores=cores,
             )
+            if ceilings is not None and key in ceilings:
+                cell.folder_ceiling = ceilings[key]
         result = r.get("result") or {}
         if r.get("status") == "ok" and result:
             cell.status = "ok"

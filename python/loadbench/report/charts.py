@@ -103,7 +103,7 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
     gaps = [model.gap(model.cells(t)) for t in targets]
     for kind, get, what in (
         ("peak", model.peak, "best ranked closed-loop cell of each server"),
-        ("average", model.average, "mean over each server's ranked closed-loop cells"),
+        ("average", model.shared_average, "mean over the closed-loop cells every server ranked"),
     ):
         # like with like: a panel per protocol, its servers ranked top to bottom
         yield (
@@ -132,7 +132,7 @@ def chart_figures(model: Model) -> Iterator[tuple[str, object]]:
             "http",
             "https",
         ):  # averages over the ranked cells of p that every server with p has
-            series[f"{p} average"] = [model.average(t, p) for t in targets]
+            series[f"{p} average"] = [model.shared_average(t, p) for t in targets]
         missing = {
             f"{p} {kind}": [model.gap(model.cells(t, p)) for t in targets]
             for p in ("http", "https")

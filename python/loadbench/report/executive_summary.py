@@ -25,8 +25,9 @@ from typing import Callable, Optional
 
 from ..core import analysis, protocols
 from .capacity import objectives_of as capacity_objectives
+from .chains import chain_text, numbered_tiers, tier_text
 from .model import Model
-from .orders import Tier, capacity_figures, nearest, protocol_peaks, tiers
+from .orders import capacity_figures, nearest, protocol_peaks, tiers
 from .tables import peak_ratio
 
 # Where a number comes from, as (kind, *arguments); `figure_of` evaluates one against a model.
@@ -153,6 +154,9 @@ def figure_of(model: Model, base: str, source: Source) -> Optional[float]:
     if kind == "capacity_ceiling":
         figure = model.capacities()[(args[0], args[1])].figure
         return None if figure is None else _upper(figure.ceiling)
+    if kind == "capacity_ratio":  # one server's capacity over another's, over one protocol
+        figures = capacity_figures(model, args[0])
+        return analysis.figure_ratio(figures.get(args[1]), figures.get(args[2]))
     if kind == "capacity_noise":
         protocol, *members = args
         figures = capacity_figures(model, protocol)
@@ -210,38 +214,9 @@ def with_ceiling(w: _Writer, source: Source, ceiling: Source) -> str:
 
 
 # -- the paragraphs ----------------------------------------------------------------------------
-def tier_text(
-    w: _Writer,
-    tier: Tier,
-    number: Callable[[str], str],
-    noise: Callable[[list[str]], str],
-    numbered: bool,
-) -> str:
-    """'beast 153 033 ≈ nginx 149 410 (±13 %; beast > rust-hyper)': a tier's servers, their
-    figures when ``numbered``, why they are not ordered (the repeats' noise, or bounds) and the
-    certain pairs inside it when there are at most three (all of them are under Findings)."""
-    text = " ≈ ".join(t + (f" {number(t)}" if numbered else "") for t in tier.members)
-    if len(tier.members) == 1:
-        return text
-    why = "order open: bounds" if tier.open else f"±{noise(tier.members)}"
-    inner = ""
-    if 0 < len(tier.inner) <= 3:
-        above: dict[str, list[str]] = {}
-        for a, b in tier.inner:
-            above.setdefault(a, []).append(b)
-        inner = "; " + "; ".join(f"{a} > {', '.join(bs)}" for a, bs in above.items())
-    return f"{text} ({why}{inner})"
-
-
-def _numbered(tiers_: list[Tier], base: str, bounded: set[str]) -> set[int]:
-    """Which tiers print their figures: the first, the baseline's, the last (the range) and
-    any holding a bound (its CPU ceiling is what proves its order)."""
-    return {0, len(tiers_) - 1} | {
-        i for i, t in enumerate(tiers_) if base in t.members or bounded & set(t.members)
-    }
-
-
-def _protocol_paragraph(model: Model, base: str, protocol: str) -> Optional[Point]:
+def _protocol_paragraph(
+    model: Model, base: str, protocol: str, steps: bool = True
+) -> Optional[Point]:
     peaks = protocol_peaks(model, protocol)
     order = tiers(peaks)
     if not order:
@@ -255,14 +230,18 @@ def _protocol_paragraph(model: Model, base: str, protocol: str) -> Optional[Poin
     def noise(members: list[str]) -> str:
         return w.num(("noise", protocol, *members), _noise)
 
-    numbered = _numbered(order, base, {t for t, v in peaks.items() if v is not None and v.bound})
-    body = " > ".join(
-        tier_text(w, tier, number, noise, i in numbered) for i, tier in enumerate(order)
+    numbered = numbered_tiers(
+        order, base, {t for t, v in peaks.items() if v is not None and v.bound}
+    )
+    body = chain_text(
+        order,
+        [tier_text(tier, number, noise, i in numbered) for i, tier in enumerate(order)],
+        (lambda a, b: w.num(("peak_ratio", a, b, protocol), _ratio)) if steps else None,
     )
     return w.point(f"{body}.")
 
 
-def _capacity_paragraph(model: Model, base: str) -> list[Point]:
+def _capacity_paragraph(model: Model, base: str, steps: bool = True) -> list[Point]:
     """Per protocol searched: the capacities under the objectives, in tiers."""
     cells = model.capacities()
     if not cells:
@@ -292,10 +271,16 @@ def _capacity_paragraph(model: Model, base: str) -> list[Point]:
         # (a bound elsewhere keeps its [L, U] for the Findings and the table: the word budget;
         # so does one inside a tier whose order bounds leave open - its CPU ceiling orders
         # nothing there, and fourteen servers' ceilings took 30 of the summary's 300 words)
-        numbered = _numbered(order, base, set())
-        body = " > ".join(
-            tier_text(w, tier, bare if tier.open else number, noise, i in numbered)
-            for i, tier in enumerate(order)
+        numbered = numbered_tiers(order, base, set())
+        body = chain_text(
+            order,
+            [
+                tier_text(tier, bare if tier.open else number, noise, i in numbered)
+                for i, tier in enumerate(order)
+            ],
+            (lambda a, b, p=protocol, w=w: w.num(("capacity_ratio", p, a, b), _ratio))
+            if steps
+            else None,
         )
         if unclosed:
             body += "; open above (contended, no steady peak): " + ", ".join(
@@ -305,9 +290,8 @@ def _capacity_paragraph(model: Model, base: str) -> list[Point]:
         plural = "es" if figure_of(model, base, ("searches",)) != 1 else ""
         out.append(
             w.point(
-                f"open loop, median of {searches} search{plural} (contended ones left out "
-                "where others were clean); a bound ends at the server's closed-loop peak where "
-                f"no CPU ceiling closes it: {body}."
+                f"open loop, median of {searches} search{plural} (uncontended ones where any "
+                f"were); a bound no CPU ceiling closes ends at the closed-loop peak: {body}."
             )
         )
     return out
@@ -336,7 +320,7 @@ def _memory_paragraph(model: Model, base: str) -> list[Point]:
     return [w.point(text + ".")]
 
 
-def scope_point(model: Model, base: str) -> Point:
+def scope_point(model: Model, base: str, steps: bool = True) -> Point:
     """What was measured, in one sentence, and how to read the orders."""
     w = _Writer(model, base, "")
     settings = model.settings
@@ -372,7 +356,8 @@ def scope_point(model: Model, base: str) -> Point:
         )
         + (f" of {w.num(('setting', 'cores', cores), _count, words=False)} cores" if cores else "")
         + "). >: certainly faster, beyond the repeats' noise and any bound; ≈: within noise "
-        "(±: half the repeats' range)."
+        "(±: half the repeats' range); "
+        + ("(Nx): over the next." if steps else "steps: tables' This ÷ next.")
     )
     return w.point(text)
 
@@ -398,15 +383,28 @@ def _left_out_point(model: Model, base: str) -> list[Point]:
     return [w.point("; ".join(parts) + " (Findings names them).")]
 
 
+# The summary fits on one screen: at most this many words (word_count) under its heading.
+SUMMARY_WORDS = 300
+
+
 def executive_summary(model: Model, base: str) -> list[Point]:
     """The summary's paragraphs in reading order: what was measured, a paragraph per protocol
-    (like with like), capacity, memory, and what the orders leave out."""
-    out = [scope_point(model, base)]
+    (like with like), capacity, memory, and what the orders leave out. Each chain gives its
+    step ratios (each tier over the next) where the summary stays within SUMMARY_WORDS; with
+    many servers they stay in the tables' "This ÷ next" column, and the summary says so."""
+    out = _summary(model, base, steps=True)
+    if word_count("\n".join(paragraph_lines(out))) + 3 > SUMMARY_WORDS:  # + its heading
+        out = _summary(model, base, steps=False)
+    return out
+
+
+def _summary(model: Model, base: str, steps: bool) -> list[Point]:
+    out = [scope_point(model, base, steps)]
     for p in model.protocols:
-        point = _protocol_paragraph(model, base, p)
+        point = _protocol_paragraph(model, base, p, steps)
         if point is not None:
             out.append(point)
-    out += _capacity_paragraph(model, base)
+    out += _capacity_paragraph(model, base, steps)
     out += _memory_paragraph(model, base)
     out += _left_out_point(model, base)
     return out

@@ -1,4 +1,4 @@
-"""The markdown vocabulary of report.md: the marks (‡ § † ✗ ⚑) and their legend, number
+"""The markdown vocabulary of report.md: the marks (‡ § ¶ ↗ ↻ ⇡ † ✗ ⚑) and their legend, number
 formats (every one writes a bound's "≥"/"≤" before the number), the table helper, the rows a
 load table shows and how one cell of it is written and made bold. The sections (tables.py,
 prose.py, seed_sections.py, memory.py) are built from these.
@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from ..core import analysis
+from .behaviour import RSS_GROWTH
+from .cells import RECONNECT_SHARE
 from .model import Aggregate
 
 STARVED = "‡"
@@ -18,6 +20,8 @@ DIRTY = "✗"
 CONTENDED = "⚑"
 POOL_BOUND = "¶"
 NOT_STEADY = "↗"
+RECONNECTING = "↻"
+RSS_GROWING = "⇡"
 
 LEGEND = (
     f"(Best server per column in bold, per metric: highest req/s, lowest latency and CPU us/req, "
@@ -43,7 +47,14 @@ LEGEND = (
     f"connection while the server had CPU to spare, so the latency is the pool's queue, never "
     f"ranked. {NOT_STEADY} = not steady: the repeats only climbed, each above the one before and "
     f"the last at least {analysis.NOT_STEADY_CLIMB:g}x the first (a JIT or a cache still warming): "
-    f"never bold, never ranked. {PARTIAL} = some repeats failed, the value is the median of the others. "
+    f"never bold, never ranked. {RECONNECTING} = reconnecting: the generator opened a new connection "
+    f"for more than {100 * RECONNECT_SHARE:g} % of the responses because the server closed its "
+    f"kept-alive connections, so the figures include connection setup and the in-flight count can "
+    f"read above C: marked, still ranked (closing connections is the server's own behaviour). "
+    f"{RSS_GROWING} = memory growing: the server's RSS rose by more than "
+    f"{100 * RSS_GROWTH:g} % from its first to its last cell in one process, so its peak RSS is "
+    f"growth over the sweep, not a footprint (shown as first -> last under the memory figures). "
+    f"{PARTIAL} = some repeats failed, the value is the median of the others. "
     f"FAIL = the server died or never became ready for that cell; n/a = not run (peer not "
     f"installed, or the peer does not serve that protocol/workload).)"
 )
@@ -323,6 +334,8 @@ def cell_text(agg: Optional[Aggregate], metric: _Metric, bold: bool) -> str:
         text += f" {STARVED}"
     if agg.not_steady:
         text += f" {NOT_STEADY}"
+    if agg.reconnecting:
+        text += f" {RECONNECTING}"
     if agg.bounded_by_generator:
         text += f" {agg.mark}"
     if agg.failed:

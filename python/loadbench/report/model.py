@@ -40,8 +40,10 @@ from typing import Any, Optional
 from ..core import analysis, protocols
 from ..core.analysis import Figure, Rank, Spread
 from ..sweep.results_folder import ResultsFolder
+from .behaviour import rss_growth
 from .capacity_cells import CapacityCell, is_capacity, open_loop_evidence
 from .capacity_cells import fold as fold_capacity
+from .ceilings import folder_ceilings
 
 # the cells and rows the model folds, under the names callers have always imported from here
 from .cells import (  # noqa: F401
@@ -105,13 +107,15 @@ class Model:
     hold_records: list[dict] = field(default_factory=list)
     # capacity cells (one search each): no single req/s or latency, folded by capacities()
     capacity_records: list[dict] = field(default_factory=list)
+    # per (server, protocol) the CPU ceiling the whole folder proves (report/ceilings.py)
+    ceilings: Optional[dict] = None
 
     def capacities(self) -> dict[tuple[str, str], CapacityCell]:
         """Per (server, protocol), its capacity searches folded (report/capacity.py); folded
         once, every section asks."""
         if "_capacities" not in self.__dict__:
             cores = pinned_cores(self.settings)
-            folded = fold_capacity(self.capacity_records, cores)
+            folded = fold_capacity(self.capacity_records, cores, self.ceilings)
             # the open-loop cells judged by the same rule: a capacity never denies them
             for key, evidence in open_loop_evidence(self.rows).items():
                 if key in folded:
@@ -298,6 +302,21 @@ class Model:
         ]
         return analysis.figure_mean(figures)
 
+    def shared_average(
+        self, target: str, protocol: Protocols = None, metric: str = "rps"
+    ) -> Optional[Figure]:
+        """Mean of ``metric`` over the closed-loop cells of ``protocol`` that every server with
+        any ranked for it (:meth:`common`): what a chart panel of all servers draws, so no server
+        gains from the cells another skipped (vm-3's h2 panel ranked nginx, averaged over its 2
+        cells, above h2o over 3; over the 2 both have h2o led). None without such cells."""
+        common = self.common(protocol, metric=metric)
+        figures = [
+            f
+            for a in self._averaged(target, protocol, metric, None)
+            if (a.protocol, a.workload, a.load) in common and (f := a.figure(metric)) is not None
+        ]
+        return analysis.figure_mean(figures)
+
     def mean_latency(
         self, target: str, protocol: Protocols = None, metric: str = "mean_ms"
     ) -> Optional[Figure]:
@@ -428,8 +447,21 @@ class Model:
             self.average(base, protocol, workload=workload),
         )
 
+    def rss_growth(self, target: Optional[str] = None):
+        """Per server whose RSS grew within one process (report/behaviour.py, ⇡): its
+        :class:`Growth` (of ``target`` when given, None when it did not grow)."""
+        if "_rss_growth" not in self.__dict__:
+            self.__dict__["_rss_growth"] = rss_growth(self.rows)
+        growth = self.__dict__["_rss_growth"]
+        return growth if target is None else growth.get(target)
+
     def rss(self, target: str) -> Optional[float]:
-        """Peak RSS (MiB) over every measured cell of the server (contention does not move it)."""
+        """Peak RSS (MiB) over every measured cell of the server (contention does not move it);
+        for a server whose RSS grew within a process (⇡), its footprint at the first cell of a
+        process that grew - the peak of its later cells is growth, said apart."""
+        growth = self.rss_growth(target)
+        if growth is not None:
+            return growth.first_mib
         mem = [
             a.rss_peak_mib
             for a in self.aggs.values()
@@ -522,6 +554,10 @@ def build(
     searched = [r for r in records if is_capacity(r)]
     records = [r for r in records if not is_hold(r) and not is_capacity(r)]
     rows = [flatten(r, cores, share, pinned_cores(settings)) for r in records]
+    ceilings = folder_ceilings(rows, searched, pinned_cores(settings))
+    for row in rows:  # the bound every bounded repeat's req/s is closed by (cells._high)
+        if (row["target"], row["protocol"]) in ceilings:
+            row["folder_ceiling_rps"] = ceilings[(row["target"], row["protocol"])]
     aggs = aggregate(rows)
     return Model(
         settings,
@@ -535,6 +571,7 @@ def build(
         directory=directory,
         hold_records=held,
         capacity_records=searched,
+        ceilings=ceilings,
     )
 
 

@@ -11,6 +11,7 @@ from typing import Optional, Sequence
 from ..core import analysis, protocols
 from ..core.environment import Environment
 from ..core.tcp_exchange import tcp_exchange_text
+from .behaviour import growth_notes, reconnect_notes, rss_growth
 from .markdown import table
 from .model import Aggregate
 
@@ -496,6 +497,7 @@ def known_limits(
             f"- **Under-driven cells ({len(starved)}, marked ‡):** {', '.join(starved)}. The server saw "
             "fewer requests in flight than the column's C; their latency is not the C-connection number."
         )
+    out += reconnect_notes(aggs.values()) + growth_notes(rss_growth(rows))
     skipped: dict = {}
     for r in rows:
         if r["status"] == "skipped":

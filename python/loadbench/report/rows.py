@@ -203,6 +203,8 @@ def flatten(
         "ctx_switches_per_req": server.get("ctx_switches_per_req"),
         "executables": server.get("executables") or [],
         "server_version": (record.get("server") or {}).get("version"),
+        # the server process the repeat ran on (memory that grows across one, report/behaviour.py)
+        "server_pid": (record.get("server") or {}).get("pid"),
         "rss_peak_mib": _mib(peak_memory(server, sampled)[0]),
         "rss_source": peak_memory(server, sampled)[1],
         "pss_mib": _mib(server.get("pss_kib")),

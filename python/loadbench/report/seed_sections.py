@@ -149,7 +149,8 @@ def ranking_table(model: Model) -> str:
 
 def protocol_ranking_table(model: Model, protocol: str, base: str) -> str:
     """One protocol's servers by peak req/s (like with like): the certain place, the peak with
-    its repeats' noise (±) and CPU ceiling, the baseline's peak over it, the average over the
+    its repeats' noise (±) and CPU ceiling, the baseline's peak over it, its peak over the next
+    server's (the summary's chain, step by step), the average over the
     server's cells, mean and p99 latency (means over the same cells) and the best CPU us/req."""
     gaps = _Gaps(model)
     peaks = {t: model.peak(t, protocol) for t in model.listed}
@@ -160,13 +161,18 @@ def protocol_ranking_table(model: Model, protocol: str, base: str) -> str:
         "Peak req/s",
         "Noise (repeats)",
         f"{base} ÷ this",
+        "This ÷ next",
         "Average req/s",
         "Mean latency (ms)",
         "p99 latency (ms)",
         "Best CPU us/req",
     ]
     rows = []
-    for t in by_rank(model.listed, peaks, ranks):
+    order = by_rank(model.listed, peaks, ranks)
+    ranked = [t for t in order if peaks[t] is not None]
+    # each server's peak over the next one's: the step the summary's chain writes after it
+    following = dict(zip(ranked, ranked[1:]))
+    for t in order:
         if peaks[t] is None:
             gaps.text(t, protocol, None)  # why it has no figure, under the table
             continue
@@ -177,6 +183,7 @@ def protocol_ranking_table(model: Model, protocol: str, base: str) -> str:
                 fmt_int(peaks[t]),
                 fmt_noise(peaks[t]),
                 fmt_ratio(peak_ratio(peaks, base, t)) if peaks.get(base) is not None else "n/a",
+                fmt_ratio(peak_ratio(peaks, t, following[t])) if t in following else "",
                 gaps.text(t, protocol, model.average(t, protocol), average=True),
                 gaps.text(t, protocol, model.mean_latency(t, protocol), fmt_ms, average=True),
                 gaps.text(

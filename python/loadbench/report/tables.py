@@ -207,7 +207,7 @@ def summary_table(model: Model, baseline: str) -> str:
                 fmt_average(avg, fmt_int, len(model.scope())) or "n/a",
                 fmt_us(best_cpu[t]) or "n/a",
                 fmt_us(cpu) or "n/a",
-                "n/a" if rss is None else f"{rss:.1f}",
+                "n/a" if rss is None else f"{rss:.1f}" + _growth_text(model, t),
                 fmt_ratio(analysis.figure_ratio(rss, model.rss(baseline))),
                 f"{len(model.excluded(t))} / {len(model.excluded(t, 'cpu_us'))} / {len(model.bounded(t))}",
                 order[t].text() if t in order else "not ranked",
@@ -217,6 +217,13 @@ def summary_table(model: Model, baseline: str) -> str:
     sources = sorted({a.rss_source for a in model.aggs.values() if a.rss_source})
     note = f"\n\nPeak RSS: {'; '.join(sources)}." if sources else ""
     return table(header, rows) + note
+
+
+def _growth_text(model: Model, target: str) -> str:
+    """' ⇡ (→ 1556.0 in one process)': where the server's RSS grew within a process, the mark
+    and how far (its figure is then the footprint at a process's first cell)."""
+    growth = model.rss_growth(target)
+    return "" if growth is None else f" ⇡ (→ {growth.last_mib:.1f} in one process)"
 
 
 def peak_ratio(peaks: dict, target: str, baseline: str) -> Optional[analysis.Figure]:
