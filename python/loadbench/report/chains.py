@@ -21,13 +21,18 @@ def tier_text(
     figures when ``numbered``, why they are not ordered (the repeats' noise, or bounds) and the
     certain pairs inside it when there are at most three (all of them are under Findings)."""
     members = tier.members
-    text = members[0] + (f" {number(members[0])}" if numbered else "")
+    # a long tier prints its ends' figures only (the tables below have every one): the
+    # summary stays on one screen however many servers a tier holds
+    shown = set(members) if len(members) <= 3 else {members[0], members[-1]}
+
+    def named(server: str) -> str:
+        return server + (f" {number(server)}" if numbered and server in shown else "")
+
+    text = named(members[0])
     for a, b in zip(members, members[1:]):
         # never "≈" between two figures whose order is certain (vm-3 read "ruby-puma 4 239 ≈
         # hypercorn 2 456" beside "(ruby-puma > hypercorn)"): certain neighbours read ">"
-        text += (
-            (" > " if (a, b) in tier.inner else " ≈ ") + b + (f" {number(b)}" if numbered else "")
-        )
+        text += (" > " if (a, b) in tier.inner else " ≈ ") + named(b)
     if len(members) == 1:
         return text
     why = "order open: bounds" if tier.open else f"±{noise(members)}"

@@ -355,8 +355,8 @@ def scope_point(model: Model, base: str, steps: bool = True) -> Point:
             else ""
         )
         + (f" of {w.num(('setting', 'cores', cores), _count, words=False)} cores" if cores else "")
-        + "). >: certainly faster, beyond the repeats' noise and any bound; ≈: within noise "
-        "(±: half the repeats' range); "
+        + "). >: certainly faster, beyond the replications' noise and any bound; ≈: within noise "
+        "(±: half the replications' confidence interval); "
         + ("(Nx): over the next." if steps else "steps: tables' This ÷ next.")
     )
     return w.point(text)

@@ -79,7 +79,7 @@ def fmt_number(value: Optional[float], digits: int = 0, missing: str = "n/a") ->
 
 
 def fmt_noise(value: Optional[float]) -> str:
-    """'±13 %': half the repeats' range as a share of the figure (benchstat's ±); '' for one
+    """'±13 %': half the replications' 95 % interval as a share of the figure; '' for one
     run or none."""
     share = analysis.noise_share(value) if value is not None else 0.0
     if not share:
