@@ -11,6 +11,7 @@ ends the search as generator-bound, never with a capacity figure.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -330,11 +331,12 @@ def test_a_sweep_capacity_cell_reaches_the_report_the_chart_and_compare(tmp_path
     rate = open_cell["result"]["rate"]["target"]
     assert open_cell["objectives"]["objectives"] == ["p99<50ms"]
     assert isinstance(open_cell["objectives"]["passed"], bool)
-    assert open_cell["connections"] == presized_pool(rate, 10, closed["result"]["rps"]) >= 10
+    pool = presized_pool(rate, 10, closed["result"]["rps"], 0.05)  # Little's law at 50 ms
+    assert open_cell["connections"] == pool == min(1000, max(10, math.ceil(1.25 * rate * 0.05)))
     peak = search["result"]["settings"]["peak_rps"]
     assert peak == pytest.approx(search["settling"]["rps"])
     for step in search["result"]["steps"]:
-        pool = presized_pool(step["rate"], 10, peak)
+        pool = presized_pool(step["rate"], 10, peak, 0.05)
         assert step["result"]["config"]["connections"] == pool, step["rate"]
     assert search["status"] == "ok" and search["id"] == "beast|http|plaintext|capacity10|r0"
     result = search["result"]

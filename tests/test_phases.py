@@ -236,3 +236,34 @@ def test_a_generator_bound_cells_phases_carry_its_mark() -> None:
     agg.phases = {"ttfb": (Spread(90, 80, 100, 3), Spread(200, 190, 210, 3))}
     row = _table([("beast", agg)], ("ttfb",)).splitlines()[-1]
     assert row.startswith("| beast | plaintext, c=25 § | 90 us / 200 us |"), row
+
+
+def test_a_phase_always_zero_is_dropped_and_the_widest_phase_is_named() -> None:
+    """Issue 58: the write column read 0 us in all 33 keep-alive rows of a sweep and the one
+    insight - on HTTP/2 go spends 3.10 ms and hypercorn 23.58 ms between a response's first and
+    last byte - went unsaid. A phase under 1 us at p99 everywhere is dropped, with a line that
+    says why; the phase whose p99 differs most between clean cells is named with both ends."""
+    from loadbench.core.analysis import Spread
+    from loadbench.report.cells import Aggregate
+    from loadbench.report.phases import _table, silent, widest
+
+    def cell(target: str, ttfb: float, transfer: float, **marks) -> tuple[str, Aggregate]:
+        agg = Aggregate(target, "h2c", "plaintext", "closed", 25, status="ok", **marks)
+        agg.phases = {
+            "write": (Spread(0, 0, 0, 3), Spread(0, 0, 0, 3)),
+            "ttfb": (Spread(ttfb / 2, 0, 0, 3), Spread(ttfb, 0, 0, 3)),
+            "transfer": (Spread(transfer / 2, 0, 0, 3), Spread(transfer, 0, 0, 3)),
+        }
+        return target, agg
+
+    cells = [cell("go", 900, 3_100), cell("hypercorn", 2_000, 23_580)]
+    # a § cell's phases include the generator's delay: never the widest phase's end
+    cells.append(cell("capped", 90_000, 90_000, generator_bound=True))
+    assert silent(cells, ("write", "ttfb", "transfer")) == ["write"]
+    header = _table(cells, ("write", "ttfb", "transfer")).splitlines()[0]
+    assert "write" not in header and "first byte" in header and "transfer" in header
+    assert widest(cells, ("write", "ttfb", "transfer")) == (
+        "The phase that differs most between the servers here is *transfer*: at p99 "
+        "hypercorn spends 23.58 ms in it, go 3.10 ms."
+    )
+    assert widest(cells[:1], ("ttfb",)) is None  # one server: nothing to compare

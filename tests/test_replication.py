@@ -211,3 +211,15 @@ def test_a_capacity_is_never_stated_below_a_rate_the_open_loop_cells_passed():
     )
     higher.open_loop = evidence[("go", "http")]
     assert float(higher.figure) == 90_000.0 and higher.figure.bound is None
+
+
+def test_the_pool_is_sized_from_littles_law_before_the_step():
+    from loadbench.slo.pool import presized_pool
+
+    # a server meeting p99 < 10 ms keeps its mean under 10 ms: rate x 10 ms in flight, x 1.25
+    assert presized_pool(40_000, 25, latency_limit_s=0.01) == 500
+    assert presized_pool(1_000, 25, latency_limit_s=0.01) == 25  # never fewer than C
+    assert presized_pool(2_000_000, 25, latency_limit_s=0.01) == 1000  # never buried
+    # without an objective: twice the server's own in-flight at its closed-loop peak
+    assert presized_pool(150_000, 25, peak_rps=100_000) == 75
+    assert presized_pool(150_000, 25) == 25

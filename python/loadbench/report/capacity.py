@@ -139,8 +139,8 @@ def section(model) -> list[str]:
         "The highest open-loop rate each server took while meeting every objective, over the whole "
         f"step and over every 1 s window in it (`loadbench capacity`; {searches} search(es) per "
         f"server, {next(iter(cells.values())).workload} at C = {next(iter(cells.values())).connections}, "
-        "each step's pool sized before it from Little's law at its rate and the server's own peak "
-        "latency, twice over, and not grown while judged - the open-loop cells' rule too): from "
+        "each step's pool sized before it from Little's law at its rate and the latency objective, "
+        "and not grown while judged - the open-loop cells' rule too): from "
         "half the closed-loop peak measured above, up while "
         f"steps pass and down while they fail, bisected to {100 * settings.get('capacity_precision', 0.05):g} % "
         f"and confirmed; each step {settings.get('warmup', 0):g} s of settling and "
@@ -170,6 +170,22 @@ def chart_series(model) -> dict[str, dict[str, list[tuple[float, float]]]]:
     for c in model.capacities().values():
         points = sorted(
             (s["achieved_rate"], s["latency_ms"]["p99"])
+            for s in c.steps()
+            if s.get("latency_ms") and s.get("achieved_rate")
+        )
+        if points:
+            out.setdefault(c.protocol, {})[c.target] = points
+    return out
+
+
+def chart_steps(model) -> dict[str, dict[str, list[tuple[float, float, bool]]]]:
+    """:func:`chart_series` with each step's verdict: (achieved req/s, corrected p99 ms,
+    passed), sorted by rate - the chart draws the knee through the passing steps and the failed
+    ones faint beside it."""
+    out: dict[str, dict[str, list[tuple[float, float, bool]]]] = {}
+    for c in model.capacities().values():
+        points = sorted(
+            (s["achieved_rate"], s["latency_ms"]["p99"], bool(s.get("passed")))
             for s in c.steps()
             if s.get("latency_ms") and s.get("achieved_rate")
         )

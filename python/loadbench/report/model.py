@@ -418,13 +418,15 @@ class Model:
         return next((a.note for a in cells if a.status == "skipped" and a.note), None)
 
     def variants(self) -> list[tuple[str, str]]:
-        """(base, variant) for every measured target whose settings say ``variant_of = base``."""
+        """(base, variant) for every target whose settings say ``variant_of = base``, both
+        measured: a variant of a peer that is not installed gets no chart and no section (vm-3
+        drew two variant charts without bars and three sections of n/a)."""
         out = []
         for t in self.settings.get("targets") or []:
             if (
                 isinstance(t, dict)
-                and t.get("variant_of") in self.targets
-                and t.get("name") in self.targets
+                and t.get("variant_of") in self.listed
+                and t.get("name") in self.listed
             ):
                 out.append((t["variant_of"], t["name"]))
         return out

@@ -30,8 +30,50 @@ def _pair(p50: Optional[float], p99: Optional[float]) -> str:
     return "n/a" if p50 is None else f"{_us(p50)} / {_us(p99)}"
 
 
+# a phase whose p99 stays under this in every row says nothing (a request written in one call
+# that returns at once): its column is dropped and a line says why
+SILENT_US = 1.0
+
+
+def _p99(agg: Aggregate, phase: str) -> Optional[float]:
+    return _median(agg.phases.get(phase, (None, None))[1])
+
+
+def silent(cells: list[tuple[str, Aggregate]], phases: tuple[str, ...]) -> list[str]:
+    """The phases measured in these cells whose p99 is under SILENT_US in every one."""
+    return [
+        p
+        for p in phases
+        if any(p in agg.phases for _, agg in cells)
+        and all((_p99(agg, p) or 0.0) < SILENT_US for _, agg in cells)
+    ]
+
+
+def widest(cells: list[tuple[str, Aggregate]], phases: tuple[str, ...]) -> Optional[str]:
+    """The sentence naming the phase whose p99 differs most between the servers (in time, over
+    the cells no generator or pool limited), its fastest and its slowest server; None with
+    fewer than two such servers."""
+    clean = [(t, a) for t, a in cells if not a.mark]
+    best: Optional[tuple[float, str, tuple, tuple]] = None
+    for p in phases:
+        values = [(v, t) for t, a in clean if (v := _p99(a, p)) is not None]
+        if len(values) < 2:
+            continue
+        low, high = min(values), max(values)
+        if best is None or high[0] - low[0] > best[0]:
+            best = (high[0] - low[0], p, low, high)
+    if best is None or best[0] < SILENT_US:
+        return None
+    _, phase, (low, fast), (high, slow) = best
+    return (
+        f"The phase that differs most between the servers here is *{LABELS[phase]}*: at p99 "
+        f"{slow} spends {_us(high)} in it, {fast} {_us(low)}."
+    )
+
+
 def _table(cells: list[tuple[str, Aggregate]], phases: tuple[str, ...]) -> str:
-    shown = [p for p in phases if any(p in agg.phases for _, agg in cells)]
+    quiet = set(silent(cells, phases))
+    shown = [p for p in phases if any(p in agg.phases for _, agg in cells) and p not in quiet]
     header = ["Server", "Cell"] + [f"{LABELS[p]} p50 / p99" for p in shown] + ["latency p50 / p99"]
     rows = []
     for target, agg in cells:
@@ -65,6 +107,17 @@ def section(model: Model) -> list[str]:
         out += [f"### {protocols.title(protocol)}", ""]
         if keep_alive:
             out += [_table(keep_alive, RESPONSE_PHASES), ""]
+            dropped = silent(keep_alive, RESPONSE_PHASES)
+            if dropped:
+                out += [
+                    f"Not shown: {', '.join(LABELS[p] for p in dropped)} - under "
+                    f"{SILENT_US:g} us at p99 in every row (each request left in one write that "
+                    "returned at once).",
+                    "",
+                ]
+            sentence = widest(keep_alive, RESPONSE_PHASES)
+            if sentence:
+                out += [sentence, ""]
         if setup:
             out += [
                 "A new connection per request (the connection-setup cells):",

@@ -25,9 +25,9 @@ were on time) bounds the capacity from above. A failure that is the generator's 
 loop) or its pool's bounds nothing about the server: the search bisects below it to the highest
 rate the generator drives on time and ends "generator-bound" (or "pool-bound") with that rate as
 a lower bound L and the server's CPU ceiling U beside it - [L, U] - never a capacity figure.
-Each step's pool is sized before it from Little's law at its rate and the server's own peak
-latency (``peak``: its closed-loop req/s on ``connections``, the probe's when not given) and
-not grown while it is judged (slo/pool.py: the rule a sweep's open-loop cells share).
+Each step's pool is sized before it from Little's law at its rate and the loosest latency
+objective (else the server's own peak latency, ``peak``) and not grown while it is judged
+(slo/pool.py: the rule a sweep's open-loop cells share).
 """
 
 from __future__ import annotations
@@ -160,8 +160,8 @@ def capacity(
     the machine is measured again (up to ``contended_reruns`` times), and flagged contended if
     it stays so. ``probe``: at least this many seconds of closed-loop load bring the server to
     steady state before the first step (when ``start`` is not given). ``peak``: the server's
-    closed-loop req/s on ``connections``, which sizes each step's pool (slo/pool.py; default:
-    the probe's, else twice ``start``). ``hold``: the seconds
+    closed-loop req/s on ``connections`` (the probe's, else twice ``start``), which sizes each
+    step's pool where no latency objective does (slo/pool.py). ``hold``: the seconds
     judged in each confirmation of the answer (default ``step``) - a sweep bisects with short
     steps and confirms with a longer hold, so its capacity is a rate held that long.
     ``runner``: what runs each step and the probe, loadbench.run's keywords (default
@@ -193,6 +193,8 @@ def capacity(
             "probe": (probe > 0, probe),
         },
     )
+    # the loosest latency objective sizes each step's pool (slo/pool.py)
+    loosest = max((o.limit for o in objectives if o.is_latency), default=0.0) / 1e6 or None
     connections = int(run_options.get("connections", 25))
     run_options["connections"] = connections
     if run_options.get("send_batch") is None:
@@ -222,7 +224,7 @@ def capacity(
         # the pool rule of slo/pool.py: sized before the step from Little's law at its rate and
         # the server's own peak latency, connected before the schedule starts, never grown in
         # the judged windows (unless max_connections asks for growth)
-        pool = presized_pool(rate, connections, peak)
+        pool = presized_pool(rate, connections, peak, loosest)
         options = {
             **run_options,
             "connections": pool,

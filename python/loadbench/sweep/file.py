@@ -163,10 +163,11 @@ def default_sweep(quick: bool = False, peers_dir: Optional[Path] = None) -> Swee
     if quick:
         concurrencies, repeats, duration, warmup, fractions = [25], 1, 0.5, 0.2, [0.5]
     else:
-        # three replications, each a fresh process in its own block of the sweep: the variance
-        # lives between processes and minutes, not between the windows of one process
-        # (reports/variance-split.md), so three 0.75 s windows on three processes say more
-        # than three 1 s windows on one - and pay for the extra server starts
+        # three replications, each a fresh process in its own block of the sweep: on this VM
+        # 1-64 % of a server's variance lies between processes and minutes, which three windows
+        # of one process never see, and windows are as noisy as processes (CV 7-13 % at 1 s;
+        # reports/variance-split.md) - so three 0.75 s windows on three processes say more than
+        # three 1 s windows on one, and the shorter windows pay for the extra server starts
         concurrencies, repeats, duration, warmup, fractions = [25], 3, 0.75, 0.25, [0.5, 0.95]
     builtins = builtin_workloads()
     workloads = [builtins["plaintext"], builtins["json"], builtins["echo"]]

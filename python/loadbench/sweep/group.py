@@ -320,12 +320,13 @@ class ServerGroup:
                 )
             rate = capacity[0] * cell.load / 100.0
             # The capacity search's pool rule (slo/pool.py): sized before the window from Little's
-            # law at the rate and the server's own latency at its closed-loop peak, then fixed
+            # law at the rate and the loosest latency objective (else the server's own latency at
+            # its closed-loop peak, twice over), then fixed
             # (wrk2's model): a request that finds every connection busy waits - the corrected
             # latency counts that wait, and the cell's `limit` says so (pool-bound, ¶). (With a
             # pool allowed to grow 4x mid-window, a 10 000 req/s https run against Beast had a
             # p99 of 437 ms instead of 58 ms: the growth, not the server.)
-            pool = presized_pool(rate, capacity[1], capacity[0])
+            pool = presized_pool(rate, capacity[1], capacity[0], self._latency_limit_s())
             self.pool = pool
             kwargs.update(
                 rate=rate,
@@ -387,6 +388,12 @@ class ServerGroup:
             )
             return "fail", f"no responses in the window (errors: {errors})", result
         return "ok", None, result
+
+    def _latency_limit_s(self) -> Optional[float]:
+        """The loosest latency objective of the sweep's capacity, in seconds (None without)."""
+        objectives = parse_objectives(list(self.sweep.capacity)) if self.sweep.capacity else []
+        limits = [o.limit for o in objectives if o.is_latency]
+        return max(limits) / 1e6 if limits else None
 
     def _judge(self, result: Result) -> dict:
         """An open-loop cell judged by the capacity search's own rule (slo/objectives.judge: the
