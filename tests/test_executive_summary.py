@@ -136,7 +136,9 @@ def test_committed_report_summary_matches_the_model_and_the_tables(folder):
     report = render(model)
     assert problems(model, points, report) == []
     assert problems(model, finding_points(model), report) == []
-    assert sum(len(p.numbers) for p in points) >= 20
+    # a default-shaped sweep states at least 20 numbers; a one-protocol study (variance-split:
+    # one workload in three copies) has one paragraph and fewer
+    assert sum(len(p.numbers) for p in points) >= (20 if len(model.protocols) > 1 else 5)
     # the report opens with it, ahead of the settings and the tables
     assert report.index("## Executive summary") < report.index("## Settings")
     for p in points:
