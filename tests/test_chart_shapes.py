@@ -270,3 +270,22 @@ def test_every_chart_names_its_c_keeps_server_colours_and_no_line_through_one_po
             lower = name == "memory_peak_rss.png"  # lower is better: the least on top
             assert widths == sorted(widths, reverse=not lower), name
             assert [rgb(bar.get_facecolor()) for bar in bars_of(ax)] == [COLORS[s] for s in names]
+
+
+def test_a_chart_promises_dashed_ceilings_only_where_it_draws_one():
+    """Issue 58: connection_setup.png's legend promised dashed CPU ceilings, and a connection
+    rate's bound has none: the note names the dash only where a bar has a ceiling."""
+    import matplotlib.pyplot as plt
+
+    from loadbench.core.analysis import Figure
+
+    bound = Figure(900.0, "lower")  # a generator-bound rate, no ceiling
+    capped = Figure(900.0, "lower", interval=(900.0, 1_500.0))  # closed by the server's CPU
+    for value, dashed in ((bound, False), (capped, True)):
+        fig = bars.grouped_figure(
+            "Connection setup", "Rate", ["a", "b"], {"conn/s": [value, Figure(500.0)]}
+        )
+        title = fig._suptitle.get_text().replace("\n", " ")
+        assert "hatched: a bound" in title
+        assert ("dashed to its CPU ceiling" in title) is dashed, title
+        plt.close(fig)
