@@ -225,11 +225,9 @@ def capacity(
         # the server's own peak latency, connected before the schedule starts, never grown in
         # the judged windows (unless max_connections asks for growth)
         pool = presized_pool(rate, connections, peak, loosest)
-        options = {
-            **run_options,
-            "connections": pool,
-            "max_connections": max(pool, run_options.get("max_connections") or pool),
-        }
+        if run_options.get("max_connections"):  # the user's cap on the pool (-c to it)
+            pool = max(connections, min(pool, int(run_options["max_connections"])))
+        options = {**run_options, "connections": pool, "max_connections": pool}
         reruns = 0
         while True:
             result = runner(
