@@ -131,6 +131,22 @@ def add_load_arguments(
         help=option_help("arrival"),
     )
     p.add_argument("--max-connections", type=int, default=None, help=option_help("max_connections"))
+    loop = p.add_mutually_exclusive_group()
+    loop.add_argument(
+        "--busy-poll",
+        dest="busy_poll",
+        action="store_const",
+        const=True,
+        default=None,
+        help=option_help("busy_poll"),
+    )
+    loop.add_argument(
+        "--no-busy-poll",
+        dest="busy_poll",
+        action="store_const",
+        const=False,
+        help="open loop: keep the sleeping tick even on CPUs the generator has to itself",
+    )
     p.add_argument(
         "--sample-pid",
         type=int,
@@ -160,6 +176,7 @@ def load_kwargs(args: argparse.Namespace, exclude: Collection[str] = ()) -> dict
         cpus=parse_cpu_list(args.cpus) if args.cpus else None,
         arrival=args.arrival,
         max_connections=args.max_connections,
+        busy_poll=args.busy_poll,
     )
     if args.connections is not None:
         kwargs.update(connections=args.connections)

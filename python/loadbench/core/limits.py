@@ -143,7 +143,8 @@ def limited_by(
     rate = result.get("rate") or None
     cores = (server or {}).get("cores") or server_cores
     busy = server_busy(server, cores)
-    gen_busy = generator.get("utilisation")
+    # busy-poll: the threads hold their cores whole; their load is the share spent working
+    gen_busy = generator.get("work_share", generator.get("utilisation"))
     gen_busy = float(gen_busy) if gen_busy is not None else None
     evidence = dict(
         server_busy=busy,

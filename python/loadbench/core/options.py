@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _core
+from .busy_poll import LoopChoice, choose_loop
 from .errors import ConfigError
 from .prime import primes
 from .protocols import WIRE_ALIASES
@@ -250,6 +251,13 @@ class RunOptions:
         note="e.g. 1ms; oha's timer sends in 1 ms steps",
         recorded="open",
     )
+    busy_poll: Optional[bool] = option(
+        None,
+        "open loop: each generator thread polls and never sleeps (its sends go out microseconds "
+        "after they fall due; it takes its whole CPU); default: busy-poll when the generator is "
+        "pinned (cpus) to CPUs it has to itself, one per thread, else the sleeping tick",
+        "boolean",
+    )
     batch_reads: bool = engine_option(
         "batch_reads",
         "boolean",
@@ -321,6 +329,9 @@ class RunOptions:
         if self.cacert is not None and not Path(self.cacert).is_file():
             raise ConfigError(f"CA file {os.fspath(self.cacert)!r} does not exist")
         self.cpus = _cpu_list(self.cpus)
+        if self.busy_poll is not None and not isinstance(self.busy_poll, bool):
+            raise ConfigError(f"busy_poll must be true, false or unset, not {self.busy_poll!r}")
+        self.loop_choice()  # refuses what cannot work (busy-poll on a closed loop, threads sharing a CPU)
         if self.unix_socket is not None:
             if not isinstance(self.unix_socket, (str, os.PathLike)) or not os.fspath(
                 self.unix_socket
@@ -420,6 +431,7 @@ class RunOptions:
         c.rate_schedule = self.schedule_points or []
         c.connections_schedule = list(self.connections_schedule or [])
         c.poisson = self.arrival == "poisson"
+        c.busy_poll = self.loop_choice().busy_poll
         c.max_connections = self.pool_cap
         c.h2 = self.protocol == "h2"
         c.h3 = self.protocol == "h3"
@@ -434,6 +446,15 @@ class RunOptions:
             for f in fields(self)
             if "engine" in f.metadata
         ]  # fmt: skip
+
+    def loop_choice(self) -> LoopChoice:
+        """busy-poll or the sleeping tick (core/busy_poll.py), chosen once per RunOptions: the
+        engine runs what the result's config block records."""
+        choice = self.__dict__.get("_loop_choice")
+        if choice is None:
+            choice = choose_loop(self.busy_poll, self.open_loop, self.cpus, int(self.threads))
+            self.__dict__["_loop_choice"] = choice
+        return choice
 
     @property
     def pool_cap(self) -> int:
@@ -475,6 +496,10 @@ class RunOptions:
                 out[engine] = value
         if self.open_loop:
             out.update(rate=self.rate, arrival=self.arrival, max_connections=self.pool_cap)
+            choice = self.loop_choice()
+            out.update(busy_poll=choice.busy_poll, loop=choice.why)
+            if choice.warning:
+                out["loop_warning"] = choice.warning
         points = self.schedule_points
         if points is not None:
             # the load shape as points, whichever way it was given (steps: as given, too)

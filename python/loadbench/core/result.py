@@ -128,7 +128,15 @@ class LatencyHistogram:
 COUNTERS: tuple[str, ...] = tuple(_core.COUNTERS)
 # written under "rate", for open-loop runs only (slot_waits only where the run measured it: the
 # ones recorded before it have no loop_lateness either, and round-trip without it)
-OPEN_LOOP_COUNTERS = ("due", "sends", "late_sends", "slot_waits", "warmup_dropped", "wakeups")
+OPEN_LOOP_COUNTERS = (
+    "due",
+    "sends",
+    "late_sends",
+    "slot_waits",
+    "warmup_dropped",
+    "wakeups",
+    "busy_work_ns",
+)
 # written under "quic" (without the prefix), for HTTP/3 runs only
 QUIC_COUNTERS = (
     "quic_datagrams_sent",
@@ -242,9 +250,32 @@ class Result:
         return self.cpu_s / (self.duration_s * self.threads)
 
     @property
+    def busy_polled(self) -> bool:
+        """The open loop's threads polled without sleeping (core/busy_poll.py)."""
+        return bool(self.config.get("busy_poll"))
+
+    @property
+    def work_share(self) -> Optional[float]:
+        """Busy-poll: the share of the threads' window spent on passes that found work - the
+        generator's load, where its CPU time is the whole core whatever the load (None: it slept
+        between passes, and its CPU time is its load)."""
+        if not self.busy_polled or self.duration_s <= 0 or self.threads <= 0:
+            return None
+        return self.busy_work_ns * 1e-9 / (self.duration_s * self.threads)
+
+    @property
+    def work_us_per_req(self) -> Optional[float]:
+        """Busy-poll: the generator's working time per response, in microseconds."""
+        if not self.busy_polled or not self.responses:
+            return None
+        return self.busy_work_ns * 1e-3 / self.responses
+
+    @property
     def saturated(self) -> bool:
-        """The generator, not the server, may have been the bottleneck."""
-        return self.cpu_utilisation > SATURATION_THRESHOLD
+        """The generator, not the server, may have been the bottleneck: its threads were busy
+        nearly the whole window (busy-poll: working, not polling, that long)."""
+        load = self.work_share if self.busy_polled else self.cpu_utilisation
+        return (load or 0.0) > SATURATION_THRESHOLD
 
     @property
     def in_flight(self) -> float:
@@ -601,6 +632,8 @@ def _send_delays(r: Result) -> dict[str, Any]:
         "pool": dict(r.pool),
         # measured since issue 45; absent (0) from results recorded before
         **({"wakeups": r.wakeups} if r.wakeups else {}),
+        # busy-poll (issue 59): the time of the passes that found work
+        **({"busy_work_ns": r.busy_work_ns} if r.busy_polled else {}),
     }
 
 
@@ -667,6 +700,12 @@ LAYOUT: list[tuple[str, str, Callable[[Result], Any]]] = [
             "utilisation": r.cpu_utilisation,
             "saturated": r.saturated,
             **({"preconnected": r.preconnected} if r.preconnected else {}),
+            # busy-poll: cpu_s is the whole core; the share spent on work beside it
+            **(
+                {"work_share": r.work_share, "work_us_per_req": r.work_us_per_req}
+                if r.busy_polled
+                else {}
+            ),
         },
     ),
     ("histogram", ALWAYS, lambda r: _histogram_block(r.latency)),

@@ -196,11 +196,22 @@ def summary_lines(r: Any) -> list[str]:
         f"  transfer      read {format_bytes(r.bytes_read)}, written {format_bytes(r.bytes_written)}"
     )
     per_req = f"{r.cpu_us_per_req:.2f} us/response" if r.cpu_us_per_req is not None else "n/a"
+    work = (
+        f"; busy-poll: {(r.work_share or 0) * 100:.0f} % of it working"
+        + (f" ({r.work_us_per_req:.2f} us/response)" if r.work_us_per_req is not None else "")
+        + ", the rest polling"
+        if r.busy_polled
+        else ""
+    )
     lines.append(
         f"  generator     CPU {r.cpu_s:.3f} s = {per_req}, {r.cpu_utilisation * 100:.0f} % of "
-        f"{r.threads} thread{'s' if r.threads != 1 else ''}"
+        f"{r.threads} thread{'s' if r.threads != 1 else ''}{work}"
         f"{'  SATURATED: the generator may be the bottleneck' if r.saturated else ''}"
     )
+    if r.open_loop and cfg.get("loop"):
+        lines.append(f"  loop          {cfg['loop']}")
+    if cfg.get("loop_warning"):
+        lines.append(f"  warning       {cfg['loop_warning']}")
     server = r.extras.get("server")
     if server:
         lines.extend(server_lines(server))
@@ -401,8 +412,9 @@ def saturation_warning(r) -> Optional[str]:
     if not r.saturated:
         return None
     threads = f"{r.threads} thread{'s' if r.threads != 1 else ''}"
+    load = r.work_share if r.busy_polled else r.cpu_utilisation
     return (
-        f"loadbench: warning: the generator was saturated ({r.cpu_utilisation * 100:.0f} % of "
+        f"loadbench: warning: the generator was saturated ({(load or 0) * 100:.0f} % of "
         f"{threads}): these figures may be its limit, not the server's; give it more threads "
         "and cores (-t N --cpus LIST)"
     )

@@ -239,6 +239,8 @@ def flatten(
         "generator_cpu_us_per_conn": gen_us_per_conn,
         "server_cpu_us_per_conn": server_us_per_conn,
         "generator_utilisation": _get(result, "generator", "utilisation"),
+        # busy-poll: the generator's core is whole; the share of it spent working
+        "generator_work_share": _get(result, "generator", "work_share"),
         "conn_per_s": (
             analysis.connection_rate(result.get("connections_opened", 0), duration)
             if duration

@@ -68,6 +68,10 @@ inline constexpr int kDefaultH2WindowBits = 30;  // h2load's default for -w and 
       "open loop: requests due within this span go out in one wake-up when they come closer together than it "         \
       "(larger: less generator CPU per request at moderate rates, and up to that much more send lateness, "            \
       "measured and in the corrected latency)")                                                                        \
+    X(bool, busy_poll, false,                                                                                          \
+      "open loop: each worker thread polls and never sleeps (the clock read and epoll_wait with no timeout, every "    \
+      "pass): sends go out within microseconds of their due time, and the thread takes its whole CPU - for CPUs the "  \
+      "generator has to itself (loadbench's default when it is pinned to such CPUs)")                                \
     X(bool, batch_reads, true,                                                                                         \
       "open loop over TCP without TLS (HTTP/1.1, h2c): read the responses when the loop wakes to send (at most 1 ms "  \
       "later) instead of waking for each, timing each by its arrival in the kernel (SO_TIMESTAMPNS): a response "      \
@@ -163,7 +167,10 @@ inline constexpr std::array<const char*, kPhases> kPhaseDocs = {
     X(slot_waits, "open loop: due requests that found every connection busy and queued for one")         \
     X(warmup_dropped, "open loop: warm-up requests still queued when the window opened, dropped unsent") \
     X(wakeups,                                                                                           \
-      "open loop: the event loop's passes inside the window (each after one wait: for I/O, a timer or the next send)")
+      "open loop: the event loop's passes inside the window (each after one wait: for I/O, a timer or the next send)") \
+    X(busy_work_ns,                                                                                      \
+      "open loop, busy-poll: nanoseconds of the window's passes that found work (I/O, a timer, a due send); the " \
+      "rest of the thread's CPU went to polling")
 
 // A load shape's stage: its requests (those due in it), whenever their outcome came.
 struct StageMeasurements {

@@ -63,6 +63,8 @@ struct RunPlan {
     // Open loop, batch_reads, over TCP without TLS: the loop reads responses when it wakes to
     // send, up to kReadBatchNs later, and times them by their arrival in the kernel.
     bool batch_reads = false;
+    // Open loop, EngineConfig::busy_poll: the workers never sleep (Worker::run's busy pass).
+    bool busy_poll = false;
     // Engine::preconnect: workers open their connections before reporting ready, until then.
     int64_t preconnect_until_ns = 0;
     // Set by the engine before `started` is released.

@@ -29,6 +29,10 @@ public:
     void warmup_dropped() noexcept { ++m_.warmup_dropped; }
     // Open loop: the loop woke inside the window (what each response costs is mostly these).
     void wakeup(int64_t now) noexcept { m_.wakeups += plan_.in_window(now); }
+    // Busy-poll: a pass that found work took `ns` (those outside the window count nothing).
+    void busy_work(int64_t ns, int64_t now) noexcept {
+        if (plan_.in_window(now)) m_.busy_work_ns += static_cast<uint64_t>(ns);
+    }
     // Open loop: the request's first byte went out (once per request, a re-send is not counted).
     void sent(Request& r, int64_t now) noexcept;
     // A response's last byte arrived at `now`: its latency, status and phases (write, time to

@@ -56,6 +56,13 @@ void EventLoop::run_once(int64_t now_ns, int64_t deadline_ns, bool precise) noex
     if (!heap_.empty()) run_due_timers();
 }
 
+int EventLoop::poll() noexcept {
+    const int n = epoll_wait(fd_, events_, kMaxEvents, 0);
+    for (int i = 0; i < n; ++i) static_cast<IoHandler*>(events_[i].data.ptr)->on_io(events_[i].events);
+    const int timers = heap_.empty() ? 0 : run_due_timers();
+    return (n > 0 ? n : 0) + timers;
+}
+
 int EventLoop::add_timer(TimerHandler& handler) {
     int timer;
     if (!free_timers_.empty()) {
@@ -91,7 +98,7 @@ int64_t EventLoop::next_timer() noexcept {
     return heap_.empty() ? INT64_MAX : heap_.front().at;
 }
 
-void EventLoop::run_due_timers() noexcept {
+int EventLoop::run_due_timers() noexcept {
     const int64_t now = monotonic_ns();
     // Those due now, taken out first: a handler that re-arms at or before `now` runs on the next
     // round, after the I/O that may settle it, never in a loop here.
@@ -104,13 +111,16 @@ void EventLoop::run_due_timers() noexcept {
         t.at = INT64_MAX;  // fired; the handler re-arms it if it wants more
         due_.push_back(Fired{e.timer, t.handler});
     }
+    int ran = 0;
     for (const Fired& f : due_) {
         const Timer& t = timers_[static_cast<size_t>(f.timer)];
         // Removed by an earlier handler of this round (the slot may even be someone else's now),
         // or armed again meanwhile (it runs when that is due): skip.
         if (t.handler != f.handler || t.at != INT64_MAX) continue;
         f.handler->on_timer(now);
+        ++ran;
     }
+    return ran;
 }
 
 }  // namespace loadbench::generator

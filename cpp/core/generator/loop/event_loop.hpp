@@ -48,6 +48,9 @@ public:
     // otherwise milliseconds, rounded up.
     // Timers run after them, when due (the wait is then nanosecond-precise, whatever `precise`).
     void run_once(int64_t now_ns, int64_t deadline_ns, bool precise) noexcept;
+    // Busy-poll: runs the handlers of the descriptors ready now and the timers due, without
+    // waiting (epoll_wait with a zero timeout returns at once). How many ran (0: an idle pass).
+    int poll() noexcept;
 
     // A timer for `handler`, disarmed, for as long as its owner lives: remove_timer() before the
     // handler goes away. Its number is stable.
@@ -73,7 +76,7 @@ private:
         bool operator>(const Entry& o) const noexcept { return at > o.at; }
     };
     bool current(const Entry& e) const noexcept { return timers_[static_cast<size_t>(e.timer)].at == e.at; }
-    void run_due_timers() noexcept;
+    int run_due_timers() noexcept;  // how many handlers ran
 
     static constexpr int kMaxEvents = 256;
     int fd_ = -1;

@@ -67,8 +67,8 @@ private:
     void assign(Connection& c, const Request& r, int64_t now, bool write_now = true);
     // Closed loop: fill c's free slots with new requests.
     void next_closed(Connection& c, int64_t now);
-    // Open loop: queue what is due, hand it to free slots, grow the pool.
-    void release_due(int64_t now);
+    // Open loop: queue what is due, hand it to free slots, grow the pool. How many it released.
+    size_t release_due(int64_t now);
     void dispatch(int64_t now);
     void mark_ready(Connection& c);
     // Open loop: `waiting` has waited for a free slot longer than a late send, and the loop is

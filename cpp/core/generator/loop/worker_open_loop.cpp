@@ -6,7 +6,7 @@
 
 namespace loadbench::generator {
 
-void Worker::release_due(int64_t now) {
+size_t Worker::release_due(int64_t now) {
     Request r;
     size_t released = 0;
     while (scheduler_.next_due(now, r)) {
@@ -17,13 +17,14 @@ void Worker::release_due(int64_t now) {
         ++released;
     }
     RequestQueue& queue = scheduler_.queue();
-    if (queue.empty()) return;
+    if (queue.empty()) return released;
     dispatch(now);
     // The queue is first in, first out: what is left of the requests released just now is at
     // its back, and found every connection busy (or none open yet) - the pool, not the loop,
     // makes them late.
     for (size_t i = 0, waiting = std::min(released, queue.size()); i < waiting; ++i)
         recorder_.slot_wait(queue.from_back(i));
+    return released;
 }
 
 void Worker::dispatch(int64_t now) {
