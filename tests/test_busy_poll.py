@@ -14,7 +14,7 @@ from cli_runner import loadbench_cli
 
 import loadbench
 from loadbench import ConfigError, ServerProcess
-from loadbench.core import busy_poll
+from loadbench.core import _core, busy_poll
 from loadbench.core.busy_poll import choose_loop, pinned_elsewhere
 from loadbench.core.limits import limited_by
 from loadbench.core.options import RunOptions
@@ -44,8 +44,8 @@ def test_a_busy_polled_run_sends_its_exact_schedule_and_says_which_loop_ran(
     assert 0 < d["generator"]["work_share"] <= 1.0
     assert d["generator"]["work_us_per_req"] == pytest.approx(r.busy_work_ns / 1e3 / 900)
     assert r.busy_work_ns <= r.cpu_s * 1e9 * 1.05 + 5e6
-    # batched reads are a sleeping loop's saving: a polling one reads each response as it lands
-    assert r.latency_uncorrected.count == 900
+    # it reads each response at once and still times it by its arrival in the kernel
+    assert r.latency_uncorrected.count == 900 and d["config"]["batch_reads"] is True
     back = loadbench.Result.from_dict(json.loads(json.dumps(d)))
     assert back.to_dict() == d and back.busy_polled and back.busy_work_ns == r.busy_work_ns
 
@@ -64,6 +64,28 @@ def test_two_polling_threads_send_the_exact_interleaved_schedule(beast_server: S
     assert r.responses == r.sends == r.due == 1000 and r.error_count == 0
     assert beast_server.stop()["requests"]["plaintext"] == 1000
     assert r.to_dict()["config"]["busy_poll"] is True
+
+
+@pytest.mark.parametrize("protocol", ["h2", "h3"])
+def test_http2_and_http3_open_loops_busy_poll_with_exact_counts(server_factory, protocol):
+    """Their sessions share the loop: HTTP/2 streams over h2c, HTTP/3 over QUIC with its timers
+    (ACK delay, loss detection) run by the polling pass."""
+    if protocol == "h3" and not _core.http3_available():
+        pytest.skip("this build has no HTTP/3")
+    server = server_factory(**({"tls": True, "h3": True} if protocol == "h3" else {}))
+    r = loadbench.run(
+        server.url("/plaintext", https=protocol == "h3"),
+        protocol=protocol,
+        streams=4,
+        rate=2000,
+        requests=600,
+        connections=2,
+        cpus=[CPUS[-1]],
+        busy_poll=True,
+    )
+    assert r.responses == r.sends == r.due == 600 and r.error_count == 0, r.first_error
+    assert r.to_dict()["config"]["busy_poll"] is True and r.busy_work_ns > 0
+    assert server.stop()["requests"]["plaintext"] == 600
 
 
 def test_the_sleeping_tick_stays_when_asked_and_says_so(beast_server: ServerProcess):
@@ -93,7 +115,10 @@ def test_the_default_polls_only_on_pinned_cpus_of_the_generators_own(monkeypatch
     assert choose_loop(None, False, [1], 1).busy_poll is False  # a closed loop has no tick
     monkeypatch.setattr(busy_poll, "pinned_elsewhere", lambda cpus: ["nginx (pid 42)"])
     tick = choose_loop(None, True, [0], 1)
-    assert tick.busy_poll is False and tick.why == "the sleeping tick: nginx (pid 42) is pinned to CPU 0 too"
+    assert (
+        tick.busy_poll is False
+        and tick.why == "the sleeping tick: nginx (pid 42) is pinned to CPU 0 too"
+    )
     asked = choose_loop(True, True, [0], 1)
     assert asked.busy_poll is True and "nginx (pid 42)" in (asked.warning or "")
 

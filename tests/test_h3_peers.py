@@ -176,7 +176,12 @@ def test_small_sweep_of_caddy_and_quic_go_over_h2_and_h3_reports_the_h3_h2_ratio
     ]
     rps = {}
     for r in records:
-        assert r["status"] == "ok", (r["id"], r.get("error"), r.get("reason"), {k: v for k, v in r.items() if k != "result"})
+        assert r["status"] == "ok", (
+            r["id"],
+            r.get("error"),
+            r.get("reason"),
+            {k: v for k, v in r.items() if k != "result"},
+        )
         res = r["result"]
         assert res["responses"] > 0 and res["status_codes"] == {"200": res["responses"]}, r["id"]
         assert sum(res["errors"].values()) == 0, r["id"]

@@ -320,10 +320,11 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
     plan_.send_batch_ns = seconds_to_ns(config_.send_batch_s);
     // TLS reads through its library (no receive time) and QUIC's datagrams carry their own
     // timers; a unix socket has no timestamps: those wake for every response as before.
-    // A busy-polling loop reads every response as it arrives: no batch, no arrival timestamps.
+    // A busy-polling loop never sleeps to batch its reads, but keeps timing responses by their
+    // arrival in the kernel: a loop that falls behind (a burst, a preemption) must not make the
+    // server look slow.
     plan_.busy_poll = plan_.open_loop && config_.busy_poll;
-    plan_.batch_reads =
-        plan_.open_loop && !plan_.busy_poll && config_.batch_reads && plan_.tcp && !plan_.tls && !plan_.h3;
+    plan_.batch_reads = plan_.open_loop && config_.batch_reads && plan_.tcp && !plan_.tls && !plan_.h3;
     const int max_connections = config_.max_connections > 0 ? config_.max_connections : config_.connections;
 
     // Connections and the request budget are split as evenly as possible; no shared counter.

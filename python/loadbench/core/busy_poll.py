@@ -114,9 +114,7 @@ def choose_loop(
             )
         return LoopChoice(False, "the sleeping tick: the generator is not pinned (--cpus)")
     if threads > cpu_count:
-        return LoopChoice(
-            False, f"the sleeping tick: {threads} threads share {cpu_count} CPU(s)"
-        )
+        return LoopChoice(False, f"the sleeping tick: {threads} threads share {cpu_count} CPU(s)")
     others = pinned_elsewhere(cpus)
     where = f"CPU{'s' if cpu_count > 1 else ''} {','.join(str(c) for c in sorted(set(cpus)))}"
     if others:

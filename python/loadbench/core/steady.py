@@ -76,7 +76,10 @@ def settle(
     if runner is None:
         from .run import run as runner
     out = Settling()
-    for key in ("duration", "requests", "warmup", "rate", "rate_schedule", "steps"):
+    # its own window, and a closed loop: the open loop's options (its pool cap, its loop) are not
+    # for its rounds
+    for key in ("duration", "requests", "warmup", "rate", "rate_schedule", "steps",
+                "max_connections", "busy_poll"):  # fmt: skip
         run_options.pop(key, None)
     while out.seconds < max(most, round_s):
         try:

@@ -71,7 +71,7 @@ inline constexpr int kDefaultH2WindowBits = 30;  // h2load's default for -w and 
     X(bool, busy_poll, false,                                                                                          \
       "open loop: each worker thread polls and never sleeps (the clock read and epoll_wait with no timeout, every "    \
       "pass): sends go out within microseconds of their due time, and the thread takes its whole CPU - for CPUs the "  \
-      "generator has to itself (loadbench's default when it is pinned to such CPUs)")                                \
+      "generator has to itself (loadbench's default when it is pinned to such CPUs)")                                  \
     X(bool, batch_reads, true,                                                                                         \
       "open loop over TCP without TLS (HTTP/1.1, h2c): read the responses when the loop wakes to send (at most 1 ms "  \
       "later) instead of waking for each, timing each by its arrival in the kernel (SO_TIMESTAMPNS): a response "      \
@@ -143,33 +143,33 @@ inline constexpr std::array<const char*, kPhases> kPhaseDocs = {
 // its Python binding (bindings/register_generator.cpp) all come from this list, so a new counter
 // is recorded by the Recorder, declared here, and shown where a reader sees it - nothing else.
 // The order is the order of the Result JSON's keys for the counters it does not place itself.
-#define LOADBENCH_COUNTERS(X)                                                                            \
-    X(responses, "responses inside the window")                                                          \
-    X(unfinished, "counted requests without a response or an error when the drain ended")                \
-    X(bytes_read, "bytes read inside the window")                                                        \
-    X(bytes_written, "bytes written inside the window")                                                  \
-    X(connections_opened, "connections opened inside the window")                                        \
-    X(tls_handshakes, "TLS handshakes completed inside the window")                                      \
-    X(tls_resumed, "of those, abbreviated (the session was resumed)")                                    \
-    X(reconnects, "connections the server closed (or asked to close) that were reopened")                \
-    X(goaways, "HTTP/2 GOAWAY frames received")                                                          \
-    X(retried, "HTTP/2 requests the server refused unprocessed, sent again")                             \
-    X(quic_datagrams_sent, "HTTP/3: UDP datagrams sent inside the window (all)")                         \
-    X(quic_datagrams_received, "HTTP/3: UDP datagrams received inside the window (all)")                 \
-    X(quic_send_calls, "HTTP/3: send/sendmsg calls inside the window (GSO: several datagrams each)")     \
-    X(quic_receive_calls, "HTTP/3: recvmsg calls that returned datagrams inside the window")             \
-    X(quic_zero_rtt_attempted, "HTTP/3: connections whose first requests went out as 0-RTT")             \
-    X(quic_zero_rtt_accepted, "HTTP/3: of those, the server accepted the early data")                    \
-    X(quic_zero_rtt_rejected, "HTTP/3: of those, rejected: their requests went again in 1-RTT")          \
-    X(due, "open loop: requests due inside the window")                                                  \
-    X(sends, "open loop: of those, requests written (each once)")                                        \
-    X(late_sends, "open loop: sends more than kLateSendNs after their intended time")                    \
-    X(slot_waits, "open loop: due requests that found every connection busy and queued for one")         \
-    X(warmup_dropped, "open loop: warm-up requests still queued when the window opened, dropped unsent") \
-    X(wakeups,                                                                                           \
+#define LOADBENCH_COUNTERS(X)                                                                                          \
+    X(responses, "responses inside the window")                                                                        \
+    X(unfinished, "counted requests without a response or an error when the drain ended")                              \
+    X(bytes_read, "bytes read inside the window")                                                                      \
+    X(bytes_written, "bytes written inside the window")                                                                \
+    X(connections_opened, "connections opened inside the window")                                                      \
+    X(tls_handshakes, "TLS handshakes completed inside the window")                                                    \
+    X(tls_resumed, "of those, abbreviated (the session was resumed)")                                                  \
+    X(reconnects, "connections the server closed (or asked to close) that were reopened")                              \
+    X(goaways, "HTTP/2 GOAWAY frames received")                                                                        \
+    X(retried, "HTTP/2 requests the server refused unprocessed, sent again")                                           \
+    X(quic_datagrams_sent, "HTTP/3: UDP datagrams sent inside the window (all)")                                       \
+    X(quic_datagrams_received, "HTTP/3: UDP datagrams received inside the window (all)")                               \
+    X(quic_send_calls, "HTTP/3: send/sendmsg calls inside the window (GSO: several datagrams each)")                   \
+    X(quic_receive_calls, "HTTP/3: recvmsg calls that returned datagrams inside the window")                           \
+    X(quic_zero_rtt_attempted, "HTTP/3: connections whose first requests went out as 0-RTT")                           \
+    X(quic_zero_rtt_accepted, "HTTP/3: of those, the server accepted the early data")                                  \
+    X(quic_zero_rtt_rejected, "HTTP/3: of those, rejected: their requests went again in 1-RTT")                        \
+    X(due, "open loop: requests due inside the window")                                                                \
+    X(sends, "open loop: of those, requests written (each once)")                                                      \
+    X(late_sends, "open loop: sends more than kLateSendNs after their intended time")                                  \
+    X(slot_waits, "open loop: due requests that found every connection busy and queued for one")                       \
+    X(warmup_dropped, "open loop: warm-up requests still queued when the window opened, dropped unsent")               \
+    X(wakeups,                                                                                                         \
       "open loop: the event loop's passes inside the window (each after one wait: for I/O, a timer or the next send)") \
-    X(busy_work_ns,                                                                                      \
-      "open loop, busy-poll: nanoseconds of the window's passes that found work (I/O, a timer, a due send); the " \
+    X(busy_work_ns,                                                                                                    \
+      "open loop, busy-poll: nanoseconds of the window's passes that found work (I/O, a timer, a due send); the "      \
       "rest of the thread's CPU went to polling")
 
 // A load shape's stage: its requests (those due in it), whenever their outcome came.

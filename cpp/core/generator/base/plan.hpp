@@ -61,7 +61,8 @@ struct RunPlan {
     std::vector<int64_t> stage_edges_ns;
     int64_t send_batch_ns = 40'000;  // EngineConfig::send_batch_s
     // Open loop, batch_reads, over TCP without TLS: the loop reads responses when it wakes to
-    // send, up to kReadBatchNs later, and times them by their arrival in the kernel.
+    // send, up to kReadBatchNs later, and times them by their arrival in the kernel (busy-poll:
+    // it reads them at once, and still times them by their arrival).
     bool batch_reads = false;
     // Open loop, EngineConfig::busy_poll: the workers never sleep (Worker::run's busy pass).
     bool busy_poll = false;

@@ -56,9 +56,12 @@ void EventLoop::run_once(int64_t now_ns, int64_t deadline_ns, bool precise) noex
     if (!heap_.empty()) run_due_timers();
 }
 
-int EventLoop::poll() noexcept {
+int EventLoop::poll(BetweenEvents& between) noexcept {
     const int n = epoll_wait(fd_, events_, kMaxEvents, 0);
-    for (int i = 0; i < n; ++i) static_cast<IoHandler*>(events_[i].data.ptr)->on_io(events_[i].events);
+    for (int i = 0; i < n; ++i) {
+        if (i > 0) between.between_events();
+        static_cast<IoHandler*>(events_[i].data.ptr)->on_io(events_[i].events);
+    }
     const int timers = heap_.empty() ? 0 : run_due_timers();
     return (n > 0 ? n : 0) + timers;
 }

@@ -23,6 +23,16 @@ protected:
     ~IoHandler() = default;
 };
 
+// Busy-poll: asked between two ready descriptors' handlers, so work that falls due while a
+// burst of them is handled (a send) need not wait for the whole burst.
+class BetweenEvents {
+public:
+    virtual void between_events() = 0;
+
+protected:
+    ~BetweenEvents() = default;
+};
+
 class TimerHandler {
 public:
     virtual void on_timer(int64_t now) = 0;
@@ -49,8 +59,9 @@ public:
     // Timers run after them, when due (the wait is then nanosecond-precise, whatever `precise`).
     void run_once(int64_t now_ns, int64_t deadline_ns, bool precise) noexcept;
     // Busy-poll: runs the handlers of the descriptors ready now and the timers due, without
-    // waiting (epoll_wait with a zero timeout returns at once). How many ran (0: an idle pass).
-    int poll() noexcept;
+    // waiting (epoll_wait with a zero timeout returns at once), `between` after each handler
+    // but the last. How many ran (0: an idle pass).
+    int poll(BetweenEvents& between) noexcept;
 
     // A timer for `handler`, disarmed, for as long as its owner lives: remove_timer() before the
     // handler goes away. Its number is stable.

@@ -121,7 +121,7 @@ void Worker::run(std::atomic<int>& ready_count) {
         if (plan_.busy_poll) {
             // The CPU is the generator's own: no wait, no timer, no wake-up to pay (23-37 us of
             // CPU each on a VM); the next due send is seen on the pass after it falls due.
-            worked |= loop_.poll() > 0;
+            worked |= loop_.poll(*this) > 0;
             continue;
         }
         int64_t wake = std::min(next_housekeeping, drain_end);

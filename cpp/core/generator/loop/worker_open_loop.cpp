@@ -27,6 +27,17 @@ size_t Worker::release_due(int64_t now) {
     return released;
 }
 
+void Worker::between_events() noexcept {
+    if (scheduler_.next_due_ns() == INT64_MAX) return;
+    const int64_t now = monotonic_ns();
+    if (scheduler_.next_due_ns() > now) return;
+    try {
+        release_due(now);
+    } catch (...) {
+        // out of memory growing the queue: the request stays due and goes out on the next pass
+    }
+}
+
 void Worker::dispatch(int64_t now) {
     // Requests already due are still sent after the window's end, in the drain, on connections
     // that are open: the end stops requests from becoming due, not the sending of those due
