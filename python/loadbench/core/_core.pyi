@@ -165,6 +165,7 @@ class EngineConfig:
     seed: int
     max_connections: int
     send_batch_s: float
+    busy_poll: bool
     batch_reads: bool
     h2: bool
     h3: bool
