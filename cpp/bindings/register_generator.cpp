@@ -164,6 +164,18 @@ void register_generator(py::module_& m) {
                                        }
                                        return stages;
                                    })
+            .def_property_readonly(
+                "due_gaps",
+                [](const generator::Measurements& t) {
+                    return std::vector<uint64_t>(t.due_gaps.begin(), t.due_gaps.end());
+                },
+                "open loop, the schedule audit: gaps between consecutive due times (gap_bucket)")
+            .def_property_readonly(
+                "send_gaps",
+                [](const generator::Measurements& t) {
+                    return std::vector<uint64_t>(t.send_gaps.begin(), t.send_gaps.end());
+                },
+                "open loop, the schedule audit: gaps between consecutive sends (gap_bucket)")
             .def_property_readonly("status_codes",
                                    [](const generator::Measurements& t) {
                                        py::dict codes;  // the codes that occurred

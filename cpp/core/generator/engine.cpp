@@ -481,6 +481,10 @@ void Measurements::add(const Measurements& other) {
 #define LOADBENCH_ADD_COUNTER(name, doc) name += other.name;
     LOADBENCH_COUNTERS(LOADBENCH_ADD_COUNTER)
 #undef LOADBENCH_ADD_COUNTER
+    for (size_t i = 0; i < kGapBuckets; ++i) {
+        due_gaps[i] += other.due_gaps[i];
+        send_gaps[i] += other.send_gaps[i];
+    }
     for (size_t i = 0; i < status_codes.size(); ++i) status_codes[i] += other.status_codes[i];
     for (size_t i = 0; i < errors.size(); ++i) errors[i] += other.errors[i];
     for (size_t i = 0; i < streams_reset.size(); ++i) streams_reset[i] += other.streams_reset[i];

@@ -202,6 +202,8 @@ class Measurements:
     status_codes: dict[int, int]
     errors: dict[str, int]
     streams_reset: dict[str, int]  # HTTP/2 RST_STREAM error code name -> count
+    due_gaps: list[int]  # open loop, the schedule audit: gap_bucket counts of due-time gaps
+    send_gaps: list[int]  # and of send gaps (core/schedule_audit.py)
     udp_receive_buffer: int  # HTTP/3: smallest SO_RCVBUF granted a connection (0: no UDP socket)
     udp_send_buffer: int
     udp_gro: bool  # HTTP/3: UDP GRO was on (LOADBENCH_UDP_GRO=0 turns it off)

@@ -15,6 +15,7 @@ import numpy as np
 from . import _core, hdrlog
 from .phases import PHASES
 from .schedule import connections_schedule_of, integral, schedule_of
+from .schedule_audit import audit_block, dense
 from .summary import summary_lines
 
 FORMAT = "loadbench.result/1"
@@ -202,6 +203,10 @@ class Result:
     # Both absent from results recorded before they were measured.
     loop_lateness: Optional[LatencyHistogram] = None
     pool: dict[str, int] = field(default_factory=dict)
+    # Open loop, the schedule audit (core/schedule_audit.py): per-bucket counts of the gaps
+    # between consecutive due times and between consecutive sends; empty before it was measured.
+    due_gaps: list[int] = field(default_factory=list)
+    send_gaps: list[int] = field(default_factory=list)
     # A load shape (config["rate_schedule"]): each stage's span, target, achieved rate, counts and
     # corrected latency, for the requests due in it (core/schedule.py, stage_blocks); along a
     # config["connections_schedule"], its connections and what the requests started in it met.
@@ -248,6 +253,12 @@ class Result:
         if self.duration_s <= 0 or self.threads <= 0:
             return 0.0
         return self.cpu_s / (self.duration_s * self.threads)
+
+    @property
+    def schedule_audit(self) -> Optional[dict[str, Any]]:
+        """Open loop: whether the sends followed the asked arrival process, with the gap counts
+        behind the verdict (core/schedule_audit.py); None when no gap was counted."""
+        return audit_block(self.due_gaps, self.send_gaps) if self.due_gaps else None
 
     @property
     def busy_polled(self) -> bool:
@@ -409,6 +420,7 @@ class Result:
         h = d["histogram"]
         timeline = d.get("timeline", [])
         rate = d.get("rate") or {}
+        audit = rate.get("schedule_audit")
         gen = d.get("generator", {})
         quic = d.get("quic") or {}
         counters = {
@@ -483,6 +495,8 @@ class Result:
                 for name, block in (d.get("histogram_phases") or {}).items()
             },
             pool={k: int(v) for k, v in (rate.get("pool") or {}).items()},
+            due_gaps=dense(audit["due_gaps"]) if audit else [],
+            send_gaps=dense(audit["send_gaps"]) if audit else [],
             stages=list(d.get("stages") or []),
             udp=udp,
             extras={k: v for k, v in d.items() if k not in KNOWN_KEYS},
@@ -634,6 +648,8 @@ def _send_delays(r: Result) -> dict[str, Any]:
         **({"wakeups": r.wakeups} if r.wakeups else {}),
         # busy-poll (issue 59): the time of the passes that found work
         **({"busy_work_ns": r.busy_work_ns} if r.busy_polled else {}),
+        # did the sends follow the asked arrivals (issue 59; absent before it was measured)
+        **({"schedule_audit": audit} if (audit := r.schedule_audit) else {}),
     }
 
 

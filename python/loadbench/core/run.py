@@ -116,6 +116,8 @@ class RunningLoad:
             latency_uncorrected=_histogram(t.latency_uncorrected_us) if raw.open_loop else None,
             lateness=_histogram(t.lateness_us) if raw.open_loop else None,
             loop_lateness=_histogram(t.loop_lateness_us) if raw.open_loop else None,
+            due_gaps=list(t.due_gaps) if raw.open_loop else [],
+            send_gaps=list(t.send_gaps) if raw.open_loop else [],
             # the phases that happened in the window (no TLS phase over plain TCP, ...)
             phases={name: _histogram(h) for name, h in t.phases_us.items() if h.counts.any()},
             pool=(

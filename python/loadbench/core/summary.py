@@ -11,6 +11,7 @@ from typing import Any, Optional
 from . import analysis
 from .phases import CONNECTION_PHASES, LABELS, RESPONSE_PHASES
 from .schedule import connections_schedule_of, schedule_of
+from .schedule_audit import audit_sentence
 from .tcp_exchange import tcp_exchange_text, uses_lean_exchange
 
 
@@ -127,6 +128,9 @@ def summary_lines(r: Any) -> list[str]:
                     else ""
                 )
             )
+            audit = getattr(r, "schedule_audit", None)
+            if audit:
+                lines.append(f"  schedule      {audit_sentence(audit)}")
             if r.warmup_dropped:
                 lines.append(
                     f"  warm-up       {r.warmup_dropped:,} of its requests were still waiting for a "

@@ -38,6 +38,13 @@ def add_histograms(histograms: Sequence[Optional[LatencyHistogram]]) -> Optional
     )
 
 
+def _sum_lists(lists: list[list[int]]) -> list[int]:
+    """Element-wise sums of equally long count lists (empty when any is: not measured there)."""
+    if not lists or any(not counts for counts in lists):
+        return []
+    return [sum(column) for column in zip(*lists)]
+
+
 def _sum_dicts(dicts: Sequence[dict]) -> dict:
     out: dict = {}
     for d in dicts:
@@ -143,6 +150,9 @@ def merge_shards(
             if (merged := add_histograms([r.phases.get(name) for r in results])) is not None
         },
         pool=_sum_dicts([r.pool for r in results]),
+        # each shard's own stream of gaps: their counts add (the audit compares distributions)
+        due_gaps=_sum_lists([r.due_gaps for r in results]),
+        send_gaps=_sum_lists([r.send_gaps for r in results]),
         stages=shape_stages(config, _merged_stages(parts), window),
     )
     return merged

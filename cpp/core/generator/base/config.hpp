@@ -172,6 +172,21 @@ inline constexpr std::array<const char*, kPhases> kPhaseDocs = {
       "open loop, busy-poll: nanoseconds of the window's passes that found work (I/O, a timer, a due send); the "      \
       "rest of the thread's CPU went to polling")
 
+// Open loop, the schedule audit: the gaps between a worker's consecutive due times (the asked
+// arrival process) and between its consecutive sends (what the server was sent), counted in
+// quarter-octave buckets - bucket 0 below 256 ns, then four per doubling, the last 1 s and over.
+// Comparing the two distributions says whether the sends followed the asked arrivals (a loop
+// that sends in bursts can keep every send within its lateness bar and still not).
+inline constexpr size_t kGapBuckets = 96;
+inline size_t gap_bucket(int64_t ns) noexcept {
+    if (ns < 256) return 0;
+    const int octave = 63 - __builtin_clzll(static_cast<unsigned long long>(ns));  // >= 8
+    const size_t quarter = static_cast<size_t>(ns >> (octave - 2)) & 3;
+    const size_t bucket = 1 + static_cast<size_t>(octave - 8) * 4 + quarter;
+    return bucket < kGapBuckets ? bucket : kGapBuckets - 1;
+}
+using GapCounts = std::array<uint64_t, kGapBuckets>;
+
 // A load shape's stage: its requests (those due in it), whenever their outcome came.
 struct StageMeasurements {
     stats::HdrHistogram latency_us;  // from the intended time (corrected)
@@ -197,6 +212,8 @@ struct Measurements {
 #define LOADBENCH_COUNTER_FIELD(name, doc) uint64_t name = 0;
     LOADBENCH_COUNTERS(LOADBENCH_COUNTER_FIELD)
 #undef LOADBENCH_COUNTER_FIELD
+    GapCounts due_gaps{};  // open loop: the schedule audit (gap_bucket), counted requests
+    GapCounts send_gaps{};
     std::array<uint64_t, 1000> status_codes{};
     std::array<uint64_t, kErrorKinds> errors{};
     // HTTP/2 RST_STREAM frames received, by error code (the last entry: codes above 0xd).

@@ -10,6 +10,8 @@ void Recorder::due(const Request& r, int64_t now) noexcept {
     if (!r.counted) return;
     ++m_.due;
     m_.loop_lateness_us.record(to_us(now - r.intended_ns));
+    if (last_due_ns_ != 0) ++m_.due_gaps[gap_bucket(r.intended_ns - last_due_ns_)];
+    last_due_ns_ = r.intended_ns;
     if (StageMeasurements* s = stage_of(r)) ++s->due;
 }
 
@@ -19,6 +21,8 @@ void Recorder::sent(Request& r, int64_t now) noexcept {
     const int64_t late_ns = now - r.intended_ns;
     m_.lateness_us.record(to_us(late_ns));
     ++m_.sends;
+    if (last_sent_ns_ != 0) ++m_.send_gaps[gap_bucket(now - last_sent_ns_)];
+    last_sent_ns_ = now;
     if (late_ns > kLateSendNs) ++m_.late_sends;
     if (StageMeasurements* s = stage_of(r)) ++s->sends;
 }

@@ -128,6 +128,8 @@ private:
     uint64_t error_total_ = 0;
     uint64_t completed_total_ = 0;
     int64_t last_outcome_ns_ = 0;
+    int64_t last_due_ns_ = 0;   // the schedule audit: the previous counted due time
+    int64_t last_sent_ns_ = 0;  // and the previous counted send
 };
 
 }  // namespace loadbench::generator
