@@ -68,8 +68,18 @@ class LoadbenchLoop(Loadbench):
         return result
 
 
-def tools() -> list[Generator]:
-    return [LoadbenchLoop(True), LoadbenchLoop(False), Wrk2(), Oha()]
+def tools(names: Optional[str] = None) -> list[Generator]:
+    """Every tool, or those named (--tools: a comma-separated list of their names)."""
+    every = [LoadbenchLoop(True), LoadbenchLoop(False), Wrk2(), Oha()]
+    if not names:
+        return every
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = set(wanted) - {t.name for t in every}
+    if unknown:
+        raise SystemExit(
+            f"--tools: unknown {', '.join(sorted(unknown))} (one of: {', '.join(t.name for t in every)})"
+        )
+    return [t for t in every if t.name in wanted]
 
 
 def measure(tool: Generator, url: str, rate: float, args) -> dict:
@@ -290,6 +300,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--duration", type=int, default=5, help="seconds per run")
     p.add_argument("--connections", type=int, default=100)
+    p.add_argument("--tools", help="only these tools, comma-separated (e.g. 'loadbench busy-poll')")
     p.add_argument("--out", default=str(REPO / "reports" / "open-loop-side-by-side"))
     p.add_argument("--smoke", action="store_true")
     p.add_argument("--report-only", action="store_true")
@@ -311,7 +322,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         jsonl = JsonlWriter(raw)
         jsonl.write({"record": "environment", "environment": env, "command": command})
         available = []
-        for tool in tools():
+        for tool in tools(args.tools):
             if tool.available:
                 env[f"Tool {tool.name}"] = tool.version()
                 available.append(tool)
