@@ -106,6 +106,7 @@ def test_the_sleeping_tick_stays_when_asked_and_says_so(beast_server: ServerProc
 
 def test_the_default_polls_only_on_pinned_cpus_of_the_generators_own(monkeypatch):
     monkeypatch.setattr(busy_poll, "pinned_elsewhere", lambda cpus: [])
+    monkeypatch.setattr(busy_poll, "busy_share", lambda cpus: 0.05)
     assert choose_loop(None, True, [1], 1).busy_poll is True
     assert choose_loop(None, True, [1], 1).why == "busy-poll: CPU 1 the generator's own"
     assert choose_loop(None, True, None, 1) == busy_poll.LoopChoice(
@@ -113,6 +114,13 @@ def test_the_default_polls_only_on_pinned_cpus_of_the_generators_own(monkeypatch
     )
     assert choose_loop(None, True, [1], 2).why == "the sleeping tick: 2 threads share 1 CPU(s)"
     assert choose_loop(None, False, [1], 1).busy_poll is False  # a closed loop has no tick
+    # something unpinned kept the CPU busy just before: the tick, and why
+    monkeypatch.setattr(busy_poll, "busy_share", lambda cpus: 0.6)
+    assert choose_loop(None, True, [1], 1).why == (
+        "the sleeping tick: CPU 1 was 60 % busy with other work just before the run (busy-poll "
+        "takes a CPU at most 20 % busy)"
+    )
+    assert choose_loop(True, True, [1], 1).busy_poll is True  # asked for: not second-guessed
     monkeypatch.setattr(busy_poll, "pinned_elsewhere", lambda cpus: ["nginx (pid 42)"])
     tick = choose_loop(None, True, [0], 1)
     assert (
@@ -121,6 +129,23 @@ def test_the_default_polls_only_on_pinned_cpus_of_the_generators_own(monkeypatch
     )
     asked = choose_loop(True, True, [0], 1)
     assert asked.busy_poll is True and "nginx (pid 42)" in (asked.warning or "")
+
+
+def test_a_cpu_kept_busy_reads_busy_and_an_idle_one_does_not(tmp_path):
+    # /proc/stat as the kernel writes it, read twice: CPU 1 busy 60 of 100 ticks, CPU 0 idle
+    first = "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 10 0 0 90 0 0 0 0 0 0\ncpu1 10 0 0 90 0 0 0 0 0 0\n"
+    then = "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 10 0 0 190 0 0 0 0 0 0\ncpu1 60 0 10 130 0 0 0 0 0 0\n"
+
+    class Stat:
+        def __init__(self):
+            self.readings = iter([first, then])
+
+        def read_text(self):
+            return next(self.readings)
+
+    assert busy_poll.busy_share([1], seconds=0, stat=Stat()) == pytest.approx(0.6)
+    assert busy_poll.busy_share([0], seconds=0, stat=Stat()) == 0.0
+    assert busy_poll.busy_share([1], seconds=0, stat=tmp_path / "absent") is None
 
 
 def test_a_process_pinned_to_a_cpu_is_found_and_an_unpinned_one_is_not():

@@ -9,7 +9,8 @@ another task is pinned to (the server of a sweep, a second generator) a polling 
 take that task's time: there the tick stays, or, asked for explicitly, the run says so.
 
 ``busy_poll``: None (the default) chooses busy-poll when the run is pinned (``cpus``), each of its
-threads has a CPU of its own, and no other task is pinned to those CPUs; True asks for it
+threads has a CPU of its own, no other task is pinned to those CPUs, and they were at most 20 %
+busy over the 50 ms before the run (something unpinned runs there otherwise); True asks for it
 (refused when two threads would share a CPU; warned about on a CPU others are pinned to); False
 keeps the tick.
 """
@@ -17,6 +18,7 @@ keeps the tick.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
@@ -24,6 +26,10 @@ from typing import Optional, Sequence
 from .errors import ConfigError
 
 PF_KTHREAD = 0x00200000  # /proc/PID/stat flags: a kernel thread (per-CPU ones are pinned by design)
+# The default polls only on CPUs that were this idle just before the run: busier, and something
+# unpinned (a build, another generator) runs there, whose time a polling thread would take.
+BUSY_BY_OTHERS_AT_MOST = 0.2
+PROBE_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,38 @@ def pinned_elsewhere(cpus: Sequence[int], proc: Path = Path("/proc")) -> list[st
     return found
 
 
+def busy_share(
+    cpus: Sequence[int], seconds: float = PROBE_S, stat: Path = Path("/proc/stat")
+) -> Optional[float]:
+    """The share of ``cpus``' time that was busy (not idle, not waiting for I/O) over ``seconds``
+    from now: what else runs there before the generator starts (None: /proc/stat unreadable)."""
+
+    def sample() -> Optional[tuple[int, int]]:
+        try:
+            lines = stat.read_text().splitlines()
+        except OSError:
+            return None
+        total = idle = 0
+        names = {f"cpu{c}" for c in cpus}
+        for line in lines:
+            fields = line.split()
+            if fields and fields[0] in names:
+                ticks = [
+                    int(v) for v in fields[1:9]
+                ]  # user nice system idle iowait irq softirq steal
+                total += sum(ticks)
+                idle += ticks[3] + ticks[4]
+        return total, idle
+
+    before = sample()
+    time.sleep(seconds)
+    after = sample()
+    if before is None or after is None or after[0] <= before[0]:
+        return None
+    elapsed = after[0] - before[0]
+    return 1.0 - (after[1] - before[1]) / elapsed
+
+
 def _allowed(status: str) -> Optional[set[int]]:
     for line in status.splitlines():
         if line.startswith("Cpus_allowed_list:"):
@@ -84,10 +122,16 @@ def _allowed(status: str) -> Optional[set[int]]:
 
 
 def choose_loop(
-    busy_poll: Optional[bool], open_loop: bool, cpus: Optional[Sequence[int]], threads: int
+    busy_poll: Optional[bool],
+    open_loop: bool,
+    cpus: Optional[Sequence[int]],
+    threads: int,
+    measure: bool = True,
 ) -> LoopChoice:
     """The loop an open-loop run's threads run (see the module docstring). A closed loop never
-    waits for a due time: it has no tick to replace (busy_poll=True is refused there)."""
+    waits for a due time: it has no tick to replace (busy_poll=True is refused there).
+    ``measure``: look at the machine (tasks pinned to ``cpus``, and the default: how busy they
+    were over the last PROBE_S); without it, only the refusals are checked."""
     if not open_loop:
         if busy_poll:
             raise ConfigError(
@@ -115,6 +159,8 @@ def choose_loop(
         return LoopChoice(False, "the sleeping tick: the generator is not pinned (--cpus)")
     if threads > cpu_count:
         return LoopChoice(False, f"the sleeping tick: {threads} threads share {cpu_count} CPU(s)")
+    if not measure:
+        return LoopChoice(bool(busy_poll), "not measured")
     others = pinned_elsewhere(cpus)
     where = f"CPU{'s' if cpu_count > 1 else ''} {','.join(str(c) for c in sorted(set(cpus)))}"
     if others:
@@ -127,6 +173,14 @@ def choose_loop(
                 "time there",
             )
         return LoopChoice(False, f"the sleeping tick: {named} is pinned to {where} too")
-    return LoopChoice(
-        True, "busy-poll, as asked" if busy_poll else f"busy-poll: {where} the generator's own"
-    )
+    if busy_poll:
+        return LoopChoice(True, "busy-poll, as asked")
+    busy = busy_share(cpus)
+    if busy is not None and busy > BUSY_BY_OTHERS_AT_MOST:
+        return LoopChoice(
+            False,
+            f"the sleeping tick: {where} {'were' if cpu_count > 1 else 'was'} {100 * busy:.0f} % "
+            f"busy with other work just before the run (busy-poll takes a CPU at most "
+            f"{100 * BUSY_BY_OTHERS_AT_MOST:.0f} % busy)",
+        )
+    return LoopChoice(True, f"busy-poll: {where} the generator's own")

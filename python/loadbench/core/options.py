@@ -331,7 +331,9 @@ class RunOptions:
         self.cpus = _cpu_list(self.cpus)
         if self.busy_poll is not None and not isinstance(self.busy_poll, bool):
             raise ConfigError(f"busy_poll must be true, false or unset, not {self.busy_poll!r}")
-        self.loop_choice()  # refuses what cannot work (busy-poll on a closed loop, threads sharing a CPU)
+        # refuses what cannot work (busy-poll on a closed loop, threads sharing a CPU); the
+        # machine is looked at once, when the engine is configured (loop_choice)
+        choose_loop(self.busy_poll, self.open_loop, self.cpus, int(self.threads), measure=False)
         if self.unix_socket is not None:
             if not isinstance(self.unix_socket, (str, os.PathLike)) or not os.fspath(
                 self.unix_socket
