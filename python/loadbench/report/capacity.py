@@ -163,25 +163,11 @@ def section(model) -> list[str]:
     ]
 
 
-def chart_series(model) -> dict[str, dict[str, list[tuple[float, float]]]]:
-    """{protocol: {server: [(achieved req/s, corrected p99 ms), ...]}} over every step of every
-    search, sorted by rate: the latency-vs-load curve the search measured on its way."""
-    out: dict[str, dict[str, list[tuple[float, float]]]] = {}
-    for c in model.capacities().values():
-        points = sorted(
-            (s["achieved_rate"], s["latency_ms"]["p99"])
-            for s in c.steps()
-            if s.get("latency_ms") and s.get("achieved_rate")
-        )
-        if points:
-            out.setdefault(c.protocol, {})[c.target] = points
-    return out
-
-
 def chart_steps(model) -> dict[str, dict[str, list[tuple[float, float, bool]]]]:
-    """:func:`chart_series` with each step's verdict: (achieved req/s, corrected p99 ms,
-    passed), sorted by rate - the chart draws the knee through the passing steps and the failed
-    ones faint beside it."""
+    """{protocol: {server: [(achieved req/s, corrected p99 ms, passed), ...]}} over every step of
+    every search, sorted by rate: the latency-vs-load curve the search measured on its way, each
+    step with its verdict (the chart draws the knee through the passing steps and the failed ones
+    faint beside it)."""
     out: dict[str, dict[str, list[tuple[float, float, bool]]]] = {}
     for c in model.capacities().values():
         points = sorted(
@@ -192,6 +178,14 @@ def chart_steps(model) -> dict[str, dict[str, list[tuple[float, float, bool]]]]:
         if points:
             out.setdefault(c.protocol, {})[c.target] = points
     return out
+
+
+def chart_series(model) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """:func:`chart_steps` without the verdicts: (achieved req/s, corrected p99 ms) per step."""
+    return {
+        protocol: {t: [(x, y) for x, y, _ in points] for t, points in per_server.items()}
+        for protocol, per_server in chart_steps(model).items()
+    }
 
 
 def latency_limit_ms(objectives: list[str]) -> Optional[float]:

@@ -19,7 +19,7 @@ from ..core.result import Result
 from ..core.run import run
 from ..core.sampler import Sampler
 from ..core.steady import settle as settle_server
-from ..slo.objectives import judge, parse_objectives
+from ..slo.objectives import judge
 from ..slo.pool import presized_pool
 from ..slo.search import SEARCH_OWNS, capacity
 from .plan import Cell, SweepPlan
@@ -326,7 +326,9 @@ class ServerGroup:
             # latency counts that wait, and the cell's `limit` says so (pool-bound, ¶). (With a
             # pool allowed to grow 4x mid-window, a 10 000 req/s https run against Beast had a
             # p99 of 437 ms instead of 58 ms: the growth, not the server.)
-            pool = presized_pool(rate, capacity[1], capacity[0], self._latency_limit_s())
+            pool = presized_pool(
+                rate, capacity[1], capacity[0], self.sweep.capacity_latency_limit_s()
+            )
             self.pool = pool
             kwargs.update(
                 rate=rate,
@@ -389,17 +391,11 @@ class ServerGroup:
             return "fail", f"no responses in the window (errors: {errors})", result
         return "ok", None, result
 
-    def _latency_limit_s(self) -> Optional[float]:
-        """The loosest latency objective of the sweep's capacity, in seconds (None without)."""
-        objectives = parse_objectives(list(self.sweep.capacity)) if self.sweep.capacity else []
-        limits = [o.limit for o in objectives if o.is_latency]
-        return max(limits) / 1e6 if limits else None
-
     def _judge(self, result: Result) -> dict:
         """An open-loop cell judged by the capacity search's own rule (slo/objectives.judge: the
         whole window and each 1 s window with enough requests for the percentile), against the
         sweep's capacity objectives - so the open-loop table and the capacity judge alike."""
-        objectives = parse_objectives(list(self.sweep.capacity))
+        objectives = self.sweep.capacity_objectives()
         verdict = judge(result, objectives, self.sweep.interval)
         return {
             "objectives": [o.text for o in objectives],

@@ -19,7 +19,7 @@ from ..core.options import PASSED_THROUGH, RunOptions, field_type
 from ..core.profile import perf_missing
 from ..core.run import check_tls_library
 from ..core.schedule import parse_duration
-from ..slo.objectives import parse_objectives
+from ..slo.objectives import Objective, parse_objectives
 from .targets import Target, default_cpu_split
 
 TRANSPORTS = ("tcp", "unix")
@@ -441,6 +441,16 @@ class SweepPlan:
                     f"streams.{p}: HTTP/1.1 has no streams (its requests in flight per "
                     f"connection are the pipeline key), so it must be 1, not {n}"
                 )
+
+    def capacity_objectives(self) -> list[Objective]:
+        """The capacity objectives, parsed (checked when the plan was): what the searches and the
+        open-loop cells are judged by."""
+        return parse_objectives(list(self.capacity)) if self.capacity else []
+
+    def capacity_latency_limit_s(self) -> Optional[float]:
+        """The loosest latency objective, in seconds (None without): what sizes a pool."""
+        limits = [o.limit for o in self.capacity_objectives() if o.is_latency]
+        return max(limits) / 1e6 if limits else None
 
     def _check_capacity(self, workloads: list[str]) -> None:
         if not self.capacity:
