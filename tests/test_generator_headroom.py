@@ -94,11 +94,14 @@ def test_no_spare_cpu_or_fixed_threads_means_no_second_attempt(tmp_path):
 
 def test_the_saturation_warning_is_one_line_and_only_when_saturated():
     # the three Result properties the warning reads (loadbench.core.result.Result)
-    busy = SimpleNamespace(saturated=True, cpu_utilisation=0.97, threads=1)
+    busy = SimpleNamespace(saturated=True, cpu_utilisation=0.97, threads=1, busy_polled=False)
     line = saturation_warning(busy)
     assert line is not None and "\n" not in line and "97 % of 1 thread)" in line
     assert (
-        saturation_warning(SimpleNamespace(saturated=False, cpu_utilisation=0.5, threads=1)) is None
+        saturation_warning(
+            SimpleNamespace(saturated=False, cpu_utilisation=0.5, threads=1, busy_polled=False)
+        )
+        is None
     )
 
 

@@ -134,6 +134,16 @@ def _usable(values: Sequence[Optional[float]]) -> list[float]:
     return [float(v) for v in values if v is not None and not math.isnan(float(v))]
 
 
+def cumulative_shares(counts: Sequence[int]) -> list[float]:
+    """The empirical CDF of per-bucket counts: the share of the total at or below each bucket."""
+    total = float(sum(counts))
+    out, running = [], 0
+    for n in counts:
+        running += n
+        out.append(running / total)
+    return out
+
+
 def median(values: Sequence[Optional[float]]) -> Optional[float]:
     """THE median of loadbench (report, charts, sweep capacity, notebook, bench): the middle
     value of an odd count, the mean of the two middle values of an even count; None and NaN

@@ -206,10 +206,6 @@ def compare(x: float, y: float, higher_is_better: bool) -> str:
         return "worse"
     if verdict is not None:
         return verdict
-    if clearly_better(x, y, higher_is_better):
-        return "better"
-    if clearly_better(y, x, higher_is_better):
-        return "worse"
     ix, iy = interval(x), interval(y)
     proven = _above(ix, iy, higher_is_better) or _above(iy, ix, higher_is_better)
     if not proven and (ix[0] < ix[1] or iy[0] < iy[1]):

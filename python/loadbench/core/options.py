@@ -255,7 +255,8 @@ class RunOptions:
         None,
         "open loop: each generator thread polls and never sleeps (its sends go out microseconds "
         "after they fall due; it takes its whole CPU); default: busy-poll when the generator is "
-        "pinned (cpus) to CPUs it has to itself, one per thread, else the sleeping tick",
+        "pinned (cpus) to CPUs it has to itself - one per thread, no other task pinned there, at "
+        "most 20 % busy just before the run - else the sleeping tick",
         "boolean",
     )
     batch_reads: bool = engine_option(

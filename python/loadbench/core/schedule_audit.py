@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
+from .analysis import cumulative_shares
+
 FOLLOWS_AT_MOST = 0.10  # a tenth of the gaps moved beyond a quarter-octave
 BUCKETS = 96
 
@@ -33,21 +35,12 @@ def bucket_low_ns(i: int) -> int:
     return (1 << octave) + quarter * (1 << (octave - 2))
 
 
-def _cdf(counts: Sequence[int]) -> list[float]:
-    total = float(sum(counts))
-    out, running = [], 0
-    for n in counts:
-        running += n
-        out.append(running / total)
-    return out
-
-
 def distance(due_gaps: Sequence[int], send_gaps: Sequence[int]) -> Optional[float]:
     """The largest share of gaps the sends moved beyond one bucket from the schedule's (0: as
     asked, 1: nothing alike); None when either side has no gap."""
     if not sum(due_gaps) or not sum(send_gaps):
         return None
-    due, sent = _cdf(due_gaps), _cdf(send_gaps)
+    due, sent = cumulative_shares(due_gaps), cumulative_shares(send_gaps)
     n = min(len(due), len(sent))
     worst = 0.0
     for k in range(n - 1):

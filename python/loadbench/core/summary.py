@@ -128,7 +128,7 @@ def summary_lines(r: Any) -> list[str]:
                     else ""
                 )
             )
-            audit = getattr(r, "schedule_audit", None)
+            audit = r.schedule_audit
             if audit:
                 lines.append(f"  schedule      {audit_sentence(audit)}")
             if r.warmup_dropped:
@@ -416,8 +416,7 @@ def saturation_warning(r) -> Optional[str]:
     if not r.saturated:
         return None
     threads = f"{r.threads} thread{'s' if r.threads != 1 else ''}"
-    busy = getattr(r, "busy_polled", False)  # (a stand-in with the older fields reads as the tick)
-    load = r.work_share if busy else r.cpu_utilisation
+    load = r.work_share if r.busy_polled else r.cpu_utilisation
     return (
         f"loadbench: warning: the generator was saturated ({(load or 0) * 100:.0f} % of "
         f"{threads}): these figures may be its limit, not the server's; give it more threads "

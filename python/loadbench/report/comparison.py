@@ -121,13 +121,7 @@ def u_cdf(m: int, n: int) -> list[float]:
                 row[u] += c
             cur.append(row)
         prev = cur
-    counts = prev[n]
-    total = float(sum(counts))
-    out, acc = [], 0
-    for c in counts:
-        acc += c
-        out.append(acc / total)
-    return out
+    return analysis.cumulative_shares(prev[n])
 
 
 def mann_whitney_p(base: Sequence[float], new: Sequence[float]) -> float:

@@ -26,8 +26,7 @@ void Scheduler::begin() {
                       static_cast<double>(worker_index_) / plan_.options.threads,
                       plan_.options.seed + static_cast<uint64_t>(worker_index_));
     const double mean_gap_ns = 1e9 / plan_.rate_per_worker;
-    // A busy-polling loop never sleeps, so nothing is gained by sending a due request later.
-    batch_ns_ = !plan_.busy_poll && mean_gap_ns < static_cast<double>(plan_.send_batch_ns) ? plan_.send_batch_ns : 0;
+    batch_ns_ = mean_gap_ns < static_cast<double>(plan_.send_batch_ns) ? plan_.send_batch_ns : 0;
 }
 
 Request Scheduler::make(int64_t intended, bool counted) noexcept {
@@ -80,7 +79,7 @@ int64_t Scheduler::next_wake_ns() const noexcept {
     if (due == INT64_MAX) return INT64_MAX;
     // A varying rate batches while the gap around the next arrival is below the batch (a ramp
     // starts batching once it passes 1 / send_batch per worker, and stops below it again).
-    if (varying_ && !plan_.busy_poll)
+    if (varying_)
         return due + (schedule_->gap_ns() < static_cast<double>(plan_.send_batch_ns) ? plan_.send_batch_ns : 0);
     return due + batch_ns_;
 }
