@@ -43,7 +43,10 @@ def option_help(name: str, more: str = "") -> str:
         if isinstance(default, float)
         else f"; default {default}"
     )
-    return f"{FIELD_HELP[name]}{shown}" + (f" ({more})" if more else "")
+    text = f"{FIELD_HELP[name]}{shown}" + (f" ({more})" if more else "")
+    return text.replace(
+        "%", "%%"
+    )  # argparse %-formats a help: a literal "20 %" must not break --help
 
 
 def _flagged(exclude: Collection[str]) -> list:
